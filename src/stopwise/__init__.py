@@ -1,0 +1,122 @@
+"""stopwise: run LLM agents that know when to stop.
+
+The stop decision is one pure resolver; every step commits atomically to a durable log; every run ends with
+a typed ``RunResult``.
+"""
+
+from stopwise.agent import Agent
+from stopwise.context import RunContext
+from stopwise.errors import (
+    ConfigError,
+    ErrorCategory,
+    ErrorCode,
+    ErrorDetail,
+    ModelScriptExhausted,
+    RetryNotAllowed,
+    SchemaTooNew,
+    StepConflict,
+    StopwiseError,
+    StoreError,
+)
+from stopwise.events import (
+    Event,
+    ModelReplied,
+    RunFinished,
+    StepCommitted,
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+)
+from stopwise.messages import (
+    Message,
+    Reply,
+    Role,
+    StopReason,
+    ToolCall,
+    Usage,
+    decode_tool_result,
+    transcript,
+)
+from stopwise.models import FunctionModel, Model, ModelRequest, ScriptedModel, ToolSpec
+from stopwise.result import RunResult, RunStatus
+from stopwise.runtime import Runner, SessionBusy
+from stopwise.stop import (
+    CompletionReason,
+    Decision,
+    StepSignals,
+    StepView,
+    StopCondition,
+    has_tool_call,
+    resolve,
+    step_count_is,
+    text_contains,
+)
+from stopwise.store import MemoryStore, RunRecord, SQLiteStore, Store
+from stopwise.tools import Risk, Tool, ToolError, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # agents and running them
+    "Agent",
+    "Runner",
+    "RunContext",
+    "RunResult",
+    "RunStatus",
+    "CompletionReason",
+    # messages
+    "Message",
+    "Reply",
+    "Role",
+    "StopReason",
+    "ToolCall",
+    "Usage",
+    "decode_tool_result",
+    "transcript",
+    # models
+    "Model",
+    "ModelRequest",
+    "ToolSpec",
+    "ScriptedModel",
+    "FunctionModel",
+    # tools
+    "tool",
+    "Tool",
+    "ToolError",
+    "Risk",
+    # stop conditions and the decision
+    "StopCondition",
+    "StepView",
+    "step_count_is",
+    "has_tool_call",
+    "text_contains",
+    "StepSignals",
+    "Decision",
+    "resolve",
+    # stores
+    "Store",
+    "MemoryStore",
+    "SQLiteStore",
+    "RunRecord",
+    # events
+    "Event",
+    "StepStarted",
+    "ModelReplied",
+    "ToolCalled",
+    "ToolReturned",
+    "StepCommitted",
+    "RunFinished",
+    # errors
+    "ErrorDetail",
+    "ErrorCode",
+    "ErrorCategory",
+    "StopwiseError",
+    "ConfigError",
+    "RetryNotAllowed",
+    "SessionBusy",
+    "ModelScriptExhausted",
+    "StoreError",
+    "SchemaTooNew",
+    "StepConflict",
+    "__version__",
+]

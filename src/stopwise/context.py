@@ -1,0 +1,30 @@
+"""What a tool sees of the run it is called in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RunContext"]
+
+
+@dataclass(slots=True)
+class RunContext:
+    """Passed to a tool that declares a parameter annotated ``RunContext``.
+
+    ``state`` is the session's custom state as a draft for this step: writes commit with the step's
+    transaction, so a crash before the commit discards them and a re-run step sees the last committed state.
+    """
+
+    session_id: str
+    run_id: str
+    step: int
+    tool_call_id: str
+    state: dict[str, Any]
+    runner: Any
+    """The ``Runner`` driving this run; sub-agents use it to run on the same store."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across a re-run of the same step after a crash: ``"{run_id}:{step}:{tool_call_id}"``."""
+        return f"{self.run_id}:{self.step}:{self.tool_call_id}"

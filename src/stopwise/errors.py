@@ -1,0 +1,91 @@
+"""Errors: exceptions for caller mistakes and bugs, ``ErrorDetail`` values for run outcomes.
+
+A run that fails (a cut-off, a model error, a raising predicate) is not an exception: it ends with a
+``RunResult`` whose ``error`` is an ``ErrorDetail``. Exceptions are reserved for misuse the caller must fix
+(bad configuration, retrying a finished session) and for a store that refuses to work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = [
+    "ConfigError",
+    "ErrorCategory",
+    "ErrorCode",
+    "ErrorDetail",
+    "ModelScriptExhausted",
+    "RetryNotAllowed",
+    "SchemaTooNew",
+    "StepConflict",
+    "StopwiseError",
+    "StoreError",
+]
+
+
+class ErrorCategory(StrEnum):
+    """Where a run failure came from, for alerting: a budget is not an outage."""
+
+    FRAMEWORK = "framework"
+    """A limit or rule of stopwise itself (the step cap, invalid output)."""
+    MODEL = "model"
+    """The model adapter raised, or the model ended its reply with an error stop reason."""
+    CALLER = "caller"
+    """Code the caller supplied (a stop_when predicate) raised."""
+
+
+class ErrorCode(StrEnum):
+    """Stable codes for run failures; match on these, not on messages."""
+
+    MAX_STEPS_EXHAUSTED = "max_steps_exhausted"
+    OUTPUT_INVALID = "output_invalid"
+    STOP_WHEN_RAISED = "stop_when_raised"
+    MODEL_ERROR = "model_error"
+    MAX_TOKENS = "max_tokens"
+    CONTENT_FILTER = "content_filter"
+    REFUSAL = "refusal"
+    NOT_SUPPORTED = "not_supported"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorDetail:
+    """Why a run failed: a stable ``code``, a human ``message``, a ``category`` and whether a retry may help."""
+
+    code: str
+    message: str
+    category: str
+    retryable: bool = False
+
+
+class StopwiseError(Exception):
+    """Root of every exception stopwise raises."""
+
+
+class ConfigError(StopwiseError, ValueError):
+    """An agent, tool or runner was configured wrongly; the message names the field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class RetryNotAllowed(StopwiseError):
+    """``retry()`` was asked for a session that has nothing to continue."""
+
+
+class ModelScriptExhausted(StopwiseError):
+    """A ``ScriptedModel`` was asked for more replies than it was given."""
+
+
+class StoreError(StopwiseError):
+    """The store cannot do what was asked."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer stopwise; it is not opened so nothing is written to it."""
+
+
+class StepConflict(StoreError):
+    """A log entry with this (session, seq) already exists: another writer got there first."""

@@ -1,0 +1,70 @@
+"""Typed events a run yields as it goes; ``Runner.stream`` hands them out, the CLI only consumes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from stopwise.messages import Message, Reply, ToolCall
+
+if TYPE_CHECKING:
+    from stopwise.result import RunResult
+
+__all__ = [
+    "Event",
+    "ModelReplied",
+    "RunFinished",
+    "StepCommitted",
+    "StepStarted",
+    "ToolCalled",
+    "ToolReturned",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    run_id: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted(Event):
+    """A model call is about to be made."""
+
+    forced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReplied(Event):
+    reply: Reply
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalled(Event):
+    """A tool call is about to execute."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReturned(Event):
+    """A tool call settled; ``message`` is its tool row (an error row when it failed)."""
+
+    call: ToolCall
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class StepCommitted(Event):
+    """The step is durable: its rows, the state and the decision are in the store."""
+
+    seq: int
+    decision: Any
+    """The ``Decision`` the resolver made for this step."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished(Event):
+    """The last event of a run leg."""
+
+    result: RunResult

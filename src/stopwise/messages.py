@@ -1,0 +1,233 @@
+"""The vocabulary of a conversation: messages, tool calls, replies and usage.
+
+These are small frozen values. They cross every module boundary, so they stay plain: no behaviour beyond
+construction-time normalisation, and a JSON codec the stores share.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import to_jsonable_python
+
+__all__ = [
+    "CONTENT_ENCODING",
+    "TOOL_ERROR",
+    "Message",
+    "Reply",
+    "Role",
+    "StopReason",
+    "ToolCall",
+    "Usage",
+    "decode_tool_result",
+    "encode_tool_result",
+    "error_tool_result",
+]
+
+CONTENT_ENCODING = "content_encoding"
+"""Metadata key set to ``"text"`` on a tool row whose content is a string result stored verbatim."""
+
+TOOL_ERROR = "tool_error"
+"""Metadata key set to ``True`` on a tool row that carries a failed call (``{"error": ...}``)."""
+
+
+class Role(StrEnum):
+    """Who wrote a message."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class StopReason(StrEnum):
+    """Why the model stopped producing a reply."""
+
+    END_TURN = "end_turn"
+    """The model finished its turn."""
+    STOP_SEQUENCE = "stop_sequence"
+    """A stop sequence ended the reply; a natural finish like ``end_turn``."""
+    TOOL_USE = "tool_use"
+    """The model asked for tool calls."""
+    MAX_TOKENS = "max_tokens"
+    """The reply was cut at its token limit."""
+    CONTENT_FILTER = "content_filter"
+    """A provider content filter cut the reply."""
+    REFUSAL = "refusal"
+    """The model refused."""
+    ERROR = "error"
+    """The provider reported an error in place of a reply."""
+
+
+NATURAL_FINISH = frozenset({StopReason.END_TURN, StopReason.STOP_SEQUENCE})
+
+
+def _new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model asked for.
+
+    ``args`` is the decoded argument object, or the raw string a model sent when it did not decode; the loop
+    turns a raw string that is not a JSON object into an error result the model can read.
+    """
+
+    name: str
+    args: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str = ""
+    """Unique within the session; generated when not given."""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", _new_call_id())
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts, added up across model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.requests + other.requests,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One row of a session's log."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Assistant rows only: the calls the model asked for, in order."""
+    tool_call_id: str | None = None
+    """Tool rows only: the call this row answers."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Annotations for readers (encoding marker, error flag, automated-row marks). Treat as read-only."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, Role):
+            try:
+                object.__setattr__(self, "role", Role(self.role))
+            except ValueError:
+                raise ValueError(
+                    f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}"
+                ) from None
+        if not isinstance(self.content, str):
+            raise TypeError(f"Message.content must be a str, got {type(self.content).__name__}")
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(Role.USER, content)
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(Role.SYSTEM, content)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a model returns for one request: text and/or tool calls, with a stop reason.
+
+    The stop reason is inferred when not given: ``tool_use`` when there are tool calls, else ``end_turn``.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: StopReason = None  # type: ignore[assignment]  # inferred in __post_init__
+    usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if self.stop_reason is None:
+            inferred = StopReason.TOOL_USE if self.tool_calls else StopReason.END_TURN
+            object.__setattr__(self, "stop_reason", inferred)
+        elif not isinstance(self.stop_reason, StopReason):
+            object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))
+
+    @property
+    def is_natural_finish(self) -> bool:
+        """Text, no tool calls, and a stop reason of ``end_turn`` or ``stop_sequence``."""
+        return not self.tool_calls and self.stop_reason in NATURAL_FINISH
+
+
+def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
+    """The tool row for a successful result: a string verbatim with the text marker, anything else as JSON."""
+    if isinstance(value, str):
+        return Message(Role.TOOL, value, tool_call_id=tool_call_id, metadata={CONTENT_ENCODING: "text"})
+    content = json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"))
+    return Message(Role.TOOL, content, tool_call_id=tool_call_id)
+
+
+def error_tool_result(message: str, *, tool_call_id: str) -> Message:
+    """The tool row for a failed call: ``{"error": message}`` as JSON, flagged in metadata."""
+    content = json.dumps({"error": message}, ensure_ascii=False)
+    return Message(Role.TOOL, content, tool_call_id=tool_call_id, metadata={TOOL_ERROR: True})
+
+
+def decode_tool_result(message: Message) -> Any:
+    """The value a tool row carries.
+
+    A row marked as text returns its content as the string it was; an unmarked row (JSON results, and rows
+    written before the marker existed) is parsed as JSON, falling back to the raw text when it is not JSON.
+    """
+    if message.metadata.get(CONTENT_ENCODING) == "text":
+        return message.content
+    try:
+        return json.loads(message.content)
+    except ValueError:
+        return message.content
+
+
+_MESSAGES = TypeAdapter(tuple[Message, ...])
+
+
+def dump_messages(messages: Sequence[Message]) -> bytes:
+    """JSON for a sequence of messages; the stores' shared codec."""
+    return _MESSAGES.dump_json(tuple(messages))
+
+
+def load_messages(data: str | bytes) -> tuple[Message, ...]:
+    return _MESSAGES.validate_json(data)
+
+
+AUTOMATED_LABEL = "Automated feedback from the application (this is not from the user): "
+"""The fixed prefix of every row stopwise writes for the model, so it never reads it as the user's words."""
+
+AUTOMATED = "automated"
+"""Metadata key: the row was written by the application, not the user; hidden from user-facing transcripts."""
+
+
+def automated_feedback(text: str, *, source: str) -> Message:
+    """A user-role row carrying application feedback behind the fixed label, marked automated and hidden."""
+    return Message(
+        Role.USER,
+        AUTOMATED_LABEL + text,
+        metadata={AUTOMATED: True, "hidden": True, "external_input": True, "source": source},
+    )
+
+
+def transcript(messages: Sequence[Message]) -> list[Message]:
+    """The user-facing transcript: the log without hidden automated rows."""
+    return [m for m in messages if not m.metadata.get("hidden")]

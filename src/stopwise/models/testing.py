@@ -1,0 +1,60 @@
+"""Test doubles that ship with the package: users test their agents with them."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Union
+
+from stopwise.errors import ModelScriptExhausted
+from stopwise.messages import Reply
+from stopwise.models.base import ModelRequest
+
+__all__ = ["FunctionModel", "ScriptedModel"]
+
+ReplyFn = Callable[[ModelRequest], Union[Reply, Awaitable[Reply]]]
+
+
+class ScriptedModel:
+    """Returns the given replies in order; a plain string is a text reply.
+
+    Every request is kept in ``requests`` so a test can assert what the model saw. Asking for more replies
+    than were given raises ``ModelScriptExhausted`` naming the step.
+    """
+
+    def __init__(self, replies: Iterable[Reply | str]) -> None:
+        self._replies = [r if isinstance(r, Reply) else Reply(text=r) for r in replies]
+        self._next = 0
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self._replies) - self._next
+
+    async def generate(self, request: ModelRequest) -> Reply:
+        self.requests.append(request)
+        if self._next >= len(self._replies):
+            raise ModelScriptExhausted(
+                f"ScriptedModel has no reply left for step {request.step}: "
+                f"it was given {len(self._replies)} and all were used"
+            )
+        reply = self._replies[self._next]
+        self._next += 1
+        return reply
+
+
+class FunctionModel:
+    """Calls ``fn(request) -> Reply`` (sync or async) for every request."""
+
+    def __init__(self, fn: ReplyFn, *, name: str | None = None) -> None:
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self.name = name or getattr(fn, "__name__", "function")
+
+    async def generate(self, request: ModelRequest) -> Reply:
+        result = self._fn(request)
+        if inspect.isawaitable(result):
+            result = await result
+        if not isinstance(result, Reply):
+            raise TypeError(f"FunctionModel {self.name!r} returned {type(result).__name__}, expected Reply")
+        return result

@@ -1,0 +1,54 @@
+"""The typed outcome of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from stopwise.errors import ErrorDetail
+from stopwise.messages import Message, Usage
+from stopwise.stop.decision import CompletionReason
+
+__all__ = ["RunResult", "RunStatus"]
+
+
+class RunStatus(StrEnum):
+    """Where a run stands. A string enum: ``result.status == "completed"`` holds."""
+
+    RUNNING = "running"
+    """In progress, or interrupted by a crash (``retry()`` recovers it)."""
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SUSPENDED = "suspended"
+    """Waiting for something outside the run (an approval) before it can go on."""
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended. Hitting a limit never loses the transcript: ``messages`` is the session's whole log."""
+
+    status: RunStatus
+    completion_reason: CompletionReason | None
+    error: ErrorDetail | None
+    """Set when ``status`` is failed: a stable code, a message, a category, whether a retry may help."""
+    output: Any
+    """The validated structured output when the agent has an ``output_type``, else the final text (or None)."""
+    text: str
+    """The text of the last reply."""
+    usage: Usage
+    steps: int
+    """Model calls made by this run, across all its legs (retries included)."""
+    session_id: str
+    run_id: str
+    state: Mapping[str, Any]
+    """The session's custom state as committed at the end of the run."""
+    messages: tuple[Message, ...] = field(repr=False)
+    detail: str = ""
+    """Why the run ended, in words (the condition that fired, the validation error)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is RunStatus.COMPLETED

@@ -1,0 +1,7 @@
+"""Stores: the append-only log and run records."""
+
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.memory import MemoryStore
+from stopwise.store.sqlite import SQLiteStore
+
+__all__ = ["EntryKind", "LogEntry", "MemoryStore", "RunRecord", "SQLiteStore", "SessionSnapshot", "Store"]

@@ -1,0 +1,60 @@
+"""Versioned schema of the database stores. Migrations run in order on open, each in its own transaction.
+
+Never edit a released migration: add a new one. A database whose version is newer than ``LATEST`` is refused.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LATEST", "MIGRATIONS"]
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE sessions (
+                session_id TEXT PRIMARY KEY,
+                state TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            """CREATE TABLE runs (
+                run_id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(session_id),
+                agent TEXT NOT NULL,
+                status TEXT NOT NULL,
+                error TEXT,
+                output TEXT,
+                text TEXT NOT NULL,
+                usage TEXT,
+                steps INTEGER NOT NULL,
+                budget_base INTEGER NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            "CREATE INDEX runs_by_session ON runs(session_id, created_at)",
+            """CREATE TABLE log (
+                session_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                run_id TEXT NOT NULL,
+                step INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                messages TEXT NOT NULL,
+                decision TEXT,
+                usage TEXT,
+                forced INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            ) WITHOUT ROWID""",
+        ),
+    ),
+    (
+        # Why a run ended became a column of its own; older runs read back with no reason (seed 002 §5).
+        2,
+        (
+            "ALTER TABLE runs ADD COLUMN completion_reason TEXT",
+            "ALTER TABLE runs ADD COLUMN detail TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
+)
+
+LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,112 @@
+"""The ``Store`` protocol and the records it keeps.
+
+The log is append-only and keyed by ``(session_id, seq)``. A step's rows, the session state after it and (on
+the terminal step) the run record commit in one transaction, so a crash leaves either the whole step or none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from stopwise.errors import ErrorDetail
+from stopwise.messages import Message, Usage
+from stopwise.result import RunStatus
+from stopwise.stop.decision import CompletionReason
+
+__all__ = ["EntryKind", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
+
+
+class EntryKind(StrEnum):
+    INPUT = "input"
+    """Rows a caller added when a run leg started (the user's input, a retry message)."""
+    STEP = "step"
+    """One model call and everything it caused."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One committed unit of the log."""
+
+    session_id: str
+    seq: int
+    """Position in the session's log, from 1, without gaps."""
+    run_id: str
+    step: int
+    """The run's step number (1-based, across legs); 0 for an input entry."""
+    kind: EntryKind
+    messages: tuple[Message, ...]
+    decision: Mapping[str, Any] | None = None
+    """The stop decision recorded for a step: action, reason, detail."""
+    usage: Usage | None = None
+    forced: bool = False
+    """The step was a forced-completion call."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """The durable record of a run: written when it starts, updated in its terminal step's transaction."""
+
+    run_id: str
+    session_id: str
+    agent: str
+    status: RunStatus
+    completion_reason: CompletionReason | None = None
+    error: ErrorDetail | None = None
+    output: Any = None
+    """The output as JSON-able data (a structured output is stored as its dump)."""
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    """Steps committed by this run across legs."""
+    budget_base: int = 0
+    """The step number the current leg's ``max_steps`` budget counts from; a retry after a cut-off resets it."""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    """A session as of its last committed entry."""
+
+    session_id: str
+    entries: tuple[LogEntry, ...]
+    state: Mapping[str, Any]
+    last_run: RunRecord | None
+
+    @property
+    def next_seq(self) -> int:
+        return self.entries[-1].seq + 1 if self.entries else 1
+
+    def messages(self) -> list[Message]:
+        return [m for e in self.entries for m in e.messages]
+
+
+class Store(Protocol):
+    """Where sessions, runs and the log live. Every method is atomic."""
+
+    async def load_session(self, session_id: str) -> SessionSnapshot | None:
+        """The session as last committed, or None when it does not exist."""
+        ...
+
+    async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
+        """Create or update the run record, create the session if new, and append the input entry."""
+        ...
+
+    async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
+        """Append one entry with the state after it and, if given, the run record. Raises ``StepConflict``
+        when ``(session_id, seq)`` is taken."""
+        ...
+
+    async def update_run(self, run: RunRecord) -> None:
+        """Write a run record on its own (a run that ends without a step of its own)."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def list_runs(self, session_id: str) -> list[RunRecord]:
+        """The session's runs, oldest first."""
+        ...
+
+    async def close(self) -> None: ...

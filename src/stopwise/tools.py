@@ -1,0 +1,204 @@
+"""Tools: typed Python functions the model can call.
+
+``@tool`` reads the function's signature and docstring once, builds a pydantic model for its arguments and a
+JSON schema for the model, and wraps the call so that every failure (arguments that are not JSON, the wrong
+types, an exception, a timeout) becomes an error tool row the model can read. The run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, get_type_hints, overload
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from stopwise.context import RunContext
+from stopwise.errors import ConfigError
+from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
+from stopwise.models.base import ToolSpec
+
+__all__ = ["Risk", "Tool", "ToolError", "tool"]
+
+
+class ToolError(Exception):
+    """Raise from a tool to fail the call with exactly this message: the model sees ``{"error": message}``."""
+
+
+class Risk(StrEnum):
+    """What a tool's effects are, declared by its author; the guardian's risk gate reads it."""
+
+    READ_ONLY = "read_only"
+    REVERSIBLE = "reversible"
+    IRREVERSIBLE = "irreversible"
+    REGULATED = "regulated"
+    UNKNOWN = "unknown"
+    """Not declared: treated with caution by anything that reads risk."""
+
+
+class _ArgsBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A callable the model can use. Build one with ``@tool``; call it through ``invoke``."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    timeout: float | None = None
+    """Seconds before the call is abandoned and an error row is returned; None waits forever."""
+    risk: Risk = Risk.UNKNOWN
+    context_param: str | None = None
+    """The name of the parameter that receives the ``RunContext``, if the function declares one."""
+    spec: ToolSpec = field(init=False)
+    is_async: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        object.__setattr__(self, "spec", ToolSpec(self.name, self.description, schema))
+
+    async def invoke(self, call: ToolCall, ctx: RunContext) -> Message:
+        """Run the call and return its tool row; never raises for a failure of the call itself."""
+        args = call.args
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError as exc:
+                return error_tool_result(
+                    f"Arguments for tool '{self.name}' are not valid JSON ({exc}): {args[:200]!r}",
+                    tool_call_id=call.id,
+                )
+        if not isinstance(args, Mapping):
+            return error_tool_result(
+                f"Arguments for tool '{self.name}' must be a JSON object, got {type(args).__name__}",
+                tool_call_id=call.id,
+            )
+        try:
+            kwargs = dict(self.args_model.model_validate(args))
+        except ValidationError as exc:
+            return error_tool_result(
+                f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id
+            )
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        try:
+            value = await self._call(kwargs)
+        except ToolError as exc:
+            return error_tool_result(str(exc), tool_call_id=call.id)
+        except TimeoutError:
+            return error_tool_result(
+                f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id
+            )
+        except Exception as exc:
+            return error_tool_result(
+                f"Tool '{self.name}' raised {type(exc).__name__}: {exc}", tool_call_id=call.id
+            )
+        return encode_tool_result(value, tool_call_id=call.id)
+
+    def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        # Sync functions run in a worker thread so a slow tool does not stall other runs on the event loop.
+        aw: Awaitable[Any] = (
+            self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
+        )
+        if self.timeout is None:
+            return aw
+        return asyncio.wait_for(aw, self.timeout)
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _build(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    timeout: float | None,
+    risk: Risk | str,
+) -> Tool:
+    if not callable(fn):
+        raise ConfigError("tool", f"expected a function, got {type(fn).__name__}")
+    tool_name = name or getattr(fn, "__name__", "")
+    if not tool_name or tool_name == "<lambda>":
+        raise ConfigError("tool.name", "a lambda or nameless callable needs an explicit name=")
+    if timeout is not None and timeout <= 0:
+        raise ConfigError(f"tool {tool_name!r}.timeout", f"must be positive seconds, got {timeout!r}")
+    try:
+        risk = Risk(risk)
+    except ValueError:
+        raise ConfigError(
+            f"tool {tool_name!r}.risk", f"must be one of {[r.value for r in Risk]}, got {risk!r}"
+        ) from None
+
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+    param_docs = {p.arg_name: p.description for p in doc.params}
+    summary = "\n\n".join(s for s in (doc.short_description, doc.long_description) if s)
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    context_param = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        annotation = hints.get(pname, Any)
+        if annotation is RunContext:
+            context_param = pname
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ConfigError(f"tool {tool_name!r}", f"*args/**kwargs parameter {pname!r} is not supported")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
+    args_model = create_model(f"{tool_name}_arguments", __base__=_ArgsBase, **fields)
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else summary,
+        fn=fn,
+        args_model=args_model,
+        timeout=timeout,
+        risk=risk,
+        context_param=context_param,
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    risk: Risk | str = Risk.UNKNOWN,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    risk: Risk | str = Risk.UNKNOWN,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool from a typed function, sync or async; use bare (``@tool``) or with options.
+
+    The description is the docstring (its parameter sections describe the arguments) unless given. A
+    parameter annotated ``RunContext`` receives the run's context and is hidden from the model.
+    """
+    if fn is not None:
+        return _build(fn, name, description, timeout, risk)
+
+    def decorate(f: Callable[..., Any]) -> Tool:
+        return _build(f, name, description, timeout, risk)
+
+    return decorate
