@@ -45,6 +45,8 @@ class Leg:
     store: Store
     runner: Any
     run: RunRecord
+    """The run record as of the leg's start; the counters below move on from it and are written back at
+    the end, so a step costs no record copy."""
     messages: list[Message]
     """The session's log as committed, plus nothing uncommitted between steps."""
     state: dict[str, Any]
@@ -54,13 +56,23 @@ class Leg:
     forced_attempts: int = 0
     """Forced-completion calls made in this leg."""
     system: tuple[Message, ...] = field(init=False)
+    steps: int = field(init=False)
+    usage: Usage = field(init=False)
+    text: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.system = (Message(Role.SYSTEM, self.agent.instructions),) if self.agent.instructions else ()
+        self.steps = self.run.steps
+        self.usage = self.run.usage
+        self.text = self.run.text
 
     @property
     def steps_used(self) -> int:
-        return self.run.steps - self.run.budget_base
+        return self.steps - self.run.budget_base
+
+    def record(self, **changes: Any) -> RunRecord:
+        """The run record with this leg's progress and the given changes."""
+        return replace(self.run, steps=self.steps, usage=self.usage, text=self.text, **changes)
 
 
 async def drive(leg: Leg) -> AsyncIterator[Event]:
@@ -68,7 +80,7 @@ async def drive(leg: Leg) -> AsyncIterator[Event]:
     run_id = leg.run.run_id
     try:
         while True:
-            step = leg.run.steps + 1
+            step = leg.steps + 1
             forced = leg.forcing
             yield StepStarted(run_id, step, forced)
             reply = await _call_model(leg, step, forced)
@@ -230,40 +242,37 @@ async def _commit(
         usage,
         forced,
     )
-    run = replace(run, steps=step, usage=run.usage + usage, text=reply.text)
-    result = None
+    leg_usage = leg.usage + usage
+    ended: RunRecord | None = None
+    final_output: Any = None
     if decision.ends_run:
-        if decision.action is Action.COMPLETE:
-            if decision.reason is CompletionReason.OUTPUT:
-                final_output = output
-            elif decision.reason is CompletionReason.FINAL_ANSWER:
-                final_output = reply.text
-            else:
-                final_output = None
-            run = replace(
-                run,
-                status=RunStatus.COMPLETED,
-                completion_reason=decision.reason,
-                output=_jsonable(final_output),
-                detail=decision.detail,
-            )
-        else:
-            final_output = None
-            run = replace(
-                run,
-                status=RunStatus.FAILED,
-                completion_reason=decision.reason,
-                error=decision.error,
-                detail=decision.detail,
-            )
-    await leg.store.commit(entry, leg.state, run if decision.ends_run else None)
-    leg.run = run
+        if decision.reason is CompletionReason.OUTPUT:
+            final_output = output
+        elif decision.reason is CompletionReason.FINAL_ANSWER:
+            final_output = reply.text
+        completed = decision.action is Action.COMPLETE
+        ended = replace(
+            run,
+            status=RunStatus.COMPLETED if completed else RunStatus.FAILED,
+            completion_reason=decision.reason,
+            error=decision.error,
+            output=_jsonable(final_output),
+            detail=decision.detail,
+            steps=step,
+            usage=leg_usage,
+            text=reply.text,
+        )
+    await leg.store.commit(entry, leg.state, ended)
+    # Only now, with the step durable, does the leg move on.
+    leg.steps, leg.usage, leg.text = step, leg_usage, reply.text
     leg.messages.extend(new_rows)
     leg.next_seq += 1
     if forced:
         leg.forced_attempts += 1
     leg.forcing = decision.action is Action.FORCE_OUTPUT
-    if decision.ends_run:
+    result = None
+    if ended is not None:
+        leg.run = ended
         result = _result(leg, final_output)
     return entry, result
 
@@ -275,7 +284,7 @@ async def _end_without_step(
     status: RunStatus = RunStatus.FAILED,
 ) -> RunResult:
     """End the leg when no step can be committed (the model raised, the run was cancelled)."""
-    leg.run = replace(leg.run, status=status, completion_reason=reason, error=error, detail=error.message)
+    leg.run = leg.record(status=status, completion_reason=reason, error=error, detail=error.message)
     await leg.store.update_run(leg.run)
     return _result(leg, None)
 

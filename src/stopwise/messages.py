@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import TypeAdapter
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json
 
 __all__ = [
     "CONTENT_ENCODING",
@@ -176,8 +176,7 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
     """The tool row for a successful result: a string verbatim with the text marker, anything else as JSON."""
     if isinstance(value, str):
         return Message(Role.TOOL, value, tool_call_id=tool_call_id, metadata={CONTENT_ENCODING: "text"})
-    content = json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"))
-    return Message(Role.TOOL, content, tool_call_id=tool_call_id)
+    return Message(Role.TOOL, to_json(value).decode(), tool_call_id=tool_call_id)
 
 
 def error_tool_result(message: str, *, tool_call_id: str) -> Message:

@@ -84,7 +84,7 @@ class Tool:
                 tool_call_id=call.id,
             )
         try:
-            kwargs = dict(self.args_model.model_validate(args))
+            kwargs = dict(self.args_model.model_validate(args).__dict__)
         except ValidationError as exc:
             return error_tool_result(
                 f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id

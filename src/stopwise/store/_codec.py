@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from stopwise.errors import ErrorDetail
 from stopwise.messages import Usage
 
@@ -14,7 +16,8 @@ __all__ = ["dump_json", "error_from", "load_json", "usage_from"]
 
 
 def dump_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON; pydantic models, dataclasses, dates and the like are converted as pydantic does."""
+    return to_json(value).decode()
 
 
 def load_json(text: str | bytes | None) -> Any:
@@ -24,7 +27,7 @@ def load_json(text: str | bytes | None) -> Any:
 def dump_state(state: Mapping[str, Any]) -> str:
     try:
         return dump_json(state)
-    except (TypeError, ValueError) as exc:
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise TypeError(f"session state must be JSON-serialisable: {exc}") from exc
 
 

@@ -1,0 +1,277 @@
+"""Per-step overhead of an agent loop: stopwise versus its peers, side by side.
+
+Each framework runs the same scripted conversation (see ``_frameworks.py``): an instant
+fake model asks for one call of an instant async tool on every step but the last, and the
+last step returns the final text.  With ``--steps 200`` (the default) that is 199 tool
+steps and one final step per run.  Since the model and the tool cost nothing, the time a
+run takes is the framework's own overhead; per-step time is run time / steps.
+
+Method: every framework is built and warmed up with one full run, then the frameworks are
+timed in interleaved rounds (one run each per round, order rotated every round) so that
+drift in machine load hits them alike, and stopwise-in-memory and stopwise-on-SQLite
+runs of the same round form a pair for the SQLite overhead figure.
+
+Targets:
+  1. stopwise in memory is at least 3x faster per step than the fastest peer;
+  2. the SQLite store adds at most 1 ms per step (median of the per-round difference).
+
+Usage:
+  python benchmarks/bench_step_overhead.py [--steps 200] [--runs N] [--quick]
+                                           [--only NAME ...] [--json PATH] [--strict]
+"""
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _frameworks import (  # noqa: E402
+    ADAPTERS,
+    Adapter,
+    NotInstalled,
+    StopwiseMemory,
+    StopwiseSQLite,
+    describe_error,
+    median,
+    percentile,
+    select_adapters,
+)
+
+SPEED_TARGET = 3.0  # stopwise-memory must be >= this many times faster per step than the fastest peer
+SQLITE_TARGET_MS = 1.0  # SQLite may add at most this many ms per step (median)
+DEFAULT_RUNS = 5
+QUICK_RUNS = 2
+
+
+@dataclass
+class Entry:
+    adapter: Adapter
+    status: str = "ok"  # "ok", or a reason it was skipped
+    samples: list[float] = field(default_factory=list)  # seconds per step, one per timed run
+    rounds: list[int] = field(default_factory=list)  # round index of each sample
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+async def _prepare(entry: Entry) -> None:
+    adapter = entry.adapter
+    try:
+        await adapter.build()
+    except NotInstalled as exc:
+        entry.status = str(exc)
+        return
+    except Exception as exc:
+        entry.status = f"error while building: {describe_error(exc)}"
+        return
+    try:
+        await adapter.run_once()  # warm-up: imports, caches, schema generation, first-run paths
+    except Exception as exc:
+        entry.status = f"error in warm-up run: {describe_error(exc)}"
+
+
+async def _time_one(entry: Entry, round_index: int) -> None:
+    gc.collect()
+    t0 = time.perf_counter()
+    try:
+        await entry.adapter.run_once()
+    except Exception as exc:
+        entry.status = f"error in timed run: {describe_error(exc)}"
+        return
+    elapsed = time.perf_counter() - t0
+    entry.samples.append(elapsed / entry.adapter.steps)
+    entry.rounds.append(round_index)
+
+
+async def measure(entries: list[Entry], runs: int, progress: bool) -> None:
+    for entry in entries:
+        if progress:
+            print(f"  building + warm-up: {entry.adapter.label} ...", file=sys.stderr, flush=True)
+        await _prepare(entry)
+    for r in range(runs):
+        live = [e for e in entries if e.ok]
+        if not live:
+            break
+        shift = r % len(live)
+        order = live[shift:] + live[:shift]
+        if progress:
+            print(f"  round {r + 1}/{runs}", file=sys.stderr, flush=True)
+        for entry in order:
+            await _time_one(entry, r)
+    for entry in entries:
+        try:
+            await entry.adapter.aclose()
+        except Exception as exc:  # closing must never hide the figures
+            print(f"  warning: closing {entry.adapter.label} failed: {describe_error(exc)}", file=sys.stderr)
+
+
+def _us(seconds: float) -> str:
+    us = seconds * 1e6
+    return f"{us:,.1f}" if us < 1000 else f"{us:,.0f}"
+
+
+def _find(entries: list[Entry], cls: type[Adapter]) -> Entry | None:
+    for e in entries:
+        if type(e.adapter) is cls:
+            return e
+    return None
+
+
+def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
+    mem = _find(entries, StopwiseMemory)
+    sql = _find(entries, StopwiseSQLite)
+    base = median(mem.samples) if mem is not None and mem.ok and mem.samples else None
+
+    print()
+    print(
+        f"Per-step overhead: {args.steps} steps/run ({args.steps - 1} tool steps + 1 final), "
+        f"{args.runs} timed runs after 1 warm-up, instant model and tool"
+    )
+    print(
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs"
+    )
+    print()
+    headers = ("framework", "version", "median µs/step", "p90 µs/step", "vs stopwise-memory")
+    rows: list[tuple[str, ...]] = []
+    notes: list[tuple[str, str, str]] = []
+    results: dict[str, Any] = {}
+    for e in entries:
+        a = e.adapter
+        rec: dict[str, Any] = {"label": a.label, "version": a.version if e.ok else None, "status": e.status}
+        if e.ok and e.samples:
+            med = median(e.samples)
+            p90 = percentile(e.samples, 90)
+            if base is None:
+                ratio = "n/a"
+            elif a is mem.adapter:  # type: ignore[union-attr]
+                ratio = "1.00x (baseline)"
+            else:
+                ratio = f"{med / base:,.2f}x"
+            rows.append((a.label, a.version, _us(med), _us(p90), ratio))
+            rec.update(
+                median_us_per_step=med * 1e6,
+                p90_us_per_step=p90 * 1e6,
+                samples_us_per_step=[s * 1e6 for s in e.samples],
+                ratio_vs_stopwise_memory=(med / base) if base else None,
+            )
+        else:
+            notes.append((a.label, "-", e.status))
+        results[a.key] = rec
+
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    for label, version, _ in notes:
+        widths[0] = max(widths[0], len(label))
+        widths[1] = max(widths[1], len(version))
+    align_right = (False, False, True, True, True)
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        out = []
+        for cell, width, right in zip(cells, widths, align_right, strict=True):
+            out.append(cell.rjust(width) if right else cell.ljust(width))
+        return "  ".join(out).rstrip()
+
+    print(fmt(headers))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(fmt(row))
+    for label, version, status in notes:
+        print(f"{label.ljust(widths[0])}  {version.ljust(widths[1])}  {status}")
+    print()
+    print("ratio = framework's median per-step time / stopwise-memory's (above 1 means stopwise is faster)")
+    print()
+
+    verdicts: dict[str, Any] = {}
+    # Target 1: speed versus the fastest peer.
+    peers = [e for e in entries if e.adapter.is_peer and e.ok and e.samples]
+    name1 = f"stopwise (memory) >= {SPEED_TARGET:g}x faster per step than the fastest peer"
+    if base is None:
+        verdicts["speed"] = {"result": "n/a", "why": "stopwise (memory) was not measured"}
+        print(f"[N/A ] {name1}: stopwise (memory) was not measured")
+    elif not peers:
+        verdicts["speed"] = {"result": "n/a", "why": "no peer measured"}
+        print(f"[N/A ] {name1}: no peer was measured")
+    else:
+        fastest = min(peers, key=lambda e: median(e.samples))
+        speedup = median(fastest.samples) / base
+        ok = speedup >= SPEED_TARGET
+        verdicts["speed"] = {"result": "pass" if ok else "fail", "fastest_peer": fastest.adapter.key,
+                             "speedup": speedup}
+        print(
+            f"[{'PASS' if ok else 'FAIL'}] {name1}: fastest peer is {fastest.adapter.label} at "
+            f"{_us(median(fastest.samples))} µs/step, {speedup:,.2f}x stopwise's {_us(base)} µs/step"
+        )
+
+    # Target 2: SQLite overhead per step, paired by round.
+    name2 = f"SQLite store adds <= {SQLITE_TARGET_MS:g} ms/step (median)"
+    if mem is None or sql is None or not (mem.ok and sql.ok and mem.samples and sql.samples):
+        why = "stopwise (memory) and stopwise (SQLite) were not both measured"
+        verdicts["sqlite"] = {"result": "n/a", "why": why}
+        print(f"[N/A ] {name2}: {why}")
+    else:
+        by_round = dict(zip(mem.rounds, mem.samples, strict=True))
+        diffs = [s - by_round[r] for r, s in zip(sql.rounds, sql.samples, strict=True) if r in by_round]
+        extra_ms = median(diffs) * 1e3
+        ok = extra_ms <= SQLITE_TARGET_MS
+        verdicts["sqlite"] = {"result": "pass" if ok else "fail", "extra_ms_per_step": extra_ms,
+                              "diffs_ms": [d * 1e3 for d in diffs]}
+        print(
+            f"[{'PASS' if ok else 'FAIL'}] {name2}: +{extra_ms:.3f} ms/step "
+            f"(median of {len(diffs)} paired runs; memory {_us(median(mem.samples))} µs/step, "
+            f"SQLite {_us(median(sql.samples))} µs/step)"
+        )
+
+    return {
+        "benchmark": "step_overhead",
+        "steps": args.steps,
+        "runs": args.runs,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpus": os.cpu_count(),
+        "frameworks": results,
+        "verdicts": verdicts,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=200, help="steps per run (default 200)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help=f"timed runs per framework (default {DEFAULT_RUNS}, {QUICK_RUNS} with --quick)")
+    parser.add_argument("--quick", action="store_true", help=f"fewer timed runs ({QUICK_RUNS})")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help=f"frameworks to run: {', '.join(a.key for a in ADAPTERS)}")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--strict", action="store_true", help="exit with status 1 when a target fails")
+    parser.add_argument("-q", "--no-progress", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error("--steps must be >= 1")
+    if args.runs is None:
+        args.runs = QUICK_RUNS if args.quick else DEFAULT_RUNS
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+
+    entries = [Entry(cls(args.steps)) for cls in select_adapters(args.only)]
+    asyncio.run(measure(entries, args.runs, progress=not args.no_progress))
+    data = report(entries, args)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+    failed = any(v.get("result") == "fail" for v in data["verdicts"].values())
+    return 1 if (args.strict and failed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
