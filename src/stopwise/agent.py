@@ -51,9 +51,7 @@ class Agent:
         ):
             raise ConfigError("max_steps", f"must be an int >= 1 or None, got {self.max_steps!r}")
         if not isinstance(self.max_completion_retries, int) or self.max_completion_retries < 0:
-            raise ConfigError(
-                "max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}"
-            )
+            raise ConfigError("max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}")
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
             raise ConfigError("tools", "must be a list of tools")

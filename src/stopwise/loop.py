@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,7 +75,7 @@ class Leg:
         return replace(self.run, steps=self.steps, usage=self.usage, text=self.text, **changes)
 
 
-async def drive(leg: Leg) -> AsyncIterator[Event]:
+async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
     """Run steps until the resolver ends the leg; yields events, the last one ``RunFinished``."""
     run_id = leg.run.run_id
     try:
@@ -128,9 +128,7 @@ async def _call_model(leg: Leg, step: int, forced: bool) -> Reply | ErrorDetail:
     try:
         reply = await agent.model.generate(request)
     except Exception as exc:
-        return ErrorDetail(
-            ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True
-        )
+        return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
     if not isinstance(reply, Reply):
         return ErrorDetail(
             ErrorCode.MODEL_ERROR,
@@ -151,9 +149,7 @@ async def _run_tools(leg: Leg, step: int, reply: Reply, forced: bool) -> list[Me
         t = tool_map.get(call.name)
         if t is None:
             names = ", ".join(tool_map) or "none"
-            return error_tool_result(
-                f"Unknown tool '{call.name}'. Available tools: {names}", tool_call_id=call.id
-            )
+            return error_tool_result(f"Unknown tool '{call.name}'. Available tools: {names}", tool_call_id=call.id)
         ctx = RunContext(run.session_id, run.run_id, step, call.id, leg.state, leg.runner)
         return await t.invoke(call, ctx)
 
@@ -224,8 +220,7 @@ async def _commit(
         why = f" ({decision.detail})" if decision.detail else ""
         new_rows.append(
             automated_feedback(
-                "Respond now with only a JSON object that matches the required output schema, "
-                f"and call no tools{why}.",
+                f"Respond now with only a JSON object that matches the required output schema, and call no tools{why}.",
                 source="forced_completion",
             )
         )

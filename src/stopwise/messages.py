@@ -128,9 +128,7 @@ class Message:
             try:
                 object.__setattr__(self, "role", Role(self.role))
             except ValueError:
-                raise ValueError(
-                    f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}"
-                ) from None
+                raise ValueError(f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}") from None
         if not isinstance(self.content, str):
             raise TypeError(f"Message.content must be a str, got {type(self.content).__name__}")
         if not isinstance(self.tool_calls, tuple):

@@ -69,13 +69,14 @@ class Tool:
 
     async def invoke(self, call: ToolCall, ctx: RunContext) -> Message:
         """Run the call and return its tool row; never raises for a failure of the call itself."""
-        args = call.args
+        args: Any = call.args
         if isinstance(args, str):
+            raw = args
             try:
-                args = json.loads(args) if args.strip() else {}
+                args = json.loads(raw) if raw.strip() else {}
             except ValueError as exc:
                 return error_tool_result(
-                    f"Arguments for tool '{self.name}' are not valid JSON ({exc}): {args[:200]!r}",
+                    f"Arguments for tool '{self.name}' are not valid JSON ({exc}): {raw[:200]!r}",
                     tool_call_id=call.id,
                 )
         if not isinstance(args, Mapping):
@@ -86,9 +87,7 @@ class Tool:
         try:
             kwargs = dict(self.args_model.model_validate(args).__dict__)
         except ValidationError as exc:
-            return error_tool_result(
-                f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id
-            )
+            return error_tool_result(f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id)
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
@@ -96,20 +95,14 @@ class Tool:
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
         except TimeoutError:
-            return error_tool_result(
-                f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id
-            )
+            return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
         except Exception as exc:
-            return error_tool_result(
-                f"Tool '{self.name}' raised {type(exc).__name__}: {exc}", tool_call_id=call.id
-            )
+            return error_tool_result(f"Tool '{self.name}' raised {type(exc).__name__}: {exc}", tool_call_id=call.id)
         return encode_tool_result(value, tool_call_id=call.id)
 
     def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         # Sync functions run in a worker thread so a slow tool does not stall other runs on the event loop.
-        aw: Awaitable[Any] = (
-            self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
-        )
+        aw: Awaitable[Any] = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
         if self.timeout is None:
             return aw
         return asyncio.wait_for(aw, self.timeout)

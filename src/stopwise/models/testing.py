@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Union
 
 from stopwise.errors import ModelScriptExhausted
 from stopwise.messages import Reply
@@ -12,7 +11,7 @@ from stopwise.models.base import ModelRequest
 
 __all__ = ["FunctionModel", "ScriptedModel"]
 
-ReplyFn = Callable[[ModelRequest], Union[Reply, Awaitable[Reply]]]
+ReplyFn = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 
 
 class ScriptedModel:

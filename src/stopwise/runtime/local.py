@@ -129,9 +129,7 @@ class Runner:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
 
-    async def _start(
-        self, agent: Agent, input: Input, session_id: str | None, state: Mapping[str, Any] | None
-    ) -> Leg:
+    async def _start(self, agent: Agent, input: Input, session_id: str | None, state: Mapping[str, Any] | None) -> Leg:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
         rows = _input_messages(input)

@@ -62,7 +62,8 @@ class RunRecord:
     steps: int = 0
     """Steps committed by this run across legs."""
     budget_base: int = 0
-    """The step number the current leg's ``max_steps`` budget counts from; a retry after a cut-off resets it."""
+    """The step number the current leg's ``max_steps`` budget counts from; a retry after a failure moves it
+    to the last committed step, so the retried leg has the full budget."""
     detail: str = ""
 
 

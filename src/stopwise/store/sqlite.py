@@ -38,8 +38,7 @@ __all__ = ["SQLiteStore"]
 T = TypeVar("T")
 
 _RUN_COLUMNS = (
-    "run_id, session_id, agent, status, completion_reason, error, output, text, usage, steps, "
-    "budget_base, detail"
+    "run_id, session_id, agent, status, completion_reason, error, output, text, usage, steps, budget_base, detail"
 )
 _UPSERT_RUN = f"""
 INSERT INTO runs ({_RUN_COLUMNS}, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
@@ -136,9 +135,7 @@ class SQLiteStore:
         try:
             # One worker thread owns all use of the connection; check_same_thread is off only because the
             # connection is opened here, on the caller's thread.
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
-            )
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         conn.row_factory = sqlite3.Row
@@ -203,8 +200,7 @@ class SQLiteStore:
             if row is None:
                 return None
             entries = tuple(
-                _entry_from(r)
-                for r in conn.execute("SELECT * FROM log WHERE session_id=? ORDER BY seq", (session_id,))
+                _entry_from(r) for r in conn.execute("SELECT * FROM log WHERE session_id=? ORDER BY seq", (session_id,))
             )
             last = conn.execute(
                 "SELECT * FROM runs WHERE session_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1",
@@ -246,7 +242,10 @@ class SQLiteStore:
         await self._do(lambda: self._transaction(work))
 
     async def update_run(self, run: RunRecord) -> None:
-        await self._do(lambda: self._transaction(lambda c, now: c.execute(_UPSERT_RUN, _run_params(run, now))))
+        def work(conn: sqlite3.Connection, now: float) -> None:
+            conn.execute(_UPSERT_RUN, _run_params(run, now))
+
+        await self._do(lambda: self._transaction(work))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def read() -> RunRecord | None:
@@ -257,9 +256,7 @@ class SQLiteStore:
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         def read() -> list[RunRecord]:
-            rows = self._conn.execute(
-                "SELECT * FROM runs WHERE session_id=? ORDER BY created_at, rowid", (session_id,)
-            )
+            rows = self._conn.execute("SELECT * FROM runs WHERE session_id=? ORDER BY created_at, rowid", (session_id,))
             return [_run_from(r) for r in rows]
 
         return await self._do(read)
