@@ -21,6 +21,7 @@ skips that framework and never drags its import cost into another framework's nu
 (the concurrency benchmark runs each framework in its own process for the same reason).
 """
 
+import asyncio
 import contextvars
 import importlib.metadata
 import inspect
@@ -55,6 +56,7 @@ class Script:
     """Per-run state: how many model and tool calls this run has made so far."""
 
     steps: int
+    yield_per_step: bool = False
     model_calls: int = 0
     tool_calls: int = 0
 
@@ -73,6 +75,19 @@ def current_script() -> Script:
         return _SCRIPT.get()
     except LookupError:  # pragma: no cover - would mean a framework dropped the task context
         raise ScriptError("fake model/tool called outside a scripted run (context was not propagated)") from None
+
+
+async def scripted_step() -> int | None:
+    """What every fake model does per call: advance the script, optionally yield to the loop.
+
+    With ``yield_per_step`` the model suspends once (``asyncio.sleep(0)``), as a real model
+    call over the network always does; without it nothing in an instant run need ever
+    suspend, so ``asyncio.gather`` of many runs may execute them one after another.
+    """
+    script = current_script()
+    if script.yield_per_step:
+        await asyncio.sleep(0)
+    return script.next_action()
 
 
 async def bump_impl(n: int) -> int:
@@ -109,10 +124,11 @@ class Adapter:
     dists: tuple[str, ...] = ()  # distribution names to read the version from
     is_peer: bool = True
 
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, *, yield_per_step: bool = False) -> None:
         if steps < 1:
             raise ValueError("steps must be >= 1")
         self.steps = steps
+        self.yield_per_step = yield_per_step
 
     @property
     def version(self) -> str:
@@ -128,7 +144,7 @@ class Adapter:
 
     async def run_once(self) -> None:
         """One scripted run, verified against the script."""
-        script = Script(self.steps)
+        script = Script(self.steps, yield_per_step=self.yield_per_step)
         token = _SCRIPT.set(script)
         try:
             final = await self._invoke()
@@ -166,8 +182,9 @@ class _StopwiseBase(Adapter):
             """Add one."""
             return await bump_impl(n)
 
-        def fn(request: Any) -> Any:
-            k = current_script().next_action()
+        # Async like the peers' fake models (stopwise would call a plain ``def`` inline too).
+        async def fn(request: Any) -> Any:
+            k = await scripted_step()
             if k is not None:
                 return Reply(tool_calls=[ToolCall(TOOL_NAME, {"n": k})])
             return Reply(text=FINAL_TEXT)
@@ -247,7 +264,7 @@ class PydanticAI(Adapter):
         # Usage is reported explicitly, as a real provider does; otherwise FunctionModel
         # re-estimates token counts over the whole history on every step.
         async def model_fn(messages: list[Any], info: Any) -> Any:
-            k = current_script().next_action()
+            k = await scripted_step()
             if k is not None:
                 part: Any = ToolCallPart(TOOL_NAME, {"n": k}, tool_call_id=f"call_{k}")
             else:
@@ -290,7 +307,7 @@ class OpenAIAgents(Adapter):
 
         class ScriptedModel(Model):
             async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-                k = current_script().next_action()
+                k = await scripted_step()
                 if k is not None:
                     item: Any = ResponseFunctionToolCall(
                         type="function_call",
@@ -355,8 +372,8 @@ class LangGraph(Adapter):
         except ImportError as exc:
             raise NotInstalled(INSTALL_HINT) from exc
 
-        def scripted_result() -> Any:
-            k = current_script().next_action()
+        async def scripted_result() -> Any:
+            k = await scripted_step()
             if k is not None:
                 msg = AIMessage(
                     content="",
@@ -372,14 +389,14 @@ class LangGraph(Adapter):
                 return "stopwise-bench-scripted"
 
             def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
-                return scripted_result()
+                raise NotImplementedError("the benchmark only uses the async path")
 
             # Overridden so the async path does not hop to a thread (the default runs _generate
             # in an executor).
             async def _agenerate(
                 self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
             ) -> Any:
-                return scripted_result()
+                return await scripted_result()
 
             def bind_tools(self, tools: Any, **kw: Any) -> Any:
                 return self

@@ -135,6 +135,7 @@ def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"Per-step overhead: {args.steps} steps/run ({args.steps - 1} tool steps + 1 final), "
         f"{args.runs} timed runs after 1 warm-up, instant model and tool"
+        + (" (model yields once per step)" if args.yield_per_step else "")
     )
     print(
         f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
@@ -236,6 +237,7 @@ def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "step_overhead",
         "steps": args.steps,
         "runs": args.runs,
+        "yield_per_step": args.yield_per_step,
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
         "cpus": os.cpu_count(),
@@ -252,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"fewer timed runs ({QUICK_RUNS})")
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help=f"frameworks to run: {', '.join(a.key for a in ADAPTERS)}")
+    parser.add_argument("--yield-per-step", action="store_true",
+                        help="fake model yields to the event loop once per step, as a real model call would")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when a target fails")
     parser.add_argument("-q", "--no-progress", action="store_true", help="no progress lines on stderr")
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error("--runs must be >= 1")
 
-    entries = [Entry(cls(args.steps)) for cls in select_adapters(args.only)]
+    entries = [Entry(cls(args.steps, yield_per_step=args.yield_per_step)) for cls in select_adapters(args.only)]
     asyncio.run(measure(entries, args.runs, progress=not args.no_progress))
     data = report(entries, args)
     if args.json:

@@ -140,7 +140,13 @@ def _build(
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params}
     summary = "\n\n".join(s for s in (doc.short_description, doc.long_description) if s)
-    hints = get_type_hints(fn)
+    try:
+        # RunContext resolves even when the caller imported it locally under postponed annotations.
+        hints = get_type_hints(fn, localns={"RunContext": RunContext})
+    except NameError as exc:
+        raise ConfigError(
+            f"tool {tool_name!r}", f"cannot resolve a type hint ({exc}); define the types at module level"
+        ) from None
     fields: dict[str, Any] = {}
     context_param = None
     for pname, param in inspect.signature(fn).parameters.items():

@@ -1,0 +1,451 @@
+"""The bundled demo: scripted scenarios that show each way a run ends, on a SQLite file, offline.
+
+Every scenario drives a real ``Runner`` on a real ``SQLiteStore`` with ``ScriptedModel`` / ``FunctionModel``
+and small ``@tool`` tools, so it needs no network and no API key and takes well under a second. Each scenario
+states what it expects (status, completion reason, error code, steps) and the demo checks the result and the
+run record it reads back from the store. ``stopwise demo`` renders the report; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from stopwise.agent import Agent
+from stopwise.errors import ErrorCode
+from stopwise.messages import Reply, Role, ToolCall, decode_tool_result
+from stopwise.models.base import ModelRequest
+from stopwise.models.testing import FunctionModel, ScriptedModel
+from stopwise.result import RunResult, RunStatus
+from stopwise.runtime.local import Runner
+from stopwise.stop.conditions import has_tool_call
+from stopwise.stop.decision import CompletionReason
+from stopwise.store.base import RunRecord
+from stopwise.store.sqlite import SQLiteStore
+from stopwise.tools import Risk, tool
+
+__all__ = ["SCENARIOS", "DemoReport", "Expected", "Outcome", "Scenario", "new_db_path", "run_demo"]
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """How a scenario must end for the demo to pass."""
+
+    status: RunStatus
+    reason: CompletionReason
+    steps: int
+    """``RunResult.steps``: model calls made by the run across all its legs."""
+    error_code: str | None = None
+    """The ``ErrorDetail.code`` of a failed run; ``None`` means the run has no error."""
+
+
+Check = Callable[["_Context", RunResult], Awaitable[list[str]]]
+"""A scenario's own extra check: returns the problems it found (none when all is well)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One demo scenario: how to run it, what it must end as, and any extra checks."""
+
+    name: str
+    summary: str
+    """What the scenario shows, in a few words."""
+    session: str
+    """Scenarios that name the same session share it (the retry continues the cut-off)."""
+    run: Callable[[Runner, str], Awaitable[RunResult]]
+    expected: Expected
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one scenario ended, and what (if anything) was not as expected."""
+
+    scenario: str
+    summary: str
+    session_id: str
+    run_id: str
+    steps: int
+    status: str
+    completion_reason: str
+    error_code: str | None
+    detail: str
+    """A short account of the ending: the answer, the condition that fired, the error."""
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class DemoReport:
+    """The demo's result: one ``Outcome`` per scenario, in order, and the database they were written to."""
+
+    db_path: str
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+
+@dataclass(slots=True)
+class _Context:
+    store: SQLiteStore
+    runs: dict[str, RunResult] = field(default_factory=dict)
+    """Results so far, by scenario name."""
+
+
+def new_db_path() -> Path:
+    """A fresh SQLite path in a new temporary directory (kept after the demo, so it can be inspected)."""
+    return Path(tempfile.mkdtemp(prefix="stopwise-demo-")) / "demo.db"
+
+
+# --- tools ------------------------------------------------------------------------------------------------
+
+_WEATHER = {"oslo": (4.0, "cloudy"), "lisbon": (19.5, "sunny"), "nairobi": (23.0, "light rain")}
+
+
+@tool(risk=Risk.READ_ONLY)
+def get_weather(city: str) -> dict[str, object]:
+    """Current weather for a city.
+
+    Args:
+        city: The city's name.
+    """
+    celsius, sky = _WEATHER.get(city.lower(), (15.0, "clear"))
+    return {"city": city, "celsius": celsius, "sky": sky}
+
+
+@tool(risk=Risk.READ_ONLY)
+def to_fahrenheit(celsius: float) -> float:
+    """Convert a temperature from Celsius to Fahrenheit.
+
+    Args:
+        celsius: Degrees Celsius.
+    """
+    return round(celsius * 9 / 5 + 32, 1)
+
+
+@tool(risk=Risk.REVERSIBLE)
+def draft(topic: str) -> str:
+    """Write a draft note about a topic.
+
+    Args:
+        topic: What the note is about.
+    """
+    return f"Draft: {topic} is on track for Friday."
+
+
+@tool(risk=Risk.IRREVERSIBLE)
+def publish(text: str) -> str:
+    """Publish a note to the team channel.
+
+    Args:
+        text: The note to publish.
+    """
+    return f"published ({len(text)} characters)"
+
+
+_FOUND_ON_PAGE = 5
+
+
+@tool(risk=Risk.READ_ONLY)
+def search_page(page: int) -> str:
+    """Search one page of the invoice archive for the overdue invoice.
+
+    Args:
+        page: The page to search, from 1.
+    """
+    if page == _FOUND_ON_PAGE:
+        return f"found: invoice #4417 (overdue 12 days) on page {page}"
+    return f"no match on page {page}"
+
+
+# --- models -----------------------------------------------------------------------------------------------
+
+
+def _last_tool_value(request: ModelRequest) -> object:
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role is not Role.TOOL:
+        return None
+    return decode_tool_result(last)
+
+
+def _pager(request: ModelRequest) -> Reply:
+    """Pages through the archive until a page says ``found``, then answers. Deterministic, so a retry of
+    a cut-off run picks up exactly where the log ends."""
+    value = _last_tool_value(request)
+    if isinstance(value, str) and value.startswith("found"):
+        return Reply(text=f"The overdue invoice is #4417 ({value.removeprefix('found: ')}).")
+    pages_read = sum(1 for m in request.messages if m.role is Role.TOOL)
+    return Reply(tool_calls=(ToolCall("search_page", {"page": pages_read + 1}),))
+
+
+class WeatherSummary(BaseModel):
+    """The structured output of the forced-completion scenario."""
+
+    city: str
+    celsius: float
+    sky: str
+
+
+def _reporter(request: ModelRequest) -> Reply:
+    """Keeps checking cities until it is told to give the structured output, then gives it."""
+    if request.forced_output:
+        seen = [decode_tool_result(m) for m in request.messages if m.role is Role.TOOL]
+        first = next(v for v in seen if isinstance(v, dict))
+        return Reply(text=json.dumps(first))
+    cities = ["Lisbon", "Nairobi", "Oslo"]
+    asked = sum(1 for m in request.messages if m.role is Role.TOOL)
+    return Reply(tool_calls=(ToolCall("get_weather", {"city": cities[asked % len(cities)]}),))
+
+
+# --- agents -----------------------------------------------------------------------------------------------
+
+_PAGER_MAX_STEPS = 3
+
+
+def _pager_agent() -> Agent:
+    # The same definition serves the cut-off and its retry: retry() requires the same agent name.
+    return Agent(
+        name="archivist",
+        instructions="Find the overdue invoice in the archive, one page at a time.",
+        model=FunctionModel(_pager),
+        tools=[search_page],
+        max_steps=_PAGER_MAX_STEPS,
+    )
+
+
+# --- scenarios --------------------------------------------------------------------------------------------
+
+
+async def _final_answer(runner: Runner, session_id: str) -> RunResult:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=(ToolCall("get_weather", {"city": "Oslo"}),)),
+            Reply(tool_calls=(ToolCall("to_fahrenheit", {"celsius": 4.0}),)),
+            "Oslo is cloudy at 4.0 °C (39.2 °F).",
+        ]
+    )
+    agent = Agent(
+        name="forecaster",
+        instructions="Answer weather questions; use the tools.",
+        model=model,
+        tools=[get_weather, to_fahrenheit],
+    )
+    return await runner.run(agent, "What is the weather in Oslo, in Fahrenheit?", session_id=session_id)
+
+
+async def _stop_when(runner: Runner, session_id: str) -> RunResult:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=(ToolCall("draft", {"topic": "the release"}),)),
+            Reply(tool_calls=(ToolCall("publish", {"text": "The release is on track for Friday."}),)),
+            "This reply is never requested: stop_when ends the run after publish.",
+        ]
+    )
+    agent = Agent(
+        name="announcer",
+        instructions="Draft a status note, then publish it.",
+        model=model,
+        tools=[draft, publish],
+        stop_when=has_tool_call("publish"),
+    )
+    return await runner.run(agent, "Announce the release status.", session_id=session_id)
+
+
+async def _cutoff(runner: Runner, session_id: str) -> RunResult:
+    return await runner.run(_pager_agent(), "Which invoice is overdue?", session_id=session_id)
+
+
+async def _retry(runner: Runner, session_id: str) -> RunResult:
+    return await runner.retry(_pager_agent(), session_id)
+
+
+async def _forced_output(runner: Runner, session_id: str) -> RunResult:
+    agent = Agent(
+        name="reporter",
+        instructions="Report the weather of one city as structured output.",
+        model=FunctionModel(_reporter),
+        tools=[get_weather],
+        max_steps=2,
+        output_type=WeatherSummary,
+    )
+    return await runner.run(agent, "Summarise the weather somewhere warm.", session_id=session_id)
+
+
+async def _check_transcript_kept(ctx: _Context, result: RunResult) -> list[str]:
+    tool_rows = sum(1 for m in result.messages if m.role is Role.TOOL)
+    if tool_rows != _PAGER_MAX_STEPS:
+        return [f"the cut-off kept {tool_rows} tool rows, expected {_PAGER_MAX_STEPS}"]
+    return []
+
+
+async def _check_retry_continued(ctx: _Context, result: RunResult) -> list[str]:
+    problems = []
+    cutoff = ctx.runs.get("cutoff")
+    if cutoff is None:
+        return ["the cutoff scenario did not run, so there was nothing to retry"]
+    if result.run_id != cutoff.run_id:
+        problems.append(f"retry started run {result.run_id}, expected it to continue {cutoff.run_id}")
+    pages = [decode_tool_result(m) for m in result.messages if m.role is Role.TOOL]
+    if pages[:_PAGER_MAX_STEPS] != [f"no match on page {p}" for p in range(1, _PAGER_MAX_STEPS + 1)]:
+        problems.append("retry did not keep the cut-off run's tool results")
+    record = await ctx.store.get_run(result.run_id)
+    if record is None or record.budget_base != cutoff.steps:
+        base = None if record is None else record.budget_base
+        problems.append(f"retry's budget counts from step {base}, expected {cutoff.steps} (a fresh budget)")
+    return problems
+
+
+async def _check_output(ctx: _Context, result: RunResult) -> list[str]:
+    if not isinstance(result.output, WeatherSummary):
+        return [f"output is {type(result.output).__name__}, expected WeatherSummary"]
+    return []
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "final_answer",
+        "two tool calls, then a plain-text answer",
+        "weather",
+        _final_answer,
+        Expected(RunStatus.COMPLETED, CompletionReason.FINAL_ANSWER, steps=3),
+    ),
+    Scenario(
+        "stop_when",
+        "stop_when=has_tool_call('publish') ends the tool loop",
+        "announce",
+        _stop_when,
+        Expected(RunStatus.COMPLETED, CompletionReason.STOP_WHEN, steps=2),
+    ),
+    Scenario(
+        "cutoff",
+        f"max_steps={_PAGER_MAX_STEPS} and a model that keeps calling tools",
+        "archive",
+        _cutoff,
+        Expected(RunStatus.FAILED, CompletionReason.MAX_STEPS, steps=3, error_code=ErrorCode.MAX_STEPS_EXHAUSTED),
+        (_check_transcript_kept,),
+    ),
+    Scenario(
+        "retry",
+        "runner.retry() continues the cut-off session with a fresh budget",
+        "archive",
+        _retry,
+        Expected(RunStatus.COMPLETED, CompletionReason.FINAL_ANSWER, steps=6),
+        (_check_retry_continued,),
+    ),
+    Scenario(
+        "forced_output",
+        "output_type at the step cap: tools off, structured output forced",
+        "report",
+        _forced_output,
+        Expected(RunStatus.COMPLETED, CompletionReason.OUTPUT, steps=3),
+        (_check_output,),
+    ),
+)
+
+
+# --- running and checking ---------------------------------------------------------------------------------
+
+
+def _detail(result: RunResult) -> str:
+    if result.error is not None:
+        return f"{result.error.code}: {result.error.message}"
+    if result.completion_reason is CompletionReason.OUTPUT:
+        output = result.output
+        dump = output.model_dump_json() if isinstance(output, BaseModel) else json.dumps(output)
+        return f"output {dump}"
+    if result.completion_reason is CompletionReason.STOP_WHEN:
+        return result.detail
+    return result.text
+
+
+def _compare(expected: Expected, result: RunResult, record: RunRecord | None) -> list[str]:
+    problems = []
+    code = None if result.error is None else result.error.code
+    if result.status is not expected.status:
+        problems.append(f"status {result.status.value}, expected {expected.status.value}")
+    if result.completion_reason is not expected.reason:
+        problems.append(f"completion reason {result.completion_reason}, expected {expected.reason.value}")
+    if code != expected.error_code:
+        problems.append(f"error code {code}, expected {expected.error_code}")
+    if result.steps != expected.steps:
+        problems.append(f"{result.steps} steps, expected {expected.steps}")
+    if record is None:
+        problems.append(f"run {result.run_id} is not in the store")
+    elif (record.status, record.completion_reason, record.steps) != (
+        result.status,
+        result.completion_reason,
+        result.steps,
+    ):
+        problems.append(
+            f"the stored run record says {record.status.value}/{record.completion_reason}/{record.steps} steps, "
+            f"the result {result.status.value}/{result.completion_reason}/{result.steps} steps"
+        )
+    return problems
+
+
+async def _run_one(ctx: _Context, runner: Runner, scenario: Scenario, session_id: str) -> Outcome:
+    try:
+        result = await scenario.run(runner, session_id)
+    except Exception as exc:  # the demo reports a broken scenario instead of dying half-way
+        return Outcome(
+            scenario.name,
+            scenario.summary,
+            session_id,
+            "",
+            0,
+            "error",
+            "",
+            None,
+            f"{type(exc).__name__}: {exc}",
+            (f"raised {type(exc).__name__}: {exc}",),
+        )
+    ctx.runs[scenario.name] = result
+    runs = await ctx.store.list_runs(session_id)
+    record = next((r for r in runs if r.run_id == result.run_id), None)
+    problems = _compare(scenario.expected, result, record)
+    for check in scenario.checks:
+        problems.extend(await check(ctx, result))
+    return Outcome(
+        scenario=scenario.name,
+        summary=scenario.summary,
+        session_id=session_id,
+        run_id=result.run_id,
+        steps=result.steps,
+        status=result.status.value,
+        completion_reason="" if result.completion_reason is None else result.completion_reason.value,
+        error_code=None if result.error is None else result.error.code,
+        detail=_detail(result),
+        problems=tuple(problems),
+    )
+
+
+async def run_demo(
+    db_path: str | PathLike[str],
+    scenarios: tuple[Scenario, ...] = SCENARIOS,
+) -> DemoReport:
+    """Run the scenarios in order on the SQLite file at ``db_path`` (created if missing) and check them.
+
+    Session ids are new on every call (``demo-<tag>-<session>``), so a database can hold several demo runs.
+    Raises ``StoreError`` when the database cannot be opened.
+    """
+    store = SQLiteStore(db_path)
+    try:
+        ctx = _Context(store)
+        runner = Runner(store)
+        tag = uuid.uuid4().hex[:8]
+        outcomes = [await _run_one(ctx, runner, s, f"demo-{tag}-{s.session}") for s in scenarios]
+    finally:
+        await store.close()
+    return DemoReport(str(db_path), tuple(outcomes))
