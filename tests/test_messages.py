@@ -4,7 +4,7 @@ import dataclasses
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -187,6 +187,7 @@ def test_string_that_looks_like_json_decodes_back_to_the_same_string(text: str) 
     assert isinstance(decoded, str)
 
 
+@settings(max_examples=60)
 @given(st.text())
 def test_any_string_result_round_trips_exactly(text: str) -> None:
     row = encode_tool_result(text, tool_call_id="c")
@@ -221,6 +222,7 @@ def test_non_string_result_is_stored_as_json_without_text_marker(value: object, 
     assert decode_tool_result(row) == expected
 
 
+@settings(max_examples=60)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(),

@@ -14,6 +14,7 @@ from stopwise.errors import (
     ModelScriptExhausted,
     RetryNotAllowed,
     SchemaTooNew,
+    StateNotSerializable,
     StepConflict,
     StopwiseError,
     StoreError,
@@ -117,6 +118,7 @@ __all__ = [
     "ModelScriptExhausted",
     "StoreError",
     "SchemaTooNew",
+    "StateNotSerializable",
     "StepConflict",
     "__version__",
 ]

@@ -166,8 +166,8 @@ def search_page(page: int) -> str:
         page: The page to search, from 1.
     """
     if page == _FOUND_ON_PAGE:
-        return f"found: invoice #4417 (overdue 12 days) on page {page}"
-    return f"no match on page {page}"
+        return "found: invoice #4417, 12 days overdue"
+    return "no match"
 
 
 # --- models -----------------------------------------------------------------------------------------------
@@ -184,9 +184,9 @@ def _pager(request: ModelRequest) -> Reply:
     """Pages through the archive until a page says ``found``, then answers. Deterministic, so a retry of
     a cut-off run picks up exactly where the log ends."""
     value = _last_tool_value(request)
-    if isinstance(value, str) and value.startswith("found"):
-        return Reply(text=f"The overdue invoice is #4417 ({value.removeprefix('found: ')}).")
     pages_read = sum(1 for m in request.messages if m.role is Role.TOOL)
+    if isinstance(value, str) and value.startswith("found: "):
+        return Reply(text=f"Page {pages_read} has it: {value.removeprefix('found: ')}.")
     return Reply(tool_calls=(ToolCall("search_page", {"page": pages_read + 1}),))
 
 
@@ -220,7 +220,7 @@ def _pager_agent() -> Agent:
         name="archivist",
         instructions="Find the overdue invoice in the archive, one page at a time.",
         model=FunctionModel(_pager),
-        tools=[search_page],
+        tools=(search_page,),
         max_steps=_PAGER_MAX_STEPS,
     )
 
@@ -240,7 +240,10 @@ async def _final_answer(runner: Runner, session_id: str) -> RunResult:
         name="forecaster",
         instructions="Answer weather questions; use the tools.",
         model=model,
-        tools=[get_weather, to_fahrenheit],
+        tools=(
+            get_weather,
+            to_fahrenheit,
+        ),
     )
     return await runner.run(agent, "What is the weather in Oslo, in Fahrenheit?", session_id=session_id)
 
@@ -257,7 +260,10 @@ async def _stop_when(runner: Runner, session_id: str) -> RunResult:
         name="announcer",
         instructions="Draft a status note, then publish it.",
         model=model,
-        tools=[draft, publish],
+        tools=(
+            draft,
+            publish,
+        ),
         stop_when=has_tool_call("publish"),
     )
     return await runner.run(agent, "Announce the release status.", session_id=session_id)
@@ -276,7 +282,7 @@ async def _forced_output(runner: Runner, session_id: str) -> RunResult:
         name="reporter",
         instructions="Report the weather of one city as structured output.",
         model=FunctionModel(_reporter),
-        tools=[get_weather],
+        tools=(get_weather,),
         max_steps=2,
         output_type=WeatherSummary,
     )
@@ -298,7 +304,7 @@ async def _check_retry_continued(ctx: _Context, result: RunResult) -> list[str]:
     if result.run_id != cutoff.run_id:
         problems.append(f"retry started run {result.run_id}, expected it to continue {cutoff.run_id}")
     pages = [decode_tool_result(m) for m in result.messages if m.role is Role.TOOL]
-    if pages[:_PAGER_MAX_STEPS] != [f"no match on page {p}" for p in range(1, _PAGER_MAX_STEPS + 1)]:
+    if pages[:_PAGER_MAX_STEPS] != ["no match"] * _PAGER_MAX_STEPS:
         problems.append("retry did not keep the cut-off run's tool results")
     record = await ctx.store.get_run(result.run_id)
     if record is None or record.budget_base != cutoff.steps:
@@ -425,7 +431,7 @@ async def _run_one(ctx: _Context, runner: Runner, scenario: Scenario, session_id
         steps=result.steps,
         status=result.status.value,
         completion_reason="" if result.completion_reason is None else result.completion_reason.value,
-        error_code=None if result.error is None else result.error.code,
+        error_code=None if result.error is None else str(result.error.code),
         detail=_detail(result),
         problems=tuple(problems),
     )

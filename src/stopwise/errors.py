@@ -18,6 +18,7 @@ __all__ = [
     "ModelScriptExhausted",
     "RetryNotAllowed",
     "SchemaTooNew",
+    "StateNotSerializable",
     "StepConflict",
     "StopwiseError",
     "StoreError",
@@ -46,6 +47,8 @@ class ErrorCode(StrEnum):
     CONTENT_FILTER = "content_filter"
     REFUSAL = "refusal"
     NOT_SUPPORTED = "not_supported"
+    STATE_INVALID = "state_invalid"
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,10 @@ class StoreError(StopwiseError):
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer stopwise; it is not opened so nothing is written to it."""
+
+
+class StateNotSerializable(StopwiseError, TypeError):
+    """The session state holds a value that is not JSON-serialisable, so it cannot be committed."""
 
 
 class StepConflict(StoreError):

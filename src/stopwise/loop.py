@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from stopwise.agent import Agent
 from stopwise.context import RunContext
-from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
 from stopwise.events import (
     Event,
     ModelReplied,
@@ -96,7 +96,13 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
                 for call, row in zip(reply.tool_calls, rows, strict=True):
                     yield ToolReturned(run_id, step, call, row)
             decision, output = _decide(leg, reply, rows, forced)
-            entry, result = await _commit(leg, step, reply, rows, decision, output, forced)
+            try:
+                entry, result = await _commit(leg, step, reply, rows, decision, output, forced)
+            except StateNotSerializable as exc:
+                # Nothing of the step was written; the run ends with the committed steps intact.
+                error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
+                yield RunFinished(run_id, step, await _end_without_step(leg, error, CompletionReason.ERROR))
+                return
             yield StepCommitted(run_id, step, entry.seq, decision)
             if result is not None:
                 yield RunFinished(run_id, step, result)
@@ -108,7 +114,7 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
         await asyncio.shield(
             _end_without_step(
                 leg,
-                ErrorDetail("cancelled", "The run was cancelled", ErrorCategory.CALLER, retryable=True),
+                ErrorDetail(ErrorCode.CANCELLED, "The run was cancelled", ErrorCategory.CALLER, retryable=True),
                 CompletionReason.CANCELLED,
                 status=RunStatus.CANCELLED,
             )

@@ -94,11 +94,20 @@ class Tool:
             value = await self._call(kwargs)
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
-        except TimeoutError:
+        except TimeoutError as exc:
+            if self.timeout is None:  # the tool's own TimeoutError, not our limit
+                return _raised(self.name, exc, call.id)
             return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
         except Exception as exc:
-            return error_tool_result(f"Tool '{self.name}' raised {type(exc).__name__}: {exc}", tool_call_id=call.id)
-        return encode_tool_result(value, tool_call_id=call.id)
+            return _raised(self.name, exc, call.id)
+        try:
+            return encode_tool_result(value, tool_call_id=call.id)
+        except Exception as exc:
+            return error_tool_result(
+                f"Tool '{self.name}' returned a value that cannot be serialised to JSON "
+                f"({type(value).__name__}): {exc}",
+                tool_call_id=call.id,
+            )
 
     def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         # Sync functions run in a worker thread so a slow tool does not stall other runs on the event loop.
@@ -106,6 +115,10 @@ class Tool:
         if self.timeout is None:
             return aw
         return asyncio.wait_for(aw, self.timeout)
+
+
+def _raised(name: str, exc: BaseException, call_id: str) -> Message:
+    return error_tool_result(f"Tool '{name}' raised {type(exc).__name__}: {exc}", tool_call_id=call_id)
 
 
 def _explain(exc: ValidationError) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from stopwise.errors import ErrorDetail
+from stopwise.errors import ErrorDetail, StateNotSerializable
 from stopwise.messages import Usage
 
 __all__ = ["dump_json", "error_from", "load_json", "usage_from"]
@@ -28,7 +28,7 @@ def dump_state(state: Mapping[str, Any]) -> str:
     try:
         return dump_json(state)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise TypeError(f"session state must be JSON-serialisable: {exc}") from exc
+        raise StateNotSerializable(f"session state must be JSON-serialisable: {exc}") from exc
 
 
 def dump_usage(usage: Usage | None) -> str | None:

@@ -47,10 +47,17 @@ ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, completion_reason=excl
   steps=excluded.steps, budget_base=excluded.budget_base, detail=excluded.detail,
   updated_at=excluded.updated_at
 """
+# Appends only at the next free seq: a gap or a taken seq inserts nothing and is reported as a conflict.
 _INSERT_ENTRY = """
 INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, created_at)
-VALUES (?,?,?,?,?,?,?,?,?,?)
+SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10
+WHERE ?2 = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = ?1)
 """
+
+
+def _append(conn: sqlite3.Connection, e: LogEntry, now: float) -> None:
+    if conn.execute(_INSERT_ENTRY, _entry_params(e, now)).rowcount != 1:
+        raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
 
 
 def _run_params(run: RunRecord, now: float) -> tuple[Any, ...]:
@@ -141,10 +148,10 @@ class SQLiteStore:
         conn.row_factory = sqlite3.Row
         self._conn = conn
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            # The version check comes first: a newer database must not be touched, not even its journal mode.
+            self.schema_version = self._migrate()
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
-            self.schema_version = self._migrate()
         except BaseException:
             conn.close()
             raise
@@ -159,6 +166,7 @@ class SQLiteStore:
                 f"{self.path!r} has schema version {version}, newer than this stopwise understands "
                 f"({LATEST}); upgrade stopwise to open it (nothing was written)"
             )
+        conn.execute("PRAGMA journal_mode=WAL")
         for target, statements in MIGRATIONS:
             if target <= version:
                 continue
@@ -185,9 +193,6 @@ class SQLiteStore:
         try:
             work(conn, time.time())
             conn.execute("COMMIT")
-        except sqlite3.IntegrityError as exc:
-            conn.execute("ROLLBACK")
-            raise StepConflict(f"log entry conflicts with one already committed: {exc}") from exc
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -223,7 +228,7 @@ class SQLiteStore:
             )
             conn.execute(_UPSERT_RUN, _run_params(run, now))
             if entry is not None:
-                conn.execute(_INSERT_ENTRY, _entry_params(entry, now))
+                _append(conn, entry, now)
 
         await self._do(lambda: self._transaction(work))
 
@@ -231,7 +236,7 @@ class SQLiteStore:
         state_json = dump_state(state)
 
         def work(conn: sqlite3.Connection, now: float) -> None:
-            conn.execute(_INSERT_ENTRY, _entry_params(entry, now))
+            _append(conn, entry, now)
             conn.execute(
                 "UPDATE sessions SET state=?, updated_at=? WHERE session_id=?",
                 (state_json, now, entry.session_id),

@@ -1,0 +1,199 @@
+"""The ``stopwise`` command: parses arguments, calls the library, renders the result. Nothing else.
+
+Exit codes: 0 success; 1 the command ran but what it found is not good (a demo scenario that did not end as
+expected, a session with no runs); 2 a usage error or a database that cannot be opened, as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from stopwise import __version__
+from stopwise.demo import DemoReport, new_db_path, run_demo
+from stopwise.errors import StoreError
+from stopwise.store.base import RunRecord
+from stopwise.store.sqlite import SQLiteStore
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+_DETAIL_WIDTH = 64
+
+
+class _UsageError(Exception):
+    """A problem with what the user asked for; shown as one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stopwise",
+        description="Run LLM agents that know when to stop.",
+    )
+    parser.add_argument("--version", action="version", version=f"stopwise {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the bundled scripted scenarios offline and check how each one ends",
+        description=(
+            "Run the bundled scenarios (a final answer, a stop_when stop, a max_steps cut-off, a retry of "
+            "it with a fresh budget, forced structured output) with scripted models, offline, on a SQLite "
+            "file, and print how each one ended. Exit code 0 when every scenario ended as expected, 1 when "
+            "one did not, 2 when the database cannot be used."
+        ),
+    )
+    demo.add_argument(
+        "--db",
+        metavar="PATH",
+        help="SQLite file to write the log to (created if missing; default: a new temporary file)",
+    )
+
+    runs = commands.add_parser(
+        "runs",
+        help="list the run records of a session in a SQLite file",
+        description=(
+            "List the run records of one session (oldest first) from a SQLite file written by stopwise. "
+            "Exit code 1 when the session has no runs."
+        ),
+    )
+    runs.add_argument("--db", metavar="PATH", required=True, help="an existing SQLite file written by stopwise")
+    runs.add_argument(
+        "--session",
+        metavar="ID",
+        required=True,
+        help="the session id (stopwise demo prints the ids it used)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``stopwise`` console script and of ``python -m stopwise``."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            return _demo(args.db)
+        return _runs(args.db, args.session)
+    except (_UsageError, StoreError, OSError) as exc:
+        print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except sqlite3.Error as exc:  # e.g. a file that is not a SQLite database
+        print(f"stopwise {args.command}: error: --db {args.db}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"stopwise {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+# --- demo -------------------------------------------------------------------------------------------------
+
+
+def _demo(db: str | None) -> int:
+    path = new_db_path() if db is None else _writable_db(db)
+    report = asyncio.run(run_demo(path))
+    _render_demo(report, fresh=db is None, out=sys.stdout, err=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _render_demo(report: DemoReport, *, fresh: bool, out: TextIO, err: TextIO) -> None:
+    where = f"{report.db_path} (new temporary file)" if fresh else report.db_path
+    print(f"stopwise demo: {len(report.outcomes)} scenarios, log in {where}\n", file=out)
+    rows = [[o.scenario, str(o.steps), o.status, o.completion_reason, _shorten(o.detail)] for o in report.outcomes]
+    _table(["scenario", "steps", "status", "completion reason", "detail"], rows, out, right={1})
+    print(file=out)
+    failed = [o for o in report.outcomes if not o.ok]
+    if failed:
+        print(f"FAILED: {len(failed)} of {len(report.outcomes)} scenarios did not end as expected:", file=err)
+        for o in failed:
+            for problem in o.problems:
+                print(f"  {o.scenario}: {problem}", file=err)
+        return
+    print(f"OK: all {len(report.outcomes)} scenarios ended as expected.", file=out)
+    sessions = list(dict.fromkeys(o.session_id for o in report.outcomes))
+    print(f"Sessions: {', '.join(sessions)}", file=out)
+    retried = next((o.session_id for o in report.outcomes if o.scenario == "retry"), sessions[-1])
+    print(f"See a session's runs: stopwise runs --db {report.db_path} --session {retried}", file=out)
+
+
+# --- runs -------------------------------------------------------------------------------------------------
+
+
+def _runs(db: str, session_id: str) -> int:
+    path = _existing_db(db)
+    records = asyncio.run(_list_runs(path, session_id))
+    if not records:
+        print(f"stopwise runs: no runs in session {session_id!r} of {path}", file=sys.stderr)
+        return EXIT_FAILED
+    rows = [
+        [
+            r.run_id,
+            r.session_id,
+            r.agent,
+            r.status.value,
+            "" if r.completion_reason is None else r.completion_reason.value,
+            str(r.steps),
+            "" if r.error is None else str(r.error.code),
+        ]
+        for r in records
+    ]
+    headers = ["run_id", "session", "agent", "status", "completion_reason", "steps", "error"]
+    _table(headers, rows, sys.stdout, right={5})
+    return EXIT_OK
+
+
+async def _list_runs(path: Path, session_id: str) -> list[RunRecord]:
+    store = SQLiteStore(path)
+    try:
+        return await store.list_runs(session_id)
+    finally:
+        await store.close()
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+
+def _writable_db(db: str) -> Path:
+    path = Path(db)
+    if path.is_dir():
+        raise _UsageError(f"--db {db}: is a directory, expected a file path")
+    parent = path.parent
+    if not parent.is_dir():
+        raise _UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
+    return path
+
+
+def _existing_db(db: str) -> Path:
+    path = Path(db)
+    if not path.exists():
+        raise _UsageError(f"--db {db}: no such file")
+    if not path.is_file():
+        raise _UsageError(f"--db {db}: not a file")
+    return path
+
+
+def _shorten(text: str, width: int = _DETAIL_WIDTH) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Collection[int] = ()) -> None:
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
+
+    def line(cells: list[str]) -> str:
+        padded = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(padded).rstrip()
+
+    print(line(headers), file=out)
+    print(line(["-" * w for w in widths]), file=out)
+    for row in rows:
+        print(line(row), file=out)

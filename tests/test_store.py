@@ -1,0 +1,204 @@
+"""Stores: one contract for memory and SQLite; atomic steps, conflicts, schema versions, durability settings."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from stopwise import (
+    Agent,
+    Message,
+    Reply,
+    RunContext,
+    Runner,
+    SchemaTooNew,
+    ScriptedModel,
+    SQLiteStore,
+    StateNotSerializable,
+    StepConflict,
+    Store,
+    StoreError,
+    ToolCall,
+    tool,
+)
+from stopwise.result import RunStatus
+from stopwise.store._schema import LATEST, MIGRATIONS
+from stopwise.store.base import EntryKind, LogEntry, RunRecord
+
+
+def entry(seq: int, text: str = "x", run_id: str = "r1") -> LogEntry:
+    return LogEntry("s", seq, run_id, seq, EntryKind.STEP, (Message("assistant", text),))
+
+
+async def started(store: Store) -> None:
+    await store.start_run(
+        RunRecord("r1", "s", "a", RunStatus.RUNNING), LogEntry("s", 1, "r1", 0, EntryKind.INPUT, (Message.user("hi"),)), {}
+    )
+
+
+async def test_log_is_keyed_by_session_and_seq_and_a_taken_seq_conflicts(store: Store) -> None:
+    await started(store)
+    await store.commit(entry(2), {"n": 1})
+    with pytest.raises(StepConflict):
+        await store.commit(entry(2, "duplicate"), {"n": 2})
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    assert [m.content for m in snapshot.messages()] == ["hi", "x"]
+    assert snapshot.state == {"n": 1}  # the conflicting commit wrote nothing
+
+
+async def test_a_gap_in_seq_conflicts(store: Store) -> None:
+    await started(store)
+    with pytest.raises(StepConflict):
+        await store.commit(entry(5), {})
+
+
+async def test_step_and_terminal_run_record_commit_together(store: Store) -> None:
+    await started(store)
+    done = RunRecord("r1", "s", "a", RunStatus.COMPLETED, steps=1, text="x")
+    await store.commit(entry(2), {"k": "v"}, done)
+    run = await store.get_run("r1")
+    assert run is not None and run.status == "completed" and run.steps == 1
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run == run and snapshot.state == {"k": "v"}
+
+
+async def test_unserialisable_state_is_refused_before_anything_is_written(store: Store) -> None:
+    await started(store)
+    with pytest.raises(StateNotSerializable):
+        await store.commit(entry(2), {"bad": object()})
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.next_seq == 2
+
+
+async def test_a_tool_writing_unserialisable_state_fails_the_run_and_keeps_committed_steps(store: Store) -> None:
+    @tool
+    def poison(ctx: RunContext) -> str:
+        """Put something unserialisable in state."""
+        ctx.state["bad"] = object()
+        return "done"
+
+    @tool
+    def fine() -> str:
+        """Do nothing."""
+        return "ok"
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("fine", {})]), Reply(tool_calls=[ToolCall("poison", {})])])
+    result = await Runner(store).run(Agent("p", "", model, tools=[poison, fine]), "go", session_id="s")
+    assert result.status == "failed" and result.error is not None and result.error.code == "state_invalid"
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and [m.role for m in snapshot.messages()] == ["user", "assistant", "tool"]
+    assert snapshot.last_run is not None and snapshot.last_run.status == "failed"
+
+
+async def test_runs_are_listed_oldest_first(store: Store) -> None:
+    runner = Runner(store)
+    a = Agent("a", "", ScriptedModel(["1", "2", "3"]))
+    ids = [(await runner.run(a, "go", session_id="s")).run_id for _ in range(3)]
+    assert [r.run_id for r in await store.list_runs("s")] == ids
+    assert await store.list_runs("missing") == []
+    assert await store.load_session("missing") is None
+
+
+async def test_sqlite_log_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    store = SQLiteStore(path)
+    result = await Runner(store).run(Agent("a", "", ScriptedModel(["bye"])), "hello", session_id="s")
+    await store.close()
+    reopened = SQLiteStore(path)
+    snapshot = await reopened.load_session("s")
+    await reopened.close()
+    assert snapshot is not None and tuple(snapshot.messages()) == result.messages
+    assert snapshot.last_run is not None and snapshot.last_run.completion_reason == "final_answer"
+
+
+def test_sqlite_uses_wal_and_normal_sync_by_default(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "a.db")
+    conn = sqlite3.connect(tmp_path / "a.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_sqlite_full_sync_is_applied_when_asked(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "a.db", synchronous="FULL")
+    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    await store.close()
+
+
+def test_sqlite_bad_synchronous_value_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="synchronous"):
+        SQLiteStore(tmp_path / "a.db", synchronous="OFF")  # type: ignore[arg-type]
+
+
+def test_sqlite_unopenable_path_raises_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="cannot open"):
+        SQLiteStore(tmp_path / "missing-dir" / "a.db")
+
+
+async def test_closed_sqlite_store_refuses_work(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    await store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.load_session("s")
+
+
+def _write_v1_database(path: Path) -> None:
+    """A file exactly as schema version 1 wrote it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    (version, statements) = MIGRATIONS[0]
+    assert version == 1
+    for sql in statements:
+        conn.execute(sql)
+    conn.execute("PRAGMA user_version=1")
+    conn.execute("INSERT INTO sessions VALUES ('old', '{\"k\": 1}', 0, 0)")
+    conn.execute(
+        "INSERT INTO runs (run_id, session_id, agent, status, error, output, text, usage, steps, budget_base, "
+        "created_at, updated_at) VALUES ('r-old', 'old', 'a', 'completed', NULL, '\"hi\"', 'hi', NULL, 1, 0, 0, 0)"
+    )
+    conn.execute(
+        "INSERT INTO log (session_id, seq, run_id, step, kind, messages, created_at) VALUES "
+        "('old', 1, 'r-old', 0, 'input', '[{\"role\": \"user\", \"content\": \"q\"}]', 0)"
+    )
+    conn.execute(
+        "INSERT INTO log (session_id, seq, run_id, step, kind, messages, created_at) VALUES "
+        "('old', 2, 'r-old', 1, 'step', '[{\"role\": \"tool\", \"content\": \"\\\"quoted\\\"\", \"tool_call_id\": \"c\"}]', 0)"
+    )
+    conn.close()
+
+
+async def test_a_file_written_by_schema_v1_opens_migrates_and_reads(tmp_path: Path) -> None:
+    from stopwise import decode_tool_result
+
+    path = tmp_path / "v1.db"
+    _write_v1_database(path)
+    store = SQLiteStore(path)
+    assert store.schema_version == LATEST
+    run = await store.get_run("r-old")
+    assert run is not None and run.status == "completed" and run.completion_reason is None and run.output == "hi"
+    snapshot = await store.load_session("old")
+    assert snapshot is not None and snapshot.state == {"k": 1}
+    rows = snapshot.messages()
+    assert rows[0].content == "q"
+    assert decode_tool_result(rows[1]) == "quoted"  # an old unmarked row decodes as JSON
+    # And the migrated file takes new runs.
+    result = await Runner(store).run(Agent("a", "", ScriptedModel(["more"])), "again", session_id="old")
+    assert [m.content for m in result.messages][-2:] == ["again", "more"]
+    await store.close()
+
+
+def test_a_database_with_a_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE future_thing (x)")
+    conn.execute(f"PRAGMA user_version={LATEST + 1}")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(SchemaTooNew, match="upgrade stopwise"):
+        SQLiteStore(path)
+    assert path.read_bytes() == before
+
+
+def test_migrations_are_numbered_in_order_without_gaps() -> None:
+    assert [v for v, _ in MIGRATIONS] == list(range(1, LATEST + 1))
