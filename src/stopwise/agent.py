@@ -50,7 +50,8 @@ class Agent:
             isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
         ):
             raise ConfigError("max_steps", f"must be an int >= 1 or None, got {self.max_steps!r}")
-        if not isinstance(self.max_completion_retries, int) or self.max_completion_retries < 0:
+        retries = self.max_completion_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError("max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}")
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:

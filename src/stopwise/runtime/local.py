@@ -13,7 +13,7 @@ from stopwise.context import RunContext
 from stopwise.errors import RetryNotAllowed, StopwiseError
 from stopwise.events import Event, RunFinished
 from stopwise.loop import Leg, drive
-from stopwise.messages import Message
+from stopwise.messages import Message, Usage
 from stopwise.result import RunResult, RunStatus
 from stopwise.stop.decision import Action
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
@@ -170,7 +170,10 @@ class Runner:
                 f"session {session_id!r}: run {last.run_id} belongs to agent {last.agent!r}, not {agent.name!r}"
             )
         crashed = last.status is RunStatus.RUNNING
-        forcing, forced_attempts = _forced_phase(snapshot, last) if crashed else (False, 0)
+        forcing, forced_attempts = False, 0
+        if crashed:
+            # The record of an interrupted run is as old as its leg's start; the log says how far it got.
+            last, forcing, forced_attempts = _progress_from_log(snapshot, last)
         run = replace(
             last,
             status=RunStatus.RUNNING,
@@ -192,13 +195,19 @@ class Runner:
         return Leg(agent, self.store, self, run, messages, state, next_seq, forcing, forced_attempts)
 
 
-def _forced_phase(snapshot: SessionSnapshot, run: RunRecord) -> tuple[bool, int]:
-    """Recover forced-completion progress of an interrupted leg from the log, not from memory."""
-    steps = [
-        e for e in snapshot.entries if e.run_id == run.run_id and e.kind is EntryKind.STEP and e.step > run.budget_base
-    ]
-    forcing = bool(steps) and (steps[-1].decision or {}).get("action") == Action.FORCE_OUTPUT
-    return forcing, sum(1 for e in steps if e.forced)
+def _progress_from_log(snapshot: SessionSnapshot, run: RunRecord) -> tuple[RunRecord, bool, int]:
+    """An interrupted run's steps, usage and last text, and its forced-completion phase, from its log entries."""
+    steps = [e for e in snapshot.entries if e.run_id == run.run_id and e.kind is EntryKind.STEP]
+    if not steps:
+        return run, False, 0
+    usage = Usage()
+    for e in steps:
+        usage = usage + (e.usage or Usage())
+    last = steps[-1]
+    progressed = replace(run, steps=last.step, usage=usage, text=last.messages[0].content)
+    forcing = (last.decision or {}).get("action") == Action.FORCE_OUTPUT
+    attempts = sum(1 for e in steps if e.forced and e.step > run.budget_base)
+    return progressed, forcing, attempts
 
 
 async def _finish(events: AsyncIterator[Event]) -> RunResult:

@@ -108,13 +108,16 @@ def as_condition(value: Any) -> StopCondition:
 
 def step_count_is(n: int) -> StopCondition:
     """Fires once ``n`` steps have been taken in this run leg."""
-    if not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError("step_count_is", f"n must be a positive int, got {n!r}")
     return StopCondition(lambda s: f"step count reached {n}" if s.number >= n else None, f"step_count_is({n})")
 
 
 def has_tool_call(*names: str) -> StopCondition:
     """Fires when the step called any of the named tools (any tool at all when no name is given)."""
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ConfigError("has_tool_call", f"tool names must be non-empty strings (use tool.name), got {name!r}")
     wanted = frozenset(names)
 
     def check(step: StepView) -> str | None:
@@ -128,6 +131,6 @@ def has_tool_call(*names: str) -> StopCondition:
 
 def text_contains(s: str) -> StopCondition:
     """Fires when the step's reply text contains ``s``."""
-    if not s:
-        raise ConfigError("text_contains", "the text to look for must not be empty")
+    if not isinstance(s, str) or not s:
+        raise ConfigError("text_contains", f"the text to look for must be a non-empty string, got {s!r}")
     return StopCondition(lambda step: f"text contains {s!r}" if s in step.reply.text else None, f"text_contains({s!r})")

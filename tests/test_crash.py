@@ -1,0 +1,168 @@
+"""Crash safety: a real child process is killed with SIGKILL at every point of a run, between steps and
+inside commits; ``retry()`` then finishes each run with the transcript of an uninterrupted one.
+
+Kill points are counted in the child: each model call, each tool call and each SQL statement the store
+executes (via SQLite's statement trace, which fires as a statement starts, so a kill at ``COMMIT`` leaves
+that transaction uncommitted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopwise import (
+    Agent,
+    FunctionModel,
+    Message,
+    ModelRequest,
+    Reply,
+    RetryNotAllowed,
+    RunContext,
+    Runner,
+    RunResult,
+    SQLiteStore,
+    ToolCall,
+    tool,
+)
+from stopwise.store.base import EntryKind, SessionSnapshot
+
+SESSION = "crash"
+_ticks = {"n": 0, "kill_at": 0}
+
+
+def _tick() -> None:
+    _ticks["n"] += 1
+    if _ticks["n"] == _ticks["kill_at"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@tool
+def add(n: int, ctx: RunContext) -> str:
+    """Add n to the running total in state."""
+    _tick()
+    ctx.state["total"] = ctx.state.get("total", 0) + n
+    return f"added {n}"
+
+
+def _reply(request: ModelRequest) -> Reply:
+    """Depends only on the messages, so a re-run step gets the same reply."""
+    _tick()
+    steps = sum(1 for m in request.messages if m.role == "assistant")
+    if steps >= 8:
+        results = [m.content for m in request.messages if m.role == "tool"]
+        return Reply(f"done after {len(results)} additions")
+    width = 2 if steps % 3 == 1 else 1  # some steps call tools in parallel
+    return Reply(tool_calls=[ToolCall("add", {"n": steps * 10 + j}, id=f"s{steps}c{j}") for j in range(width)])
+
+
+AGENT = Agent("adder", "Add things.", FunctionModel(_reply), tools=[add], max_steps=20)
+
+
+def _child(db: str, kill_at: int) -> None:
+    _ticks["kill_at"] = kill_at
+    store = SQLiteStore(db)
+    store._conn.set_trace_callback(lambda sql: _tick())
+    asyncio.run(Runner(store).run(AGENT, "go", session_id=SESSION, state={"total": 0}))
+
+
+def _shape(messages: tuple[Message, ...] | list[Message]) -> list[tuple[Any, ...]]:
+    return [(m.role, m.content, m.tool_calls, m.tool_call_id, dict(m.metadata)) for m in messages]
+
+
+def _assert_log_whole(snapshot: SessionSnapshot) -> None:
+    """Entries are gap-free and each step holds its reply with one result per call."""
+    assert [e.seq for e in snapshot.entries] == list(range(1, len(snapshot.entries) + 1))
+    steps = [e.step for e in snapshot.entries if e.kind is EntryKind.STEP]
+    assert steps == list(range(1, len(steps) + 1)), "a step was lost or duplicated"
+    for e in snapshot.entries:
+        if e.kind is EntryKind.STEP:
+            reply, *rows = e.messages
+            assert reply.role == "assistant" and len(rows) == len(reply.tool_calls)
+            assert [r.tool_call_id for r in rows] == [c.id for c in reply.tool_calls]
+
+
+async def _reference(tmp_path: Path) -> RunResult:
+    store = SQLiteStore(tmp_path / "reference.db")
+    result = await Runner(store).run(AGENT, "go", session_id=SESSION, state={"total": 0})
+    await store.close()
+    return result
+
+
+async def _count_ticks(tmp_path: Path) -> int:
+    _ticks.update(n=0, kill_at=0)
+    store = SQLiteStore(tmp_path / "count.db")
+    store._conn.set_trace_callback(lambda sql: _tick())
+    await Runner(store).run(AGENT, "go", session_id=SESSION, state={"total": 0})
+    await store.close()
+    return _ticks["n"]
+
+
+async def _recover(db: Path) -> tuple[SessionSnapshot | None, RunResult]:
+    store = SQLiteStore(db)
+    runner = Runner(store)
+    try:
+        before = await store.load_session(SESSION)
+        if before is None or before.last_run is None:
+            # Killed before the run was recorded: nothing to continue, so the caller starts it again.
+            result = await runner.run(AGENT, "go", session_id=SESSION, state={"total": 0})
+        else:
+            _assert_log_whole(before)
+            result = await runner.retry(AGENT, SESSION)
+        after = await store.load_session(SESSION)
+        assert after is not None
+        _assert_log_whole(after)
+        return before, result
+    finally:
+        await store.close()
+
+
+def test_sigkill_at_every_point_then_retry_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    reference = asyncio.run(_reference(tmp_path))
+    assert reference.status == "completed" and reference.steps == 9
+    total = asyncio.run(_count_ticks(tmp_path))
+    assert total >= 50, f"only {total} kill points"
+
+    ctx = multiprocessing.get_context("forkserver")
+    retried = 0
+    for kill_at in range(1, total + 1):
+        db = tmp_path / f"kill-{kill_at}.db"
+        child = ctx.Process(target=_child, args=(str(db), kill_at))
+        child.start()
+        child.join(30)
+        assert child.exitcode == -signal.SIGKILL, f"kill point {kill_at}: child exited {child.exitcode}"
+
+        before, result = asyncio.run(_recover(db))
+        retried += before is not None and before.last_run is not None
+        assert result.status == "completed", f"kill point {kill_at}: {result.error}"
+        assert _shape(result.messages) == _shape(reference.messages), f"kill point {kill_at}: transcript differs"
+        assert dict(result.state) == dict(reference.state)
+        assert result.output == reference.output
+        if before is not None and before.last_run is not None:
+            assert result.run_id == before.last_run.run_id
+    assert retried >= 50, f"only {retried} kill points left a run to retry"
+
+
+def test_retry_after_the_run_completed_in_the_child_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "done.db"
+    ctx = multiprocessing.get_context("forkserver")
+    child = ctx.Process(target=_child, args=(str(db), 10**9))
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0
+
+    async def check() -> None:
+        store = SQLiteStore(db)
+        try:
+            with pytest.raises(RetryNotAllowed):
+                await Runner(store).retry(AGENT, SESSION)
+        finally:
+            await store.close()
+
+    asyncio.run(check())
