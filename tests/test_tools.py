@@ -445,6 +445,24 @@ async def test_timeout_error_raised_by_a_tool_without_timeout_returns_error_row(
     assert "connect timed out" in err
 
 
+async def test_a_tools_own_timeout_error_is_not_reported_as_our_time_limit() -> None:
+    @tool(timeout=30)
+    async def fetch_slow() -> str:
+        raise TimeoutError("upstream said 504")
+
+    err = _error_text(await _invoke(fetch_slow, {}))
+    assert "TimeoutError" in err and "upstream said 504" in err
+    assert "timed out after" not in err
+
+
+def test_a_parameter_starting_with_underscore_raises_config_error_naming_it() -> None:
+    def f(_secret: int) -> int:
+        return _secret
+
+    with pytest.raises(ConfigError, match="_secret"):
+        tool(f)
+
+
 async def test_result_that_cannot_be_serialised_returns_error_row_instead_of_raising() -> None:
     @tool
     def opaque() -> object:

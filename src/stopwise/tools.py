@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, get_type_hints, overload
@@ -91,11 +91,14 @@ class Tool:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            value = await self._call(kwargs)
+            # asyncio.timeout tells our limit apart from a TimeoutError the tool raised itself. Sync functions
+            # run in a worker thread so a slow tool does not stall other runs on the event loop.
+            async with asyncio.timeout(self.timeout) as scope:
+                value = await (self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs))
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
         except TimeoutError as exc:
-            if self.timeout is None:  # the tool's own TimeoutError, not our limit
+            if not scope.expired():
                 return _raised(self.name, exc, call.id)
             return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
         except Exception as exc:
@@ -108,13 +111,6 @@ class Tool:
                 f"({type(value).__name__}): {exc}",
                 tool_call_id=call.id,
             )
-
-    def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
-        # Sync functions run in a worker thread so a slow tool does not stall other runs on the event loop.
-        aw: Awaitable[Any] = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
-        if self.timeout is None:
-            return aw
-        return asyncio.wait_for(aw, self.timeout)
 
 
 def _raised(name: str, exc: BaseException, call_id: str) -> Message:
@@ -167,6 +163,8 @@ def _build(
         if annotation is RunContext:
             context_param = pname
             continue
+        if pname.startswith("_"):
+            raise ConfigError(f"tool {tool_name!r}", f"parameter {pname!r} starts with '_'; the model cannot set it")
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ConfigError(f"tool {tool_name!r}", f"*args/**kwargs parameter {pname!r} is not supported")
         default = ... if param.default is inspect.Parameter.empty else param.default
