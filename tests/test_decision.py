@@ -112,7 +112,9 @@ def test_forced_completion_spent_fails_output_invalid() -> None:
 
 
 def test_forced_completion_with_attempts_left_tries_again() -> None:
-    d = resolve(signals(has_tool_calls=False, wants_output=True, forced=True, output_error="bad", completion_attempts_left=1))
+    d = resolve(
+        signals(has_tool_calls=False, wants_output=True, forced=True, output_error="bad", completion_attempts_left=1)
+    )
     assert d.action is Action.FORCE_OUTPUT
 
 

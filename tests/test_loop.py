@@ -10,7 +10,6 @@ from pydantic import BaseModel
 
 from stopwise import (
     Agent,
-    CompletionReason,
     FunctionModel,
     ModelRequest,
     Reply,
@@ -123,7 +122,9 @@ async def test_stop_when_list_any_true_stops() -> None:
 
 
 async def test_stop_when_composed_with_and_needs_both() -> None:
-    model = ScriptedModel([Reply("thinking", [ToolCall("add", {"a": 1, "b": 1})]), Reply("FINAL", [ToolCall("add", {"a": 1, "b": 1})])])
+    model = ScriptedModel(
+        [Reply("thinking", [ToolCall("add", {"a": 1, "b": 1})]), Reply("FINAL", [ToolCall("add", {"a": 1, "b": 1})])]
+    )
     cond = text_contains("FINAL") & has_tool_call("add")
     result = await Runner().run(agent(model, stop_when=cond), "go")
     assert result.completion_reason == "stop_when" and result.steps == 2
@@ -207,7 +208,12 @@ async def test_parallel_tool_calls_run_concurrently_and_keep_call_order() -> Non
         return name
 
     model = ScriptedModel(
-        [Reply(tool_calls=[ToolCall("wait_for_peer", {"name": "first"}), ToolCall("wait_for_peer", {"name": "second"})]), "ok"]
+        [
+            Reply(
+                tool_calls=[ToolCall("wait_for_peer", {"name": "first"}), ToolCall("wait_for_peer", {"name": "second"})]
+            ),
+            "ok",
+        ]
     )
     a = Agent("p", "", model, tools=[wait_for_peer])
     result = await asyncio.wait_for(Runner().run(a, "go"), 5)
@@ -404,5 +410,5 @@ def test_run_sync_runs_a_script() -> None:
 
 
 async def test_run_sync_inside_a_loop_raises_a_clear_error() -> None:
-    with pytest.raises(RuntimeError, match="await runner.run"):
+    with pytest.raises(RuntimeError, match=r"await runner\.run"):
         Runner().run_sync(agent(ScriptedModel(["hi"])), "go")

@@ -17,8 +17,8 @@ from stopwise import (
     ToolCall,
     tool,
 )
-from stopwise.store.base import RunRecord
 from stopwise.result import RunStatus
+from stopwise.store.base import RunRecord
 
 
 @tool

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -34,7 +35,9 @@ def entry(seq: int, text: str = "x", run_id: str = "r1") -> LogEntry:
 
 async def started(store: Store) -> None:
     await store.start_run(
-        RunRecord("r1", "s", "a", RunStatus.RUNNING), LogEntry("s", 1, "r1", 0, EntryKind.INPUT, (Message.user("hi"),)), {}
+        RunRecord("r1", "s", "a", RunStatus.RUNNING),
+        LogEntry("s", 1, "r1", 0, EntryKind.INPUT, (Message.user("hi"),)),
+        {},
     )
 
 
@@ -156,14 +159,16 @@ def _write_v1_database(path: Path) -> None:
         "INSERT INTO runs (run_id, session_id, agent, status, error, output, text, usage, steps, budget_base, "
         "created_at, updated_at) VALUES ('r-old', 'old', 'a', 'completed', NULL, '\"hi\"', 'hi', NULL, 1, 0, 0, 0)"
     )
-    conn.execute(
-        "INSERT INTO log (session_id, seq, run_id, step, kind, messages, created_at) VALUES "
-        "('old', 1, 'r-old', 0, 'input', '[{\"role\": \"user\", \"content\": \"q\"}]', 0)"
-    )
-    conn.execute(
-        "INSERT INTO log (session_id, seq, run_id, step, kind, messages, created_at) VALUES "
-        "('old', 2, 'r-old', 1, 'step', '[{\"role\": \"tool\", \"content\": \"\\\"quoted\\\"\", \"tool_call_id\": \"c\"}]', 0)"
-    )
+    old_rows = [
+        (1, 0, "input", [{"role": "user", "content": "q"}]),
+        (2, 1, "step", [{"role": "tool", "content": '"quoted"', "tool_call_id": "c"}]),
+    ]
+    for seq, step, kind, rows in old_rows:
+        conn.execute(
+            "INSERT INTO log (session_id, seq, run_id, step, kind, messages, created_at) "
+            "VALUES ('old', ?, 'r-old', ?, ?, ?, 0)",
+            (seq, step, kind, json.dumps(rows)),
+        )
     conn.close()
 
 

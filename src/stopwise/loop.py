@@ -8,6 +8,7 @@ import asyncio
 import re
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -314,6 +315,4 @@ def _result(leg: Leg, output: Any) -> RunResult:
 
 
 def _frozen_copy(state: Mapping[str, Any]) -> Mapping[str, Any]:
-    from types import MappingProxyType
-
     return MappingProxyType(dict(state))
