@@ -189,9 +189,7 @@ class _StopwiseBase(Adapter):
                 return Reply(tool_calls=[ToolCall(TOOL_NAME, {"n": k})])
             return Reply(text=FINAL_TEXT)
 
-        self.agent = Agent(
-            name="bench", instructions="x", model=FunctionModel(fn), tools=[bump], max_steps=None
-        )
+        self.agent = Agent(name="bench", instructions="x", model=FunctionModel(fn), tools=[bump], max_steps=None)
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         if self.use_sqlite:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="stopwise-bench-")
@@ -224,8 +222,9 @@ class _StopwiseBase(Adapter):
             close = getattr(store, "aclose", None) or getattr(store, "close", None)
             if close is not None:
                 await _maybe_await(close())
-        if getattr(self, "_tmpdir", None) is not None:
-            self._tmpdir.cleanup()
+        tmpdir = getattr(self, "_tmpdir", None)
+        if tmpdir is not None:
+            tmpdir.cleanup()
 
 
 class StopwiseMemory(_StopwiseBase):
@@ -393,9 +392,7 @@ class LangGraph(Adapter):
 
             # Overridden so the async path does not hop to a thread (the default runs _generate
             # in an executor).
-            async def _agenerate(
-                self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
-            ) -> Any:
+            async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
                 return await scripted_result()
 
             def bind_tools(self, tools: Any, **kw: Any) -> Any:
@@ -424,7 +421,7 @@ class LangGraph(Adapter):
         graph.add_edge(START, "agent")
         graph.add_conditional_edges("agent", route, ["tools", END])
         graph.add_edge("tools", "agent")
-        self.app = graph.compile()
+        self.app: Any = graph.compile()
         # Each step is two supersteps (agent, tools).
         self.config = {"recursion_limit": 2 * self.steps + 10}
 

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _frameworks import (  # noqa: E402
+from _frameworks import (
     ADAPTERS,
     ADAPTERS_BY_KEY,
     NotInstalled,
@@ -152,7 +152,7 @@ def run_child(key: str, runs: int, steps: int, yield_per_step: bool, timeout: fl
         return {"key": key, "label": label, "status": f"timed out after {timeout:g} s"}
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
-            return dict(json.loads(line[len(RESULT_PREFIX):]))
+            return dict(json.loads(line[len(RESULT_PREFIX) :]))
     tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
     return {"key": key, "label": label, "status": f"child exited {proc.returncode}: {tail[-200:]}"}
 
@@ -162,10 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1000, help="concurrent runs (default 1000)")
     parser.add_argument("--steps", type=int, default=20, help="steps per run (default 20)")
     parser.add_argument("--peers", action="store_true", help=f"also measure the peers ({', '.join(PEERS)})")
-    parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help=f"frameworks to run: {', '.join(a.key for a in ADAPTERS)}")
-    parser.add_argument("--no-yield", action="store_true",
-                        help="fake model does not yield to the event loop (runs may then not overlap)")
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help=f"frameworks to run: {', '.join(a.key for a in ADAPTERS)}"
+    )
+    parser.add_argument(
+        "--no-yield",
+        action="store_true",
+        help="fake model does not yield to the event loop (runs may then not overlap)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per framework")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when the target fails")
@@ -199,17 +203,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  running {key} ...", file=sys.stderr, flush=True)
         results.append(run_child(key, args.runs, args.steps, not args.no_yield, args.timeout))
 
-    headers = ("framework", "version", "wall s", "steps/s", "max in flight", "peak RSS MB", "RSS before MB",
-               "RSS after MB")
+    headers = (
+        "framework",
+        "version",
+        "wall s",
+        "steps/s",
+        "max in flight",
+        "peak RSS MB",
+        "RSS before MB",
+        "RSS after MB",
+    )
     rows = []
     notes = []
     for r in results:
         if r.get("status") == "ok":
-            rows.append((
-                r["label"], r.get("version", "?"), f"{r['wall_s']:,.2f}", f"{r['steps_per_s']:,.0f}",
-                f"{r['max_in_flight']:,}",
-                mb(r["peak_rss_bytes"]), mb(r["rss_before_bytes"]), mb(r.get("rss_after_bytes")),
-            ))
+            rows.append(
+                (
+                    r["label"],
+                    r.get("version", "?"),
+                    f"{r['wall_s']:,.2f}",
+                    f"{r['steps_per_s']:,.0f}",
+                    f"{r['max_in_flight']:,}",
+                    mb(r["peak_rss_bytes"]),
+                    mb(r["rss_before_bytes"]),
+                    mb(r.get("rss_after_bytes")),
+                )
+            )
         else:
             notes.append((r["label"], r.get("status", "?")))
     widths = [len(h) for h in headers]
@@ -219,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         widths[0] = max(widths[0], len(label))
 
     def fmt(cells: tuple[str, ...]) -> str:
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        return "  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
 
     print(fmt(headers))
     print("  ".join("-" * w for w in widths))
@@ -253,9 +274,19 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"benchmark": "concurrency", "runs": args.runs, "steps": args.steps,
-                       "python": platform.python_version(), "cpus": os.cpu_count(),
-                       "frameworks": results, "verdict": verdict}, fh, indent=2)
+            json.dump(
+                {
+                    "benchmark": "concurrency",
+                    "runs": args.runs,
+                    "steps": args.steps,
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                    "frameworks": results,
+                    "verdict": verdict,
+                },
+                fh,
+                indent=2,
+            )
     return 1 if (args.strict and verdict["result"] == "fail") else 0
 
 

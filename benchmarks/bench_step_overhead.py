@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _frameworks import (  # noqa: E402
+from _frameworks import (
     ADAPTERS,
     Adapter,
     NotInstalled,
@@ -137,10 +137,7 @@ def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
         f"{args.runs} timed runs after 1 warm-up, instant model and tool"
         + (" (model yields once per step)" if args.yield_per_step else "")
     )
-    print(
-        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
-        f"{os.cpu_count()} CPUs"
-    )
+    print(f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
     print()
     headers = ("framework", "version", "median µs/step", "p90 µs/step", "vs stopwise-memory")
     rows: list[tuple[str, ...]] = []
@@ -207,8 +204,11 @@ def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
         fastest = min(peers, key=lambda e: median(e.samples))
         speedup = median(fastest.samples) / base
         ok = speedup >= SPEED_TARGET
-        verdicts["speed"] = {"result": "pass" if ok else "fail", "fastest_peer": fastest.adapter.key,
-                             "speedup": speedup}
+        verdicts["speed"] = {
+            "result": "pass" if ok else "fail",
+            "fastest_peer": fastest.adapter.key,
+            "speedup": speedup,
+        }
         print(
             f"[{'PASS' if ok else 'FAIL'}] {name1}: fastest peer is {fastest.adapter.label} at "
             f"{_us(median(fastest.samples))} µs/step, {speedup:,.2f}x stopwise's {_us(base)} µs/step"
@@ -225,8 +225,11 @@ def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
         diffs = [s - by_round[r] for r, s in zip(sql.rounds, sql.samples, strict=True) if r in by_round]
         extra_ms = median(diffs) * 1e3
         ok = extra_ms <= SQLITE_TARGET_MS
-        verdicts["sqlite"] = {"result": "pass" if ok else "fail", "extra_ms_per_step": extra_ms,
-                              "diffs_ms": [d * 1e3 for d in diffs]}
+        verdicts["sqlite"] = {
+            "result": "pass" if ok else "fail",
+            "extra_ms_per_step": extra_ms,
+            "diffs_ms": [d * 1e3 for d in diffs],
+        }
         print(
             f"[{'PASS' if ok else 'FAIL'}] {name2}: +{extra_ms:.3f} ms/step "
             f"(median of {len(diffs)} paired runs; memory {_us(median(mem.samples))} µs/step, "
@@ -249,13 +252,21 @@ def report(entries: list[Entry], args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default 200)")
-    parser.add_argument("--runs", type=int, default=None,
-                        help=f"timed runs per framework (default {DEFAULT_RUNS}, {QUICK_RUNS} with --quick)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help=f"timed runs per framework (default {DEFAULT_RUNS}, {QUICK_RUNS} with --quick)",
+    )
     parser.add_argument("--quick", action="store_true", help=f"fewer timed runs ({QUICK_RUNS})")
-    parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help=f"frameworks to run: {', '.join(a.key for a in ADAPTERS)}")
-    parser.add_argument("--yield-per-step", action="store_true",
-                        help="fake model yields to the event loop once per step, as a real model call would")
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help=f"frameworks to run: {', '.join(a.key for a in ADAPTERS)}"
+    )
+    parser.add_argument(
+        "--yield-per-step",
+        action="store_true",
+        help="fake model yields to the event loop once per step, as a real model call would",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when a target fails")
     parser.add_argument("-q", "--no-progress", action="store_true", help="no progress lines on stderr")

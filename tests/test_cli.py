@@ -226,11 +226,28 @@ def test_runs_on_a_newer_schema_is_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(stopwise_cmd("runs", "--db", str(db), "--session", "s"), "schema version 999")
 
 
-def test_runs_requires_db_and_session(capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_requires_db(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["runs", "--db", "x.db"])
+        main(["runs"])
     assert exc.value.code == 2
-    assert "--session" in capsys.readouterr().err
+    assert "--db" in capsys.readouterr().err
+
+
+def test_runs_without_session_lists_the_latest_sessions(
+    demo_run: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    db, demo = demo_run
+    result = stopwise_cmd("runs", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    listed = {re.split(r"\s{2,}", line.strip())[1] for line in result.stdout.splitlines()[2:]}
+    assert listed == set(session_ids(demo.stdout))
+    one = stopwise_cmd("runs", "--db", str(db), "--limit", "1")
+    assert len({re.split(r"\s{2,}", line.strip())[1] for line in one.stdout.splitlines()[2:]}) == 1
+
+
+def test_runs_with_a_limit_below_one_is_exit_2(demo_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    db, _ = demo_run
+    assert_one_line_error(stopwise_cmd("runs", "--db", str(db), "--limit", "0"), "--limit")
 
 
 def test_a_scenario_that_ends_unexpectedly_fails_the_demo(

@@ -207,3 +207,20 @@ def test_a_database_with_a_newer_schema_is_refused_untouched(tmp_path: Path) -> 
 
 def test_migrations_are_numbered_in_order_without_gaps() -> None:
     assert [v for v, _ in MIGRATIONS] == list(range(1, LATEST + 1))
+
+
+async def test_sessions_are_listed_most_recently_written_first(store: Store) -> None:
+    runner = Runner(store)
+    a = Agent("a", "", ScriptedModel(["1", "2", "3"]))
+    await runner.run(a, "go", session_id="first")
+    await runner.run(a, "go", session_id="second")
+    await runner.run(a, "go", session_id="first")
+    assert await store.list_sessions() == ["first", "second"]
+    assert await store.list_sessions(limit=1) == ["first"]
+
+
+def test_a_file_that_is_not_sqlite_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("this is not a database, just some text that is long enough to have a header\n" * 20)
+    with pytest.raises(StoreError, match="cannot open"):
+        SQLiteStore(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,8 @@ class Agent:
     name: str
     instructions: str
     model: Model
-    tools: tuple[Tool, ...] = ()
+    tools: Sequence[Tool] = ()
+    """The tools the model may call (kept as a tuple)."""
     max_steps: int | None = 50
     """Model calls allowed per run leg; ``None`` disables the cap."""
     stop_when: Any = None

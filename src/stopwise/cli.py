@@ -58,18 +58,21 @@ def _parser() -> argparse.ArgumentParser:
 
     runs = commands.add_parser(
         "runs",
-        help="list the run records of a session in a SQLite file",
+        help="list run records in a SQLite file",
         description=(
-            "List the run records of one session (oldest first) from a SQLite file written by stopwise. "
-            "Exit code 1 when the session has no runs."
+            "List run records (oldest first within a session) from a SQLite file written by stopwise: one "
+            "session's with --session, else those of the most recently written sessions. "
+            "Exit code 1 when there are no runs."
         ),
     )
     runs.add_argument("--db", metavar="PATH", required=True, help="an existing SQLite file written by stopwise")
     runs.add_argument(
         "--session",
         metavar="ID",
-        required=True,
-        help="the session id (stopwise demo prints the ids it used)",
+        help="one session id (stopwise demo prints the ids it used); default: the latest sessions",
+    )
+    runs.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="sessions to list without --session (default 20)"
     )
     return parser
 
@@ -80,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args.db)
-        return _runs(args.db, args.session)
+        return _runs(args.db, args.session, args.limit)
     except (_UsageError, StoreError, OSError) as exc:
         print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -125,11 +128,14 @@ def _render_demo(report: DemoReport, *, fresh: bool, out: TextIO, err: TextIO) -
 # --- runs -------------------------------------------------------------------------------------------------
 
 
-def _runs(db: str, session_id: str) -> int:
+def _runs(db: str, session_id: str | None, limit: int) -> int:
+    if limit < 1:
+        raise _UsageError(f"--limit must be at least 1, got {limit}")
     path = _existing_db(db)
-    records = asyncio.run(_list_runs(path, session_id))
+    records = asyncio.run(_list_runs(path, session_id, limit))
     if not records:
-        print(f"stopwise runs: no runs in session {session_id!r} of {path}", file=sys.stderr)
+        where = f"session {session_id!r} of {path}" if session_id is not None else str(path)
+        print(f"stopwise runs: no runs in {where}", file=sys.stderr)
         return EXIT_FAILED
     rows = [
         [
@@ -148,10 +154,11 @@ def _runs(db: str, session_id: str) -> int:
     return EXIT_OK
 
 
-async def _list_runs(path: Path, session_id: str) -> list[RunRecord]:
+async def _list_runs(path: Path, session_id: str | None, limit: int) -> list[RunRecord]:
     store = SQLiteStore(path)
     try:
-        return await store.list_runs(session_id)
+        sessions = [session_id] if session_id is not None else await store.list_sessions(limit)
+        return [run for s in sessions for run in await store.list_runs(s)]
     finally:
         await store.close()
 

@@ -116,8 +116,8 @@ class Message:
 
     role: Role
     content: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    """Assistant rows only: the calls the model asked for, in order."""
+    tool_calls: Sequence[ToolCall] = ()
+    """Assistant rows only: the calls the model asked for, in order (kept as a tuple)."""
     tool_call_id: str | None = None
     """Tool rows only: the call this row answers."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -151,7 +151,8 @@ class Reply:
     """
 
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: Sequence[ToolCall] = ()
+    """The calls the model asked for, in order (kept as a tuple)."""
     stop_reason: StopReason = None  # type: ignore[assignment]  # inferred in __post_init__
     usage: Usage | None = None
 

@@ -38,9 +38,8 @@ class MemoryStore:
 
     async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
         state_json = dump_state(state)
-        s = self._sessions.get(run.session_id)
-        if s is None:
-            s = self._sessions[run.session_id] = _Session()
+        s = self._sessions.pop(run.session_id, None) or _Session()
+        self._sessions[run.session_id] = s
         if entry is not None:
             self._check_seq(s, entry)
         if run.run_id not in self._runs:
@@ -52,7 +51,8 @@ class MemoryStore:
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(state)
-        s = self._sessions[entry.session_id]
+        s = self._sessions.pop(entry.session_id)
+        self._sessions[entry.session_id] = s
         self._check_seq(s, entry)
         s.entries.append(entry)
         s.state_json = state_json
@@ -68,6 +68,10 @@ class MemoryStore:
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         s = self._sessions.get(session_id)
         return [] if s is None else [self._runs[r] for r in s.runs]
+
+    async def list_sessions(self, limit: int = 100) -> list[str]:
+        # Dicts keep insertion order; a session moves to the end when it is written again.
+        return list(reversed(self._sessions))[:limit]
 
     async def close(self) -> None:
         return None

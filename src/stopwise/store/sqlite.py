@@ -152,6 +152,9 @@ class SQLiteStore:
             self.schema_version = self._migrate()
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         except BaseException:
             conn.close()
             raise
@@ -263,6 +266,15 @@ class SQLiteStore:
         def read() -> list[RunRecord]:
             rows = self._conn.execute("SELECT * FROM runs WHERE session_id=? ORDER BY created_at, rowid", (session_id,))
             return [_run_from(r) for r in rows]
+
+        return await self._do(read)
+
+    async def list_sessions(self, limit: int = 100) -> list[str]:
+        def read() -> list[str]:
+            rows = self._conn.execute(
+                "SELECT session_id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT ?", (limit,)
+            )
+            return [r[0] for r in rows]
 
         return await self._do(read)
 
