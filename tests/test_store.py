@@ -224,3 +224,14 @@ def test_a_file_that_is_not_sqlite_raises_store_error(tmp_path: Path) -> None:
     path.write_text("this is not a database, just some text that is long enough to have a header\n" * 20)
     with pytest.raises(StoreError, match="cannot open"):
         SQLiteStore(path)
+
+
+async def test_entry_records_and_run_report_round_trip(store: Store) -> None:
+    await started(store)
+    records = ({"type": "stop_guard", "verdict": "continue", "nested": {"a": [1, 2]}},)
+    e = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "x"),), records=records)
+    report = {"stop_guard": {"continues_used": 1, "exhausted": False, "error": None}}
+    await store.commit(e, {}, RunRecord("r1", "s", "a", RunStatus.COMPLETED, steps=1, report=report))
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.entries[-1].records == records
+    assert snapshot.last_run is not None and snapshot.last_run.report == report

@@ -27,9 +27,9 @@ from stopwise.events import (
 )
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback, error_tool_result
 from stopwise.models.base import ModelRequest
-from stopwise.result import RunResult, RunStatus
+from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
-from stopwise.stop.decision import Action, CompletionReason, Decision, StepSignals, resolve
+from stopwise.stop.decision import Action, Decision, StepSignals, resolve
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 
 __all__ = ["Leg", "drive"]

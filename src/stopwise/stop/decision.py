@@ -12,31 +12,9 @@ from enum import StrEnum
 
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import StopReason
+from stopwise.result import CompletionReason
 
 __all__ = ["Action", "CompletionReason", "Decision", "StepSignals", "max_steps_exhausted", "resolve"]
-
-
-class CompletionReason(StrEnum):
-    """Why a run ended. Every finished run has exactly one."""
-
-    FINAL_ANSWER = "final_answer"
-    """The model finished with a plain-text reply."""
-    OUTPUT = "output"
-    """The agent's structured output was produced and validated."""
-    STOP_WHEN = "stop_when"
-    """A ``stop_when`` condition fired."""
-    MAX_STEPS = "max_steps"
-    """The step cap was reached before the model finished (a cut-off)."""
-    MAX_TOKENS = "max_tokens"
-    """The final reply was cut at its token limit."""
-    CONTENT_FILTER = "content_filter"
-    """A provider content filter cut the final reply."""
-    REFUSAL = "refusal"
-    """The model refused."""
-    ERROR = "error"
-    """Something failed: the model adapter, caller code, or invalid structured output."""
-    CANCELLED = "cancelled"
-    """The caller cancelled the run."""
 
 
 class Action(StrEnum):

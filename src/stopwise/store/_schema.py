@@ -55,6 +55,15 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE runs ADD COLUMN detail TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    (
+        # Decisions as data: typed records (guard verdicts, guardrail verdicts, receipts) on each log entry,
+        # and the run's report (stop guard, guardrails, pending approvals) on its record.
+        3,
+        (
+            "ALTER TABLE log ADD COLUMN records TEXT",
+            "ALTER TABLE runs ADD COLUMN report TEXT",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

@@ -13,8 +13,7 @@ from typing import Any, Protocol
 
 from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, Usage
-from stopwise.result import RunStatus
-from stopwise.stop.decision import CompletionReason
+from stopwise.result import CompletionReason, RunStatus
 
 __all__ = ["EntryKind", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
 
@@ -43,6 +42,9 @@ class LogEntry:
     usage: Usage | None = None
     forced: bool = False
     """The step was a forced-completion call."""
+    records: tuple[Mapping[str, Any], ...] = ()
+    """Decision records committed with this entry (guard and guardrail verdicts, receipts), as JSON data with a
+    ``"type"`` key; each decider owns the typed form of its records."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,9 @@ class RunRecord:
     """The step number the current leg's ``max_steps`` budget counts from; a retry after a failure moves it
     to the last committed step, so the retried leg has the full budget."""
     detail: str = ""
+    report: Mapping[str, Any] = field(default_factory=dict)
+    """The run's reports as JSON data (the stop guard's, guardrail records, pending approvals), so another
+    process reading the run sees what its caller saw."""
 
 
 @dataclass(frozen=True, slots=True)

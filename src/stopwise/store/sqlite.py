@@ -19,8 +19,7 @@ from typing import Any, Literal, TypeVar
 
 from stopwise.errors import ConfigError, SchemaTooNew, StepConflict, StoreError
 from stopwise.messages import dump_messages, load_messages
-from stopwise.result import RunStatus
-from stopwise.stop.decision import CompletionReason
+from stopwise.result import CompletionReason, RunStatus
 from stopwise.store._codec import (
     dump_error,
     dump_json,
@@ -38,19 +37,20 @@ __all__ = ["SQLiteStore"]
 T = TypeVar("T")
 
 _RUN_COLUMNS = (
-    "run_id, session_id, agent, status, completion_reason, error, output, text, usage, steps, budget_base, detail"
+    "run_id, session_id, agent, status, completion_reason, error, output, text, usage, steps, budget_base, "
+    "detail, report"
 )
 _UPSERT_RUN = f"""
-INSERT INTO runs ({_RUN_COLUMNS}, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+INSERT INTO runs ({_RUN_COLUMNS}, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, completion_reason=excluded.completion_reason,
   error=excluded.error, output=excluded.output, text=excluded.text, usage=excluded.usage,
-  steps=excluded.steps, budget_base=excluded.budget_base, detail=excluded.detail,
+  steps=excluded.steps, budget_base=excluded.budget_base, detail=excluded.detail, report=excluded.report,
   updated_at=excluded.updated_at
 """
 # Appends only at the next free seq: a gap or a taken seq inserts nothing and is reported as a conflict.
 _INSERT_ENTRY = """
-INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, created_at)
-SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10
+INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at)
+SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11
 WHERE ?2 = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = ?1)
 """
 
@@ -74,6 +74,7 @@ def _run_params(run: RunRecord, now: float) -> tuple[Any, ...]:
         run.steps,
         run.budget_base,
         run.detail,
+        dump_json(run.report) if run.report else None,
         now,
         now,
     )
@@ -90,6 +91,7 @@ def _entry_params(e: LogEntry, now: float) -> tuple[Any, ...]:
         None if e.decision is None else dump_json(e.decision),
         dump_usage(e.usage),
         int(e.forced),
+        dump_json(e.records) if e.records else None,
         now,
     )
 
@@ -109,6 +111,7 @@ def _run_from(row: sqlite3.Row) -> RunRecord:
         steps=row["steps"],
         budget_base=row["budget_base"],
         detail=row["detail"],
+        report=load_json(row["report"]) or {},
     )
 
 
@@ -123,6 +126,7 @@ def _entry_from(row: sqlite3.Row) -> LogEntry:
         decision=load_json(row["decision"]),
         usage=None if row["usage"] is None else usage_from(row["usage"]),
         forced=bool(row["forced"]),
+        records=tuple(load_json(row["records"]) or ()),
     )
 
 
