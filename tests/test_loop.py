@@ -412,3 +412,18 @@ def test_run_sync_runs_a_script() -> None:
 async def test_run_sync_inside_a_loop_raises_a_clear_error() -> None:
     with pytest.raises(RuntimeError, match=r"await runner\.run"):
         Runner().run_sync(agent(ScriptedModel(["hi"])), "go")
+
+
+async def test_a_provider_error_carries_status_and_request_id_into_the_error_detail(store: Store) -> None:
+    from stopwise import ModelError
+
+    def fn(req: ModelRequest) -> Reply:
+        if req.step == 2:
+            raise ModelError("rate limited", provider="acme", status=429, request_id="req_9", retryable=True)
+        return call()
+
+    result = await Runner(store).run(agent(FunctionModel(fn)), "go")
+    assert result.error is not None and result.error.code == "model_error" and result.error.retryable
+    assert result.error.details == {"provider": "acme", "status": 429, "request_id": "req_9"}
+    record = await store.get_run(result.run_id)
+    assert record is not None and record.error == result.error and result.steps == 1

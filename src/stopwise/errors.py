@@ -7,14 +7,17 @@ A run that fails (a cut-off, a model error, a raising predicate) is not an excep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "ConfigError",
     "ErrorCategory",
     "ErrorCode",
     "ErrorDetail",
+    "ModelError",
     "ModelScriptExhausted",
     "RetryNotAllowed",
     "SchemaTooNew",
@@ -59,6 +62,8 @@ class ErrorDetail:
     message: str
     category: str
     retryable: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Structured facts about the failure as JSON data, e.g. a provider's ``status`` and ``request_id``."""
 
 
 class StopwiseError(Exception):
@@ -72,6 +77,28 @@ class ConfigError(StopwiseError, ValueError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+class ModelError(StopwiseError):
+    """Raised by a model adapter when the provider fails; the run ends ``model_error`` with these facts.
+
+    ``status`` is the provider's HTTP status (None for a transport failure), ``request_id`` its request id.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status: int | None = None,
+        request_id: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.request_id = request_id
+        self.retryable = retryable
 
 
 class RetryNotAllowed(StopwiseError):

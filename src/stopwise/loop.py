@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from stopwise.agent import Agent
 from stopwise.context import RunContext
-from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
 from stopwise.events import (
     Event,
     ModelReplied,
@@ -134,6 +134,9 @@ async def _call_model(leg: Leg, step: int, forced: bool) -> Reply | ErrorDetail:
     )
     try:
         reply = await agent.model.generate(request)
+    except ModelError as exc:
+        facts = {"provider": exc.provider, "status": exc.status, "request_id": exc.request_id}
+        return ErrorDetail(ErrorCode.MODEL_ERROR, str(exc), ErrorCategory.MODEL, exc.retryable, facts)
     except Exception as exc:
         return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
     if not isinstance(reply, Reply):
