@@ -146,7 +146,12 @@ async def test_demo_writes_its_runs_to_the_sqlite_file(
         assert snapshot is not None
         steps = [e for e in snapshot.entries if e.kind is EntryKind.STEP]
         assert [e.step for e in steps] == [1, 2, 3, 4, 5, 6]
-        assert steps[2].decision == {"action": "fail", "reason": "max_steps", "detail": "Max steps (3) reached"}
+        assert steps[2].decision is not None
+        assert {k: steps[2].decision[k] for k in ("action", "reason", "detail")} == {
+            "action": "fail",
+            "reason": "max_steps",
+            "detail": "Max steps (3) reached",
+        }
         assert steps[5].decision is not None and steps[5].decision["reason"] == "final_answer"
     finally:
         await store.close()

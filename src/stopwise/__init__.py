@@ -26,6 +26,7 @@ from stopwise.events import (
     RunFinished,
     StepCommitted,
     StepStarted,
+    StopGuardEvent,
     ToolCalled,
     ToolReturned,
 )
@@ -44,10 +45,18 @@ from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner, SessionBusy
 from stopwise.stop import (
     CompletionReason,
+    Continue,
     Decision,
+    Fail,
+    FinishEvidence,
     StepSignals,
     StepView,
+    Stop,
     StopCondition,
+    StopGuard,
+    StopGuardContext,
+    StopGuardReport,
+    finish_nudge,
     has_tool_call,
     resolve,
     step_count_is,
@@ -95,6 +104,15 @@ __all__ = [
     "StepSignals",
     "Decision",
     "resolve",
+    # stop guards and finish nudges
+    "StopGuard",
+    "StopGuardContext",
+    "Stop",
+    "Continue",
+    "Fail",
+    "StopGuardReport",
+    "finish_nudge",
+    "FinishEvidence",
     # stores
     "Store",
     "MemoryStore",
@@ -103,6 +121,7 @@ __all__ = [
     # events
     "Event",
     "StepStarted",
+    "StopGuardEvent",
     "ModelReplied",
     "ToolCalled",
     "ToolReturned",

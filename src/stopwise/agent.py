@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -12,6 +12,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.models.base import Model, ToolSpec
 from stopwise.stop.conditions import StopCondition, as_condition
+from stopwise.stop.guard import StopGuard
 from stopwise.tools import Risk, Tool, _build
 
 __all__ = ["Agent"]
@@ -34,6 +35,11 @@ class Agent:
     """A pydantic model the final answer must validate against; the cap then enters forced completion."""
     max_completion_retries: int = 2
     """Forced-completion calls allowed when output is missing or invalid."""
+    stop_guard: StopGuard | None = None
+    """Code consulted on a natural finish: stop, continue with feedback, or fail (see ``StopGuard``)."""
+    on_max_steps: Literal["fail", "wrap_up"] = "fail"
+    """At the cap without an output type: ``"fail"`` is a typed cut-off; ``"wrap_up"`` makes one tool-less call
+    asking for a final answer (reason ``max_steps_wrapped_up``)."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
@@ -54,6 +60,10 @@ class Agent:
         retries = self.max_completion_retries
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError("max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}")
+        if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
+            raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")
+        if self.on_max_steps not in ("fail", "wrap_up"):
+            raise ConfigError("on_max_steps", f"must be 'fail' or 'wrap_up', got {self.on_max_steps!r}")
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
             raise ConfigError("tools", "must be a list of tools")

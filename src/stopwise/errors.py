@@ -51,6 +51,8 @@ class ErrorCode(StrEnum):
     REFUSAL = "refusal"
     NOT_SUPPORTED = "not_supported"
     STATE_INVALID = "state_invalid"
+    STOP_GUARD_REJECTED = "stop_guard_rejected"
+    STOP_GUARD_FAILED = "stop_guard_failed"
     CANCELLED = "cancelled"
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "RunFinished",
     "StepCommitted",
     "StepStarted",
+    "StopGuardEvent",
     "ToolCalled",
     "ToolReturned",
 ]
@@ -61,6 +62,19 @@ class StepCommitted(Event):
     seq: int
     decision: Any
     """The ``Decision`` the resolver made for this step."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopGuardEvent(Event):
+    """The stop guard decided: ``kind`` is ``stop_guard.continued``, ``.exhausted``, ``.error``, ``.rejected``
+    or ``.accepted``. Safe to show a user: it never carries the guard's feedback, only its progress note."""
+
+    kind: str
+    guard: str
+    message: str | None = None
+    """The rejection message or the guard's error; None for continued / accepted."""
+    note: str | None = None
+    """The guard's ``progress_note`` on a continue (e.g. "verifying before finishing")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, Usage
+
+if TYPE_CHECKING:
+    from stopwise.stop.guard import StopGuardReport
 
 __all__ = ["CompletionReason", "RunResult", "RunStatus"]
 
@@ -34,6 +37,12 @@ class CompletionReason(StrEnum):
     """Something failed: the model adapter, caller code, or invalid structured output."""
     CANCELLED = "cancelled"
     """The caller cancelled the run."""
+    STOP_GUARD_EXHAUSTED = "stop_guard_exhausted"
+    """The stop guard asked to continue with its budget spent, so the run ended as it would have anyway."""
+    STOP_GUARD_ERROR = "stop_guard_error"
+    """The stop guard failed (raised, timed out, invalid verdict) and ``on_error="stop"`` ended the run."""
+    MAX_STEPS_WRAPPED_UP = "max_steps_wrapped_up"
+    """The cap was reached and ``on_max_steps="wrap_up"`` got a final answer from one tool-less call."""
 
 
 class RunStatus(StrEnum):
@@ -70,6 +79,8 @@ class RunResult:
     messages: tuple[Message, ...] = field(repr=False)
     detail: str = ""
     """Why the run ended, in words (the condition that fired, the validation error)."""
+    stop_guard: StopGuardReport | None = None
+    """What the agent's stop guard did in this run (None when it has none); also on the run record."""
 
     @property
     def ok(self) -> bool:

@@ -5,18 +5,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from stopwise.agent import Agent
 from stopwise.context import RunContext
 from stopwise.errors import RetryNotAllowed, StopwiseError
 from stopwise.events import Event, RunFinished
-from stopwise.loop import Leg, drive
-from stopwise.messages import Message, Usage
+from stopwise.loop import Leg, drive, restore_leg
+from stopwise.messages import Message
 from stopwise.result import RunResult, RunStatus
-from stopwise.stop.decision import Action
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
@@ -150,8 +148,9 @@ class Runner:
         run = RunRecord(uuid.uuid4().hex, session_id, agent.name, RunStatus.RUNNING)
         entry = LogEntry(session_id, next_seq, run.run_id, 0, EntryKind.INPUT, rows)
         await self.store.start_run(run, entry, session_state)
+        run_start = len(messages)
         messages.extend(rows)
-        return Leg(agent, self.store, self, run, messages, session_state, next_seq + 1)
+        return Leg(agent, self.store, self, run, messages, session_state, next_seq + 1, run_start=run_start)
 
     async def _retry(self, agent: Agent, session_id: str, message: str | Message | None) -> Leg:
         snapshot = await self.store.load_session(session_id)
@@ -169,45 +168,21 @@ class Runner:
             raise RetryNotAllowed(
                 f"session {session_id!r}: run {last.run_id} belongs to agent {last.agent!r}, not {agent.name!r}"
             )
-        crashed = last.status is RunStatus.RUNNING
-        forcing, forced_attempts = False, 0
-        if crashed:
-            # The record of an interrupted run is as old as its leg's start; the log says how far it got.
-            last, forcing, forced_attempts = _progress_from_log(snapshot, last)
-        run = replace(
-            last,
-            status=RunStatus.RUNNING,
-            completion_reason=None,
-            error=None,
-            detail="",
-            # A crash resumes with the budget it had; a failure or cancellation gets a fresh one.
-            budget_base=last.budget_base if crashed else last.steps,
-        )
         messages = snapshot.messages()
         next_seq = snapshot.next_seq
         entry = None
         if message is not None:
-            entry = LogEntry(session_id, next_seq, run.run_id, 0, EntryKind.INPUT, _input_messages(message))
+            entry = LogEntry(session_id, next_seq, last.run_id, 0, EntryKind.INPUT, _input_messages(message))
             messages.extend(entry.messages)
             next_seq += 1
-        state = dict(snapshot.state)
-        await self.store.start_run(run, entry, state)
-        return Leg(agent, self.store, self, run, messages, state, next_seq, forcing, forced_attempts)
-
-
-def _progress_from_log(snapshot: SessionSnapshot, run: RunRecord) -> tuple[RunRecord, bool, int]:
-    """An interrupted run's steps, usage and last text, and its forced-completion phase, from its log entries."""
-    steps = [e for e in snapshot.entries if e.run_id == run.run_id and e.kind is EntryKind.STEP]
-    if not steps:
-        return run, False, 0
-    usage = Usage()
-    for e in steps:
-        usage = usage + (e.usage or Usage())
-    last = steps[-1]
-    progressed = replace(run, steps=last.step, usage=usage, text=last.messages[0].content)
-    forcing = (last.decision or {}).get("action") == Action.FORCE_OUTPUT
-    attempts = sum(1 for e in steps if e.forced and e.step > run.budget_base)
-    return progressed, forcing, attempts
+        # A crash (the record still reads running) resumes with the budget it had; a failure or a
+        # cancellation gets a fresh one.
+        crashed = last.status is RunStatus.RUNNING
+        leg = restore_leg(
+            agent, self.store, self, snapshot, last, crashed=crashed, messages=messages, next_seq=next_seq
+        )
+        await self.store.start_run(leg.record(), entry, leg.state)
+        return leg
 
 
 async def _finish(events: AsyncIterator[Event]) -> RunResult:

@@ -1,15 +1,26 @@
-"""Deciding when a run stops: conditions, the resolver."""
+"""Deciding when a run stops: conditions, the resolver, stop guards and finish nudges."""
 
 from stopwise.stop.conditions import StepView, StopCondition, has_tool_call, step_count_is, text_contains
 from stopwise.stop.decision import Action, CompletionReason, Decision, StepSignals, resolve
+from stopwise.stop.guard import Continue, Fail, Stop, StopGuard, StopGuardContext, StopGuardReport
+from stopwise.stop.nudge import FinishEvidence, ToolTrace, finish_nudge
 
 __all__ = [
     "Action",
     "CompletionReason",
+    "Continue",
     "Decision",
+    "Fail",
+    "FinishEvidence",
     "StepSignals",
     "StepView",
+    "Stop",
     "StopCondition",
+    "StopGuard",
+    "StopGuardContext",
+    "StopGuardReport",
+    "ToolTrace",
+    "finish_nudge",
     "has_tool_call",
     "resolve",
     "step_count_is",

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import StopReason
 from stopwise.result import CompletionReason
 
-__all__ = ["Action", "CompletionReason", "Decision", "StepSignals", "max_steps_exhausted", "resolve"]
+__all__ = [
+    "Action",
+    "CompletionReason",
+    "Decision",
+    "GuardSignal",
+    "Phase",
+    "StepSignals",
+    "max_steps_exhausted",
+    "resolve",
+]
 
 
 class Action(StrEnum):
@@ -25,6 +35,30 @@ class Action(StrEnum):
     FAIL = "fail"
     FORCE_OUTPUT = "force_output"
     """Enter (or stay in) forced completion: tools off, ask for the structured output."""
+    WRAP_UP = "wrap_up"
+    """The cap was reached with ``on_max_steps="wrap_up"``: one tool-less call asking for a final answer."""
+
+
+class Phase(StrEnum):
+    """Which kind of call a step is."""
+
+    NORMAL = "normal"
+    FORCED_OUTPUT = "forced_output"
+    """A forced-completion call: tools off, the reply must be the structured output."""
+    WRAP_UP = "wrap_up"
+    """The one tool-less call after the cap that asks for a final answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSignal:
+    """The stop guard's consultation on a natural finish, as the resolver needs it."""
+
+    kind: Literal["stop", "continue", "fail", "error"]
+    message: str = ""
+    """Fail's message, or what went wrong for ``error``."""
+    budget_left: bool = True
+    """Whether a continue was still allowed when the guard answered."""
+    on_error: Literal["stop", "fail"] = "stop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +67,13 @@ class Decision:
 
     action: Action
     reason: CompletionReason | None = None
-    """Set when the run ends (complete or fail), and on FORCE_OUTPUT to say what forced it."""
+    """Set when the run ends (complete or fail), and on FORCE_OUTPUT / WRAP_UP to say what forced it."""
     error: ErrorDetail | None = None
     detail: str = ""
     """Why, in words: the condition that fired, the validation error, the stop reason."""
+    carry: CompletionReason | None = None
+    """On FORCE_OUTPUT: the reason the run reports if the forced phase then succeeds (a spent or failed stop
+    guard keeps its reason through forced completion)."""
 
     @property
     def ends_run(self) -> bool:
@@ -60,10 +97,14 @@ class StepSignals:
     """The agent declares an output type."""
     output_error: str | None = None
     """With an output type: why this reply is not valid output (None when it is, or when not checked)."""
-    forced: bool = False
-    """This step was a forced-completion call."""
+    phase: Phase = Phase.NORMAL
     completion_attempts_left: int = 0
     """Forced-completion calls still allowed after this step."""
+    guard: GuardSignal | None = None
+    """The stop guard's verdict, when one ran on this step."""
+    carried_reason: CompletionReason | None = None
+    """In forced completion: the reason carried from the step that entered it."""
+    on_max_steps: Literal["fail", "wrap_up"] = "fail"
 
 
 _FAILED_STOP = {
@@ -84,36 +125,61 @@ def max_steps_exhausted(max_steps: int) -> ErrorDetail:
     )
 
 
-def _force_or_fail(s: StepSignals, why: CompletionReason, detail: str) -> Decision:
+def _fail(reason: CompletionReason, error: ErrorDetail) -> Decision:
+    return Decision(Action.FAIL, reason, error, error.message)
+
+
+def _force_or_fail(
+    s: StepSignals, why: CompletionReason, detail: str, carry: CompletionReason | None = None
+) -> Decision:
     if s.completion_attempts_left > 0:
-        return Decision(Action.FORCE_OUTPUT, why, detail=detail)
-    return Decision(
-        Action.FAIL,
-        CompletionReason.ERROR,
-        ErrorDetail(
-            code=ErrorCode.OUTPUT_INVALID,
-            message=f"No valid structured output: {detail}" if detail else "No valid structured output",
-            category=ErrorCategory.FRAMEWORK,
-            retryable=True,
-        ),
-        detail,
-    )
+        return Decision(Action.FORCE_OUTPUT, why, detail=detail, carry=carry)
+    message = f"No valid structured output: {detail}" if detail else "No valid structured output"
+    return _fail(CompletionReason.ERROR, ErrorDetail(ErrorCode.OUTPUT_INVALID, message, ErrorCategory.FRAMEWORK, True))
+
+
+def _cut_off(s: StepSignals) -> Decision:
+    assert s.max_steps is not None  # only called at the cap
+    return _fail(CompletionReason.MAX_STEPS, max_steps_exhausted(s.max_steps))
+
+
+def _natural_finish(s: StepSignals) -> Decision:
+    """A text reply with no tool calls that ended normally: the stop guard's verdict, then the output."""
+    override: CompletionReason | None = None
+    g = s.guard
+    if g is not None:
+        if g.kind == "fail":
+            error = ErrorDetail(ErrorCode.STOP_GUARD_REJECTED, g.message, ErrorCategory.CALLER, retryable=False)
+            return _fail(CompletionReason.ERROR, error)
+        if g.kind == "error":
+            if g.on_error == "fail":
+                message = f"Stop guard failed: {g.message}"
+                error = ErrorDetail(ErrorCode.STOP_GUARD_FAILED, message, ErrorCategory.CALLER, retryable=False)
+                return _fail(CompletionReason.ERROR, error)
+            override = CompletionReason.STOP_GUARD_ERROR
+        elif g.kind == "continue":
+            if g.budget_left:
+                return Decision(Action.CONTINUE, detail="stop guard asked to continue")
+            override = CompletionReason.STOP_GUARD_EXHAUSTED
+    if s.phase is Phase.WRAP_UP:
+        return Decision(Action.COMPLETE, CompletionReason.MAX_STEPS_WRAPPED_UP, detail=f"Max steps ({s.max_steps})")
+    if not s.wants_output:
+        return Decision(Action.COMPLETE, override or CompletionReason.FINAL_ANSWER)
+    if s.output_error is None:
+        return Decision(Action.COMPLETE, override or CompletionReason.OUTPUT)
+    return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=override)
 
 
 def resolve(s: StepSignals) -> Decision:
     """Decide what happens after a step. Pure; see the module docstring for the order."""
     if s.stop_when_error is not None:
-        return Decision(
-            Action.FAIL,
-            CompletionReason.ERROR,
-            ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False),
-            s.stop_when_error,
-        )
+        error = ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False)
+        return _fail(CompletionReason.ERROR, error)
 
-    if s.forced:
+    if s.phase is Phase.FORCED_OUTPUT:
         if s.output_error is None:
-            return Decision(Action.COMPLETE, CompletionReason.OUTPUT)
-        return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error)
+            return Decision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
+        return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
 
     # 1. terminal: the reply ends the run by itself.
     if not s.has_tool_calls:
@@ -121,13 +187,10 @@ def resolve(s: StepSignals) -> Decision:
         if failed is not None:
             reason, code, retryable = failed
             message = f"The model stopped with stop reason '{s.stop_reason.value}'"
-            category = ErrorCategory.MODEL
-            return Decision(Action.FAIL, reason, ErrorDetail(code, message, category, retryable), message)
-        if not s.wants_output:
-            return Decision(Action.COMPLETE, CompletionReason.FINAL_ANSWER)
-        if s.output_error is None:
-            return Decision(Action.COMPLETE, CompletionReason.OUTPUT)
-        return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error)
+            return _fail(reason, ErrorDetail(code, message, ErrorCategory.MODEL, retryable))
+        return _natural_finish(s)
+    if s.phase is Phase.WRAP_UP:  # tools were off; a reply that still calls them did not wrap up
+        return _cut_off(s)
 
     # 2. stop_when.
     if s.stop_when is not None:
@@ -139,7 +202,8 @@ def resolve(s: StepSignals) -> Decision:
     if s.max_steps is not None and s.steps_used >= s.max_steps:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.MAX_STEPS, f"Max steps ({s.max_steps}) reached")
-        error = max_steps_exhausted(s.max_steps)
-        return Decision(Action.FAIL, CompletionReason.MAX_STEPS, error, error.message)
+        if s.on_max_steps == "wrap_up":
+            return Decision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=f"Max steps ({s.max_steps}) reached")
+        return _cut_off(s)
 
     return Decision(Action.CONTINUE)

@@ -1,0 +1,226 @@
+"""Stop guards: caller code consulted when a run would end on a natural finish.
+
+A guard returns a verdict: ``None`` or ``Stop()`` lets the run end, ``Continue(feedback)`` sends the model back
+for another step with feedback rows, ``Fail(message)`` fails the run. What the verdict *means* for the run is
+decided by the resolver (``stop/decision.py``); running the guard (its time limit, its draft of the state) is
+the loop's job. This module holds the values both share, and counts the budget from the log's records.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from stopwise.errors import ConfigError
+from stopwise.messages import AUTOMATED, Message, Reply, Role, StopReason, automated_feedback
+
+__all__ = [
+    "Continue",
+    "Fail",
+    "InvalidVerdict",
+    "Stop",
+    "StopGuard",
+    "StopGuardContext",
+    "StopGuardReport",
+    "Verdict",
+    "guard_report",
+]
+
+GUARD_SOURCE = "stop_guard"
+"""The ``source`` of rows a stop guard adds, and the ``type`` of its log records."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Let the run end as it would have without a guard."""
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Take one more step. Needs ``feedback`` or at least one context item (here or via ``add_context``)."""
+
+    feedback: str | None = None
+    context: Sequence[str | Message] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Fail the run with code ``stop_guard_rejected`` (not retryable), carrying ``message``."""
+
+    message: str
+
+
+Verdict = Stop | Continue | Fail | None
+GuardCheck = Callable[["StopGuardContext"], Verdict | Awaitable[Verdict]]
+
+
+class InvalidVerdict(Exception):
+    """A guard returned something the loop cannot act on; handled like a guard that raised."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopGuardReport:
+    """What the stop guard did in this run; also on the run record, so any reader sees the same."""
+
+    continues_used: int = 0
+    exhausted: bool = False
+    """A Continue arrived with the budget spent, so the run ended anyway (``stop_guard_exhausted``)."""
+    error: str | None = None
+    """The guard's last failure (raised, timed out, invalid verdict), if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopGuard:
+    """Configuration of a stop guard: ``check(ctx)`` (sync or async) and its limits.
+
+    ``max_continues`` bounds the continues per run (counted from the log, so crashes and retries keep the
+    count); ``timeout`` cancels the call; ``on_error`` says whether a failing guard stops the run as a plain stop
+    (``"stop"``, reason ``stop_guard_error``) or fails it (``"fail"``, code ``stop_guard_failed``).
+    """
+
+    check: GuardCheck
+    max_continues: int = 3
+    timeout: float | None = 30.0
+    on_error: Literal["stop", "fail"] = "stop"
+    name: str = ""
+    """Shown in records and reports; defaults to the check's ``__name__``."""
+    progress_note: str | None = None
+    """What the user-facing stream shows when the guard continues (never the feedback itself)."""
+    is_async: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not callable(self.check):
+            raise ConfigError("stop_guard.check", f"must be callable, got {type(self.check).__name__}")
+        if isinstance(self.max_continues, bool) or not isinstance(self.max_continues, int) or self.max_continues < 0:
+            raise ConfigError("stop_guard.max_continues", f"must be an int >= 0, got {self.max_continues!r}")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not self.timeout > 0):
+            raise ConfigError("stop_guard.timeout", f"must be positive seconds or None, got {self.timeout!r}")
+        if self.on_error not in ("stop", "fail"):
+            raise ConfigError("stop_guard.on_error", f"must be 'stop' or 'fail', got {self.on_error!r}")
+        if not self.name:
+            label = getattr(self.check, "__name__", "") or type(self.check).__name__
+            object.__setattr__(self, "name", "stop_guard" if label == "<lambda>" else label)
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.check))
+
+
+def _guard_row(item: str | Message) -> Message:
+    if isinstance(item, str):
+        if not item.strip():
+            raise InvalidVerdict("a context item is an empty string")
+        return automated_feedback(item, source=GUARD_SOURCE)
+    if isinstance(item, Message):
+        if item.role is not Role.USER:
+            raise InvalidVerdict(f"a context message must have role 'user', got {item.role.value!r}")
+        meta = {**item.metadata, AUTOMATED: True, "hidden": True, "external_input": True, "source": GUARD_SOURCE}
+        return Message(Role.USER, item.content, metadata=meta)
+    raise InvalidVerdict(f"a context item must be a str or a user Message, got {type(item).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardReply:
+    text: str
+    stop_reason: StopReason
+
+
+class StopGuardContext:
+    """What a guard sees and may change. Writes and rows commit with the reply's step, or not at all."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        run_id: str,
+        step: int,
+        attempt: int,
+        reply: Reply,
+        messages: tuple[Message, ...],
+        run_start: int,
+        state: Mapping[str, Any],
+        continues_used: int,
+        max_continues: int,
+    ) -> None:
+        self.session_id = session_id
+        self.run_id = run_id
+        self.step = step
+        self.guard_key = f"{run_id}:{step}:{attempt}"
+        """Stable for one consultation: key your own side effects by it, the guard may run again after a crash."""
+        self.reply = GuardReply(reply.text, reply.stop_reason)
+        self.messages = messages
+        """The session's log, this reply included."""
+        self.run_messages = messages[run_start:]
+        """The rows of this run only (its input onwards), this reply included."""
+        self._draft: dict[str, Any] = copy.deepcopy(dict(state))
+        self.state: Mapping[str, Any] = MappingProxyType(self._draft)
+        """Read-only view of the state, with this guard's own updates applied."""
+        self.continues_used = continues_used
+        self.continues_left = max(0, max_continues - continues_used)
+        self._rows: list[Message] = []
+
+    def update_state(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        """Apply ``fn`` to a draft of the state; the draft commits with the step unless the guard fails."""
+        fn(self._draft)
+
+    def add_context(self, items: Iterable[str | Message]) -> None:
+        """Rows for the model's next call: strings become labelled feedback rows; messages must be user-role."""
+        if isinstance(items, (str, Message)):
+            items = [items]
+        self._rows.extend(_guard_row(i) for i in items)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardOutcome:
+    """A consultation, settled: the verdict kind for the resolver, and what commits if the step does."""
+
+    kind: Literal["stop", "continue", "fail", "error"]
+    message: str = ""
+    rows: tuple[Message, ...] = ()
+    state: dict[str, Any] | None = None
+    """The guard's draft of the state; None when it failed (nothing of it commits)."""
+
+
+def settle(verdict: object, ctx: StopGuardContext) -> GuardOutcome:
+    """Check a verdict and turn it into an outcome; raises ``InvalidVerdict`` naming what is wrong."""
+    if verdict is None or isinstance(verdict, Stop):
+        return GuardOutcome("stop", state=ctx._draft)
+    if isinstance(verdict, Fail):
+        if not isinstance(verdict.message, str) or not verdict.message.strip():
+            raise InvalidVerdict("Fail needs a non-empty message")
+        return GuardOutcome("fail", verdict.message, state=ctx._draft)
+    if isinstance(verdict, Continue):
+        rows = list(ctx._rows)
+        if verdict.feedback is not None:
+            if not isinstance(verdict.feedback, str):
+                raise InvalidVerdict(f"Continue.feedback must be a str, got {type(verdict.feedback).__name__}")
+            if verdict.feedback.strip():
+                rows.insert(0, automated_feedback(verdict.feedback, source=GUARD_SOURCE))
+        rows.extend(_guard_row(i) for i in verdict.context)
+        if not rows:
+            raise InvalidVerdict("Continue needs feedback or at least one context item")
+        return GuardOutcome("continue", rows=tuple(rows), state=ctx._draft)
+    raise InvalidVerdict(
+        f"expected None, Stop(), Continue(...) or Fail(...), got {type(verdict).__name__}: {verdict!r}"
+    )
+
+
+def guard_report(records: Iterable[Mapping[str, Any]]) -> StopGuardReport:
+    """The report of a run, derived from its stop-guard log records (never from memory alone)."""
+    used, exhausted, error = 0, False, None
+    for r in records:
+        if r.get("type") != GUARD_SOURCE:
+            continue
+        event = r.get("event")
+        if event == "continued":
+            used += 1
+        elif event == "exhausted":
+            exhausted = True
+        elif event == "error":
+            error = r.get("message")
+    return StopGuardReport(used, exhausted, error)
+
+
+def report_dict(report: StopGuardReport) -> dict[str, Any]:
+    return {"continues_used": report.continues_used, "exhausted": report.exhausted, "error": report.error}
