@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stopwise import CompletionReason, StepSignals, StopReason, resolve
-from stopwise.stop.decision import Action
+from stopwise.stop.decision import Action, GuardSignal, Phase
 
 
 def signals(**kw: object) -> StepSignals:
@@ -101,7 +101,7 @@ def test_forced_completion_spent_fails_output_invalid() -> None:
             stop_reason=StopReason.END_TURN,
             has_tool_calls=False,
             wants_output=True,
-            forced=True,
+            phase=Phase.FORCED_OUTPUT,
             output_error="x: field required",
             completion_attempts_left=0,
         )
@@ -113,7 +113,13 @@ def test_forced_completion_spent_fails_output_invalid() -> None:
 
 def test_forced_completion_with_attempts_left_tries_again() -> None:
     d = resolve(
-        signals(has_tool_calls=False, wants_output=True, forced=True, output_error="bad", completion_attempts_left=1)
+        signals(
+            has_tool_calls=False,
+            wants_output=True,
+            phase=Phase.FORCED_OUTPUT,
+            output_error="bad",
+            completion_attempts_left=1,
+        )
     )
     assert d.action is Action.FORCE_OUTPUT
 
@@ -121,3 +127,59 @@ def test_forced_completion_with_attempts_left_tries_again() -> None:
 def test_resolver_is_deterministic() -> None:
     s = signals(steps_used=5, max_steps=5)
     assert resolve(s) == resolve(s)
+
+
+def natural(**kw: object) -> StepSignals:
+    return signals(stop_reason=StopReason.END_TURN, has_tool_calls=False, **kw)
+
+
+def test_guard_continue_with_budget_continues() -> None:
+    assert resolve(natural(guard=GuardSignal("continue"))).action is Action.CONTINUE
+
+
+def test_guard_continue_without_budget_completes_exhausted() -> None:
+    d = resolve(natural(guard=GuardSignal("continue", budget_left=False)))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.STOP_GUARD_EXHAUSTED)
+
+
+def test_guard_fail_is_a_non_retryable_rejection() -> None:
+    d = resolve(natural(guard=GuardSignal("fail", "not confirmed")))
+    assert d.action is Action.FAIL and d.error is not None
+    assert (d.error.code, d.error.message, d.error.retryable) == ("stop_guard_rejected", "not confirmed", False)
+
+
+def test_guard_error_stops_or_fails_by_on_error() -> None:
+    stop = resolve(natural(guard=GuardSignal("error", "boom")))
+    assert (stop.action, stop.reason) == (Action.COMPLETE, CompletionReason.STOP_GUARD_ERROR)
+    fail = resolve(natural(guard=GuardSignal("error", "boom", on_error="fail")))
+    assert fail.error is not None and fail.error.code == "stop_guard_failed"
+
+
+def test_guard_stop_is_the_plain_outcome() -> None:
+    assert resolve(natural(guard=GuardSignal("stop"))).reason is CompletionReason.FINAL_ANSWER
+
+
+def test_exhausted_guard_on_invalid_output_forces_and_carries_its_reason() -> None:
+    d = resolve(
+        natural(
+            guard=GuardSignal("continue", budget_left=False),
+            wants_output=True,
+            output_error="bad",
+            completion_attempts_left=1,
+        )
+    )
+    assert d.action is Action.FORCE_OUTPUT and d.carry is CompletionReason.STOP_GUARD_EXHAUSTED
+    done = resolve(natural(wants_output=True, phase=Phase.FORCED_OUTPUT, carried_reason=d.carry))
+    assert done.reason is CompletionReason.STOP_GUARD_EXHAUSTED
+
+
+def test_cap_with_wrap_up_policy_wraps_up_and_its_answer_completes() -> None:
+    d = resolve(signals(steps_used=5, max_steps=5, on_max_steps="wrap_up"))
+    assert (d.action, d.reason) == (Action.WRAP_UP, CompletionReason.MAX_STEPS)
+    done = resolve(natural(steps_used=6, max_steps=5, phase=Phase.WRAP_UP))
+    assert done.reason is CompletionReason.MAX_STEPS_WRAPPED_UP
+
+
+def test_wrap_up_reply_with_tool_calls_is_a_cut_off() -> None:
+    d = resolve(signals(steps_used=6, max_steps=5, phase=Phase.WRAP_UP))
+    assert d.error is not None and d.error.code == "max_steps_exhausted"

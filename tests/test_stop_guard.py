@@ -559,9 +559,7 @@ async def test_wrap_up_reply_passes_the_same_stop_guard() -> None:
 
 
 async def test_wrap_up_that_still_calls_tools_is_a_cut_off() -> None:
-    result = await Runner().run(
-        agent(FunctionModel(lambda r: lookup_call()), max_steps=1, on_max_steps="wrap_up"), "q"
-    )
+    result = await Runner().run(agent(FunctionModel(lambda r: lookup_call()), max_steps=1, on_max_steps="wrap_up"), "q")
     assert result.error is not None and result.error.code == "max_steps_exhausted" and result.steps == 2
 
 
