@@ -19,6 +19,7 @@ import pytest
 
 from stopwise import (
     Agent,
+    Continue,
     FunctionModel,
     Message,
     ModelRequest,
@@ -28,6 +29,8 @@ from stopwise import (
     Runner,
     RunResult,
     SQLiteStore,
+    StopGuard,
+    StopGuardContext,
     ToolCall,
     tool,
 )
@@ -65,11 +68,37 @@ def _reply(request: ModelRequest) -> Reply:
 AGENT = Agent("adder", "Add things.", FunctionModel(_reply), tools=[add], max_steps=20)
 
 
-def _child(db: str, kill_at: int) -> None:
+def _draft_reply(request: ModelRequest) -> Reply:
+    _tick()
+    drafts = sum(1 for m in request.messages if m.role == "assistant")
+    if drafts == 0:
+        return Reply(tool_calls=[ToolCall("add", {"n": 1}, id="first")])
+    return Reply(f"draft {drafts}")
+
+
+def _insist(ctx: StopGuardContext) -> Continue:
+    """Never satisfied: continues until its budget is spent, writing state each time."""
+    _tick()
+    ctx.update_state(lambda d: d.update(consulted=d.get("consulted", 0) + 1))
+    return Continue(f"not yet ({ctx.continues_used})")
+
+
+GUARDED = Agent(
+    "guarded",
+    "Draft things.",
+    FunctionModel(_draft_reply),
+    tools=[add],
+    max_steps=20,
+    stop_guard=StopGuard(_insist, max_continues=2),
+)
+SCENARIOS = {"adder": AGENT, "guarded": GUARDED}
+
+
+def _child(db: str, kill_at: int, scenario: str = "adder") -> None:
     _ticks["kill_at"] = kill_at
     store = SQLiteStore(db)
     store._conn.set_trace_callback(lambda sql: _tick())
-    asyncio.run(Runner(store).run(AGENT, "go", session_id=SESSION, state={"total": 0}))
+    asyncio.run(Runner(store).run(SCENARIOS[scenario], "go", session_id=SESSION, state={"total": 0}))
 
 
 def _shape(messages: tuple[Message, ...] | list[Message]) -> list[tuple[Any, ...]]:
@@ -84,37 +113,39 @@ def _assert_log_whole(snapshot: SessionSnapshot) -> None:
     for e in snapshot.entries:
         if e.kind is EntryKind.STEP:
             reply, *rows = e.messages
-            assert reply.role == "assistant" and len(rows) == len(reply.tool_calls)
-            assert [r.tool_call_id for r in rows] == [c.id for c in reply.tool_calls]
+            results = [r for r in rows if r.role == "tool"]
+            assert reply.role == "assistant" and len(results) == len(reply.tool_calls)
+            assert [r.tool_call_id for r in results] == [c.id for c in reply.tool_calls]
+            assert all(r.role == "tool" or r.metadata.get("automated") for r in rows)
 
 
-async def _reference(tmp_path: Path) -> RunResult:
-    store = SQLiteStore(tmp_path / "reference.db")
-    result = await Runner(store).run(AGENT, "go", session_id=SESSION, state={"total": 0})
+async def _reference(tmp_path: Path, agent: Agent = AGENT) -> RunResult:
+    store = SQLiteStore(tmp_path / f"reference-{agent.name}.db")
+    result = await Runner(store).run(agent, "go", session_id=SESSION, state={"total": 0})
     await store.close()
     return result
 
 
-async def _count_ticks(tmp_path: Path) -> int:
+async def _count_ticks(tmp_path: Path, agent: Agent = AGENT) -> int:
     _ticks.update(n=0, kill_at=0)
-    store = SQLiteStore(tmp_path / "count.db")
+    store = SQLiteStore(tmp_path / f"count-{agent.name}.db")
     store._conn.set_trace_callback(lambda sql: _tick())
-    await Runner(store).run(AGENT, "go", session_id=SESSION, state={"total": 0})
+    await Runner(store).run(agent, "go", session_id=SESSION, state={"total": 0})
     await store.close()
     return _ticks["n"]
 
 
-async def _recover(db: Path) -> tuple[SessionSnapshot | None, RunResult]:
+async def _recover(db: Path, agent: Agent = AGENT) -> tuple[SessionSnapshot | None, RunResult]:
     store = SQLiteStore(db)
     runner = Runner(store)
     try:
         before = await store.load_session(SESSION)
         if before is None or before.last_run is None:
             # Killed before the run was recorded: nothing to continue, so the caller starts it again.
-            result = await runner.run(AGENT, "go", session_id=SESSION, state={"total": 0})
+            result = await runner.run(agent, "go", session_id=SESSION, state={"total": 0})
         else:
             _assert_log_whole(before)
-            result = await runner.retry(AGENT, SESSION)
+            result = await runner.retry(agent, SESSION)
         after = await store.load_session(SESSION)
         assert after is not None
         _assert_log_whole(after)
@@ -147,6 +178,29 @@ def test_sigkill_at_every_point_then_retry_matches_an_uninterrupted_run(tmp_path
         if before is not None and before.last_run is not None:
             assert result.run_id == before.last_run.run_id
     assert retried >= 50, f"only {retried} kill points left a run to retry"
+
+
+def test_sigkill_around_stop_guard_commits_then_retry_lands_guard_rows_once(tmp_path: Path) -> None:
+    """The guard's rows and writes ride the reply's commit: a kill before it re-runs the step and the guard,
+    a kill after it never repeats them, and the exhausted budget survives the crash."""
+    reference = asyncio.run(_reference(tmp_path, GUARDED))
+    assert reference.completion_reason == "stop_guard_exhausted" and reference.steps == 4
+    assert reference.stop_guard is not None and reference.stop_guard.continues_used == 2
+    total = asyncio.run(_count_ticks(tmp_path, GUARDED))
+    ctx = multiprocessing.get_context("forkserver")
+    for kill_at in range(1, total + 1):
+        db = tmp_path / f"guarded-{kill_at}.db"
+        child = ctx.Process(target=_child, args=(str(db), kill_at, "guarded"))
+        child.start()
+        child.join(30)
+        assert child.exitcode == -signal.SIGKILL, f"kill point {kill_at}: child exited {child.exitcode}"
+        _, result = asyncio.run(_recover(db, GUARDED))
+        assert _shape(result.messages) == _shape(reference.messages), f"kill point {kill_at}"
+        guard_rows = [m for m in result.messages if m.metadata.get("source") == "stop_guard"]
+        assert len(guard_rows) == 2, f"kill point {kill_at}: guard rows {len(guard_rows)}"
+        assert result.stop_guard == reference.stop_guard, f"kill point {kill_at}"
+        assert result.completion_reason == "stop_guard_exhausted"
+        assert dict(result.state) == dict(reference.state) == {"total": 1, "consulted": 3}
 
 
 def test_retry_after_the_run_completed_in_the_child_is_refused(tmp_path: Path) -> None:
