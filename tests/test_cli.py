@@ -33,6 +33,8 @@ EXPECTED_ROWS = {
     "stop_when": ("2", "completed", "stop_when", None),
     "cutoff": ("3", "failed", "max_steps", "max_steps_exhausted"),
     "retry": ("6", "completed", "final_answer", None),
+    "stop_guard": ("3", "completed", "final_answer", None),
+    "guard_exhausted": ("3", "completed", "stop_guard_exhausted", None),
     "forced_output": ("3", "completed", "output", None),
 }
 
@@ -93,7 +95,7 @@ def test_demo_exits_0_and_prints_every_scenario_as_expected(
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == ""
     assert str(db) in result.stdout
-    assert "OK: all 5 scenarios ended as expected." in result.stdout
+    assert f"OK: all {len(EXPECTED_ROWS)} scenarios ended as expected." in result.stdout
     header = next(line for line in result.stdout.splitlines() if line.startswith("scenario"))
     assert re.split(r"\s{2,}", header) == ["scenario", "steps", "status", "completion reason", "detail"]
     rows = table_rows(result.stdout)
@@ -112,7 +114,7 @@ async def test_demo_writes_its_runs_to_the_sqlite_file(
     db, result = demo_run
     assert result.returncode == 0, result.stderr
     sessions = session_ids(result.stdout)
-    assert len(sessions) == 4  # the cut-off and its retry share a session
+    assert len(sessions) == len(EXPECTED_ROWS) - 1  # the cut-off and its retry share a session
     store = SQLiteStore(db)
     try:
         by_name = {s.rsplit("-", 1)[1]: s for s in sessions}
@@ -267,7 +269,7 @@ def test_a_scenario_that_ends_unexpectedly_fails_the_demo(
     monkeypatch.setattr("stopwise.cli.run_demo", broken_demo)
     assert main(["demo", "--db", str(tmp_path / "demo.db")]) == 1
     captured = capsys.readouterr()
-    assert "FAILED: 1 of 5 scenarios did not end as expected" in captured.err
+    assert f"FAILED: 1 of {len(EXPECTED_ROWS)} scenarios did not end as expected" in captured.err
     assert "final_answer: status completed, expected failed" in captured.err
     assert "OK:" not in captured.out
 

@@ -27,6 +27,7 @@ from stopwise.result import RunResult, RunStatus
 from stopwise.runtime.local import Runner
 from stopwise.stop.conditions import has_tool_call
 from stopwise.stop.decision import CompletionReason
+from stopwise.stop.guard import Continue, StopGuard, StopGuardContext, StopGuardReport
 from stopwise.store.base import RunRecord
 from stopwise.store.sqlite import SQLiteStore
 from stopwise.tools import Risk, tool
@@ -289,6 +290,55 @@ async def _forced_output(runner: Runner, session_id: str) -> RunResult:
     return await runner.run(agent, "Summarise the weather somewhere warm.", session_id=session_id)
 
 
+def _cites_a_source(ctx: StopGuardContext) -> Continue | None:
+    """The answer must cite a source."""
+    if "[source:" in ctx.reply.text:
+        return None
+    return Continue("Cite one source as [source: ...] before you finish.")
+
+
+async def _stop_guard(runner: Runner, session_id: str) -> RunResult:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=(ToolCall("get_weather", {"city": "Nairobi"}),)),
+            "Nairobi has light rain at 23 °C.",
+            "Nairobi has light rain at 23 °C [source: get_weather].",
+        ]
+    )
+    agent = Agent(
+        name="sourced-forecaster",
+        instructions="Answer weather questions and cite where each figure came from.",
+        model=model,
+        tools=(get_weather,),
+        stop_guard=StopGuard(_cites_a_source, max_continues=2),
+    )
+    return await runner.run(agent, "What is the weather in Nairobi?", session_id=session_id)
+
+
+async def _guard_exhausted(runner: Runner, session_id: str) -> RunResult:
+    # A model that never cites: the guard's two continues are spent, and the run ends anyway.
+    agent = Agent(
+        name="stubborn-forecaster",
+        instructions="Answer weather questions and cite where each figure came from.",
+        model=FunctionModel(lambda request: Reply(text="Lisbon is sunny.")),
+        stop_guard=StopGuard(_cites_a_source, max_continues=2),
+    )
+    return await runner.run(agent, "What is the weather in Lisbon?", session_id=session_id)
+
+
+def _expect_guard(continues_used: int, exhausted: bool) -> Check:
+    async def check(ctx: _Context, result: RunResult) -> list[str]:
+        expected = StopGuardReport(continues_used, exhausted, None)
+        problems = [] if result.stop_guard == expected else [f"stop guard {result.stop_guard}, expected {expected}"]
+        record = await ctx.store.get_run(result.run_id)
+        stored = None if record is None else record.report.get("stop_guard")
+        if stored != {"continues_used": continues_used, "exhausted": exhausted, "error": None}:
+            problems.append(f"the run record's stop-guard report is {stored}")
+        return problems
+
+    return check
+
+
 async def _check_transcript_kept(ctx: _Context, result: RunResult) -> list[str]:
     tool_rows = sum(1 for m in result.messages if m.role is Role.TOOL)
     if tool_rows != _PAGER_MAX_STEPS:
@@ -349,6 +399,22 @@ SCENARIOS: tuple[Scenario, ...] = (
         _retry,
         Expected(RunStatus.COMPLETED, CompletionReason.FINAL_ANSWER, steps=6),
         (_check_retry_continued,),
+    ),
+    Scenario(
+        "stop_guard",
+        "a stop guard sends an uncited answer back once; the cited one ends the run",
+        "sourced",
+        _stop_guard,
+        Expected(RunStatus.COMPLETED, CompletionReason.FINAL_ANSWER, steps=3),
+        (_expect_guard(1, False),),
+    ),
+    Scenario(
+        "guard_exhausted",
+        "the model never cites: the guard's budget of 2 continues is spent",
+        "stubborn",
+        _guard_exhausted,
+        Expected(RunStatus.COMPLETED, CompletionReason.STOP_GUARD_EXHAUSTED, steps=3),
+        (_expect_guard(2, True),),
     ),
     Scenario(
         "forced_output",
