@@ -35,12 +35,22 @@ from stopwise.messages import (
     Reply,
     Role,
     StopReason,
+    TokenLogprob,
     ToolCall,
     Usage,
     decode_tool_result,
     transcript,
 )
-from stopwise.models import FunctionModel, Model, ModelRequest, ScriptedModel, ToolSpec
+from stopwise.models import (
+    AnthropicModel,
+    FunctionModel,
+    Model,
+    ModelRequest,
+    OpenAIModel,
+    ScriptedModel,
+    StreamingModel,
+    ToolSpec,
+)
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner, SessionBusy
 from stopwise.stop import (
@@ -80,6 +90,7 @@ __all__ = [
     "Reply",
     "Role",
     "StopReason",
+    "TokenLogprob",
     "ToolCall",
     "Usage",
     "decode_tool_result",
@@ -90,6 +101,9 @@ __all__ = [
     "ToolSpec",
     "ScriptedModel",
     "FunctionModel",
+    "StreamingModel",
+    "OpenAIModel",
+    "AnthropicModel",
     # tools
     "tool",
     "Tool",

@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
+from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
@@ -25,6 +26,8 @@ class Agent:
     name: str
     instructions: str
     model: Model
+    """A ``Model``, or a model string such as ``"openai:gpt-4.1-mini"`` (see ``stopwise.models.resolve_model``),
+    resolved when the agent is defined; the attribute always holds the ``Model``."""
     tools: Sequence[Tool] = ()
     """The tools the model may call (kept as a tuple)."""
     max_steps: int | None = 50
@@ -51,8 +54,13 @@ class Agent:
             raise ConfigError("name", "must be a non-empty string")
         if not isinstance(self.instructions, str):
             raise ConfigError("instructions", f"must be a string, got {type(self.instructions).__name__}")
-        if not callable(getattr(self.model, "generate", None)):
-            raise ConfigError("model", f"must have an async generate(request) method, got {self.model!r}")
+        if isinstance(self.model, str):
+            # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
+            object.__setattr__(self, "model", resolve_model(self.model))
+        elif not callable(getattr(self.model, "generate", None)):
+            raise ConfigError(
+                "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
+            )
         if self.max_steps is not None and (
             isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
         ):

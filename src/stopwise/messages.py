@@ -23,6 +23,7 @@ __all__ = [
     "Reply",
     "Role",
     "StopReason",
+    "TokenLogprob",
     "ToolCall",
     "Usage",
     "decode_tool_result",
@@ -111,6 +112,18 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token with its log-probability, as a provider reports it when asked."""
+
+    token: str
+    logprob: float
+    """Natural log of the token's probability."""
+    top: tuple[tuple[str, float], ...] = ()
+    """The most likely alternatives at this position as ``(token, logprob)`` pairs, most likely first (as many
+    as were asked for; the chosen token is usually among them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One row of a session's log."""
 
@@ -155,6 +168,9 @@ class Reply:
     """The calls the model asked for, in order (kept as a tuple)."""
     stop_reason: StopReason = None  # type: ignore[assignment]  # inferred in __post_init__
     usage: Usage | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """Per-token log-probabilities of the text, when the model was asked for them (``OpenAIModel(logprobs=True)``);
+    None when not asked for or not supported."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_calls, tuple):

@@ -1,6 +1,24 @@
-"""Models: the protocol, test doubles, and (behind extras) real adapters."""
+"""Models: the protocol, test doubles, and real adapters.
 
-from stopwise.models.base import Model, ModelRequest, ToolSpec
+``OpenAIModel`` and ``AnthropicModel`` import their SDKs (the ``openai`` and ``anthropic`` extras) only when
+constructed, so importing this package needs neither.
+"""
+
+from stopwise.models._registry import resolve_model
+from stopwise.models.anthropic import AnthropicModel
+from stopwise.models.base import Model, ModelRequest, StreamingModel, ToolSpec, stream_reply
+from stopwise.models.openai import OpenAIModel
 from stopwise.models.testing import FunctionModel, ScriptedModel
 
-__all__ = ["FunctionModel", "Model", "ModelRequest", "ScriptedModel", "ToolSpec"]
+__all__ = [
+    "AnthropicModel",
+    "FunctionModel",
+    "Model",
+    "ModelRequest",
+    "OpenAIModel",
+    "ScriptedModel",
+    "StreamingModel",
+    "ToolSpec",
+    "resolve_model",
+    "stream_reply",
+]

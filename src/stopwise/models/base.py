@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from stopwise.messages import Message, Reply
 
-__all__ = ["Model", "ModelRequest", "ToolSpec"]
+__all__ = ["Model", "ModelRequest", "StreamingModel", "ToolSpec", "stream_reply"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +44,40 @@ class Model(Protocol):
     """
 
     async def generate(self, request: ModelRequest) -> Reply: ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A ``Model`` that can also stream its reply: ``stream(request)`` is an async iterator (an ``async def``
+    generator) that yields the text as it is generated, as non-empty ``str`` deltas, then exactly one ``Reply``,
+    last: the same reply ``generate`` would have returned. Joined, the deltas are the reply's ``text``; tool calls
+    are not streamed, they arrive with the ``Reply``. Failures raise as in ``generate`` (``ModelError``), possibly
+    after some deltas were yielded. ``isinstance(model, StreamingModel)`` tells whether a model has ``stream``.
+    """
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]: ...
+
+
+async def stream_reply(model: Model, request: ModelRequest) -> AsyncIterator[str | Reply]:
+    """Text deltas then the ``Reply`` from any model: ``model.stream`` when it is a ``StreamingModel``, else the
+    reply of ``generate`` alone. Raises ``TypeError`` if a stream ends without a ``Reply`` or yields anything else.
+    """
+    if not isinstance(model, StreamingModel):
+        yield await model.generate(request)
+        return
+    stream = model.stream(request)
+    try:
+        async for item in stream:
+            if isinstance(item, Reply):
+                yield item
+                return
+            if not isinstance(item, str):
+                raise TypeError(f"{type(model).__name__}.stream yielded {type(item).__name__}, expected str or Reply")
+            if item:
+                yield item
+    finally:
+        # Close the model's generator now (its HTTP response with it), not whenever it is collected.
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    raise TypeError(f"{type(model).__name__}.stream ended without yielding a Reply")

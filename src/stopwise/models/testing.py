@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 from stopwise.errors import ModelScriptExhausted
 from stopwise.messages import Reply
@@ -41,6 +41,13 @@ class ScriptedModel:
         self._next += 1
         return reply
 
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
+        """The next reply as a stream: its whole text as one delta (when it has text), then the reply."""
+        reply = await self.generate(request)
+        if reply.text:
+            yield reply.text
+        yield reply
+
 
 class FunctionModel:
     """Calls ``fn(request) -> Reply`` (sync or async) for every request."""
@@ -57,3 +64,10 @@ class FunctionModel:
         if not isinstance(result, Reply):
             raise TypeError(f"FunctionModel {self.name!r} returned {type(result).__name__}, expected Reply")
         return result
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
+        """``fn``'s reply as a stream: its whole text as one delta (when it has text), then the reply."""
+        reply = await self.generate(request)
+        if reply.text:
+            yield reply.text
+        yield reply

@@ -1,0 +1,122 @@
+"""What the provider adapters share: lazy SDK import, API keys, one SDK client per event loop, and the
+translation of SDK exceptions into ``ModelError``.
+
+The ``openai`` and ``anthropic`` SDKs are optional extras. Nothing here imports them at module import time, so
+``import stopwise`` works without them; an adapter imports its SDK when it is constructed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import weakref
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, Generic, TypeVar
+
+from stopwise.errors import ConfigError, ModelError
+
+__all__ = ["ClientPerLoop", "api_key", "import_sdk", "parse_args", "provider_error"]
+
+_C = TypeVar("_C")
+
+# Statuses after which the same request may succeed later: timeouts, lock conflicts, rate limits, outages.
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def import_sdk(module: str, extra: str) -> ModuleType:
+    """Import a provider SDK, or raise ``ConfigError`` (field ``model``) saying which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(
+            "model", f"the {module!r} package is not installed ({exc}): pip install 'stopwise[{extra}]'"
+        ) from None
+
+
+def api_key(given: str | None, env_var: str, cls_name: str) -> str:
+    """The explicit key, else the environment variable; ``ConfigError`` naming the variable when neither is set."""
+    key = given if given is not None else os.environ.get(env_var)
+    if not key:
+        raise ConfigError("model", f"{env_var} is not set: export {env_var}=..., or pass api_key=... to {cls_name}")
+    return key
+
+
+class ClientPerLoop(Generic[_C]):
+    """One SDK client per running event loop.
+
+    An SDK client keeps a pool of connections bound to the loop it first ran on; ``Runner.run_sync`` and the
+    CLI start a new loop per call, so a client made once and reused would hand a later loop dead connections.
+    """
+
+    def __init__(self, factory: Callable[[], _C]) -> None:
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _C] = weakref.WeakKeyDictionary()
+
+    def get(self) -> _C:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._factory()
+        return client
+
+
+def parse_args(raw: str | None) -> dict[str, Any] | str:
+    """Tool-call arguments as sent by the model: the decoded object, or the raw string when it is not a JSON
+    object (the loop turns that into an error result the model can read). An empty string means no arguments.
+    """
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, dict) else raw
+
+
+def provider_error(sdk: ModuleType, exc: Exception, provider: str) -> ModelError | None:
+    """The ``ModelError`` for an exception raised by a call through ``sdk``, or None if it is not a provider
+    failure (a bug of ours, which should propagate as it is).
+
+    Both SDKs name their exceptions alike (``APIStatusError``, ``APITimeoutError``, ``APIConnectionError``,
+    ``APIResponseValidationError``); the SDK has already retried what it retries when one reaches us.
+    """
+    if isinstance(exc, sdk.APIStatusError):
+        status: int = exc.status_code
+        retryable = status in _RETRYABLE_STATUS or status >= 500
+        message = _status_message(exc.body) or str(exc)
+        return ModelError(
+            f"{provider} answered HTTP {status}: {message}",
+            provider=provider,
+            status=status,
+            request_id=getattr(exc, "request_id", None),
+            retryable=retryable,
+        )
+    if isinstance(exc, sdk.APITimeoutError):
+        return ModelError(f"{provider}: the request timed out", provider=provider, retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return ModelError(f"{provider}: connection failed: {exc}", provider=provider, retryable=True)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return malformed(provider, str(exc), status=exc.status_code)
+    if isinstance(exc, json.JSONDecodeError):  # a body (or a streamed event) that is not JSON
+        return malformed(provider, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def malformed(provider: str, problem: str, *, status: int | None = None) -> ModelError:
+    """A response we cannot read: not JSON, or JSON without the fields of the provider's format."""
+    return ModelError(f"{provider} sent a malformed response: {problem}", provider=provider, status=status)
+
+
+def _status_message(body: object) -> str | None:
+    # OpenAI-style bodies arrive as the inner {"message": ...}; Anthropic's as {"type": "error", "error": {...}}.
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict):
+            body = inner
+        message = body.get("message") if isinstance(body, dict) else None
+        if isinstance(message, str) and message:
+            return message
+    return None

@@ -1,0 +1,299 @@
+"""``OpenAIModel``: OpenAI chat completions, and any server that speaks the same API (Ollama, vLLM, llama.cpp
+server, LM Studio) through ``base_url``. Needs the ``openai`` extra: ``pip install 'stopwise[openai]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from stopwise.errors import ConfigError, ModelError
+from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
+from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, provider_error
+from stopwise.models.base import ModelRequest
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIModel"]
+
+_STOP_REASONS = {
+    "stop": StopReason.END_TURN,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "length": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.CONTENT_FILTER,
+}
+_PLACEHOLDER_KEY = "unused"
+"""Sent to an OpenAI-compatible server when no key is configured: the SDK insists on one, local servers
+ignore it."""
+
+
+class OpenAIModel:
+    """A model behind the OpenAI chat completions API.
+
+    ``OpenAIModel("gpt-4.1-mini")`` calls OpenAI with ``OPENAI_API_KEY`` (or ``api_key=``); a missing key raises
+    ``ConfigError`` here, not mid-run. With ``base_url`` it calls any OpenAI-compatible server instead; the key
+    then comes from ``api_key=`` or ``OPENAI_COMPATIBLE_API_KEY`` (``OPENAI_API_KEY`` is never sent to another
+    server), and may be absent.
+
+    Rate limits (429), timeouts and 5xx answers are retried by the SDK, ``max_retries`` times with exponential
+    backoff that honours ``retry-after``; what still fails raises ``ModelError`` with the provider's status and
+    request id. ``timeout`` (seconds per request; default the SDK's) bounds each attempt. ``logprobs=True`` asks
+    for token log-probabilities (``top_logprobs`` alternatives per token) and puts them on ``Reply.logprobs``.
+    ``settings`` are extra request parameters passed as they are (``temperature``, ``max_completion_tokens``,
+    ``seed``, ...). ``client`` uses a ready ``AsyncOpenAI`` (e.g. with a custom HTTP client) instead of making
+    one; ``api_key``, ``base_url``, ``max_retries`` and ``timeout`` are then ignored.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        parallel_tool_calls: bool | None = None,
+        settings: Mapping[str, Any] | None = None,
+        client: AsyncOpenAI | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("model", f"OpenAIModel needs a model name, got {model!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError("model", f"OpenAIModel max_retries must be an int >= 0, got {max_retries!r}")
+        if top_logprobs is not None and not logprobs:
+            raise ConfigError("model", "OpenAIModel top_logprobs needs logprobs=True")
+        self._sdk = import_sdk("openai", extra="openai")
+        self.model = model
+        self.base_url = base_url
+        self.provider = "openai" if base_url is None else "openai-compatible"
+        """The provider named in ``ModelError`` and in a failed run's ``error.details``."""
+        self.logprobs = logprobs
+        self.top_logprobs = top_logprobs
+        self.parallel_tool_calls = parallel_tool_calls
+        self.settings: Mapping[str, Any] = dict(settings or {})
+        if client is not None:
+            self._clients: ClientPerLoop[AsyncOpenAI] | None = None
+            self._client = client
+            return
+        # OPENAI_API_KEY goes to OpenAI only; a compatible server gets its own key, or a placeholder.
+        key = _api_key_or_raise(api_key) if base_url is None else api_key or _env_key() or _PLACEHOLDER_KEY
+        options: dict[str, Any] = {"api_key": key, "base_url": base_url, "max_retries": max_retries}
+        if timeout is not None:
+            options["timeout"] = timeout
+        self._clients = ClientPerLoop(lambda: self._sdk.AsyncOpenAI(**options))
+
+    def __repr__(self) -> str:
+        where = "" if self.base_url is None else f", base_url={self.base_url!r}"
+        return f"OpenAIModel({self.model!r}{where})"
+
+    async def generate(self, request: ModelRequest) -> Reply:
+        """One chat completion for ``request``; raises ``ModelError`` when the provider fails."""
+        try:
+            completion = await self._sdk_client().chat.completions.create(**self.request_params(request))
+            return _reply(completion, self.provider)
+        except ModelError:
+            raise
+        except Exception as exc:
+            error = provider_error(self._sdk, exc, self.provider)
+            if error is None:
+                raise
+            raise error from exc
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
+        """Text deltas as the server sends them, then the whole ``Reply`` (see ``StreamingModel``)."""
+        params = {**self.request_params(request), "stream": True, "stream_options": {"include_usage": True}}
+        state = _StreamState()
+        try:
+            chunks = await self._sdk_client().chat.completions.create(**params)
+            try:
+                async for chunk in chunks:
+                    delta = state.add(chunk)
+                    if delta:
+                        yield delta
+            finally:
+                await chunks.close()
+            reply = state.reply(self.provider)
+        except ModelError:
+            raise
+        except Exception as exc:
+            error = provider_error(self._sdk, exc, self.provider)
+            if error is None:
+                raise
+            raise error from exc
+        yield reply
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request`` (without streaming)."""
+        params: dict[str, Any] = {"model": self.model, "messages": [_message(m) for m in request.messages]}
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+                }
+                for t in request.tools
+            ]
+            if self.parallel_tool_calls is not None:
+                params["parallel_tool_calls"] = self.parallel_tool_calls
+        if request.output_schema is not None:
+            params["response_format"] = _response_format(request.output_schema)
+        if self.logprobs:
+            params["logprobs"] = True
+            if self.top_logprobs is not None:
+                params["top_logprobs"] = self.top_logprobs
+        params.update(self.settings)
+        return params
+
+    def _sdk_client(self) -> AsyncOpenAI:
+        return self._client if self._clients is None else self._clients.get()
+
+
+def _api_key_or_raise(given: str | None) -> str:
+    return api_key(given, "OPENAI_API_KEY", "OpenAIModel")
+
+
+def _env_key() -> str | None:
+    return os.environ.get("OPENAI_COMPATIBLE_API_KEY") or None
+
+
+def _message(m: Message) -> dict[str, Any]:
+    if m.role is Role.TOOL:
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if m.role is Role.ASSISTANT and m.tool_calls:
+        return {
+            "role": "assistant",
+            "content": m.content or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    # A raw string is what the model sent; give it back as it was.
+                    "function": {"name": c.name, "arguments": _arguments(c)},
+                }
+                for c in m.tool_calls
+            ],
+        }
+    return {"role": m.role.value, "content": m.content}
+
+
+def _arguments(call: ToolCall) -> str:
+    return call.args if isinstance(call.args, str) else json.dumps(call.args, ensure_ascii=False)
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    # The API wants a name of at most 64 of [A-Za-z0-9_-]. Not strict: strict mode needs every property
+    # required and additionalProperties false, which ordinary pydantic schemas are not; the loop validates.
+    title = schema.get("title")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] if isinstance(title, str) and title else "output"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": False}}
+
+
+def _stop_reason(finish: str | None, has_calls: bool, refused: bool) -> StopReason:
+    if refused:
+        return StopReason.REFUSAL
+    if has_calls:
+        # Some compatible servers say "stop" for a reply with tool calls; the calls are what matters.
+        return StopReason.TOOL_USE
+    # A reason we do not know (or none) on a reply without calls: the model ended its turn.
+    return _STOP_REASONS.get(finish or "stop", StopReason.END_TURN)
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, 1)
+
+
+def _logprobs(content: Any) -> list[TokenLogprob]:
+    return [
+        TokenLogprob(t.token, t.logprob, tuple((a.token, a.logprob) for a in (t.top_logprobs or ())))
+        for t in content or ()
+    ]
+
+
+def _reply(completion: Any, provider: str) -> Reply:
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise malformed(provider, "no choices in the completion")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise malformed(provider, "the first choice has no message")
+    calls = [
+        ToolCall(c.function.name, parse_args(c.function.arguments), id=c.id or "")
+        for c in message.tool_calls or ()
+        if getattr(c, "function", None) is not None
+    ]
+    refusal = getattr(message, "refusal", None)
+    text = message.content or refusal or ""
+    choice_logprobs = getattr(choice, "logprobs", None)
+    logprobs = None if choice_logprobs is None else tuple(_logprobs(choice_logprobs.content))
+    return Reply(
+        text=text,
+        tool_calls=calls,
+        stop_reason=_stop_reason(choice.finish_reason, bool(calls), bool(refusal) and not message.content),
+        usage=_usage(completion.usage),
+        logprobs=logprobs,
+    )
+
+
+class _StreamState:
+    """What the chunks of a streamed completion add up to."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+        self.logprobs: list[TokenLogprob] | None = None
+        self.chunks = 0
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk in; return its text delta ("" if none)."""
+        self.chunks += 1
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = _usage(chunk.usage)
+        delta_text = ""
+        for choice in getattr(chunk, "choices", None) or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    self.text.append(delta.content)
+                    delta_text += delta.content
+                if getattr(delta, "refusal", None):
+                    self.refusal.append(delta.refusal)
+                    delta_text += delta.refusal
+                for call in delta.tool_calls or ():
+                    slot = self.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = call.id or slot["id"]
+                    if call.function is not None:
+                        slot["name"] += call.function.name or ""
+                        slot["arguments"] += call.function.arguments or ""
+            if choice.finish_reason is not None:
+                self.finish = choice.finish_reason
+            if getattr(choice, "logprobs", None) is not None:
+                self.logprobs = (self.logprobs or []) + _logprobs(choice.logprobs.content)
+        return delta_text
+
+    def reply(self, provider: str) -> Reply:
+        if self.chunks == 0:
+            raise malformed(provider, "the stream ended without a chunk")
+        calls = [ToolCall(c["name"], parse_args(c["arguments"]), id=c["id"]) for _, c in sorted(self.calls.items())]
+        refused = bool(self.refusal) and not self.text
+        return Reply(
+            text="".join(self.text) + "".join(self.refusal),
+            tool_calls=calls,
+            stop_reason=_stop_reason(self.finish, bool(calls), refused),
+            usage=self.usage,
+            logprobs=None if self.logprobs is None else tuple(self.logprobs),
+        )

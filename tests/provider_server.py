@@ -1,0 +1,127 @@
+"""A real HTTP server on loopback that answers like a model provider, for the adapter tests.
+
+Tests queue canned answers (status, headers, a JSON body, raw bytes or server-sent events); the server answers
+each POST with the next one, or with ``always`` once the queue is empty, and records every request it got. It
+runs ``http.server`` in a thread on 127.0.0.1 with a free port; the SDKs are pointed at it with ``base_url``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One canned HTTP answer. ``body`` is JSON data, or raw bytes sent as they are; ``events`` makes it an SSE
+    stream of ``(event name or None, JSON data or raw string)`` pairs."""
+
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    events: Sequence[tuple[str | None, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server got."""
+
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+
+
+class ProviderServer:
+    """Answers POSTs with queued ``Answer`` values; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.queue: list[Answer] = []
+        self.always: Answer | None = None
+        self.requests: list[Received] = []
+        self._lock = threading.Lock()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        # A short poll interval so that stop() returns at once rather than after the default half second.
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.01,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def answer(self, *answers: Answer) -> None:
+        with self._lock:
+            self.queue.extend(answers)
+
+    def next_answer(self, received: Received) -> Answer:
+        with self._lock:
+            self.requests.append(received)
+            if self.queue:
+                return self.queue.pop(0)
+            if self.always is not None:
+                return self.always
+        return Answer(599, {"error": "the test server has no answer queued"})
+
+    def start(self) -> ProviderServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join()
+
+
+def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw
+            answer = server.next_answer(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            if answer.events is not None:
+                self._send_events(answer)
+            else:
+                self._send_body(answer)
+
+        def _send_body(self, answer: Answer) -> None:
+            data = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
+            self.send_response(answer.status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_events(self, answer: Answer) -> None:
+            self.send_response(answer.status)
+            self.send_header("content-type", "text/event-stream")
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
+            self.end_headers()  # HTTP/1.0: the stream ends when the connection closes
+            for event, data in answer.events or ():
+                text = data if isinstance(data, str) else json.dumps(data)
+                prefix = f"event: {event}\n" if event else ""
+                self.wfile.write(f"{prefix}data: {text}\n\n".encode())
+                self.wfile.flush()
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+    return Handler
+
+
+def serve() -> Iterator[ProviderServer]:
+    """Generator for a pytest fixture: a started server, stopped afterwards."""
+    server = ProviderServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
