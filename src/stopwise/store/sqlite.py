@@ -17,117 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
 from typing import Any, Literal, TypeVar
 
-from stopwise.errors import ConfigError, SchemaTooNew, StepConflict, StoreError
-from stopwise.messages import dump_messages, load_messages
-from stopwise.result import CompletionReason, RunStatus
-from stopwise.store._codec import (
-    dump_error,
-    dump_json,
-    dump_state,
-    dump_usage,
-    error_from,
-    load_json,
-    usage_from,
-)
-from stopwise.store._schema import LATEST, MIGRATIONS
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
+from stopwise.errors import ConfigError, StoreError
+from stopwise.store import _sql
+from stopwise.store._codec import dump_state
+from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
-
-_RUN_COLUMNS = (
-    "run_id, session_id, agent, status, completion_reason, error, output, text, usage, steps, budget_base, "
-    "detail, report"
-)
-_UPSERT_RUN = f"""
-INSERT INTO runs ({_RUN_COLUMNS}, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, completion_reason=excluded.completion_reason,
-  error=excluded.error, output=excluded.output, text=excluded.text, usage=excluded.usage,
-  steps=excluded.steps, budget_base=excluded.budget_base, detail=excluded.detail, report=excluded.report,
-  updated_at=excluded.updated_at
-"""
-# Appends only at the next free seq: a gap or a taken seq inserts nothing and is reported as a conflict.
-_INSERT_ENTRY = """
-INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at)
-SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11
-WHERE ?2 = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = ?1)
-"""
-
-
-def _append(conn: sqlite3.Connection, e: LogEntry, now: float) -> None:
-    if conn.execute(_INSERT_ENTRY, _entry_params(e, now)).rowcount != 1:
-        raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
-
-
-def _run_params(run: RunRecord, now: float) -> tuple[Any, ...]:
-    return (
-        run.run_id,
-        run.session_id,
-        run.agent,
-        run.status.value,
-        None if run.completion_reason is None else run.completion_reason.value,
-        dump_error(run.error),
-        dump_json(run.output),
-        run.text,
-        dump_usage(run.usage),
-        run.steps,
-        run.budget_base,
-        run.detail,
-        dump_json(run.report) if run.report else None,
-        now,
-        now,
-    )
-
-
-def _entry_params(e: LogEntry, now: float) -> tuple[Any, ...]:
-    return (
-        e.session_id,
-        e.seq,
-        e.run_id,
-        e.step,
-        e.kind.value,
-        dump_messages(e.messages).decode(),
-        None if e.decision is None else dump_json(e.decision),
-        dump_usage(e.usage),
-        int(e.forced),
-        dump_json(e.records) if e.records else None,
-        now,
-    )
-
-
-def _run_from(row: sqlite3.Row) -> RunRecord:
-    reason = row["completion_reason"]
-    return RunRecord(
-        run_id=row["run_id"],
-        session_id=row["session_id"],
-        agent=row["agent"],
-        status=RunStatus(row["status"]),
-        completion_reason=None if reason is None else CompletionReason(reason),
-        error=error_from(row["error"]),
-        output=load_json(row["output"]),
-        text=row["text"],
-        usage=usage_from(row["usage"]),
-        steps=row["steps"],
-        budget_base=row["budget_base"],
-        detail=row["detail"],
-        report=load_json(row["report"]) or {},
-    )
-
-
-def _entry_from(row: sqlite3.Row) -> LogEntry:
-    return LogEntry(
-        session_id=row["session_id"],
-        seq=row["seq"],
-        run_id=row["run_id"],
-        step=row["step"],
-        kind=EntryKind(row["kind"]),
-        messages=load_messages(row["messages"]),
-        decision=load_json(row["decision"]),
-        usage=None if row["usage"] is None else usage_from(row["usage"]),
-        forced=bool(row["forced"]),
-        records=tuple(load_json(row["records"]) or ()),
-    )
 
 
 class SQLiteStore:
@@ -168,15 +65,9 @@ class SQLiteStore:
     def _migrate(self) -> int:
         conn = self._conn
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > LATEST:
-            raise SchemaTooNew(
-                f"{self.path!r} has schema version {version}, newer than this stopwise understands "
-                f"({LATEST}); upgrade stopwise to open it (nothing was written)"
-            )
+        pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
         conn.execute("PRAGMA journal_mode=WAL")
-        for target, statements in MIGRATIONS:
-            if target <= version:
-                continue
+        for target, statements in pending:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for sql in statements:
@@ -194,91 +85,69 @@ class SQLiteStore:
             raise StoreError(f"SQLiteStore {self.path!r} is closed")
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
-    def _transaction(self, work: Callable[[sqlite3.Connection, float], None]) -> None:
+    def _run_ops(self, ops: list[_sql.Op]) -> None:
+        # BEGIN IMMEDIATE takes the write lock up front, so the append's "next free seq" check and the insert
+        # see the same log even with other connections (processes) writing the file.
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            work(conn, time.time())
+            for op in ops:
+                _sql.check_append(op, conn.execute(op.sql, op.params).rowcount)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
 
+    async def _write(self, build: Callable[[float], list[_sql.Op]]) -> None:
+        await self._do(lambda: self._run_ops(build(time.time())))
+
+    def _rows(self, sql: str, **params: Any) -> list[sqlite3.Row]:
+        return self._conn.execute(sql, params).fetchall()
+
     async def load_session(self, session_id: str) -> SessionSnapshot | None:
         def read() -> SessionSnapshot | None:
-            conn = self._conn
-            row = conn.execute("SELECT state FROM sessions WHERE session_id=?", (session_id,)).fetchone()
-            if row is None:
-                return None
-            entries = tuple(
-                _entry_from(r) for r in conn.execute("SELECT * FROM log WHERE session_id=? ORDER BY seq", (session_id,))
-            )
-            last = conn.execute(
-                "SELECT * FROM runs WHERE session_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                (session_id,),
-            ).fetchone()
-            return SessionSnapshot(
-                session_id, entries, load_json(row["state"]), None if last is None else _run_from(last)
-            )
+            # One read transaction, so the state, the log and the last run are of the same moment.
+            self._conn.execute("BEGIN")
+            try:
+                state = self._rows(_sql.SESSION_STATE, session_id=session_id)
+                if not state:
+                    return None
+                log = self._rows(_sql.SESSION_LOG, session_id=session_id)
+                last = self._rows(_sql.LAST_RUN, session_id=session_id)
+                return _sql.snapshot_from(session_id, state[0], log, last[0] if last else None)
+            finally:
+                self._conn.execute("COMMIT")
 
         return await self._do(read)
 
     async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
         state_json = dump_state(state)
-
-        def work(conn: sqlite3.Connection, now: float) -> None:
-            conn.execute(
-                "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (?,?,?,?) "
-                "ON CONFLICT(session_id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at",
-                (run.session_id, state_json, now, now),
-            )
-            conn.execute(_UPSERT_RUN, _run_params(run, now))
-            if entry is not None:
-                _append(conn, entry, now)
-
-        await self._do(lambda: self._transaction(work))
+        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now))
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(state)
-
-        def work(conn: sqlite3.Connection, now: float) -> None:
-            _append(conn, entry, now)
-            conn.execute(
-                "UPDATE sessions SET state=?, updated_at=? WHERE session_id=?",
-                (state_json, now, entry.session_id),
-            )
-            if run is not None:
-                conn.execute(_UPSERT_RUN, _run_params(run, now))
-
-        await self._do(lambda: self._transaction(work))
+        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now))
 
     async def update_run(self, run: RunRecord) -> None:
-        def work(conn: sqlite3.Connection, now: float) -> None:
-            conn.execute(_UPSERT_RUN, _run_params(run, now))
-
-        await self._do(lambda: self._transaction(work))
+        await self._write(lambda now: _sql.update_run_ops(run, now))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def read() -> RunRecord | None:
-            row = self._conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
-            return None if row is None else _run_from(row)
+            rows = self._rows(_sql.RUN_BY_ID, run_id=run_id)
+            return _sql.run_from(rows[0]) if rows else None
 
         return await self._do(read)
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         def read() -> list[RunRecord]:
-            rows = self._conn.execute("SELECT * FROM runs WHERE session_id=? ORDER BY created_at, rowid", (session_id,))
-            return [_run_from(r) for r in rows]
+            return [_sql.run_from(r) for r in self._rows(_sql.RUNS_OF_SESSION, session_id=session_id)]
 
         return await self._do(read)
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
         def read() -> list[str]:
-            rows = self._conn.execute(
-                "SELECT session_id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT ?", (limit,)
-            )
-            return [r[0] for r in rows]
+            return [r[0] for r in self._rows(_sql.SESSIONS_RECENT, limit=limit)]
 
         return await self._do(read)
 

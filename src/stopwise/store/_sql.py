@@ -1,0 +1,235 @@
+"""Store logic shared by the SQL backends: statements, row codecs, the migration plan and the append rule.
+
+The dialect files (``sqlite.py``, ``postgres.py``) only own connections, transactions and placeholder
+syntax. Everything that decides *what* is written lives here, so the two backends cannot drift apart:
+
+- every write is a list of ``Op`` run in one transaction by the dialect;
+- an ``Op`` that appends a log entry must insert exactly one row, else the dialect raises ``StepConflict``
+  (``check_append``): the insert only happens at the session's next free ``seq``, and a taken ``seq`` is
+  skipped by ``ON CONFLICT DO NOTHING`` rather than raising, so both dialects see the same "0 rows";
+- statements use ``:name`` placeholders; a dialect may rewrite them (PostgreSQL uses ``%(name)s``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from stopwise.errors import SchemaTooNew, StepConflict
+from stopwise.messages import dump_messages, load_messages
+from stopwise.result import CompletionReason, RunStatus
+from stopwise.store._codec import dump_error, dump_json, dump_usage, error_from, load_json, usage_from
+from stopwise.store._schema import LATEST, MIGRATIONS
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
+
+__all__ = [
+    "LAST_RUN",
+    "RUNS_OF_SESSION",
+    "RUN_BY_ID",
+    "SESSIONS_RECENT",
+    "SESSION_LOG",
+    "SESSION_STATE",
+    "Op",
+    "check_append",
+    "commit_ops",
+    "entry_from",
+    "pending_migrations",
+    "run_from",
+    "snapshot_from",
+    "start_run_ops",
+    "update_run_ops",
+]
+
+
+class Row(Protocol):
+    """A result row addressed by column name (``sqlite3.Row`` and psycopg's ``dict_row`` both qualify)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+_RUN_COLUMNS = (
+    "run_id",
+    "session_id",
+    "agent",
+    "status",
+    "completion_reason",
+    "error",
+    "output",
+    "text",
+    "usage",
+    "steps",
+    "budget_base",
+    "detail",
+    "report",
+)
+_RUN_UPDATED = [c for c in _RUN_COLUMNS if c not in ("run_id", "session_id", "agent")]
+
+UPSERT_RUN = (
+    f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}, created_at, updated_at) "
+    f"VALUES ({', '.join(':' + c for c in _RUN_COLUMNS)}, :now, :now) "
+    f"ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _RUN_UPDATED)}, "
+    "updated_at=excluded.updated_at"
+)
+
+UPSERT_SESSION = (
+    "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
+    "ON CONFLICT (session_id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at"
+)
+
+UPDATE_SESSION_STATE = "UPDATE sessions SET state=:state, updated_at=:now WHERE session_id=:session_id"
+
+# The append rule. The entry goes in only when its seq is the session's next free one: a gap makes the WHERE
+# false, and a seq another writer already took (committed, or committing concurrently: PostgreSQL waits for
+# that transaction on the primary key) is skipped by ON CONFLICT DO NOTHING. Either way 0 rows: StepConflict.
+# Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed.
+APPEND_ENTRY = (
+    "INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at) "
+    "SELECT :session_id, :seq, :run_id, :step, :kind, :messages, :decision, :usage, :forced, :records, :now "
+    "WHERE :seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = :session_id) "
+    "ON CONFLICT (session_id, seq) DO NOTHING"
+)
+
+SESSION_STATE = "SELECT state FROM sessions WHERE session_id = :session_id"
+SESSION_LOG = "SELECT * FROM log WHERE session_id = :session_id ORDER BY seq"
+# rowid breaks ties between equal timestamps: SQLite's implicit one, an identity column on PostgreSQL.
+LAST_RUN = "SELECT * FROM runs WHERE session_id = :session_id ORDER BY created_at DESC, rowid DESC LIMIT 1"
+RUN_BY_ID = "SELECT * FROM runs WHERE run_id = :run_id"
+RUNS_OF_SESSION = "SELECT * FROM runs WHERE session_id = :session_id ORDER BY created_at, rowid"
+SESSIONS_RECENT = "SELECT session_id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT :limit"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One statement of a write transaction."""
+
+    sql: str
+    params: Mapping[str, Any]
+    appends: LogEntry | None = None
+    """Set on a log append: the dialect passes the statement's row count to ``check_append``."""
+
+
+def check_append(op: Op, rowcount: int) -> None:
+    """Raise ``StepConflict`` unless the append ``op`` inserted its one row (the caller rolls back)."""
+    e = op.appends
+    if e is not None and rowcount != 1:
+        raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
+
+
+def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "session_id": run.session_id,
+        "agent": run.agent,
+        "status": run.status.value,
+        "completion_reason": None if run.completion_reason is None else run.completion_reason.value,
+        "error": dump_error(run.error),
+        "output": dump_json(run.output),
+        "text": run.text,
+        "usage": dump_usage(run.usage),
+        "steps": run.steps,
+        "budget_base": run.budget_base,
+        "detail": run.detail,
+        "report": dump_json(run.report) if run.report else None,
+        "now": now,
+    }
+
+
+def _append_op(e: LogEntry, now: float) -> Op:
+    params = {
+        "session_id": e.session_id,
+        "seq": e.seq,
+        "run_id": e.run_id,
+        "step": e.step,
+        "kind": e.kind.value,
+        "messages": dump_messages(e.messages).decode(),
+        "decision": None if e.decision is None else dump_json(e.decision),
+        "usage": dump_usage(e.usage),
+        "forced": int(e.forced),
+        "records": dump_json(e.records) if e.records else None,
+        "now": now,
+    }
+    return Op(APPEND_ENTRY, params, appends=e)
+
+
+def start_run_ops(run: RunRecord, entry: LogEntry | None, state_json: str, now: float) -> list[Op]:
+    """``Store.start_run``: the session (created if new) with its state, the run record, the input entry."""
+    ops = [
+        Op(UPSERT_SESSION, {"session_id": run.session_id, "state": state_json, "now": now}),
+        Op(UPSERT_RUN, _run_params(run, now)),
+    ]
+    if entry is not None:
+        ops.append(_append_op(entry, now))
+    return ops
+
+
+def commit_ops(entry: LogEntry, state_json: str, run: RunRecord | None, now: float) -> list[Op]:
+    """``Store.commit``: the entry first (a conflict stops the transaction before anything else is written),
+    then the state after it and, on a terminal step, the run record."""
+    ops = [
+        _append_op(entry, now),
+        Op(UPDATE_SESSION_STATE, {"session_id": entry.session_id, "state": state_json, "now": now}),
+    ]
+    if run is not None:
+        ops.append(Op(UPSERT_RUN, _run_params(run, now)))
+    return ops
+
+
+def update_run_ops(run: RunRecord, now: float) -> list[Op]:
+    return [Op(UPSERT_RUN, _run_params(run, now))]
+
+
+def run_from(row: Row) -> RunRecord:
+    reason = row["completion_reason"]
+    return RunRecord(
+        run_id=row["run_id"],
+        session_id=row["session_id"],
+        agent=row["agent"],
+        status=RunStatus(row["status"]),
+        completion_reason=None if reason is None else CompletionReason(reason),
+        error=error_from(row["error"]),
+        output=load_json(row["output"]),
+        text=row["text"],
+        usage=usage_from(row["usage"]),
+        steps=row["steps"],
+        budget_base=row["budget_base"],
+        detail=row["detail"],
+        report=load_json(row["report"]) or {},
+    )
+
+
+def entry_from(row: Row) -> LogEntry:
+    return LogEntry(
+        session_id=row["session_id"],
+        seq=row["seq"],
+        run_id=row["run_id"],
+        step=row["step"],
+        kind=EntryKind(row["kind"]),
+        messages=load_messages(row["messages"]),
+        decision=load_json(row["decision"]),
+        usage=None if row["usage"] is None else usage_from(row["usage"]),
+        forced=bool(row["forced"]),
+        records=tuple(load_json(row["records"]) or ()),
+    )
+
+
+def snapshot_from(session_id: str, state: Row, log: Sequence[Row], last_run: Row | None) -> SessionSnapshot:
+    """A ``SessionSnapshot`` from the rows of ``SESSION_STATE``, ``SESSION_LOG`` and ``LAST_RUN``."""
+    entries = tuple(entry_from(r) for r in log)
+    return SessionSnapshot(
+        session_id, entries, load_json(state["state"]), None if last_run is None else run_from(last_run)
+    )
+
+
+def pending_migrations(version: int, where: str) -> list[tuple[int, tuple[str, ...]]]:
+    """The migrations a database at ``version`` still needs, oldest first.
+
+    Raises ``SchemaTooNew`` (naming ``where``) for a version newer than this stopwise knows: the caller must
+    then write nothing at all to the database.
+    """
+    if version > LATEST:
+        raise SchemaTooNew(
+            f"{where} has schema version {version}, newer than this stopwise understands ({LATEST}); "
+            "upgrade stopwise to open it (nothing was written)"
+        )
+    return [(target, statements) for target, statements in MIGRATIONS if target > version]
