@@ -183,3 +183,32 @@ def test_cap_with_wrap_up_policy_wraps_up_and_its_answer_completes() -> None:
 def test_wrap_up_reply_with_tool_calls_is_a_cut_off() -> None:
     d = resolve(signals(steps_used=6, max_steps=5, phase=Phase.WRAP_UP))
     assert d.error is not None and d.error.code == "max_steps_exhausted"
+
+
+def test_pending_approval_suspends_before_anything_but_a_caller_failure() -> None:
+    d = resolve(signals(approvals_pending=True, steps_used=5, max_steps=5))
+    assert (d.action, d.reason) == (Action.SUSPEND, CompletionReason.AWAITING_APPROVAL)
+    assert resolve(signals(approvals_pending=True, stop_when_error="x")).action is Action.FAIL
+
+
+def test_a_reviewers_terminate_ends_the_run_as_cancelled() -> None:
+    d = resolve(signals(terminated="fraud"))
+    assert d.action is Action.TERMINATE and d.reason is CompletionReason.APPROVAL_TERMINATED
+    assert d.error is not None and d.error.code == "approval_terminated"
+
+
+def test_a_runaway_tool_fails_even_on_a_stop_when_step() -> None:
+    d = resolve(signals(tool_error_streak="Tool 'x' failed 3 times in a row", stop_when="fired"))
+    assert d.action is Action.FAIL and d.error is not None and d.error.code == "tool_error_streak"
+
+
+def test_an_output_block_completes_with_guardrail_output() -> None:
+    d = resolve(natural(output_blocked="leak"))
+    assert (d.action, d.reason, d.detail) == (Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, "leak")
+
+
+def test_an_input_block_completes_with_guardrail_input() -> None:
+    from stopwise.stop.decision import input_blocked
+
+    d = input_blocked("pii")
+    assert (d.action, d.reason, d.detail) == (Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, "pii")

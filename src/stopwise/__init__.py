@@ -5,6 +5,7 @@ a typed ``RunResult``.
 """
 
 from stopwise.agent import Agent
+from stopwise.approvals import ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate
 from stopwise.context import RunContext
 from stopwise.errors import (
     ConfigError,
@@ -22,6 +23,7 @@ from stopwise.errors import (
 )
 from stopwise.events import (
     Event,
+    GuardrailEvent,
     ModelReplied,
     RunFinished,
     StepCommitted,
@@ -30,6 +32,7 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
+from stopwise.guardrails import Block, GuardrailError, GuardrailRecord, Guardrails, Pass, Rewrite
 from stopwise.messages import (
     Message,
     Reply,
@@ -127,6 +130,20 @@ __all__ = [
     "StopGuardReport",
     "finish_nudge",
     "FinishEvidence",
+    # guardrails (built-ins in stopwise.guardrails)
+    "Guardrails",
+    "Pass",
+    "Block",
+    "Rewrite",
+    "GuardrailRecord",
+    "GuardrailError",
+    # approvals
+    "Approve",
+    "Reject",
+    "Modify",
+    "Terminate",
+    "PendingApproval",
+    "ApprovalError",
     # stores
     "Store",
     "MemoryStore",
@@ -136,6 +153,7 @@ __all__ = [
     "Event",
     "StepStarted",
     "StopGuardEvent",
+    "GuardrailEvent",
     "ModelReplied",
     "ToolCalled",
     "ToolReturned",

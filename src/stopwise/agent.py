@@ -10,8 +10,10 @@ from pydantic import BaseModel, TypeAdapter
 
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
+from stopwise.guardrails.hooks import Guardrails
 from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
+from stopwise.models.middleware import Middleware, wrap_model
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
 from stopwise.tools import Risk, Tool, _build
@@ -43,11 +45,19 @@ class Agent:
     on_max_steps: Literal["fail", "wrap_up"] = "fail"
     """At the cap without an output type: ``"fail"`` is a typed cut-off; ``"wrap_up"`` makes one tool-less call
     asking for a final answer (reason ``max_steps_wrapped_up``)."""
+    guardrails: Guardrails | None = None
+    """Checks at the run's four boundaries: input, tool call, tool result, output (see ``Guardrails``)."""
+    max_tool_errors: int = 3
+    """Consecutive failed results from one tool that end the run (``tool_error_streak``)."""
+    middleware: Sequence[Middleware] = ()
+    """Wrappers applied to every model call of this agent, forced-completion and wrap-up calls included."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
     tool_specs: tuple[ToolSpec, ...] = field(init=False, repr=False)
     output_schema: Mapping[str, Any] | None = field(init=False, repr=False)
+    caller: Model = field(init=False, repr=False)
+    """The model with the middleware applied: what the loop calls."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -72,6 +82,13 @@ class Agent:
             raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")
         if self.on_max_steps not in ("fail", "wrap_up"):
             raise ConfigError("on_max_steps", f"must be 'fail' or 'wrap_up', got {self.on_max_steps!r}")
+        if self.guardrails is not None and not isinstance(self.guardrails, Guardrails):
+            raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
+        errors = self.max_tool_errors
+        if isinstance(errors, bool) or not isinstance(errors, int) or errors < 1:
+            raise ConfigError("max_tool_errors", f"must be an int >= 1, got {errors!r}")
+        object.__setattr__(self, "middleware", tuple(self.middleware))
+        object.__setattr__(self, "caller", wrap_model(self.model, self.middleware))
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
             raise ConfigError("tools", "must be a list of tools")
@@ -101,6 +118,7 @@ class Agent:
         *,
         timeout: float | None = None,
         risk: Risk | str = Risk.UNKNOWN,
+        needs_approval: bool = False,
     ) -> Tool:
         """This agent as a tool of another. It runs on the parent's runner and store, in a child session
         keyed on the parent's session and call, so a re-run step reuses a child that already finished.
@@ -114,4 +132,4 @@ class Agent:
 
         run_agent.__name__ = name or self.name
         doc = description or f"Delegate a task to the agent {self.name!r}. Pass the task as `input`."
-        return _build(run_agent, name or self.name, doc, timeout, risk)
+        return _build(run_agent, name or self.name, doc, timeout, risk, needs_approval)

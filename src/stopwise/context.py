@@ -23,6 +23,8 @@ class RunContext:
     state: dict[str, Any]
     runner: Any
     """The ``Runner`` driving this run; sub-agents use it to run on the same store."""
+    runtime_context: Any = None
+    """The caller's per-run object from ``run(..., runtime_context=...)``: never persisted or serialised."""
 
     @property
     def idempotency_key(self) -> str:

@@ -53,6 +53,11 @@ class ErrorCode(StrEnum):
     STATE_INVALID = "state_invalid"
     STOP_GUARD_REJECTED = "stop_guard_rejected"
     STOP_GUARD_FAILED = "stop_guard_failed"
+    TOOL_ERROR_STREAK = "tool_error_streak"
+    GUARDRAIL_RAISED = "guardrail_raised"
+    GUARDRAIL_INVALID = "guardrail_invalid"
+    APPROVAL_PREDICATE_RAISED = "approval_predicate_raised"
+    APPROVAL_TERMINATED = "approval_terminated"
     CANCELLED = "cancelled"
 
 

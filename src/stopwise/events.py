@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 from stopwise.messages import Message, Reply, ToolCall
 
 if TYPE_CHECKING:
+    from stopwise.guardrails.verdicts import GuardrailRecord
     from stopwise.result import RunResult
 
 __all__ = [
     "Event",
+    "GuardrailEvent",
     "ModelReplied",
     "RunFinished",
     "StepCommitted",
@@ -75,6 +77,13 @@ class StopGuardEvent(Event):
     """The rejection message or the guard's error; None for continued / accepted."""
     note: str | None = None
     """The guard's ``progress_note`` on a continue (e.g. "verifying before finishing")."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailEvent(Event):
+    """A guardrail blocked or rewrote something (passes are silent). ``step`` is 0 on the input hook."""
+
+    record: GuardrailRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,9 @@
 """One run leg as a sequence of step phases (DESIGN.md §4). The loop gathers signals and obeys the
 resolver; it owns no policy of its own. Every side effect of a step lands in one ``store.commit``.
+
+A leg: begin (input guardrails, then the leg's start is committed) -> [settle a suspended step] -> steps.
+A step: model call -> tool-call guardrails -> approval gate -> tools -> tool-result guardrails -> stop guard
+-> resolve -> output guardrails -> commit.
 """
 
 from __future__ import annotations
@@ -7,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import AsyncGenerator, Mapping
+import time
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -15,10 +20,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from stopwise.agent import Agent
+from stopwise.approvals import PendingApproval, args_hash
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
 from stopwise.events import (
     Event,
+    GuardrailEvent,
     ModelReplied,
     RunFinished,
     StepCommitted,
@@ -27,11 +34,40 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
-from stopwise.messages import Message, Reply, Role, Usage, automated_feedback, error_tool_result
+from stopwise.guardrails.hooks import (
+    InputContext,
+    OutputContext,
+    ToolCallContext,
+    ToolResultContext,
+    run_chain,
+)
+from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
+from stopwise.messages import (
+    DENIED,
+    ORIGIN,
+    TOOL_ERROR,
+    Message,
+    Reply,
+    Role,
+    ToolCall,
+    Usage,
+    automated_feedback,
+    decode_tool_result,
+    encode_tool_result,
+    error_tool_result,
+)
 from stopwise.models.base import ModelRequest
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
-from stopwise.stop.decision import Action, Decision, GuardSignal, Phase, StepSignals, resolve
+from stopwise.stop.decision import (
+    Action,
+    Decision,
+    GuardSignal,
+    Phase,
+    StepSignals,
+    input_blocked,
+    resolve,
+)
 from stopwise.stop.guard import (
     GUARD_SOURCE,
     GuardOutcome,
@@ -42,8 +78,9 @@ from stopwise.stop.guard import (
     settle,
 )
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.tools import Tool, parse_args
 
-__all__ = ["Leg", "drive", "restore_leg"]
+__all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
 
 _NO_TOOLS_NOW = "Tools are disabled now: reply with a final answer only."
 _FORCE_OUTPUT = "Respond now with only a JSON object that matches the required output schema, and call no tools"
@@ -53,11 +90,65 @@ _WRAP_UP = (
 )
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _NEXT_PHASE = {Action.FORCE_OUTPUT: Phase.FORCED_OUTPUT, Action.WRAP_UP: Phase.WRAP_UP}
+_TEXT_ENDINGS = frozenset(
+    {
+        CompletionReason.FINAL_ANSWER,
+        CompletionReason.OUTPUT,
+        CompletionReason.STOP_GUARD_EXHAUSTED,
+        CompletionReason.STOP_GUARD_ERROR,
+        CompletionReason.MAX_STEPS_WRAPPED_UP,
+    }
+)
+_STATUS = {Action.COMPLETE: RunStatus.COMPLETED, Action.FAIL: RunStatus.FAILED, Action.TERMINATE: RunStatus.CANCELLED}
+
+
+class _CallerCodeFailed(Exception):
+    """Caller code (a guardrail, an approval predicate) failed mid-step: the run ends with this detail."""
+
+    def __init__(self, detail: ErrorDetail) -> None:
+        super().__init__(detail.message)
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class CallPlan:
+    """What happens to one tool call of a step, decided before anything in the batch runs."""
+
+    call: ToolCall
+    tool: Tool | None
+    args: Mapping[str, Any] | None
+    """The arguments that run (after a tool-call guardrail rewrite or a reviewer's change)."""
+    row: Message | None = None
+    """Set when the call is answered without running (unknown tool, bad arguments, a block, a rejection)."""
+    needs_approval: bool = False
+
+    def to_data(self) -> dict[str, Any]:
+        row = None if self.row is None else {"content": self.row.content, "metadata": dict(self.row.metadata)}
+        return {
+            "call_id": self.call.id,
+            "tool": self.call.name,
+            "args": None if self.args is None else dict(self.args),
+            "row": row,
+            "needs_approval": self.needs_approval,
+        }
+
+
+@dataclass(slots=True)
+class Settle:
+    """A suspended step to finish when the run resumes: its reply and its calls, decisions applied."""
+
+    step: int
+    reply: Reply
+    plans: list[CallPlan]
+    records: list[Mapping[str, Any]]
+    """The reviewer's decisions, as records committed with the settled step."""
+    terminated: str | None = None
+    """A reviewer's ``Terminate`` reason: the step settles with every call denied and the run ends."""
 
 
 @dataclass(slots=True)
 class Leg:
-    """The mutable state of one run leg (a run, or a retry of it). Built by the runner from the store."""
+    """The mutable state of one run leg (a run, a retry or a resume of it). Built by the runner."""
 
     agent: Agent
     store: Store
@@ -66,7 +157,7 @@ class Leg:
     """The run record as of the leg's start; the counters below move on from it and are written back at
     the end, so a step costs no record copy."""
     messages: list[Message]
-    """The session's log as committed."""
+    """The history as committed (the model sees the agent's instructions, then these)."""
     state: dict[str, Any]
     next_seq: int
     phase: Phase = Phase.NORMAL
@@ -74,10 +165,19 @@ class Leg:
     """Forced-completion calls made in this leg."""
     carried_reason: CompletionReason | None = None
     """The reason a forced phase reports if it succeeds (see ``Decision.carry``)."""
-    guard_records: list[Mapping[str, Any]] = field(default_factory=list)
-    """This run's stop-guard records, from the log: the budget and the report are counted from them."""
+    records: list[Mapping[str, Any]] = field(default_factory=list)
+    """This run's decision records from the log (stop guard, guardrails): budgets and reports count them."""
     run_start: int = 0
     """Index in ``messages`` of this run's first row."""
+    new_input: tuple[Message, ...] = ()
+    """Rows the caller adds at this leg's start; committed (after the input guardrails) when the leg begins."""
+    write_start: bool = True
+    """Whether beginning the leg writes the run record (a resume leaves it suspended until its step settles)."""
+    settle: Settle | None = None
+    tool_streaks: dict[str, int] = field(default_factory=dict)
+    """Consecutive failed results per tool, for the runaway-error guard."""
+    runtime_context: Any = None
+    clock: Callable[[], float] = time.time
     system: tuple[Message, ...] = field(init=False)
     steps: int = field(init=False)
     usage: Usage = field(init=False)
@@ -95,12 +195,24 @@ class Leg:
 
     def record(self, **changes: Any) -> RunRecord:
         """The run record with this leg's progress, its reports, and the given changes."""
-        return replace(self.run, steps=self.steps, usage=self.usage, text=self.text, report=self.report(), **changes)
+        fields: dict[str, Any] = {"steps": self.steps, "usage": self.usage, "text": self.text, "report": self.report()}
+        fields.update(changes)
+        return replace(self.run, **fields)
 
-    def report(self) -> dict[str, Any]:
+    def report(self, records: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
         if self.agent.stop_guard is None:
             return {}
-        return {"stop_guard": report_dict(guard_report(self.guard_records))}
+        return {"stop_guard": report_dict(guard_report(self.records if records is None else records))}
+
+
+def _streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> dict[str, int]:
+    """Consecutive failed results per tool: a denial is not a failure, one clean result resets the count."""
+    streaks = dict(start)
+    for name, row in rows:
+        if row.metadata.get(DENIED):
+            continue
+        streaks[name] = streaks.get(name, 0) + 1 if row.metadata.get(TOOL_ERROR) else 0
+    return streaks
 
 
 def restore_leg(
@@ -110,89 +222,204 @@ def restore_leg(
     snapshot: SessionSnapshot,
     run: RunRecord,
     *,
-    crashed: bool,
-    messages: list[Message],
-    next_seq: int,
+    fresh_budget: bool,
+    new_input: tuple[Message, ...] = (),
 ) -> Leg:
     """A leg that continues ``run`` from the log.
 
-    After a crash the run record is as old as its leg's start, so progress (steps, usage, last text) and the
-    phase (forced completion, wrap-up) come from the log entries. After a failure or cancellation the budget
-    starts afresh from the committed steps. Stop-guard records are kept either way: a retry keeps the count.
+    The run record may be as old as its leg's start (a crash), so progress (steps, usage, last text), the
+    phase (forced completion, wrap-up) and the tool-error streaks come from the log entries. ``fresh_budget``
+    (a retry after a failure or cancellation) counts ``max_steps`` from the committed steps. Decision records
+    are kept either way: a retry keeps the stop guard's count.
     """
-    entries = [e for e in snapshot.entries if e.run_id == run.run_id and e.kind is EntryKind.STEP]
-    guard_records = [r for e in entries for r in e.records if r.get("type") == GUARD_SOURCE]
+    entries = [e for e in snapshot.entries if e.run_id == run.run_id]
+    steps = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    records = [r for e in entries for r in e.records if r.get("type") in (GUARD_SOURCE, "guardrail")]
     phase, attempts, carried = Phase.NORMAL, 0, None
-    if crashed and entries:
+    if steps:
         usage = Usage()
-        for e in entries:
+        for e in steps:
             usage = usage + (e.usage or Usage())
-        last = entries[-1]
-        run = replace(run, steps=last.step, usage=usage, text=last.messages[0].content)
+        last = steps[-1]
+        replies = [e for e in steps if e.kind is EntryKind.STEP]
+        run = replace(run, steps=last.step, usage=usage, text=replies[-1].messages[0].content if replies else "")
         decision = last.decision or {}
         phase = _NEXT_PHASE.get(Action(decision.get("action", Action.CONTINUE)), Phase.NORMAL)
         carried = CompletionReason(decision["carry"]) if decision.get("carry") else None
         attempts = sum(
-            1 for e in entries if e.step > run.budget_base and (e.decision or {}).get("phase") == Phase.FORCED_OUTPUT
+            1 for e in steps if e.step > run.budget_base and (e.decision or {}).get("phase") == Phase.FORCED_OUTPUT
         )
-    if not crashed:
+    if fresh_budget:
         run = replace(run, budget_base=run.steps)
+        phase, attempts, carried = Phase.NORMAL, 0, None
     run = replace(run, status=RunStatus.RUNNING, completion_reason=None, error=None, detail="")
-    state = dict(snapshot.state)
-    first = next(e.seq for e in snapshot.entries if e.run_id == run.run_id)
-    run_start = sum(len(e.messages) for e in snapshot.entries if e.seq < first)
-    return Leg(agent, store, runner, run, messages, state, next_seq, phase, attempts, carried, guard_records, run_start)
+    names = {c.id: c.name for e in steps for m in e.messages for c in m.tool_calls}
+    tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
+    first = entries[0].seq if entries else snapshot.next_seq
+    return Leg(
+        agent,
+        store,
+        runner,
+        run,
+        snapshot.messages(),
+        dict(snapshot.state),
+        snapshot.next_seq,
+        phase,
+        attempts,
+        carried,
+        records,
+        run_start=snapshot.history_before(first),
+        new_input=new_input,
+        tool_streaks=_streaks(tool_rows, {}),
+    )
 
 
 async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
-    """Run steps until the resolver ends the leg; yields events, the last one ``RunFinished``."""
-    run_id = leg.run.run_id
+    """Run the leg until the resolver ends it; yields events, the last one ``RunFinished``."""
     try:
+        async for event in _begin(leg):
+            yield event
+            if isinstance(event, RunFinished):
+                return
         while True:
-            step = leg.steps + 1
-            phase = leg.phase
-            yield StepStarted(run_id, step, phase is not Phase.NORMAL)
-            reply = await _call_model(leg, step, phase)
-            if isinstance(reply, ErrorDetail):
-                yield RunFinished(run_id, step, await _end_without_step(leg, reply, CompletionReason.ERROR))
-                return
-            yield ModelReplied(run_id, step, reply)
-            rows: list[Message] = []
-            if reply.tool_calls:
-                for call in reply.tool_calls:
-                    yield ToolCalled(run_id, step, call)
-                rows = await _run_tools(leg, step, reply, phase)
-                for call, row in zip(reply.tool_calls, rows, strict=True):
-                    yield ToolReturned(run_id, step, call, row)
-            guard = await _consult_guard(leg, step, reply, phase) if _guard_applies(leg, reply, phase) else None
-            decision, output = _decide(leg, reply, rows, phase, guard)
-            record = _guard_record(leg, step, guard, decision) if guard is not None else None
-            try:
-                entry, result = await _commit(leg, step, reply, rows, decision, output, phase, guard, record)
-            except StateNotSerializable as exc:
-                # Nothing of the step was written; the run ends with the committed steps intact.
-                error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
-                yield RunFinished(run_id, step, await _end_without_step(leg, error, CompletionReason.ERROR))
-                return
-            if record is not None:
-                yield _guard_event(leg, step, record)
-            yield StepCommitted(run_id, step, entry.seq, decision)
-            if result is not None:
-                yield RunFinished(run_id, step, result)
-                return
+            async for event in _step(leg):
+                yield event
+                if isinstance(event, RunFinished):
+                    return
     except (asyncio.CancelledError, GeneratorExit):
         # The caller cancelled the task or abandoned the stream: record it so retry() can continue.
         if leg.run.status is not RunStatus.RUNNING:
             raise
-        await asyncio.shield(
-            _end_without_step(
-                leg,
-                ErrorDetail(ErrorCode.CANCELLED, "The run was cancelled", ErrorCategory.CALLER, retryable=True),
-                CompletionReason.CANCELLED,
-                status=RunStatus.CANCELLED,
-            )
-        )
+        error = ErrorDetail(ErrorCode.CANCELLED, "The run was cancelled", ErrorCategory.CALLER, retryable=True)
+        await asyncio.shield(_end_without_step(leg, error, CompletionReason.CANCELLED, status=RunStatus.CANCELLED))
         raise
+
+
+# --- begin ---------------------------------------------------------------------------------------------------
+
+
+async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
+    """Input guardrails (once per leg, on the restored history plus new input), then the leg's start commit."""
+    run = leg.run
+    history = (*leg.messages, *leg.new_input)
+    guardrails = leg.agent.guardrails
+    entry: LogEntry | None = None
+    if leg.new_input:
+        entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.INPUT, leg.new_input)
+    if guardrails is not None and guardrails.has(Hook.INPUT):
+        try:
+            chain = await run_chain(
+                guardrails,
+                Hook.INPUT,
+                history,
+                lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, leg.runtime_context),
+                step=None,
+            )
+        except (GuardrailRaised, GuardrailError) as exc:
+            yield RunFinished(run.run_id, leg.steps, await _end_without_step(leg, _caller_failure(exc)))
+            return
+        records = tuple(r.to_data() for r in chain.records)
+        if chain.block is not None:
+            note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=records)
+            decision = input_blocked(chain.block.reason)
+            text = chain.block.replacement or ""
+            leg.records.extend(records)
+            leg.run = leg.record(
+                status=RunStatus.COMPLETED,
+                completion_reason=decision.reason,
+                detail=decision.detail,
+                text=text,
+                output=text,
+            )
+            leg.text = text
+            await leg.store.start_run(leg.run, note, leg.state)
+            leg.next_seq += 1
+            for record in chain.records:
+                yield GuardrailEvent(run.run_id, 0, record)
+            yield RunFinished(run.run_id, leg.steps, _result(leg, text))
+            return
+        if chain.records:
+            rewritten = list(chain.value)
+            entry = LogEntry(
+                run.session_id, leg.next_seq, run.run_id, 0, EntryKind.REWRITE, tuple(rewritten), records=records
+            )
+            # The rows after the run's start keep their count; what was prepended belongs to the history.
+            leg.run_start = max(0, len(rewritten) - (len(history) - leg.run_start))
+            leg.records.extend(records)
+            history = tuple(rewritten)
+            for record in chain.records:
+                yield GuardrailEvent(run.run_id, 0, record)
+    if leg.write_start:
+        await leg.store.start_run(leg.record(), entry, leg.state)
+    elif entry is not None:
+        await leg.store.commit(entry, leg.state)
+    if entry is not None:
+        leg.next_seq += 1
+    leg.messages = list(history)
+
+
+# --- one step ------------------------------------------------------------------------------------------------
+
+
+async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
+    run_id = leg.run.run_id
+    settling = leg.settle
+    records: list[Mapping[str, Any]] = []
+    if settling is None:
+        step, phase = leg.steps + 1, leg.phase
+        yield StepStarted(run_id, step, phase is not Phase.NORMAL)
+        reply = await _call_model(leg, step, phase)
+        if isinstance(reply, ErrorDetail):
+            yield RunFinished(run_id, step, await _end_without_step(leg, reply))
+            return
+        yield ModelReplied(run_id, step, reply)
+        plans: list[CallPlan] = []
+        if reply.tool_calls:
+            for call in reply.tool_calls:
+                yield ToolCalled(run_id, step, call)
+            try:
+                plans = await _plan_calls(leg, step, reply, phase, records)
+            except _CallerCodeFailed as exc:
+                yield RunFinished(run_id, step, await _end_without_step(leg, exc.detail))
+                return
+        if any(p.needs_approval for p in plans):
+            decision = resolve(_signals(leg, reply, phase, approvals_pending=True))
+            async for event in _finish_step(leg, step, reply, [], decision, None, phase, None, records, plans=plans):
+                yield event
+            return
+    else:
+        leg.settle = None
+        step, phase, reply, plans = settling.step, Phase.NORMAL, settling.reply, settling.plans
+        records.extend(settling.records)
+
+    rows = await _execute(leg, step, plans)
+    try:
+        rows = await _guard_results(leg, step, plans, rows, records)
+    except _CallerCodeFailed as exc:
+        yield RunFinished(run_id, step, await _end_without_step(leg, exc.detail))
+        return
+    for plan, row in zip(plans, rows, strict=True):
+        yield ToolReturned(run_id, step, plan.call, row)
+    streaks = _streaks(((p.call.name, r) for p, r in zip(plans, rows, strict=True)), leg.tool_streaks)
+    runaway = next((n for n, count in streaks.items() if count >= leg.agent.max_tool_errors), None)
+    streak = f"Tool '{runaway}' failed {streaks[runaway]} times in a row" if runaway is not None else None
+
+    guard = await _consult_guard(leg, step, reply, phase) if _guard_applies(leg, reply, phase) else None
+    terminated = settling.terminated if settling is not None else None
+    decision, output = _decide(leg, reply, rows, phase, guard, streak, terminated=terminated)
+    if decision.action is Action.COMPLETE and decision.reason in _TEXT_ENDINGS:
+        try:
+            reply, decision, output = await _guard_output(
+                leg, step, reply, rows, phase, guard, decision, output, records
+            )
+        except _CallerCodeFailed as exc:
+            yield RunFinished(run_id, step, await _end_without_step(leg, exc.detail))
+            return
+    kind = EntryKind.SETTLE if settling is not None else EntryKind.STEP
+    async for event in _finish_step(
+        leg, step, reply, rows, decision, output, phase, guard, records, kind=kind, streaks=streaks
+    ):
+        yield event
 
 
 async def _call_model(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:
@@ -205,7 +432,7 @@ async def _call_model(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:
         forced_output=phase is Phase.FORCED_OUTPUT,
     )
     try:
-        reply = await agent.model.generate(request)
+        reply = await agent.caller.generate(request)
     except ModelError as exc:
         facts = {"provider": exc.provider, "status": exc.status, "request_id": exc.request_id}
         return ErrorDetail(ErrorCode.MODEL_ERROR, str(exc), ErrorCategory.MODEL, exc.retryable, facts)
@@ -217,23 +444,136 @@ async def _call_model(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:
     return reply
 
 
-async def _run_tools(leg: Leg, step: int, reply: Reply, phase: Phase) -> list[Message]:
-    if phase is not Phase.NORMAL:
-        return [error_tool_result(_NO_TOOLS_NOW, tool_call_id=c.id) for c in reply.tool_calls]
-    tool_map = leg.agent.tool_map
-    run = leg.run
+def _caller_failure(exc: Exception) -> ErrorDetail:
+    code = ErrorCode.GUARDRAIL_INVALID if isinstance(exc, GuardrailError) else ErrorCode.GUARDRAIL_RAISED
+    return ErrorDetail(code, str(exc), ErrorCategory.CALLER, retryable=False)
 
-    async def one(call: Any) -> Message:
+
+async def _plan_calls(
+    leg: Leg, step: int, reply: Reply, phase: Phase, records: list[Mapping[str, Any]]
+) -> list[CallPlan]:
+    """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet."""
+    if phase is not Phase.NORMAL:
+        return [
+            CallPlan(c, None, None, error_tool_result(_NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
+            for c in reply.tool_calls
+        ]
+    tool_map = leg.agent.tool_map
+    guardrails = leg.agent.guardrails
+    guard_calls = guardrails is not None and guardrails.has(Hook.TOOL_CALL)
+    history = (*leg.messages, Message(Role.ASSISTANT, reply.text, reply.tool_calls))
+    run = leg.run
+    plans = []
+    for call in reply.tool_calls:
         t = tool_map.get(call.name)
         if t is None:
             names = ", ".join(tool_map) or "none"
-            return error_tool_result(f"Unknown tool '{call.name}'. Available tools: {names}", tool_call_id=call.id)
-        ctx = RunContext(run.session_id, run.run_id, step, call.id, leg.state, leg.runner)
-        return await t.invoke(call, ctx)
+            message = f"Unknown tool '{call.name}'. Available tools: {names}"
+            plans.append(
+                CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
+            )
+            continue
+        parsed = parse_args(call, t.name)
+        if isinstance(parsed, Message):
+            plans.append(CallPlan(call, t, None, parsed))
+            continue
+        args = parsed
+        if guard_calls:
+            assert guardrails is not None
+            try:
+                chain = await run_chain(
+                    guardrails,
+                    Hook.TOOL_CALL,
+                    args,
+                    lambda a, this=call: ToolCallContext(  # type: ignore[misc]
+                        history, step, run.session_id, run.run_id, leg.runtime_context, replace(this, args=a)
+                    ),
+                    step=step,
+                    tool_call_id=call.id,
+                )
+            except (GuardrailRaised, GuardrailError) as exc:
+                raise _CallerCodeFailed(_caller_failure(exc)) from exc
+            records.extend(r.to_data() for r in chain.records)
+            if chain.block is not None:
+                # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not
+                # count toward the runaway-error guard.
+                message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
+                row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
+                plans.append(CallPlan(call, t, args, row))
+                continue
+            args = chain.value
+        try:
+            needs = t.requires_approval(args)
+        except Exception as exc:
+            detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
+            error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
+            raise _CallerCodeFailed(error) from exc
+        plans.append(CallPlan(call, t, args, needs_approval=needs))
+    return plans
 
-    if len(reply.tool_calls) == 1:
-        return [await one(reply.tool_calls[0])]
-    return list(await asyncio.gather(*(one(c) for c in reply.tool_calls)))
+
+async def _execute(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:
+    """Run every call that has no answer yet, concurrently; answers keep the calls' order."""
+    run = leg.run
+
+    async def one(plan: CallPlan) -> Message:
+        if plan.row is not None:
+            return plan.row
+        assert plan.tool is not None and plan.args is not None
+        ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
+        return await plan.tool.invoke(plan.call, ctx, plan.args)
+
+    if len(plans) == 1:
+        return [await one(plans[0])]
+    return list(await asyncio.gather(*(one(p) for p in plans)))
+
+
+async def _guard_results(
+    leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[Mapping[str, Any]]
+) -> list[Message]:
+    """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
+    produced is judged; a rewrite or block keeps the raw result in a receipt record for audit."""
+    guardrails = leg.agent.guardrails
+    if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
+        return rows
+    run = leg.run
+    history = tuple(leg.messages)
+    guarded = []
+    for plan, row in zip(plans, rows, strict=True):
+        if plan.row is not None or row.metadata.get(ORIGIN) == "stopwise":
+            guarded.append(row)
+            continue
+        is_error = bool(row.metadata.get(TOOL_ERROR))
+        this = replace(plan.call, args=dict(plan.args or {}))
+        try:
+            chain = await run_chain(
+                guardrails,
+                Hook.TOOL_RESULT,
+                decode_tool_result(row),
+                lambda value, this=this, is_error=is_error: ToolResultContext(  # type: ignore[misc]
+                    history, step, run.session_id, run.run_id, leg.runtime_context, this, value, is_error
+                ),
+                step=step,
+                tool_call_id=plan.call.id,
+            )
+        except (GuardrailRaised, GuardrailError) as exc:
+            raise _CallerCodeFailed(_caller_failure(exc)) from exc
+        if not chain.records:
+            guarded.append(row)
+            continue
+        records.extend(r.to_data() for r in chain.records)
+        records.append(
+            {"type": "tool_receipt", "tool_call_id": plan.call.id, "raw": row.content, "metadata": dict(row.metadata)}
+        )
+        if chain.block is not None:
+            message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
+            guarded.append(error_tool_result(message, tool_call_id=plan.call.id, origin="stopwise"))
+        else:
+            new = encode_tool_result(chain.value, tool_call_id=plan.call.id)
+            if is_error:
+                new = replace(new, metadata={**new.metadata, TOOL_ERROR: True, ORIGIN: "tool"})
+            guarded.append(new)
+    return guarded
 
 
 def _guard_applies(leg: Leg, reply: Reply, phase: Phase) -> bool:
@@ -251,12 +591,13 @@ async def _consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tup
     """Call the guard under its time limit; returns its outcome and whether a continue was still allowed."""
     guard = leg.agent.stop_guard
     assert guard is not None
-    used = guard_report(leg.guard_records).continues_used
+    guard_records = [r for r in leg.records if r.get("type") == GUARD_SOURCE]
+    used = guard_report(guard_records).continues_used
     ctx = StopGuardContext(
         session_id=leg.run.session_id,
         run_id=leg.run.run_id,
         step=step,
-        attempt=len(leg.guard_records) + 1,
+        attempt=len(guard_records) + 1,
         reply=reply,
         messages=(*leg.messages, Message(Role.ASSISTANT, reply.text)),
         run_start=leg.run_start,
@@ -294,14 +635,37 @@ def _check_output(leg: Leg, text: str) -> tuple[Any, str | None]:
         return None, problems
 
 
+def _signals(leg: Leg, reply: Reply, phase: Phase, **signals: Any) -> StepSignals:
+    agent = leg.agent
+    forced = phase is Phase.FORCED_OUTPUT
+    return StepSignals(
+        stop_reason=reply.stop_reason,
+        has_tool_calls=bool(reply.tool_calls),
+        steps_used=leg.steps_used + 1,
+        max_steps=agent.max_steps,
+        wants_output=agent.output_type is not None,
+        phase=phase,
+        completion_attempts_left=agent.max_completion_retries - leg.forced_attempts - (1 if forced else 0),
+        carried_reason=leg.carried_reason,
+        on_max_steps=agent.on_max_steps,
+        **signals,
+    )
+
+
 def _decide(
-    leg: Leg, reply: Reply, rows: list[Message], phase: Phase, guard: tuple[GuardOutcome, bool] | None
+    leg: Leg,
+    reply: Reply,
+    rows: list[Message],
+    phase: Phase,
+    guard: tuple[GuardOutcome, bool] | None,
+    streak: str | None,
+    output_blocked: str | None = None,
+    terminated: str | None = None,
 ) -> tuple[Decision, Any]:
     """Gather this step's signals and ask the resolver. Caller predicates run here, never in the resolver."""
     agent = leg.agent
-    forced = phase is Phase.FORCED_OUTPUT
     output, output_error = None, None
-    if agent.output_type is not None and (forced or not reply.tool_calls):
+    if agent.output_type is not None and (phase is Phase.FORCED_OUTPUT or not reply.tool_calls):
         if reply.tool_calls:
             output_error = "the reply called tools instead of giving the structured output"
         else:
@@ -319,22 +683,63 @@ def _decide(
         outcome, budget_left = guard
         on_error = agent.stop_guard.on_error if agent.stop_guard is not None else "stop"
         guard_signal = GuardSignal(outcome.kind, outcome.message, budget_left, on_error)
-    signals = StepSignals(
-        stop_reason=reply.stop_reason,
-        has_tool_calls=bool(reply.tool_calls),
-        steps_used=leg.steps_used + 1,
-        max_steps=agent.max_steps,
+    signals = _signals(
+        leg,
+        reply,
+        phase,
         stop_when=stop_when,
         stop_when_error=stop_when_error,
-        wants_output=agent.output_type is not None,
         output_error=output_error,
-        phase=phase,
-        completion_attempts_left=agent.max_completion_retries - leg.forced_attempts - (1 if forced else 0),
         guard=guard_signal,
-        carried_reason=leg.carried_reason,
-        on_max_steps=agent.on_max_steps,
+        tool_error_streak=streak,
+        output_blocked=output_blocked,
+        terminated=terminated,
     )
     return resolve(signals), output
+
+
+async def _guard_output(
+    leg: Leg,
+    step: int,
+    reply: Reply,
+    rows: list[Message],
+    phase: Phase,
+    guard: tuple[GuardOutcome, bool] | None,
+    decision: Decision,
+    output: Any,
+    records: list[Mapping[str, Any]],
+) -> tuple[Reply, Decision, Any]:
+    """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
+    the run record carry it); a block replaces the text and the resolver records ``guardrail_output``."""
+    guardrails = leg.agent.guardrails
+    if guardrails is None or not guardrails.has(Hook.OUTPUT):
+        return reply, decision, output
+    run = leg.run
+    history = tuple(leg.messages)
+    try:
+        chain = await run_chain(
+            guardrails,
+            Hook.OUTPUT,
+            reply.text,
+            lambda text: OutputContext(history, step, run.session_id, run.run_id, leg.runtime_context, text),
+            step=step,
+        )
+    except (GuardrailRaised, GuardrailError) as exc:
+        raise _CallerCodeFailed(_caller_failure(exc)) from exc
+    records.extend(r.to_data() for r in chain.records)
+    if chain.block is not None:
+        blocked = replace(reply, text=chain.block.replacement or "")
+        decision, _ = _decide(leg, reply, rows, phase, guard, None, output_blocked=chain.block.reason)
+        return blocked, decision, None
+    if chain.value != reply.text:
+        reply = replace(reply, text=chain.value)
+        if leg.agent.output_type is not None:
+            output, problem = _check_output(leg, reply.text)
+            if problem is not None:
+                name = chain.records[-1].name if chain.records else "output"
+                error = GuardrailError(name, Hook.OUTPUT, f"the rewritten text is not valid output: {problem}")
+                raise _CallerCodeFailed(_caller_failure(error))
+    return reply, decision, output
 
 
 def _guard_record(leg: Leg, step: int, guard: tuple[GuardOutcome, bool], decision: Decision) -> dict[str, Any]:
@@ -349,12 +754,50 @@ def _guard_record(leg: Leg, step: int, guard: tuple[GuardOutcome, bool], decisio
     return record
 
 
-def _guard_event(leg: Leg, step: int, record: Mapping[str, Any]) -> StopGuardEvent:
+def _events_for(leg: Leg, step: int, records: Iterable[Mapping[str, Any]]) -> list[Event]:
+    events: list[Event] = []
     guard = leg.agent.stop_guard
-    note = guard.progress_note if guard is not None and record["event"] == "continued" else None
-    return StopGuardEvent(
-        leg.run.run_id, step, f"{GUARD_SOURCE}.{record['event']}", record["guard"], record.get("message"), note
-    )
+    for r in records:
+        if r.get("type") == "guardrail":
+            events.append(GuardrailEvent(leg.run.run_id, step, GuardrailRecord.from_data(r)))
+        elif r.get("type") == GUARD_SOURCE:
+            note = guard.progress_note if guard is not None and r["event"] == "continued" else None
+            kind = f"{GUARD_SOURCE}.{r['event']}"
+            events.append(StopGuardEvent(leg.run.run_id, step, kind, r["guard"], r.get("message"), note))
+    return events
+
+
+async def _finish_step(
+    leg: Leg,
+    step: int,
+    reply: Reply,
+    rows: list[Message],
+    decision: Decision,
+    output: Any,
+    phase: Phase,
+    guard: tuple[GuardOutcome, bool] | None,
+    records: list[Mapping[str, Any]],
+    *,
+    kind: EntryKind = EntryKind.STEP,
+    plans: list[CallPlan] | None = None,
+    streaks: dict[str, int] | None = None,
+) -> AsyncGenerator[Event, None]:
+    if guard is not None:
+        records.append(_guard_record(leg, step, guard, decision))
+    try:
+        entry, result = await _commit(leg, step, reply, rows, decision, output, phase, guard, records, kind, plans)
+    except StateNotSerializable as exc:
+        # Nothing of the step was written; the run ends with the committed steps intact.
+        error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
+        yield RunFinished(leg.run.run_id, step, await _end_without_step(leg, error))
+        return
+    if streaks is not None:
+        leg.tool_streaks = streaks
+    for event in _events_for(leg, step, records):
+        yield event
+    yield StepCommitted(leg.run.run_id, step, entry.seq, decision)
+    if result is not None:
+        yield RunFinished(leg.run.run_id, step, result)
 
 
 async def _commit(
@@ -366,11 +809,15 @@ async def _commit(
     output: Any,
     phase: Phase,
     guard: tuple[GuardOutcome, bool] | None,
-    guard_record: Mapping[str, Any] | None,
+    records: list[Mapping[str, Any]],
+    kind: EntryKind,
+    plans: list[CallPlan] | None,
 ) -> tuple[LogEntry, RunResult | None]:
-    """Commit the step (and, if it ends the run, the run record) in one transaction; then advance the leg."""
+    """Commit the step (and the run record, when it ends, suspends or settles) in one transaction; then
+    advance the leg."""
     run = leg.run
-    new_rows = [Message(Role.ASSISTANT, reply.text, reply.tool_calls), *rows]
+    new_rows = [] if kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, reply.text, reply.tool_calls)]
+    new_rows.extend(rows)
     state = leg.state
     if guard is not None and guard[0].state is not None:
         # The guard's writes ride this step's commit, even when its continue was refused for budget.
@@ -382,15 +829,24 @@ async def _commit(
         new_rows.append(automated_feedback(f"{_FORCE_OUTPUT}{why}.", source="forced_completion"))
     elif decision.action is Action.WRAP_UP:
         new_rows.append(automated_feedback(_WRAP_UP, source="wrap_up"))
-    usage = reply.usage or Usage()
-    usage = Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
-    records = (guard_record,) if guard_record is not None else ()
+    pending: list[PendingApproval] = []
+    if decision.action is Action.SUSPEND and plans is not None:
+        now = leg.clock()
+        for p in plans:
+            if p.needs_approval and p.tool is not None and p.args is not None:
+                ttl = p.tool.approval_ttl
+                expires = None if ttl is None else now + ttl
+                pending.append(PendingApproval(p.call.id, p.call.name, dict(p.args), args_hash(p.args), expires))
+        records.append({"type": "approval_request", "calls": [p.to_data() for p in plans]})
+    usage = Usage() if kind is EntryKind.SETTLE else reply.usage or Usage()
+    if kind is EntryKind.STEP:
+        usage = Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
     entry = LogEntry(
         run.session_id,
         leg.next_seq,
         run.run_id,
         step,
-        EntryKind.STEP,
+        kind,
         tuple(new_rows),
         {
             "action": decision.action.value,
@@ -401,19 +857,19 @@ async def _commit(
         },
         usage,
         phase is not Phase.NORMAL,
-        records,
+        tuple(records),
     )
     leg_usage = leg.usage + usage
-    guard_records = [*leg.guard_records, *records]
-    ended: RunRecord | None = None
+    all_records = [*leg.records, *(r for r in records if r.get("type") in (GUARD_SOURCE, "guardrail"))]
+    written: RunRecord | None = None
     final_output: Any = None
+    report = leg.report(all_records)
     if decision.ends_run:
         if decision.action is Action.COMPLETE and decision.reason is not CompletionReason.STOP_WHEN:
             final_output = output if leg.agent.output_type is not None else reply.text
-        report = {"stop_guard": report_dict(guard_report(guard_records))} if leg.agent.stop_guard else {}
-        ended = replace(
+        written = replace(
             run,
-            status=RunStatus.COMPLETED if decision.action is Action.COMPLETE else RunStatus.FAILED,
+            status=_STATUS[decision.action],
             completion_reason=decision.reason,
             error=decision.error,
             output=_jsonable(final_output),
@@ -423,31 +879,50 @@ async def _commit(
             text=reply.text,
             report=report,
         )
-    await leg.store.commit(entry, state, ended)
+    elif decision.action is Action.SUSPEND:
+        report = {**report, "pending": [p.to_data() for p in pending]}
+        written = replace(
+            run,
+            status=RunStatus.SUSPENDED,
+            completion_reason=decision.reason,
+            steps=step,
+            usage=leg_usage,
+            text=reply.text,
+            report=report,
+        )
+    elif kind is EntryKind.SETTLE:
+        # The resumed run is running again once its suspended step is settled, in the same transaction.
+        written = replace(
+            run, status=RunStatus.RUNNING, completion_reason=None, steps=step, usage=leg_usage, report=report
+        )
+    await leg.store.commit(entry, state, written)
     # Only now, with the step durable, does the leg move on.
-    leg.steps, leg.usage, leg.text, leg.state = step, leg_usage, reply.text, state
+    leg.steps, leg.usage, leg.state = step, leg_usage, state
+    if kind is EntryKind.STEP:
+        leg.text = reply.text
     leg.messages.extend(new_rows)
     leg.next_seq += 1
-    leg.guard_records = guard_records
+    leg.records = all_records
     if phase is Phase.FORCED_OUTPUT:
         leg.forced_attempts += 1
     leg.phase = _NEXT_PHASE.get(decision.action, Phase.NORMAL)
     if decision.action is Action.FORCE_OUTPUT:
         leg.carried_reason = decision.carry
     result = None
-    if ended is not None:
-        leg.run = ended
-        result = _result(leg, final_output)
+    if written is not None:
+        leg.run = written
+    if decision.ends_run or decision.action is Action.SUSPEND:
+        result = _result(leg, final_output, tuple(pending))
     return entry, result
 
 
 async def _end_without_step(
     leg: Leg,
     error: ErrorDetail,
-    reason: CompletionReason,
+    reason: CompletionReason = CompletionReason.ERROR,
     status: RunStatus = RunStatus.FAILED,
 ) -> RunResult:
-    """End the leg when no step can be committed (the model raised, the run was cancelled)."""
+    """End the leg when no step can be committed (the model raised, caller code failed, a cancellation)."""
     leg.run = leg.record(status=status, completion_reason=reason, error=error, detail=error.message)
     await leg.store.update_run(leg.run)
     return _result(leg, None)
@@ -458,8 +933,9 @@ def _jsonable(value: Any) -> Any:
     return dump(mode="json") if dump is not None else value
 
 
-def _result(leg: Leg, output: Any) -> RunResult:
+def _result(leg: Leg, output: Any, pending: tuple[PendingApproval, ...] = ()) -> RunResult:
     run = leg.run
+    records = leg.records
     return RunResult(
         status=run.status,
         completion_reason=run.completion_reason,
@@ -470,12 +946,10 @@ def _result(leg: Leg, output: Any) -> RunResult:
         steps=run.steps,
         session_id=run.session_id,
         run_id=run.run_id,
-        state=_frozen_copy(leg.state),
+        state=MappingProxyType(dict(leg.state)),
         messages=tuple(leg.messages),
         detail=run.detail,
-        stop_guard=guard_report(leg.guard_records) if leg.agent.stop_guard is not None else None,
+        stop_guard=guard_report(records) if leg.agent.stop_guard is not None else None,
+        guardrails=tuple(GuardrailRecord.from_data(r) for r in records if r.get("type") == "guardrail"),
+        pending=pending,
     )
-
-
-def _frozen_copy(state: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(state))

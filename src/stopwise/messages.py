@@ -194,10 +194,24 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
     return Message(Role.TOOL, to_json(value).decode(), tool_call_id=tool_call_id)
 
 
-def error_tool_result(message: str, *, tool_call_id: str) -> Message:
+DENIED = "denied"
+"""Metadata key set to ``True`` on an error row for a call that never ran because a guardrail blocked it or a
+reviewer rejected it; such rows do not count toward the runaway-error guard."""
+
+ORIGIN = "origin"
+"""Metadata key on error rows: ``"tool"`` when the tool itself failed (raised, timed out), ``"stopwise"`` when
+the call never reached the tool (unknown tool, arguments that do not validate, a denial)."""
+
+
+def error_tool_result(
+    message: str, *, tool_call_id: str, origin: str = "tool", denied: bool = False
+) -> Message:
     """The tool row for a failed call: ``{"error": message}`` as JSON, flagged in metadata."""
     content = json.dumps({"error": message}, ensure_ascii=False)
-    return Message(Role.TOOL, content, tool_call_id=tool_call_id, metadata={TOOL_ERROR: True})
+    meta: dict[str, Any] = {TOOL_ERROR: True, ORIGIN: origin}
+    if denied:
+        meta[DENIED] = True
+    return Message(Role.TOOL, content, tool_call_id=tool_call_id, metadata=meta)
 
 
 def decode_tool_result(message: Message) -> Any:

@@ -11,6 +11,8 @@ from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, Usage
 
 if TYPE_CHECKING:
+    from stopwise.approvals import PendingApproval
+    from stopwise.guardrails.verdicts import GuardrailRecord
     from stopwise.stop.guard import StopGuardReport
 
 __all__ = ["CompletionReason", "RunResult", "RunStatus"]
@@ -43,6 +45,14 @@ class CompletionReason(StrEnum):
     """The stop guard failed (raised, timed out, invalid verdict) and ``on_error="stop"`` ended the run."""
     MAX_STEPS_WRAPPED_UP = "max_steps_wrapped_up"
     """The cap was reached and ``on_max_steps="wrap_up"`` got a final answer from one tool-less call."""
+    GUARDRAIL_INPUT = "guardrail_input"
+    """An input guardrail blocked the run before any model call."""
+    GUARDRAIL_OUTPUT = "guardrail_output"
+    """An output guardrail blocked the final answer; the text is its replacement."""
+    AWAITING_APPROVAL = "awaiting_approval"
+    """Not an end: the run is suspended until ``Runner.resume`` settles its pending tool calls."""
+    APPROVAL_TERMINATED = "approval_terminated"
+    """A reviewer ended the run with ``Terminate``."""
 
 
 class RunStatus(StrEnum):
@@ -81,6 +91,10 @@ class RunResult:
     """Why the run ended, in words (the condition that fired, the validation error)."""
     stop_guard: StopGuardReport | None = None
     """What the agent's stop guard did in this run (None when it has none); also on the run record."""
+    guardrails: tuple[GuardrailRecord, ...] = ()
+    """Every non-pass guardrail verdict of this run, in order (also in the log and the stream)."""
+    pending: tuple[PendingApproval, ...] = ()
+    """When ``status`` is suspended: the tool calls waiting for a decision (``Runner.resume``)."""
 
     @property
     def ok(self) -> bool:

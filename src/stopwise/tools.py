@@ -58,6 +58,10 @@ class Tool:
     risk: Risk = Risk.UNKNOWN
     context_param: str | None = None
     """The name of the parameter that receives the ``RunContext``, if the function declares one."""
+    needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False
+    """True, or a predicate of the arguments: such a call suspends the run until a human decides."""
+    approval_ttl: float | None = None
+    """Seconds a pending approval stays valid; None never expires."""
     spec: ToolSpec = field(init=False)
     is_async: bool = field(init=False)
 
@@ -67,27 +71,28 @@ class Tool:
         schema.pop("title", None)
         object.__setattr__(self, "spec", ToolSpec(self.name, self.description, schema))
 
-    async def invoke(self, call: ToolCall, ctx: RunContext) -> Message:
-        """Run the call and return its tool row; never raises for a failure of the call itself."""
-        args: Any = call.args
-        if isinstance(args, str):
-            raw = args
-            try:
-                args = json.loads(raw) if raw.strip() else {}
-            except ValueError as exc:
-                return error_tool_result(
-                    f"Arguments for tool '{self.name}' are not valid JSON ({exc}): {raw[:200]!r}",
-                    tool_call_id=call.id,
-                )
-        if not isinstance(args, Mapping):
-            return error_tool_result(
-                f"Arguments for tool '{self.name}' must be a JSON object, got {type(args).__name__}",
-                tool_call_id=call.id,
-            )
+    def requires_approval(self, args: Mapping[str, Any]) -> bool:
+        """Whether a call with these arguments must wait for a human (``needs_approval``)."""
+        if callable(self.needs_approval):
+            return bool(self.needs_approval(args))
+        return bool(self.needs_approval)
+
+    async def invoke(self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None) -> Message:
+        """Run the call and return its tool row; never raises for a failure of the call itself.
+
+        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change).
+        """
+        if args is None:
+            parsed = parse_args(call, self.name)
+            if isinstance(parsed, Message):
+                return parsed
+            args = parsed
         try:
             kwargs = dict(self.args_model.model_validate(args).__dict__)
         except ValidationError as exc:
-            return error_tool_result(f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id)
+            return error_tool_result(
+                f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id, origin="stopwise"
+            )
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
@@ -113,6 +118,28 @@ class Tool:
             )
 
 
+def parse_args(call: ToolCall, tool_name: str) -> Mapping[str, Any] | Message:
+    """The call's arguments as a mapping, or the error row the model reads when they are not a JSON object."""
+    args: Any = call.args
+    if isinstance(args, str):
+        raw = args
+        try:
+            args = json.loads(raw) if raw.strip() else {}
+        except ValueError as exc:
+            return error_tool_result(
+                f"Arguments for tool '{tool_name}' are not valid JSON ({exc}): {raw[:200]!r}",
+                tool_call_id=call.id,
+                origin="stopwise",
+            )
+    if not isinstance(args, Mapping):
+        return error_tool_result(
+            f"Arguments for tool '{tool_name}' must be a JSON object, got {type(args).__name__}",
+            tool_call_id=call.id,
+            origin="stopwise",
+        )
+    return args
+
+
 def _raised(name: str, exc: BaseException, call_id: str) -> Message:
     return error_tool_result(f"Tool '{name}' raised {type(exc).__name__}: {exc}", tool_call_id=call_id)
 
@@ -131,6 +158,8 @@ def _build(
     description: str | None,
     timeout: float | None,
     risk: Risk | str,
+    needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
+    approval_ttl: float | None = None,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError("tool", f"expected a function, got {type(fn).__name__}")
@@ -139,6 +168,10 @@ def _build(
         raise ConfigError("tool.name", "a lambda or nameless callable needs an explicit name=")
     if timeout is not None and timeout <= 0:
         raise ConfigError(f"tool {tool_name!r}.timeout", f"must be positive seconds, got {timeout!r}")
+    if not (isinstance(needs_approval, bool) or callable(needs_approval)):
+        raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a bool or a predicate of the arguments")
+    if approval_ttl is not None and not approval_ttl > 0:
+        raise ConfigError(f"tool {tool_name!r}.approval_ttl", f"must be positive seconds or None, got {approval_ttl!r}")
     try:
         risk = Risk(risk)
     except ValueError:
@@ -178,6 +211,8 @@ def _build(
         timeout=timeout,
         risk=risk,
         context_param=context_param,
+        needs_approval=needs_approval,
+        approval_ttl=approval_ttl,
     )
 
 
@@ -190,6 +225,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     risk: Risk | str = Risk.UNKNOWN,
+    needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
+    approval_ttl: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -199,16 +236,19 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     risk: Risk | str = Risk.UNKNOWN,
+    needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
+    approval_ttl: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function, sync or async; use bare (``@tool``) or with options.
 
     The description is the docstring (its parameter sections describe the arguments) unless given. A
     parameter annotated ``RunContext`` receives the run's context and is hidden from the model.
+    ``needs_approval`` (True, or a predicate of the arguments) makes a call wait for a human (``Runner.resume``).
     """
     if fn is not None:
-        return _build(fn, name, description, timeout, risk)
+        return _build(fn, name, description, timeout, risk, needs_approval, approval_ttl)
 
     def decorate(f: Callable[..., Any]) -> Tool:
-        return _build(f, name, description, timeout, risk)
+        return _build(f, name, description, timeout, risk, needs_approval, approval_ttl)
 
     return decorate

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from stopwise.agent import Agent
+from stopwise.approvals import (
+    ApprovalError,
+    Approve,
+    Decision,
+    Modify,
+    PendingApproval,
+    Reject,
+    Terminate,
+)
 from stopwise.context import RunContext
 from stopwise.errors import RetryNotAllowed, StopwiseError
 from stopwise.events import Event, RunFinished
-from stopwise.loop import Leg, drive, restore_leg
-from stopwise.messages import Message
+from stopwise.loop import CallPlan, Leg, Settle, drive, restore_leg
+from stopwise.messages import Message, Reply, Role, error_tool_result
 from stopwise.result import RunResult, RunStatus
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
+from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
@@ -24,7 +34,7 @@ Input = str | Message | Sequence[Message]
 
 
 class SessionBusy(StopwiseError):
-    """A new run was asked for on a session whose last run is still running or was interrupted."""
+    """A new run was asked for on a session whose last run is running, interrupted or suspended."""
 
 
 def _input_messages(input: Input) -> tuple[Message, ...]:
@@ -43,11 +53,14 @@ class Runner:
     """Runs agents against a store (in memory when none is given).
 
     ``run`` starts a run on a new or existing session; ``retry`` continues a session whose last run failed,
-    was cancelled, or was interrupted by a crash; ``stream`` yields the typed events of a run as it goes.
+    was cancelled, or was interrupted by a crash; ``resume`` settles a run suspended for approval;
+    ``stream`` yields the typed events of a run as it goes. ``runtime_context`` is handed to every tool and
+    guardrail of the run and is never persisted. ``clock`` (Unix seconds) dates approvals.
     """
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: Store | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.store: Store = store if store is not None else MemoryStore()
+        self.clock = clock
 
     async def run(
         self,
@@ -56,18 +69,44 @@ class Runner:
         *,
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
+        runtime_context: Any = None,
     ) -> RunResult:
-        """Run ``agent`` on ``input`` until the stop decision ends the run."""
-        return await _finish(drive(await self._start(agent, input, session_id, state)))
+        """Run ``agent`` on ``input`` until the stop decision ends (or suspends) the run."""
+        return await _finish(drive(await self._start(agent, input, session_id, state, runtime_context)))
 
-    async def retry(self, agent: Agent, session_id: str, message: str | Message | None = None) -> RunResult:
+    async def retry(
+        self,
+        agent: Agent,
+        session_id: str,
+        message: str | Message | None = None,
+        *,
+        runtime_context: Any = None,
+    ) -> RunResult:
         """Continue the session's last run from its last committed step (log and state).
 
         After a failure or a cancellation the budget starts afresh; after a crash (the run still reads
         ``running``) the run resumes where its log ends, with the budget it had. ``message``, if given, is
-        appended as new input. Raises ``RetryNotAllowed`` when the last run completed or there is none.
+        appended as new input. Raises ``RetryNotAllowed`` when the last run completed, is suspended, or there
+        is none.
         """
-        return await _finish(drive(await self._retry(agent, session_id, message)))
+        return await _finish(drive(await self._retry(agent, session_id, message, runtime_context)))
+
+    async def resume(
+        self,
+        agent: Agent,
+        session_id: str,
+        decisions: Mapping[str, Decision],
+        *,
+        runtime_context: Any = None,
+    ) -> RunResult:
+        """Settle a suspended run's pending tool calls and continue it.
+
+        ``decisions`` maps every pending call id to ``Approve()``, ``Reject(message)``, ``Modify(args)`` or
+        ``Terminate(reason)``. Raises ``ApprovalError`` for an unknown or missing call, a decision whose
+        ``args_hash`` no longer matches, an expired approval, or a run that is not suspended. Any ``Runner`` on
+        the same store can resume a run, whichever process suspended it.
+        """
+        return await _finish(drive(await self._resume(agent, session_id, decisions, runtime_context)))
 
     async def stream(
         self,
@@ -76,12 +115,13 @@ class Runner:
         *,
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
+        runtime_context: Any = None,
     ) -> AsyncIterator[Event]:
         """Yield the run's typed events as they happen; the last is ``RunFinished`` with the result.
 
         Leaving the iteration early cancels the run (recorded as cancelled; ``retry`` continues it).
         """
-        events = drive(await self._start(agent, input, session_id, state))
+        events = drive(await self._start(agent, input, session_id, state, runtime_context))
         try:
             async for event in events:
                 yield event
@@ -95,12 +135,15 @@ class Runner:
         *,
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
+        runtime_context: Any = None,
     ) -> RunResult:
         """``run`` for scripts: starts an event loop. Use ``await run(...)`` inside async code."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(agent, input, session_id=session_id, state=state))
+            return asyncio.run(
+                self.run(agent, input, session_id=session_id, state=state, runtime_context=runtime_context)
+            )
         raise RuntimeError("run_sync() was called inside a running event loop; use 'await runner.run(...)'")
 
     async def close(self) -> None:
@@ -116,10 +159,10 @@ class Runner:
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
         if last is None:
-            result = await self.run(agent, input, session_id=session_id)
+            result = await self.run(agent, input, session_id=session_id, runtime_context=ctx.runtime_context)
             status, output, error = result.status, result.output, result.error
         elif last.status is RunStatus.RUNNING:
-            result = await self.retry(agent, session_id)
+            result = await self.retry(agent, session_id, runtime_context=ctx.runtime_context)
             status, output, error = result.status, result.output, result.error
         else:
             status, output, error = last.status, last.output, last.error
@@ -127,7 +170,19 @@ class Runner:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
 
-    async def _start(self, agent: Agent, input: Input, session_id: str | None, state: Mapping[str, Any] | None) -> Leg:
+    def _leg(self, leg: Leg, runtime_context: Any) -> Leg:
+        leg.runtime_context = runtime_context
+        leg.clock = self.clock
+        return leg
+
+    async def _start(
+        self,
+        agent: Agent,
+        input: Input,
+        session_id: str | None,
+        state: Mapping[str, Any] | None,
+        runtime_context: Any,
+    ) -> Leg:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
         rows = _input_messages(input)
@@ -136,9 +191,10 @@ class Runner:
         if snapshot is not None and snapshot.last_run is not None:
             last = snapshot.last_run
             if last.status in (RunStatus.RUNNING, RunStatus.SUSPENDED):
+                action = "resume()" if last.status is RunStatus.SUSPENDED else "retry()"
                 raise SessionBusy(
                     f"session {session_id!r}: run {last.run_id} is {last.status.value}; "
-                    "call retry() to continue it before starting a new run"
+                    f"call {action} to continue it before starting a new run"
                 )
         session_state = dict(snapshot.state) if snapshot is not None else {}
         if state is not None:
@@ -146,43 +202,134 @@ class Runner:
         messages = snapshot.messages() if snapshot is not None else []
         next_seq = snapshot.next_seq if snapshot is not None else 1
         run = RunRecord(uuid.uuid4().hex, session_id, agent.name, RunStatus.RUNNING)
-        entry = LogEntry(session_id, next_seq, run.run_id, 0, EntryKind.INPUT, rows)
-        await self.store.start_run(run, entry, session_state)
-        run_start = len(messages)
-        messages.extend(rows)
-        return Leg(agent, self.store, self, run, messages, session_state, next_seq + 1, run_start=run_start)
+        leg = Leg(
+            agent, self.store, self, run, messages, session_state, next_seq, run_start=len(messages), new_input=rows
+        )
+        return self._leg(leg, runtime_context)
 
-    async def _retry(self, agent: Agent, session_id: str, message: str | Message | None) -> Leg:
+    async def _last_run(self, agent: Agent, session_id: str) -> tuple[SessionSnapshot, RunRecord]:
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
         if snapshot is None or last is None:
-            raise RetryNotAllowed(f"session {session_id!r} has no run to retry")
+            raise RetryNotAllowed(f"session {session_id!r} has no run to continue")
+        if last.agent != agent.name:
+            raise RetryNotAllowed(
+                f"session {session_id!r}: run {last.run_id} belongs to agent {last.agent!r}, not {agent.name!r}"
+            )
+        return snapshot, last
+
+    async def _retry(self, agent: Agent, session_id: str, message: str | Message | None, runtime_context: Any) -> Leg:
+        snapshot, last = await self._last_run(agent, session_id)
         if last.status is RunStatus.COMPLETED:
             raise RetryNotAllowed(
                 f"session {session_id!r}: run {last.run_id} completed ({last.completion_reason}); "
                 "there is nothing to retry; start a new run with run()"
             )
         if last.status is RunStatus.SUSPENDED:
-            raise RetryNotAllowed(f"session {session_id!r}: run {last.run_id} is suspended; resume it instead")
-        if last.agent != agent.name:
             raise RetryNotAllowed(
-                f"session {session_id!r}: run {last.run_id} belongs to agent {last.agent!r}, not {agent.name!r}"
+                f"session {session_id!r}: run {last.run_id} is suspended for approval; call resume() instead"
             )
-        messages = snapshot.messages()
-        next_seq = snapshot.next_seq
-        entry = None
-        if message is not None:
-            entry = LogEntry(session_id, next_seq, last.run_id, 0, EntryKind.INPUT, _input_messages(message))
-            messages.extend(entry.messages)
-            next_seq += 1
-        # A crash (the record still reads running) resumes with the budget it had; a failure or a
-        # cancellation gets a fresh one.
-        crashed = last.status is RunStatus.RUNNING
+        new_input = _input_messages(message) if message is not None else ()
+        # A crash (the record still reads running) resumes with the budget it had; a failure or a cancellation
+        # gets a fresh one.
         leg = restore_leg(
-            agent, self.store, self, snapshot, last, crashed=crashed, messages=messages, next_seq=next_seq
+            agent,
+            self.store,
+            self,
+            snapshot,
+            last,
+            fresh_budget=last.status is not RunStatus.RUNNING,
+            new_input=new_input,
         )
-        await self.store.start_run(leg.record(), entry, leg.state)
-        return leg
+        return self._leg(leg, runtime_context)
+
+    async def _resume(
+        self, agent: Agent, session_id: str, decisions: Mapping[str, Decision], runtime_context: Any
+    ) -> Leg:
+        try:
+            snapshot, last = await self._last_run(agent, session_id)
+        except RetryNotAllowed as exc:
+            raise ApprovalError(str(exc)) from None
+        if last.status is not RunStatus.SUSPENDED:
+            raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
+        pending = {p["call_id"]: PendingApproval.from_data(p) for p in last.report.get("pending", [])}
+        _check_decisions(pending, decisions, self.clock())
+        step_entry = next(e for e in reversed(snapshot.entries) if e.run_id == last.run_id and e.kind is EntryKind.STEP)
+        request = next(r for r in step_entry.records if r.get("type") == "approval_request")
+        assistant = step_entry.messages[0]
+        reply = Reply(assistant.content, assistant.tool_calls)
+        plans, records = _settle_plans(agent, reply, request["calls"], decisions)
+        terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
+        leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
+        leg.write_start = False  # the run stays suspended until its step is settled
+        leg.settle = Settle(step_entry.step, reply, plans, records, terminate.reason if terminate else None)
+        return self._leg(leg, runtime_context)
+
+
+def _check_decisions(pending: Mapping[str, PendingApproval], decisions: Mapping[str, Decision], now: float) -> None:
+    unknown = sorted(set(decisions) - set(pending))
+    if unknown:
+        raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
+    missing = sorted(set(pending) - set(decisions))
+    if missing:
+        raise ApprovalError(f"no decision for pending call {', '.join(missing)}: every pending call needs one")
+    for call_id, decision in decisions.items():
+        p = pending[call_id]
+        if not isinstance(decision, (Approve, Reject, Modify, Terminate)):
+            raise ApprovalError(
+                f"decision for {call_id} must be Approve, Reject, Modify or Terminate, got {type(decision).__name__}"
+            )
+        if decision.args_hash is not None and decision.args_hash != p.args_hash:
+            raise ApprovalError(
+                f"call {call_id} ({p.tool}): the arguments changed since they were reviewed "
+                f"(args_hash {decision.args_hash} != {p.args_hash})"
+            )
+        if p.expires_at is not None and now > p.expires_at:
+            raise ApprovalError(
+                f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f})"
+            )
+        if isinstance(decision, Modify) and not isinstance(decision.args, Mapping):
+            raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
+
+
+def _settle_plans(
+    agent: Agent, reply: Reply, calls: Sequence[Mapping[str, Any]], decisions: Mapping[str, Decision]
+) -> tuple[list[CallPlan], list[Mapping[str, Any]]]:
+    """The suspended step's calls with the reviewer's decisions applied, and the decisions as records."""
+    by_id = {c["call_id"]: c for c in calls}
+    terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
+    plans: list[CallPlan] = []
+    records: list[Mapping[str, Any]] = []
+    for call in reply.tool_calls:
+        data = by_id[call.id]
+        tool = agent.tool_map.get(call.name)
+        args = data["args"]
+        decision = decisions.get(call.id)
+        row = None
+        if data["row"] is not None:
+            row = Message(Role.TOOL, data["row"]["content"], tool_call_id=call.id, metadata=data["row"]["metadata"])
+        elif terminate is not None:
+            message = f"Terminated by the reviewer: {terminate.reason}"
+            row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
+        elif isinstance(decision, Reject):
+            message = f"Rejected by the reviewer: {decision.message}"
+            row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
+        elif isinstance(decision, Modify):
+            args = dict(decision.args)
+        if decision is not None:
+            record: dict[str, Any] = {
+                "type": "approval_decision",
+                "call_id": call.id,
+                "tool": call.name,
+                "decision": type(decision).__name__.lower(),
+            }
+            if isinstance(decision, Modify):
+                record["args"] = dict(decision.args)
+            if isinstance(decision, (Reject, Terminate)):
+                record["reason"] = decision.message if isinstance(decision, Reject) else decision.reason
+            records.append(record)
+        plans.append(CallPlan(call, tool, args, row))
+    return plans, records
 
 
 async def _finish(events: AsyncIterator[Event]) -> RunResult:

@@ -1,8 +1,10 @@
 """The one stop decision: a pure function from a step's signals to what the loop does next.
 
-Order (seed 002 §2): a caller-code failure first, then terminal (a reply that ends the run by itself), then
-``stop_when``, then ``max_steps``. ``stop_when`` is checked before the cap, so a predicate that fires on the
-last allowed step is a successful stop. No I/O, no clock: the same signals always give the same decision.
+Precedence (DESIGN.md §4): fail (caller code failed, a runaway tool) > suspend (an approval) > complete /
+stop > continue. Within a step (seed 002 §2): terminal (a reply that ends the run by itself; the stop guard
+and the output guardrails judge a natural finish here), then ``stop_when``, then ``max_steps``.
+``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful
+stop. No I/O, no clock: the same signals always give the same decision.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ __all__ = [
     "GuardSignal",
     "Phase",
     "StepSignals",
+    "input_blocked",
     "max_steps_exhausted",
     "resolve",
+    "terminated",
 ]
 
 
@@ -37,6 +41,10 @@ class Action(StrEnum):
     """Enter (or stay in) forced completion: tools off, ask for the structured output."""
     WRAP_UP = "wrap_up"
     """The cap was reached with ``on_max_steps="wrap_up"``: one tool-less call asking for a final answer."""
+    SUSPEND = "suspend"
+    """A tool call waits for a human: the run suspends durably until ``Runner.resume``."""
+    TERMINATE = "terminate"
+    """A reviewer ended the run (``Terminate``): it is recorded as cancelled."""
 
 
 class Phase(StrEnum):
@@ -77,7 +85,7 @@ class Decision:
 
     @property
     def ends_run(self) -> bool:
-        return self.action in (Action.COMPLETE, Action.FAIL)
+        return self.action in (Action.COMPLETE, Action.FAIL, Action.TERMINATE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,14 @@ class StepSignals:
     carried_reason: CompletionReason | None = None
     """In forced completion: the reason carried from the step that entered it."""
     on_max_steps: Literal["fail", "wrap_up"] = "fail"
+    approvals_pending: bool = False
+    """A tool call of this step needs a human's approval before anything in the batch runs."""
+    tool_error_streak: str | None = None
+    """Set when a tool failed ``max_tool_errors`` times in a row: which, in words."""
+    output_blocked: str | None = None
+    """Set when an output guardrail blocked the final answer: its reason."""
+    terminated: str | None = None
+    """Set when a reviewer settled this step with ``Terminate``: their reason."""
 
 
 _FAILED_STOP = {
@@ -161,6 +177,8 @@ def _natural_finish(s: StepSignals) -> Decision:
             if g.budget_left:
                 return Decision(Action.CONTINUE, detail="stop guard asked to continue")
             override = CompletionReason.STOP_GUARD_EXHAUSTED
+    if s.output_blocked is not None:
+        return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
     if s.phase is Phase.WRAP_UP:
         return Decision(Action.COMPLETE, CompletionReason.MAX_STEPS_WRAPPED_UP, detail=f"Max steps ({s.max_steps})")
     if not s.wants_output:
@@ -170,13 +188,34 @@ def _natural_finish(s: StepSignals) -> Decision:
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=override)
 
 
+def input_blocked(reason: str) -> Decision:
+    """An input guardrail blocked the leg before any model call: the run completes, nothing else happens."""
+    return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=reason)
+
+
+def terminated(reason: str) -> Decision:
+    """A reviewer ended a suspended run with ``Terminate``."""
+    error = ErrorDetail(ErrorCode.APPROVAL_TERMINATED, reason, ErrorCategory.CALLER, retryable=False)
+    return Decision(Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, error, reason)
+
+
 def resolve(s: StepSignals) -> Decision:
     """Decide what happens after a step. Pure; see the module docstring for the order."""
     if s.stop_when_error is not None:
         error = ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False)
         return _fail(CompletionReason.ERROR, error)
 
+    if s.terminated is not None:
+        return terminated(s.terminated)
+    if s.approvals_pending:
+        return Decision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL)
+    if s.tool_error_streak is not None:
+        error = ErrorDetail(ErrorCode.TOOL_ERROR_STREAK, s.tool_error_streak, ErrorCategory.FRAMEWORK, retryable=True)
+        return _fail(CompletionReason.ERROR, error)
+
     if s.phase is Phase.FORCED_OUTPUT:
+        if s.output_blocked is not None:
+            return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
         if s.output_error is None:
             return Decision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
         return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)

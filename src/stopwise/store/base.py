@@ -23,6 +23,12 @@ class EntryKind(StrEnum):
     """Rows a caller added when a run leg started (the user's input, a retry message)."""
     STEP = "step"
     """One model call and everything it caused."""
+    SETTLE = "settle"
+    """The rest of a step that suspended for approval: its tool rows, committed when the run resumes."""
+    REWRITE = "rewrite"
+    """The whole history, replaced (an input guardrail's rewrite): readers start over from its rows."""
+    NOTE = "note"
+    """Records only, no rows (an input guardrail's block)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +92,18 @@ class SessionSnapshot:
         return self.entries[-1].seq + 1 if self.entries else 1
 
     def messages(self) -> list[Message]:
-        return [m for e in self.entries for m in e.messages]
+        """The history as the model sees it: every entry's rows, starting over at each rewrite."""
+        rows: list[Message] = []
+        for e in self.entries:
+            if e.kind is EntryKind.REWRITE:
+                rows = list(e.messages)
+            else:
+                rows.extend(e.messages)
+        return rows
+
+    def history_before(self, seq: int) -> int:
+        """How many history rows the entries before ``seq`` amount to."""
+        return len(SessionSnapshot(self.session_id, tuple(e for e in self.entries if e.seq < seq), {}, None).messages())
 
 
 class Store(Protocol):

@@ -1,0 +1,46 @@
+"""Guardrails: four hooks (input, tool call, tool result, output), three verdicts (pass, block, rewrite).
+
+A guardrail is a plain function (sync or async) of its hook's context returning ``None``/``Pass()``,
+``Block(reason)`` or ``Rewrite(...)``. The built-ins live here too.
+"""
+
+from stopwise.guardrails.builtins import (
+    PROMPT_INJECTION_POLICY,
+    block_pii,
+    max_output_length,
+    max_tool_result_length,
+    prompt_injection_guardrail,
+    redact_secrets,
+)
+from stopwise.guardrails.hooks import (
+    GuardrailContext,
+    Guardrails,
+    InputContext,
+    OutputContext,
+    ToolCallContext,
+    ToolResultContext,
+    named,
+)
+from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, Hook, Pass, Rewrite
+
+__all__ = [
+    "PROMPT_INJECTION_POLICY",
+    "Block",
+    "GuardrailContext",
+    "GuardrailError",
+    "GuardrailRecord",
+    "Guardrails",
+    "Hook",
+    "InputContext",
+    "OutputContext",
+    "Pass",
+    "Rewrite",
+    "ToolCallContext",
+    "ToolResultContext",
+    "block_pii",
+    "max_output_length",
+    "max_tool_result_length",
+    "named",
+    "prompt_injection_guardrail",
+    "redact_secrets",
+]

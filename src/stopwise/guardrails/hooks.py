@@ -1,0 +1,216 @@
+"""``Guardrails``: the four hooks, their contexts, and the ordering rules that run a hook's chain.
+
+The rules, the same for every hook: a list runs in order; rewrites chain (each guardrail sees what the
+previous one wrote); the first block short-circuits the rest of that hook; a pass is silent; a raise is not
+swallowed. For the tool hooks the rules apply per call.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from stopwise.errors import ConfigError
+from stopwise.guardrails.verdicts import (
+    Block,
+    GuardrailError,
+    GuardrailRaised,
+    GuardrailRecord,
+    Hook,
+    Pass,
+    Rewrite,
+    rewrite_field,
+)
+from stopwise.messages import Message, ToolCall
+
+__all__ = [
+    "GuardrailContext",
+    "Guardrails",
+    "InputContext",
+    "OutputContext",
+    "ToolCallContext",
+    "ToolResultContext",
+    "named",
+]
+
+C = TypeVar("C", bound="GuardrailContext")
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailContext:
+    """What every hook sees."""
+
+    messages: tuple[Message, ...]
+    """The history the model has (or is about to get), as an immutable snapshot."""
+    step: int | None
+    """The step (1-based); None on the input hook."""
+    session_id: str
+    run_id: str
+    runtime_context: Any
+    """The caller's per-run object from ``run(..., runtime_context=...)``: never persisted or serialised."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputContext(GuardrailContext):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallContext(GuardrailContext):
+    tool_call: ToolCall
+    """The call as the model made it, with ``args`` as rewritten by earlier guardrails in the list."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultContext(GuardrailContext):
+    tool_call: ToolCall
+    """The call that ran (its arguments after any tool-call rewrite)."""
+    result: Any
+    """The result the model would see: decoded (a str stays a str), earlier rewrites applied."""
+    is_error: bool
+    """True when the tool raised or timed out (``result`` is then ``{"error": ...}``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputContext(GuardrailContext):
+    text: str
+    """The final answer about to be returned, earlier rewrites applied."""
+
+
+GuardrailFn = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    fn: GuardrailFn
+    name: str
+
+    def __call__(self, ctx: Any) -> Any:
+        return self.fn(ctx)
+
+
+def named(name: str, fn: GuardrailFn) -> GuardrailFn:
+    """Give a guardrail an explicit name: the one records show and the model reads in a block message."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("named", "a guardrail name must be a non-empty string")
+    return _Named(fn, name)
+
+
+def _name_of(fn: GuardrailFn, hook: Hook, index: int) -> str:
+    if isinstance(fn, _Named):
+        return fn.name
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    if name == "<lambda>":
+        # An anonymous rule still needs a name the model and a log reader can point at.
+        return f"{hook.value} guardrail #{index + 1}"
+    return str(name)
+
+
+def _chain(hook: Hook, value: Any) -> tuple[tuple[GuardrailFn, str], ...]:
+    if value is None:
+        return ()
+    items = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+    chain = []
+    for i, fn in enumerate(items):
+        if not callable(fn):
+            raise ConfigError(f"guardrails.on_{hook.value}", f"item {i} is not callable: {fn!r}")
+        chain.append((fn, _name_of(fn, hook, i)))
+    return tuple(chain)
+
+
+@dataclass(frozen=True, slots=True)
+class Guardrails:
+    """Guardrails for the four hooks; each takes one guardrail (sync or async) or an ordered list."""
+
+    on_input: Any = None
+    on_tool_call: Any = None
+    on_tool_result: Any = None
+    on_output: Any = None
+    chains: Mapping[Hook, tuple[tuple[GuardrailFn, str], ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        chains = {
+            Hook.INPUT: _chain(Hook.INPUT, self.on_input),
+            Hook.TOOL_CALL: _chain(Hook.TOOL_CALL, self.on_tool_call),
+            Hook.TOOL_RESULT: _chain(Hook.TOOL_RESULT, self.on_tool_result),
+            Hook.OUTPUT: _chain(Hook.OUTPUT, self.on_output),
+        }
+        object.__setattr__(self, "chains", chains)
+
+    def has(self, hook: Hook) -> bool:
+        return bool(self.chains[hook])
+
+
+@dataclass(frozen=True, slots=True)
+class ChainResult(Generic[V]):
+    """What a hook's chain decided: the (possibly rewritten) value, the block if one fired, the records."""
+
+    value: V
+    block: Block | None
+    blocked_by: str | None
+    records: tuple[GuardrailRecord, ...]
+
+
+async def run_chain(
+    guardrails: Guardrails,
+    hook: Hook,
+    value: V,
+    make_ctx: Callable[[V], C],
+    *,
+    step: int | None,
+    tool_call_id: str | None = None,
+) -> ChainResult[V]:
+    """Run one hook's chain on ``value`` by the ordering rules. A guardrail that raises propagates; a verdict
+    of the wrong type or field raises ``GuardrailError`` naming the guardrail and the hook."""
+    records: list[GuardrailRecord] = []
+    field_name = rewrite_field(hook)
+    for fn, name in guardrails.chains[hook]:
+        try:
+            verdict = fn(make_ctx(value))
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            raise GuardrailRaised(name, hook, exc) from exc
+        if verdict is None or isinstance(verdict, Pass):
+            continue
+        if isinstance(verdict, Block):
+            if not isinstance(verdict.reason, str):
+                raise GuardrailError(name, hook, "Block.reason must be a string")
+            records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step))
+            return ChainResult(value, verdict, name, tuple(records))
+        if isinstance(verdict, Rewrite):
+            value = _rewritten(verdict, hook, field_name, name)
+            records.append(GuardrailRecord(hook, "rewrite", name, None, tool_call_id, step))
+            continue
+        raise GuardrailError(
+            name, hook, f"expected None, Pass(), Block(...) or Rewrite(...), got {type(verdict).__name__}"
+        )
+    return ChainResult(value, None, None, tuple(records))
+
+
+def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:
+    given = [f for f in ("messages", "args", "result", "text") if getattr(verdict, f) is not None]
+    if hook is Hook.TOOL_RESULT:
+        # ``result=None`` is a legitimate rewrite of a result, so only the other fields are wrong here.
+        wrong = [f for f in given if f != "result"]
+        if wrong:
+            raise GuardrailError(name, hook, f"Rewrite sets {wrong}; the {hook.value} hook takes Rewrite(result=...)")
+        return verdict.result
+    if given != [field_name]:
+        raise GuardrailError(
+            name, hook, f"Rewrite sets {given or 'nothing'}; the {hook.value} hook takes Rewrite({field_name}=...)"
+        )
+    value = getattr(verdict, field_name)
+    if hook is Hook.INPUT:
+        messages = tuple(value)
+        if not all(isinstance(m, Message) for m in messages):
+            raise GuardrailError(name, hook, "Rewrite.messages must be a list of Message")
+        return messages
+    if hook is Hook.TOOL_CALL and not isinstance(value, Mapping):
+        raise GuardrailError(name, hook, "Rewrite.args must be a mapping")
+    if hook is Hook.OUTPUT and not isinstance(value, str):
+        raise GuardrailError(name, hook, "Rewrite.text must be a string")
+    return value

@@ -1,0 +1,118 @@
+"""Guardrail verdicts and the record each non-pass verdict leaves behind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from stopwise.errors import StopwiseError
+from stopwise.messages import Message
+
+__all__ = ["Block", "GuardrailError", "GuardrailRaised", "GuardrailRecord", "Hook", "Pass", "Rewrite", "Verdict"]
+
+
+class Hook(StrEnum):
+    """The four boundaries a guardrail can watch."""
+
+    INPUT = "input"
+    """Once per run leg, before the first model call: sees the history the model is about to get."""
+    TOOL_CALL = "tool_call"
+    """Per call, before the approval gate and execution."""
+    TOOL_RESULT = "tool_result"
+    """Per result, after the whole batch settled, before the model or the log sees it."""
+    OUTPUT = "output"
+    """On the final answer, after the stop guard accepted it: the last word."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """Let it through; the same as returning ``None``. Leaves no record."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Refuse. On input the run ends without a model call; on a tool call or result the model reads an error
+    naming the rule; on output the text becomes ``replacement`` (or empty)."""
+
+    reason: str
+    replacement: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """Replace what the hook guards. Set exactly the field of your hook: ``messages`` (input), ``args`` (tool
+    call), ``result`` (tool result) or ``text`` (output)."""
+
+    messages: Sequence[Message] | None = None
+    args: Mapping[str, Any] | None = None
+    result: Any = None
+    text: str | None = None
+
+
+Verdict = Pass | Block | Rewrite | None
+
+_FIELD = {Hook.INPUT: "messages", Hook.TOOL_CALL: "args", Hook.TOOL_RESULT: "result", Hook.OUTPUT: "text"}
+
+
+def rewrite_field(hook: Hook) -> str:
+    """The one ``Rewrite`` field a hook accepts."""
+    return _FIELD[hook]
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailRecord:
+    """One non-pass verdict: in ``RunResult.guardrails``, in the log and in the stream."""
+
+    hook: Hook
+    action: str
+    """``"block"`` or ``"rewrite"``."""
+    name: str
+    reason: str | None = None
+    """Set on blocks; a rewrite says that something changed, not why."""
+    tool_call_id: str | None = None
+    """Set on the tool hooks."""
+    step: int | None = None
+    """Absent on the input hook, which runs before any step."""
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "type": "guardrail",
+            "hook": self.hook.value,
+            "action": self.action,
+            "name": self.name,
+            "reason": self.reason,
+            "tool_call_id": self.tool_call_id,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> GuardrailRecord:
+        return cls(
+            Hook(data["hook"]),
+            data["action"],
+            data["name"],
+            data.get("reason"),
+            data.get("tool_call_id"),
+            data.get("step"),
+        )
+
+
+class GuardrailRaised(StopwiseError):
+    """A guardrail raised. Never swallowed: the run ends failed with this detail (code ``guardrail_raised``)."""
+
+    def __init__(self, name: str, hook: Hook, error: BaseException) -> None:
+        super().__init__(f"guardrail {name!r} on the {hook.value} hook raised {type(error).__name__}: {error}")
+        self.guardrail = name
+        self.hook = hook
+        self.error = error
+
+
+class GuardrailError(StopwiseError):
+    """A guardrail returned a verdict of the wrong type or with the wrong field for its hook."""
+
+    def __init__(self, name: str, hook: Hook, problem: str) -> None:
+        super().__init__(f"guardrail {name!r} on the {hook.value} hook: {problem}")
+        self.guardrail = name
+        self.hook = hook
