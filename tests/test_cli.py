@@ -35,6 +35,8 @@ EXPECTED_ROWS = {
     "retry": ("6", "completed", "final_answer", None),
     "stop_guard": ("3", "completed", "final_answer", None),
     "guard_exhausted": ("3", "completed", "stop_guard_exhausted", None),
+    "guardrails": ("3", "completed", "final_answer", None),
+    "approval": ("2", "completed", "final_answer", None),
     "forced_output": ("3", "completed", "output", None),
 }
 

@@ -1,23 +1,30 @@
 """The ``stopwise`` command: parses arguments, calls the library, renders the result. Nothing else.
 
 Exit codes: 0 success; 1 the command ran but what it found is not good (a demo scenario that did not end as
-expected, a session with no runs); 2 a usage error or a database that cannot be opened, as one line on stderr.
+expected, a session with no runs, a run that did not complete); 2 a usage error, an agent file that cannot be
+loaded or a database that cannot be opened, as one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sqlite3
+import os
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from stopwise import __version__
+from stopwise._load import LoadError, load_agent, with_model
+from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
-from stopwise.errors import StoreError
-from stopwise.store.base import RunRecord
+from stopwise.errors import ConfigError, StoreError
+from stopwise.result import RunResult, RunStatus
+from stopwise.runtime import Runner
+from stopwise.store.base import EntryKind, LogEntry, RunRecord
 from stopwise.store.sqlite import SQLiteStore
 
 __all__ = ["main"]
@@ -26,6 +33,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 _DETAIL_WIDTH = 64
+DEFAULT_RUN_DB = "stopwise.db"
+"""Where ``stopwise run`` keeps its log without ``--db``: a file in the current directory, kept between runs."""
 
 
 class _UsageError(Exception):
@@ -74,6 +83,29 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--limit", type=int, default=20, metavar="N", help="sessions to list without --session (default 20)"
     )
+
+    run = commands.add_parser(
+        "run",
+        help="run an agent defined in a Python file on a prompt",
+        description=(
+            "Import FILE.py, take its Agent named NAME, run it on PROMPT with the log in a SQLite file, and print "
+            "the decision of each step, then the status, completion reason, error and output. Exit code 0 when "
+            "the run completed, 1 when it did not, 2 when the agent or the database cannot be loaded."
+        ),
+    )
+    run.add_argument("target", metavar="FILE.py:NAME", help="a Python file and the name of an Agent defined in it")
+    run.add_argument("prompt", metavar="PROMPT", help="the user's input")
+    run.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="replace the agent's model: openai:MODEL, anthropic:MODEL or openai-compatible:BASE_URL#MODEL",
+    )
+    run.add_argument(
+        "--db",
+        metavar="PATH",
+        default=DEFAULT_RUN_DB,
+        help=f"SQLite file for the log (created if missing; default: {DEFAULT_RUN_DB} in the current directory)",
+    )
     return parser
 
 
@@ -83,7 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args.db)
+        if args.command == "run":
+            return _run(args.target, args.prompt, args.model, args.db)
         return _runs(args.db, args.session, args.limit)
+    except BrokenPipeError:
+        # The reader went away (``stopwise demo | head``): not an error of ours; stop writing quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (_UsageError, StoreError, OSError) as exc:
         print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -161,6 +199,57 @@ async def _list_runs(path: Path, session_id: str | None, limit: int) -> list[Run
         return [run for s in sessions for run in await store.list_runs(s)]
     finally:
         await store.close()
+
+
+# --- run --------------------------------------------------------------------------------------------------
+
+
+def _run(target: str, prompt: str, model: str | None, db: str) -> int:
+    try:
+        agent = load_agent(target)
+        if model is not None:
+            agent = with_model(agent, model)
+    except (LoadError, ConfigError) as exc:
+        raise _UsageError(str(exc)) from None
+    path = _writable_db(db)
+    result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path))
+    for entry in entries:
+        print(_decision_line(entry))
+    print(f"status: {result.status.value}")
+    print(f"completion reason: {'' if result.completion_reason is None else result.completion_reason.value}")
+    if result.error is not None:
+        details = "".join(f" {key}={value}" for key, value in result.error.details.items() if value is not None)
+        print(f"error: {result.error.code}: {' '.join(result.error.message.split())}{details}")
+    if result.status is RunStatus.COMPLETED:
+        print(f"output: {result.output if isinstance(result.output, str) else _json(result.output)}")
+    print(f"session: {result.session_id} (stopwise runs --db {path} --session {result.session_id})")
+    return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_FAILED
+
+
+async def _run_on_sqlite(agent: Agent, prompt: str, path: Path) -> tuple[RunResult, list[LogEntry]]:
+    """Run the agent, then read back the run's step entries: their recorded decisions are what is printed."""
+    store = SQLiteStore(path)
+    try:
+        result = await Runner(store).run(agent, prompt)
+        snapshot = await store.load_session(result.session_id)
+        entries = [] if snapshot is None else list(snapshot.entries)
+        return result, [e for e in entries if e.run_id == result.run_id and e.kind is EntryKind.STEP]
+    finally:
+        await store.close()
+
+
+def _decision_line(entry: LogEntry) -> str:
+    decision = entry.decision or {}
+    line = f"step {entry.step}: {decision.get('action', '?')}"
+    if decision.get("reason"):
+        line += f" ({decision['reason']})"
+    if decision.get("detail"):
+        line += f": {_shorten(str(decision['detail']), 100)}"
+    return line
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 # --- helpers ----------------------------------------------------------------------------------------------

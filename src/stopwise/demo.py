@@ -9,9 +9,10 @@ run record it reads back from the store. ``stopwise demo`` renders the report; n
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -19,7 +20,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from stopwise.agent import Agent
+from stopwise.approvals import Approve
 from stopwise.errors import ErrorCode
+from stopwise.guardrails import Block, Guardrails, ToolCallContext, redact_secrets
 from stopwise.messages import Reply, Role, ToolCall, decode_tool_result
 from stopwise.models.base import ModelRequest
 from stopwise.models.testing import FunctionModel, ScriptedModel
@@ -326,6 +329,122 @@ async def _guard_exhausted(runner: Runner, session_id: str) -> RunResult:
     return await runner.run(agent, "What is the weather in Lisbon?", session_id=session_id)
 
 
+@tool(risk=Risk.IRREVERSIBLE)
+def shell(command: str) -> str:
+    """Run a shell command on the build server.
+
+    Args:
+        command: The command line.
+    """
+    return f"$ {command}\n(ok)"
+
+
+@tool(risk=Risk.READ_ONLY)
+def read_config(path: str) -> str:
+    """Read a configuration file.
+
+    Args:
+        path: The file's path.
+    """
+    return "DATABASE_URL=postgres://db.internal/app\nSTRIPE_KEY=sk-live-4eC39HqLyjWDarjtT1zdp7dc\n"
+
+
+_DENY = (re.compile(r"\brm\s+-rf\s+/(?!\w)"), re.compile(r"\bmkfs\b"), re.compile(r"\bdd\s+if="))
+
+
+def safe_shell(ctx: ToolCallContext) -> Block | None:
+    """Refuse destructive shell commands; the model reads the refusal and can try something else."""
+    if ctx.tool_call.name != "shell" or not isinstance(ctx.tool_call.args, Mapping):
+        return None
+    command = str(ctx.tool_call.args.get("command", ""))
+    hit = next((p for p in _DENY if p.search(command)), None)
+    return Block(f"refused: matches {hit.pattern}") if hit else None
+
+
+async def _guardrails(runner: Runner, session_id: str) -> RunResult:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=(ToolCall("shell", {"command": "rm -rf / --no-preserve-root"}),)),
+            Reply(
+                tool_calls=(
+                    ToolCall("shell", {"command": "du -sh /var/log"}),
+                    ToolCall("read_config", {"path": "app.env"}),
+                )
+            ),
+            "Freed space by rotating /var/log; the config points at the internal database.",
+        ]
+    )
+    agent = Agent(
+        name="ops",
+        instructions="Keep the build server tidy.",
+        model=model,
+        tools=(shell, read_config),
+        guardrails=Guardrails(on_tool_call=safe_shell, on_tool_result=redact_secrets()),
+    )
+    return await runner.run(agent, "The disk is full; free some space and check the app config.", session_id=session_id)
+
+
+async def _check_guardrails(ctx: _Context, result: RunResult) -> list[str]:
+    problems = []
+    actions = [(r.hook.value, r.action, r.name) for r in result.guardrails]
+    if actions != [("tool_call", "block", "safe_shell"), ("tool_result", "rewrite", "redact_secrets")]:
+        problems.append(f"guardrail records {actions}")
+    snapshot = await ctx.store.load_session(result.session_id)
+    logged = "" if snapshot is None else " ".join(m.content for m in snapshot.messages())
+    if "sk-live" in logged:
+        problems.append("the secret reached the log")
+    if "Blocked by guardrail 'safe_shell'" not in logged:
+        problems.append("the model was not told about the block")
+    return problems
+
+
+@tool(risk=Risk.IRREVERSIBLE, needs_approval=True)
+def issue_refund(order: str, amount_eur: int) -> str:
+    """Refund an order.
+
+    Args:
+        order: The order id.
+        amount_eur: The amount to refund, in euros.
+    """
+    return f"refunded {amount_eur} EUR on {order}"
+
+
+def _refunder_agent() -> Agent:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=(ToolCall("issue_refund", {"order": "A-1042", "amount_eur": 180}, id="refund-1"),)),
+            "Refunded 180 EUR on order A-1042.",
+        ]
+    )
+    return Agent(
+        name="refunder",
+        instructions="Handle refund requests.",
+        model=model,
+        tools=(issue_refund,),
+    )
+
+
+async def _approval(runner: Runner, session_id: str) -> RunResult:
+    agent = _refunder_agent()
+    suspended = await runner.run(agent, "Please refund order A-1042 (180 EUR).", session_id=session_id)
+    if suspended.status is not RunStatus.SUSPENDED:
+        return suspended
+    # A reviewer approves the pending call, from whichever process reads the store.
+    reviewer = Runner(runner.store)
+    pending = suspended.pending[0]
+    return await reviewer.resume(agent, session_id, {pending.call_id: Approve(args_hash=pending.args_hash)})
+
+
+async def _check_approval(ctx: _Context, result: RunResult) -> list[str]:
+    snapshot = await ctx.store.load_session(result.session_id)
+    if snapshot is None:
+        return ["the approval session is not in the store"]
+    kinds = [e.kind.value for e in snapshot.entries]
+    if kinds != ["input", "step", "settle", "step"]:
+        return [f"log entries {kinds}, expected input, step (suspended), settle (approved), step"]
+    return []
+
+
 def _expect_guard(continues_used: int, exhausted: bool) -> Check:
     async def check(ctx: _Context, result: RunResult) -> list[str]:
         expected = StopGuardReport(continues_used, exhausted, None)
@@ -415,6 +534,22 @@ SCENARIOS: tuple[Scenario, ...] = (
         _guard_exhausted,
         Expected(RunStatus.COMPLETED, CompletionReason.STOP_GUARD_EXHAUSTED, steps=3),
         (_expect_guard(2, True),),
+    ),
+    Scenario(
+        "guardrails",
+        "a destructive shell command is blocked; a secret in a tool result is redacted",
+        "ops",
+        _guardrails,
+        Expected(RunStatus.COMPLETED, CompletionReason.FINAL_ANSWER, steps=3),
+        (_check_guardrails,),
+    ),
+    Scenario(
+        "approval",
+        "a refund waits for a human: suspended, approved, resumed",
+        "refund",
+        _approval,
+        Expected(RunStatus.COMPLETED, CompletionReason.FINAL_ANSWER, steps=2),
+        (_check_approval,),
     ),
     Scenario(
         "forced_output",
