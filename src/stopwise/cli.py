@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sqlite3
 import os
+import sqlite3
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
