@@ -27,7 +27,15 @@ from stopwise import (
     text_contains,
     tool,
 )
-from stopwise.events import ModelReplied, RunFinished, StepCommitted, StepStarted, ToolCalled, ToolReturned
+from stopwise.events import (
+    ModelReplied,
+    RunFinished,
+    StepCommitted,
+    StepStarted,
+    TextDelta,
+    ToolCalled,
+    ToolReturned,
+)
 
 
 @tool
@@ -285,6 +293,7 @@ async def test_stream_yields_typed_events_in_order() -> None:
         ToolReturned,
         StepCommitted,
         StepStarted,
+        TextDelta,
         ModelReplied,
         StepCommitted,
         RunFinished,
@@ -427,3 +436,40 @@ async def test_a_provider_error_carries_status_and_request_id_into_the_error_det
     assert result.error.details == {"provider": "acme", "status": 429, "request_id": "req_9"}
     record = await store.get_run(result.run_id)
     assert record is not None and record.error == result.error and result.steps == 1
+
+
+async def test_stream_sends_text_deltas_before_the_reply_when_the_model_streams() -> None:
+    from collections.abc import AsyncIterator
+
+    class Streaming:
+        async def generate(self, request: ModelRequest) -> Reply:
+            return Reply("Hello world")
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
+            for piece in ("Hel", "lo ", "world"):
+                yield piece
+            yield Reply("Hello world")
+
+    events = [e async for e in Runner().stream(agent(Streaming()), "hi")]
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert deltas == ["Hel", "lo ", "world"]
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("ModelReplied") > max(i for i, k in enumerate(kinds) if k == "TextDelta")
+    result = await Runner().run(agent(Streaming()), "hi")
+    assert result.output == "Hello world"
+
+
+async def test_a_stream_that_fails_mid_reply_ends_the_run_with_model_error() -> None:
+    from collections.abc import AsyncIterator
+
+    class Broken:
+        async def generate(self, request: ModelRequest) -> Reply:
+            return Reply("unused")
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
+            yield "partial"
+            raise ConnectionError("stream cut")
+
+    events = [e async for e in Runner().stream(agent(Broken()), "hi")]
+    result = events[-1].result  # type: ignore[attr-defined]
+    assert result.error is not None and result.error.code == "model_error" and "stream cut" in result.error.message

@@ -29,6 +29,7 @@ from stopwise.events import (
     StepCommitted,
     StepStarted,
     StopGuardEvent,
+    TextDelta,
     ToolCalled,
     ToolReturned,
 )
@@ -154,6 +155,7 @@ __all__ = [
     "StepStarted",
     "StopGuardEvent",
     "GuardrailEvent",
+    "TextDelta",
     "ModelReplied",
     "ToolCalled",
     "ToolReturned",

@@ -19,6 +19,7 @@ __all__ = [
     "StepCommitted",
     "StepStarted",
     "StopGuardEvent",
+    "TextDelta",
     "ToolCalled",
     "ToolReturned",
 ]
@@ -35,6 +36,17 @@ class StepStarted(Event):
     """A model call is about to be made."""
 
     forced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(Event):
+    """A piece of the reply's text as the model produces it (``runner.stream`` with a streaming model).
+
+    Joined, a step's deltas are its reply's text as the model wrote it; ``ModelReplied`` follows with the whole
+    reply. An output guardrail may still rewrite the final answer: the committed text is authoritative.
+    """
+
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

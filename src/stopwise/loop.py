@@ -31,6 +31,7 @@ from stopwise.events import (
     StepCommitted,
     StepStarted,
     StopGuardEvent,
+    TextDelta,
     ToolCalled,
     ToolReturned,
 )
@@ -56,7 +57,7 @@ from stopwise.messages import (
     encode_tool_result,
     error_tool_result,
 )
-from stopwise.models.base import ModelRequest
+from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import (
@@ -178,6 +179,8 @@ class Leg:
     """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
     clock: Callable[[], float] = time.time
+    stream_text: bool = False
+    """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
     system: tuple[Message, ...] = field(init=False)
     steps: int = field(init=False)
     usage: Usage = field(init=False)
@@ -368,10 +371,17 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
     if settling is None:
         step, phase = leg.steps + 1, leg.phase
         yield StepStarted(run_id, step, phase is not Phase.NORMAL)
-        reply = await _call_model(leg, step, phase)
-        if isinstance(reply, ErrorDetail):
-            yield RunFinished(run_id, step, await _end_without_step(leg, reply))
+        answer: Reply | ErrorDetail | None = None
+        async for item in _call_model(leg, step, phase):
+            if isinstance(item, TextDelta):
+                yield item
+            else:
+                answer = item
+        if not isinstance(answer, Reply):
+            error = answer if isinstance(answer, ErrorDetail) else _model_error(TypeError("the model gave no reply"))
+            yield RunFinished(run_id, step, await _end_without_step(leg, error))
             return
+        reply = answer
         yield ModelReplied(run_id, step, reply)
         plans: list[CallPlan] = []
         if reply.tool_calls:
@@ -422,26 +432,42 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
         yield event
 
 
-async def _call_model(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:
+def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
     agent = leg.agent
-    request = ModelRequest(
+    return ModelRequest(
         messages=(*leg.system, *leg.messages),
         tools=agent.tool_specs if phase is Phase.NORMAL else (),
         step=step,
         output_schema=agent.output_schema,
         forced_output=phase is Phase.FORCED_OUTPUT,
     )
-    try:
-        reply = await agent.caller.generate(request)
-    except ModelError as exc:
+
+
+def _model_error(exc: Exception) -> ErrorDetail:
+    if isinstance(exc, ModelError):
         facts = {"provider": exc.provider, "status": exc.status, "request_id": exc.request_id}
         return ErrorDetail(ErrorCode.MODEL_ERROR, str(exc), ErrorCategory.MODEL, exc.retryable, facts)
+    return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
+
+
+def _checked(reply: object) -> Reply | ErrorDetail:
+    if isinstance(reply, Reply):
+        return reply
+    message = f"model returned {type(reply).__name__}, expected Reply"
+    return ErrorDetail(ErrorCode.MODEL_ERROR, message, ErrorCategory.MODEL, retryable=False)
+
+
+async def _call_model(leg: Leg, step: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
+    """The model's reply (or the error it ended with); when the leg streams, text deltas come first."""
+    request = _request(leg, step, phase)
+    try:
+        if not leg.stream_text:
+            yield _checked(await leg.agent.caller.generate(request))
+            return
+        async for item in stream_reply(leg.agent.caller, request):
+            yield TextDelta(leg.run.run_id, step, item) if isinstance(item, str) else _checked(item)
     except Exception as exc:
-        return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
-    if not isinstance(reply, Reply):
-        message = f"model returned {type(reply).__name__}, expected Reply"
-        return ErrorDetail(ErrorCode.MODEL_ERROR, message, ErrorCategory.MODEL, retryable=False)
-    return reply
+        yield _model_error(exc)
 
 
 def _caller_failure(exc: Exception) -> ErrorDetail:

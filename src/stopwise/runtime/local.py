@@ -119,9 +119,13 @@ class Runner:
     ) -> AsyncIterator[Event]:
         """Yield the run's typed events as they happen; the last is ``RunFinished`` with the result.
 
-        Leaving the iteration early cancels the run (recorded as cancelled; ``retry`` continues it).
+        A model that can stream (``StreamingModel``) sends its text as ``TextDelta`` events before each
+        ``ModelReplied`` (middleware wraps ``generate`` only, so an agent with middleware sends none). Leaving
+        the iteration early cancels the run (recorded as cancelled; ``retry`` continues it).
         """
-        events = drive(await self._start(agent, input, session_id, state, runtime_context))
+        leg = await self._start(agent, input, session_id, state, runtime_context)
+        leg.stream_text = True
+        events = drive(leg)
         try:
             async for event in events:
                 yield event
