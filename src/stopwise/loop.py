@@ -372,11 +372,14 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
         step, phase = leg.steps + 1, leg.phase
         yield StepStarted(run_id, step, phase is not Phase.NORMAL)
         answer: Reply | ErrorDetail | None = None
-        async for item in _call_model(leg, step, phase):
-            if isinstance(item, TextDelta):
-                yield item
-            else:
-                answer = item
+        if not leg.stream_text:
+            answer = await _generate(leg, step, phase)
+        else:
+            async for item in _stream(leg, step, phase):
+                if isinstance(item, TextDelta):
+                    yield item
+                else:
+                    answer = item
         if not isinstance(answer, Reply):
             error = answer if isinstance(answer, ErrorDetail) else _model_error(TypeError("the model gave no reply"))
             yield RunFinished(run_id, step, await _end_without_step(leg, error))
@@ -394,7 +397,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
                 return
         if any(p.needs_approval for p in plans):
             decision = resolve(_signals(leg, reply, phase, approvals_pending=True))
-            async for event in _finish_step(leg, step, reply, [], decision, None, phase, None, records, plans=plans):
+            for event in await _finish_step(leg, step, reply, [], decision, None, phase, None, records, plans=plans):
                 yield event
             return
     else:
@@ -426,7 +429,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield RunFinished(run_id, step, await _end_without_step(leg, exc.detail))
             return
     kind = EntryKind.SETTLE if settling is not None else EntryKind.STEP
-    async for event in _finish_step(
+    for event in await _finish_step(
         leg, step, reply, rows, decision, output, phase, guard, records, kind=kind, streaks=streaks
     ):
         yield event
@@ -457,14 +460,18 @@ def _checked(reply: object) -> Reply | ErrorDetail:
     return ErrorDetail(ErrorCode.MODEL_ERROR, message, ErrorCategory.MODEL, retryable=False)
 
 
-async def _call_model(leg: Leg, step: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
-    """The model's reply (or the error it ended with); when the leg streams, text deltas come first."""
-    request = _request(leg, step, phase)
+async def _generate(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:
+    """The model's reply in one piece, or the error it ended with."""
     try:
-        if not leg.stream_text:
-            yield _checked(await leg.agent.caller.generate(request))
-            return
-        async for item in stream_reply(leg.agent.caller, request):
+        return _checked(await leg.agent.caller.generate(_request(leg, step, phase)))
+    except Exception as exc:
+        return _model_error(exc)
+
+
+async def _stream(leg: Leg, step: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
+    """Text deltas as the model writes them, then its reply (or the error it ended with)."""
+    try:
+        async for item in stream_reply(leg.agent.caller, _request(leg, step, phase)):
             yield TextDelta(leg.run.run_id, step, item) if isinstance(item, str) else _checked(item)
     except Exception as exc:
         yield _model_error(exc)
@@ -807,7 +814,8 @@ async def _finish_step(
     kind: EntryKind = EntryKind.STEP,
     plans: list[CallPlan] | None = None,
     streaks: dict[str, int] | None = None,
-) -> AsyncGenerator[Event, None]:
+) -> list[Event]:
+    """Commit the step and return the events that report it (the last is ``RunFinished`` if it ended)."""
     if guard is not None:
         records.append(_guard_record(leg, step, guard, decision))
     try:
@@ -815,15 +823,14 @@ async def _finish_step(
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
-        yield RunFinished(leg.run.run_id, step, await _end_without_step(leg, error))
-        return
+        return [RunFinished(leg.run.run_id, step, await _end_without_step(leg, error))]
     if streaks is not None:
         leg.tool_streaks = streaks
-    for event in _events_for(leg, step, records):
-        yield event
-    yield StepCommitted(leg.run.run_id, step, entry.seq, decision)
+    events = _events_for(leg, step, records) if records else []
+    events.append(StepCommitted(leg.run.run_id, step, entry.seq, decision))
     if result is not None:
-        yield RunFinished(leg.run.run_id, step, result)
+        events.append(RunFinished(leg.run.run_id, step, result))
+    return events
 
 
 async def _commit(

@@ -98,12 +98,16 @@ class Tool:
         try:
             # asyncio.timeout tells our limit apart from a TimeoutError the tool raised itself. Sync functions
             # run in a worker thread so a slow tool does not stall other runs on the event loop.
-            async with asyncio.timeout(self.timeout) as scope:
-                value = await (self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs))
+            running = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
+            if self.timeout is None:
+                value = await running
+            else:
+                async with asyncio.timeout(self.timeout) as scope:
+                    value = await running
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
         except TimeoutError as exc:
-            if not scope.expired():
+            if self.timeout is None or not scope.expired():
                 return _raised(self.name, exc, call.id)
             return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
         except Exception as exc:
