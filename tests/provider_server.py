@@ -24,6 +24,8 @@ class Answer:
     body: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     events: Sequence[tuple[str | None, Any]] | None = None
+    hold: threading.Event | None = None
+    """If given, the answer waits until the test sets it (to make a client time out); set it before ``stop``."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw
             answer = server.next_answer(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            if answer.hold is not None:
+                answer.hold.wait()
             if answer.events is not None:
                 self._send_events(answer)
             else:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -282,6 +283,17 @@ async def test_a_connection_that_fails_raises_a_retryable_model_error() -> None:
     model = OpenAIModel("gpt-test", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
     with pytest.raises(ModelError, match="connection") as info:
         await model.generate(_request())
+    assert info.value.status is None and info.value.retryable is True
+
+
+async def test_a_request_that_times_out_raises_a_retryable_model_error(server: ProviderServer) -> None:
+    release = threading.Event()
+    server.answer(Answer(body=completion("too late"), hold=release))
+    try:
+        with pytest.raises(ModelError, match="timed out") as info:
+            await _model(server, timeout=0.05, max_retries=0).generate(_request())
+    finally:
+        release.set()  # let the server's handler finish so the server can stop
     assert info.value.status is None and info.value.retryable is True
 
 
