@@ -1,0 +1,98 @@
+"""What an evaluator returns: per condition, a probability that it holds (or a distribution), or uncertainty."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from stopwise.guardian.conditions import Condition, QuestionSet
+from stopwise.guardian.projection import Projection
+
+__all__ = ["Answer", "Answers", "Evaluator", "uncertain"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One condition's answer.
+
+    ``distribution`` maps answer labels (``yes``/``no``, a Choice's options, a Score's levels ``"0"``..) to
+    probabilities. ``uncertain`` is set when the evaluator could not answer (timeout, error, malformed output):
+    the policy then applies the guardian's ``on_unavailable``; a malformed answer is never trusted.
+    """
+
+    distribution: Mapping[str, float] = field(default_factory=dict)
+    uncertain: bool = False
+    note: str = ""
+    """Why it is uncertain, or what the evaluator noticed."""
+
+    def p(self, labels: tuple[str, ...]) -> float:
+        """The probability that the answer is one of ``labels`` (the condition holds)."""
+        return min(1.0, max(0.0, sum(self.distribution.get(label, 0.0) for label in labels)))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"distribution": dict(self.distribution), "uncertain": self.uncertain, "note": self.note}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Answer:
+        return cls(dict(data.get("distribution", {})), bool(data.get("uncertain", False)), data.get("note", ""))
+
+
+def _probability(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) and 0 <= v <= 1
+
+
+def uncertain(note: str) -> Answer:
+    return Answer({}, True, note)
+
+
+def yes(p: float) -> Answer:
+    """A yes/no answer with probability ``p`` of yes."""
+    return Answer({"yes": p, "no": 1.0 - p})
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """One evaluator call's answers, with who gave them."""
+
+    evaluator: str
+    model_version: str
+    answers: Mapping[str, Answer]
+    latency_ms: float = 0.0
+
+    def checked(self, conditions: tuple[Condition, ...]) -> Answers:
+        """Every asked condition present and well-formed; anything else becomes uncertain, with a note."""
+        fixed: dict[str, Answer] = {}
+        for c in conditions:
+            a = self.answers.get(c.name)
+            if a is None:
+                fixed[c.name] = uncertain(f"the evaluator gave no answer for {c.name}")
+                continue
+            if a.uncertain:
+                fixed[c.name] = a
+                continue
+            labels = set(c.question.labels)
+            values = list(a.distribution.values())
+            bad = [k for k in a.distribution if k not in labels]
+            if (
+                bad
+                or not values
+                or any(not isinstance(v, (int, float)) or math.isnan(v) or not 0 <= v <= 1 for v in values)
+            ):
+                fixed[c.name] = uncertain(f"malformed answer for {c.name}: {dict(a.distribution)}")
+            elif abs(sum(values) - 1.0) > 0.02 and len(values) > 1:
+                fixed[c.name] = uncertain(f"probabilities for {c.name} sum to {sum(values):.3f}, not 1")
+            else:
+                fixed[c.name] = a
+        return Answers(self.evaluator, self.model_version, fixed, self.latency_ms)
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Answers a question set about a projection. Must not raise for a model's failure: return uncertain answers
+    (the guardian also treats a raise or a timeout as uncertain)."""
+
+    name: str
+
+    async def evaluate(self, projection: Projection, questions: QuestionSet) -> Answers: ...

@@ -1,0 +1,136 @@
+"""The bounded projection of a run that the guardian reads: goal, criteria, recent steps, the pending proposal.
+
+Tool results inside it are wrapped as untrusted data. The projection is capped in characters and hashed, so a
+decision record names exactly the state it was made on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stopwise.messages import TOOL_ERROR, Message, Role, ToolCall
+
+__all__ = ["ProjectedStep", "Projection", "project"]
+
+UNTRUSTED_OPEN = "<untrusted-tool-output>"
+UNTRUSTED_CLOSE = "</untrusted-tool-output>"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedCall:
+    """One tool call of a step and what came back."""
+
+    tool: str
+    args: Any
+    result: str
+    """The result as the model saw it, truncated."""
+    error: bool
+    risk: str = "unknown"
+    """The tool's declared risk class."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedStep:
+    """One step of the run as the guardian sees it."""
+
+    step: int
+    text: str
+    calls: tuple[ProjectedCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """What the evaluator reads for one question set."""
+
+    goal: str
+    criteria: tuple[str, ...]
+    steps: tuple[ProjectedStep, ...]
+    """The last K steps, oldest first."""
+    pending: ToolCall | None = None
+    """The proposed call a pre-execution question is about."""
+    pending_risk: str = "unknown"
+    final: str | None = None
+    """The reply the run would end on, when the turn is a natural finish."""
+    max_chars: int = 8000
+    text: str = field(init=False, repr=False)
+    """The rendered projection, capped at ``max_chars``: what a model-based evaluator is sent."""
+    state_hash: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        text = _render(self)
+        if len(text) > self.max_chars:
+            # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
+            head = self.max_chars // 3
+            text = text[:head] + "\n[... earlier steps elided ...]\n" + text[-(self.max_chars - head - 40) :]
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def _render(p: Projection) -> str:
+    lines = [f"GOAL: {p.goal or '(not stated)'}"]
+    if p.criteria:
+        lines.append("ACCEPTANCE CRITERIA:")
+        lines.extend(f"- {c}" for c in p.criteria)
+    lines.append(f"RECENT STEPS ({len(p.steps)}):")
+    for s in p.steps:
+        lines.append(f"[step {s.step}] agent: {s.text or '(no text)'}")
+        for c in s.calls:
+            args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
+            status = "error" if c.error else "ok"
+            lines.append(f"  call {c.tool}({args}) [{c.risk}] -> {status}:")
+            lines.append(f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}")
+    if p.final is not None:
+        lines.append(f"FINAL ANSWER PROPOSED: {p.final}")
+    if p.pending is not None:
+        args = json.dumps(p.pending.args, ensure_ascii=False, default=str)
+        lines.append(f"PROPOSED NEXT ACTION: {p.pending.name}({args}) [declared risk: {p.pending_risk}]")
+    return "\n".join(lines)
+
+
+def project(
+    messages: Sequence[Message],
+    *,
+    goal: str,
+    criteria: Sequence[str] = (),
+    last_k: int = 6,
+    result_chars: int = 600,
+    risks: Mapping[str, str] | None = None,
+    pending: ToolCall | None = None,
+    final: str | None = None,
+    max_chars: int = 8000,
+) -> Projection:
+    """Project a run's rows (from its input onwards) onto the last ``last_k`` steps."""
+    risks = risks or {}
+    results = {m.tool_call_id: m for m in messages if m.role is Role.TOOL}
+    steps: list[ProjectedStep] = []
+    for m in messages:
+        if m.role is not Role.ASSISTANT:
+            continue
+        calls = tuple(
+            ProjectedCall(
+                c.name,
+                c.args,
+                _truncate(results[c.id].content, result_chars) if c.id in results else "(no result)",
+                bool(results[c.id].metadata.get(TOOL_ERROR)) if c.id in results else False,
+                risks.get(c.name, "unknown"),
+            )
+            for c in m.tool_calls
+        )
+        steps.append(ProjectedStep(len(steps) + 1, _truncate(m.content, result_chars), calls))
+    return Projection(
+        goal,
+        tuple(criteria),
+        tuple(steps[-last_k:]) if last_k else (),
+        pending,
+        risks.get(pending.name, "unknown") if pending is not None else "unknown",
+        final,
+        max_chars,
+    )
+
+
+def _truncate(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n] + f"... [{len(text) - n} more characters]"
