@@ -83,8 +83,11 @@ class Server:
 
 
 @contextlib.contextmanager
-def cluster() -> Iterator[Server | None]:
-    """A running server, or None when there is no way to get one (the caller skips with HOW_TO_ENABLE)."""
+def cluster(*, durable: bool = False) -> Iterator[Server | None]:
+    """A running server, or None when there is no way to get one (the caller skips with HOW_TO_ENABLE).
+
+    Tests want speed over crash safety of a throwaway cluster (fsync and synchronous commit off); ``durable``
+    keeps PostgreSQL's defaults, for benchmarks that measure a flushed commit."""
     external = os.environ.get("STOPWISE_TEST_POSTGRES_DSN")
     if external:
         from psycopg.conninfo import conninfo_to_dict
@@ -138,12 +141,7 @@ def cluster() -> Iterator[Server | None]:
                 str(folder),
                 "-c",
                 "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
+                *([] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
                 "-c",
                 "max_connections=300",
                 "-c",

@@ -198,10 +198,15 @@ class PostgresStore:
 
     async def _write(self, build: Callable[[float], list[_sql.Op]]) -> None:
         pool = await self._pool_ready()
+        ops = build(time.time())
         async with pool.connection() as conn, conn.transaction():
-            for op in build(time.time()):
-                cur = await conn.execute(_placeholders(op.sql), op.params)
-                _sql.check_append(op, cur.rowcount)  # raising rolls the whole transaction back
+            # Pipeline mode sends the transaction's statements in one go instead of one round trip each. The
+            # append's row count is checked once the results are in; a conflict raises inside the transaction
+            # block, so everything sent after the append is rolled back with it.
+            async with conn.pipeline():
+                cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
+            for op, cur in zip(ops, cursors, strict=True):
+                _sql.check_append(op, cur.rowcount)
 
     async def _rows(self, sql: str, **params: Any) -> list[DictRow]:
         pool = await self._pool_ready()
