@@ -8,6 +8,7 @@ runs ``http.server`` in a thread on 127.0.0.1 with a free port; the SDKs are poi
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,10 @@ class ProviderServer:
         self.always: Answer | None = None
         self.requests: list[Received] = []
         self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.errors: list[BaseException] = []
+        """Exceptions raised while answering (a client that hung up before its answer was written, say)."""
+        self._http = _Server(("127.0.0.1", 0), _handler(self))
+        self._http.errors = self.errors
         # A short poll interval so that stop() returns at once rather than after the default half second.
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.01,), daemon=True)
 
@@ -75,6 +79,14 @@ class ProviderServer:
         self._http.shutdown()
         self._http.server_close()
         self._thread.join()
+
+
+class _Server(ThreadingHTTPServer):
+    errors: list[BaseException]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Kept for the test to inspect rather than printed: a client that timed out has hung up by design.
+        self.errors.append(sys.exc_info()[1] or RuntimeError("unknown error"))
 
 
 def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:

@@ -27,9 +27,9 @@ class Agent:
 
     name: str
     instructions: str
-    model: Model
-    """A ``Model``, or a model string such as ``"openai:gpt-4.1-mini"`` (see ``stopwise.models.resolve_model``),
-    resolved when the agent is defined; the attribute always holds the ``Model``."""
+    model: Model | str
+    """A ``Model``, or a model string such as ``"openai:gpt-4.1-mini"`` (see ``stopwise.models.resolve_model``).
+    A string is resolved when the agent is defined, so after construction the attribute holds the ``Model``."""
     tools: Sequence[Tool] = ()
     """The tools the model may call (kept as a tuple)."""
     max_steps: int | None = 50
@@ -64,10 +64,10 @@ class Agent:
             raise ConfigError("name", "must be a non-empty string")
         if not isinstance(self.instructions, str):
             raise ConfigError("instructions", f"must be a string, got {type(self.instructions).__name__}")
-        if isinstance(self.model, str):
-            # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
-            object.__setattr__(self, "model", resolve_model(self.model))
-        elif not callable(getattr(self.model, "generate", None)):
+        # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
+        model = resolve_model(self.model) if isinstance(self.model, str) else self.model
+        object.__setattr__(self, "model", model)
+        if not callable(getattr(model, "generate", None)):
             raise ConfigError(
                 "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
             )
@@ -88,7 +88,7 @@ class Agent:
         if isinstance(errors, bool) or not isinstance(errors, int) or errors < 1:
             raise ConfigError("max_tool_errors", f"must be an int >= 1, got {errors!r}")
         object.__setattr__(self, "middleware", tuple(self.middleware))
-        object.__setattr__(self, "caller", wrap_model(self.model, self.middleware))
+        object.__setattr__(self, "caller", wrap_model(model, self.middleware))
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
             raise ConfigError("tools", "must be a list of tools")
