@@ -1,0 +1,9 @@
+"""Evaluators: what answers the guardian's questions (see ``stopwise.guardian.answers.Evaluator``)."""
+
+from stopwise.guardian.evaluators.judge import JudgeEvaluator
+from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
+
+__all__ = [
+    "JudgeEvaluator",
+    "SystemOneEvaluator",
+]
