@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import math
 import os
 import random
+import ssl
 import time
 import weakref
 from collections.abc import Mapping
@@ -211,7 +213,7 @@ class SystemOneEvaluator:
         if client is None:
             # The deadline is enforced around the whole call (asyncio.timeout), so the client has none of its
             # own; a per-operation httpx timeout would restart on every read and could overrun it.
-            client = self._clients[loop] = httpx.AsyncClient(timeout=None)
+            client = self._clients[loop] = httpx.AsyncClient(timeout=None, verify=_ssl_context())
         return client
 
     async def _post(self, body: dict[str, Any], conditions: tuple[Condition, ...]) -> tuple[str, dict[str, Answer]]:
@@ -251,6 +253,13 @@ class SystemOneEvaluator:
                 return self.model, _all_uncertain(body, f"{failure} (no time left to retry)")
             await asyncio.sleep(wait)
             attempt += 1
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """httpx's default TLS settings, built once: loading the CA bundle takes tens of milliseconds, paid per new
+    client otherwise, and a run on a fresh event loop needs a fresh client. An SSLContext is not tied to a loop."""
+    return httpx.create_ssl_context()
 
 
 def _encode(
