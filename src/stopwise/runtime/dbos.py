@@ -87,7 +87,8 @@ class DBOSRuntime:
     application configures DBOS itself (``DBOS(config=...)``: system database, ``executor_id``,
     ``application_version``), then calls ``launch()`` inside the event loop that will run the workflows.
     ``worker_concurrency`` caps the runs one process executes at once (``None``: no cap); ``polling_interval``
-    is how often (seconds) the process looks for queued runs.
+    is how often (seconds) the process looks for queued runs; ``queue_options`` go to
+    ``DBOS.register_queue_async`` as they are (``global_concurrency``, ``limiter``, ...).
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class DBOSRuntime:
         queue: str = DEFAULT_QUEUE,
         worker_concurrency: int | None = None,
         polling_interval: float = 1.0,
+        queue_options: Mapping[str, Any] | None = None,
     ) -> None:
         global _active
         names = [a.name for a in agents]
@@ -109,6 +111,7 @@ class DBOSRuntime:
         self.queue = queue
         self.worker_concurrency = worker_concurrency
         self.polling_interval = polling_interval
+        self.queue_options = dict(queue_options or {})
         _active = self
 
     async def launch(self) -> None:
@@ -120,7 +123,10 @@ class DBOSRuntime:
             raise StopwiseError("DBOSRuntime.launch() must be called inside a running event loop") from None
         DBOS.launch()
         await DBOS.register_queue_async(
-            self.queue, worker_concurrency=self.worker_concurrency, polling_interval_sec=self.polling_interval
+            self.queue,
+            worker_concurrency=self.worker_concurrency,
+            polling_interval_sec=self.polling_interval,
+            **self.queue_options,
         )
 
     def agent(self, name: str) -> Agent:

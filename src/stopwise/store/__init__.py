@@ -2,6 +2,16 @@
 
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
+from stopwise.store.postgres import PostgresStore  # imports psycopg only when a store is built
 from stopwise.store.sqlite import SQLiteStore
 
-__all__ = ["EntryKind", "LogEntry", "MemoryStore", "RunRecord", "SQLiteStore", "SessionSnapshot", "Store"]
+__all__ = [
+    "EntryKind",
+    "LogEntry",
+    "MemoryStore",
+    "PostgresStore",
+    "RunRecord",
+    "SQLiteStore",
+    "SessionSnapshot",
+    "Store",
+]
