@@ -91,6 +91,14 @@ async def test_a_wrong_database_name_names_the_server(pg_server: Server) -> None
         await store.open()
 
 
+async def test_a_closed_store_refuses_work(pg_server: Server) -> None:
+    store = PostgresStore(pg_server.new_database())
+    await store.open()
+    await store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.load_session("s")
+
+
 def test_bad_settings_name_the_field() -> None:
     with pytest.raises(ConfigError, match="schema"):
         PostgresStore("dbname=x", schema="Robert'); DROP TABLE")

@@ -176,6 +176,8 @@ class DBOSRuntime:
             raise RetryNotAllowed(f"session {session_id!r} has no run to retry")
         if last.status is RunStatus.COMPLETED:
             raise RetryNotAllowed(f"session {session_id!r}: run {last.run_id} completed; start a new run instead")
+        if last.status is RunStatus.SUSPENDED:
+            raise RetryNotAllowed(f"session {session_id!r}: run {last.run_id} is suspended for approval")
         request = {
             "agent": agent.name,
             "session_id": session_id,
@@ -199,7 +201,9 @@ class DBOSRuntime:
         return await self.result(handle)
 
     async def result(self, handle: RunHandle) -> RunResult:
-        """Wait for the leg's workflow to end, then read its run from the store."""
+        """Wait for the leg's workflow to end, then read its run from the store. A workflow that ended in error
+        (for example the store was unreachable for longer than a step) raises that error here; the run stays
+        ``running`` in the store and ``retry`` continues it."""
         outcome: dict[str, Any] = await (await DBOS.retrieve_workflow_async(handle.workflow_id)).get_result()
         return await self.read_result(handle.session_id, outcome["run_id"])
 
@@ -289,8 +293,9 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
     session_id = request["session_id"]
     agent = rt.agent(request["agent"])
     snapshot = await rt.store.load_session(session_id)
-    if request["mode"] == "run" and snapshot is not None and snapshot.next_seq > next_seq:
-        # This step ran before, and its start committed, but the process died before DBOS recorded it.
+    if snapshot is not None and snapshot.next_seq > next_seq:
+        # This step ran before and its start committed (the input entry is at next_seq), but the process died
+        # before DBOS recorded the step. (A retry without a message appends nothing; running it again is harmless.)
         ours = next(e for e in snapshot.entries if e.seq == next_seq)
         return _outcome_from_log(snapshot, ours.run_id, 0)
     runner = Runner(rt.store)
