@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HOW_TO_ENABLE = (
-    "PostgreSQL tests need the server binaries (Debian: apt-get install postgresql; or set STOPWISE_PG_BIN to "
-    "the folder with initdb and postgres) or STOPWISE_TEST_POSTGRES_DSN pointing at a server; CI always runs them"
+    "PostgreSQL tests need psycopg (pip install -e '.[test]') and the server binaries (Debian: apt-get install "
+    "postgresql; or set STOPWISE_PG_BIN to the folder with initdb and postgres) or STOPWISE_TEST_POSTGRES_DSN "
+    "pointing at a server; CI always runs them"
 )
 
 

@@ -15,7 +15,7 @@ def _pg_cluster() -> Iterator[Server | None]:
     """One throwaway PostgreSQL cluster for the whole test session, started on first use."""
     try:
         import psycopg  # noqa: F401
-    except ImportError:
+    except ImportError:  # the tests that need it skip with HOW_TO_ENABLE, which names the test extra
         yield None
         return
     with cluster() as server:
