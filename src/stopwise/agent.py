@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
+from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
@@ -51,6 +52,8 @@ class Agent:
     """Consecutive failed results from one tool that end the run (``tool_error_streak``)."""
     middleware: Sequence[Middleware] = ()
     """Wrappers applied to every model call of this agent, forced-completion and wrap-up calls included."""
+    guardian: Guardian | None = None
+    """An independent evaluator asked typed questions every turn, with a threshold policy in code."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
@@ -84,6 +87,8 @@ class Agent:
             raise ConfigError("on_max_steps", f"must be 'fail' or 'wrap_up', got {self.on_max_steps!r}")
         if self.guardrails is not None and not isinstance(self.guardrails, Guardrails):
             raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
+        if self.guardian is not None and not isinstance(self.guardian, Guardian):
+            raise ConfigError("guardian", f"must be a Guardian(...), got {type(self.guardian).__name__}")
         errors = self.max_tool_errors
         if isinstance(errors, bool) or not isinstance(errors, int) or errors < 1:
             raise ConfigError("max_tool_errors", f"must be an int >= 1, got {errors!r}")

@@ -58,6 +58,7 @@ class ErrorCode(StrEnum):
     GUARDRAIL_INVALID = "guardrail_invalid"
     APPROVAL_PREDICATE_RAISED = "approval_predicate_raised"
     APPROVAL_TERMINATED = "approval_terminated"
+    INFEASIBLE = "infeasible"
     CANCELLED = "cancelled"
 
 

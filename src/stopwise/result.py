@@ -12,6 +12,7 @@ from stopwise.messages import Message, Usage
 
 if TYPE_CHECKING:
     from stopwise.approvals import PendingApproval
+    from stopwise.guardian.records import Decision as GuardianDecision
     from stopwise.guardrails.verdicts import GuardrailRecord
     from stopwise.stop.guard import StopGuardReport
 
@@ -53,6 +54,10 @@ class CompletionReason(StrEnum):
     """Not an end: the run is suspended until ``Runner.resume`` settles its pending tool calls."""
     APPROVAL_TERMINATED = "approval_terminated"
     """A reviewer ended the run with ``Terminate``."""
+    GOAL_REACHED = "goal_reached"
+    """The guardian judged every acceptance criterion met (``stop_success``)."""
+    INFEASIBLE = "infeasible"
+    """The guardian judged the goal out of reach, or the run replanned too often (``stop_failure``)."""
 
 
 class RunStatus(StrEnum):
@@ -94,7 +99,9 @@ class RunResult:
     guardrails: tuple[GuardrailRecord, ...] = ()
     """Every non-pass guardrail verdict of this run, in order (also in the log and the stream)."""
     pending: tuple[PendingApproval, ...] = ()
-    """When ``status`` is suspended: the tool calls waiting for a decision (``Runner.resume``)."""
+    """When ``status`` is suspended: the tool calls (or the guardian escalation) waiting for a decision."""
+    decisions: tuple[GuardianDecision, ...] = ()
+    """The guardian's decision records of this run, in order (also in the log)."""
 
     @property
     def ok(self) -> bool:

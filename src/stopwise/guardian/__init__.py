@@ -2,8 +2,11 @@
 
 from stopwise.guardian.answers import Answer, Answers, Evaluator
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Outcome, QuestionSet
+from stopwise.guardian.guardian import Guardian
+from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.questions import Choice, Question, Score, YesNo
+from stopwise.guardian.records import ConditionSpec, Decision, replay
 
 __all__ = [
     "DEFAULT_CONDITIONS",
@@ -11,12 +14,19 @@ __all__ = [
     "Answers",
     "Choice",
     "Condition",
+    "ConditionSpec",
+    "Decision",
     "Evaluator",
+    "Guardian",
     "Outcome",
+    "PolicyInputs",
+    "PolicyResult",
     "Projection",
     "Question",
     "QuestionSet",
     "Score",
+    "ThresholdPolicy",
     "YesNo",
     "project",
+    "replay",
 ]

@@ -74,6 +74,13 @@ class Condition:
                 f"Condition {self.name}.fires_on",
                 f"must name answer labels among {sorted(labels)}, got {self.fires_on}",
             )
+        t = self.threshold
+        if not self.delta < min(t, 1 - t):
+            # A band that reaches 0 or 1 would escalate even a certain answer on that side.
+            raise ConfigError(
+                f"Condition {self.name}.delta",
+                f"the uncertain band t*={t:.3f} +/- {self.delta} must stay inside (0, 1); use a smaller delta",
+            )
         if self.hysteresis is not None:
             k, n = self.hysteresis
             if not 1 <= k <= n:
@@ -160,6 +167,7 @@ DEFAULT_CONDITIONS = QuestionSet(
             cost_false_stop=1.0,
             cost_false_continue=19.0,
             fires_on=("irreversible", "regulated"),
+            delta=0.02,
             when="pre_execution",
             why="A false continue may be irreversible; a false escalation costs one approval.",
         ),

@@ -1,8 +1,9 @@
 """The one stop decision: a pure function from a step's signals to what the loop does next.
 
-Precedence (DESIGN.md §4): fail (caller code failed, a runaway tool) > suspend (an approval) > complete /
-stop > continue. Within a step (seed 002 §2): terminal (a reply that ends the run by itself; the stop guard
-and the output guardrails judge a natural finish here), then ``stop_when``, then ``max_steps``.
+Precedence (DESIGN.md §4): fail (caller code failed, a runaway tool) > suspend (an approval, a guardian
+escalation) > complete / stop > replan > continue. Within a step (seed 002 §2): terminal (a reply that ends
+the run by itself; the stop guard and the output guardrails judge a natural finish here), then ``stop_when``,
+then the guardian's stops, then ``max_steps``, then a replan.
 ``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful
 stop. No I/O, no clock: the same signals always give the same decision.
 """
@@ -45,6 +46,8 @@ class Action(StrEnum):
     """A tool call waits for a human: the run suspends durably until ``Runner.resume``."""
     TERMINATE = "terminate"
     """A reviewer ended the run (``Terminate``): it is recorded as cancelled."""
+    REPLAN = "replan"
+    """The guardian asks to re-anchor the actor on the goal: one more step, with a labelled row."""
 
 
 class Phase(StrEnum):
@@ -121,6 +124,11 @@ class StepSignals:
     """Set when an output guardrail blocked the final answer: its reason."""
     terminated: str | None = None
     """Set when a reviewer settled this step with ``Terminate``: their reason."""
+    guardian: Literal["escalate", "stop_success", "stop_failure", "replan"] | None = None
+    """The guardian's outcome for this turn, when it did not say continue."""
+    guardian_reason: str = ""
+    review_rejected: str | None = None
+    """Set when a reviewer rejected a guardian escalation: their message (the run re-anchors and goes on)."""
 
 
 _FAILED_STOP = {
@@ -207,8 +215,13 @@ def resolve(s: StepSignals) -> Decision:
 
     if s.terminated is not None:
         return terminated(s.terminated)
-    if s.approvals_pending:
-        return Decision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL)
+    if s.review_rejected is not None:
+        if s.max_steps is not None and s.steps_used >= s.max_steps:
+            return _cut_off(s)
+        return Decision(Action.REPLAN, detail=s.review_rejected)
+    if s.approvals_pending or s.guardian == "escalate":
+        detail = s.guardian_reason if s.guardian == "escalate" else ""
+        return Decision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL, detail=detail)
     if s.tool_error_streak is not None:
         error = ErrorDetail(ErrorCode.TOOL_ERROR_STREAK, s.tool_error_streak, ErrorCategory.FRAMEWORK, retryable=True)
         return _fail(CompletionReason.ERROR, error)
@@ -237,7 +250,18 @@ def resolve(s: StepSignals) -> Decision:
             return _force_or_fail(s, CompletionReason.STOP_WHEN, s.stop_when)
         return Decision(Action.COMPLETE, CompletionReason.STOP_WHEN, detail=s.stop_when)
 
-    # 3. max_steps.
+    # 3. the guardian's stops.
+    if s.guardian == "stop_success":
+        if s.wants_output:
+            return _force_or_fail(
+                s, CompletionReason.GOAL_REACHED, s.guardian_reason, carry=CompletionReason.GOAL_REACHED
+            )
+        return Decision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
+    if s.guardian == "stop_failure":
+        error = ErrorDetail(ErrorCode.INFEASIBLE, s.guardian_reason, ErrorCategory.FRAMEWORK, retryable=False)
+        return _fail(CompletionReason.INFEASIBLE, error)
+
+    # 4. max_steps.
     if s.max_steps is not None and s.steps_used >= s.max_steps:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.MAX_STEPS, f"Max steps ({s.max_steps}) reached")
@@ -245,4 +269,6 @@ def resolve(s: StepSignals) -> Decision:
             return Decision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=f"Max steps ({s.max_steps}) reached")
         return _cut_off(s)
 
+    if s.guardian == "replan":
+        return Decision(Action.REPLAN, detail=s.guardian_reason)
     return Decision(Action.CONTINUE)

@@ -1,0 +1,232 @@
+"""``Guardian``: the configuration of an agent's independent evaluator, and one consultation of it.
+
+A consultation projects the run, asks the evaluator the conditions' typed questions under a time limit (a raise
+or a timeout makes every answer uncertain), and lets the pure policy decide. An escalation goes to the judge
+when one is configured; what the judge settles is recorded as a labelled example.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stopwise.errors import ConfigError
+from stopwise.guardian.answers import Answers, Evaluator, uncertain
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Outcome, QuestionSet
+from stopwise.guardian.policy import OnUnavailable, PolicyInputs, ThresholdPolicy
+from stopwise.guardian.projection import Projection, project
+from stopwise.guardian.records import ConditionSpec, Decision
+from stopwise.messages import Role
+from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
+
+__all__ = ["Consultation", "Guardian"]
+
+
+def _default_evaluator() -> Evaluator:
+    # Imported here: the rule evaluator loads its coefficients, which an agent without a guardian never needs.
+    from stopwise.guardian.evaluators.rule import RuleEvaluator
+
+    evaluator: Evaluator = RuleEvaluator()
+    return evaluator
+
+
+@dataclass(frozen=True, slots=True)
+class Guardian:
+    """An agent's guardian. ``Agent(guardian=Guardian())`` asks the six default conditions every turn with the
+    offline ``RuleEvaluator``; give another evaluator, conditions, costs or a judge to change that."""
+
+    evaluator: Evaluator | None = None
+    """Answers the questions; the offline ``RuleEvaluator`` when None."""
+    conditions: QuestionSet = DEFAULT_CONDITIONS
+    policy: ThresholdPolicy = field(default_factory=ThresholdPolicy)
+    goal: str | None = None
+    """The goal the conditions judge against; by default the run's first user input."""
+    criteria: Sequence[str] = ()
+    """Acceptance criteria of the task, if stated."""
+    judge: Evaluator | None = None
+    """Resolves escalations (a System 2 judge); without one an escalation suspends the run for a human."""
+    on_unavailable: OnUnavailable | None = None
+    """Overrides ``policy.on_unavailable``: what an unanswered question does (default: escalate, fail closed)."""
+    timeout: float = 2.0
+    """Seconds an evaluator call may take before its answers count as uncertain."""
+    history_steps: int = 6
+    """Steps of the run the projection shows."""
+    max_chars: int = 8000
+
+    def __post_init__(self) -> None:
+        if self.evaluator is None:
+            object.__setattr__(self, "evaluator", _default_evaluator())
+        if not isinstance(self.conditions, QuestionSet):
+            raise ConfigError("guardian.conditions", "must be a QuestionSet")
+        if self.on_unavailable is not None:
+            object.__setattr__(
+                self,
+                "policy",
+                ThresholdPolicy(self.policy.max_replans, self.policy.repeat_limit, self.on_unavailable),
+            )
+        if not self.timeout > 0:
+            raise ConfigError("guardian.timeout", f"must be positive seconds, got {self.timeout!r}")
+        object.__setattr__(self, "criteria", tuple(self.criteria))
+
+    def as_stop_guard(self, max_continues: int = 2) -> StopGuard:
+        """A stop guard that asks ``goal_reached`` at a natural finish: when it is clearly not reached (below the
+        uncertain band), the model is sent back with the goal and criteria as feedback; otherwise the finish
+        stands (an unanswered question accepts: this guard nudges, it does not block)."""
+        condition = self.conditions.by_name.get("goal_reached")
+        if condition is None:
+            raise ConfigError("guardian.conditions", "as_stop_guard() needs a goal_reached condition")
+        guardian = self
+
+        async def goal_reached(ctx: StopGuardContext) -> Continue | None:
+            rows = list(ctx.run_messages)
+            first = next((m.content for m in rows if m.role is Role.USER), "")
+            goal = guardian.goal or first
+            projection = project(
+                rows[:-1],
+                goal=goal,
+                criteria=guardian.criteria,
+                last_k=guardian.history_steps,
+                final=ctx.reply.text,
+                max_chars=guardian.max_chars,
+            )
+            conditions = (condition,)
+            assert guardian.evaluator is not None
+            answers = await _ask(
+                guardian.evaluator,
+                projection,
+                QuestionSet(conditions, guardian.conditions.version),
+                conditions,
+                guardian.timeout,
+            )
+            answer = answers.answers[condition.name]
+            if answer.uncertain or answer.p(condition.fires_on) >= condition.threshold - condition.delta:
+                return None
+            wanted = "; ".join(guardian.criteria) if guardian.criteria else goal
+            return Continue(f"The goal is not reached yet. Still needed: {wanted}. Keep working, then answer.")
+
+        return StopGuard(goal_reached, max_continues=max_continues, timeout=self.timeout * 2, name="guardian_goal")
+
+    @property
+    def turn_conditions(self) -> tuple[Condition, ...]:
+        return self.conditions.turn()
+
+    @property
+    def call_conditions(self) -> tuple[Condition, ...]:
+        return self.conditions.pre_execution()
+
+
+@dataclass(frozen=True, slots=True)
+class Consultation:
+    """A decision and, when a judge settled an escalation, the labelled examples it produced."""
+
+    decision: Decision
+    labels: tuple[dict[str, Any], ...] = ()
+
+
+async def _ask(
+    evaluator: Evaluator,
+    projection: Projection,
+    questions: QuestionSet,
+    conditions: tuple[Condition, ...],
+    limit: float,
+) -> Answers:
+    name = getattr(evaluator, "name", type(evaluator).__name__)
+    try:
+        async with asyncio.timeout(limit):
+            answers = await evaluator.evaluate(projection, questions)
+        if not isinstance(answers, Answers):
+            raise TypeError(f"evaluate() returned {type(answers).__name__}, expected Answers")
+        return answers.checked(conditions)
+    except TimeoutError:
+        note = f"{name} timed out after {limit:g}s"
+    except Exception as exc:
+        note = f"{name} failed: {type(exc).__name__}: {exc}"
+    return Answers(name, "unavailable", {c.name: uncertain(note) for c in conditions})
+
+
+async def consult(
+    guardian: Guardian,
+    projection: Projection,
+    conditions: tuple[Condition, ...],
+    inputs: PolicyInputs,
+    *,
+    run_id: str,
+    step: int,
+    kind: str,
+    call_id: str | None = None,
+) -> Consultation:
+    """One consultation: ask, decide, and let the judge settle an escalation if there is one."""
+    assert guardian.evaluator is not None
+    questions = QuestionSet(conditions, guardian.conditions.version)
+    started = time.perf_counter()
+    answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
+    result = guardian.policy.decide(answers.answers, conditions, inputs)
+    resolved_by = None
+    labels: list[dict[str, Any]] = []
+    if result.outcome is Outcome.ESCALATE and guardian.judge is not None:
+        judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.timeout)
+        judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
+        if judged.outcome is not Outcome.ESCALATE:
+            for before, after in zip(result.verdicts, judged.verdicts, strict=True):
+                if before.in_band or before.uncertain:
+                    labels.append(_label(before.name, after.held, projection, "judge", before.p, run_id, step))
+            answers, result, resolved_by = judged_answers, judged, "judge"
+    latency = (time.perf_counter() - started) * 1000
+    decision = Decision(
+        run_id=run_id,
+        step=step,
+        kind="pre_execution" if kind == "pre_execution" else "turn",
+        call_id=call_id,
+        state_hash=projection.state_hash,
+        question_set_version=guardian.conditions.version,
+        evaluator=answers.evaluator,
+        model_version=answers.model_version,
+        answers=dict(answers.answers),
+        conditions=tuple(ConditionSpec.of(c) for c in conditions),
+        policy=guardian.policy.to_data(),
+        inputs=inputs,
+        outcome=result.outcome,
+        reason=result.reason,
+        latency_ms=latency,
+        held={v.name: v.held for v in result.verdicts},
+        resolved_by=resolved_by,
+        escalated=result.escalated,
+        state=projection.text if result.outcome is Outcome.ESCALATE else None,
+    )
+    return Consultation(decision, tuple(labels))
+
+
+def _label(
+    condition: str, held: bool, projection: Projection, source: str, p: float | None, run_id: str, step: int
+) -> dict[str, Any]:
+    """A labelled example for the eval harness: the projection, the condition, and what the resolver said."""
+    return {
+        "type": "guardian_label",
+        "condition": condition,
+        "label": held,
+        "state": projection.text,
+        "state_hash": projection.state_hash,
+        "source": source,
+        "evaluator_p": p,
+        "run_id": run_id,
+        "step": step,
+    }
+
+
+def label(
+    condition: str, held: bool, projection_text: str, state_hash: str, source: str, run_id: str, step: int
+) -> dict[str, Any]:
+    return {
+        "type": "guardian_label",
+        "condition": condition,
+        "label": held,
+        "state": projection_text,
+        "state_hash": state_hash,
+        "source": source,
+        "evaluator_p": None,
+        "run_id": run_id,
+        "step": step,
+    }

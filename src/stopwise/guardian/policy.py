@@ -1,0 +1,211 @@
+"""The threshold policy: a pure function from answers to exactly one outcome, with the reason.
+
+Per condition: the probability that it holds, ``p``, against ``t* = C_stop / (C_stop + C_cont)``. Within
+``delta`` of ``t*`` the turn escalates; above it the condition holds, and fires (with k-of-n hysteresis where
+set). Exact repeats and budgets are plain code. Precedence: escalate > stop > replan > continue; two
+contradicting stops escalate; a replan past ``max_replans`` becomes ``stop_failure``. No I/O, no clock: the
+same inputs always give the same outcome, which is what makes a decision log replayable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from stopwise.errors import ConfigError
+from stopwise.guardian.answers import Answer
+from stopwise.guardian.conditions import Outcome
+
+__all__ = ["ConditionLike", "ConditionVerdict", "PolicyInputs", "PolicyResult", "ThresholdPolicy"]
+
+OnUnavailable = Literal["escalate", "continue", "stop"]
+
+
+class ConditionLike(Protocol):
+    """What the policy reads of a condition: a ``Condition``, or the ``ConditionSpec`` a decision record keeps."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def delta(self) -> float: ...
+    @property
+    def fires_on(self) -> tuple[str, ...]: ...
+    @property
+    def hysteresis(self) -> tuple[int, int] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionVerdict:
+    """How the policy read one condition on one turn."""
+
+    name: str
+    p: float | None
+    """Probability that the condition holds; None when the answer was uncertain."""
+    threshold: float
+    delta: float
+    held: bool
+    """``p`` above the threshold (outside the band) on this turn."""
+    fired: bool
+    """Held on enough recent turns to act (hysteresis applied)."""
+    in_band: bool
+    uncertain: bool
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "p": self.p,
+            "threshold": self.threshold,
+            "delta": self.delta,
+            "held": self.held,
+            "fired": self.fired,
+            "in_band": self.in_band,
+            "uncertain": self.uncertain,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyInputs:
+    """Everything besides the answers that the policy reads; recorded with each decision for replay."""
+
+    held_before: Mapping[str, Sequence[bool]]
+    """Per condition, whether it held on the previous turns (oldest first), for hysteresis."""
+    replans: int = 0
+    """Replans already made in this run."""
+    repeats: int = 0
+    """How many times in a row the latest tool call (same tool, same arguments) was made."""
+    budget_exhausted: str | None = None
+    """Set when a budget cap was reached: which, in words."""
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "held_before": {k: list(v) for k, v in self.held_before.items()},
+            "replans": self.replans,
+            "repeats": self.repeats,
+            "budget_exhausted": self.budget_exhausted,
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> PolicyInputs:
+        return cls(
+            {k: tuple(v) for k, v in data.get("held_before", {}).items()},
+            data.get("replans", 0),
+            data.get("repeats", 0),
+            data.get("budget_exhausted"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyResult:
+    outcome: Outcome
+    reason: str
+    verdicts: tuple[ConditionVerdict, ...]
+    """Per condition, in the question set's order."""
+    escalated: tuple[str, ...] = ()
+    """The conditions that made the outcome an escalation."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdPolicy:
+    """Thresholds come from each condition's costs; this holds the plain-code rules around them."""
+
+    max_replans: int = 2
+    """Replans allowed in a run; the next one stops it with failure."""
+    repeat_limit: int = 3
+    """The same call, with the same arguments, this many times in a row counts as stagnation without asking."""
+    on_unavailable: OnUnavailable = "escalate"
+    """What an uncertain answer (evaluator timeout, error, malformed output) does: ``escalate`` fails closed."""
+
+    def __post_init__(self) -> None:
+        if self.max_replans < 0:
+            raise ConfigError("ThresholdPolicy.max_replans", f"must be >= 0, got {self.max_replans}")
+        if self.repeat_limit < 2:
+            raise ConfigError("ThresholdPolicy.repeat_limit", f"must be >= 2, got {self.repeat_limit}")
+        if self.on_unavailable not in ("escalate", "continue", "stop"):
+            raise ConfigError(
+                "ThresholdPolicy.on_unavailable", f"must be escalate, continue or stop, got {self.on_unavailable!r}"
+            )
+
+    def verdict(self, condition: ConditionLike, answer: Answer, held_before: Sequence[bool]) -> ConditionVerdict:
+        t, delta = condition.threshold, condition.delta
+        if answer.uncertain:
+            return ConditionVerdict(condition.name, None, t, delta, False, False, False, True)
+        p = answer.p(condition.fires_on)
+        in_band = abs(p - t) <= delta
+        held = p > t and not in_band
+        fired = held
+        if condition.hysteresis is not None:
+            k, n = condition.hysteresis
+            window = [*list(held_before)[-(n - 1) :], held] if n > 1 else [held]
+            fired = held and sum(window) >= k
+        return ConditionVerdict(condition.name, p, t, delta, held, fired, in_band, False)
+
+    def decide(
+        self, answers: Mapping[str, Answer], conditions: Sequence[ConditionLike], inputs: PolicyInputs
+    ) -> PolicyResult:
+        """Exactly one outcome for the turn, with the reason."""
+        verdicts = tuple(
+            self.verdict(
+                c, answers.get(c.name) or Answer(uncertain=True, note="no answer"), inputs.held_before.get(c.name, ())
+            )
+            for c in conditions
+        )
+        by_name = {c.name: c for c in conditions}
+        escalate: list[str] = []
+        escalated: list[str] = []
+        stops: dict[Outcome, list[str]] = {Outcome.STOP_SUCCESS: [], Outcome.STOP_FAILURE: []}
+        replan: list[str] = []
+        for v in verdicts:
+            c = by_name[v.name]
+            if v.uncertain:
+                if self.on_unavailable == "escalate":
+                    escalate.append(f"{v.name} unanswered")
+                    escalated.append(v.name)
+                elif self.on_unavailable == "stop":
+                    stops[Outcome.STOP_FAILURE].append(f"{v.name} unanswered")
+                continue
+            if v.in_band:
+                escalate.append(f"{v.name} p={v.p:.2f} within {v.delta:g} of t*={v.threshold:.2f}")
+                escalated.append(v.name)
+            elif v.fired:
+                where = f"{v.name} p={v.p:.2f} > t*={v.threshold:.2f}"
+                if c.outcome is Outcome.ESCALATE:
+                    escalate.append(where)
+                    escalated.append(v.name)
+                elif c.outcome in stops:
+                    stops[c.outcome].append(where)
+                elif c.outcome is Outcome.REPLAN:
+                    replan.append(where)
+        if inputs.repeats >= self.repeat_limit:
+            replan.append(f"the same call was made {inputs.repeats} times in a row")
+        if inputs.budget_exhausted:
+            stops[Outcome.STOP_FAILURE].append(inputs.budget_exhausted)
+
+        if escalate:
+            return PolicyResult(Outcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated))
+        success, failure = stops[Outcome.STOP_SUCCESS], stops[Outcome.STOP_FAILURE]
+        if success and failure:
+            reason = f"contradicting stops: {'; '.join(success)} vs {'; '.join(failure)}"
+            firing = tuple(v.name for v in verdicts if v.fired and by_name[v.name].outcome in stops)
+            return PolicyResult(Outcome.ESCALATE, reason, verdicts, firing)
+        if success:
+            return PolicyResult(Outcome.STOP_SUCCESS, "stop: " + "; ".join(success), verdicts)
+        if failure:
+            return PolicyResult(Outcome.STOP_FAILURE, "stop: " + "; ".join(failure), verdicts)
+        if replan:
+            if inputs.replans >= self.max_replans:
+                reason = f"stop: {inputs.replans} replans already ({'; '.join(replan)})"
+                return PolicyResult(Outcome.STOP_FAILURE, reason, verdicts)
+            return PolicyResult(Outcome.REPLAN, "replan: " + "; ".join(replan), verdicts)
+        return PolicyResult(Outcome.CONTINUE, "continue", verdicts)
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "max_replans": self.max_replans,
+            "repeat_limit": self.repeat_limit,
+            "on_unavailable": self.on_unavailable,
+        }

@@ -1,0 +1,152 @@
+"""The guardian's decision record: everything needed to recompute the outcome without calling any model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from stopwise.guardian.answers import Answer
+from stopwise.guardian.conditions import Condition, Outcome
+from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
+
+__all__ = ["ConditionSpec", "Decision", "replay"]
+
+RECORD_TYPE = "guardian"
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionSpec:
+    """A condition as a decision record keeps it: what the policy needs, with the threshold it used."""
+
+    name: str
+    outcome: Outcome
+    threshold: float
+    delta: float
+    fires_on: tuple[str, ...]
+    hysteresis: tuple[int, int] | None
+    version: str = "1"
+
+    @classmethod
+    def of(cls, c: Condition) -> ConditionSpec:
+        return cls(c.name, c.outcome, c.threshold, c.delta, tuple(c.fires_on), c.hysteresis, c.version)
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "outcome": self.outcome.value,
+            "threshold": self.threshold,
+            "delta": self.delta,
+            "fires_on": list(self.fires_on),
+            "hysteresis": None if self.hysteresis is None else list(self.hysteresis),
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> ConditionSpec:
+        h = d.get("hysteresis")
+        return cls(
+            d["name"],
+            Outcome(d["outcome"]),
+            float(d["threshold"]),
+            float(d["delta"]),
+            tuple(d["fires_on"]),
+            None if h is None else (int(h[0]), int(h[1])),
+            d.get("version", "1"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One guardian decision, as committed in the step's transaction and listed in ``RunResult.decisions``."""
+
+    run_id: str
+    step: int
+    kind: Literal["turn", "pre_execution"]
+    call_id: str | None
+    """The proposed call a pre-execution decision is about."""
+    state_hash: str
+    question_set_version: str
+    evaluator: str
+    model_version: str
+    answers: Mapping[str, Answer]
+    conditions: tuple[ConditionSpec, ...]
+    """The conditions with the thresholds used."""
+    policy: Mapping[str, Any]
+    inputs: PolicyInputs
+    outcome: Outcome
+    reason: str
+    latency_ms: float
+    held: Mapping[str, bool] = field(default_factory=dict)
+    """Per condition, whether it held on this turn: the next turn's hysteresis reads it."""
+    resolved_by: str | None = None
+    """Set when an escalation was settled in the same turn (``judge``)."""
+    escalated: tuple[str, ...] = ()
+    """The conditions that made this decision escalate (in the band, unanswered, or firing an escalation)."""
+    state: str | None = None
+    """The projection's text, kept only on escalations: the review's resolution labels it for the eval harness."""
+
+    @property
+    def probabilities(self) -> dict[str, float | None]:
+        specs = {c.name: c for c in self.conditions}
+        return {
+            name: (None if a.uncertain else a.p(specs[name].fires_on))
+            for name, a in self.answers.items()
+            if name in specs
+        }
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "type": RECORD_TYPE,
+            "run_id": self.run_id,
+            "step": self.step,
+            "kind": self.kind,
+            "call_id": self.call_id,
+            "state_hash": self.state_hash,
+            "question_set_version": self.question_set_version,
+            "evaluator": self.evaluator,
+            "model_version": self.model_version,
+            "answers": {k: a.to_data() for k, a in self.answers.items()},
+            "conditions": [c.to_data() for c in self.conditions],
+            "policy": dict(self.policy),
+            "inputs": self.inputs.to_data(),
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "latency_ms": self.latency_ms,
+            "held": dict(self.held),
+            "resolved_by": self.resolved_by,
+            "escalated": list(self.escalated),
+            "state": self.state,
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> Decision:
+        return cls(
+            d["run_id"],
+            d["step"],
+            d["kind"],
+            d.get("call_id"),
+            d["state_hash"],
+            d["question_set_version"],
+            d["evaluator"],
+            d["model_version"],
+            {k: Answer.from_data(a) for k, a in d["answers"].items()},
+            tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
+            d["policy"],
+            PolicyInputs.from_data(d["inputs"]),
+            Outcome(d["outcome"]),
+            d["reason"],
+            float(d.get("latency_ms", 0.0)),
+            dict(d.get("held", {})),
+            d.get("resolved_by"),
+            tuple(d.get("escalated", ())),
+            d.get("state"),
+        )
+
+
+def replay(
+    decision: Decision, policy: ThresholdPolicy | None = None, conditions: tuple[ConditionSpec, ...] | None = None
+) -> PolicyResult:
+    """Recompute a decision's outcome from its record (or under another policy / other thresholds)."""
+    p = policy if policy is not None else ThresholdPolicy(**decision.policy)
+    return p.decide(decision.answers, conditions if conditions is not None else decision.conditions, decision.inputs)
