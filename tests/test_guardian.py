@@ -16,13 +16,11 @@ from stopwise import (
     Agent,
     ConfigError,
     FunctionModel,
-    ModelRequest,
     Reply,
     Runner,
     ScriptedModel,
     Store,
     ToolCall,
-    decode_tool_result,
     tool,
 )
 from stopwise.approvals import Approve, Reject, Terminate
@@ -95,11 +93,11 @@ def searching(until: int = 100) -> FunctionModel:
 
 
 def test_invalid_questions_raise_when_defined() -> None:
-    with pytest.raises(ConfigError, match="Choice.options"):
+    with pytest.raises(ConfigError, match=r"Choice\.options"):
         Choice("pick", {})
-    with pytest.raises(ConfigError, match="Score.levels"):
+    with pytest.raises(ConfigError, match=r"Score\.levels"):
         Score("rate", [f"level {i}" for i in range(11)])
-    with pytest.raises(ConfigError, match="Score.levels"):
+    with pytest.raises(ConfigError, match=r"Score\.levels"):
         Score("rate", ["only one"])
     with pytest.raises(ConfigError, match="instructions"):
         YesNo("  ")
