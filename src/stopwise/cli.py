@@ -22,6 +22,8 @@ from stopwise._load import LoadError, load_agent, with_model
 from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError
+from stopwise.guardian.audit import PolicyOverride, replay_all, stats
+from stopwise.guardian.records import Decision as GuardianDecision
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
@@ -106,6 +108,30 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_RUN_DB,
         help=f"SQLite file for the log (created if missing; default: {DEFAULT_RUN_DB} in the current directory)",
     )
+    replay = commands.add_parser(
+        "replay",
+        help="recompute every guardian decision in a SQLite file from its record",
+        description=(
+            "Recompute each guardian decision recorded in a SQLite log from its probabilities, thresholds and "
+            "policy inputs, without calling any model. Exit code 1 listing any decision whose outcome disagrees "
+            'with the log. With --policy FILE (JSON: {"policy": {...}, "conditions": {name: {"threshold" | '
+            '"cost_false_stop" | "cost_false_continue" | "delta": number}}}) list what those thresholds '
+            "would flip instead."
+        ),
+    )
+    replay.add_argument("db", metavar="DB", help="an existing SQLite file written by stopwise")
+    replay.add_argument("--run", metavar="ID", help="only this run's decisions")
+    replay.add_argument("--policy", metavar="FILE", help="replay under other thresholds (JSON) and list the flips")
+
+    guardian = commands.add_parser("guardian", help="inspect the guardian's decisions")
+    guardian_commands = guardian.add_subparsers(dest="guardian_command", metavar="COMMAND", required=True)
+    stats_parser = guardian_commands.add_parser(
+        "stats",
+        help="per condition: counts, a probability histogram and the escalation rate",
+        description="Summarise the guardian decisions of a SQLite log, per condition.",
+    )
+    stats_parser.add_argument("db", metavar="DB", help="an existing SQLite file written by stopwise")
+    stats_parser.add_argument("--run", metavar="ID", help="only this run's decisions")
     return parser
 
 
@@ -117,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args.db)
         if args.command == "run":
             return _run(args.target, args.prompt, args.model, args.db)
+        if args.command == "replay":
+            return _replay(args.db, args.run, args.policy)
+        if args.command == "guardian":
+            return _guardian_stats(args.db, args.run)
         return _runs(args.db, args.session, args.limit)
     except BrokenPipeError:
         # The reader went away (``stopwise demo | head``): not an error of ours; stop writing quietly.
@@ -125,8 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, StoreError, OSError) as exc:
         print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ConfigError as exc:
+        print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except sqlite3.Error as exc:  # e.g. a file that is not a SQLite database
-        print(f"stopwise {args.command}: error: --db {args.db}: {exc}", file=sys.stderr)
+        print(f"stopwise {args.command}: error: {args.db}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"stopwise {args.command}: interrupted", file=sys.stderr)
@@ -293,3 +326,75 @@ def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Col
     print(line(["-" * w for w in widths]), file=out)
     for row in rows:
         print(line(row), file=out)
+
+
+# --- replay and guardian stats --------------------------------------------------------------------------------
+
+
+async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDecision]:
+    store = SQLiteStore(path)
+    try:
+        decisions: list[GuardianDecision] = []
+        for session in await store.list_sessions(limit=1_000_000):
+            snapshot = await store.load_session(session)
+            if snapshot is None:
+                continue
+            for entry in snapshot.entries:
+                if run_id is not None and entry.run_id != run_id:
+                    continue
+                decisions.extend(GuardianDecision.from_data(r) for r in entry.records if r.get("type") == "guardian")
+        return decisions
+    finally:
+        await store.close()
+
+
+def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
+    path = _existing_db(db)
+    override = None
+    if policy_file is not None:
+        try:
+            override = PolicyOverride.from_data(json.loads(Path(policy_file).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise _UsageError(f"--policy {policy_file}: {exc}") from exc
+    decisions = asyncio.run(_guardian_decisions(path, run_id))
+    if not decisions:
+        where = f"run {run_id}" if run_id else str(path)
+        print(f"stopwise replay: no guardian decisions in {where}", file=sys.stderr)
+        return EXIT_FAILED
+    count, flips = replay_all(decisions, override)
+    if override is None:
+        if not flips:
+            print(f"replayed {count} decisions: every outcome agrees with the log")
+            return EXIT_OK
+        print(f"replayed {count} decisions: {len(flips)} disagree with the log", file=sys.stderr)
+    else:
+        print(f"replayed {count} decisions under {policy_file}: {len(flips)} would flip")
+    rows = [
+        [f.run_id[:12], str(f.step), f.kind, f.call_id or "", f.recorded.value, f.replayed.value, _shorten(f.reason)]
+        for f in flips
+    ]
+    if rows:
+        _table(["run", "step", "kind", "call", "recorded", "replayed", "reason"], rows, sys.stdout, right={1})
+    return EXIT_FAILED if override is None and flips else EXIT_OK
+
+
+def _guardian_stats(db: str, run_id: str | None) -> int:
+    path = _existing_db(db)
+    decisions = asyncio.run(_guardian_decisions(path, run_id))
+    if not decisions:
+        print(f"stopwise guardian stats: no guardian decisions in {path}", file=sys.stderr)
+        return EXIT_FAILED
+    rows, outcomes = stats(decisions)
+    print(f"{len(decisions)} decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+    print()
+    bars = " ▁▂▃▄▅▆▇█"
+    table = []
+    for r in rows:
+        top = max(r.histogram) or 1
+        spark = "".join(bars[round(8 * n / top)] for n in r.histogram)
+        table.append(
+            [r.name, str(r.asked), str(r.uncertain), str(r.held), str(r.escalated), f"{r.escalation_rate:.1%}", spark]
+        )
+    headers = ["condition", "asked", "uncertain", "held", "escalated", "escalation rate", "p histogram 0..1"]
+    _table(headers, table, sys.stdout, right={1, 2, 3, 4, 5})
+    return EXIT_OK

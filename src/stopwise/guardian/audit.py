@@ -1,0 +1,125 @@
+"""Auditing a decision log: replay every recorded decision, try other thresholds, and summarise per condition.
+
+Pure functions over ``Decision`` records: no model, judge or tool is called, so a replay shows exactly what the
+policy did with what the evaluator said.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from stopwise.errors import ConfigError
+from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.policy import ThresholdPolicy
+from stopwise.guardian.records import ConditionSpec, Decision, replay
+
+__all__ = ["ConditionStats", "Flip", "PolicyOverride", "replay_all", "stats"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flip:
+    """A decision whose replayed outcome differs from the recorded (or the baseline) one."""
+
+    run_id: str
+    step: int
+    kind: str
+    call_id: str | None
+    recorded: Outcome
+    replayed: Outcome
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOverride:
+    """Other thresholds to replay under: policy settings and, per condition, costs or delta."""
+
+    policy: Mapping[str, Any] = field(default_factory=dict)
+    conditions: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Condition name -> any of ``cost_false_stop``, ``cost_false_continue``, ``threshold``, ``delta``."""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> PolicyOverride:
+        unknown = set(data) - {"policy", "conditions"}
+        if unknown:
+            raise ConfigError("policy file", f"unknown keys {sorted(unknown)}; expected 'policy' and 'conditions'")
+        for name, values in data.get("conditions", {}).items():
+            bad = set(values) - {"cost_false_stop", "cost_false_continue", "threshold", "delta"}
+            if bad:
+                raise ConfigError(f"policy file: condition {name}", f"unknown settings {sorted(bad)}")
+        return cls(dict(data.get("policy", {})), dict(data.get("conditions", {})))
+
+    def apply(self, d: Decision) -> tuple[ThresholdPolicy, tuple[ConditionSpec, ...]]:
+        policy = ThresholdPolicy(**{**d.policy, **self.policy})
+        specs = []
+        for c in d.conditions:
+            change = self.conditions.get(c.name)
+            if change:
+                threshold = change.get("threshold", c.threshold)
+                if "cost_false_stop" in change or "cost_false_continue" in change:
+                    stop = change.get("cost_false_stop", c.threshold)
+                    cont = change.get("cost_false_continue", 1 - c.threshold)
+                    threshold = stop / (stop + cont)
+                c = replace(c, threshold=threshold, delta=change.get("delta", c.delta))
+            specs.append(c)
+        return policy, tuple(specs)
+
+
+def replay_all(decisions: Iterable[Decision], override: PolicyOverride | None = None) -> tuple[int, list[Flip]]:
+    """Recompute every decision; returns how many were replayed and the ones whose outcome differs.
+
+    Without ``override`` any difference is a disagreement (the log is not reproducible); with one, the list is
+    what the other thresholds would have flipped.
+    """
+    count, flips = 0, []
+    for d in decisions:
+        count += 1
+        result = replay(d) if override is None else replay(d, *override.apply(d))
+        if result.outcome is not d.outcome:
+            flips.append(Flip(d.run_id, d.step, d.kind, d.call_id, d.outcome, result.outcome, result.reason))
+    return count, flips
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionStats:
+    """One condition across a log: how often it was asked, a histogram of its probabilities, its escalations."""
+
+    name: str
+    asked: int
+    uncertain: int
+    held: int
+    escalated: int
+    histogram: tuple[int, ...]
+    """Counts of answered probabilities in 10 bins: [0, 0.1), ..., [0.9, 1.0]."""
+
+    @property
+    def escalation_rate(self) -> float:
+        return self.escalated / self.asked if self.asked else 0.0
+
+
+def stats(decisions: Iterable[Decision]) -> tuple[list[ConditionStats], Counter[str]]:
+    """Per condition statistics and the count of each outcome."""
+    asked: Counter[str] = Counter()
+    uncertain: Counter[str] = Counter()
+    held: Counter[str] = Counter()
+    escalated: Counter[str] = Counter()
+    bins: dict[str, list[int]] = {}
+    outcomes: Counter[str] = Counter()
+    order: list[str] = []
+    for d in decisions:
+        outcomes[d.outcome.value] += 1
+        for name, p in d.probabilities.items():
+            if name not in bins:
+                bins[name] = [0] * 10
+                order.append(name)
+            asked[name] += 1
+            if p is None:
+                uncertain[name] += 1
+            else:
+                bins[name][min(9, int(p * 10))] += 1
+            held[name] += bool(d.held.get(name))
+            escalated[name] += name in d.escalated
+    rows = [ConditionStats(n, asked[n], uncertain[n], held[n], escalated[n], tuple(bins[n])) for n in order]
+    return rows, outcomes
