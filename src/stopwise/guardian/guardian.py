@@ -52,6 +52,8 @@ class Guardian:
     """Overrides ``policy.on_unavailable``: what an unanswered question does (default: escalate, fail closed)."""
     timeout: float = 2.0
     """Seconds an evaluator call may take before its answers count as uncertain."""
+    judge_timeout: float = 30.0
+    """Seconds the judge may take: a System 2 model answering every question is slower than the evaluator."""
     history_steps: int = 6
     """Steps of the run the projection shows."""
     max_chars: int = 8000
@@ -67,8 +69,10 @@ class Guardian:
                 "policy",
                 ThresholdPolicy(self.policy.max_replans, self.policy.repeat_limit, self.on_unavailable),
             )
-        if not self.timeout > 0:
-            raise ConfigError("guardian.timeout", f"must be positive seconds, got {self.timeout!r}")
+        for name in ("timeout", "judge_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(f"guardian.{name}", f"must be positive seconds, got {value!r}")
         object.__setattr__(self, "criteria", tuple(self.criteria))
 
     def as_stop_guard(self, max_continues: int = 2) -> StopGuard:
@@ -167,7 +171,7 @@ async def consult(
     resolved_by = None
     labels: list[dict[str, Any]] = []
     if result.outcome is Outcome.ESCALATE and guardian.judge is not None:
-        judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.timeout)
+        judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
         judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
         if judged.outcome is not Outcome.ESCALATE:
             for before, after in zip(result.verdicts, judged.verdicts, strict=True):
