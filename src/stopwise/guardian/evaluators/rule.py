@@ -1,0 +1,904 @@
+"""``RuleEvaluator``: the guardian's default evaluator. Offline, deterministic, no model, no network.
+
+It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals computed on the ``Projection``:
+
+- ``integrity``: hand-written markers of instructions addressed to the agent inside tool results, combined with a
+  small linear model over hashed word n-grams (trained offline by ``evals/train_integrity.py``);
+- ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
+  leans cautious, nudged by the tool's name);
+- ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks;
+- ``goal_reached``: a final answer, acceptance-criteria words found in the results and the final text, no error
+  in the last step;
+- ``drift``: lexical overlap between the recent steps and the goal and criteria;
+- ``stagnation``: exact and near repeats of calls, results seen before, error streaks.
+
+Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
+(``stopwise/guardian/data/rule_coefficients.json``, versioned), so a calibration run can refit them without
+touching this code. ``RuleEvaluator.features`` exposes the raw numbers for that purpose.
+
+The same projection and the same data files always give the same answers: nothing here depends on time, on
+randomness or on the process (hashing uses CRC-32, not Python's salted ``hash``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import unicodedata
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from stopwise.errors import ConfigError
+from stopwise.guardian.answers import Answer, Answers, uncertain
+from stopwise.guardian.conditions import Condition, QuestionSet
+from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
+from stopwise.guardian.questions import Choice, Score, YesNo
+
+__all__ = [
+    "COEFFICIENTS_FILE",
+    "INTEGRITY_MODEL_FILE",
+    "IntegrityModel",
+    "LogisticMap",
+    "RuleCoefficients",
+    "RuleEvaluator",
+    "integrity_markers",
+    "load_coefficients",
+    "load_integrity_model",
+    "normalise_untrusted",
+]
+
+COEFFICIENTS_FILE = "rule_coefficients.json"
+"""The logistic maps of every signal, in ``stopwise/guardian/data/``."""
+INTEGRITY_MODEL_FILE = "integrity_model.json"
+"""The integrity linear model (hashed n-gram weights), in ``stopwise/guardian/data/``."""
+
+RISK_LABELS = ("read_only", "reversible", "irreversible", "regulated")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Data files
+
+
+def _read_data(name: str, path: str | Path | None) -> dict[str, Any]:
+    try:
+        if path is not None:
+            text = Path(path).read_text(encoding="utf-8")
+        else:
+            text = resources.files("stopwise.guardian").joinpath("data", name).read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(str(path or name), f"cannot load rule evaluator data: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(str(path or name), "must hold a JSON object")
+    return data
+
+
+def _number(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(where, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class LogisticMap:
+    """``p = 1 / (1 + exp(-(bias + sum(weights[k] * features[k]))))``; features it has no weight for count 0."""
+
+    bias: float
+    weights: Mapping[str, float]
+
+    def logit(self, features: Mapping[str, float]) -> float:
+        z = self.bias
+        for name, w in self.weights.items():
+            z += w * features.get(name, 0.0)
+        return z
+
+    def p(self, features: Mapping[str, float]) -> float:
+        return _sigmoid(self.logit(features))
+
+    @classmethod
+    def from_data(cls, where: str, data: Any) -> LogisticMap:
+        if not isinstance(data, Mapping) or not isinstance(data.get("weights"), Mapping):
+            raise ConfigError(where, "needs 'bias' and a 'weights' object")
+        weights = {str(k): _number(f"{where}.weights.{k}", v) for k, v in data["weights"].items()}
+        return cls(_number(f"{where}.bias", data.get("bias")), weights)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleCoefficients:
+    """The parsed ``rule_coefficients.json``: one logistic map per condition, the risk table and scan limits."""
+
+    version: str
+    integrity: LogisticMap
+    stagnation: LogisticMap
+    infeasible: LogisticMap
+    goal_reached: LogisticMap
+    drift: LogisticMap
+    """Maps the drift features to p(aligned); the answer spreads it over the score levels (see ``_levels``)."""
+    risk_declared: Mapping[str, Mapping[str, float]]
+    """Declared risk class -> distribution over the risk labels."""
+    risk_name_hints: Mapping[str, tuple[str, ...]]
+    """For an undeclared risk: risk label -> words in a tool's name that suggest it."""
+    risk_hinted: Mapping[str, Mapping[str, float]]
+    """The distribution used when a name hint matches (checked in the order of ``risk_name_hints``)."""
+    window: int
+    """How many of the latest steps count as "recent" for stagnation and drift."""
+    near_jaccard: float
+    """Two calls of one tool are near repeats when their argument tokens overlap at least this much."""
+    scan_steps: int
+    """Integrity reads the tool results of this many latest steps (earlier ones were read on their own turn)."""
+    scan_chars: int
+    """Integrity reads at most this many characters of each result."""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RuleCoefficients:
+        version = data.get("version")
+        if not isinstance(version, str) or not version:
+            raise ConfigError("rule_coefficients.version", "must be a non-empty string")
+        risk = data.get("risk")
+        if not isinstance(risk, Mapping):
+            raise ConfigError("rule_coefficients.risk", "must be an object")
+        declared = {k: _distribution(f"risk.declared.{k}", v) for k, v in dict(risk.get("declared", {})).items()}
+        if "unknown" not in declared:
+            raise ConfigError("rule_coefficients.risk.declared", "needs an 'unknown' entry")
+        hints = {str(k): tuple(str(w) for w in v) for k, v in dict(risk.get("name_hints", {})).items()}
+        hinted = {k: _distribution(f"risk.hinted.{k}", v) for k, v in dict(risk.get("hinted", {})).items()}
+        missing = set(hints) - set(hinted)
+        if missing:
+            raise ConfigError("rule_coefficients.risk.hinted", f"no distribution for hints {sorted(missing)}")
+        limits = dict(data.get("limits", {}))
+        maps = {name: LogisticMap.from_data(name, data.get(name)) for name in _LOGISTIC_CONDITIONS}
+        return cls(
+            version,
+            maps["integrity"],
+            maps["stagnation"],
+            maps["infeasible"],
+            maps["goal_reached"],
+            maps["drift"],
+            declared,
+            hints,
+            hinted,
+            int(limits.get("window", 2)),
+            _number("limits.near_jaccard", limits.get("near_jaccard", 0.6)),
+            int(limits.get("scan_steps", 3)),
+            int(limits.get("scan_chars", 2000)),
+        )
+
+
+_LOGISTIC_CONDITIONS = ("integrity", "stagnation", "infeasible", "goal_reached", "drift")
+
+
+def _distribution(where: str, value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(where, "must be an object of label -> probability")
+    dist = {str(k): _number(f"{where}.{k}", v) for k, v in value.items()}
+    if set(dist) != set(RISK_LABELS) or abs(sum(dist.values()) - 1.0) > 1e-6:
+        raise ConfigError(where, f"must give each of {list(RISK_LABELS)} a probability, summing to 1")
+    return dist
+
+
+def load_coefficients(path: str | Path | None = None) -> RuleCoefficients:
+    """The coefficients shipped with the package, or those in ``path``; raises ``ConfigError`` when malformed."""
+    return RuleCoefficients.from_data(_read_data(COEFFICIENTS_FILE, path))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Integrity: normalisation, markers, and the hashed n-gram model
+
+# Characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, bidi controls.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# Unicode "tag" characters mirror ASCII invisibly; decoding them shows the hidden text to the markers.
+_TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
+# Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
+_MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
+_HOMOGLYPHS = str.maketrans(
+    {
+        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+        "ԁ": "d", "һ": "h", "ո": "n", "ɡ": "g", "α": "a", "ο": "o", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
+        "А": "a", "Е": "e", "О": "o", "Р": "p", "С": "c", "Х": "x", "І": "i", "Ј": "j", "Ѕ": "s", "В": "b",
+        "К": "k", "М": "m", "Н": "h", "Т": "t",
+    }
+)  # fmt: skip
+
+
+def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
+    """Lower-cased text with invisible characters removed, tag characters decoded and look-alike letters mapped
+    to Latin, cut at ``limit`` characters; and how many such tricks were undone (a signal in itself)."""
+    text = text[:limit]
+    tricks = 0
+    if not text.isascii():
+        tricks += len(_MIXED_SCRIPT.findall(text))
+        text, n = _INVISIBLE.subn("", text)
+        tricks += n
+        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+        tricks += n
+        text = unicodedata.normalize("NFKC", text).translate(_HOMOGLYPHS)
+    return text.lower(), tricks
+
+
+_AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
+_INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
+# Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
+_PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
+
+# Each family is one feature (1.0 when any of its patterns matches). Weights live in rule_coefficients.json.
+_MARKER_SOURCES: dict[str, tuple[str, ...]] = {
+    "marker_override": (
+        rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|cancel)\b[^.\n]{{0,20}}{_PRIOR}\b[^.\n]{{0,20}}{_INSTR}",
+        r"\b(?:ignore|disregard|forget)\s+(?:everything|all|anything|what)\b[^.\n]{0,30}\b(?:above|before|earlier|previously|told|said|instructions?)",
+        r"\bnew (?:important |updated |urgent |real )?(?:instructions?|task|directive|rules|orders)\b",
+        r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
+        r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
+        r"\b(?:prior|previous|original) (?:task|request|instructions?) (?:is|are|has been|have been) (?:cancel|void|null|revoked|replaced|superseded|obsolete)",  # noqa: E501
+    ),
+    "marker_persona": (
+        # Not "you are now subscribed / logged in / eligible": those are notices to people.
+        r"\byou are now\b(?! (?:subscribed|unsubscribed|registered|logged|signed|enrolled|eligible|connected|part of|a member|on the|in the|ready|able|free to|booked|checked))",  # noqa: E501
+        r"\bfrom now on\b[^.\n]{0,20}\byou\b",
+        r"\bfor the rest of (?:this|the) (?:conversation|session|chat)\b",
+        r"\b(?:developer|debug|god|admin|jailbreak|unrestricted|dan) mode\b",
+        r"\bdo anything now\b|\bdan\b[^.\n]{0,20}\b(?:can|anything|no)\b",
+        r"\bpretend (?:that )?(?:you are|you're|to be)\b",
+        r"\b(?:no|without|free from all|free of|not subject to any) (?:restrictions|limits|limitations|filters|rules|constraints|guidelines|censorship|boundaries)\b",  # noqa: E501
+        r"\b(?:act|behave|respond|answer) as (?:if you were |though you were )?(?:an? )?(?:unrestricted|unfiltered|uncensored|evil|different)\b",  # noqa: E501
+        r"\bjailbr(?:eak|oken)\b",
+    ),
+    "marker_addressed": (
+        rf"\bas an? {_AGENT}\b",
+        rf"\b(?:dear|attention|hey|hello|hi|calling all|to the|(?:note|message|instructions?|notice|memo|request|reminder|p\.?s\.?) (?:to|for)) (?:the |any |all |an? |this |every )?(?:automated |ai |virtual |digital |autonomous )?{_AGENT}s?\b",  # noqa: E501
+        r"\bif you are an? (?:ai|llm|assistant|agent|language model|automated|bot|chatbot)\b",
+        rf"\b{_AGENT}s? (?:reading|processing|parsing|summari[sz]ing|analy[sz]ing|viewing|seeing|scanning) (?:this|these)\b",  # noqa: E501
+        rf"\b(?:any|all|every) (?:ai|llm|automated|autonomous|ai-powered) (?:{_AGENT}s?|systems?|tools?|readers?)\b",
+        r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
+    ),
+    "marker_chat_format": (
+        r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
+        r"<\|?(?:im_start|im_end|endoftext|system|user|assistant|eot_id|start_header_id)\|?>",
+        r"</?(?:system|user|assistant|instructions?|untrusted[\w-]*|tool[\w-]*|document|email|context)>",
+        r"\[/?(?:system|inst|sys|admin|assistant|instructions?)\]",
+        r"\b(?:end of|ignore the) (?:document|email|context|tool output|untrusted)\b",
+        r"<<\s*sys\s*>>",
+    ),
+    "marker_prompt_leak": (
+        # A bare mention of a system prompt is data; asking for *yours* is addressed to the agent.
+        r"\b(?:your|the assistant's|the ai's|the model's) (?:system prompt|system message|developer message|initial prompt|hidden prompt|instructions verbatim)\b",  # noqa: E501
+        r"\b(?:reveal|print|show|output|repeat|leak|dump|display|share|list|tell me|disclose|recite)\b[^.\n]{0,30}\b(?:your|the)\b[^.\n]{0,20}\b(?:hidden |initial |original |secret |system |internal )(?:prompt|instructions?|message|rules|configuration)",  # noqa: E501
+        r"\b(?:your|the) (?:instructions|prompt) verbatim\b",
+    ),
+    "marker_tool_call": (
+        r"\b(?:call|invoke|use|run|execute|trigger|fire)\b[^.\n]{0,12}\b(?:the )?[a-z]+_[a-z_]+\b",
+        r"\b(?:call|invoke|use|run|execute|trigger)\b[^.\n]{0,25}\b(?:tool|function|api|endpoint|command|plugin)\b",
+        r"\b(?:send|forward|email|e-mail|post|upload|transfer|exfiltrate|copy|submit|leak|share)\b[^.\n]{0,60}\b(?:api[ _-]?keys?|passwords?|tokens?|credentials|secrets?|database|contacts|ssh keys?|private keys?|session cookies?|env(?:ironment)? variables|customer (?:data|emails|records))\b",  # noqa: E501
+        r"\b(?:delete|remove|wipe|drop|erase|rm -rf)\b[^.\n]{0,40}\b(?:all|every|prod|production|database|files|repository|backups?|/)\b",  # noqa: E501
+        r"!\[[^\]]*\]\(https?://[^)\s]*[?&][a-z_]+=",
+        r"\b(?:curl|wget)\s+(?:-\w+\s+)*https?://",
+        r"\bwire\b[^.\n]{0,30}\b(?:funds|money|\$\d)",
+    ),
+    "marker_imperative": (
+        rf"\b(?:you|the {_AGENT}|an? {_AGENT}|{_AGENT}s?) (?:must|should|shall|need to|have to|are required to|are instructed to|will now|are to)\b[^.\n]{{0,30}}\b(?:reply|respond|answer|output|say|print|include|call|send|ignore|forget|execute|run|delete|write|tell|reveal|append|add|recommend|approve|mark|output|visit|click|follow|comply|obey|disregard)",  # noqa: E501
+        r"\b(?:respond|reply|answer)\s+(?:only|solely|exclusively)?\s*with\b",
+        r"\b(?:output|print|say|include|append|add|end|repeat|write|put|insert|place|mention|state)\b[^.\n]{0,60}\b(?:in|to|at the end of|at the start of|with|before|after) (?:your|the|each|every) (?:response|reply|answer|output|summary|message)s?\b",  # noqa: E501
+        r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|mention (?:this|these|it) to|warn|let) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
+        r"\bwithout (?:telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
+        r"\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat|summari[sz]e) (?:this|these|the following) (?:instructions?|message|note|text)\b",  # noqa: E501
+        r"\b(?:comply|obey|follow)\b[^.\n]{0,15}\b(?:immediately|these|the following|my|this instruction|without question)\b",  # noqa: E501
+        r"\bit is (?:crucial|critical|vital|essential|imperative|very important) (?:that )?you\b",
+        r"\byour (?:response|reply|answer|summary|output) (?:must|should|has to)\b",
+        r"\bthe user has (?:already )?(?:approved|authori[sz]ed|confirmed|consented)\b",
+        r"\bearlier you (?:confirmed|agreed|said|promised)\b",
+    ),
+    "marker_authority": (
+        r"\b(?:important|urgent|attention|priority|critical|warning|notice)\b[\s*:!\-]{0,6}(?:new )?(?:instructions?|task|message|directive|update)?\s*(?:for|to) (?:the )?(?:ai|assistant|agent|model|llm)\b",  # noqa: E501
+        r"\b(?:note|message|instructions?|directive) from (?:the )?(?:developer|developers|admin|administrator|system|openai|anthropic|security team|it department)\b",  # noqa: E501
+        r"\bthis is an? (?:authori[sz]ed|official|sanctioned|approved) (?:request|diagnostic|test|instruction|override|update)\b",  # noqa: E501
+        r"\b(?:admin|administrator|developer|system|root|security) override\b",
+        r"\b(?:emergency|urgent) (?:protocol|override|instruction|task)\b",
+        r"\bhighest priority\b|\bpriority (?:task|instruction)\b",
+    ),
+    "marker_hidden": (
+        r"<!--[^>]{0,400}?\b(?:ignore|assistant|ai|instruction|you must|respond|reply|call|send|important)\b",
+        r"\bdisplay\s*:\s*none\b|\bvisibility\s*:\s*hidden\b|\bfont-size\s*:\s*0|\bcolor\s*:\s*(?:white|#fff\b|#ffffff)",
+        r"\b(?:decode|decrypt|translate|unscramble|apply rot13|base64[- ]decode)\b[^.\n]{0,30}\b(?:and|then)\b[^.\n]{0,10}\b(?:follow|execute|comply|obey|run|do|act)\b",  # noqa: E501
+        r"\b(?:hidden|secret|invisible) (?:instructions?|message|text|command)s?\b",
+    ),
+}
+
+# Words of texts that talk about injections or give instructions to people: evidence against, weighted in data.
+_DISCUSSION = re.compile(
+    r"\b(?:prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
+    r"awareness|training module|red team|jailbreak(?:s|ing)? (?:prompts?|attempts?)|payloads?|mitigations?|"
+    r"detect(?:s|ed|ion|or)?|classifier|benchmark|dataset|corpus|taxonomy|we found|the paper|this article|"
+    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
+)
+
+_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (family, re.compile("|".join(f"(?:{p})" for p in patterns))) for family, patterns in _MARKER_SOURCES.items()
+)
+MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
+
+
+def integrity_markers(text: str, limit: int = 2000) -> dict[str, float]:
+    """The marker features of one untrusted text: 1.0 per marker family found, the count of hidden-text tricks
+    undone (capped at 3), and ``discussion`` (how much the text reads as talk *about* instructions, capped at 3).
+    """
+    norm, tricks = normalise_untrusted(text, limit)
+    return _markers_of(norm, tricks)
+
+
+def _markers_of(norm: str, tricks: int) -> dict[str, float]:
+    features = {family: 1.0 for family, rx in _MARKERS if rx.search(norm)}
+    if tricks:
+        features["hidden_chars"] = float(min(tricks, 3))
+    if features:
+        # Only worth counting when a marker fired: it is evidence against a marker, not a signal alone.
+        features["discussion"] = float(min(len(_DISCUSSION.findall(norm)), 3))
+    return features
+
+
+_WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityModel:
+    """Logistic regression over hashed word n-grams of a normalised untrusted text; pure Python at run time.
+
+    A text's features are its word 1..``ngram``-grams (punctuation marks count as words), each hashed with CRC-32
+    into ``2**bits`` buckets, counted once (binary), the vector scaled to unit length. ``logit`` is
+    ``bias + sum(weights[bucket]) / sqrt(number of distinct buckets)``. Training lives in
+    ``evals/train_integrity.py``, which must produce the same features: ``features`` is the reference.
+    """
+
+    version: str
+    bits: int
+    ngram: int
+    bias: float
+    weights: Mapping[int, float]
+
+    def features(self, normalised: str) -> set[int]:
+        mask = (1 << self.bits) - 1
+        words = _WORD.findall(normalised)
+        crc = zlib.crc32
+        out = {crc(w.encode()) & mask for w in words}
+        for n in range(2, self.ngram + 1):
+            out.update(crc(" ".join(words[i : i + n]).encode()) & mask for i in range(len(words) - n + 1))
+        return out
+
+    def logit(self, normalised: str) -> float:
+        buckets = self.features(normalised)
+        if not buckets:
+            return self.bias
+        get = self.weights.get
+        return self.bias + sum(get(b, 0.0) for b in buckets) / math.sqrt(len(buckets))
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> IntegrityModel:
+        version = data.get("version")
+        if not isinstance(version, str) or not version:
+            raise ConfigError("integrity_model.version", "must be a non-empty string")
+        bits, ngram = data.get("bits"), data.get("ngram")
+        if not isinstance(bits, int) or not 8 <= bits <= 24 or not isinstance(ngram, int) or not 1 <= ngram <= 3:
+            raise ConfigError("integrity_model", f"needs bits in 8..24 and ngram in 1..3, got {bits!r}, {ngram!r}")
+        raw = data.get("weights")
+        if not isinstance(raw, Mapping):
+            raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
+        weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
+        return cls(version, bits, ngram, _number("integrity_model.bias", data.get("bias")), weights)
+
+
+def load_integrity_model(path: str | Path | None = None) -> IntegrityModel:
+    """The integrity model shipped with the package, or the one in ``path``."""
+    return IntegrityModel.from_data(_read_data(INTEGRITY_MODEL_FILE, path))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Lexical helpers shared by the other signals
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_DIGITS = re.compile(r"\d+|\b[0-9a-f]{8,}\b")
+_SPACE = re.compile(r"\s+")
+_STOPWORD_TEXT = """
+    a an the and or but if then else of to in on at by for with from into onto about as is are was were be been
+    being it its this that these those there here we you your our i me my he she they them their his her not no yes
+    do does did done have has had can could should would will shall may might must so such than too very just also
+    any all each every some more most other own same only both few many much up down out over under again further
+    once what which who whom when where why how please let lets get got new use using used via per now"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly")
+
+
+def _stem(word: str) -> str:
+    for suf in _SUFFIXES:
+        if word.endswith(suf) and len(word) - len(suf) >= 3:
+            word = word[: -len(suf)]
+            break
+    return word[:6]
+
+
+def _stems(text: str) -> set[str]:
+    """Content-word stems: lower-cased, stop words and one-letter tokens out, suffixes cut, six letters kept."""
+    text = _CAMEL.sub(" ", text).lower()
+    return {_stem(w) for w in _TOKEN.findall(text) if w not in _STOPWORDS and (len(w) > 2 or w.isdigit())}
+
+
+def _args_text(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    if isinstance(args, Mapping):
+        return " ".join(f"{k} {_args_text(v)}" for k, v in args.items())
+    if isinstance(args, (list, tuple)):
+        return " ".join(_args_text(v) for v in args)
+    return str(args)
+
+
+def _signature(call: ProjectedCall) -> str:
+    args = call.args
+    if isinstance(args, Mapping):
+        # Canonical: key order must not make two identical calls look different.
+        try:
+            return call.tool + "\x00" + json.dumps(args, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return call.tool + "\x00" + repr(sorted(args.items(), key=lambda kv: str(kv[0])))
+    return call.tool + "\x00" + str(args)
+
+
+def _normal(text: str) -> str:
+    return _SPACE.sub(" ", text.strip().lower())
+
+
+def _masked(text: str) -> str:
+    # Numbers and long hex ids change on every call (timestamps, request ids) without adding information.
+    return _DIGITS.sub("#", text)
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+_LASTING = {
+    "permission": re.compile(
+        r"\b(?:permission denied|access denied|forbidden|not authori[sz]ed|unauthori[sz]ed|not permitted|"
+        r"insufficient (?:permissions?|privileges?|scope)|(?:status|code|http|error)\W{0,3}40[13]\b|\b40[13] "
+        r"(?:forbidden|unauthori[sz]ed)|read-only (?:file ?system|access|token)|requires? (?:admin|an? admin|elevated)|"
+        r"not allowed|lacks? (?:the )?(?:permission|scope|role|access))"
+    ),
+    "not_found": re.compile(
+        r"\b(?:not found|no such|does not exist|doesn't exist|did not match any|unknown (?:id|user|file|table|"
+        r"column|repository|endpoint|account|customer|order)|(?:status|code|http|error)\W{0,3}404\b|404 not found|"
+        r"no (?:results|records|matches) (?:found|for)|could not (?:find|locate|resolve))"
+    ),
+    "unsupported": re.compile(
+        r"\b(?:not supported|unsupported|not implemented|no tool (?:named|called)|unknown tool|no such tool|"
+        r"(?:status|code|http|error)\W{0,3}(?:405|501)\b|method not allowed|not available in (?:this|your) "
+        r"(?:plan|region|version)|feature (?:is )?disabled|deprecated and removed|no longer available)"
+    ),
+}
+_TRANSIENT = re.compile(
+    r"\b(?:time[d ]?out|timeout|rate.?limit|too many requests|429|503|502|504|service unavailable|temporarily|"
+    r"try again|retry(?:ing)? (?:later|in)|connection (?:reset|refused|error)|bad gateway|overloaded)\b"
+)
+_CANNOT = re.compile(
+    r"\b(?:cannot|can't|can not|unable to|not possible|impossible|no way to|isn't possible|is not possible|"
+    r"out of scope|beyond (?:my|the) (?:access|permissions|capabilities)|do(?:es)? not have (?:access|permission|"
+    r"the ability)|don't have (?:access|permission)|no (?:tool|permission|access) (?:to|for))\b"
+)
+_UNFINISHED = re.compile(
+    r"\b(?:not (?:yet )?(?:done|complete|completed|finished|possible|able)|still (?:need|needs|missing|pending|"
+    r"to do)|todo|tbd|partially|partial|could not|couldn't|failed|unable|incomplete|unverified|i (?:will|'ll) "
+    r"(?:now|next)|next step)\b"
+)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The evaluator
+
+
+class RuleEvaluator:
+    """The guardian's default evaluator: signals computed in code, mapped to probabilities by versioned data.
+
+    Implements the ``Evaluator`` protocol. ``evaluate`` answers every condition of the question set it is given
+    by name (``integrity``, ``risk``, ``infeasible``, ``goal_reached``, ``drift``, ``stagnation``); any other
+    name, or a known name asked with a question type it cannot answer, gets an uncertain ``Answer`` with a note.
+    It never raises for the content of a projection. Answers are well-formed distributions over the question's
+    labels, and each carries a short note with the signals behind it.
+
+    ``model_version`` is ``"rules-<coefficients version>/<integrity model version>"``: a decision record names
+    exactly the data that produced its probabilities.
+
+    Cost: a few hundred microseconds per turn with a 50-step history. Integrity reads only the results of the
+    latest ``scan_steps`` steps, each cut at ``scan_chars`` (the earlier ones were read on the turn they arrived),
+    and remembers the scores of up to ``cache_size`` result texts, so a result is scored once while it stays in
+    the window.
+    """
+
+    name: str
+
+    def __init__(
+        self,
+        *,
+        coefficients: RuleCoefficients | str | Path | None = None,
+        integrity_model: IntegrityModel | str | Path | None = None,
+        cache_size: int = 256,
+        name: str = "rules",
+    ) -> None:
+        self.coefficients = (
+            coefficients if isinstance(coefficients, RuleCoefficients) else load_coefficients(coefficients)
+        )
+        self.integrity_model = (
+            integrity_model if isinstance(integrity_model, IntegrityModel) else load_integrity_model(integrity_model)
+        )
+        self.name = name
+        self.model_version = f"rules-{self.coefficients.version}/{self.integrity_model.version}"
+        self._cache_size = cache_size
+        self._integrity_cache: OrderedDict[str, dict[str, float]] = OrderedDict()
+        self._stem_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"RuleEvaluator(model_version={self.model_version!r})"
+
+    async def evaluate(self, projection: Projection, questions: QuestionSet) -> Answers:
+        """One answer per condition of ``questions``, keyed by condition name."""
+        return self.answer_all(projection, questions.conditions)
+
+    def answer_all(self, projection: Projection, conditions: Iterable[Condition]) -> Answers:
+        """The synchronous body of ``evaluate`` (offline evaluation and benchmarks call it directly)."""
+        start = time.perf_counter()
+        answers = {c.name: self.answer(projection, c) for c in conditions}
+        return Answers(self.name, self.model_version, answers, (time.perf_counter() - start) * 1000.0)
+
+    def answer(self, projection: Projection, condition: Condition) -> Answer:
+        """One condition's answer; uncertain (with a note) for a condition this evaluator does not know."""
+        handler = _HANDLERS.get(condition.name)
+        if handler is None:
+            return uncertain(f"the rule evaluator has no rule for condition {condition.name!r}")
+        return handler(self, projection, condition)
+
+    # -- features ---------------------------------------------------------------------------------------------
+
+    def features(self, projection: Projection) -> dict[str, dict[str, float]]:
+        """Every signal's raw numbers, per condition: what the logistic maps of the coefficients file read.
+
+        A calibration run fits those maps on labelled projections from these numbers.
+        """
+        return {
+            "integrity": self.integrity_features(projection)[0],
+            "stagnation": self.stagnation_features(projection),
+            "infeasible": self.infeasible_features(projection),
+            "goal_reached": self.goal_features(projection),
+            "drift": self.drift_features(projection),
+        }
+
+    def integrity_features(self, projection: Projection) -> tuple[dict[str, float], str]:
+        """The features of the most suspicious tool result in the scanned steps, and where it was."""
+        co = self.coefficients
+        best: dict[str, float] = {}
+        best_z = -math.inf
+        where = ""
+        for step in projection.steps[-co.scan_steps :] if co.scan_steps > 0 else ():
+            for call in step.calls:
+                f = self.text_integrity_features(call.result)
+                z = co.integrity.logit(f)
+                if z > best_z:
+                    best, best_z, where = f, z, f"step {step.step} {call.tool}"
+        return best, where
+
+    def text_integrity_features(self, text: str) -> dict[str, float]:
+        """Markers and the model's logit for one untrusted text (cached by text)."""
+        cache = self._integrity_cache
+        hit = cache.get(text)
+        if hit is not None:
+            cache.move_to_end(text)
+            return hit
+        norm, tricks = normalise_untrusted(text, self.coefficients.scan_chars)
+        features = _markers_of(norm, tricks)
+        features["model_logit"] = self.integrity_model.logit(norm)
+        cache[text] = features
+        if len(cache) > self._cache_size:
+            cache.popitem(last=False)
+        return features
+
+    def stagnation_features(self, projection: Projection) -> dict[str, float]:
+        steps = projection.steps
+        window = max(1, self.coefficients.window)
+        if len(steps) < 2:
+            return {"short_history": 1.0}
+        recent, earlier = steps[-window:], steps[:-window]
+        if not earlier:
+            earlier, recent = steps[:1], steps[1:]
+        seen_sigs: set[str] = set()
+        seen_results: set[str] = set()
+        seen_masked: set[str] = set()
+        seen_texts: set[str] = set()
+        by_tool: dict[str, list[set[str]]] = {}
+        for s in earlier:
+            _remember(s, seen_sigs, seen_results, seen_masked, seen_texts, by_tool)
+        exact = near = calls = 0
+        stale = masked_stale = results = 0
+        texts = stale_texts = 0
+        for s in recent:
+            for c in s.calls:
+                calls += 1
+                sig = _signature(c)
+                if sig in seen_sigs:
+                    exact += 1
+                else:
+                    tokens = set(_TOKEN.findall(_args_text(c.args).lower()))
+                    threshold = self.coefficients.near_jaccard
+                    if any(_jaccard(tokens, other) >= threshold for other in by_tool.get(c.tool, ())):
+                        near += 1
+                results += 1
+                r = _normal(c.result)
+                if r in seen_results:
+                    stale += 1
+                elif _masked(r) in seen_masked:
+                    masked_stale += 1
+            if s.text.strip():
+                texts += 1
+                if _normal(s.text) in seen_texts:
+                    stale_texts += 1
+            _remember(s, seen_sigs, seen_results, seen_masked, seen_texts, by_tool)
+        features: dict[str, float] = {}
+        if calls:
+            features["exact_repeat"] = exact / calls
+            features["near_repeat"] = near / calls
+        if results:
+            features["stale_results"] = stale / results
+            features["stale_masked"] = masked_stale / results
+        else:
+            # A text-only stretch adds information only through what the agent says.
+            features["no_calls"] = 1.0
+        if texts:
+            features["stale_text"] = stale_texts / texts
+        features["error_streak"] = min(_error_streak(steps), 3) / 3
+        return features
+
+    def infeasible_features(self, projection: Projection) -> dict[str, float]:
+        counts = {kind: 0 for kind in _LASTING}
+        transient = errors = cannot = 0
+        last_lasting: dict[str, int] = {}
+        recovered = 0.0
+        for i, s in enumerate(projection.steps):
+            for c in s.calls:
+                text = c.result[:600].lower()
+                lasting = None
+                if c.error or _looks_failed(text):
+                    errors += c.error
+                    for kind, rx in _LASTING.items():
+                        if rx.search(text):
+                            counts[kind] += 1
+                            lasting = kind
+                            break
+                    if lasting is None and _TRANSIENT.search(text):
+                        transient += 1
+                if lasting is not None:
+                    last_lasting[c.tool] = i
+                elif not c.error and c.tool in last_lasting and last_lasting[c.tool] < i:
+                    recovered = 1.0
+                if _CANNOT.search(text):
+                    cannot += 1
+            if _CANNOT.search(s.text.lower()):
+                cannot += 1
+        if projection.final is not None and _CANNOT.search(projection.final.lower()):
+            cannot += 1
+        worst = max(counts.values())
+        features = {
+            "lasting_errors": min(sum(counts.values()), 4) / 4,
+            "repeated_lasting": min(max(worst - 1, 0), 3) / 3,
+            "cannot": min(cannot, 3) / 3,
+            "error_streak": min(_error_streak(projection.steps), 3) / 3,
+        }
+        if transient:
+            features["transient_errors"] = min(transient, 3) / 3
+        if recovered:
+            features["recovered"] = recovered
+        if not projection.steps:
+            features["no_steps"] = 1.0
+        return features
+
+    def goal_features(self, projection: Projection) -> dict[str, float]:
+        targets = [self._stem_set(c) for c in projection.criteria] or [self._stem_set(projection.goal)]
+        targets = [t for t in targets if t]
+        evidence: set[str] = set()
+        for s in projection.steps[-6:]:
+            for c in s.calls:
+                if not c.error:
+                    evidence |= self._stem_set(c.result[:600])
+        final = projection.final
+        claim = self._stem_set(final) if final else frozenset()
+        features: dict[str, float] = {}
+        if targets:
+            features["criteria_in_results"] = sum(len(t & evidence) / len(t) for t in targets) / len(targets)
+            features["criteria_in_final"] = sum(len(t & claim) / len(t) for t in targets) / len(targets)
+        if final is not None:
+            features["final"] = 1.0
+            if _UNFINISHED.search(final.lower()):
+                features["final_unfinished"] = 1.0
+        last = projection.steps[-1] if projection.steps else None
+        if last is not None and last.calls:
+            features["last_step_errors"] = sum(c.error for c in last.calls) / len(last.calls)
+        return features
+
+    def drift_features(self, projection: Projection) -> dict[str, float]:
+        goal = self._stem_set(projection.goal) | frozenset().union(*(self._stem_set(c) for c in projection.criteria))
+        recent = projection.steps[-max(1, self.coefficients.window) :]
+        if not recent or not goal:
+            return {"no_evidence": 1.0}
+        acting: set[str] = set()
+        seen: set[str] = set()
+        for s in recent:
+            acting |= self._stem_set(s.text)
+            for c in s.calls:
+                acting |= _stems(c.tool + " " + _args_text(c.args)[:300])
+                seen |= self._stem_set(c.result[:400])
+        if projection.final:
+            acting |= self._stem_set(projection.final)
+        features = {
+            "goal_in_actions": len(goal & acting) / len(goal),
+            "goal_in_results": len(goal & seen) / len(goal),
+            "actions_on_goal": len(acting & goal) / len(acting) if acting else 0.0,
+        }
+        if not acting:
+            features["no_actions"] = 1.0
+        return features
+
+    def _stem_set(self, text: str) -> frozenset[str]:
+        cache = self._stem_cache
+        hit = cache.get(text)
+        if hit is not None:
+            return hit
+        stems = frozenset(_stems(text))
+        cache[text] = stems
+        if len(cache) > 4 * self._cache_size:
+            cache.popitem(last=False)
+        return stems
+
+    # -- answers ----------------------------------------------------------------------------------------------
+
+    def _integrity(self, projection: Projection, condition: Condition) -> Answer:
+        if not isinstance(condition.question, YesNo):
+            return _wrong_type(condition, "YesNo")
+        features, where = self.integrity_features(projection)
+        if not where:
+            p = self.coefficients.integrity.p({})
+            return _yes(p, "no tool result in the scanned steps")
+        p = self.coefficients.integrity.p(features)
+        fired = [k.removeprefix("marker_") for k in features if k.startswith("marker_")]
+        note = f"most suspicious: {where}; markers: {', '.join(fired) or 'none'}; "
+        note += f"model logit {features['model_logit']:.2f}"
+        return _yes(p, note)
+
+    def _stagnation(self, projection: Projection, condition: Condition) -> Answer:
+        if not isinstance(condition.question, YesNo):
+            return _wrong_type(condition, "YesNo")
+        f = self.stagnation_features(projection)
+        return _yes(self.coefficients.stagnation.p(f), _describe(f))
+
+    def _infeasible(self, projection: Projection, condition: Condition) -> Answer:
+        if not isinstance(condition.question, YesNo):
+            return _wrong_type(condition, "YesNo")
+        f = self.infeasible_features(projection)
+        return _yes(self.coefficients.infeasible.p(f), _describe(f))
+
+    def _goal_reached(self, projection: Projection, condition: Condition) -> Answer:
+        if not isinstance(condition.question, YesNo):
+            return _wrong_type(condition, "YesNo")
+        f = self.goal_features(projection)
+        return _yes(self.coefficients.goal_reached.p(f), _describe(f))
+
+    def _drift(self, projection: Projection, condition: Condition) -> Answer:
+        q = condition.question
+        if not isinstance(q, Score):
+            return _wrong_type(condition, "Score")
+        f = self.drift_features(projection)
+        aligned = self.coefficients.drift.p(f)
+        return Answer(_levels(aligned, len(q.levels)), note=f"p(aligned)={aligned:.2f}; {_describe(f)}")
+
+    def _risk(self, projection: Projection, condition: Condition) -> Answer:
+        q = condition.question
+        if not isinstance(q, Choice):
+            return _wrong_type(condition, "Choice")
+        if projection.pending is None:
+            return uncertain("no pending proposal to classify: risk is asked before a tool call runs")
+        labels = q.labels
+        if not set(labels) <= set(RISK_LABELS):
+            return uncertain(f"risk options {list(labels)} are not the declared classes {list(RISK_LABELS)}")
+        co = self.coefficients
+        declared = projection.pending_risk
+        dist = co.risk_declared.get(declared)
+        note = f"declared risk of {projection.pending.name}: {declared}"
+        if dist is None or declared == "unknown":
+            dist = co.risk_declared["unknown"]
+            words = set(_TOKEN.findall(_CAMEL.sub(" ", projection.pending.name).lower().replace("_", " ")))
+            for label, hints in co.risk_name_hints.items():
+                if words & set(hints):
+                    dist = co.risk_hinted[label]
+                    note += f"; the name suggests {label}"
+                    break
+        # Options a custom question set left out: their mass is dropped, the rest renormalised.
+        total = sum(dist[label] for label in labels)
+        if total <= 0:
+            return uncertain(f"no probability left for options {list(labels)}")
+        return Answer({label: dist[label] / total for label in labels}, note=note)
+
+
+def _remember(
+    step: ProjectedStep,
+    sigs: set[str],
+    results: set[str],
+    masked: set[str],
+    texts: set[str],
+    by_tool: dict[str, list[set[str]]],
+) -> None:
+    for c in step.calls:
+        sigs.add(_signature(c))
+        r = _normal(c.result)
+        results.add(r)
+        masked.add(_masked(r))
+        by_tool.setdefault(c.tool, []).append(set(_TOKEN.findall(_args_text(c.args).lower())))
+    if step.text.strip():
+        texts.add(_normal(step.text))
+
+
+_FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
+
+
+def _looks_failed(text: str) -> bool:
+    return bool(_FAILED_RESULT.match(text))
+
+
+def _error_streak(steps: Sequence[ProjectedStep]) -> int:
+    """How many of the latest steps had calls that all failed."""
+    streak = 0
+    for s in reversed(steps):
+        if not s.calls or not all(c.error for c in s.calls):
+            break
+        streak += 1
+    return streak
+
+
+def _levels(aligned: float, n: int) -> dict[str, float]:
+    """p(aligned) spread over ``n`` ordered levels as a binomial: its mean sits at ``aligned * (n - 1)`` and it is
+    unimodal, so a confident signal concentrates on one end and a weak one spreads over the middle."""
+    k = n - 1
+    dist = {str(i): math.comb(k, i) * aligned**i * (1.0 - aligned) ** (k - i) for i in range(n)}
+    total = sum(dist.values())
+    return {label: v / total for label, v in dist.items()}
+
+
+def _yes(p: float, note: str) -> Answer:
+    p = min(1.0, max(0.0, p))
+    return Answer({"yes": p, "no": 1.0 - p}, note=note)
+
+
+def _wrong_type(condition: Condition, expected: str) -> Answer:
+    got = type(condition.question).__name__
+    return uncertain(f"the rule for {condition.name!r} answers a {expected} question, not a {got}")
+
+
+def _describe(features: Mapping[str, float]) -> str:
+    return ", ".join(f"{k}={v:.2f}" for k, v in features.items())
+
+
+_HANDLERS = {
+    "integrity": RuleEvaluator._integrity,
+    "risk": RuleEvaluator._risk,
+    "infeasible": RuleEvaluator._infeasible,
+    "goal_reached": RuleEvaluator._goal_reached,
+    "drift": RuleEvaluator._drift,
+    "stagnation": RuleEvaluator._stagnation,
+}
