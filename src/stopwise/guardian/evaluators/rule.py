@@ -472,7 +472,7 @@ def _sigmoid(z: float) -> float:
 
 _LASTING = {
     "permission": re.compile(
-        r"\b(?:permission denied|access denied|forbidden|not authori[sz]ed|unauthori[sz]ed|not permitted|"
+        r"\b(?:permission denied|access denied|denied|forbidden|not authori[sz]ed|unauthori[sz]ed|not permitted|"
         r"insufficient (?:permissions?|privileges?|scope)|(?:status|code|http|error)\W{0,3}40[13]\b|\b40[13] "
         r"(?:forbidden|unauthori[sz]ed)|read-only (?:file ?system|access|token)|requires? (?:admin|an? admin|elevated)|"
         r"not allowed|lacks? (?:the )?(?:permission|scope|role|access))"
@@ -480,7 +480,7 @@ _LASTING = {
     "not_found": re.compile(
         r"\b(?:not found|no such|does not exist|doesn't exist|did not match any|unknown (?:id|user|file|table|"
         r"column|repository|endpoint|account|customer|order)|(?:status|code|http|error)\W{0,3}404\b|404 not found|"
-        r"no (?:results|records|matches) (?:found|for)|could not (?:find|locate|resolve))"
+        r"no (?:results?|records?|matches|match|entries|entry|items?) (?:found|for)|could not (?:find|locate|resolve))"
     ),
     "unsupported": re.compile(
         r"\b(?:not supported|unsupported|not implemented|no tool (?:named|called)|unknown tool|no such tool|"
@@ -629,8 +629,9 @@ class RuleEvaluator:
             _remember(s, seen_sigs, seen_results, seen_masked, seen_texts, by_tool)
         exact = near = calls = 0
         stale = masked_stale = results = 0
-        texts = stale_texts = 0
+        texts = stale_texts = stale_steps = 0
         for s in recent:
+            step_new = False
             for c in s.calls:
                 calls += 1
                 sig = _signature(c)
@@ -645,14 +646,25 @@ class RuleEvaluator:
                 r = _normal(c.result)
                 if r in seen_results:
                     stale += 1
-                elif _masked(r) in seen_masked:
-                    masked_stale += 1
+                else:
+                    # A result that differs only in numbers may still be news (a progress count): it makes
+                    # the step new, and counts apart as a weaker sign of standing still.
+                    step_new = True
+                    if _masked(r) in seen_masked:
+                        masked_stale += 1
             if s.text.strip():
                 texts += 1
                 if _normal(s.text) in seen_texts:
                     stale_texts += 1
+                elif not s.calls:
+                    step_new = True
+            stale_steps += not step_new
             _remember(s, seen_sigs, seen_results, seen_masked, seen_texts, by_tool)
-        features: dict[str, float] = {}
+        # "The last steps added nothing": every recent step must be stale, hence a feature for all of them.
+        features: dict[str, float] = {
+            "stale_steps": stale_steps / len(recent),
+            "all_steps_stale": float(stale_steps == len(recent)),
+        }
         if calls:
             features["exact_repeat"] = exact / calls
             features["near_repeat"] = near / calls
@@ -698,8 +710,8 @@ class RuleEvaluator:
         worst = max(counts.values())
         features = {
             "lasting_errors": min(sum(counts.values()), 4) / 4,
-            "repeated_lasting": min(max(worst - 1, 0), 3) / 3,
-            "cannot": min(cannot, 3) / 3,
+            "repeated_lasting": min(max(worst - 1, 0), 2) / 2,
+            "cannot": min(cannot, 2) / 2,
             "error_streak": min(_error_streak(projection.steps), 3) / 3,
         }
         if transient:
@@ -722,7 +734,10 @@ class RuleEvaluator:
         claim = self._stem_set(final) if final else frozenset()
         features: dict[str, float] = {}
         if targets:
-            features["criteria_in_results"] = sum(len(t & evidence) / len(t) for t in targets) / len(targets)
+            found = [len(t & evidence) / len(t) for t in targets]
+            features["criteria_in_results"] = sum(found) / len(found)
+            # Every criterion must be met: the least evidenced one says most about what is missing.
+            features["weakest_in_results"] = min(found)
             features["criteria_in_final"] = sum(len(t & claim) / len(t) for t in targets) / len(targets)
         if final is not None:
             features["final"] = 1.0
@@ -862,10 +877,13 @@ def _looks_failed(text: str) -> bool:
 
 
 def _error_streak(steps: Sequence[ProjectedStep]) -> int:
-    """How many of the latest steps had calls that all failed."""
+    """How many of the latest steps with calls had all their calls fail (steps with text only are skipped: the
+    agent musing between two failures does not end a streak)."""
     streak = 0
     for s in reversed(steps):
-        if not s.calls or not all(c.error for c in s.calls):
+        if not s.calls:
+            continue
+        if not all(c.error for c in s.calls):
             break
         streak += 1
     return streak
