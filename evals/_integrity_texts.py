@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (data: long literal lines read better unbroken)
 """Tool outputs for the integrity part of the development set: own work, written for stopwise (Apache-2.0).
 
 Two pools written separately, ``A`` (train) and ``B`` (test), each with

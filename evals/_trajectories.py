@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (data: long literal lines read better unbroken)
 """Scripted trajectories for the development set: one domain per entry, written for stopwise (own work, Apache-2.0).
 
 Each domain is a task (goal, acceptance criteria), the on-goal steps that solve it in order, and pools of steps

@@ -205,7 +205,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     variants = {
         "markers alone (fitted map)": markers_only.decision_function(M_te),
         "model alone": te_logit,
-        "markers + model (fitted now)": combiner.decision_function(marker_matrix(te_texts, te_logit, COMBINED_FEATURES)),
+        "markers + model (fitted now)": combiner.decision_function(
+            marker_matrix(te_texts, te_logit, COMBINED_FEATURES)
+        ),
         "markers + model (as shipped)": shipped_p,
     }
     for name, score in variants.items():
