@@ -149,3 +149,21 @@ async def test_a_new_run_on_a_session_with_an_interrupted_run_is_refused(store: 
     await store.update_run(RunRecord(cut.run_id, "s", "ticker", RunStatus.RUNNING, steps=1))
     with pytest.raises(SessionBusy, match="retry"):
         await runner.run(ticker(10), "again", session_id="s")
+
+
+async def test_open_leg_opens_run_retry_and_resume_legs_for_a_runtime_to_drive(store: Store) -> None:
+    from stopwise.loop import drive
+
+    runner = Runner(store)
+    a = ticker(5, max_steps=3)
+    leg = await runner.open_leg(a, "run", session_id="s", input="go", run_id="wf-1")
+    assert leg.run.run_id == "wf-1" and await store.get_run("wf-1") is None  # nothing written before driving
+    events = [e async for e in drive(leg)]
+    assert events[-1].result.completion_reason == "max_steps"  # type: ignore[attr-defined]
+    retry_leg = await runner.open_leg(a, "retry", session_id="s")
+    done = [e async for e in drive(retry_leg)][-1].result  # type: ignore[attr-defined]
+    assert done.status == "completed" and done.run_id == "wf-1"
+    with pytest.raises(TypeError, match="needs input"):
+        await runner.open_leg(a, "run", session_id="t")
+    with pytest.raises(RetryNotAllowed):
+        await runner.open_leg(a, "retry", session_id="s")

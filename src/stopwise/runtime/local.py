@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from stopwise.agent import Agent
 from stopwise.approvals import (
@@ -175,6 +175,37 @@ class Runner:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
 
+    async def open_leg(
+        self,
+        agent: Agent,
+        mode: Literal["run", "retry", "resume"],
+        *,
+        session_id: str | None = None,
+        input: Input | None = None,
+        state: Mapping[str, Any] | None = None,
+        message: str | Message | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+        runtime_context: Any = None,
+        run_id: str | None = None,
+    ) -> Leg:
+        """Open a run leg without driving it, for a runtime that drives ``stopwise.loop.drive(leg)`` itself
+        (the DBOS runtime does, one durable step per stopwise step).
+
+        ``mode`` is what ``run``, ``retry`` or ``resume`` would do, with the same checks and errors; nothing is
+        written until the leg is driven. ``run_id`` names a new run (``mode="run"``), e.g. after a workflow id.
+        """
+        if mode == "run":
+            if input is None:
+                raise TypeError("open_leg(mode='run') needs input")
+            return await self._start(agent, input, session_id, state, runtime_context, run_id)
+        if session_id is None:
+            raise TypeError(f"open_leg(mode={mode!r}) needs a session_id")
+        if mode == "retry":
+            return await self._retry(agent, session_id, message, runtime_context)
+        if mode == "resume":
+            return await self._resume(agent, session_id, decisions or {}, runtime_context)
+        raise ValueError(f"mode must be 'run', 'retry' or 'resume', got {mode!r}")
+
     def _leg(self, leg: Leg, runtime_context: Any) -> Leg:
         leg.runtime_context = runtime_context
         leg.clock = self.clock
@@ -187,6 +218,7 @@ class Runner:
         session_id: str | None,
         state: Mapping[str, Any] | None,
         runtime_context: Any,
+        run_id: str | None = None,
     ) -> Leg:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
@@ -206,7 +238,7 @@ class Runner:
             session_state.update(state)
         messages = snapshot.messages() if snapshot is not None else []
         next_seq = snapshot.next_seq if snapshot is not None else 1
-        run = RunRecord(uuid.uuid4().hex, session_id, agent.name, RunStatus.RUNNING)
+        run = RunRecord(run_id or uuid.uuid4().hex, session_id, agent.name, RunStatus.RUNNING)
         leg = Leg(
             agent, self.store, self, run, messages, session_state, next_seq, run_start=len(messages), new_input=rows
         )
