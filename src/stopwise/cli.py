@@ -132,7 +132,55 @@ def _parser() -> argparse.ArgumentParser:
     )
     stats_parser.add_argument("db", metavar="DB", help="an existing SQLite file written by stopwise")
     stats_parser.add_argument("--run", metavar="ID", help="only this run's decisions")
+    _eval_parser(commands)
     return parser
+
+
+def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ev = commands.add_parser(
+        "eval",
+        help="measure an evaluator on labelled traces: calibration, AUROC, thresholds, regression gate",
+        description=(
+            "Run a guardian evaluator over labelled traces (JSONL, or a SQLite log whose escalation resolutions "
+            "are read as labels) and print per condition: counts, a 10-bin reliability curve, ECE, MCE, Brier "
+            "score, AUROC, and the cost-minimising threshold next to t*. Needs the eval extra "
+            "(pip install 'stopwise[eval]'). Exit code 1 when --baseline finds a regression, 2 for a usage error "
+            "(an unknown condition or evaluator, a malformed file with --strict). See docs/evals.md."
+        ),
+    )
+    ev.add_argument("traces", nargs="+", metavar="TRACES", help="JSONL trace files, or SQLite logs written by stopwise")
+    ev.add_argument("--evaluator", choices=("rule", "systemone", "judge"), default="rule", help="default: rule")
+    ev.add_argument("--condition", action="append", metavar="NAME", help="only this condition (repeatable)")
+    ev.add_argument("--split", choices=("train", "test", "all"), default="all", help="records of this split only")
+    ev.add_argument("--json", metavar="OUT", help="write the report as JSON (what --baseline reads)")
+    ev.add_argument("--html", metavar="OUT", help="write a self-contained HTML page with the reliability diagrams")
+    ev.add_argument(
+        "--calibrate",
+        metavar="OUT",
+        help="fit a calibration map per condition on the train split, report ECE before and after on the test "
+        "split, and write the maps to OUT (JSON)",
+    )
+    ev.add_argument(
+        "--method", choices=("platt", "isotonic", "auto"), default="platt", help="with --calibrate (default platt)"
+    )
+    ev.add_argument("--calibration", metavar="FILE", help="evaluate through this calibration file")
+    ev.add_argument("--baseline", metavar="FILE", help="exit 1 when a condition's ECE or AUROC is worse than in FILE")
+    ev.add_argument("--tolerance", type=float, default=0.01, help="allowed worsening for --baseline (default 0.01)")
+    ev.add_argument("--strict", action="store_true", help="a malformed trace line fails the run instead of a skip")
+    ev.add_argument("--export", metavar="OUT", help="write the records read (e.g. from a SQLite log) as JSONL; stop")
+    ev.add_argument("--rule-coefficients", metavar="FILE", help="rule evaluator: coefficients file to use")
+    ev.add_argument("--base-url", metavar="URL", help="systemone: a compatible server; judge: an OpenAI-compatible one")
+    ev.add_argument("--model", metavar="MODEL", help="systemone: model name; judge: a model string")
+    ev.add_argument("--path", default="/v1/systemone", help="systemone with --base-url: the endpoint path")
+    ev.add_argument("--api-key-env", metavar="VAR", help="systemone with --base-url: the API key's variable")
+    ev.add_argument("--timeout", type=float, default=30.0, help="seconds per evaluator call (default 30)")
+    ev.add_argument("--concurrency", type=int, default=8, help="evaluator calls in flight at once (default 8)")
+    ev.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr (default: when stderr is a terminal)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay(args.db, args.run, args.policy)
         if args.command == "guardian":
             return _guardian_stats(args.db, args.run)
+        if args.command == "eval":
+            # Imported here: the harness brings numpy and scikit-learn, which no other command needs.
+            from stopwise.evals._command import run as run_eval
+
+            return run_eval(args)
         return _runs(args.db, args.session, args.limit)
     except BrokenPipeError:
         # The reader went away (``stopwise demo | head``): not an error of ours; stop writing quietly.
