@@ -413,3 +413,19 @@ async def test_scripted_passes_answers_through_and_rejects_a_float_for_a_choice(
     assert await ScriptedEvaluator([given]).evaluate(projection([SEARCH]), DEFAULT_CONDITIONS) is given
     with pytest.raises(TypeError, match="risk"):
         await ScriptedEvaluator([{"risk": 0.3}]).evaluate(projection([SEARCH]), DEFAULT_CONDITIONS)
+
+
+def test_integrity_anchor_gating_never_changes_a_marker() -> None:
+    """Marker families run only on texts holding one of their anchor words: on every tool output of the
+    development set, gated and ungated scans must agree."""
+    from stopwise.guardian.evaluators import rule
+
+    devset = Path(__file__).resolve().parents[1] / "evals" / "data" / "devset.jsonl"
+    if not devset.exists():
+        pytest.skip("evals/data/devset.jsonl is not there (python evals/build_devset.py builds it)")
+    texts = [r["tool_output"] for r in map(json.loads, devset.open(encoding="utf-8")) if "tool_output" in r]
+    assert len(texts) > 500
+    for text in texts:
+        norm, tricks = normalise_untrusted(text)
+        gated = rule._markers_of(norm, tricks, rule._anchor_words(rule._WORD.findall(norm)))
+        assert gated == rule._markers_of(norm, tricks, None), text

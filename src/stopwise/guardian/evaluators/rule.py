@@ -22,6 +22,7 @@ randomness or on the process (hashing uses CRC-32, not Python's salted ``hash``)
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -29,7 +30,7 @@ import time
 import unicodedata
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
-from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
+from stopwise.guardian.projection import ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
 
 __all__ = [
@@ -135,6 +136,9 @@ class RuleCoefficients:
     """Integrity reads the tool results of this many latest steps (earlier ones were read on their own turn)."""
     scan_chars: int
     """Integrity reads at most this many characters of each result."""
+    history_steps: int
+    """Stagnation and infeasibility look back at most this many steps: enough to see a loop or a refusal that
+    keeps coming back, and it bounds the cost of a turn whatever the history's length."""
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RuleCoefficients:
@@ -168,6 +172,7 @@ class RuleCoefficients:
             _number("limits.near_jaccard", limits.get("near_jaccard", 0.6)),
             int(limits.get("scan_steps", 3)),
             int(limits.get("scan_chars", 2000)),
+            int(limits.get("history_steps", 24)),
         )
 
 
@@ -317,8 +322,39 @@ _DISCUSSION = re.compile(
     r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
 )
 
-_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (family, re.compile("|".join(f"(?:{p})" for p in patterns))) for family, patterns in _MARKER_SOURCES.items()
+_AGENT_WORDS = "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"  # noqa: E501
+
+# A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
+# keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
+# match; ``tests/test_rule_evaluator.py`` checks that gating never changes a marker on the development set.
+_ANCHORS: dict[str, frozenset[str]] = {
+    family: frozenset(words.split())
+    for family, words in {
+        "marker_override": "ignore disregard forget override overrule bypass skip drop abandon cancel new real actual "
+        "true updated instead prior previous original",
+        "marker_persona": "now rest mode dan pretend restrictions limits limitations filters rules constraints "
+        "guidelines censorship boundaries unrestricted unfiltered uncensored evil different jailbreak jailbroken",
+        "marker_addressed": _AGENT_WORDS + " i automated autonomous when",
+        "marker_chat_format": "system assistant user developer human im endoftext eot start instruction instructions "
+        "untrusted tool document email context inst sys admin end ignore",
+        "marker_prompt_leak": "system developer initial hidden instructions prompt reveal print show output repeat "
+        "leak dump display share list tell disclose recite verbatim",
+        "marker_tool_call": "call invoke use run execute trigger fire send forward email e post upload transfer "
+        "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire",
+        "marker_imperative": "must should shall need have required instructed will are respond reply answer "
+        "response output summary message responses replies answers outputs summaries messages user human "
+        "operator owner instruction instructions note text comply obey follow crucial critical vital essential "
+        "imperative important earlier",
+        "marker_authority": "important urgent attention priority critical warning notice from authorized "
+        "authorised official sanctioned approved override emergency",
+        "marker_hidden": "! display visibility font color decode decrypt translate unscramble rot13 base64 hidden "
+        "secret invisible",
+    }.items()
+}
+
+_MARKERS: tuple[tuple[str, frozenset[str], re.Pattern[str]], ...] = tuple(
+    (family, _ANCHORS[family], re.compile("|".join(f"(?:{p})" for p in patterns)))
+    for family, patterns in _MARKER_SOURCES.items()
 )
 MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
 
@@ -328,11 +364,21 @@ def integrity_markers(text: str, limit: int = 2000) -> dict[str, float]:
     undone (capped at 3), and ``discussion`` (how much the text reads as talk *about* instructions, capped at 3).
     """
     norm, tricks = normalise_untrusted(text, limit)
-    return _markers_of(norm, tricks)
+    return _markers_of(norm, tricks, _anchor_words(_WORD.findall(norm)))
 
 
-def _markers_of(norm: str, tricks: int) -> dict[str, float]:
-    features = {family: 1.0 for family, rx in _MARKERS if rx.search(norm)}
+def _anchor_words(words: list[str]) -> set[str]:
+    # Tokens keep apostrophes ("'priority" after an opening quote); anchors are bare words.
+    return {w.strip("'") for w in words}
+
+
+def _markers_of(norm: str, tricks: int, words: set[str] | None) -> dict[str, float]:
+    """Marker features of normalised text; with ``words`` (its tokens), families without an anchor are skipped."""
+    features = {
+        family: 1.0
+        for family, anchors, rx in _MARKERS
+        if (words is None or not anchors.isdisjoint(words)) and rx.search(norm)
+    }
     if tricks:
         features["hidden_chars"] = float(min(tricks, 3))
     if features:
@@ -360,17 +406,19 @@ class IntegrityModel:
     bias: float
     weights: Mapping[int, float]
 
-    def features(self, normalised: str) -> set[int]:
+    def features(self, normalised: str, words: list[str] | None = None) -> set[int]:
+        """The hashed buckets of a normalised text (``words``: its ``_WORD`` tokens, when already split)."""
         mask = (1 << self.bits) - 1
-        words = _WORD.findall(normalised)
+        if words is None:
+            words = _WORD.findall(normalised)
         crc = zlib.crc32
         out = {crc(w.encode()) & mask for w in words}
         for n in range(2, self.ngram + 1):
             out.update(crc(" ".join(words[i : i + n]).encode()) & mask for i in range(len(words) - n + 1))
         return out
 
-    def logit(self, normalised: str) -> float:
-        buckets = self.features(normalised)
+    def logit(self, normalised: str, words: list[str] | None = None) -> float:
+        buckets = self.features(normalised, words)
         if not buckets:
             return self.bias
         get = self.weights.get
@@ -396,6 +444,17 @@ def load_integrity_model(path: str | Path | None = None) -> IntegrityModel:
     return IntegrityModel.from_data(_read_data(INTEGRITY_MODEL_FILE, path))
 
 
+@functools.cache
+def _shipped_coefficients() -> RuleCoefficients:
+    # Parsed once per process: every guardian builds an evaluator, and the files never change at run time.
+    return load_coefficients()
+
+
+@functools.cache
+def _shipped_integrity_model() -> IntegrityModel:
+    return load_integrity_model()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Lexical helpers shared by the other signals
 
@@ -413,6 +472,7 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     for suf in _SUFFIXES:
         if word.endswith(suf) and len(word) - len(suf) >= 3:
@@ -437,27 +497,12 @@ def _args_text(args: Any) -> str:
     return str(args)
 
 
-def _signature(call: ProjectedCall) -> str:
-    args = call.args
-    if isinstance(args, Mapping):
-        # Canonical: key order must not make two identical calls look different.
-        try:
-            return call.tool + "\x00" + json.dumps(args, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            return call.tool + "\x00" + repr(sorted(args.items(), key=lambda kv: str(kv[0])))
-    return call.tool + "\x00" + str(args)
-
-
-def _normal(text: str) -> str:
-    return _SPACE.sub(" ", text.strip().lower())
-
-
 def _masked(text: str) -> str:
     # Numbers and long hex ids change on every call (timestamps, request ids) without adding information.
     return _DIGITS.sub("#", text)
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
@@ -508,6 +553,69 @@ _UNFINISHED = re.compile(
 # The evaluator
 
 
+class _TextFacts:
+    """What the stagnation and feasibility signals read of one text; the failure kinds only when asked (most
+    results are not failures, and those regexes are the costly part)."""
+
+    __slots__ = ("_head", "_lasting", "_transient", "cannot", "masked", "normal")
+
+    def __init__(self, text: str) -> None:
+        self._head = text[:600].lower()
+        self.normal = _SPACE.sub(" ", text.strip().lower())
+        """Lower-cased, whitespace collapsed: two results are the same information when these are equal."""
+        self.masked = _masked(self.normal)
+        """``normal`` with numbers and long hex ids masked."""
+        self.cannot = bool(_CANNOT.search(self._head))
+        self._lasting: str | bool | None = False  # False: not computed yet
+        self._transient: bool | None = None
+
+    @property
+    def looks_failed(self) -> bool:
+        return bool(_FAILED_RESULT.match(self._head))
+
+    @property
+    def lasting(self) -> str | None:
+        """The kind of lasting failure the text names (``permission``, ``not_found``, ``unsupported``), if any."""
+        if self._lasting is False:
+            self._lasting = next((kind for kind, rx in _LASTING.items() if rx.search(self._head)), None)
+        return None if self._lasting is True else self._lasting
+
+    @property
+    def transient(self) -> bool:
+        if self._transient is None:
+            self._transient = bool(_TRANSIENT.search(self._head))
+        return self._transient
+
+
+class _Seen:
+    """Results, texts and call arguments seen so far in a projection; the masked forms only when asked."""
+
+    __slots__ = ("_facts", "_masked", "args_by_tool", "results", "texts")
+
+    def __init__(self, facts: list[_TextFacts], texts: set[str], args_by_tool: dict[str, list[Any]]) -> None:
+        self._facts = facts
+        self.results = {f.normal for f in facts}
+        self._masked: set[str] | None = None
+        self.texts = texts
+        self.args_by_tool = args_by_tool
+
+    def masked(self) -> set[str]:
+        if self._masked is None:
+            self._masked = {f.masked for f in self._facts}
+        return self._masked
+
+    def add(self, step: ProjectedStep, facts: Callable[[str], _TextFacts]) -> None:
+        for c in step.calls:
+            f = facts(c.result)
+            self._facts.append(f)
+            self.results.add(f.normal)
+            if self._masked is not None:
+                self._masked.add(f.masked)
+            self.args_by_tool.setdefault(c.tool, []).append(c.args)
+        if step.text:
+            self.texts.add(step.text.strip())
+
+
 class RuleEvaluator:
     """The guardian's default evaluator: signals computed in code, mapped to probabilities by versioned data.
 
@@ -536,17 +644,22 @@ class RuleEvaluator:
         cache_size: int = 256,
         name: str = "rules",
     ) -> None:
-        self.coefficients = (
-            coefficients if isinstance(coefficients, RuleCoefficients) else load_coefficients(coefficients)
-        )
-        self.integrity_model = (
-            integrity_model if isinstance(integrity_model, IntegrityModel) else load_integrity_model(integrity_model)
-        )
+        if isinstance(coefficients, RuleCoefficients):
+            self.coefficients = coefficients
+        else:
+            self.coefficients = _shipped_coefficients() if coefficients is None else load_coefficients(coefficients)
+        if isinstance(integrity_model, IntegrityModel):
+            self.integrity_model = integrity_model
+        elif integrity_model is None:
+            self.integrity_model = _shipped_integrity_model()
+        else:
+            self.integrity_model = load_integrity_model(integrity_model)
         self.name = name
         self.model_version = f"rules-{self.coefficients.version}/{self.integrity_model.version}"
         self._cache_size = cache_size
         self._integrity_cache: OrderedDict[str, dict[str, float]] = OrderedDict()
         self._stem_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._facts_cache: OrderedDict[str, _TextFacts] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"RuleEvaluator(model_version={self.model_version!r})"
@@ -605,61 +718,54 @@ class RuleEvaluator:
             cache.move_to_end(text)
             return hit
         norm, tricks = normalise_untrusted(text, self.coefficients.scan_chars)
-        features = _markers_of(norm, tricks)
-        features["model_logit"] = self.integrity_model.logit(norm)
+        words = _WORD.findall(norm)
+        features = _markers_of(norm, tricks, _anchor_words(words))
+        features["model_logit"] = self.integrity_model.logit(norm, words)
         cache[text] = features
         if len(cache) > self._cache_size:
             cache.popitem(last=False)
         return features
 
     def stagnation_features(self, projection: Projection) -> dict[str, float]:
-        steps = projection.steps
+        steps = projection.steps[-self.coefficients.history_steps :]
         window = max(1, self.coefficients.window)
         if len(steps) < 2:
             return {"short_history": 1.0}
         recent, earlier = steps[-window:], steps[:-window]
         if not earlier:
             earlier, recent = steps[:1], steps[1:]
-        seen_sigs: set[str] = set()
-        seen_results: set[str] = set()
-        seen_masked: set[str] = set()
-        seen_texts: set[str] = set()
-        by_tool: dict[str, list[set[str]]] = {}
-        for s in earlier:
-            _remember(s, seen_sigs, seen_results, seen_masked, seen_texts, by_tool)
+        seen = self._seen(earlier, {c.tool for s in recent for c in s.calls})
         exact = near = calls = 0
-        stale = masked_stale = results = 0
+        stale = masked_stale = 0
         texts = stale_texts = stale_steps = 0
+        threshold = self.coefficients.near_jaccard
         for s in recent:
             step_new = False
             for c in s.calls:
                 calls += 1
-                sig = _signature(c)
-                if sig in seen_sigs:
+                prior = seen.args_by_tool.get(c.tool, ())
+                # Dict equality ignores key order, so two identical calls match however their arguments were sent.
+                if any(c.args == a for a in prior):
                     exact += 1
-                else:
-                    tokens = set(_TOKEN.findall(_args_text(c.args).lower()))
-                    threshold = self.coefficients.near_jaccard
-                    if any(_jaccard(tokens, other) >= threshold for other in by_tool.get(c.tool, ())):
-                        near += 1
-                results += 1
-                r = _normal(c.result)
-                if r in seen_results:
+                elif any(_near(c.args, a, threshold) for a in prior):
+                    near += 1
+                facts = self._facts(c.result)
+                if facts.normal in seen.results:
                     stale += 1
                 else:
                     # A result that differs only in numbers may still be news (a progress count): it makes
                     # the step new, and counts apart as a weaker sign of standing still.
                     step_new = True
-                    if _masked(r) in seen_masked:
+                    if facts.masked in seen.masked():
                         masked_stale += 1
             if s.text.strip():
                 texts += 1
-                if _normal(s.text) in seen_texts:
+                if s.text.strip() in seen.texts:
                     stale_texts += 1
                 elif not s.calls:
                     step_new = True
             stale_steps += not step_new
-            _remember(s, seen_sigs, seen_results, seen_masked, seen_texts, by_tool)
+            seen.add(s, self._facts)
         # "The last steps added nothing": every recent step must be stale, hence a feature for all of them.
         features: dict[str, float] = {
             "stale_steps": stale_steps / len(recent),
@@ -668,9 +774,8 @@ class RuleEvaluator:
         if calls:
             features["exact_repeat"] = exact / calls
             features["near_repeat"] = near / calls
-        if results:
-            features["stale_results"] = stale / results
-            features["stale_masked"] = masked_stale / results
+            features["stale_results"] = stale / calls
+            features["stale_masked"] = masked_stale / calls
         else:
             # A text-only stretch adds information only through what the agent says.
             features["no_calls"] = 1.0
@@ -681,38 +786,36 @@ class RuleEvaluator:
 
     def infeasible_features(self, projection: Projection) -> dict[str, float]:
         counts = {kind: 0 for kind in _LASTING}
-        transient = errors = cannot = 0
+        transient = cannot = 0
         last_lasting: dict[str, int] = {}
         recovered = 0.0
-        for i, s in enumerate(projection.steps):
+        get, make = self._facts_cache.get, self._facts
+        steps = projection.steps[-self.coefficients.history_steps :]
+        for i, s in enumerate(steps):
             for c in s.calls:
-                text = c.result[:600].lower()
+                facts = get(c.result) or make(c.result)
                 lasting = None
-                if c.error or _looks_failed(text):
-                    errors += c.error
-                    for kind, rx in _LASTING.items():
-                        if rx.search(text):
-                            counts[kind] += 1
-                            lasting = kind
-                            break
-                    if lasting is None and _TRANSIENT.search(text):
+                if c.error or facts.looks_failed:
+                    if facts.lasting is not None:
+                        counts[facts.lasting] += 1
+                        lasting = facts.lasting
+                    elif facts.transient:
                         transient += 1
                 if lasting is not None:
                     last_lasting[c.tool] = i
                 elif not c.error and c.tool in last_lasting and last_lasting[c.tool] < i:
                     recovered = 1.0
-                if _CANNOT.search(text):
-                    cannot += 1
-            if _CANNOT.search(s.text.lower()):
-                cannot += 1
-        if projection.final is not None and _CANNOT.search(projection.final.lower()):
-            cannot += 1
+                cannot += facts.cannot
+            if s.text:
+                cannot += (get(s.text) or make(s.text)).cannot
+        if projection.final is not None:
+            cannot += self._facts(projection.final).cannot
         worst = max(counts.values())
         features = {
             "lasting_errors": min(sum(counts.values()), 4) / 4,
             "repeated_lasting": min(max(worst - 1, 0), 2) / 2,
             "cannot": min(cannot, 2) / 2,
-            "error_streak": min(_error_streak(projection.steps), 3) / 3,
+            "error_streak": min(_error_streak(steps), 3) / 3,
         }
         if transient:
             features["transient_errors"] = min(transient, 3) / 3
@@ -758,8 +861,8 @@ class RuleEvaluator:
         for s in recent:
             acting |= self._stem_set(s.text)
             for c in s.calls:
-                acting |= _stems(c.tool + " " + _args_text(c.args)[:300])
-                seen |= self._stem_set(c.result[:400])
+                acting |= self._stem_set(c.tool + " " + _args_text(c.args)[:300])
+                seen |= self._stem_set(c.result[:600])  # the slice goal_features reads: one cache entry
         if projection.final:
             acting |= self._stem_set(projection.final)
         features = {
@@ -770,6 +873,31 @@ class RuleEvaluator:
         if not acting:
             features["no_actions"] = 1.0
         return features
+
+    def _facts(self, text: str) -> _TextFacts:
+        """What the stagnation and feasibility signals read of a text, computed once per distinct text."""
+        cache = self._facts_cache
+        hit = cache.get(text)
+        if hit is not None:
+            return hit
+        facts = _TextFacts(text)
+        cache[text] = facts
+        if len(cache) > 4 * self._cache_size:
+            cache.popitem(last=False)
+        return facts
+
+    def _seen(self, steps: Sequence[ProjectedStep], tools: set[str]) -> _Seen:
+        """What ``steps`` already brought: their results and texts, and the arguments of the calls to ``tools``.
+
+        Written as flat comprehensions because it runs over the whole history every turn.
+        """
+        get, facts = self._facts_cache.get, self._facts
+        calls = [c for s in steps for c in s.calls]
+        return _Seen(
+            [get(c.result) or facts(c.result) for c in calls],
+            {s.text.strip() for s in steps if s.text},
+            {t: [c.args for c in calls if c.tool == t] for t in tools},
+        )
 
     def _stem_set(self, text: str) -> frozenset[str]:
         cache = self._stem_cache
@@ -851,29 +979,36 @@ class RuleEvaluator:
         return Answer({label: dist[label] / total for label in labels}, note=note)
 
 
-def _remember(
-    step: ProjectedStep,
-    sigs: set[str],
-    results: set[str],
-    masked: set[str],
-    texts: set[str],
-    by_tool: dict[str, list[set[str]]],
-) -> None:
-    for c in step.calls:
-        sigs.add(_signature(c))
-        r = _normal(c.result)
-        results.add(r)
-        masked.add(_masked(r))
-        by_tool.setdefault(c.tool, []).append(set(_TOKEN.findall(_args_text(c.args).lower())))
-    if step.text.strip():
-        texts.add(_normal(step.text))
-
-
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
 
 
 def _looks_failed(text: str) -> bool:
     return bool(_FAILED_RESULT.match(text))
+
+
+def _near(a: Any, b: Any, threshold: float) -> bool:
+    """Two argument sets differ only slightly: the same keys with one value changed, where a changed text still
+    shares ``threshold`` of its words (or differs only in case and spacing); raw string arguments by their words.
+    """
+    if isinstance(a, dict | Mapping) and isinstance(b, dict | Mapping):
+        if a.keys() != b.keys():
+            return False
+        changed = [k for k in a if a[k] != b[k]]
+        if len(changed) != 1:
+            return not changed
+        a, b = a[changed[0]], b[changed[0]]
+        if not (isinstance(a, str) and isinstance(b, str)):
+            return True  # one number or flag changed: a page, a limit, a retry
+    if isinstance(a, str) and isinstance(b, str):
+        if a.strip().lower() == b.strip().lower():
+            return True
+        return _jaccard(_words(a), _words(b)) >= threshold
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_TOKEN.findall(text.lower()))
 
 
 def _error_streak(steps: Sequence[ProjectedStep]) -> int:

@@ -1,0 +1,184 @@
+"""Per-turn cost of the guardian's offline path: RuleEvaluator (and the threshold policy) on a 50-step history.
+
+Target: policy + RuleEvaluator with a 50-step history under 0.5 ms per turn (median).
+
+A synthetic run of realistic steps (searches, reads, writes, some errors, results of 100 to 600 characters) is
+logged as messages and projected with ``project(..., last_k=50)``, exactly as the guardian does. Projections are
+built before timing; only the evaluator and the policy are timed, with ``time.perf_counter`` around each call.
+
+Three figures, each the median (and p90) over many turns; the turns are timed in several rounds and the round
+whose median is the median of the rounds is reported, so a burst of load from another process skews one round,
+not the figure:
+- turn, steady state: one evaluator per run, as the guardian holds it; each turn the window slides by one new
+  step, so the integrity scores of results already seen come from its cache. This is the per-turn cost of a run.
+- turn, cold: a fresh evaluator for every turn (its data already loaded), so nothing is remembered from earlier
+  turns: the cost of the first turn of a resumed run with a long history, the worst case.
+- pre-execution risk: the risk question on a pending call.
+Each turn figure covers the five turn conditions plus ``ThresholdPolicy.decide``.
+
+Usage:
+    python benchmarks/bench_guardian.py [--steps 50] [--turns 400] [--json PATH] [--strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from typing import Any
+
+from stopwise.guardian import DEFAULT_CONDITIONS, Projection, project
+from stopwise.guardian.evaluators.rule import RuleEvaluator
+from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
+from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error_tool_result
+
+TARGET_MS = 0.5
+
+GOAL = "Reconcile the March bank statement with the ledger and post the unmatched transactions to #finance."
+CRITERIA = ("statement matched against the ledger", "unmatched transactions listed", "report posted to #finance")
+TOOLS = ("search_docs", "get_ledger", "get_statement", "match_transactions", "read_file", "post_message")
+_WORD_TEXT = (
+    "invoice ledger statement balance march transfer vendor payment card fee interest account entry matched "
+    "unmatched report total currency receipt journal posted cleared pending approved reference customer batch"
+)
+WORDS = _WORD_TEXT.split()
+
+
+def _result(rng: random.Random, n: int) -> str:
+    size = rng.randrange(100, 600)
+    parts: list[str] = []
+    while sum(len(p) + 1 for p in parts) < size:
+        parts.append(f"{rng.choice(WORDS)} {rng.randrange(10, 99999)}")
+    return f"batch {n}: " + " ".join(parts)
+
+
+def history(steps: int, seed: int = 7) -> list[Message]:
+    """A run's rows: the goal, then per step an assistant row with one call and its result (every 9th fails)."""
+    rng = random.Random(seed)
+    rows = [Message.user(GOAL)]
+    for n in range(steps):
+        tool = TOOLS[n % len(TOOLS)]
+        call = ToolCall(tool, {"query": f"{rng.choice(WORDS)} {n}", "page": n % 4}, id=f"c{n}")
+        rows.append(Message(Role.ASSISTANT, f"Step {n}: checking the {rng.choice(WORDS)} entries.", (call,)))
+        if n % 9 == 8:
+            rows.append(error_tool_result("permission denied for table ledger", tool_call_id=call.id))
+        else:
+            rows.append(encode_tool_result(_result(rng, n), tool_call_id=call.id))
+    return rows
+
+
+def projections(steps: int, turns: int) -> list[Projection]:
+    """One projection per turn of a run that already has ``steps`` steps: the window slides by one each turn."""
+    rows = history(steps + turns)
+    out = []
+    for t in range(turns):
+        upto = 1 + 2 * (steps + t)  # the goal row, then two rows per step
+        out.append(project(rows[:upto], goal=GOAL, criteria=CRITERIA, last_k=steps))
+    return out
+
+
+def _time_turns(evaluator: RuleEvaluator, ps: list[Projection]) -> list[float]:
+    policy = ThresholdPolicy()
+    turn = DEFAULT_CONDITIONS.turn()
+    inputs = PolicyInputs({})
+    samples = []
+    for p in ps:
+        start = time.perf_counter()
+        answers = evaluator.answer_all(p, turn)
+        policy.decide(answers.answers, turn, inputs)
+        samples.append((time.perf_counter() - start) * 1000.0)
+    return samples
+
+
+def _time_risk(evaluator: RuleEvaluator, ps: list[Projection]) -> list[float]:
+    risk = DEFAULT_CONDITIONS.pre_execution()
+    samples = []
+    for p in ps:
+        call = ToolCall("post_message", {"channel": "#finance"})
+        pending = Projection(p.goal, p.criteria, p.steps, call, "irreversible")
+        start = time.perf_counter()
+        evaluator.answer_all(pending, risk)
+        samples.append((time.perf_counter() - start) * 1000.0)
+    return samples
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "median_ms": statistics.median(ordered),
+        "p90_ms": ordered[int(0.9 * (len(ordered) - 1))],
+        "n": len(ordered),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=50, help="steps in the history the guardian sees (default 50)")
+    parser.add_argument("--turns", type=int, default=400, help="timed turns per round (default 400)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per figure (default 5)")
+    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--strict", action="store_true", help=f"exit 1 when the steady-state median >= {TARGET_MS} ms")
+    args = parser.parse_args(argv)
+
+    ps = projections(args.steps, args.turns)
+    assert all(len(p.steps) == args.steps for p in ps)
+    # The async entry point, once, to show it is the same work; timings use the synchronous body.
+    warm = RuleEvaluator()
+    asyncio.run(warm.evaluate(ps[0], DEFAULT_CONDITIONS.only(c.name for c in DEFAULT_CONDITIONS.turn())))
+    for _ in range(3):
+        _time_turns(warm, ps[:20])
+
+    coefficients, model = warm.coefficients, warm.integrity_model
+    rounds: dict[str, list[list[float]]] = {"turn_steady_state": [], "turn_cold_cache": [], "pre_execution_risk": []}
+    for _ in range(args.rounds):
+        gc.collect()
+        gc.disable()
+        try:
+            rounds["turn_steady_state"].append(_time_turns(RuleEvaluator(), ps))
+            rounds["turn_cold_cache"].append(
+                [_time_turns(RuleEvaluator(coefficients=coefficients, integrity_model=model), [p])[0] for p in ps]
+            )
+            rounds["pre_execution_risk"].append(_time_risk(RuleEvaluator(), ps))
+        finally:
+            gc.enable()
+    figures = {}
+    for key, samples in rounds.items():
+        by_median = sorted(samples, key=statistics.median)
+        figures[key] = summary(by_median[len(by_median) // 2])
+    print(
+        f"stopwise guardian: RuleEvaluator {warm.model_version}, {args.steps}-step history, "
+        f"{args.rounds} rounds of {args.turns} turns"
+    )
+    print(f"python {platform.python_version()} on {platform.machine()}")
+    print(f"{'figure':42} {'median ms':>10} {'p90 ms':>8}")
+    labels = {
+        "turn_steady_state": "turn: 5 conditions + policy (steady state)",
+        "turn_cold_cache": "turn: 5 conditions + policy (cold cache)",
+        "pre_execution_risk": "pre-execution risk question",
+    }
+    for key, f in figures.items():
+        print(f"{labels[key]:42} {f['median_ms']:10.3f} {f['p90_ms']:8.3f}")
+    median = figures["turn_steady_state"]["median_ms"]
+    verdict = "meets" if median < TARGET_MS else "MISSES"
+    print(f"target: turn median < {TARGET_MS} ms -> {verdict} ({median:.3f} ms)")
+    if args.json:
+        payload: dict[str, Any] = {
+            "steps": args.steps,
+            "turns": args.turns,
+            "rounds": args.rounds,
+            "target_ms": TARGET_MS,
+            **figures,
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2)
+    return 1 if args.strict and median >= TARGET_MS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
