@@ -30,8 +30,9 @@ _MIN_MINORITY_FOR_ISOTONIC = 15
 def _platt(p: np.ndarray[Any, Any], y: np.ndarray[Any, Any], fires_on: tuple[str, ...]) -> CalibrationMap:
     q = np.clip(p, _EPS, 1 - _EPS)
     z = np.log(q / (1 - q)).reshape(-1, 1)
-    # A weak penalty: two parameters on a hundred records need no shrinkage, but separable data needs a bound.
-    model = LogisticRegression(C=100.0)
+    # A mild L2 penalty: it barely moves two parameters fitted on a hundred records, but it keeps the slope finite
+    # on separable data, where an unpenalised fit would map every probability to 0 or 1.
+    model = LogisticRegression(C=1.0)
     model.fit(z, y)
     return CalibrationMap("platt", fires_on, a=float(model.coef_[0][0]), b=float(model.intercept_[0]), eps=_EPS)
 
