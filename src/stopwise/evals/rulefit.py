@@ -199,9 +199,9 @@ def fit_rule_coefficients(
                 if w:
                     rows["drift"].add(f, z, y, float(w), r.source)
         elif r.condition == "risk" and isinstance(r.label, str):
-            table = _risk_table(evaluator, r, data)
-            if table is not None:
-                counts = risk_counts.setdefault(table, {})
+            which = _risk_table(evaluator, r, data)
+            if which is not None:
+                counts = risk_counts.setdefault(which, {})
                 counts[r.label] = counts.get(r.label, 0.0) + 1.0
     for name, rs in rows.items():
         if len(set(rs.y)) < 2:
