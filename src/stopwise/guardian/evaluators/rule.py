@@ -131,7 +131,8 @@ class RuleCoefficients:
     window: int
     """How many of the latest steps count as "recent" for stagnation and drift."""
     near_jaccard: float
-    """Two calls of one tool are near repeats when their argument tokens overlap at least this much."""
+    """Two calls of one tool are near repeats when one argument changed and, if it is a text, the old and new
+    texts share at least this share of their words."""
     scan_steps: int
     """Integrity reads the tool results of this many latest steps (earlier ones were read on their own turn)."""
     scan_chars: int
@@ -628,10 +629,12 @@ class RuleEvaluator:
     ``model_version`` is ``"rules-<coefficients version>/<integrity model version>"``: a decision record names
     exactly the data that produced its probabilities.
 
-    Cost: a few hundred microseconds per turn with a 50-step history. Integrity reads only the results of the
-    latest ``scan_steps`` steps, each cut at ``scan_chars`` (the earlier ones were read on the turn they arrived),
-    and remembers the scores of up to ``cache_size`` result texts, so a result is scored once while it stays in
-    the window.
+    Cost: a few hundred microseconds per turn with a 50-step history (``benchmarks/bench_guardian.py``).
+    Integrity reads only the results of the latest ``scan_steps`` steps, each cut at ``scan_chars`` (the earlier
+    ones were read on the turn they arrived); stagnation and infeasibility look back ``history_steps`` steps. What
+    is derived from a text (integrity features, stems, failure kinds) is memoised per distinct text, up to a few
+    times ``cache_size`` texts, so a result costs its full price once, on the turn it arrives. The memo holds
+    only pure functions of a text: one evaluator can serve many runs, concurrently.
     """
 
     name: str
@@ -715,15 +718,12 @@ class RuleEvaluator:
         cache = self._integrity_cache
         hit = cache.get(text)
         if hit is not None:
-            cache.move_to_end(text)
             return hit
         norm, tricks = normalise_untrusted(text, self.coefficients.scan_chars)
         words = _WORD.findall(norm)
         features = _markers_of(norm, tricks, _anchor_words(words))
         features["model_logit"] = self.integrity_model.logit(norm, words)
-        cache[text] = features
-        if len(cache) > self._cache_size:
-            cache.popitem(last=False)
+        _memo(cache, text, features, self._cache_size)
         return features
 
     def stagnation_features(self, projection: Projection) -> dict[str, float]:
@@ -881,9 +881,7 @@ class RuleEvaluator:
         if hit is not None:
             return hit
         facts = _TextFacts(text)
-        cache[text] = facts
-        if len(cache) > 4 * self._cache_size:
-            cache.popitem(last=False)
+        _memo(cache, text, facts, 4 * self._cache_size)
         return facts
 
     def _seen(self, steps: Sequence[ProjectedStep], tools: set[str]) -> _Seen:
@@ -905,9 +903,7 @@ class RuleEvaluator:
         if hit is not None:
             return hit
         stems = frozenset(_stems(text))
-        cache[text] = stems
-        if len(cache) > 4 * self._cache_size:
-            cache.popitem(last=False)
+        _memo(cache, text, stems, 4 * self._cache_size)
         return stems
 
     # -- answers ----------------------------------------------------------------------------------------------
@@ -984,6 +980,17 @@ _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\
 
 def _looks_failed(text: str) -> bool:
     return bool(_FAILED_RESULT.match(text))
+
+
+def _memo(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
+    """Remember ``value``, forgetting the oldest entries past ``size`` (first in, first out: the window slides, so
+    the oldest text is the one least likely to be seen again)."""
+    cache[key] = value
+    while len(cache) > size:
+        try:
+            cache.popitem(last=False)
+        except KeyError:  # emptied meanwhile by another thread sharing this evaluator
+            break
 
 
 def _near(a: Any, b: Any, threshold: float) -> bool:
