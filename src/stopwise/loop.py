@@ -680,6 +680,7 @@ def _projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None =
         goal=_goal(leg),
         criteria=guardian.criteria,
         last_k=guardian.history_steps,
+        result_chars=guardian.result_chars,
         risks={t.name: t.risk.value for t in leg.agent.tools},
         pending=pending,
         final=final,

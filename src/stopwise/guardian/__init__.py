@@ -2,6 +2,13 @@
 
 from stopwise.guardian.answers import Answer, Answers, Evaluator
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Outcome, QuestionSet
+from stopwise.guardian.evaluators import (
+    EvaluatorScriptExhausted,
+    JudgeEvaluator,
+    RuleEvaluator,
+    ScriptedEvaluator,
+    SystemOneEvaluator,
+)
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
@@ -17,14 +24,19 @@ __all__ = [
     "ConditionSpec",
     "Decision",
     "Evaluator",
+    "EvaluatorScriptExhausted",
     "Guardian",
+    "JudgeEvaluator",
     "Outcome",
     "PolicyInputs",
     "PolicyResult",
     "Projection",
     "Question",
     "QuestionSet",
+    "RuleEvaluator",
     "Score",
+    "ScriptedEvaluator",
+    "SystemOneEvaluator",
     "ThresholdPolicy",
     "YesNo",
     "project",

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stopwise.messages import TOOL_ERROR, Message, Role, ToolCall
+from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 
 __all__ = ["ProjectedStep", "Projection", "project"]
 
@@ -31,6 +31,8 @@ class ProjectedCall:
     error: bool
     risk: str = "unknown"
     """The tool's declared risk class."""
+    denied: bool = False
+    """The call never ran: a guardrail blocked it or a reviewer rejected it (``error`` is then true too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,7 @@ def _render(p: Projection) -> str:
         lines.append(f"[step {s.step}] agent: {s.text or '(no text)'}")
         for c in s.calls:
             args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
-            status = "error" if c.error else "ok"
+            status = "denied" if c.denied else "error" if c.error else "ok"
             lines.append(f"  call {c.tool}({args}) [{c.risk}] -> {status}:")
             lines.append(f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}")
     if p.final is not None:
@@ -117,6 +119,7 @@ def project(
                 _truncate(results[c.id].content, result_chars) if c.id in results else "(no result)",
                 bool(results[c.id].metadata.get(TOOL_ERROR)) if c.id in results else False,
                 risks.get(c.name, "unknown"),
+                bool(results[c.id].metadata.get(DENIED)) if c.id in results else False,
             )
             for c in m.tool_calls
         )
