@@ -38,6 +38,12 @@ EXPECTED_ROWS = {
     "guardrails": ("3", "completed", "final_answer", None),
     "approval": ("2", "completed", "final_answer", None),
     "forced_output": ("3", "completed", "output", None),
+    "loop": ("5", "failed", "infeasible", None),
+    "drift": ("4", "failed", "infeasible", None),
+    "injection": ("2", "completed", "final_answer", None),
+    "premature": ("3", "completed", "final_answer", None),
+    "infeasible": ("5", "failed", "infeasible", None),
+    "irreversible": ("2", "completed", "final_answer", None),
 }
 
 

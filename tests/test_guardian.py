@@ -385,7 +385,7 @@ async def test_an_integrity_escalation_quarantines_the_tool_output_until_release
     suspended = await runner.run(a, "find recipes", session_id="s")
     assert suspended.status == "suspended"
     row = next(m for m in suspended.messages if m.role == "tool")
-    assert "quarantined" in row.content and "evil" not in row.content
+    assert "withheld" in row.content and "evil" not in row.content and row.metadata["quarantined"] is True
     snapshot = await store.load_session("s")
     assert snapshot is not None
     receipt = next(r for e in snapshot.entries for r in e.records if r.get("type") == "tool_receipt")

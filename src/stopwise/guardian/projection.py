@@ -116,7 +116,7 @@ def project(
             ProjectedCall(
                 c.name,
                 c.args,
-                _truncate(results[c.id].content, result_chars) if c.id in results else "(no result)",
+                _result_text(results.get(c.id), result_chars),
                 bool(results[c.id].metadata.get(TOOL_ERROR)) if c.id in results else False,
                 risks.get(c.name, "unknown"),
                 bool(results[c.id].metadata.get(DENIED)) if c.id in results else False,
@@ -133,6 +133,15 @@ def project(
         final,
         max_chars,
     )
+
+
+def _result_text(row: Message | None, n: int) -> str:
+    if row is None:
+        return "(no result)"
+    if row.metadata.get("quarantined"):
+        # The evaluator judged this output already; the withheld notice itself is not evidence of anything.
+        return "(withheld)"
+    return _truncate(row.content, n)
 
 
 def _truncate(text: str, n: int) -> str:
