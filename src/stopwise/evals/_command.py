@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import json
 import os
@@ -77,6 +78,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
 
     records = _read(args.traces, strict=args.strict)
+    # The records live until the end of the command and hold no cycles: frozen, every later collection skips
+    # them (otherwise each full collection walks the whole trace set: seconds at 100,000 records).
+    gc.freeze()
     if args.export:
         count = write_traces(args.export, records)
         print(f"wrote {count} records to {args.export}")

@@ -45,7 +45,7 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Predictions:
     """An evaluator run over a set of records."""
 
@@ -58,6 +58,14 @@ class Predictions:
     """Evaluator calls made: records that share a state are asked in one call."""
     model_versions: tuple[str, ...] = field(default=())
     """Every model version seen, most frequent first (more than one: the evaluator changed mid-run)."""
+
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio.run may format the repr of a task's result (Python 3.11 does, building the
+        # message of an exception it then ignores), and a full repr of 100,000 predictions takes seconds.
+        return (
+            f"Predictions({self.evaluator!r}, {self.model_version!r}, {len(self.items)} items, "
+            f"{len(self.skipped)} skipped, {self.calls} calls)"
+        )
 
 
 def reads_text(evaluator: Evaluator) -> bool:
@@ -117,19 +125,22 @@ async def predict(
         if problem is not None:
             skipped.append(Skipped(record, problem))
             continue
-        if record.projection is None:
-            if not text_only:
-                skipped.append(Skipped(record, "text-only record: the evaluator reads the projection's structure"))
-                continue
-            key: object = ("text", record.text)
-        else:
-            key = ("projection", record.projection.text)
+        if record.text_only and not text_only:
+            skipped.append(Skipped(record, "text-only record: the evaluator reads the projection's structure"))
+            continue
+        # The rendered text is the state's identity; a structured state and a bare text are never one call.
+        key: object = (record.text_only, record.text)
         if _ELIDED in record.text:
             # An elided middle can hide a difference between two states: never share such a call.
             key = (key, i)
         item = work.get(key)
         if item is None:
-            projection = record.projection if record.projection is not None else text_projection(record.text)
+            try:
+                projection = record.projection if not record.text_only else text_projection(record.text)
+            except ValueError as exc:
+                skipped.append(Skipped(record, f"malformed projection: {exc}"))
+                continue
+            assert projection is not None
             item = work[key] = _Work(projection, [], [])
         if condition not in item.conditions:
             item.conditions.append(condition)

@@ -1,0 +1,147 @@
+"""What ``stopwise eval`` costs on a large trace file: 100,000 records through the ``RuleEvaluator``, every metric.
+
+Two files are made from the development set (``evals/data/devset.jsonl``), then timed phase by phase as the
+command runs them (``read_traces``, ``predict``, ``build_report``):
+
+- **cycled**: the dev set repeated to N records. Records with the same state are asked in one evaluator call,
+  so this measures the harness (reading, grouping, metrics) with the evaluator out of the way;
+- **distinct**: every record a state of its own (the goal, the tool results and the final answer carry a case
+  number, the text is rendered again), so the evaluator answers all N: the worst case, evaluator-bound.
+
+Target: evaluating 100,000 records and computing every metric in under 10 s (per file).
+
+Usage:
+  python benchmarks/bench_evals.py [--records 100000] [--only cycled|distinct] [--json PATH] [--strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stopwise.evals import predict, read_traces
+from stopwise.evals.report import build_report
+from stopwise.evals.traces import projection_from_data
+from stopwise.guardian import DEFAULT_CONDITIONS
+from stopwise.guardian.evaluators.rule import RuleEvaluator
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVSET = ROOT / "evals" / "data" / "devset.jsonl"
+TARGET_S = 10.0
+
+
+def _distinct(record: dict[str, Any], case: int) -> dict[str, Any]:
+    """The record with a state of its own: a case number in the goal, each tool result and the final answer."""
+    p = json.loads(json.dumps(record["projection"]))
+    tag = f" [case {case}]"
+    p["goal"] += tag
+    for step in p["steps"]:
+        for call in step["calls"]:
+            call["result"] += tag
+    if p.get("final") is not None:
+        p["final"] += tag
+    out = dict(record, id=f"{record['id']}#{case}", projection=p)
+    out["text"] = projection_from_data(p).text
+    return out
+
+
+def _write(path: Path, n: int, distinct: bool) -> None:
+    lines = DEVSET.read_text(encoding="utf-8").splitlines()
+    base = [json.loads(line) for line in lines]
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            if distinct:
+                f.write(json.dumps(_distinct(base[i % len(base)], i // len(base)), ensure_ascii=False) + "\n")
+            else:
+                f.write(lines[i % len(lines)] + "\n")
+
+
+def _run(path: Path) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    traces = read_traces(path)
+    gc.freeze()  # as stopwise eval does once the traces are read
+    t1 = time.perf_counter()
+    predictions = asyncio.run(predict(RuleEvaluator(), traces.records))
+    t2 = time.perf_counter()
+    report = build_report(predictions, DEFAULT_CONDITIONS, split="all", traces=[str(path)])
+    t3 = time.perf_counter()
+    figures = {
+        "records": len(traces.records),
+        "calls": predictions.calls,
+        "read_s": t1 - t0,
+        "evaluate_s": t2 - t1,
+        "metrics_s": t3 - t2,
+        "total_s": t3 - t0,
+        "model_version": predictions.model_version,
+        "conditions": len(report.conditions),
+    }
+    del traces, predictions, report
+    gc.unfreeze()  # the next file starts from a clean heap
+    gc.collect()
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--only", choices=("cycled", "distinct"))
+    parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a file misses the target")
+    args = parser.parse_args(argv)
+    modes = [args.only] if args.only else ["cycled", "distinct"]
+    print(
+        f"bench_evals: {args.records:,} records per file, RuleEvaluator, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs; target < {TARGET_S:g} s per file (read + evaluate + every metric)"
+    )
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in modes:
+            path = Path(tmp) / f"{mode}.jsonl"
+            started = time.perf_counter()
+            _write(path, args.records, mode == "distinct")
+            made = time.perf_counter() - started
+            results[mode] = _run(path) | {"file_mb": path.stat().st_size / 1e6, "made_in_s": made}
+    header = ["file", "records", "evaluator calls", "read s", "evaluate s", "metrics s", "total s", "us/record"]
+    rows = []
+    missed = []
+    for mode, r in results.items():
+        rows.append(
+            [
+                mode,
+                f"{r['records']:,}",
+                f"{r['calls']:,}",
+                f"{r['read_s']:.2f}",
+                f"{r['evaluate_s']:.2f}",
+                f"{r['metrics_s']:.2f}",
+                f"{r['total_s']:.2f}",
+                f"{1e6 * r['total_s'] / r['records']:.0f}",
+            ]
+        )
+        if r["total_s"] >= TARGET_S:
+            missed.append(mode)
+    widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
+    for row in (header, ["-" * w for w in widths], *rows):
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    first = next(iter(results.values()))
+    print(
+        f"model version: {first['model_version']}; file sizes: "
+        + ", ".join(f"{m} {r['file_mb']:.0f} MB" for m, r in results.items())
+    )
+    for mode, r in results.items():
+        print(f"{mode}: {'OK' if r['total_s'] < TARGET_S else 'MISSED'} ({r['total_s']:.2f} s against {TARGET_S:g} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
