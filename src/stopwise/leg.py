@@ -1,0 +1,205 @@
+"""The state of one run leg (a run, a retry or a resume of it), and how a leg is rebuilt from the log.
+
+A leg's counters move on only after each step's commit; everything a budget or a report counts is rebuilt from
+the log's entries and records, never from memory alone, so a crash or a retry keeps it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from stopwise.agent import Agent
+from stopwise.guardian.records import RECORD_TYPE as GUARDIAN
+from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
+from stopwise.result import CompletionReason, RunStatus
+from stopwise.stop.decision import Action, Phase
+from stopwise.stop.guard import GUARD_SOURCE, guard_report, report_dict
+from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
+from stopwise.tools import Tool
+
+__all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks"]
+
+
+NEXT_PHASE = {Action.FORCE_OUTPUT: Phase.FORCED_OUTPUT, Action.WRAP_UP: Phase.WRAP_UP}
+
+
+KEPT = (GUARD_SOURCE, "guardrail", GUARDIAN)
+"""Record types a leg keeps in memory: budgets, hysteresis and reports are counted from them."""
+
+
+@dataclass(slots=True)
+class CallPlan:
+    """What happens to one tool call of a step, decided before anything in the batch runs."""
+
+    call: ToolCall
+    tool: Tool | None
+    args: Mapping[str, Any] | None
+    """The arguments that run (after a tool-call guardrail rewrite or a reviewer's change)."""
+    row: Message | None = None
+    """Set when the call is answered without running (unknown tool, bad arguments, a block, a rejection)."""
+    needs_approval: bool = False
+
+    def to_data(self) -> dict[str, Any]:
+        row = None if self.row is None else {"content": self.row.content, "metadata": dict(self.row.metadata)}
+        return {
+            "call_id": self.call.id,
+            "tool": self.call.name,
+            "args": None if self.args is None else dict(self.args),
+            "row": row,
+            "needs_approval": self.needs_approval,
+        }
+
+
+@dataclass(slots=True)
+class Settle:
+    """A suspended step to finish when the run resumes: its reply and its calls, decisions applied."""
+
+    step: int
+    reply: Reply
+    plans: list[CallPlan]
+    records: list[Mapping[str, Any]]
+    """The reviewer's decisions, as records committed with the settled step."""
+    terminated: str | None = None
+    """A reviewer's ``Terminate`` reason: the step settles with every call denied and the run ends."""
+    escalation: bool = False
+    """The step was suspended by a guardian escalation (not a tool approval): nothing runs when it settles."""
+    rows: tuple[Message, ...] = ()
+    """For an escalation: rows the review adds (released quarantined outputs)."""
+    rejected: str | None = None
+    """For an escalation: the reviewer's rejection message."""
+
+
+@dataclass(slots=True)
+class Leg:
+    """The mutable state of one run leg (a run, a retry or a resume of it). Built by the runner."""
+
+    agent: Agent
+    store: Store
+    runner: Any
+    run: RunRecord
+    """The run record as of the leg's start; the counters below move on from it and are written back at
+    the end, so a step costs no record copy."""
+    messages: list[Message]
+    """The history as committed (the model sees the agent's instructions, then these)."""
+    state: dict[str, Any]
+    next_seq: int
+    phase: Phase = Phase.NORMAL
+    forced_attempts: int = 0
+    """Forced-completion calls made in this leg."""
+    carried_reason: CompletionReason | None = None
+    """The reason a forced phase reports if it succeeds (see ``Decision.carry``)."""
+    records: list[Mapping[str, Any]] = field(default_factory=list)
+    """This run's decision records from the log (stop guard, guardrails): budgets and reports count them."""
+    run_start: int = 0
+    """Index in ``messages`` of this run's first row."""
+    new_input: tuple[Message, ...] = ()
+    """Rows the caller adds at this leg's start; committed (after the input guardrails) when the leg begins."""
+    write_start: bool = True
+    """Whether beginning the leg writes the run record (a resume leaves it suspended until its step settles)."""
+    settle: Settle | None = None
+    replans: int = 0
+    """Replans made in this run (from the log's recorded decisions)."""
+    tool_streaks: dict[str, int] = field(default_factory=dict)
+    """Consecutive failed results per tool, for the runaway-error guard."""
+    runtime_context: Any = None
+    clock: Callable[[], float] = time.time
+    stream_text: bool = False
+    """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
+    system: tuple[Message, ...] = field(init=False)
+    steps: int = field(init=False)
+    usage: Usage = field(init=False)
+    text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.system = (Message(Role.SYSTEM, self.agent.instructions),) if self.agent.instructions else ()
+        self.steps = self.run.steps
+        self.usage = self.run.usage
+        self.text = self.run.text
+
+    @property
+    def steps_used(self) -> int:
+        return self.steps - self.run.budget_base
+
+    def record(self, **changes: Any) -> RunRecord:
+        """The run record with this leg's progress, its reports, and the given changes."""
+        fields: dict[str, Any] = {"steps": self.steps, "usage": self.usage, "text": self.text, "report": self.report()}
+        fields.update(changes)
+        return replace(self.run, **fields)
+
+    def report(self, records: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        if self.agent.stop_guard is None:
+            return {}
+        return {"stop_guard": report_dict(guard_report(self.records if records is None else records))}
+
+
+def streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> dict[str, int]:
+    """Consecutive failed results per tool: a denial is not a failure, one clean result resets the count."""
+    streaks = dict(start)
+    for name, row in rows:
+        if row.metadata.get(DENIED):
+            continue
+        streaks[name] = streaks.get(name, 0) + 1 if row.metadata.get(TOOL_ERROR) else 0
+    return streaks
+
+
+def restore_leg(
+    agent: Agent,
+    store: Store,
+    runner: Any,
+    snapshot: SessionSnapshot,
+    run: RunRecord,
+    *,
+    fresh_budget: bool,
+    new_input: tuple[Message, ...] = (),
+) -> Leg:
+    """A leg that continues ``run`` from the log.
+
+    The run record may be as old as its leg's start (a crash), so progress (steps, usage, last text), the
+    phase (forced completion, wrap-up) and the tool-error streaks come from the log entries. ``fresh_budget``
+    (a retry after a failure or cancellation) counts ``max_steps`` from the committed steps. Decision records
+    are kept either way: a retry keeps the stop guard's count.
+    """
+    entries = [e for e in snapshot.entries if e.run_id == run.run_id]
+    steps = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    records = [r for e in entries for r in e.records if r.get("type") in KEPT]
+    phase, attempts, carried = Phase.NORMAL, 0, None
+    if steps:
+        usage = Usage()
+        for e in steps:
+            usage = usage + (e.usage or Usage())
+        last = steps[-1]
+        replies = [e for e in steps if e.kind is EntryKind.STEP]
+        run = replace(run, steps=last.step, usage=usage, text=replies[-1].messages[0].content if replies else "")
+        decision = last.decision or {}
+        phase = NEXT_PHASE.get(Action(decision.get("action", Action.CONTINUE)), Phase.NORMAL)
+        carried = CompletionReason(decision["carry"]) if decision.get("carry") else None
+        attempts = sum(
+            1 for e in steps if e.step > run.budget_base and (e.decision or {}).get("phase") == Phase.FORCED_OUTPUT
+        )
+    if fresh_budget:
+        run = replace(run, budget_base=run.steps)
+        phase, attempts, carried = Phase.NORMAL, 0, None
+    run = replace(run, status=RunStatus.RUNNING, completion_reason=None, error=None, detail="")
+    names = {c.id: c.name for e in steps for m in e.messages for c in m.tool_calls}
+    tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
+    first = entries[0].seq if entries else snapshot.next_seq
+    return Leg(
+        agent,
+        store,
+        runner,
+        run,
+        snapshot.messages(),
+        dict(snapshot.state),
+        snapshot.next_seq,
+        phase,
+        attempts,
+        carried,
+        records,
+        run_start=snapshot.history_before(first),
+        new_input=new_input,
+        replans=sum(1 for e in steps if (e.decision or {}).get("action") == Action.REPLAN),
+        tool_streaks=streaks(tool_rows, {}),
+    )

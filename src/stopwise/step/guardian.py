@@ -1,0 +1,131 @@
+"""The guardian's part of a step: its projection of the run, its consultations, quarantine and re-anchoring."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from stopwise.guardian.guardian import Consultation, consult
+from stopwise.guardian.policy import PolicyInputs
+from stopwise.guardian.projection import project
+from stopwise.guardian.records import RECORD_TYPE as GUARDIAN
+from stopwise.leg import CallPlan, Leg
+from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
+
+__all__ = ["QUARANTINE", "consult_call", "consult_turn", "goal_of", "quarantine", "reanchor"]
+
+
+def reanchor(leg: Leg, why: str) -> str:
+    guardian = leg.agent.guardian
+    criteria = guardian.criteria if guardian is not None else ()
+    lines = [f"Re-anchor on the original goal: {goal_of(leg)}"]
+    if criteria:
+        lines.append("Acceptance criteria: " + "; ".join(criteria))
+    if why:
+        lines.append(f"Why: {why}")
+    lines.append("Plan the next step toward the goal; do not repeat what already failed or added nothing.")
+    return "\n".join(lines)
+
+
+def goal_of(leg: Leg) -> str:
+    guardian = leg.agent.guardian
+    if guardian is not None and guardian.goal:
+        return guardian.goal
+    first = next((m for m in leg.messages[leg.run_start :] if m.role is Role.USER), None)
+    return first.content if first is not None else ""
+
+
+def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = None, final: str | None = None) -> Any:
+    guardian = leg.agent.guardian
+    assert guardian is not None
+    return project(
+        [*leg.messages[leg.run_start :], *rows],
+        goal=goal_of(leg),
+        criteria=guardian.criteria,
+        last_k=guardian.history_steps,
+        result_chars=guardian.result_chars,
+        risks={t.name: t.risk.value for t in leg.agent.tools},
+        pending=pending,
+        final=final,
+        max_chars=guardian.max_chars,
+    )
+
+
+def repeats(messages: list[Message]) -> int:
+    """How many times in a row the latest call (same tool, same arguments) was made."""
+    calls = [(c.name, json.dumps(c.args, sort_keys=True, default=str)) for m in messages for c in m.tool_calls]
+    if not calls:
+        return 0
+    count = 0
+    for c in reversed(calls):
+        if c != calls[-1]:
+            break
+        count += 1
+    return count
+
+
+def policy_inputs(leg: Leg, rows: list[Message]) -> PolicyInputs:
+    turns = [r for r in leg.records if r.get("type") == GUARDIAN and r.get("kind") == "turn"]
+    names = [c.name for c in leg.agent.guardian.turn_conditions] if leg.agent.guardian else []
+    held_before = {n: tuple(bool(r.get("held", {}).get(n, False)) for r in turns[-9:]) for n in names}
+    return PolicyInputs(held_before, leg.replans, repeats([*leg.messages[leg.run_start :], *rows]))
+
+
+async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCall) -> Consultation:
+    """The pre-execution questions (risk) about one proposed call, before it runs."""
+    guardian = leg.agent.guardian
+    assert guardian is not None
+    projection = projection_for(leg, history, pending=call)
+    return await consult(
+        guardian,
+        projection,
+        guardian.call_conditions,
+        PolicyInputs({}, leg.replans, 0),
+        run_id=leg.run.run_id,
+        step=step,
+        kind="pre_execution",
+        call_id=call.id,
+    )
+
+
+async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -> Consultation:
+    """The turn's questions, after its tools ran: one evaluator call for every turn condition."""
+    guardian = leg.agent.guardian
+    assert guardian is not None
+    step_rows = [Message(Role.ASSISTANT, reply.text, reply.tool_calls), *rows]
+    final = reply.text if reply.is_natural_finish else None
+    return await consult(
+        guardian,
+        projection_for(leg, step_rows, final=final),
+        guardian.turn_conditions,
+        policy_inputs(leg, step_rows),
+        run_id=leg.run.run_id,
+        step=step,
+        kind="turn",
+    )
+
+
+QUARANTINE = "[tool output withheld by the guardian until a reviewer releases it]"
+# Worded as a plain notice: the evaluator reads the projection too, and a notice that itself addressed the agent
+# would keep the integrity question firing after the output was withheld.
+
+
+def quarantine(plans: list[CallPlan], rows: list[Message], records: list[Mapping[str, Any]]) -> list[Message]:
+    """Withhold this step's tool outputs from the model; the raw rows stay in receipts for the review."""
+    held = []
+    for plan, row in zip(plans, rows, strict=True):
+        if row.metadata.get(ORIGIN) == "stopwise":
+            held.append(row)
+            continue
+        records.append(
+            {
+                "type": "tool_receipt",
+                "tool_call_id": plan.call.id,
+                "raw": row.content,
+                "metadata": dict(row.metadata),
+                "quarantined": True,
+            }
+        )
+        held.append(Message(Role.TOOL, QUARANTINE, tool_call_id=plan.call.id, metadata={"quarantined": True}))
+    return held

@@ -1,0 +1,72 @@
+"""The stop guard's part of a step: whether it applies, its consultation under a time limit, its record."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from stopwise.leg import Leg
+from stopwise.messages import Message, Reply, Role
+from stopwise.stop.decision import Action, Decision, Phase
+from stopwise.stop.guard import GUARD_SOURCE, GuardOutcome, InvalidVerdict, StopGuardContext, guard_report, settle
+
+__all__ = ["consult_guard", "guard_applies", "guard_record"]
+
+
+def guard_applies(leg: Leg, reply: Reply, phase: Phase) -> bool:
+    """The stop guard runs only on a natural finish that the run chose, never on a cut-off or forced call."""
+    agent = leg.agent
+    if agent.stop_guard is None or not reply.is_natural_finish or phase is Phase.FORCED_OUTPUT:
+        return False
+    if phase is Phase.WRAP_UP:
+        return True
+    # On the step that reaches the cap, continuing would turn a completion into a max-steps failure.
+    return agent.max_steps is None or leg.steps_used + 1 < agent.max_steps
+
+
+async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tuple[GuardOutcome, bool]:
+    """Call the guard under its time limit; returns its outcome and whether a continue was still allowed."""
+    guard = leg.agent.stop_guard
+    assert guard is not None
+    guard_records = [r for r in leg.records if r.get("type") == GUARD_SOURCE]
+    used = guard_report(guard_records).continues_used
+    ctx = StopGuardContext(
+        session_id=leg.run.session_id,
+        run_id=leg.run.run_id,
+        step=step,
+        attempt=len(guard_records) + 1,
+        reply=reply,
+        messages=(*leg.messages, Message(Role.ASSISTANT, reply.text)),
+        run_start=leg.run_start,
+        state=leg.state,
+        continues_used=used,
+        max_continues=guard.max_continues,
+    )
+    budget_left = used < guard.max_continues and phase is Phase.NORMAL
+    try:
+        async with asyncio.timeout(guard.timeout) as scope:
+            verdict: Any = guard.check(ctx) if guard.is_async else await asyncio.to_thread(guard.check, ctx)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        return settle(verdict, ctx), budget_left
+    except InvalidVerdict as exc:
+        return GuardOutcome("error", f"invalid verdict: {exc}"), budget_left
+    except TimeoutError as exc:
+        if scope.expired():
+            return GuardOutcome("error", f"timed out after {guard.timeout:g}s"), budget_left
+        return GuardOutcome("error", f"raised TimeoutError: {exc}"), budget_left
+    except Exception as exc:
+        return GuardOutcome("error", f"raised {type(exc).__name__}: {exc}"), budget_left
+
+
+def guard_record(leg: Leg, step: int, guard: tuple[GuardOutcome, bool], decision: Decision) -> dict[str, Any]:
+    outcome, _ = guard
+    event = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}[outcome.kind]
+    if outcome.kind == "continue" and decision.action is not Action.CONTINUE:
+        event = "exhausted"
+    name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
+    record: dict[str, Any] = {"type": GUARD_SOURCE, "event": event, "guard": name, "step": step}
+    if outcome.message:
+        record["message"] = outcome.message
+    return record
