@@ -1,5 +1,6 @@
 """Step 3 of scaling: DBOS durable workflows. Runs go on a queue; worker processes take them; a worker that
-dies mid-run has its runs recovered and finished by DBOS, from the last committed step.
+dies mid-run has its runs recovered and finished by DBOS, from the last committed step. A run that suspends for
+a human's approval ends its workflow; any worker resumes it once the decision is in.
 
 Without arguments this runs on SQLite files in a temporary folder (development: one process). With a DSN,
 DBOS's system tables and stopwise's log share that PostgreSQL database, and every worker started the same way
@@ -18,6 +19,7 @@ from pathlib import Path
 from dbos import DBOS
 
 from stopwise import Agent, FunctionModel, ModelRequest, Reply, SQLiteStore, Store, ToolCall, tool
+from stopwise.approvals import Approve
 from stopwise.runtime.dbos import DBOSRuntime
 
 
@@ -36,6 +38,24 @@ def pager(request: ModelRequest) -> Reply:
 
 agent = Agent(
     name="archivist", instructions="Find the invoice.", model=FunctionModel(pager), tools=[search_page], max_steps=3
+)
+
+
+@tool(needs_approval=True)
+def issue_refund(invoice: str) -> str:
+    """Refund an invoice (a person approves every refund)."""
+    return f"refunded {invoice}"
+
+
+def refunds(request: ModelRequest) -> Reply:
+    done = [m.content for m in request.messages if m.role == "tool"]
+    if done:
+        return Reply(f"Done: {done[-1]}")
+    return Reply(tool_calls=[ToolCall("issue_refund", {"invoice": "#4417"})])
+
+
+refunder = Agent(
+    name="refunder", instructions="Refund what you are asked to.", model=FunctionModel(refunds), tools=[issue_refund]
 )
 
 
@@ -65,7 +85,7 @@ async def main(dsn: str | None, executor_id: str, folder: Path) -> None:
             "log_level": "WARNING",
         }
     )
-    runtime = DBOSRuntime(store, [agent], polling_interval=0.1)
+    runtime = DBOSRuntime(store, [agent, refunder], polling_interval=0.1)
     await runtime.launch()
     try:
         result = await runtime.run(agent, "Which invoice is overdue?", session_id="invoices")
@@ -74,6 +94,13 @@ async def main(dsn: str | None, executor_id: str, folder: Path) -> None:
         result = await runtime.result(handle)
         print(f"retry: {result.status}, reason {result.completion_reason}, {result.steps} steps in all")
         print(f"output: {result.output}")
+
+        result = await runtime.run(refunder, "Refund invoice #4417", session_id="refund-4417")
+        print(f"refund: {result.status}, waiting on {', '.join(p.tool for p in result.pending)}")
+        # A person decides, maybe hours later; any process with a DBOSRuntime on these databases resumes it.
+        decisions = {p.call_id: Approve(args_hash=p.args_hash) for p in result.pending}
+        result = await runtime.resume(refunder, "refund-4417", decisions)
+        print(f"resume: {result.status}, {result.output}")
     finally:
         DBOS.destroy()
         await store.close()

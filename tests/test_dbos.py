@@ -9,17 +9,13 @@ an uninterrupted execution's.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _fleet import AGENT, APP_VERSION, QUEUE, dbos_url
+from _fleet import AGENT, APP_VERSION, QUEUE, Fleet, dbos_url, wait_all
 from _pgcluster import Server
 from stopwise import Message, Runner
 from stopwise.store.base import EntryKind
@@ -27,7 +23,6 @@ from stopwise.store.base import EntryKind
 pytest.importorskip("dbos")
 pytest.importorskip("psycopg")
 
-HERE = Path(__file__).parent
 RUNS = 50
 
 
@@ -35,46 +30,11 @@ def _shape(messages: tuple[Message, ...] | list[Message]) -> list[tuple[Any, ...
     return [(m.role, m.content, m.tool_calls, m.tool_call_id, dict(m.metadata)) for m in messages]
 
 
-class Fleet:
-    def __init__(self, dsn: str, ready: Path) -> None:
-        self.dsn, self.ready = dsn, ready
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, executor_id: str, kill_at: int = 0) -> subprocess.Popen[bytes]:
-        (self.ready / executor_id).unlink(missing_ok=True)
-        env = {**os.environ, "FLEET_READY_DIR": str(self.ready)}
-        args = [sys.executable, str(HERE / "_fleet.py"), self.dsn, executor_id, str(kill_at)]
-        proc = subprocess.Popen(args, env=env)
-        self.procs[executor_id] = proc
-        deadline = time.monotonic() + 60
-        while not (self.ready / executor_id).exists():
-            assert proc.poll() is None, f"worker {executor_id} exited with {proc.returncode}"
-            assert time.monotonic() < deadline, f"worker {executor_id} did not start"
-            time.sleep(0.05)
-        return proc
-
-    def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-
 @pytest.fixture
 def fleet(pg_server: Server, tmp_path: Path) -> Iterator[Fleet]:
     f = Fleet(pg_server.new_database("fleet"), tmp_path)
     yield f
     f.stop()
-
-
-def _wait_all(client: Any, ids: list[str], timeout: float) -> dict[str, str]:
-    deadline = time.monotonic() + timeout
-    while True:
-        statuses = {w.workflow_id: w.status for w in client.list_workflows(workflow_ids=ids)}
-        if all(s in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED") for s in statuses.values()):
-            return statuses
-        assert time.monotonic() < deadline, f"runs still pending: {sorted(set(statuses.values()))}"
-        time.sleep(0.2)
 
 
 def test_two_workers_50_runs_one_killed_mid_run_every_run_completes_exactly_once(fleet: Fleet) -> None:
@@ -103,15 +63,15 @@ def test_two_workers_50_runs_one_killed_mid_run_every_run_completes_exactly_once
             client.enqueue(options, request_for(AGENT.name, f"job {i}", session_id=f"s{i}", state={"total": 0}))  # type: ignore[arg-type]
         assert victim.wait(60) == -9
         fleet.start("worker-b")  # restarted with the same executor id: DBOS recovers its pending workflows
-        statuses = _wait_all(client, ids, 120)
+        statuses = wait_all(client, ids, 120)
         assert set(statuses.values()) == {"SUCCESS"}, statuses
         # Which executor finished a run depends on who dequeued it after the recovery; both took part.
         assert {w.executor_id for w in client.list_workflows(workflow_ids=ids)} <= {"worker-a", "worker-b"}
         for wf in ids:  # one DBOS step per stopwise step, each step once
             steps = client.list_workflow_steps(wf)
             names = [s["function_name"] for s in steps]
-            assert names == ["stopwise.probe", "stopwise.begin"] + ["stopwise.advance"] * 6, (wf, names)
-            assert [s["output"]["step"] for s in steps[2:]] == [1, 2, 3, 4, 5, 6]
+            assert names == ["stopwise.begin"] + ["stopwise.advance"] * 6, (wf, names)
+            assert [s["output"]["step"] for s in steps[1:]] == [1, 2, 3, 4, 5, 6]
     finally:
         client.destroy()
 
@@ -125,6 +85,7 @@ def test_two_workers_50_runs_one_killed_mid_run_every_run_completes_exactly_once
                 assert snapshot is not None
                 runs = await store.list_runs(f"s{i}")
                 assert len(runs) == 1 and runs[0].status == "completed", f"run {i}: {runs}"
+                assert runs[0].run_id == f"run-{i}"  # a new run is named after its workflow
                 assert [e.seq for e in snapshot.entries] == list(range(1, len(snapshot.entries) + 1))
                 steps = [e.step for e in snapshot.entries if e.kind is EntryKind.STEP]
                 assert steps == [1, 2, 3, 4, 5, 6], f"run {i}: a step was lost or duplicated: {steps}"

@@ -4,15 +4,22 @@ Import this module only when you use it: it imports ``dbos`` (the rest of stopwi
 
 How a run maps onto DBOS:
 
-- a run leg (``run`` or ``retry``) is one workflow, ``stopwise.run``;
-- its first DBOS step, ``stopwise.probe``, records where the session's log ended; the second, ``stopwise.begin``,
-  starts the leg (the run record and the input entry, in the store's transaction);
-- every stopwise step is one DBOS step, ``stopwise.advance``: the model call, the tools and the store commit of
-  that step. It is keyed by ``(session, step)``: before acting it looks in the log, and a step that is already
-  committed (the process died after the commit but before DBOS recorded the step) is returned from the log,
-  not run again. Two executors that race on one step meet on the log's ``(session_id, seq)`` key: one commits,
-  the other gets ``StepConflict`` and returns what the winner committed. So a step's effects on the log commit
-  exactly once, together with the run's log, in the store's database.
+- a run leg (``run``, ``retry`` or ``resume``) is one workflow, ``stopwise.run``; its legs are opened with
+  ``Runner.open_leg`` and driven with ``loop.drive``, one DBOS step per stopwise step;
+- a new run's first DBOS step, ``stopwise.begin``, starts the leg (the run record and the input entry, in the
+  store's transaction). The run's id is the workflow's id, so a ``begin`` run again after a crash finds its own
+  run in the store and returns it instead of starting it twice;
+- a retry first records where the session's log ended (``stopwise.probe``), so that its ``begin`` can tell its
+  own input entry from the log;
+- a resume records where the log ended (``stopwise.probe``), then settles the suspended step
+  (``stopwise.settle``: the reviewer's decisions applied, the approved tools run, the settle committed); a settle
+  that committed before a crash is found at that position and returned, not run again;
+- every further stopwise step is one DBOS step, ``stopwise.advance``: the model call, the tools and the store
+  commit of that step. It is keyed by ``(session, step)``: before acting it looks in the log, and a step that is
+  already committed (the process died after the commit but before DBOS recorded the step) is returned from the
+  log, not run again. Two executors that race on one step meet on the log's ``(session_id, seq)`` key: one
+  commits, the other gets ``StepConflict`` and returns what the winner committed. So a step's effects on the log
+  commit exactly once, together with the run's log, in the store's database.
 
 Recovery after a crash is DBOS's: a pending workflow is re-enqueued (``DBOS.launch`` does it for the
 executor's own workflows; for a dead executor's, restart it with the same ``executor_id``, or call DBOS's
@@ -26,24 +33,35 @@ moved to another process (or survived a crash) is rebuilt from the log.
 from __future__ import annotations
 
 import asyncio
-import inspect
+import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from dbos import DBOS
+from dbos import DBOS, WorkflowHandleAsync
 
 from stopwise.agent import Agent
-from stopwise.errors import ConfigError, RetryNotAllowed, StepConflict, StopwiseError
+from stopwise.approvals import ApprovalError, Approve, Decision, Modify, PendingApproval, Reject, Terminate
+from stopwise.errors import ConfigError, StepConflict, StopwiseError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
-from stopwise.loop import drive
+from stopwise.loop import Leg, drive
 from stopwise.messages import Message, dump_messages, load_messages
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.runtime.local import Input, Runner, _input_messages
-from stopwise.store.base import EntryKind, SessionSnapshot, Store
+from stopwise.stop.decision import Action
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
 
-__all__ = ["DEFAULT_QUEUE", "WORKFLOW_NAME", "DBOSRuntime", "RunHandle", "request_for"]
+__all__ = [
+    "DEFAULT_QUEUE",
+    "WORKFLOW_NAME",
+    "DBOSRuntime",
+    "RunHandle",
+    "decisions_from_data",
+    "decisions_to_data",
+    "request_for",
+    "request_for_resume",
+]
 
 WORKFLOW_NAME = "stopwise.run"
 DEFAULT_QUEUE = "stopwise"
@@ -87,8 +105,8 @@ class DBOSRuntime:
     application configures DBOS itself (``DBOS(config=...)``: system database, ``executor_id``,
     ``application_version``), then calls ``launch()`` inside the event loop that will run the workflows.
     ``worker_concurrency`` caps the runs one process executes at once (``None``: no cap); ``polling_interval``
-    is how often (seconds) the process looks for queued runs; ``queue_options`` go to
-    ``DBOS.register_queue_async`` as they are (``global_concurrency``, ``limiter``, ...).
+    is how often (seconds) the process looks for queued runs, and ``result`` for a submitted leg's end;
+    ``queue_options`` go to ``DBOS.register_queue_async`` as they are (``global_concurrency``, ``limiter``, ...).
     """
 
     def __init__(
@@ -146,7 +164,7 @@ class DBOSRuntime:
         state: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
     ) -> RunHandle:
-        """Put a new run on the queue; any worker listening to it runs it.
+        """Put a new run on the queue; any worker listening to it runs it. The run's id is the workflow's id.
 
         ``workflow_id`` makes the submission idempotent: submitting the same id again returns the same run
         (DBOS deduplicates workflows by id), so a caller that is unsure whether its submission landed can
@@ -163,21 +181,14 @@ class DBOSRuntime:
         *,
         workflow_id: str | None = None,
     ) -> RunHandle:
-        """Put a retry of the session's last run on the queue (``Runner.retry``'s rules and budget).
+        """Put a retry of the session's last run on the queue (``Runner.retry``'s rules, refusals and budget).
 
         A run whose workflow is still pending needs no retry: DBOS recovers it. This is for runs that ended
         failed or cancelled, and for runs left ``running`` by a workflow that ended in error (for example a
         database outage that outlasted the step): the retry continues from the last committed step.
         """
         self._check_agent(agent)
-        snapshot = await self.store.load_session(session_id)
-        last = None if snapshot is None else snapshot.last_run
-        if last is None:
-            raise RetryNotAllowed(f"session {session_id!r} has no run to retry")
-        if last.status is RunStatus.COMPLETED:
-            raise RetryNotAllowed(f"session {session_id!r}: run {last.run_id} completed; start a new run instead")
-        if last.status is RunStatus.SUSPENDED:
-            raise RetryNotAllowed(f"session {session_id!r}: run {last.run_id} is suspended for approval")
+        await Runner(self.store).open_leg(agent, "retry", session_id=session_id, message=message)  # checks only
         request = {
             "agent": agent.name,
             "session_id": session_id,
@@ -186,6 +197,42 @@ class DBOSRuntime:
             "state": None,
         }
         return await self._submit(request, workflow_id)
+
+    async def enqueue_resume(
+        self,
+        agent: Agent,
+        session_id: str,
+        decisions: Mapping[str, Decision],
+        *,
+        workflow_id: str | None = None,
+    ) -> RunHandle:
+        """Put the settle of a run suspended for approval on the queue; any worker continues the run from there.
+
+        ``decisions`` maps every pending call id to ``Approve()``, ``Reject(message)``, ``Modify(args)`` or
+        ``Terminate(reason)``, as for ``Runner.resume``, and the same refusals (``ApprovalError``: an unknown or
+        missing call, an ``args_hash`` that no longer matches, an expired approval, a run that is not suspended)
+        are raised here, before anything is submitted. An approval's expiry is judged at this moment: a resume
+        that waits in the queue past ``expires_at`` still settles. The run suspended in whichever process; any
+        runtime on the same store and DBOS database resumes it. ``workflow_id`` makes the submission idempotent
+        (see ``enqueue``).
+        """
+        self._check_agent(agent)
+        now = time.time()
+        runner = Runner(self.store, clock=lambda: now)
+        await runner.open_leg(agent, "resume", session_id=session_id, decisions=decisions)  # checks only
+        return await self._submit(request_for_resume(agent.name, session_id, decisions, decided_at=now), workflow_id)
+
+    async def resume(
+        self,
+        agent: Agent,
+        session_id: str,
+        decisions: Mapping[str, Decision],
+        *,
+        workflow_id: str | None = None,
+    ) -> RunResult:
+        """``enqueue_resume`` and wait for the result: the run as it ended (or suspended again)."""
+        handle = await self.enqueue_resume(agent, session_id, decisions, workflow_id=workflow_id)
+        return await self.result(handle)
 
     async def run(
         self,
@@ -204,11 +251,13 @@ class DBOSRuntime:
         """Wait for the leg's workflow to end, then read its run from the store. A workflow that ended in error
         (for example the store was unreachable for longer than a step) raises that error here; the run stays
         ``running`` in the store and ``retry`` continues it."""
-        outcome: dict[str, Any] = await (await DBOS.retrieve_workflow_async(handle.workflow_id)).get_result()
+        workflow: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(handle.workflow_id)
+        outcome: dict[str, Any] = await workflow.get_result(polling_interval_sec=self.polling_interval)
         return await self.read_result(handle.session_id, outcome["run_id"])
 
     async def read_result(self, session_id: str, run_id: str) -> RunResult:
-        """A run's ``RunResult`` as the store has it (its record, the session's log and state)."""
+        """A run's ``RunResult`` as the store has it (its record, the session's log and state; for a suspended
+        run, its pending calls)."""
         snapshot = await self.store.load_session(session_id)
         run = next((r for r in await self.store.list_runs(session_id) if r.run_id == run_id), None)
         if snapshot is None or run is None:
@@ -218,6 +267,9 @@ class DBOSRuntime:
         structured = run.status is RunStatus.COMPLETED and run.completion_reason is CompletionReason.OUTPUT
         if agent is not None and agent.output_type is not None and output is not None and structured:
             output = agent.output_type.model_validate(output)
+        pending: tuple[PendingApproval, ...] = ()
+        if run.status is RunStatus.SUSPENDED:
+            pending = tuple(PendingApproval.from_data(p) for p in run.report.get("pending", ()))
         return RunResult(
             status=run.status,
             completion_reason=run.completion_reason,
@@ -231,6 +283,7 @@ class DBOSRuntime:
             state=dict(snapshot.state),
             messages=tuple(snapshot.messages()),
             detail=run.detail,
+            pending=pending,
         )
 
     def _check_agent(self, agent: Agent) -> None:
@@ -255,7 +308,7 @@ def request_for(
 ) -> dict[str, Any]:
     """The workflow argument of a new run, for submitting with a ``DBOSClient`` from a process that runs no
     workers: ``client.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": ..., "workflow_id": ...},
-    request_for(...))``. The session id is ``request["session_id"]``."""
+    request_for(...))``. The session id is ``request["session_id"]``; the run's id will be the workflow id."""
     return {
         "agent": agent_name,
         "session_id": session_id or uuid.uuid4().hex,
@@ -265,14 +318,79 @@ def request_for(
     }
 
 
+def request_for_resume(
+    agent_name: str,
+    session_id: str,
+    decisions: Mapping[str, Decision],
+    *,
+    decided_at: float | None = None,
+) -> dict[str, Any]:
+    """The workflow argument of a resume, for a ``DBOSClient`` (see ``request_for``). Nothing is checked here:
+    a refused resume ends its workflow with ``ApprovalError`` (to check first, ``await
+    Runner(store).open_leg(agent, "resume", session_id=..., decisions=...)`` raises the same errors and writes
+    nothing). ``decided_at`` (Unix seconds, default now) is the moment an approval's expiry is judged at."""
+    return {
+        "agent": agent_name,
+        "session_id": session_id,
+        "mode": "resume",
+        "input": None,
+        "state": None,
+        "decisions": decisions_to_data(decisions),
+        "decided_at": time.time() if decided_at is None else decided_at,
+    }
+
+
+_DECISIONS: dict[str, type[Approve | Reject | Modify | Terminate]] = {
+    "approve": Approve,
+    "reject": Reject,
+    "modify": Modify,
+    "terminate": Terminate,
+}
+
+
+def decisions_to_data(decisions: Mapping[str, Decision]) -> dict[str, dict[str, Any]]:
+    """Decisions as JSON-able data (a workflow's input): ``{call_id: {"decision": "approve", ...fields}}``."""
+    data: dict[str, dict[str, Any]] = {}
+    for call_id, d in decisions.items():
+        if isinstance(d, Approve):
+            data[call_id] = {"decision": "approve", "args_hash": d.args_hash}
+        elif isinstance(d, Reject):
+            data[call_id] = {"decision": "reject", "message": d.message, "args_hash": d.args_hash}
+        elif isinstance(d, Modify):
+            if not isinstance(d.args, Mapping):
+                raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
+            data[call_id] = {"decision": "modify", "args": dict(d.args), "args_hash": d.args_hash}
+        elif isinstance(d, Terminate):
+            data[call_id] = {"decision": "terminate", "reason": d.reason, "args_hash": d.args_hash}
+        else:
+            raise ApprovalError(
+                f"decision for {call_id} must be Approve, Reject, Modify or Terminate, got {type(d).__name__}"
+            )
+    return data
+
+
+def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Decision]:
+    """The decisions ``decisions_to_data`` wrote."""
+    decisions: dict[str, Decision] = {}
+    for call_id, fields in data.items():
+        kind = _DECISIONS.get(str(fields.get("decision")))
+        if kind is None:
+            raise ApprovalError(f"decision for {call_id}: unknown kind {fields.get('decision')!r}")
+        decisions[call_id] = kind(**{k: v for k, v in fields.items() if k != "decision"})
+    return decisions
+
+
 # --- the workflow and its steps --------------------------------------------------------------------------------
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def _run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     """One run leg. Returns ``{"run_id", "step", "finished", "status"}`` of its last step."""
-    next_seq = await _probe(request["session_id"])
-    outcome = await _begin(request, next_seq)
+    mode = request["mode"]
+    if mode == "resume":
+        outcome = await _settle(request, await _probe(request["session_id"]))
+    else:
+        outcome = await _begin(request, await _probe(request["session_id"]) if mode == "retry" else 0)
     while not outcome["finished"]:
         outcome = await _advance(request, outcome["run_id"], outcome["step"] + 1)
     return outcome
@@ -280,32 +398,39 @@ async def _run_workflow(request: dict[str, Any]) -> dict[str, Any]:
 
 @DBOS.step(name="stopwise.probe")
 async def _probe(session_id: str) -> int:
-    """Where the session's log ends before this leg: recorded, so a re-run ``begin`` can tell its own start."""
+    """Where the session's log ends before this leg: recorded, so a re-run step can tell its own entry."""
     snapshot = await _runtime().store.load_session(session_id)
     return 1 if snapshot is None else snapshot.next_seq
 
 
 @DBOS.step(name="stopwise.begin")
 async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
-    """Start the leg: its start commit (run record, input entry) happens here, its first model call does not."""
+    """Start a run or retry leg: its start commit (run record, input entry) happens here, its first model call
+    does not. ``next_seq`` is the probe's (a retry), else 0."""
     rt = _runtime()
     wf = _workflow_id()
     session_id = request["session_id"]
     agent = rt.agent(request["agent"])
     snapshot = await rt.store.load_session(session_id)
-    if snapshot is not None and snapshot.next_seq > next_seq:
-        # This step ran before and its start committed (the input entry is at next_seq), but the process died
-        # before DBOS recorded the step. (A retry without a message appends nothing; running it again is harmless.)
-        ours = next(e for e in snapshot.entries if e.seq == next_seq)
-        return _outcome_from_log(snapshot, ours.run_id, 0)
     runner = Runner(rt.store)
     rows = None if request["input"] is None else load_messages(request["input"])
     if request["mode"] == "run":
-        assert rows is not None
-        events: AsyncIterator[Event] = runner.stream(agent, rows, session_id=session_id, state=request["state"])
+        # The run is named after this workflow: if it is in the store, this step ran before and its start
+        # committed, but the process died before DBOS recorded the step.
+        ours = None if snapshot is None else await _find_run(rt.store, snapshot, wf)
+        if snapshot is not None and ours is not None:
+            return _outcome_of(snapshot, ours)
+        leg = await runner.open_leg(agent, "run", session_id=session_id, input=rows, state=request["state"], run_id=wf)
     else:
+        if snapshot is not None and snapshot.next_seq > next_seq:
+            # As above, for a retry that wrote an entry (its message, or an input guardrail's rewrite): it is
+            # the entry where the log ended before this leg. (A retry that writes only its run record is
+            # simply started again.)
+            entry = _entry_at(snapshot, next_seq)
+            return _outcome_from_log(snapshot, entry.run_id, 0)
         message = rows[0] if rows else None
-        events = drive(await _retry_leg(runner, agent, session_id, message))
+        leg = await runner.open_leg(agent, "retry", session_id=session_id, message=message)
+    events = drive(leg)
     async for event in events:
         if isinstance(event, RunFinished):  # ended before any step (an input guardrail's block)
             return _outcome(event.run_id, event.step, event.result.status)
@@ -313,6 +438,44 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
             _live[wf] = _Live(event.run_id, events)
             return _outcome(event.run_id, event.step - 1, RunStatus.RUNNING)
     raise StopwiseError("the run leg ended without finishing")  # pragma: no cover - drive always finishes
+
+
+@DBOS.step(name="stopwise.settle")
+async def _settle(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
+    """Settle a suspended step with the reviewer's decisions (the approved tools run) and commit it, as
+    ``Runner.resume`` does; the model's next call comes in the next step. ``next_seq`` is where the log ended
+    before this leg (the probe's): the settle commits there (after an input guardrail's rewrite, if any)."""
+    rt = _runtime()
+    wf = _workflow_id()
+    session_id = request["session_id"]
+    decisions = decisions_from_data(request["decisions"])
+    snapshot = await rt.store.load_session(session_id)
+    if snapshot is not None and snapshot.next_seq > next_seq:
+        done = _settled(snapshot, next_seq, decisions)
+        if done is not None:  # this step ran before and its settle committed; the process died before DBOS knew
+            return done
+    # The expiry of an approval is judged when it was submitted (``decided_at``), also when a recovered
+    # workflow settles later; the leg itself dates any new approvals by the wall clock.
+    decided_at = float(request["decided_at"])
+    leg = await Runner(rt.store, clock=lambda: decided_at).open_leg(
+        rt.agent(request["agent"]), "resume", session_id=session_id, decisions=decisions
+    )
+    leg.clock = time.time
+    _keep_suspended(leg)
+    run_id = leg.run.run_id
+    live = _Live(run_id, drive(leg))
+    _live[wf] = live
+    try:
+        return await _drive_step(wf, live)
+    except StepConflict:
+        # Another execution settled the step first: this workflow's, recovered while this one still ran, or
+        # another resume of the same suspension (then its decisions must be ours to go on).
+        _live.pop(wf, None)
+        snapshot = await rt.store.load_session(session_id)
+        done = None if snapshot is None else _settled(snapshot, next_seq, decisions)
+        if done is None:
+            raise
+        return done
 
 
 @DBOS.step(name="stopwise.advance")
@@ -329,17 +492,12 @@ async def _advance(request: dict[str, Any], run_id: str, step: int) -> dict[str,
         if done is not None:
             return done
         # Interrupted (a crash, or a worker that stopped): continue the leg from the log.
-        runner = Runner(rt.store)
-        live = _Live(run_id, drive(await _retry_leg(runner, rt.agent(request["agent"]), request["session_id"], None)))
+        agent = rt.agent(request["agent"])
+        leg = await Runner(rt.store).open_leg(agent, "retry", session_id=request["session_id"])
+        live = _Live(run_id, drive(leg))
         _live[wf] = live
     try:
-        async for event in live.events:
-            if isinstance(event, RunFinished):
-                _live.pop(wf, None)
-                return _outcome(run_id, event.step, event.result.status)
-            if isinstance(event, StepCommitted) and not getattr(event.decision, "ends_run", False):
-                return _outcome(run_id, event.step, RunStatus.RUNNING)
-            # A step that ends the run is followed at once by RunFinished: take it in this DBOS step.
+        return await _drive_step(wf, live)
     except StepConflict:
         # Another executor committed this step first (it was recovered while we still ran it): theirs stands.
         _live.pop(wf, None)
@@ -348,11 +506,34 @@ async def _advance(request: dict[str, Any], run_id: str, step: int) -> dict[str,
         if done is None:
             raise
         return done
+
+
+async def _drive_step(wf: str, live: _Live) -> dict[str, Any]:
+    """Drive the leg to its next commit and return that step's outcome; a step that ends or suspends the run is
+    followed at once by ``RunFinished``, which is taken in the same DBOS step."""
+    try:
+        async for event in live.events:
+            if isinstance(event, RunFinished):
+                _live.pop(wf, None)
+                return _outcome(live.run_id, event.step, event.result.status)
+            if isinstance(event, StepCommitted) and not _ends_leg(event.decision):
+                return _outcome(live.run_id, event.step, RunStatus.RUNNING)
     except BaseException:
         _live.pop(wf, None)
         raise
     _live.pop(wf, None)
     raise StopwiseError("the run leg ended without finishing")  # pragma: no cover - drive always finishes
+
+
+def _ends_leg(decision: Any) -> bool:
+    return bool(getattr(decision, "ends_run", False)) or getattr(decision, "action", None) is Action.SUSPEND
+
+
+def _keep_suspended(leg: Leg) -> None:
+    """Until its settle commits, a resumed leg's run is still suspended: a leg cancelled before that (a worker
+    shutting down mid-settle) then leaves the record suspended, for its recovered workflow to settle, rather
+    than recording the run cancelled."""
+    leg.run = replace(leg.run, status=RunStatus.SUSPENDED)
 
 
 def _workflow_id() -> str:
@@ -369,6 +550,48 @@ def _outcome(run_id: str, step: int, status: RunStatus) -> dict[str, Any]:
         "status": status.value,
         "finished": status is not RunStatus.RUNNING,
     }
+
+
+async def _find_run(store: Store, snapshot: SessionSnapshot, run_id: str) -> RunRecord | None:
+    if snapshot.last_run is not None and snapshot.last_run.run_id == run_id:
+        return snapshot.last_run
+    return next((r for r in await store.list_runs(snapshot.session_id) if r.run_id == run_id), None)
+
+
+def _outcome_of(snapshot: SessionSnapshot, run: RunRecord) -> dict[str, Any]:
+    last = snapshot.last_run
+    if last is not None and last.run_id == run.run_id:
+        return _outcome_from_log(snapshot, run.run_id, 0)
+    return _outcome(run.run_id, run.steps, run.status)  # it ended, and the session moved on
+
+
+def _entry_at(snapshot: SessionSnapshot, seq: int) -> LogEntry:
+    return next(e for e in snapshot.entries if e.seq == seq)
+
+
+def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
+    """The outcome of the settle committed from ``seq`` on with these decisions; None when there is none. A
+    settle made there with other decisions (another resume of the same suspension won) is refused."""
+    entry = next((e for e in snapshot.entries if e.seq >= seq and e.kind is EntryKind.SETTLE), None)
+    if entry is None:
+        return None
+    made = {r["call_id"]: r for r in entry.records if r.get("type") == "approval_decision"}
+    if set(made) != set(decisions) or not all(_same(made[c], d) for c, d in decisions.items()):
+        raise ApprovalError(
+            f"session {snapshot.session_id!r}: run {entry.run_id} was resumed by another submission, with other "
+            "decisions, while this one waited"
+        )
+    return _outcome_from_log(snapshot, entry.run_id, entry.step)
+
+
+def _same(record: Mapping[str, Any], decision: Decision) -> bool:
+    if record.get("decision") != type(decision).__name__.lower():
+        return False
+    if isinstance(decision, Modify) and "args" in record:
+        return bool(dict(decision.args) == record["args"])
+    if isinstance(decision, (Reject, Terminate)) and "reason" in record:
+        return bool(record["reason"] == (decision.message if isinstance(decision, Reject) else decision.reason))
+    return True
 
 
 def _outcome_if_done(snapshot: SessionSnapshot, run_id: str, step: int) -> dict[str, Any] | None:
@@ -391,12 +614,3 @@ def _outcome_from_log(snapshot: SessionSnapshot, run_id: str, step: int) -> dict
     last = snapshot.last_run
     status = last.status if last is not None and last.run_id == run_id else RunStatus.RUNNING
     return _outcome(run_id, committed, status)
-
-
-async def _retry_leg(runner: Runner, agent: Agent, session_id: str, message: Message | None) -> Any:
-    # TODO(loop hook): Runner has no public way to open a retry leg as an event stream; this uses the private
-    # Runner._retry (whose signature is gaining a runtime_context argument). See docs/scaling.md.
-    params = inspect.signature(runner._retry).parameters
-    if "runtime_context" in params:
-        return await runner._retry(agent, session_id, message, None)  # type: ignore[call-arg,unused-ignore]
-    return await runner._retry(agent, session_id, message)  # type: ignore[call-arg,unused-ignore]
