@@ -201,7 +201,7 @@ def render_text(report: EvalReport, out: TextIO) -> None:
         head += f", calibration {report.calibration}"
     print(head, file=out)
     skipped = sum(report.skipped.values())
-    print(f"{report.evaluated} records evaluated in {report.calls} evaluator calls, {skipped} skipped", file=out)
+    print(f"{report.evaluated} records evaluated ({report.calls} evaluator calls), {skipped} skipped", file=out)
     for reason, count in sorted(report.skipped.items()):
         print(f"  skipped {count}: {reason}", file=out)
     print(file=out)

@@ -146,10 +146,12 @@ def _map(rows: _Rows, base: Mapping[str, Any], candidate: Candidate, names: Sequ
             "bias": round(a * float(base["bias"]) + b, 4),
             "weights": {k: round(a * float(v), 4) for k, v in base["weights"].items()},
         }
-    return {
-        "bias": round(float(model.intercept_[0]), 4),
-        "weights": {n: round(float(v), 4) for n, v in zip(names, model.coef_[0], strict=True)},
-    }
+    seen = {n for f in rows.features for n, v in f.items() if v}
+    weights = {}
+    for n, v in zip(names, model.coef_[0], strict=True):
+        # A signal that never fired in the records has no weight the data can tell: the hand-set one stands.
+        weights[n] = round(float(v), 4) if n in seen else float(base["weights"].get(n, 0.0))
+    return {"bias": round(float(model.intercept_[0]), 4), "weights": weights}
 
 
 def fit_rule_coefficients(
@@ -171,7 +173,8 @@ def fit_rule_coefficients(
     only fits the sources it saw loses to one that generalises; ``"platt"`` or ``"refit"`` (C=1) forces one.
 
     ``base`` is the file to start from (default: the shipped one): features are computed with it, and what is not
-    refitted is copied from it. A condition with no usable records, or one class only, keeps the base's map.
+    refitted is copied from it (a signal that never fires in the records keeps its base weight in a refit). A
+    condition with no usable records, or one class only, keeps the base's map.
     ``fitted`` in the result says, per map, what was done on how many records (and the CV losses). Records
     without a structured projection are left out.
     """
