@@ -503,3 +503,19 @@ async def test_a_question_set_of_ones_own_is_measured_the_same_way() -> None:
     report = build_report(out, custom, split="test", traces=["t"])
     assert list(report.conditions) == ["pii"] and report.conditions["pii"].auroc == 1.0
     assert report.conditions["pii"].t_star == pytest.approx(0.2)
+
+
+def test_the_rule_evaluators_coefficients_refit_into_a_file_it_loads(tmp_path: Path) -> None:
+    from stopwise.evals.rulefit import fit_rule_coefficients
+    from stopwise.guardian.evaluators.rule import RuleEvaluator
+
+    train = [r for r in read_traces(DEVSET).records if r.split == "train"]
+    data = fit_rule_coefficients(train, mode="platt", source="unit")
+    assert data["version"].startswith("fit-") and data["fitted"]["integrity"]["fit"] == "platt(C=1)"
+    assert data["fitted"]["drift"]["records"] == 4 * sum(1 for r in train if r.condition == "drift")  # 4 trials
+    path = tmp_path / "coefficients.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    evaluator = RuleEvaluator(coefficients=path)
+    assert evaluator.model_version.startswith(f"rules-{data['version']}/")
+    answers = evaluator.answer_all(state(final="Total: 42"), DEFAULT_CONDITIONS.turn())
+    assert not any(a.uncertain for a in answers.answers.values())
