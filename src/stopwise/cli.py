@@ -151,7 +151,7 @@ def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     ev.add_argument("traces", nargs="+", metavar="TRACES", help="JSONL trace files, or SQLite logs written by stopwise")
     ev.add_argument("--evaluator", choices=("rule", "systemone", "judge"), default="rule", help="default: rule")
     ev.add_argument("--condition", action="append", metavar="NAME", help="only this condition (repeatable)")
-    ev.add_argument("--split", choices=("train", "test", "all"), default="all", help="records of this split only")
+    ev.add_argument("--split", choices=("train", "test", "all"), default="all", help="this split only (default: all)")
     ev.add_argument("--json", metavar="OUT", help="write the report as JSON (what --baseline reads)")
     ev.add_argument("--html", metavar="OUT", help="write a self-contained HTML page with the reliability diagrams")
     ev.add_argument(
