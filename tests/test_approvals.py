@@ -245,3 +245,29 @@ async def test_a_fresh_runner_in_another_process_resumes_a_suspended_run(tmp_pat
         assert sorted(EXECUTED) == [("lookup", "balance"), ("transfer", ("bob", 50))]
     finally:
         await store.close()
+
+
+async def test_cancelling_a_resume_before_its_step_settles_leaves_the_run_suspended(store: Store) -> None:
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    @tool(needs_approval=True)
+    async def slow_transfer(to: str) -> str:
+        """Move money slowly."""
+        entered.set()
+        await gate.wait()
+        return f"sent to {to}"
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("slow_transfer", {"to": "bob"}, id="t1")]), "done"])
+    a = Agent("slow", "", model, tools=[slow_transfer])
+    runner = Runner(store)
+    await runner.run(a, "pay", session_id="s")
+    task = asyncio.create_task(runner.resume(a, "s", {"t1": Approve()}))
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    record = (await store.list_runs("s"))[-1]
+    assert record.status == "suspended" and record.report["pending"][0]["call_id"] == "t1"
+    gate.set()
+    done = await runner.resume(a, "s", {"t1": Approve()})
+    assert done.status == "completed"

@@ -105,8 +105,9 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
                 if isinstance(event, RunFinished):
                     return
     except (asyncio.CancelledError, GeneratorExit):
-        # The caller cancelled the task or abandoned the stream: record it so retry() can continue.
-        if leg.run.status is not RunStatus.RUNNING:
+        # The caller cancelled the task or abandoned the stream: record it so retry() can continue. A resume that
+        # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
+        if leg.run.status is not RunStatus.RUNNING or leg.settle is not None:
             raise
         error = ErrorDetail(ErrorCode.CANCELLED, "The run was cancelled", ErrorCategory.CALLER, retryable=True)
         await asyncio.shield(_end_without_step(leg, error, CompletionReason.CANCELLED, status=RunStatus.CANCELLED))
@@ -216,7 +217,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
                 yield event
             return
     else:
-        leg.settle = None
+        # ``leg.settle`` stays set until the settled step commits (see ``_commit``).
         step, phase, reply, plans = settling.step, Phase.NORMAL, settling.reply, settling.plans
         records.extend(settling.records)
         if settling.escalation:
@@ -601,6 +602,8 @@ async def _commit(
             run, status=RunStatus.RUNNING, completion_reason=None, steps=step, usage=leg_usage, report=report
         )
     await leg.store.commit(entry, state, written)
+    if kind is EntryKind.SETTLE:
+        leg.settle = None
     # Only now, with the step durable, does the leg move on.
     leg.steps, leg.usage, leg.state = step, leg_usage, state
     if kind is EntryKind.STEP:
