@@ -42,7 +42,7 @@ EXPECTED_ROWS = {
     "drift": ("4", "failed", "infeasible", None),
     "injection": ("2", "completed", "final_answer", None),
     "premature": ("3", "completed", "final_answer", None),
-    "infeasible": ("5", "failed", "infeasible", None),
+    "infeasible": ("3", "failed", "infeasible", None),
     "irreversible": ("2", "completed", "final_answer", None),
 }
 

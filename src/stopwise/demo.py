@@ -666,8 +666,8 @@ GUARDIAN_SCENARIOS: tuple[Scenario, ...] = (
         "the guardian: permission denied on every try; the run stops instead of spinning",
         "infeasible",
         _infeasible,
-        Expected(RunStatus.FAILED, CompletionReason.INFEASIBLE, steps=5, error_code=ErrorCode.INFEASIBLE),
-        (_expect_decisions((3, "replan", "stagnation"), (4, "replan", "stagnation"), (5, "stop_failure", "replans")),),
+        Expected(RunStatus.FAILED, CompletionReason.INFEASIBLE, steps=3, error_code=ErrorCode.INFEASIBLE),
+        (_expect_decisions((3, "stop_failure", "infeasible")),),
     ),
     Scenario(
         "irreversible",
