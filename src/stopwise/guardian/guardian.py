@@ -178,7 +178,18 @@ async def consult(
         if judged.outcome is not Outcome.ESCALATE:
             for before, after in zip(result.verdicts, judged.verdicts, strict=True):
                 if before.in_band or before.uncertain:
-                    labels.append(_label(before.name, after.held, projection, "judge", before.p, run_id, step))
+                    labels.append(
+                        label(
+                            before.name,
+                            after.held,
+                            projection.text,
+                            projection.state_hash,
+                            "judge",
+                            run_id,
+                            step,
+                            before.p,
+                        )
+                    )
             answers, result, resolved_by = judged_answers, judged, "judge"
     latency = (time.perf_counter() - started) * 1000
     decision = Decision(
@@ -205,34 +216,26 @@ async def consult(
     return Consultation(decision, tuple(labels))
 
 
-def _label(
-    condition: str, held: bool, projection: Projection, source: str, p: float | None, run_id: str, step: int
-) -> dict[str, Any]:
-    """A labelled example for the eval harness: the projection, the condition, and what the resolver said."""
-    return {
-        "type": "guardian_label",
-        "condition": condition,
-        "label": held,
-        "state": projection.text,
-        "state_hash": projection.state_hash,
-        "source": source,
-        "evaluator_p": p,
-        "run_id": run_id,
-        "step": step,
-    }
-
-
 def label(
-    condition: str, held: bool, projection_text: str, state_hash: str, source: str, run_id: str, step: int
+    condition: str,
+    held: bool,
+    state: str,
+    state_hash: str,
+    source: str,
+    run_id: str,
+    step: int,
+    evaluator_p: float | None = None,
 ) -> dict[str, Any]:
+    """A labelled example for the eval harness (a ``guardian_label`` record): the projection's text, the
+    condition, what the resolver (``judge`` or ``human``) said, and what the evaluator had answered."""
     return {
         "type": "guardian_label",
         "condition": condition,
         "label": held,
-        "state": projection_text,
+        "state": state,
         "state_hash": state_hash,
         "source": source,
-        "evaluator_p": None,
+        "evaluator_p": evaluator_p,
         "run_id": run_id,
         "step": step,
     }
