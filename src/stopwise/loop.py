@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -71,6 +71,24 @@ from stopwise.stop.guard import (
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """A step, decided and ready to commit: what the model said, what came back, and what the resolver decided."""
+
+    step: int
+    reply: Reply
+    rows: list[Message]
+    decision: Decision
+    output: Any
+    phase: Phase
+    guard: tuple[GuardOutcome, bool] | None
+    records: list[Mapping[str, Any]]
+    kind: EntryKind = EntryKind.STEP
+    plans: list[CallPlan] | None = None
+    """The suspended batch's calls, when the decision suspends for approval."""
+
 
 _FORCE_OUTPUT = "Respond now with only a JSON object that matches the required output schema, and call no tools"
 _WRAP_UP = (
@@ -213,7 +231,8 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
                 return
         if any(p.needs_approval for p in plans):
             decision = resolve(_signals(leg, reply, phase, approvals_pending=True))
-            for event in await _finish_step(leg, step, reply, [], decision, None, phase, None, records, plans=plans):
+            suspended = _Outcome(step, reply, [], decision, None, phase, None, records, plans=plans)
+            for event in await _finish_step(leg, suspended):
                 yield event
             return
     else:
@@ -259,9 +278,8 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield RunFinished(run_id, step, await _end_without_step(leg, exc.detail))
             return
     kind = EntryKind.SETTLE if settling is not None else EntryKind.STEP
-    for event in await _finish_step(
-        leg, step, reply, rows, decision, output, phase, guard, records, kind=kind, streaks=counts
-    ):
+    outcome = _Outcome(step, reply, rows, decision, output, phase, guard, records, kind)
+    for event in await _finish_step(leg, outcome, streaks=counts):
         yield event
 
 
@@ -322,7 +340,7 @@ async def _settle_review(leg: Leg, settling: Settle, records: list[Mapping[str, 
         leg, reply, [], Phase.NORMAL, guard, None, terminated=settling.terminated, review_rejected=settling.rejected
     )
     return await _finish_step(
-        leg, step, reply, rows, decision, output, Phase.NORMAL, guard, records, kind=EntryKind.SETTLE
+        leg, _Outcome(step, reply, rows, decision, output, Phase.NORMAL, guard, records, EntryKind.SETTLE)
     )
 
 
@@ -464,54 +482,30 @@ def _events_for(leg: Leg, step: int, records: Iterable[Mapping[str, Any]]) -> li
     return events
 
 
-async def _finish_step(
-    leg: Leg,
-    step: int,
-    reply: Reply,
-    rows: list[Message],
-    decision: Decision,
-    output: Any,
-    phase: Phase,
-    guard: tuple[GuardOutcome, bool] | None,
-    records: list[Mapping[str, Any]],
-    *,
-    kind: EntryKind = EntryKind.STEP,
-    plans: list[CallPlan] | None = None,
-    streaks: dict[str, int] | None = None,
-) -> list[Event]:
+async def _finish_step(leg: Leg, o: _Outcome, *, streaks: dict[str, int] | None = None) -> list[Event]:
     """Commit the step and return the events that report it (the last is ``RunFinished`` if it ended)."""
-    if guard is not None:
-        records.append(guard_record(leg, step, guard, decision))
+    if o.guard is not None:
+        o.records.append(guard_record(leg, o.step, o.guard, o.decision))
     try:
-        entry, result = await _commit(leg, step, reply, rows, decision, output, phase, guard, records, kind, plans)
+        entry, result = await _commit(leg, o)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
-        return [RunFinished(leg.run.run_id, step, await _end_without_step(leg, error))]
+        return [RunFinished(leg.run.run_id, o.step, await _end_without_step(leg, error))]
     if streaks is not None:
         leg.tool_streaks = streaks
-    events = _events_for(leg, step, records) if records else []
-    events.append(StepCommitted(leg.run.run_id, step, entry.seq, decision))
+    events = _events_for(leg, o.step, o.records) if o.records else []
+    events.append(StepCommitted(leg.run.run_id, o.step, entry.seq, o.decision))
     if result is not None:
-        events.append(RunFinished(leg.run.run_id, step, result))
+        events.append(RunFinished(leg.run.run_id, o.step, result))
     return events
 
 
-async def _commit(
-    leg: Leg,
-    step: int,
-    reply: Reply,
-    rows: list[Message],
-    decision: Decision,
-    output: Any,
-    phase: Phase,
-    guard: tuple[GuardOutcome, bool] | None,
-    records: list[Mapping[str, Any]],
-    kind: EntryKind,
-    plans: list[CallPlan] | None,
-) -> tuple[LogEntry, RunResult | None]:
+async def _commit(leg: Leg, o: _Outcome) -> tuple[LogEntry, RunResult | None]:
     """Commit the step (and the run record, when it ends, suspends or settles) in one transaction; then
     advance the leg."""
+    step, reply, rows, decision, output, phase = o.step, o.reply, o.rows, o.decision, o.output, o.phase
+    guard, records, kind, plans = o.guard, o.records, o.kind, o.plans
     run = leg.run
     new_rows = [] if kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, reply.text, reply.tool_calls)]
     new_rows.extend(rows)
