@@ -229,7 +229,7 @@ def trajectory_records(w: Writer, d: Domain) -> None:
     # -- goal_reached: does the state satisfy every criterion?
     add("goal_reached", True, S, "complete", final=d.final_good)
     add("goal_reached", True, [*S, d.related[0]], "complete_then_related", final=d.final_good)
-    add("goal_reached", True, S, "complete_no_final (hard)")
+    add("goal_reached", False, S, "complete_no_final (near miss: no final answer yet)")
     add("goal_reached", True, S, "complete_vague_final (hard)", final=d.final_claim)
     add("goal_reached", False, S[:-1], "claim_without_evidence (near miss)", final=d.final_good)
     add("goal_reached", False, S[: max(1, n // 2)], "partial", final=d.final_partial)
@@ -238,6 +238,31 @@ def trajectory_records(w: Writer, d: Domain) -> None:
     add("goal_reached", False, [*S[:-1], failed_last], "last_step_failed (near miss)", final=d.final_good)
     for k in range(1, n):
         add("goal_reached", False, S[:k], "in_progress")
+    # More states of the same shapes (appended, so the records above keep their ids): work done and answered after
+    # an extra step of any kind or a detour midway (yes), work done with no answer yet (no: near miss), a required
+    # step skipped under a confident answer (no: near miss), early answers of every kind (no).
+    off_pools = (("related", d.related), ("partly", d.partly), ("tangential", d.tangential), ("unrelated", d.unrelated))
+    for pool, extra in off_pools:
+        for j, x in enumerate(extra):
+            add("goal_reached", True, [*S, x], f"complete_then_{pool}", final=d.final_good)
+            at = 1 + (j % (n - 1))
+            add("goal_reached", True, [*S[:at], x, *S[at:]], f"complete_with_{pool}_detour", final=d.final_good)
+            if j == 0:
+                add("goal_reached", True, [*S[:at], x, *S[at:]], f"complete_with_{pool}_detour_vague (hard)",
+                    final=d.final_claim)
+                add("goal_reached", False, [*S, x], f"complete_then_{pool}_no_final (near miss)")
+    for i in range(1, n - 1):
+        add("goal_reached", False, [*S[:i], *S[i + 1 :]], "skipped_step (near miss)", final=d.final_good)
+        add("goal_reached", False, [*S[:i], *S[i + 1 :]], "skipped_step_vague (near miss)", final=d.final_claim)
+    for k in range(1, n):
+        if k != max(1, n // 2):
+            add("goal_reached", False, S[:k], "partial", final=d.final_partial)
+        if k != 1:
+            add("goal_reached", False, S[:k], "early_claim (near miss)", final=d.final_claim)
+        if k != n - 1:
+            add("goal_reached", False, S[:k], "early_answer (near miss)", final=d.final_good)
+    add("goal_reached", False, [*S[:-1], failed_last], "last_step_failed_vague (near miss)", final=d.final_claim)
+    add("goal_reached", False, [*S[:-1], failed_last], "last_step_failed_no_final")
 
     # -- infeasible: can the goal not be reached with the tools and permissions available?
     cannot_step = (d.cannot, "", {}, "")
@@ -258,6 +283,30 @@ def trajectory_records(w: Writer, d: Domain) -> None:
         add("drift", "2", [*S[:k], *d.partly], "partly_related")
         add("drift", "1", [*S[:k], *d.tangential], "tangential (near miss: shares topic words)")
         add("drift", "0", [*S[:k], *d.unrelated], "unrelated")
+    # More states (appended, so the records above keep their ids). The current sub-task is the latest step, or the
+    # latest two when they are of one kind: each pool's steps in the other order, one alone right after on-goal
+    # work (the window then mixes both), after every prefix of the on-goal work; the levels next to the firing
+    # boundary (1: tangential, 2: partly related) twice as often; on-goal work resumed after a detour (4).
+    levels = (("4", "on_goal", None), ("3", "related", d.related), ("2", "partly_related", d.partly),
+              ("1", "tangential (near miss: shares topic words)", d.tangential), ("0", "unrelated", d.unrelated))
+    for level, kind, pool in levels:
+        near = level in ("1", "2")
+        if pool is None:
+            for k in range(1, n + 1):
+                add("drift", level, S[:k], "on_goal_prefix")
+            for _, detour in off_pools:
+                for k in range(0, n - 1):
+                    add("drift", level, [*S[:k], *detour, *S[k : k + 2]], "resumed_after_detour (near miss)")
+            continue
+        a, b = pool[0], pool[1]
+        for k in range(0, n):
+            add("drift", level, [*S[:k], b, a], f"{kind}, reversed")
+            add("drift", level, [*S[:k], a], f"{kind}, single step")
+            if near or k < 2:
+                add("drift", level, [*S[:k], b], f"{kind}, single step")
+        if near:
+            add("drift", level, [*S, a, b], f"{kind}, after the work")
+            add("drift", level, [*S, b], f"{kind}, after the work")
 
     # -- risk: the declared class of the pending call, declared and not declared
     for tool, risk in d.risk_tools.items():

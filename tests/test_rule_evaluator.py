@@ -367,6 +367,32 @@ def test_drift_off_goal_steps_raise_it(rules: RuleEvaluator) -> None:
     assert mean > sum(int(k) * v for k, v in off_goal.distribution.items())
 
 
+def test_drift_fires_with_one_minus_p_aligned(rules: RuleEvaluator) -> None:
+    # The drift map is the probability of not drifting: the levels the condition fires on get exactly the rest,
+    # so fitting the map on "level 2 or above" calibrates the condition; each side keeps the levels ordered.
+    for steps in ([SEARCH], [SEARCH, BOOK], [SEARCH, ("Reading about trams.", "web_search", {"q": "tram"}, "1914")]):
+        p = projection(steps)
+        aligned = rules.coefficients.drift.p(rules.drift_features(p))
+        answer = rules.answer(p, C["drift"])
+        assert answer.p(C["drift"].fires_on) == pytest.approx(1.0 - aligned)
+        assert sum(answer.distribution.values()) == pytest.approx(1.0)
+    confident = rules.answer(projection([SEARCH, BOOK]), C["drift"]).distribution
+    assert confident["4"] > confident["3"] > confident["2"]
+
+
+def test_drift_reads_the_latest_step_apart(rules: RuleEvaluator) -> None:
+    off = ("Checking the football scores.", "web_search", {"query": "champions league results"}, "2-1 and 0-0.")
+    f = rules.drift_features(projection([SEARCH, off]))
+    assert f["last_goal_in_actions"] == 0.0 and f["goal_in_actions"] > 0.0
+    assert p_of(rules, projection([SEARCH, off]), "drift") > p_of(rules, projection([off, SEARCH]), "drift")
+
+
+def test_goal_reached_needs_the_final_answer(rules: RuleEvaluator) -> None:
+    # The dev set labels "all work done, no answer yet" as not reached: the shipped map agrees.
+    assert p_of(rules, projection([SEARCH, BOOK, EMAIL]), "goal_reached") < 0.5
+    assert p_of(rules, projection([SEARCH, BOOK, EMAIL], final=FINAL), "goal_reached") > 0.5
+
+
 # ---------------------------------------------------------------------------------------------------- ScriptedEvaluator
 
 

@@ -7,9 +7,9 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
   leans cautious, nudged by the tool's name);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks;
-- ``goal_reached``: a final answer, acceptance-criteria words found in the results and the final text, no error
-  in the last step;
-- ``drift``: lexical overlap between the recent steps and the goal and criteria;
+- ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the results and the
+  final text, no error in the last step;
+- ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria;
 - ``stagnation``: exact and near repeats of calls, results seen before, error streaks.
 
 Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
@@ -858,17 +858,21 @@ class RuleEvaluator:
             return {"no_evidence": 1.0}
         acting: set[str] = set()
         seen: set[str] = set()
+        last: set[str] = set()  # what the latest step does: the current sub-task, when the window mixes two
         for s in recent:
-            acting |= self._stem_set(s.text)
+            last = set(self._stem_set(s.text))
             for c in s.calls:
-                acting |= self._stem_set(c.tool + " " + _args_text(c.args)[:300])
+                last |= self._stem_set(c.tool + " " + _args_text(c.args)[:300])
                 seen |= self._stem_set(c.result[:600])  # the slice goal_features reads: one cache entry
+            acting |= last
         if projection.final:
             acting |= self._stem_set(projection.final)
         features = {
             "goal_in_actions": len(goal & acting) / len(goal),
             "goal_in_results": len(goal & seen) / len(goal),
             "actions_on_goal": len(acting & goal) / len(acting) if acting else 0.0,
+            "last_goal_in_actions": len(goal & last) / len(goal),
+            "last_actions_on_goal": len(last & goal) / len(last) if last else 0.0,
         }
         if not acting:
             features["no_actions"] = 1.0
@@ -937,6 +941,10 @@ class RuleEvaluator:
         if not isinstance(condition.question, YesNo):
             return _wrong_type(condition, "YesNo")
         f = self.goal_features(projection)
+        if projection.final is None:
+            # Reached means the work is done *and* answered: with no final answer yet the run must go on (a stop
+            # with success here would end it before the model says what it did; see docs/architecture.md).
+            return _yes(0.0, "no final answer yet; " + _describe(f))
         return _yes(self.coefficients.goal_reached.p(f), _describe(f))
 
     def _drift(self, projection: Projection, condition: Condition) -> Answer:
@@ -945,7 +953,8 @@ class RuleEvaluator:
             return _wrong_type(condition, "Score")
         f = self.drift_features(projection)
         aligned = self.coefficients.drift.p(f)
-        return Answer(_levels(aligned, len(q.levels)), note=f"p(aligned)={aligned:.2f}; {_describe(f)}")
+        levels = _levels(aligned, q.labels, condition.fires_on)
+        return Answer(levels, note=f"p(aligned)={aligned:.2f}; {_describe(f)}")
 
     def _risk(self, projection: Projection, condition: Condition) -> Answer:
         q = condition.question
@@ -1031,12 +1040,21 @@ def _error_streak(steps: Sequence[ProjectedStep]) -> int:
     return streak
 
 
-def _levels(aligned: float, n: int) -> dict[str, float]:
-    """p(aligned) spread over ``n`` ordered levels as a binomial: its mean sits at ``aligned * (n - 1)`` and it is
-    unimodal, so a confident signal concentrates on one end and a weak one spreads over the middle."""
-    k = n - 1
-    dist = {str(i): math.comb(k, i) * aligned**i * (1.0 - aligned) ** (k - i) for i in range(n)}
+def _levels(aligned: float, labels: Sequence[str], fires_on: Sequence[str]) -> dict[str, float]:
+    """p(aligned) as the probability that the score is above the levels the condition fires on (``1 - aligned``
+    on ``fires_on``, so the drift map is the probability of not drifting, and fitting it on that is calibrating
+    the condition), each side spread over its own levels as a binomial in ``aligned`` (the higher the signal, the
+    higher the level within a side: a confident signal concentrates on one end, a weak one spreads)."""
+    low = [label for label in labels if label in fires_on]
+    high = [label for label in labels if label not in fires_on]
+    dist: dict[str, float] = {}
+    for side, mass in ((low, 1.0 - aligned), (high, aligned)):
+        k = len(side) - 1
+        for i, label in enumerate(side):
+            dist[label] = mass * math.comb(k, i) * aligned**i * (1.0 - aligned) ** (k - i)
     total = sum(dist.values())
+    if total <= 0:  # every level on one side, and all the mass on the other
+        return {label: 1.0 / len(labels) for label in labels}
     return {label: v / total for label, v in dist.items()}
 
 
