@@ -6,13 +6,18 @@ Nothing here imports numpy: the metrics come after, from the predictions.
 from __future__ import annotations
 
 import asyncio
+import gc
+import multiprocessing
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from stopwise.evals.traces import TraceRecord, text_projection
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, QuestionSet
+from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.projection import Projection
 
 __all__ = ["Prediction", "Predictions", "Skipped", "answered", "by_condition", "predict", "reads_text"]
@@ -80,11 +85,34 @@ def reads_text(evaluator: Evaluator) -> bool:
     return isinstance(evaluator, (SystemOneEvaluator, JudgeEvaluator))
 
 
+PARALLEL_MIN_CALLS = 20_000
+"""From this many evaluator calls on, ``predict`` answers a ``RuleEvaluator``'s calls in several processes."""
+_MAX_WORKERS = 4
+
+
 @dataclass(slots=True)
 class _Work:
-    projection: Projection
+    record: TraceRecord
     conditions: list[Condition]
     members: list[tuple[int, Condition]]
+    text_only: bool
+
+    def projection(self) -> Projection:
+        """Built when asked (in the process that answers it), not while grouping."""
+        if self.text_only:
+            return text_projection(self.record.text)
+        projection = self.record.projection
+        assert projection is not None
+        return projection
+
+
+_Read = tuple[float | None, str]
+"""What a prediction keeps of an answer: the probability that the condition holds (None: uncertain), the note."""
+
+
+def _read(answers: Answers, condition: Condition) -> _Read:
+    answer = answers.answers.get(condition.name) or uncertain("no answer")
+    return (None if answer.uncertain else answer.p(condition.fires_on)), answer.note
 
 
 async def predict(
@@ -96,6 +124,7 @@ async def predict(
     concurrency: int = 8,
     call_timeout: float | None = None,
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> Predictions:
     """Ask ``evaluator`` about every record, and read the probability that the record's condition holds.
 
@@ -108,47 +137,102 @@ async def predict(
       guardian does; malformed answers become uncertain through ``Answers.checked``. An uncertain answer gives
       ``p=None``: the metrics leave it out and count it.
     - At most ``concurrency`` calls are in flight at once.
+    - ``workers``: processes answering the calls of a ``RuleEvaluator`` (the only evaluator known to be a pure,
+      synchronous function of the state: the answers are the same, computed in ``fork``-ed copies of this
+      process). By default 1, or up to 4 (the CPU count) from ``PARALLEL_MIN_CALLS`` calls on where ``fork`` is
+      available. More than 1 for another evaluator raises ``ValueError``.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if workers is not None and (workers < 1 or (workers > 1 and type(evaluator) is not RuleEvaluator)):
+        raise ValueError(f"workers must be 1, or more for a RuleEvaluator only, got {workers}")
     if text_only is None:
         text_only = reads_text(evaluator)
-    records = list(records)
-    skipped: list[Skipped] = []
-    work: dict[object, _Work] = {}
-    for i, record in enumerate(records):
-        condition = questions.by_name.get(record.condition)
-        if condition is None:
-            skipped.append(Skipped(record, f"condition {record.condition!r} is not in the question set"))
-            continue
-        problem = record.label_problem(condition)
-        if problem is not None:
-            skipped.append(Skipped(record, problem))
-            continue
-        if record.text_only and not text_only:
-            skipped.append(Skipped(record, "text-only record: the evaluator reads the projection's structure"))
-            continue
-        # The rendered text is the state's identity; a structured state and a bare text are never one call.
-        key: object = (record.text_only, record.text)
-        if _ELIDED in record.text:
-            # An elided middle can hide a difference between two states: never share such a call.
-            key = (key, i)
-        item = work.get(key)
-        if item is None:
-            try:
-                projection = record.projection if not record.text_only else text_projection(record.text)
-            except ValueError as exc:
-                skipped.append(Skipped(record, f"malformed projection: {exc}"))
+    # What is built here (projections, answers, 100,000 predictions) makes no reference cycles, but the cyclic
+    # collector would walk the growing heap again and again: off meanwhile, as when reading the traces, it saves
+    # a third of the run.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        records = list(records)
+        skipped: list[Skipped] = []
+        work: dict[object, _Work] = {}
+        for i, record in enumerate(records):
+            condition = questions.by_name.get(record.condition)
+            if condition is None:
+                skipped.append(Skipped(record, f"condition {record.condition!r} is not in the question set"))
                 continue
-            assert projection is not None
-            item = work[key] = _Work(projection, [], [])
-        if condition not in item.conditions:
-            item.conditions.append(condition)
-        item.members.append((i, condition))
+            problem = record.label_problem(condition)
+            if problem is not None:
+                skipped.append(Skipped(record, problem))
+                continue
+            if record.text_only and not text_only:
+                skipped.append(Skipped(record, "text-only record: the evaluator reads the projection's structure"))
+                continue
+            # The rendered text is the state's identity; a structured state and a bare text are never one call.
+            key: object = (record.text_only, record.text)
+            if _ELIDED in record.text:
+                # An elided middle can hide a difference between two states: never share such a call.
+                key = (key, i)
+            item = work.get(key)
+            if item is None:
+                # Checked here, built when answered: projection_from_data raises ValueError exactly for these.
+                malformed = None if record.text_only else record.projection_problem()
+                if malformed is not None:
+                    skipped.append(Skipped(record, f"malformed projection: {malformed}"))
+                    continue
+                item = work[key] = _Work(record, [], [], record.text_only)
+            if condition not in item.conditions:
+                item.conditions.append(condition)
+            item.members.append((i, condition))
 
-    items = list(work.values())
+        items = list(work.values())
+        name = getattr(evaluator, "name", type(evaluator).__name__)
+        if workers is None:
+            workers = _default_workers(evaluator, len(items))
+        if workers > 1 and len(items) > 1:
+            versions_of, reads_of = _answer_in_processes(evaluator, name, items, questions, workers, progress)
+        else:
+            if collecting and type(evaluator) is not RuleEvaluator:
+                gc.enable()  # a model evaluator's calls (clients, tasks, tracebacks) may make cycles: collected as ever
+            versions_of, reads_of = await _answer_concurrently(
+                evaluator, name, items, questions, concurrency, call_timeout, progress
+            )
+            gc.disable()
+
+        by_record: dict[int, Prediction] = {}
+        versions: Counter[str] = Counter(versions_of)
+        for item, reads in zip(items, reads_of, strict=True):
+            for (i, condition), (p, note) in zip(item.members, reads, strict=True):
+                record = records[i]
+                by_record[i] = Prediction(record, condition, record.holds(condition), p, note)
+        ordered_versions = tuple(v for v, _ in versions.most_common())
+        usable = [v for v in ordered_versions if v != "unavailable"]
+        return Predictions(
+            evaluator=name,
+            model_version=usable[0] if usable else "unavailable",
+            items=tuple(by_record[i] for i in sorted(by_record)),
+            skipped=tuple(skipped),
+            calls=len(items),
+            model_versions=ordered_versions,
+        )
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _answer_concurrently(
+    evaluator: Evaluator,
+    name: str,
+    items: list[_Work],
+    questions: QuestionSet,
+    concurrency: int,
+    call_timeout: float | None,
+    progress: Progress | None,
+) -> tuple[list[str], list[list[_Read]]]:
+    """Every item's answers in this process, at most ``concurrency`` calls in flight: per item, the model
+    version and what each member reads of the answers."""
     answers_of: list[Answers | None] = [None] * len(items)
-    name = getattr(evaluator, "name", type(evaluator).__name__)
     done = 0
     queue = iter(range(len(items)))
 
@@ -159,34 +243,105 @@ async def predict(
             item = items[k]
             ordered = tuple(c for c in questions.conditions if c in item.conditions)
             answers_of[k] = await _ask(
-                evaluator, name, item.projection, QuestionSet(ordered, questions.version), call_timeout
+                evaluator, name, item.projection(), QuestionSet(ordered, questions.version), call_timeout
             )
             done += 1
             if progress is not None:
                 progress(done, len(items))
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)))))
-
-    by_record: dict[int, Prediction] = {}
-    versions: Counter[str] = Counter()
+    versions: list[str] = []
+    reads: list[list[_Read]] = []
     for item, answers in zip(items, answers_of, strict=True):
         assert answers is not None
-        versions[answers.model_version] += 1
-        for i, condition in item.members:
-            answer = answers.answers.get(condition.name) or uncertain("no answer")
-            p = None if answer.uncertain else answer.p(condition.fires_on)
-            record = records[i]
-            by_record[i] = Prediction(record, condition, record.holds(condition), p, answer.note)
-    ordered_versions = tuple(v for v, _ in versions.most_common())
-    usable = [v for v in ordered_versions if v != "unavailable"]
-    return Predictions(
-        evaluator=name,
-        model_version=usable[0] if usable else "unavailable",
-        items=tuple(by_record[i] for i in sorted(by_record)),
-        skipped=tuple(skipped),
-        calls=len(items),
-        model_versions=ordered_versions,
-    )
+        versions.append(answers.model_version)
+        reads.append([_read(answers, condition) for _, condition in item.members])
+    return versions, reads
+
+
+def _default_workers(evaluator: Evaluator, calls: int) -> int:
+    if type(evaluator) is not RuleEvaluator or calls < PARALLEL_MIN_CALLS:
+        return 1
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, min(os.cpu_count() or 1, _MAX_WORKERS))
+
+
+# What the forked workers answer from: set just before they are forked, so they inherit it instead of being sent
+# the states (pickling 100,000 projections would cost more than answering them).
+_SHARED: tuple[Evaluator, str, list[_Work], QuestionSet] | None = None
+
+
+def _answer_share(part: int, parts: int, progress: Progress | None = None) -> list[tuple[str, list[_Read]]]:
+    """The items ``part``, ``part + parts``, ``part + 2 * parts``...: interleaved, so each process gets a like mix
+    of states, and the order of the results never depends on which process finishes first."""
+    assert _SHARED is not None
+    evaluator, name, items, questions = _SHARED
+    out: list[tuple[str, list[_Read]]] = []
+    for k in range(part, len(items), parts):
+        item = items[k]
+        ordered = tuple(c for c in questions.conditions if c in item.conditions)
+        answers = _ask_now(evaluator, name, item.projection(), ordered)
+        out.append((answers.model_version, [_read(answers, condition) for _, condition in item.members]))
+        if progress is not None:
+            progress(min(len(out) * parts, len(items)), len(items))
+    return out
+
+
+def _ask_now(evaluator: Evaluator, name: str, projection: Projection, conditions: tuple[Condition, ...]) -> Answers:
+    """``_ask`` for a ``RuleEvaluator``, whose ``evaluate`` is ``answer_all`` and never waits: the same answers."""
+    assert isinstance(evaluator, RuleEvaluator)
+    try:
+        return evaluator.answer_all(projection, conditions).checked(conditions)
+    except Exception as exc:  # as _ask: an evaluator's failure is an uncertain answer
+        note = f"{name} failed: {type(exc).__name__}: {exc}"
+    return Answers(name, "unavailable", {c.name: uncertain(note) for c in conditions})
+
+
+def _answer_in_processes(
+    evaluator: Evaluator,
+    name: str,
+    items: list[_Work],
+    questions: QuestionSet,
+    workers: int,
+    progress: Progress | None,
+) -> tuple[list[str], list[list[_Read]]]:
+    """Every item's answers, one share answered here and the others in ``workers - 1`` forked processes; a share
+    whose process fails (it could not start, or died) is answered here instead."""
+    global _SHARED
+    shares: list[list[tuple[str, list[_Read]]] | None] = [None] * workers
+    _SHARED = (evaluator, name, items, questions)
+    pool: ProcessPoolExecutor | None = None
+    try:
+        futures = []
+        try:
+            pool = ProcessPoolExecutor(workers - 1, mp_context=multiprocessing.get_context("fork"))
+            futures = [pool.submit(_answer_share, part, workers) for part in range(1, workers)]
+        except (OSError, RuntimeError, ValueError):
+            futures = []  # no process to be had: every share is answered here
+        shares[0] = _answer_share(0, workers, progress)
+        for part, future in enumerate(futures, 1):
+            try:
+                shares[part] = future.result()
+            except Exception:  # a broken pool (a worker killed): that share is answered here, the same way
+                shares[part] = None
+        for part in range(1, workers):
+            if shares[part] is None:
+                shares[part] = _answer_share(part, workers)
+    finally:
+        _SHARED = None
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    versions: list[str] = [""] * len(items)
+    reads: list[list[_Read]] = [[] for _ in items]
+    for part, share in enumerate(shares):
+        assert share is not None
+        for j, (version, read) in enumerate(share):
+            versions[part + j * workers] = version
+            reads[part + j * workers] = read
+    if progress is not None:
+        progress(len(items), len(items))
+    return versions, reads
 
 
 async def _ask(

@@ -62,6 +62,7 @@ class TraceRecord:
     """
 
     __slots__ = (
+        "_checked",
         "_data",
         "_projection",
         "condition",
@@ -99,6 +100,8 @@ class TraceRecord:
         """Where the state's text comes from."""
         self._projection = projection if isinstance(projection, Projection) else None
         self._data = None if isinstance(projection, Projection) or projection is None else projection
+        self._checked = False
+        """Whether ``_data`` passed ``check_projection_data`` already (``from_data`` checks it)."""
         if not text and (projection is not None):
             built = self.projection
             text = built.text if built is not None else ""
@@ -115,8 +118,15 @@ class TraceRecord:
     def projection(self) -> Projection | None:
         """The state as the evaluator reads it; None for a text-only record (see ``text``)."""
         if self._projection is None and self._data is not None:
-            self._projection = projection_from_data(self._data)
+            self._projection = _build_projection(self._data) if self._checked else projection_from_data(self._data)
         return self._projection
+
+    def projection_problem(self) -> str | None:
+        """Why ``projection`` would raise ``ValueError`` (its data is malformed), without building it; None when
+        it can be built or the record is text-only."""
+        if self._projection is not None or self._data is None or self._checked:
+            return None
+        return check_projection_data(self._data)
 
     @property
     def text_only(self) -> bool:
@@ -191,7 +201,7 @@ class TraceRecord:
             if not isinstance(data.get(key, ""), str):
                 raise ValueError(f"{key} must be a string, got {data[key]!r}")
         extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
-        return cls(
+        record = cls(
             data["id"],
             data["condition"],
             label,
@@ -203,6 +213,8 @@ class TraceRecord:
             data.get("kind", ""),
             extra,
         )
+        record._checked = raw is not None
+        return record
 
 
 def _why(exc: BaseException) -> str:
@@ -293,6 +305,11 @@ def projection_from_data(d: Mapping[str, Any]) -> Projection:
     problem = check_projection_data(d)
     if problem is not None:
         raise ValueError(problem)
+    return _build_projection(d)
+
+
+def _build_projection(d: Mapping[str, Any]) -> Projection:
+    """``projection_from_data`` for data ``check_projection_data`` has passed already."""
     steps = tuple(
         ProjectedStep(
             int(s["step"]),
@@ -337,7 +354,7 @@ def text_projection(text: str) -> Projection:
     structured field is empty. For evaluators that read ``Projection.text`` alone (System One, a judge), to
     answer a text-only record; an evaluator that reads the structure would see an empty state."""
     p = Projection("", (), (), max_chars=max(_DEFAULT_MAX_CHARS, len(text)))
-    # Projection computes its text in __post_init__; this one is given, so it is set the same way, once.
+    # Projection renders its text on first read; this one is given, so it is set the same way, once, first.
     object.__setattr__(p, "text", text)
     object.__setattr__(p, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
     return p

@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 
@@ -62,14 +62,24 @@ class Projection:
     """The rendered projection, capped at ``max_chars``: what a model-based evaluator is sent."""
     state_hash: str = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        text = _render(self)
-        if len(text) > self.max_chars:
-            # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
-            head = self.max_chars // 3
-            text = text[:head] + "\n[... earlier steps elided ...]\n" + text[-(self.max_chars - head - 40) :]
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
+    # ``text`` and ``state_hash`` are rendered on first read, not in ``__init__``: an evaluator that reads the
+    # structure (the rule evaluator over 100,000 labelled records) never pays for them. Their slots stay empty
+    # until then, so reading one falls through to ``__getattr__``, which fills both; once set they never change.
+    # Hidden from type checkers, which would otherwise accept any attribute name on a Projection.
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name != "text" and name != "state_hash":
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            text = _render(self)
+            if len(text) > self.max_chars:
+                # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
+                head = self.max_chars // 3
+                text = text[:head] + "\n[... earlier steps elided ...]\n" + text[-(self.max_chars - head - 40) :]
+            object.__setattr__(self, "text", text)
+            object.__setattr__(self, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
+            return text if name == "text" else self.state_hash
 
 
 def _render(p: Projection) -> str:

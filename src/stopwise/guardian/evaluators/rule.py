@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -413,17 +414,24 @@ class IntegrityModel:
         if words is None:
             words = _WORD.findall(normalised)
         crc = zlib.crc32
-        out = {crc(w.encode()) & mask for w in words}
-        for n in range(2, self.ngram + 1):
-            out.update(crc(" ".join(words[i : i + n]).encode()) & mask for i in range(len(words) - n + 1))
+        # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
+        # as hashing the joined text, without joining it. Buckets are added in the same order as ever (every
+        # 1-gram, then every 2-gram...), so the set, and the order ``logit`` sums its weights in, are unchanged.
+        running = [crc(w.encode()) for w in words]
+        out = {c & mask for c in running}
+        if self.ngram > 1 and len(words) > 1:
+            spaced = [(" " + w).encode() for w in words]
+            for n in range(2, self.ngram + 1):
+                running = [crc(spaced[i + n - 1], c) for i, c in enumerate(running[:-1])]
+                out.update([c & mask for c in running])
         return out
 
     def logit(self, normalised: str, words: list[str] | None = None) -> float:
         buckets = self.features(normalised, words)
         if not buckets:
             return self.bias
-        get = self.weights.get
-        return self.bias + sum(get(b, 0.0) for b in buckets) / math.sqrt(len(buckets))
+        # map() walks the buckets in the same order as a generator would, so the sum is the same number.
+        return self.bias + sum(map(self.weights.get, buckets, repeat(0.0))) / math.sqrt(len(buckets))
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> IntegrityModel:

@@ -1,0 +1,219 @@
+"""The eval harness's speed-ups change no number: each fast path checked against a slow reference path.
+
+- ``IntegrityModel.features`` / ``logit`` (n-gram CRCs chained instead of joined, weights summed with ``map``)
+  against the joined-text formula, bit for bit;
+- ``Projection.text`` / ``state_hash`` (rendered on first read) against a render at construction;
+- ``predict`` (projections built when answered, a ``RuleEvaluator``'s calls shared out to forked processes)
+  against the RuleEvaluator asked record by record on projections rebuilt from the JSON: the same probabilities
+  (``==`` on floats, not ``approx``) and notes, on the development set and on distinct states made from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import math
+import pickle
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stopwise.evals.run as run_module
+from stopwise.evals import TraceRecord, predict, read_traces
+from stopwise.evals.traces import projection_from_data, text_projection
+from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, QuestionSet
+from stopwise.guardian.evaluators.rule import (
+    _WORD,
+    IntegrityModel,
+    RuleEvaluator,
+    load_integrity_model,
+    normalise_untrusted,
+)
+from stopwise.guardian.projection import Projection, _render
+
+DEVSET = Path(__file__).resolve().parent.parent / "evals" / "data" / "devset.jsonl"
+
+
+def _dev_lines() -> list[str]:
+    return [line for line in DEVSET.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _distinct(data: dict[str, Any], case: int) -> dict[str, Any]:
+    """A record with a state of its own (as ``benchmarks/bench_evals.py`` makes them)."""
+    p = copy.deepcopy(data["projection"])
+    tag = f" [case {case}]"
+    p["goal"] += tag
+    for step in p["steps"]:
+        for call in step["calls"]:
+            call["result"] += tag
+    if p.get("final") is not None:
+        p["final"] += tag
+    out = dict(data, id=f"{data['id']}#{case}", projection=p)
+    out["text"] = projection_from_data(p).text
+    return out
+
+
+def _results(lines: list[str]) -> list[str]:
+    texts = []
+    for line in lines:
+        p = json.loads(line).get("projection") or {}
+        texts += [c.get("result", "") for s in p.get("steps", []) for c in s.get("calls", [])]
+    return list(dict.fromkeys(texts))
+
+
+# -- the integrity model --------------------------------------------------------------------------------------
+
+
+def _reference_features(model: IntegrityModel, words: list[str]) -> set[int]:
+    mask = (1 << model.bits) - 1
+    out = {zlib.crc32(w.encode()) & mask for w in words}
+    for n in range(2, model.ngram + 1):
+        out.update(zlib.crc32(" ".join(words[i : i + n]).encode()) & mask for i in range(len(words) - n + 1))
+    return out
+
+
+def _reference_logit(model: IntegrityModel, words: list[str]) -> float:
+    buckets = _reference_features(model, words)
+    if not buckets:
+        return model.bias
+    get = model.weights.get
+    return model.bias + sum(get(b, 0.0) for b in buckets) / math.sqrt(len(buckets))
+
+
+@pytest.mark.parametrize("ngram", [1, 2, 3])
+def test_integrity_buckets_and_logit_are_those_of_the_joined_ngrams(ngram: int) -> None:
+    shipped = load_integrity_model()
+    model = IntegrityModel(shipped.version, shipped.bits, ngram, shipped.bias, shipped.weights)
+    texts = [*_results(_dev_lines()), "", "one", "two words", "ünïcödé  text, with: punctuation! 'quoted' 123"]
+    for text in texts:
+        norm, _ = normalise_untrusted(text)
+        words = _WORD.findall(norm)
+        fast, slow = model.features(norm, words), _reference_features(model, words)
+        # The same set, iterated in the same order (the order the logit sums in).
+        assert fast == slow and list(fast) == list(slow)
+        assert model.logit(norm, words) == _reference_logit(model, words)
+        assert model.logit(norm) == model.logit(norm, words)
+
+
+# -- the projection's text ------------------------------------------------------------------------------------
+
+
+def _eager_text(p: Projection) -> str:
+    text = _render(p)
+    if len(text) > p.max_chars:
+        head = p.max_chars // 3
+        text = text[:head] + "\n[... earlier steps elided ...]\n" + text[-(p.max_chars - head - 40) :]
+    return text
+
+
+def test_projection_text_rendered_on_first_read_is_the_eager_render() -> None:
+    for line in _dev_lines()[:400]:
+        data = json.loads(line)
+        if data.get("projection") is None:
+            continue
+        p = projection_from_data(data["projection"])
+        expected = _eager_text(p)
+        assert p.state_hash == hashlib.sha256(expected.encode()).hexdigest()[:16]  # state_hash read first
+        assert p.text == expected
+        q = projection_from_data(data["projection"])
+        assert q == p  # equality reads the text too
+        assert pickle.loads(pickle.dumps(projection_from_data(data["projection"]))) == p
+    small = projection_from_data(json.loads(_dev_lines()[0])["projection"] | {"max_chars": 100})
+    assert "[... earlier steps elided ...]" in small.text and len(small.text) <= 100
+    given = text_projection("GOAL: a text only")
+    assert given.text == "GOAL: a text only"
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        getattr(p, "nonsense")  # noqa: B009 - not an attribute mypy knows
+
+
+# -- predict ----------------------------------------------------------------------------------------------------
+
+
+def _reference(lines: list[str]) -> list[tuple[str, str, bool, float | None, str]]:
+    """Record by record: the projection rebuilt from its JSON, the RuleEvaluator asked that one condition."""
+    ev = RuleEvaluator()
+    out = []
+    for line in lines:
+        data = json.loads(line)
+        condition = DEFAULT_CONDITIONS.by_name[data["condition"]]
+        record = TraceRecord.from_data(data)
+        if record.label_problem(condition) is not None:
+            continue
+        projection = projection_from_data(data["projection"])
+        answers = ev.answer_all(projection, (condition,)).checked((condition,))
+        answer = answers.answers[condition.name]
+        p = None if answer.uncertain else answer.p(condition.fires_on)
+        out.append((record.id, condition.name, record.holds(condition), p, answer.note))
+    return out
+
+
+def _predicted(path: Path, workers: int | None) -> tuple[list[tuple[str, str, bool, float | None, str]], int]:
+    records = read_traces(path, strict=True).records
+    out = asyncio.run(predict(RuleEvaluator(), records, workers=workers))
+    return [(x.record.id, x.condition.name, x.holds, x.p, x.note) for x in out.items], out.calls
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The development set, then 600 distinct states made from it."""
+    lines = _dev_lines()
+    base = [json.loads(line) for line in lines]
+    lines += [json.dumps(_distinct(base[i % len(base)], i // len(base)), ensure_ascii=False) for i in range(600)]
+    path = tmp_path_factory.mktemp("traces") / "traces.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path, lines
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_predict_gives_the_reference_probabilities_bit_for_bit(traces: tuple[Path, list[str]], workers: int) -> None:
+    path, lines = traces
+    got, calls = _predicted(path, workers)
+    assert got == _reference(lines)  # floats compared with ==: the very same numbers
+    assert calls == len({json.loads(line)["text"] for line in lines})
+
+
+def test_predict_answers_the_shares_here_when_no_process_can_be_started(
+    traces: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, lines = traces
+
+    def no_pool(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("no fork here")
+
+    monkeypatch.setattr(run_module, "ProcessPoolExecutor", no_pool)
+    seen: list[tuple[int, int]] = []
+    records = read_traces(path).records
+    out = asyncio.run(predict(RuleEvaluator(), records, workers=2, progress=lambda d, n: seen.append((d, n))))
+    assert [(x.record.id, x.condition.name, x.holds, x.p, x.note) for x in out.items] == _reference(lines)
+    assert seen[-1] == (out.calls, out.calls) and all(d <= n for d, n in seen)
+
+
+def test_predict_by_default_uses_processes_for_a_large_rule_run_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = RuleEvaluator()
+    assert run_module._default_workers(rules, run_module.PARALLEL_MIN_CALLS - 1) == 1
+    assert run_module._default_workers(rules, run_module.PARALLEL_MIN_CALLS) >= 1
+
+    class Other:
+        name = "other"
+
+        async def evaluate(self, projection: Projection, questions: QuestionSet) -> Answers:
+            return Answers("other", "v1", {c.name: Answer({"yes": 0.5, "no": 0.5}) for c in questions.conditions})
+
+    assert run_module._default_workers(Other(), 10**6) == 1  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="workers"):
+        asyncio.run(predict(Other(), [], workers=2))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="workers"):
+        asyncio.run(predict(rules, [], workers=0))
+
+
+def test_a_malformed_projection_given_directly_is_skipped_as_before() -> None:
+    bad = TraceRecord("x", "goal_reached", True, "test", "s", {"goal": 3}, text="GOAL: 3")
+    good_data = json.loads(_dev_lines()[0])
+    good = TraceRecord.from_data(good_data)
+    out = asyncio.run(predict(RuleEvaluator(), [bad, good], workers=1))
+    assert [s.reason for s in out.skipped] == ["malformed projection: goal and pending_risk must be strings"]
+    assert [x.record.id for x in out.items] == [good.id]
