@@ -217,3 +217,68 @@ def test_a_malformed_projection_given_directly_is_skipped_as_before() -> None:
     out = asyncio.run(predict(RuleEvaluator(), [bad, good], workers=1))
     assert [s.reason for s in out.skipped] == ["malformed projection: goal and pending_risk must be strings"]
     assert [x.record.id for x in out.items] == [good.id]
+
+
+def _reference_check(d: Any) -> str | None:
+    """``check_projection_data`` as it was: every step and call looked at one key at a time."""
+    from collections.abc import Mapping
+
+    if not isinstance(d, Mapping):
+        return f"must be an object, got {type(d).__name__}"
+    if not isinstance(d.get("goal", ""), str) or not isinstance(d.get("pending_risk", "unknown"), str):
+        return "goal and pending_risk must be strings"
+    criteria = d.get("criteria", [])
+    if not isinstance(criteria, list) or not all(isinstance(c, str) for c in criteria):
+        return "criteria must be a list of strings"
+    final = d.get("final")
+    if final is not None and not isinstance(final, str):
+        return "final must be a string or null"
+    max_chars = d.get("max_chars", 8000)
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
+        return "max_chars must be an integer of at least 100"
+    steps = d.get("steps", [])
+    if not isinstance(steps, list):
+        return "steps must be a list"
+    for i, s in enumerate(steps):
+        if not isinstance(s, Mapping) or isinstance(s.get("step"), bool) or not isinstance(s.get("step"), int):
+            return f"steps[{i}] needs an integer 'step'"
+        if not isinstance(s.get("text", ""), str) or not isinstance(s.get("calls", []), list):
+            return f"steps[{i}]: text must be a string and calls a list"
+        for j, c in enumerate(s.get("calls", [])):
+            if not isinstance(c, Mapping) or not isinstance(c.get("tool"), str):
+                return f"steps[{i}].calls[{j}] needs a 'tool' name"
+            if not isinstance(c.get("result", ""), str) or not isinstance(c.get("risk", "unknown"), str):
+                return f"steps[{i}].calls[{j}]: result and risk must be strings"
+            if not isinstance(c.get("error", False), bool):
+                return f"steps[{i}].calls[{j}]: error must be true or false"
+    pending = d.get("pending")
+    if pending is not None and (
+        not isinstance(pending, Mapping)
+        or not isinstance(pending.get("name"), str)
+        or not isinstance(pending.get("args", {}), (Mapping, str))
+    ):
+        return "pending must be null or {name, args} with args an object or a string"
+    return None
+
+
+def test_the_quick_projection_check_finds_what_the_thorough_one_did() -> None:
+    from types import MappingProxyType
+
+    from stopwise.evals.traces import check_projection_data
+
+    base = next(json.loads(line)["projection"] for line in _dev_lines() if json.loads(line)["projection"]["steps"])
+    call = {"tool": "t", "result": "r", "error": False, "risk": "unknown"}
+    variants: list[Any] = [base, [], None, {"goal": 1}, {"criteria": "x"}, {"final": 3}, {"max_chars": 50}]
+    odd_steps: list[Any] = [
+        "x", {"text": "a"}, {"step": True}, {"step": 1, "text": 2}, {"step": 1, "calls": ()}, {"step": 1},
+        {"step": 1, "calls": ["c"]}, {"step": 1, "calls": [{"result": "r"}]}, {"step": 1, "calls": [call]},
+        {"step": 1, "calls": [call | {"result": 1}]}, {"step": 1, "calls": [call | {"risk": None}]},
+        {"step": 1, "calls": [call | {"error": 0}]}, {"step": 1, "calls": [MappingProxyType(call)]},
+        MappingProxyType({"step": 1, "calls": [call]}), {"step": 1, "calls": [{"tool": "t"}]},
+    ]  # fmt: skip
+    for step in odd_steps:
+        for pending in (None, {"name": "n"}, {"name": "n", "args": 1}, "p"):
+            variants.append(base | {"steps": [*base["steps"], step], "pending": pending})
+            variants.append({"steps": [step, "bad"], "pending": pending})
+    for v in variants:
+        assert check_projection_data(v) == _reference_check(v), v

@@ -97,6 +97,13 @@ class _Work:
     members: list[tuple[int, Condition]]
     text_only: bool
 
+    def ordered(self, questions: QuestionSet) -> tuple[Condition, ...]:
+        """The conditions to ask, in the question set's order. Most states are asked one: its conditions are the
+        question set's own objects (found by name), so that one is the answer without comparing dataclasses."""
+        if len(self.conditions) == 1:
+            return (self.conditions[0],)
+        return tuple(c for c in questions.conditions if c in self.conditions)
+
     def projection(self) -> Projection:
         """Built when asked (in the process that answers it), not while grouping."""
         if self.text_only:
@@ -241,7 +248,7 @@ async def _answer_concurrently(
         # One shared iterator: no await between taking an item and starting it, so no two workers take the same.
         for k in queue:
             item = items[k]
-            ordered = tuple(c for c in questions.conditions if c in item.conditions)
+            ordered = item.ordered(questions)
             answers_of[k] = await _ask(
                 evaluator, name, item.projection(), QuestionSet(ordered, questions.version), call_timeout
             )
@@ -280,7 +287,7 @@ def _answer_share(part: int, parts: int, progress: Progress | None = None) -> li
     out: list[tuple[str, list[_Read]]] = []
     for k in range(part, len(items), parts):
         item = items[k]
-        ordered = tuple(c for c in questions.conditions if c in item.conditions)
+        ordered = item.ordered(questions)
         answers = _ask_now(evaluator, name, item.projection(), ordered)
         out.append((answers.model_version, [_read(answers, condition) for _, condition in item.members]))
         if progress is not None:

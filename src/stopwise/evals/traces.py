@@ -263,20 +263,58 @@ def check_projection_data(d: Any) -> str | None:
     Cheaper than building it: the reader checks every record and builds only the states it is asked about."""
     if not isinstance(d, Mapping):
         return f"must be an object, got {type(d).__name__}"
-    if not _is_str(d.get("goal", "")) or not _is_str(d.get("pending_risk", "unknown")):
+    get = d.get
+    if not isinstance(get("goal", ""), str) or not isinstance(get("pending_risk", "unknown"), str):
         return "goal and pending_risk must be strings"
-    criteria = d.get("criteria", [])
-    if not isinstance(criteria, list) or not all(_is_str(c) for c in criteria):
+    criteria = get("criteria", [])
+    if not isinstance(criteria, list) or not all(isinstance(c, str) for c in criteria):
         return "criteria must be a list of strings"
-    final = d.get("final")
-    if final is not None and not _is_str(final):
+    final = get("final")
+    if final is not None and not isinstance(final, str):
         return "final must be a string or null"
-    max_chars = d.get("max_chars", _DEFAULT_MAX_CHARS)
+    max_chars = get("max_chars", _DEFAULT_MAX_CHARS)
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
         return "max_chars must be an integer of at least 100"
-    steps = d.get("steps", [])
+    steps = get("steps", [])
     if not isinstance(steps, list):
         return "steps must be a list"
+    if not _plain_steps(steps):
+        problem = _step_problem(steps)
+        if problem is not None:
+            return problem
+    pending = get("pending")
+    if pending is not None and (
+        not isinstance(pending, Mapping)
+        or not _is_str(pending.get("name"))
+        or not isinstance(pending.get("args", {}), (Mapping, str))
+    ):
+        return "pending must be null or {name, args} with args an object or a string"
+    return None
+
+
+def _plain_steps(steps: list[Any]) -> bool:
+    """Whether every step and call has the common shape (plain dicts, every key of the right type): one quick
+    pass; anything else is looked at closely by ``_step_problem``, which names the problem."""
+    for s in steps:
+        if type(s) is not dict or type(s.get("step")) is not int or not isinstance(s.get("text", ""), str):
+            return False
+        calls = s.get("calls", [])
+        if type(calls) is not list:
+            return False
+        for c in calls:
+            if (
+                type(c) is not dict
+                or type(c.get("tool")) is not str
+                or not isinstance(c.get("result", ""), str)
+                or not isinstance(c.get("risk", "unknown"), str)
+                or type(c.get("error", False)) is not bool
+            ):
+                return False
+    return True
+
+
+def _step_problem(steps: list[Any]) -> str | None:
+    """What is wrong with the first malformed step or call (None when nothing is)."""
     for i, s in enumerate(steps):
         if not isinstance(s, Mapping) or isinstance(s.get("step"), bool) or not isinstance(s.get("step"), int):
             return f"steps[{i}] needs an integer 'step'"
@@ -289,13 +327,6 @@ def check_projection_data(d: Any) -> str | None:
                 return f"steps[{i}].calls[{j}]: result and risk must be strings"
             if not isinstance(c.get("error", False), bool):
                 return f"steps[{i}].calls[{j}]: error must be true or false"
-    pending = d.get("pending")
-    if pending is not None and (
-        not isinstance(pending, Mapping)
-        or not _is_str(pending.get("name"))
-        or not isinstance(pending.get("args", {}), (Mapping, str))
-    ):
-        return "pending must be null or {name, args} with args an object or a string"
     return None
 
 

@@ -371,7 +371,7 @@ def integrity_markers(text: str, limit: int = 2000) -> dict[str, float]:
 
 def _anchor_words(words: list[str]) -> set[str]:
     # Tokens keep apostrophes ("'priority" after an opening quote); anchors are bare words.
-    return {w.strip("'") for w in words}
+    return set(map(str.strip, words, repeat("'")))
 
 
 def _markers_of(norm: str, tricks: int, words: set[str] | None) -> dict[str, float]:
@@ -417,13 +417,14 @@ class IntegrityModel:
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
         # as hashing the joined text, without joining it. Buckets are added in the same order as ever (every
         # 1-gram, then every 2-gram...), so the set, and the order ``logit`` sums its weights in, are unchanged.
-        running = [crc(w.encode()) for w in words]
-        out = {c & mask for c in running}
+        # (map() rather than comprehensions: the loops run in C, in the same order.)
+        running = list(map(crc, map(str.encode, words)))
+        out = set(map(mask.__and__, running))
         if self.ngram > 1 and len(words) > 1:
-            spaced = [(" " + w).encode() for w in words]
+            spaced = list(map(str.encode, map(" ".__add__, words)))
             for n in range(2, self.ngram + 1):
-                running = [crc(spaced[i + n - 1], c) for i, c in enumerate(running[:-1])]
-                out.update([c & mask for c in running])
+                running = list(map(crc, spaced[n - 1 :], running[:-1]))
+                out.update(map(mask.__and__, running))
         return out
 
     def logit(self, normalised: str, words: list[str] | None = None) -> float:
