@@ -8,11 +8,12 @@ The ``openai`` and ``anthropic`` SDKs are optional extras. Nothing here imports 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
@@ -120,3 +121,17 @@ def _status_message(body: object) -> str | None:
         if isinstance(message, str) and message:
             return message
     return None
+
+
+@contextlib.contextmanager
+def translated(sdk: ModuleType, provider: str) -> Iterator[None]:
+    """Turn a provider failure raised inside the block into ``ModelError``; anything else propagates as it is."""
+    try:
+        yield
+    except ModelError:
+        raise
+    except Exception as exc:
+        error = provider_error(sdk, exc, provider)
+        if error is None:
+            raise
+        raise error from exc

@@ -8,9 +8,9 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError, ModelError
+from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR, Message, Reply, Role, StopReason, ToolCall, Usage
-from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, provider_error
+from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, translated
 from stopwise.models.base import ModelRequest
 
 if TYPE_CHECKING:
@@ -93,21 +93,14 @@ class AnthropicModel:
 
     async def generate(self, request: ModelRequest) -> Reply:
         """One message for ``request``; raises ``ModelError`` when the provider fails."""
-        try:
+        with translated(self._sdk, self.provider):
             message = await self._sdk_client().messages.create(**self.request_params(request))
             return _reply(message, self.provider)
-        except ModelError:
-            raise
-        except Exception as exc:
-            error = provider_error(self._sdk, exc, self.provider)
-            if error is None:
-                raise
-            raise error from exc
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
         """Text deltas as the server sends them, then the whole ``Reply`` (see ``StreamingModel``)."""
         state = _StreamState()
-        try:
+        with translated(self._sdk, self.provider):
             events = await self._sdk_client().messages.create(**self.request_params(request), stream=True)
             try:
                 async for event in events:
@@ -117,13 +110,6 @@ class AnthropicModel:
             finally:
                 await events.close()
             reply = state.reply(self.provider)
-        except ModelError:
-            raise
-        except Exception as exc:
-            error = provider_error(self._sdk, exc, self.provider)
-            if error is None:
-                raise
-            raise error from exc
         yield reply
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError, ModelError
+from stopwise.errors import ConfigError
 from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
-from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, provider_error
+from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, translated
 from stopwise.models.base import ModelRequest
 
 if TYPE_CHECKING:
@@ -95,22 +95,15 @@ class OpenAIModel:
 
     async def generate(self, request: ModelRequest) -> Reply:
         """One chat completion for ``request``; raises ``ModelError`` when the provider fails."""
-        try:
+        with translated(self._sdk, self.provider):
             completion = await self._sdk_client().chat.completions.create(**self.request_params(request))
             return _reply(completion, self.provider)
-        except ModelError:
-            raise
-        except Exception as exc:
-            error = provider_error(self._sdk, exc, self.provider)
-            if error is None:
-                raise
-            raise error from exc
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
         """Text deltas as the server sends them, then the whole ``Reply`` (see ``StreamingModel``)."""
         params = {**self.request_params(request), "stream": True, "stream_options": {"include_usage": True}}
         state = _StreamState()
-        try:
+        with translated(self._sdk, self.provider):
             chunks = await self._sdk_client().chat.completions.create(**params)
             try:
                 async for chunk in chunks:
@@ -120,13 +113,6 @@ class OpenAIModel:
             finally:
                 await chunks.close()
             reply = state.reply(self.provider)
-        except ModelError:
-            raise
-        except Exception as exc:
-            error = provider_error(self._sdk, exc, self.provider)
-            if error is None:
-                raise
-            raise error from exc
         yield reply
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
