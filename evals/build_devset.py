@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 from _integrity_texts import CARRIERS, GOALS_BY_GENRE, HARD_NEGATIVES, PAYLOADS  # noqa: E402
 from _trajectories import DOMAINS, Domain, Step  # noqa: E402
 
+from stopwise.evals.traces import projection_to_data  # noqa: E402
 from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection, project  # noqa: E402
 from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error_tool_result  # noqa: E402
 
@@ -91,30 +92,7 @@ def state(
     risks: Mapping[str, str] | None = None,
 ) -> Projection:
     # The final answer is the reply the run would end on: it is in the projection's `final`, not a step.
-    return project(
-        messages_of(goal, steps), goal=goal, criteria=criteria, final=final, pending=pending, risks=risks
-    )
-
-
-def projection_to_data(p: Projection) -> dict[str, Any]:
-    return {
-        "goal": p.goal,
-        "criteria": list(p.criteria),
-        "steps": [
-            {
-                "step": s.step,
-                "text": s.text,
-                "calls": [
-                    {"tool": c.tool, "args": c.args, "result": c.result, "error": c.error, "risk": c.risk}
-                    for c in s.calls
-                ],
-            }
-            for s in p.steps
-        ],
-        "pending": None if p.pending is None else {"name": p.pending.name, "args": dict(p.pending.args)},
-        "pending_risk": p.pending_risk,
-        "final": p.final,
-    }
+    return project(messages_of(goal, steps), goal=goal, criteria=criteria, final=final, pending=pending, risks=risks)
 
 
 def projection_from_record(record: Mapping[str, Any]) -> Projection:
@@ -248,8 +226,13 @@ def trajectory_records(w: Writer, d: Domain) -> None:
             at = 1 + (j % (n - 1))
             add("goal_reached", True, [*S[:at], x, *S[at:]], f"complete_with_{pool}_detour", final=d.final_good)
             if j == 0:
-                add("goal_reached", True, [*S[:at], x, *S[at:]], f"complete_with_{pool}_detour_vague (hard)",
-                    final=d.final_claim)
+                add(
+                    "goal_reached",
+                    True,
+                    [*S[:at], x, *S[at:]],
+                    f"complete_with_{pool}_detour_vague (hard)",
+                    final=d.final_claim,
+                )
                 add("goal_reached", False, [*S, x], f"complete_then_{pool}_no_final (near miss)")
     for i in range(1, n - 1):
         add("goal_reached", False, [*S[:i], *S[i + 1 :]], "skipped_step (near miss)", final=d.final_good)
@@ -287,8 +270,13 @@ def trajectory_records(w: Writer, d: Domain) -> None:
     # latest two when they are of one kind: each pool's steps in the other order, one alone right after on-goal
     # work (the window then mixes both), after every prefix of the on-goal work; the levels next to the firing
     # boundary (1: tangential, 2: partly related) twice as often; on-goal work resumed after a detour (4).
-    levels = (("4", "on_goal", None), ("3", "related", d.related), ("2", "partly_related", d.partly),
-              ("1", "tangential (near miss: shares topic words)", d.tangential), ("0", "unrelated", d.unrelated))
+    levels = (
+        ("4", "on_goal", None),
+        ("3", "related", d.related),
+        ("2", "partly_related", d.partly),
+        ("1", "tangential (near miss: shares topic words)", d.tangential),
+        ("0", "unrelated", d.unrelated),
+    )
     for level, kind, pool in levels:
         near = level in ("1", "2")
         if pool is None:
@@ -417,7 +405,14 @@ def third_party_integrity(w: Writer, rng: random.Random) -> None:
         instruction = instructions[i % len(instructions)]["instruction"]
         payload = j["text"].replace("<INSTRUCTION>", instruction)
         text = _embed(rng.choice(test_carriers), payload)
-        _integrity(w, text, True, source="spikee", kind=f"{j['jailbreak_type']}+{instructions[i % len(instructions)]['instruction_type']}", rng=rng)  # noqa: E501
+        _integrity(
+            w,
+            text,
+            True,
+            source="spikee",
+            kind=f"{j['jailbreak_type']}+{instructions[i % len(instructions)]['instruction_type']}",
+            rng=rng,
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------------
