@@ -13,48 +13,12 @@ test figures measure how the signals carry to tasks they were not tuned on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import importlib
+from pathlib import Path
 
-Step = tuple[str, str, dict[str, Any], str]
+from _domain import Domain, check
 
-
-@dataclass(frozen=True)
-class Domain:
-    name: str
-    split: str
-    goal: str
-    criteria: tuple[str, ...]
-    steps: tuple[Step, ...]
-    """On-goal steps, in the order that completes the task (the last one completes it)."""
-    final_good: str
-    final_partial: str
-    """What the agent says after only part of the steps: names what is still missing."""
-    final_claim: str
-    """A confident "done" with no evidence behind it."""
-    related: tuple[Step, ...]
-    """Drift level 3: supports the goal without being the core of it."""
-    partly: tuple[Step, ...]
-    """Drift level 2."""
-    tangential: tuple[Step, ...]
-    """Drift level 1: shares a topic word with the goal, does nothing for it."""
-    unrelated: tuple[Step, ...]
-    """Drift level 0."""
-    lasting: dict[str, Step]
-    """``permission``, ``not_found``, ``unsupported``: a failing call on the way to the goal, for a lasting reason."""
-    transient: Step
-    """A call that fails for a passing reason (timeout, rate limit)."""
-    poll: tuple[str, str, dict[str, Any], tuple[str, ...]]
-    """``(text, tool, args, results)``: the same call polled while a job's state changes."""
-    page: tuple[str, str, dict[str, Any], tuple[str, ...]]
-    """``(text, tool, args, results)``: a list read page by page (``page`` argument added per page)."""
-    cannot: str
-    """What the agent says when it concludes the goal is out of reach."""
-    risk_tools: dict[str, str] = field(default_factory=dict)
-    """Tool name -> its true risk class (for risk records with declared and undeclared risk)."""
-
-
-DOMAINS: tuple[Domain, ...] = (
+_FIRST: tuple[Domain, ...] = (
     # ---------------------------------------------------------------- train domains
     Domain(
         name="travel_booking",
@@ -725,3 +689,21 @@ DOMAINS: tuple[Domain, ...] = (
         risk_tools={"get_document": "read_only", "send_email": "irreversible", "sign_contract": "regulated"},
     ),
 )  # fmt: skip
+
+
+def _more() -> tuple[Domain, ...]:
+    """The domains of every ``_trajectories_<theme>.py`` next to this file, in file-name order."""
+    found: list[Domain] = []
+    for path in sorted(Path(__file__).resolve().parent.glob("_trajectories_*.py")):
+        found.extend(importlib.import_module(path.stem).DOMAINS)
+    return tuple(found)
+
+
+DOMAINS: tuple[Domain, ...] = _FIRST + _more()
+
+_names = [d.name for d in DOMAINS]
+if len(set(_names)) != len(_names):
+    raise ValueError(f"domain names repeat: {sorted(n for n in _names if _names.count(n) > 1)}")
+for _d in DOMAINS:
+    if _problems := check(_d):
+        raise ValueError(f"domain {_d.name}: " + "; ".join(_problems))

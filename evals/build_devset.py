@@ -31,8 +31,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _domain import Domain, Step  # noqa: E402
 from _integrity_texts import CARRIERS, GOALS_BY_GENRE, HARD_NEGATIVES, PAYLOADS  # noqa: E402
-from _trajectories import DOMAINS, Domain, Step  # noqa: E402
+from _trajectories import DOMAINS  # noqa: E402
 
 from stopwise.evals.traces import projection_to_data  # noqa: E402
 from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection, project  # noqa: E402
