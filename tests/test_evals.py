@@ -233,6 +233,15 @@ def test_malformed_lines_are_reported_with_their_line_numbers_and_skipped(tmp_pa
     assert [p.line for p in raised.value.problems] == [2, 3, 5, 6]
 
 
+def test_a_line_that_is_not_utf8_is_one_malformed_line_and_the_rest_are_read(tmp_path: Path) -> None:
+    good = json.dumps(record("goal_reached", True, state(), "ok").to_data()).encode()
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(good + b"\n" + '{"id": "caf\u00e9"}'.encode("latin-1") + b"\n" + good + b"\n")
+    traces = read_traces(path)
+    assert len(traces.records) == 2
+    assert [p.line for p in traces.problems] == [2]
+
+
 def _structure(p: Projection) -> dict[str, Any]:
     return {k: v for k, v in projection_to_data(p).items() if k != "max_chars"}
 
