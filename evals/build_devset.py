@@ -168,6 +168,12 @@ def _tweak(args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _in_band(step: Step) -> Step:
+    """A failing step as a tool that reports its failure in its result instead of raising: ``{"error": ...}``."""
+    text, tool, args, result = step
+    return (text, tool, args, json.dumps({"error": result.removeprefix("ERROR: ")}))
+
+
 def trajectory_records(w: Writer, d: Domain) -> None:
     src = f"stopwise-trajectories/{d.name}"
     meta = {"source": src, "split": d.split, "license": OWN_LICENSE}
@@ -200,6 +206,9 @@ def trajectory_records(w: Writer, d: Domain) -> None:
     for kind, err in d.lasting.items():
         add("stagnation", True, [S[0], err, err, err], f"error_repeat_{kind}")
     add("stagnation", False, [*S[:2], d.transient, S[2]], "transient_then_progress (near miss)")
+    ib = _in_band(d.lasting["permission"])
+    add("stagnation", True, [S[0], ib, ib, ib], "error_repeat_in_band")
+    add("stagnation", False, [S[0], ib, S[1]], "in_band_error_then_progress (near miss)")
     thought = ("Let me think about what to do next before calling anything else.", "", {}, "")
     add("stagnation", True, [*S[:2], thought, thought], "text_repeat")
     other = (S[1][0], S[1][1] + "_v2", S[1][2], S[1][3])
@@ -255,6 +264,12 @@ def trajectory_records(w: Writer, d: Domain) -> None:
         add("infeasible", True, [S[0], err, err, cannot_step], f"repeated_{kind}_then_cannot")
         add("infeasible", True, [S[0], err, err], f"twice_{kind}_final_cannot", final=d.cannot)
         add("infeasible", False, [S[0], err], f"single_{kind} (near miss)")
+    # Tools that answer a failure in-band (the call succeeds, its result says it failed) instead of raising.
+    for kind, err in d.lasting.items():
+        ib = _in_band(err)
+        add("infeasible", True, [S[0], ib, ib, ib], f"repeated_{kind}_in_band")
+        add("infeasible", False, [S[0], ib], f"single_{kind}_in_band (near miss)")
+    add("infeasible", False, [S[0], _in_band(d.transient), _in_band(d.transient)], "transient_in_band (near miss)")
     add("infeasible", False, [S[0], d.lasting["permission"], S[1]], "recovered_after_error (near miss)")
     add("infeasible", False, [S[0], d.transient, d.transient, d.transient], "transient_errors (near miss)")
     for k in range(1, n + 1):

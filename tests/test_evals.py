@@ -521,7 +521,10 @@ def test_the_rule_evaluators_coefficients_refit_into_a_file_it_loads(tmp_path: P
     train = [r for r in read_traces(DEVSET).records if r.split == "train"]
     data = fit_rule_coefficients(train, mode="platt", source="unit")
     assert data["version"].startswith("fit-") and data["fitted"]["integrity"]["fit"] == "platt(C=1)"
-    assert data["fitted"]["drift"]["records"] == 4 * sum(1 for r in train if r.condition == "drift")  # 4 trials
+    # One row per drift record (whether it fires); goal_reached without a final answer never reaches the map.
+    assert data["fitted"]["drift"]["records"] == sum(1 for r in train if r.condition == "drift")
+    with_final = [r for r in train if r.condition == "goal_reached" and r.projection and r.projection.final]
+    assert 0 < data["fitted"]["goal_reached"]["records"] == len(with_final)
     path = tmp_path / "coefficients.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     evaluator = RuleEvaluator(coefficients=path)

@@ -329,6 +329,19 @@ def test_goal_reached_not_without_the_work_or_with_work_left(rules: RuleEvaluato
         assert p < done
 
 
+def test_goal_reached_an_identifier_the_answer_cites_must_be_in_a_result(rules: RuleEvaluator) -> None:
+    # The PNR comes from the booking: answering with it before the booking step is a claim nothing backs.
+    early = rules.goal_features(projection([SEARCH], final=FINAL))
+    backed = rules.goal_features(projection([SEARCH, BOOK, EMAIL], final=FINAL))
+    assert early["final_ids_unbacked"] == 1.0 and early["final_ids_backed"] < 1.0
+    assert backed["final_ids_backed"] == 1.0 and "final_ids_unbacked" not in backed
+    assert rules.goal_features(projection([SEARCH, BOOK, EMAIL], final="All done!"))["final_vague"] == 1.0
+    assert rules.coefficients.goal_reached.weights["final_ids_backed"] > 0
+    assert p_of(rules, projection([SEARCH, BOOK, EMAIL], final=FINAL), "goal_reached") > p_of(
+        rules, projection([SEARCH, EMAIL], final=FINAL), "goal_reached"
+    )
+
+
 def test_infeasible_repeated_permission_errors(rules: RuleEvaluator) -> None:
     denied = ("Booking TP433.", "book_flight", {"offer": "TP433"}, "ERROR: 403 Forbidden: key lacks the booking scope")
     p = projection([SEARCH, denied, denied, denied])
@@ -385,6 +398,17 @@ def test_drift_reads_the_latest_step_apart(rules: RuleEvaluator) -> None:
     f = rules.drift_features(projection([SEARCH, off]))
     assert f["last_goal_in_actions"] == 0.0 and f["goal_in_actions"] > 0.0
     assert p_of(rules, projection([SEARCH, off]), "drift") > p_of(rules, projection([off, SEARCH]), "drift")
+
+
+def test_drift_a_call_built_on_an_earlier_result_is_work_on_the_task(rules: RuleEvaluator) -> None:
+    # The seat map call takes the PNR the booking returned; the tram search starts from nothing the run produced.
+    seats = ("Choosing a seat on the booking.", "get_seat_map", {"pnr": "X7K2LQ"}, "Seats 12A and 14C are free.")
+    trams = ("Reading about Lisbon trams.", "web_search", {"query": "Lisbon tram 28"}, "Tram 28 runs since 1914.")
+    assert rules.drift_features(projection([SEARCH, BOOK, seats]))["last_args_from_results"] == 1.0
+    assert rules.drift_features(projection([SEARCH, BOOK, trams]))["last_args_from_results"] == 0.0
+    assert rules.coefficients.drift.weights["last_args_from_results"] > 0  # the drift map is p(aligned)
+    building, detour = projection([SEARCH, BOOK, seats]), projection([SEARCH, BOOK, trams])
+    assert p_of(rules, building, "drift") < p_of(rules, detour, "drift")
 
 
 def test_goal_reached_needs_the_final_answer(rules: RuleEvaluator) -> None:

@@ -203,9 +203,7 @@ ORIGIN = "origin"
 the call never reached the tool (unknown tool, arguments that do not validate, a denial)."""
 
 
-def error_tool_result(
-    message: str, *, tool_call_id: str, origin: str = "tool", denied: bool = False
-) -> Message:
+def error_tool_result(message: str, *, tool_call_id: str, origin: str = "tool", denied: bool = False) -> Message:
     """The tool row for a failed call: ``{"error": message}`` as JSON, flagged in metadata."""
     content = json.dumps({"error": message}, ensure_ascii=False)
     meta: dict[str, Any] = {TOOL_ERROR: True, ORIGIN: origin}

@@ -6,15 +6,16 @@ The rule evaluator maps each condition's signals (``RuleEvaluator.features``) to
 logistic map whose bias and weights are data (``stopwise/guardian/data/rule_coefficients.json``). Fitting those
 maps on the training split *is* their calibration, with no extra layer at run time:
 
-- ``integrity``, ``stagnation``, ``infeasible``, ``goal_reached``: either a Platt map on the base map's logit,
-  folded into its coefficients (the hand-set weights keep their ratios: discrimination unchanged), or an
-  L2-regularised logistic regression of the label on the condition's features (a feature a record lacks counts
-  0, as ``LogisticMap`` reads it), whichever has the lower log-loss in cross-validation leaving sources out;
-- ``drift``: the same, except that the evaluator spreads ``p(aligned)`` over the levels as a binomial, so a
-  level-``L`` label on ``n`` levels counts as ``L`` successes in ``n - 1`` trials (the maximum-likelihood fit of
-  the evaluator's own model); records labelled with a bool are left out;
+- ``integrity``, ``stagnation``, ``infeasible``, ``goal_reached``, ``drift``: either a Platt map on the base
+  map's logit, folded into its coefficients (the hand-set weights keep their ratios: discrimination unchanged), or
+  an L2-regularised logistic regression of the label on the condition's features (a feature a record lacks counts
+  0, as ``LogisticMap`` reads it), whichever has the lower log-loss in cross-validation leaving sources out. The
+  drift map gives p(aligned), so it is fitted on whether the condition does *not* fire (a level above 0-1):
+  exactly the probability the evaluator reports for it. ``goal_reached`` states with no final answer are left out
+  (the evaluator answers 0 there without reading the map);
 - ``risk``: each table the evaluator reads (a declared class, or a tool-name hint when undeclared) becomes the
-  posterior mean of the labels it answered, with the shipped table as a prior worth ``prior_weight`` records.
+  posterior mean of the labels it answered, with the shipped table as a prior worth ``prior_weight`` records;
+  the table for an undeclared tool with no hint in its name is kept as it is (cautious by design).
 
 The limits, the name hints and any key this module does not know are copied from the base file. The result is a
 coefficients file that ``RuleEvaluator(coefficients=path)`` (and ``stopwise eval --rule-coefficients``) loads.
@@ -44,7 +45,7 @@ from stopwise.guardian.evaluators.rule import COEFFICIENTS_FILE, RuleEvaluator, 
 
 __all__ = ["fit_rule_coefficients", "main"]
 
-_LOGISTIC = ("integrity", "stagnation", "infeasible", "goal_reached")
+_LOGISTIC = ("integrity", "stagnation", "infeasible", "goal_reached", "drift")
 
 
 def _base_data(path: str | Path | None) -> dict[str, Any]:
@@ -181,29 +182,26 @@ def fit_rule_coefficients(
     data = _base_data(base)
     evaluator = RuleEvaluator(coefficients=load_coefficients(base))
     coefficients = evaluator.coefficients
-    rows = {name: _Rows() for name in (*_LOGISTIC, "drift")}
+    rows = {name: _Rows() for name in _LOGISTIC}
     risk_counts: dict[tuple[str, str], dict[str, float]] = {}
     fitted: dict[str, Any] = {}
     for r in records:
         condition = questions.by_name.get(r.condition)
         if condition is None or r.projection is None or r.label_problem(condition) is not None:
             continue
+        if r.condition == "goal_reached" and r.projection.final is None:
+            continue  # the evaluator answers 0 without a final answer: its map never sees such a state
         if r.condition in _LOGISTIC:
             f = evaluator.features(r.projection)[r.condition]
             z = getattr(coefficients, r.condition).logit(f)
-            rows[r.condition].add(f, z, float(r.holds(condition)), 1.0, r.source)
-        elif r.condition == "drift" and isinstance(r.label, str):
-            trials = len(condition.question.labels) - 1
-            level = int(r.label)
-            f = evaluator.features(r.projection)["drift"]
-            z = coefficients.drift.logit(f)
-            # Binomial(trials, aligned): `level` successes and `trials - level` failures, as weighted rows.
-            for y, w in ((1.0, level), (0.0, trials - level)):
-                if w:
-                    rows["drift"].add(f, z, y, float(w), r.source)
+            # The drift map gives p(aligned), the probability that the condition does not fire.
+            y = float(r.holds(condition) != (r.condition == "drift"))
+            rows[r.condition].add(f, z, y, 1.0, r.source)
         elif r.condition == "risk" and isinstance(r.label, str):
             which = _risk_table(evaluator, r, data)
-            if which is not None:
+            # The table for a tool with no declared risk and no hint in its name stays the base's: leaning towards
+            # caution is a design rule (Risk.UNKNOWN), and a dev set's mix of unnamed tools is not the world's.
+            if which is not None and which != ("declared", "unknown"):
                 counts = risk_counts.setdefault(which, {})
                 counts[r.label] = counts.get(r.label, 0.0) + 1.0
     for name, rs in rows.items():
@@ -234,14 +232,14 @@ def fit_rule_coefficients(
         data["risk"][section][key] = table
         fitted[f"risk.{section}.{key}"] = {"fit": "smoothed counts", "records": int(sum(counts.values()))}
     base_version = str(data.get("version", ""))
-    maps = {k: data[k] for k in (*_LOGISTIC, "drift", "risk")}
+    maps = {k: data[k] for k in (*_LOGISTIC, "risk")}
     digest = hashlib.sha256(json.dumps(maps, sort_keys=True).encode()).hexdigest()[:8]
     data["version"] = f"fit-{digest}"
     data["about"] = (
         f"Refitted by stopwise.evals.rulefit from version {base_version} on {source or 'labelled traces'}: per "
         "condition a Platt map folded into the hand-set weights or a full logistic refit, chosen by "
-        "leave-sources-out log-loss (one-standard-error rule); binomial for drift; smoothed counts for the risk "
-        "tables. See docs/evals.md."
+        "leave-sources-out log-loss (one-standard-error rule); drift on whether it fires (levels 0-1); smoothed "
+        "counts for the risk tables. See docs/evals.md."
     )
     data["fitted"] = fitted
     return data

@@ -40,7 +40,7 @@ from typing import Any
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
-from stopwise.guardian.projection import ProjectedStep, Projection
+from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
 
 __all__ = [
@@ -324,7 +324,9 @@ _DISCUSSION = re.compile(
     r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
 )
 
-_AGENT_WORDS = "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"  # noqa: E501
+_AGENT_WORDS = (
+    "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
+)
 
 # A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
 # keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
@@ -472,6 +474,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _DIGITS = re.compile(r"\d+|\b[0-9a-f]{8,}\b")
 _SPACE = re.compile(r"\s+")
+_IDENT = re.compile(r"[A-Za-z0-9][\w./:@-]*[0-9][\w./:@-]*|\b[A-Z]{2,}[A-Z0-9-]*\b")
 _STOPWORD_TEXT = """
     a an the and or but if then else of to in on at by for with from into onto about as is are was were be been
     being it its this that these those there here we you your our i me my he she they them their his her not no yes
@@ -671,6 +674,7 @@ class RuleEvaluator:
         self._cache_size = cache_size
         self._integrity_cache: OrderedDict[str, dict[str, float]] = OrderedDict()
         self._stem_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._id_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._facts_cache: OrderedDict[str, _TextFacts] = OrderedDict()
 
     def __repr__(self) -> str:
@@ -790,7 +794,7 @@ class RuleEvaluator:
             features["no_calls"] = 1.0
         if texts:
             features["stale_text"] = stale_texts / texts
-        features["error_streak"] = min(_error_streak(steps), 3) / 3
+        features["error_streak"] = min(_error_streak(steps, self._failed), 3) / 3
         return features
 
     def infeasible_features(self, projection: Projection) -> dict[str, float]:
@@ -824,7 +828,7 @@ class RuleEvaluator:
             "lasting_errors": min(sum(counts.values()), 4) / 4,
             "repeated_lasting": min(max(worst - 1, 0), 2) / 2,
             "cannot": min(cannot, 2) / 2,
-            "error_streak": min(_error_streak(steps), 3) / 3,
+            "error_streak": min(_error_streak(steps, self._failed), 3) / 3,
         }
         if transient:
             features["transient_errors"] = min(transient, 3) / 3
@@ -837,11 +841,15 @@ class RuleEvaluator:
     def goal_features(self, projection: Projection) -> dict[str, float]:
         targets = [self._stem_set(c) for c in projection.criteria] or [self._stem_set(projection.goal)]
         targets = [t for t in targets if t]
+        # What the work shows: the stems and identifiers of the successful calls' results and arguments.
         evidence: set[str] = set()
-        for s in projection.steps[-6:]:
+        shown: set[str] = set()
+        for s in projection.steps[-self.coefficients.history_steps :]:
             for c in s.calls:
                 if not c.error:
-                    evidence |= self._stem_set(c.result[:600])
+                    args = _args_text(c.args)[:300]
+                    evidence |= self._stem_set(c.result[:600]) | self._stem_set(args)
+                    shown |= self._id_set(c.result[:600]) | self._id_set(args)
         final = projection.final
         claim = self._stem_set(final) if final else frozenset()
         features: dict[str, float] = {}
@@ -855,6 +863,18 @@ class RuleEvaluator:
             features["final"] = 1.0
             if _UNFINISHED.search(final.lower()):
                 features["final_unfinished"] = 1.0
+            if claim:
+                features["final_in_results"] = len(claim & evidence) / len(claim)
+            # An identifier the answer cites (a booking reference, an amount, a ticket number) that no result or
+            # argument holds is a claim the work does not back: the answer came before the step that makes it.
+            cited = self._id_set(final)
+            if cited:
+                backed = len(cited & shown) / len(cited)
+                features["final_ids_backed"] = backed
+                if backed < 1.0:
+                    features["final_ids_unbacked"] = 1.0
+            else:
+                features["final_vague"] = 1.0
         last = projection.steps[-1] if projection.steps else None
         if last is not None and last.calls:
             features["last_step_errors"] = sum(c.error for c in last.calls) / len(last.calls)
@@ -876,7 +896,17 @@ class RuleEvaluator:
             acting |= last
         if projection.final:
             acting |= self._stem_set(projection.final)
+        # Data flowing from earlier results into the latest call (an id read before, now an argument) marks work
+        # that builds on the task; a detour that merely shares topic words starts from nothing the run produced.
+        earlier: set[str] = set()
+        for s in projection.steps[-self.coefficients.history_steps : -1]:
+            for c in s.calls:
+                if not c.error:
+                    earlier |= self._id_set(c.result[:600])
+        latest = recent[-1]
+        passed = any(self._id_set(_args_text(c.args)[:300]) & earlier for c in latest.calls)
         features = {
+            "last_args_from_results": 1.0 if passed else 0.0,
             "goal_in_actions": len(goal & acting) / len(goal),
             "goal_in_results": len(goal & seen) / len(goal),
             "actions_on_goal": len(acting & goal) / len(acting) if acting else 0.0,
@@ -897,6 +927,11 @@ class RuleEvaluator:
         _memo(cache, text, facts, 4 * self._cache_size)
         return facts
 
+    def _failed(self, call: ProjectedCall) -> bool:
+        """A call failed: it raised, or its tool reported the failure in its result (``{"error": ...}``,
+        ``ERROR: ...``), as many tools do instead of raising."""
+        return call.error or (self._facts_cache.get(call.result) or self._facts(call.result)).looks_failed
+
     def _seen(self, steps: Sequence[ProjectedStep], tools: set[str]) -> _Seen:
         """What ``steps`` already brought: their results and texts, and the arguments of the calls to ``tools``.
 
@@ -909,6 +944,16 @@ class RuleEvaluator:
             {s.text.strip() for s in steps if s.text},
             {t: [c.args for c in calls if c.tool == t] for t in tools},
         )
+
+    def _id_set(self, text: str) -> frozenset[str]:
+        """The identifiers in ``text``: tokens with a digit (ids, amounts, dates) and upper-case codes."""
+        cache = self._id_cache
+        hit = cache.get(text)
+        if hit is not None:
+            return hit
+        ids = frozenset(t.strip(".,:;/-").lower() for t in _IDENT.findall(text)) - {""}
+        _memo(cache, text, ids, 4 * self._cache_size)
+        return ids
 
     def _stem_set(self, text: str) -> frozenset[str]:
         cache = self._stem_cache
@@ -1036,14 +1081,14 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_TOKEN.findall(text.lower()))
 
 
-def _error_streak(steps: Sequence[ProjectedStep]) -> int:
+def _error_streak(steps: Sequence[ProjectedStep], failed: Callable[[ProjectedCall], bool]) -> int:
     """How many of the latest steps with calls had all their calls fail (steps with text only are skipped: the
     agent musing between two failures does not end a streak)."""
     streak = 0
     for s in reversed(steps):
         if not s.calls:
             continue
-        if not all(c.error for c in s.calls):
+        if not all(failed(c) for c in s.calls):
             break
         streak += 1
     return streak
