@@ -888,23 +888,25 @@ class RuleEvaluator:
         acting: set[str] = set()
         seen: set[str] = set()
         last: set[str] = set()  # what the latest step does: the current sub-task, when the window mixes two
+        args: list[str] = []  # the latest step's arguments as text
         for s in recent:
             last = set(self._stem_set(s.text))
-            for c in s.calls:
-                last |= self._stem_set(c.tool + " " + _args_text(c.args)[:300])
+            args = [_args_text(c.args)[:300] for c in s.calls]
+            for c, a in zip(s.calls, args, strict=True):
+                last |= self._stem_set(c.tool + " " + a)
                 seen |= self._stem_set(c.result[:600])  # the slice goal_features reads: one cache entry
             acting |= last
         if projection.final:
             acting |= self._stem_set(projection.final)
         # Data flowing from earlier results into the latest call (an id read before, now an argument) marks work
         # that builds on the task; a detour that merely shares topic words starts from nothing the run produced.
-        earlier: set[str] = set()
-        for s in projection.steps[-self.coefficients.history_steps : -1]:
-            for c in s.calls:
-                if not c.error:
-                    earlier |= self._id_set(c.result[:600])
-        latest = recent[-1]
-        passed = any(self._id_set(_args_text(c.args)[:300]) & earlier for c in latest.calls)
+        passed = False
+        if cited := frozenset().union(*map(self._id_set, args)):
+            passed = any(
+                not c.error and not cited.isdisjoint(self._id_set(c.result[:600]))
+                for s in projection.steps[-self.coefficients.history_steps : -1]
+                for c in s.calls
+            )
         features = {
             "last_args_from_results": 1.0 if passed else 0.0,
             "goal_in_actions": len(goal & acting) / len(goal),
