@@ -6,10 +6,13 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
   small linear model over hashed word n-grams (trained offline by ``evals/train_integrity.py``);
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
   leans cautious, nudged by the tool's name);
-- ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks;
-- ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the results and the
-  final text, no error in the last step;
-- ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria;
+- ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
+  (a failure the tool reports in its result counts as one it raised);
+- ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
+  results and arguments and in the final text, the final answer's words and cited identifiers backed by those
+  results, no error in the last step;
+- ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
+  whether the latest call's arguments carry an identifier from an earlier result;
 - ``stagnation``: exact and near repeats of calls, results seen before, error streaks.
 
 Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
@@ -30,7 +33,7 @@ import time
 import unicodedata
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from itertools import repeat
@@ -474,6 +477,9 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _DIGITS = re.compile(r"\d+|\b[0-9a-f]{8,}\b")
 _SPACE = re.compile(r"\s+")
+_FLOW_STEPS = 6
+"""How many steps before the latest one drift looks back in for the ids its arguments carry (the guardian's
+default projection holds 6 steps: a longer one costs no more per turn)."""
 _IDENT = re.compile(r"[A-Za-z0-9][\w./:@-]*[0-9][\w./:@-]*|\b[A-Z]{2,}[A-Z0-9-]*\b")
 _STOPWORD_TEXT = """
     a an the and or but if then else of to in on at by for with from into onto about as is are was were be been
@@ -643,9 +649,10 @@ class RuleEvaluator:
 
     Cost: a few hundred microseconds per turn with a 50-step history (``benchmarks/bench_guardian.py``).
     Integrity reads only the results of the latest ``scan_steps`` steps, each cut at ``scan_chars`` (the earlier
-    ones were read on the turn they arrived); stagnation and infeasibility look back ``history_steps`` steps. What
-    is derived from a text (integrity features, stems, failure kinds) is memoised per distinct text, up to a few
-    times ``cache_size`` texts, so a result costs its full price once, on the turn it arrives. The memo holds
+    ones were read on the turn they arrived); stagnation, infeasibility and the evidence for goal_reached look back
+    ``history_steps`` steps. What is derived from a text (integrity features, stems, identifiers, failure kinds)
+    is memoised per distinct text, up to a few times ``cache_size`` texts, so a result costs its full price once,
+    on the turn it arrives. The memo holds
     only pure functions of a text: one evaluator can serve many runs, concurrently.
     """
 
@@ -675,6 +682,7 @@ class RuleEvaluator:
         self._integrity_cache: OrderedDict[str, dict[str, float]] = OrderedDict()
         self._stem_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._id_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._args_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
         self._facts_cache: OrderedDict[str, _TextFacts] = OrderedDict()
 
     def __repr__(self) -> str:
@@ -847,7 +855,7 @@ class RuleEvaluator:
         for s in projection.steps[-self.coefficients.history_steps :]:
             for c in s.calls:
                 if not c.error:
-                    args = _args_text(c.args)[:300]
+                    args = self._args(c)
                     evidence |= self._stem_set(c.result[:600]) | self._stem_set(args)
                     shown |= self._id_set(c.result[:600]) | self._id_set(args)
         final = projection.final
@@ -891,20 +899,20 @@ class RuleEvaluator:
         args: list[str] = []  # the latest step's arguments as text
         for s in recent:
             last = set(self._stem_set(s.text))
-            args = [_args_text(c.args)[:300] for c in s.calls]
+            args = [self._args(c) for c in s.calls]
             for c, a in zip(s.calls, args, strict=True):
                 last |= self._stem_set(c.tool + " " + a)
                 seen |= self._stem_set(c.result[:600])  # the slice goal_features reads: one cache entry
             acting |= last
         if projection.final:
             acting |= self._stem_set(projection.final)
-        # Data flowing from earlier results into the latest call (an id read before, now an argument) marks work
+        # Data flowing from recent results into the latest call (an id read before, now an argument) marks work
         # that builds on the task; a detour that merely shares topic words starts from nothing the run produced.
         passed = False
         if cited := frozenset().union(*map(self._id_set, args)):
             passed = any(
                 not c.error and not cited.isdisjoint(self._id_set(c.result[:600]))
-                for s in projection.steps[-self.coefficients.history_steps : -1]
+                for s in projection.steps[-_FLOW_STEPS - 1 : -1]
                 for c in s.calls
             )
         features = {
@@ -946,6 +954,19 @@ class RuleEvaluator:
             {s.text.strip() for s in steps if s.text},
             {t: [c.args for c in calls if c.tool == t] for t in tools},
         )
+
+    def _args(self, call: ProjectedCall) -> str:
+        """The call's arguments as text (cut at 300 characters), memoised per arguments object: a run's
+        projections share its calls' argument objects from turn to turn. The memo holds the object itself, so its
+        id cannot be reused by another while the entry lives."""
+        args = call.args
+        hit = self._args_cache.get(id(args))
+        if hit is not None and hit[0] is args:
+            return hit[1]
+        text = _args_text(args)[:300]
+        if isinstance(args, (dict, list)):  # strings and numbers are cheap to read again
+            _memo(self._args_cache, id(args), (args, text), 4 * self._cache_size)
+        return text
 
     def _id_set(self, text: str) -> frozenset[str]:
         """The identifiers in ``text``: tokens with a digit (ids, amounts, dates) and upper-case codes."""
@@ -996,11 +1017,12 @@ class RuleEvaluator:
     def _goal_reached(self, projection: Projection, condition: Condition) -> Answer:
         if not isinstance(condition.question, YesNo):
             return _wrong_type(condition, "YesNo")
-        f = self.goal_features(projection)
         if projection.final is None:
             # Reached means the work is done *and* answered: with no final answer yet the run must go on (a stop
-            # with success here would end it before the model says what it did; see docs/architecture.md).
-            return _yes(0.0, "no final answer yet; " + _describe(f))
+            # with success here would end it before the model says what it did; see docs/architecture.md). The
+            # signals are not computed: on most turns there is no final answer, and they would change nothing.
+            return _yes(0.0, "no final answer yet")
+        f = self.goal_features(projection)
         return _yes(self.coefficients.goal_reached.p(f), _describe(f))
 
     def _drift(self, projection: Projection, condition: Condition) -> Answer:
@@ -1047,7 +1069,7 @@ def _looks_failed(text: str) -> bool:
     return bool(_FAILED_RESULT.match(text))
 
 
-def _memo(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
+def _memo(cache: OrderedDict[Any, Any], key: Hashable, value: Any, size: int) -> None:
     """Remember ``value``, forgetting the oldest entries past ``size`` (first in, first out: the window slides, so
     the oldest text is the one least likely to be seen again)."""
     cache[key] = value
