@@ -345,23 +345,30 @@ def projection_from_data(d: Mapping[str, Any]) -> Projection:
 
 
 def _build_projection(d: Mapping[str, Any]) -> Projection:
-    """``projection_from_data`` for data ``check_projection_data`` has passed already."""
+    """``projection_from_data`` for data ``check_projection_data`` has passed already: every value has its type
+    (the check made sure), so it goes into the projection as it is; one pass, a quarter of the projections' cost
+    in ``predict``."""
+    call, step = ProjectedCall, ProjectedStep
     steps = tuple(
-        ProjectedStep(
-            int(s["step"]),
-            str(s.get("text", "")),
-            tuple(
-                ProjectedCall(
-                    str(c["tool"]),
-                    c.get("args", {}),
-                    str(c.get("result", "")),
-                    bool(c.get("error", False)),
-                    str(c.get("risk", "unknown")),
-                )
-                for c in s.get("calls", ())
-            ),
-        )
-        for s in d.get("steps", ())
+        [
+            step(
+                s["step"],
+                s.get("text", ""),
+                tuple(
+                    [
+                        call(
+                            c["tool"],
+                            c.get("args", {}),
+                            c.get("result", ""),
+                            c.get("error", False),
+                            c.get("risk", "unknown"),
+                        )
+                        for c in s.get("calls", ())
+                    ]
+                ),
+            )
+            for s in d.get("steps", ())
+        ]
     )
     pending_data = d.get("pending")
     pending = None
