@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -525,6 +526,10 @@ def test_the_rule_evaluators_coefficients_refit_into_a_file_it_loads(tmp_path: P
     assert data["fitted"]["drift"]["records"] == sum(1 for r in train if r.condition == "drift")
     with_final = [r for r in train if r.condition == "goal_reached" and r.projection and r.projection.final]
     assert 0 < data["fitted"]["goal_reached"]["records"] == len(with_final)
+    # An undeclared tool with no hint in its name keeps the base's cautious table, whatever the dev set's mix.
+    shipped = json.loads(resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text())
+    assert data["risk"]["declared"]["unknown"] == shipped["risk"]["declared"]["unknown"]
+    assert "risk.declared.unknown" not in data["fitted"]
     path = tmp_path / "coefficients.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     evaluator = RuleEvaluator(coefficients=path)

@@ -356,6 +356,17 @@ def test_infeasible_not_for_progress_a_single_error_or_passing_errors(rules: Rul
         assert p_of(rules, projection(steps), "infeasible") < C["infeasible"].threshold, steps
 
 
+def test_a_failure_the_tool_reports_in_its_result_counts_as_an_error(rules: RuleEvaluator) -> None:
+    # Many tools return their failure instead of raising: three such answers are a streak, as three raises are.
+    in_band = ("Reading the payroll table.", "read_table", {"name": "payroll"}, '{"error": "permission denied"}')
+    raised = (*in_band[:3], "ERROR: permission denied")
+    for failing in (in_band, raised):
+        p = projection([SEARCH, failing, failing, failing])
+        assert rules.infeasible_features(p)["error_streak"] == 1.0
+        assert rules.stagnation_features(p)["error_streak"] == 1.0
+        assert p_of(rules, p, "infeasible") > C["infeasible"].threshold
+
+
 def test_infeasible_cannot_statements_count(rules: RuleEvaluator) -> None:
     denied = ("Booking TP433.", "book_flight", {"offer": "TP433"}, "ERROR: access denied")
     without = p_of(rules, projection([SEARCH, denied, denied]), "infeasible")

@@ -652,8 +652,8 @@ class RuleEvaluator:
     ones were read on the turn they arrived); stagnation, infeasibility and the evidence for goal_reached look back
     ``history_steps`` steps. What is derived from a text (integrity features, stems, identifiers, failure kinds)
     is memoised per distinct text, up to a few times ``cache_size`` texts, so a result costs its full price once,
-    on the turn it arrives. The memo holds
-    only pure functions of a text: one evaluator can serve many runs, concurrently.
+    on the turn it arrives; a call's arguments as text, per arguments object. The memos hold only pure functions
+    of a text or of logged (never mutated) arguments: one evaluator can serve many runs, concurrently.
     """
 
     name: str
@@ -957,8 +957,8 @@ class RuleEvaluator:
 
     def _args(self, call: ProjectedCall) -> str:
         """The call's arguments as text (cut at 300 characters), memoised per arguments object: a run's
-        projections share its calls' argument objects from turn to turn. The memo holds the object itself, so its
-        id cannot be reused by another while the entry lives."""
+        projections share its calls' argument objects from turn to turn, and logged arguments are never mutated.
+        The memo holds the object itself, so its id cannot be reused by another while the entry lives."""
         args = call.args
         hit = self._args_cache.get(id(args))
         if hit is not None and hit[0] is args:
