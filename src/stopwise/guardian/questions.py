@@ -52,6 +52,8 @@ class Choice:
     instructions: str
     options: Mapping[str, str] = field(default_factory=dict)
     """Label -> what it means."""
+    labels: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The option labels, in order (derived from ``options``)."""
 
     def __post_init__(self) -> None:
         _instructions("Choice", self.instructions)
@@ -62,10 +64,7 @@ class Choice:
             if not isinstance(label, str) or not label.strip() or not isinstance(meaning, str):
                 raise ConfigError("Choice.options", f"each option is a non-empty label with a description: {label!r}")
         object.__setattr__(self, "options", dict(self.options))
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(self.options)
+        object.__setattr__(self, "labels", tuple(self.options))
 
     def to_data(self) -> dict[str, Any]:
         return {"type": "choice", "instructions": self.instructions, "options": dict(self.options)}
@@ -78,6 +77,8 @@ class Score:
     instructions: str
     levels: Sequence[str] = ()
     """What each level means, lowest first."""
+    labels: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """``"0"``, ``"1"``... one per level (derived from ``levels``)."""
 
     def __post_init__(self) -> None:
         _instructions("Score", self.instructions)
@@ -87,10 +88,8 @@ class Score:
         if not all(isinstance(level, str) and level.strip() for level in levels):
             raise ConfigError("Score.levels", "each level is a non-empty description")
         object.__setattr__(self, "levels", levels)
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(str(i) for i in range(len(self.levels)))
+        # Derived once: answers are checked against the labels on every turn.
+        object.__setattr__(self, "labels", tuple(str(i) for i in range(len(levels))))
 
     def to_data(self) -> dict[str, Any]:
         return {"type": "score", "instructions": self.instructions, "levels": list(self.levels)}
