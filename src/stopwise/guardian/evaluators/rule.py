@@ -144,6 +144,9 @@ class RuleCoefficients:
     history_steps: int
     """Stagnation and infeasibility look back at most this many steps: enough to see a loop or a refusal that
     keeps coming back, and it bounds the cost of a turn whatever the history's length."""
+    flow_steps: int = 6
+    """Drift looks back this many steps before the latest one for the ids the latest call's arguments carry (the
+    guardian's default projection holds 6 steps: a longer history costs no more per turn)."""
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RuleCoefficients:
@@ -178,6 +181,7 @@ class RuleCoefficients:
             int(limits.get("scan_steps", 3)),
             int(limits.get("scan_chars", 2000)),
             int(limits.get("history_steps", 24)),
+            int(limits.get("flow_steps", 6)),
         )
 
 
@@ -477,9 +481,6 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _DIGITS = re.compile(r"\d+|\b[0-9a-f]{8,}\b")
 _SPACE = re.compile(r"\s+")
-_FLOW_STEPS = 6
-"""How many steps before the latest one drift looks back in for the ids its arguments carry (the guardian's
-default projection holds 6 steps: a longer one costs no more per turn)."""
 _IDENT = re.compile(r"[A-Za-z0-9][\w./:@-]*[0-9][\w./:@-]*|\b[A-Z]{2,}[A-Z0-9-]*\b")
 _STOPWORD_TEXT = """
     a an the and or but if then else of to in on at by for with from into onto about as is are was were be been
@@ -816,7 +817,7 @@ class RuleEvaluator:
             for c in s.calls:
                 facts = get(c.result) or make(c.result)
                 lasting = None
-                if c.error or facts.looks_failed:
+                if self._failed(c):
                     if facts.lasting is not None:
                         counts[facts.lasting] += 1
                         lasting = facts.lasting
@@ -912,7 +913,7 @@ class RuleEvaluator:
         if cited := frozenset().union(*map(self._id_set, args)):
             passed = any(
                 not c.error and not cited.isdisjoint(self._id_set(c.result[:600]))
-                for s in projection.steps[-_FLOW_STEPS - 1 : -1]
+                for s in projection.steps[-self.coefficients.flow_steps - 1 : -1]
                 for c in s.calls
             )
         features = {
@@ -1063,10 +1064,6 @@ class RuleEvaluator:
 
 
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
-
-
-def _looks_failed(text: str) -> bool:
-    return bool(_FAILED_RESULT.match(text))
 
 
 def _memo(cache: OrderedDict[Any, Any], key: Hashable, value: Any, size: int) -> None:
