@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stopwise._deprecated import aliases
 from stopwise.errors import StopwiseError
 
 __all__ = [
     "Approve",
     "ApprovalError",
-    "Decision",
+    "ApprovalDecision",
     "Modify",
     "PendingApproval",
     "Reject",
@@ -90,9 +91,12 @@ class Terminate:
     args_hash: str | None = None
 
 
-Decision = Approve | Reject | Modify | Terminate
+ApprovalDecision = Approve | Reject | Modify | Terminate
 
 
 class ApprovalError(StopwiseError):
     """``resume`` was given decisions that cannot settle the pending calls (unknown call, changed arguments,
     an expired approval, a missing decision, or a run that is not suspended)."""
+
+
+__getattr__ = aliases(__name__, {"Decision": ("ApprovalDecision", ApprovalDecision)})

@@ -23,7 +23,7 @@ from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
-from stopwise.guardian.records import Decision as GuardianDecision
+from stopwise.guardian.records import GuardianDecision
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord

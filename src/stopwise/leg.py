@@ -90,7 +90,7 @@ class Leg:
     forced_attempts: int = 0
     """Forced-completion calls made in this leg."""
     carried_reason: CompletionReason | None = None
-    """The reason a forced phase reports if it succeeds (see ``Decision.carry``)."""
+    """The reason a forced phase reports if it succeeds (see ``StopDecision.carry``)."""
     records: list[Mapping[str, Any]] = field(default_factory=list)
     """This run's decision records from the log (stop guard, guardrails): budgets and reports count them."""
     run_start: int = 0

@@ -31,9 +31,9 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
-from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.records import RECORD_TYPE as GUARDIAN
-from stopwise.guardian.records import Decision as GuardianDecision
+from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import (
     InputContext,
     OutputContext,
@@ -56,16 +56,16 @@ from stopwise.step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import (
     Action,
-    Decision,
     GuardSignal,
     Phase,
     StepSignals,
+    StopDecision,
     input_blocked,
     resolve,
 )
 from stopwise.stop.guard import (
     GUARD_SOURCE,
-    GuardOutcome,
+    StopGuardOutcome,
     guard_report,
 )
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
@@ -80,10 +80,10 @@ class _Outcome:
     step: int
     reply: Reply
     rows: list[Message]
-    decision: Decision
+    decision: StopDecision
     output: Any
     phase: Phase
-    guard: tuple[GuardOutcome, bool] | None
+    guard: tuple[StopGuardOutcome, bool] | None
     records: list[Mapping[str, Any]]
     kind: EntryKind = EntryKind.STEP
     plans: list[CallPlan] | None = None
@@ -261,13 +261,13 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
         consultation = await consult_turn(leg, step, reply, rows)
         turn = consultation.decision
         records.extend([turn.to_data(), *consultation.labels])
-        if turn.outcome is Outcome.ESCALATE and "integrity" in turn.escalated and plans:
+        if turn.outcome is GuardianOutcome.ESCALATE and "integrity" in turn.escalated and plans:
             rows = quarantine(plans, rows, records)
-    escalating = turn is not None and turn.outcome is Outcome.ESCALATE
+    escalating = turn is not None and turn.outcome is GuardianOutcome.ESCALATE
     applies = not escalating and guard_applies(leg, reply, phase)
     guard = await consult_guard(leg, step, reply, phase) if applies else None
     terminated = settling.terminated if settling is not None else None
-    verdict = None if turn is None or turn.outcome is Outcome.CONTINUE else (turn.outcome.value, turn.reason)
+    verdict = None if turn is None or turn.outcome is GuardianOutcome.CONTINUE else (turn.outcome.value, turn.reason)
     decision, output = _decide(leg, reply, rows, phase, guard, streak, terminated=terminated, guardian=verdict)
     if decision.action is Action.COMPLETE and decision.reason in _TEXT_ENDINGS:
         try:
@@ -379,13 +379,13 @@ def _decide(
     reply: Reply,
     rows: list[Message],
     phase: Phase,
-    guard: tuple[GuardOutcome, bool] | None,
+    guard: tuple[StopGuardOutcome, bool] | None,
     streak: str | None,
     output_blocked: str | None = None,
     terminated: str | None = None,
     guardian: tuple[str, str] | None = None,
     review_rejected: str | None = None,
-) -> tuple[Decision, Any]:
+) -> tuple[StopDecision, Any]:
     """Gather this step's signals and ask the resolver. Caller predicates run here, never in the resolver."""
     agent = leg.agent
     output, output_error = None, None
@@ -431,11 +431,11 @@ async def _guard_output(
     reply: Reply,
     rows: list[Message],
     phase: Phase,
-    guard: tuple[GuardOutcome, bool] | None,
-    decision: Decision,
+    guard: tuple[StopGuardOutcome, bool] | None,
+    decision: StopDecision,
     output: Any,
     records: list[Mapping[str, Any]],
-) -> tuple[Reply, Decision, Any]:
+) -> tuple[Reply, StopDecision, Any]:
     """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
     the run record carry it); a block replaces the text and the resolver records ``guardrail_output``."""
     guardrails = leg.agent.guardrails
@@ -524,7 +524,7 @@ async def _commit(leg: Leg, o: _Outcome) -> tuple[LogEntry, RunResult | None]:
         new_rows.append(automated_feedback(reanchor(leg, decision.detail), source="guardian_replan"))
     pending: list[PendingApproval] = []
     turn = next((r for r in records if r.get("type") == GUARDIAN and r.get("kind") == "turn"), None)
-    if decision.action is Action.SUSPEND and turn is not None and turn["outcome"] == Outcome.ESCALATE:
+    if decision.action is Action.SUSPEND and turn is not None and turn["outcome"] == GuardianOutcome.ESCALATE:
         # A guardian escalation: nothing is pending but the review itself.
         review = {"conditions": list(turn.get("escalated", ())), "reason": turn["reason"]}
         pending.append(PendingApproval(f"guardian:{step}", "guardian", review, args_hash(review), None))

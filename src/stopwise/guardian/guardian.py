@@ -15,10 +15,10 @@ from typing import Any
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
-from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Outcome, QuestionSet
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
-from stopwise.guardian.records import ConditionSpec, Decision
+from stopwise.guardian.records import ConditionSpec, GuardianDecision
 from stopwise.messages import Role
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
 
@@ -128,7 +128,7 @@ class Guardian:
 class Consultation:
     """A decision and, when a judge settled an escalation, the labelled examples it produced."""
 
-    decision: Decision
+    decision: GuardianDecision
     labels: tuple[dict[str, Any], ...] = ()
 
 
@@ -172,10 +172,10 @@ async def consult(
     result = guardian.policy.decide(answers.answers, conditions, inputs)
     resolved_by = None
     labels: list[dict[str, Any]] = []
-    if result.outcome is Outcome.ESCALATE and guardian.judge is not None:
+    if result.outcome is GuardianOutcome.ESCALATE and guardian.judge is not None:
         judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
         judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
-        if judged.outcome is not Outcome.ESCALATE:
+        if judged.outcome is not GuardianOutcome.ESCALATE:
             for before, after in zip(result.verdicts, judged.verdicts, strict=True):
                 if before.in_band or before.uncertain:
                     labels.append(
@@ -192,7 +192,7 @@ async def consult(
                     )
             answers, result, resolved_by = judged_answers, judged, "judge"
     latency = (time.perf_counter() - started) * 1000
-    decision = Decision(
+    decision = GuardianDecision(
         run_id=run_id,
         step=step,
         kind="pre_execution" if kind == "pre_execution" else "turn",
@@ -211,7 +211,7 @@ async def consult(
         held={v.name: v.held for v in result.verdicts},
         resolved_by=resolved_by,
         escalated=result.escalated,
-        state=projection.text if result.outcome is Outcome.ESCALATE else None,
+        state=projection.text if result.outcome is GuardianOutcome.ESCALATE else None,
     )
     return Consultation(decision, tuple(labels))
 

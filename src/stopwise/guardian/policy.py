@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer
-from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.conditions import GuardianOutcome
 
 __all__ = ["ConditionLike", "ConditionVerdict", "PolicyInputs", "PolicyResult", "ThresholdPolicy"]
 
@@ -28,7 +28,7 @@ class ConditionLike(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def outcome(self) -> Outcome: ...
+    def outcome(self) -> GuardianOutcome: ...
     @property
     def threshold(self) -> float: ...
     @property
@@ -101,7 +101,7 @@ class PolicyInputs:
 
 @dataclass(frozen=True, slots=True)
 class PolicyResult:
-    outcome: Outcome
+    outcome: GuardianOutcome
     reason: str
     verdicts: tuple[ConditionVerdict, ...]
     """Per condition, in the question set's order."""
@@ -157,7 +157,7 @@ class ThresholdPolicy:
         by_name = {c.name: c for c in conditions}
         escalate: list[str] = []
         escalated: list[str] = []
-        stops: dict[Outcome, list[str]] = {Outcome.STOP_SUCCESS: [], Outcome.STOP_FAILURE: []}
+        stops: dict[GuardianOutcome, list[str]] = {GuardianOutcome.STOP_SUCCESS: [], GuardianOutcome.STOP_FAILURE: []}
         replan: list[str] = []
         for v in verdicts:
             c = by_name[v.name]
@@ -166,42 +166,44 @@ class ThresholdPolicy:
                     escalate.append(f"{v.name} unanswered")
                     escalated.append(v.name)
                 elif self.on_unavailable == "stop":
-                    stops[Outcome.STOP_FAILURE].append(f"{v.name} unanswered")
+                    stops[GuardianOutcome.STOP_FAILURE].append(f"{v.name} unanswered")
                 continue
             if v.in_band:
                 escalate.append(f"{v.name} p={v.p:.2f} within {v.delta:g} of t*={v.threshold:.2f}")
                 escalated.append(v.name)
             elif v.fired:
                 where = f"{v.name} p={v.p:.2f} > t*={v.threshold:.2f}"
-                if c.outcome is Outcome.ESCALATE:
+                if c.outcome is GuardianOutcome.ESCALATE:
                     escalate.append(where)
                     escalated.append(v.name)
                 elif c.outcome in stops:
                     stops[c.outcome].append(where)
-                elif c.outcome is Outcome.REPLAN:
+                elif c.outcome is GuardianOutcome.REPLAN:
                     replan.append(where)
         if inputs.repeats >= self.repeat_limit:
             replan.append(f"the same call was made {inputs.repeats} times in a row")
         if inputs.budget_exhausted:
-            stops[Outcome.STOP_FAILURE].append(inputs.budget_exhausted)
+            stops[GuardianOutcome.STOP_FAILURE].append(inputs.budget_exhausted)
 
         if escalate:
-            return PolicyResult(Outcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated))
-        success, failure = stops[Outcome.STOP_SUCCESS], stops[Outcome.STOP_FAILURE]
+            return PolicyResult(
+                GuardianOutcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated)
+            )
+        success, failure = stops[GuardianOutcome.STOP_SUCCESS], stops[GuardianOutcome.STOP_FAILURE]
         if success and failure:
             reason = f"contradicting stops: {'; '.join(success)} vs {'; '.join(failure)}"
             firing = tuple(v.name for v in verdicts if v.fired and by_name[v.name].outcome in stops)
-            return PolicyResult(Outcome.ESCALATE, reason, verdicts, firing)
+            return PolicyResult(GuardianOutcome.ESCALATE, reason, verdicts, firing)
         if success:
-            return PolicyResult(Outcome.STOP_SUCCESS, "stop: " + "; ".join(success), verdicts)
+            return PolicyResult(GuardianOutcome.STOP_SUCCESS, "stop: " + "; ".join(success), verdicts)
         if failure:
-            return PolicyResult(Outcome.STOP_FAILURE, "stop: " + "; ".join(failure), verdicts)
+            return PolicyResult(GuardianOutcome.STOP_FAILURE, "stop: " + "; ".join(failure), verdicts)
         if replan:
             if inputs.replans >= self.max_replans:
                 reason = f"stop: {inputs.replans} replans already ({'; '.join(replan)})"
-                return PolicyResult(Outcome.STOP_FAILURE, reason, verdicts)
-            return PolicyResult(Outcome.REPLAN, "replan: " + "; ".join(replan), verdicts)
-        return PolicyResult(Outcome.CONTINUE, "continue", verdicts)
+                return PolicyResult(GuardianOutcome.STOP_FAILURE, reason, verdicts)
+            return PolicyResult(GuardianOutcome.REPLAN, "replan: " + "; ".join(replan), verdicts)
+        return PolicyResult(GuardianOutcome.CONTINUE, "continue", verdicts)
 
     def to_data(self) -> dict[str, Any]:
         return {

@@ -7,10 +7,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from stopwise._deprecated import aliases
 from stopwise.errors import StopwiseError
 from stopwise.messages import Message
 
-__all__ = ["Block", "GuardrailError", "GuardrailRaised", "GuardrailRecord", "Hook", "Pass", "Rewrite", "Verdict"]
+__all__ = [
+    "Block",
+    "GuardrailError",
+    "GuardrailRaised",
+    "GuardrailRecord",
+    "Hook",
+    "Pass",
+    "Rewrite",
+    "GuardrailVerdict",
+]
 
 
 class Hook(StrEnum):
@@ -51,7 +61,7 @@ class Rewrite:
     text: str | None = None
 
 
-Verdict = Pass | Block | Rewrite | None
+GuardrailVerdict = Pass | Block | Rewrite | None
 
 _FIELD = {Hook.INPUT: "messages", Hook.TOOL_CALL: "args", Hook.TOOL_RESULT: "result", Hook.OUTPUT: "text"}
 
@@ -116,3 +126,6 @@ class GuardrailError(StopwiseError):
         super().__init__(f"guardrail {name!r} on the {hook.value} hook: {problem}")
         self.guardrail = name
         self.hook = hook
+
+
+__getattr__ = aliases(__name__, {"Verdict": ("GuardrailVerdict", GuardrailVerdict)})

@@ -42,7 +42,7 @@ from typing import Any
 from dbos import DBOS, WorkflowHandleAsync
 
 from stopwise.agent import Agent
-from stopwise.approvals import ApprovalError, Approve, Decision, Modify, PendingApproval, Reject, Terminate
+from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate
 from stopwise.errors import ConfigError, StepConflict, StopwiseError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
 from stopwise.loop import Leg, drive
@@ -202,7 +202,7 @@ class DBOSRuntime:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, Decision],
+        decisions: Mapping[str, ApprovalDecision],
         *,
         workflow_id: str | None = None,
     ) -> RunHandle:
@@ -226,7 +226,7 @@ class DBOSRuntime:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, Decision],
+        decisions: Mapping[str, ApprovalDecision],
         *,
         workflow_id: str | None = None,
     ) -> RunResult:
@@ -321,7 +321,7 @@ def request_for(
 def request_for_resume(
     agent_name: str,
     session_id: str,
-    decisions: Mapping[str, Decision],
+    decisions: Mapping[str, ApprovalDecision],
     *,
     decided_at: float | None = None,
 ) -> dict[str, Any]:
@@ -348,7 +348,7 @@ _DECISIONS: dict[str, type[Approve | Reject | Modify | Terminate]] = {
 }
 
 
-def decisions_to_data(decisions: Mapping[str, Decision]) -> dict[str, dict[str, Any]]:
+def decisions_to_data(decisions: Mapping[str, ApprovalDecision]) -> dict[str, dict[str, Any]]:
     """Decisions as JSON-able data (a workflow's input): ``{call_id: {"decision": "approve", ...fields}}``."""
     data: dict[str, dict[str, Any]] = {}
     for call_id, d in decisions.items():
@@ -369,9 +369,9 @@ def decisions_to_data(decisions: Mapping[str, Decision]) -> dict[str, dict[str, 
     return data
 
 
-def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Decision]:
+def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, ApprovalDecision]:
     """The decisions ``decisions_to_data`` wrote."""
-    decisions: dict[str, Decision] = {}
+    decisions: dict[str, ApprovalDecision] = {}
     for call_id, fields in data.items():
         kind = _DECISIONS.get(str(fields.get("decision")))
         if kind is None:
@@ -569,7 +569,7 @@ def _entry_at(snapshot: SessionSnapshot, seq: int) -> LogEntry:
     return next(e for e in snapshot.entries if e.seq == seq)
 
 
-def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
+def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any] | None:
     """The outcome of the settle committed from ``seq`` on with these decisions; None when there is none. A
     settle made there with other decisions (another resume of the same suspension won) is refused."""
     entry = next((e for e in snapshot.entries if e.seq >= seq and e.kind is EntryKind.SETTLE), None)
@@ -584,7 +584,7 @@ def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, Decisi
     return _outcome_from_log(snapshot, entry.run_id, entry.step)
 
 
-def _same(record: Mapping[str, Any], decision: Decision) -> bool:
+def _same(record: Mapping[str, Any], decision: ApprovalDecision) -> bool:
     if record.get("decision") != type(decision).__name__.lower():
         return False
     if isinstance(decision, Modify) and "args" in record:

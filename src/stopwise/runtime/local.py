@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from stopwise.agent import Agent
 from stopwise.approvals import (
+    ApprovalDecision,
     ApprovalError,
     Approve,
-    Decision,
     Modify,
     PendingApproval,
     Reject,
@@ -96,7 +96,7 @@ class Runner:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, Decision],
+        decisions: Mapping[str, ApprovalDecision],
         *,
         runtime_context: Any = None,
     ) -> RunResult:
@@ -184,7 +184,7 @@ class Runner:
         input: Input | None = None,
         state: Mapping[str, Any] | None = None,
         message: str | Message | None = None,
-        decisions: Mapping[str, Decision] | None = None,
+        decisions: Mapping[str, ApprovalDecision] | None = None,
         runtime_context: Any = None,
         run_id: str | None = None,
     ) -> Leg:
@@ -281,7 +281,7 @@ class Runner:
         return self._leg(leg, runtime_context)
 
     async def _resume(
-        self, agent: Agent, session_id: str, decisions: Mapping[str, Decision], runtime_context: Any
+        self, agent: Agent, session_id: str, decisions: Mapping[str, ApprovalDecision], runtime_context: Any
     ) -> Leg:
         try:
             snapshot, last = await self._last_run(agent, session_id)
@@ -306,7 +306,9 @@ class Runner:
         return self._leg(leg, runtime_context)
 
 
-def _check_decisions(pending: Mapping[str, PendingApproval], decisions: Mapping[str, Decision], now: float) -> None:
+def _check_decisions(
+    pending: Mapping[str, PendingApproval], decisions: Mapping[str, ApprovalDecision], now: float
+) -> None:
     unknown = sorted(set(decisions) - set(pending))
     if unknown:
         raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
@@ -333,7 +335,7 @@ def _check_decisions(pending: Mapping[str, PendingApproval], decisions: Mapping[
 
 
 def _settle_review(
-    entry: LogEntry, escalation: Mapping[str, Any], decisions: Mapping[str, Decision], run_id: str
+    entry: LogEntry, escalation: Mapping[str, Any], decisions: Mapping[str, ApprovalDecision], run_id: str
 ) -> Settle:
     """A guardian escalation's review: released outputs, the reviewer's word, and labelled examples."""
     (decision,) = decisions.values()
@@ -370,7 +372,7 @@ def _settle_review(
 
 
 def _settle_plans(
-    agent: Agent, reply: Reply, calls: Sequence[Mapping[str, Any]], decisions: Mapping[str, Decision]
+    agent: Agent, reply: Reply, calls: Sequence[Mapping[str, Any]], decisions: Mapping[str, ApprovalDecision]
 ) -> tuple[list[CallPlan], list[Mapping[str, Any]]]:
     """The suspended step's calls with the reviewer's decisions applied, and the decisions as records."""
     by_id = {c["call_id"]: c for c in calls}

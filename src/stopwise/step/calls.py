@@ -10,7 +10,7 @@ from typing import Any
 
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
-from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardrails.hooks import ToolCallContext, ToolResultContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, Hook
 from stopwise.leg import CallPlan, Leg
@@ -105,7 +105,7 @@ async def plan_calls(
             consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
             records.extend([consultation.decision.to_data(), *consultation.labels])
             # The risk gate runs before the approval gate: an escalation here is an approval request.
-            escalate = consultation.decision.outcome is Outcome.ESCALATE
+            escalate = consultation.decision.outcome is GuardianOutcome.ESCALATE
         try:
             needs = escalate or t.requires_approval(args)
         except Exception as exc:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from stopwise._deprecated import aliases
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import StopReason
 from stopwise.result import CompletionReason
@@ -21,7 +22,7 @@ from stopwise.result import CompletionReason
 __all__ = [
     "Action",
     "CompletionReason",
-    "Decision",
+    "StopDecision",
     "GuardSignal",
     "Phase",
     "StepSignals",
@@ -73,7 +74,7 @@ class GuardSignal:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class StopDecision:
     """The resolver's outcome for one step."""
 
     action: Action
@@ -149,25 +150,25 @@ def max_steps_exhausted(max_steps: int) -> ErrorDetail:
     )
 
 
-def _fail(reason: CompletionReason, error: ErrorDetail) -> Decision:
-    return Decision(Action.FAIL, reason, error, error.message)
+def _fail(reason: CompletionReason, error: ErrorDetail) -> StopDecision:
+    return StopDecision(Action.FAIL, reason, error, error.message)
 
 
 def _force_or_fail(
     s: StepSignals, why: CompletionReason, detail: str, carry: CompletionReason | None = None
-) -> Decision:
+) -> StopDecision:
     if s.completion_attempts_left > 0:
-        return Decision(Action.FORCE_OUTPUT, why, detail=detail, carry=carry)
+        return StopDecision(Action.FORCE_OUTPUT, why, detail=detail, carry=carry)
     message = f"No valid structured output: {detail}" if detail else "No valid structured output"
     return _fail(CompletionReason.ERROR, ErrorDetail(ErrorCode.OUTPUT_INVALID, message, ErrorCategory.FRAMEWORK, True))
 
 
-def _cut_off(s: StepSignals) -> Decision:
+def _cut_off(s: StepSignals) -> StopDecision:
     assert s.max_steps is not None  # only called at the cap
     return _fail(CompletionReason.MAX_STEPS, max_steps_exhausted(s.max_steps))
 
 
-def _natural_finish(s: StepSignals) -> Decision:
+def _natural_finish(s: StepSignals) -> StopDecision:
     """A text reply with no tool calls that ended normally: the stop guard's verdict, then the output."""
     override: CompletionReason | None = None
     g = s.guard
@@ -183,31 +184,31 @@ def _natural_finish(s: StepSignals) -> Decision:
             override = CompletionReason.STOP_GUARD_ERROR
         elif g.kind == "continue":
             if g.budget_left:
-                return Decision(Action.CONTINUE, detail="stop guard asked to continue")
+                return StopDecision(Action.CONTINUE, detail="stop guard asked to continue")
             override = CompletionReason.STOP_GUARD_EXHAUSTED
     if s.output_blocked is not None:
-        return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+        return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
     if s.phase is Phase.WRAP_UP:
-        return Decision(Action.COMPLETE, CompletionReason.MAX_STEPS_WRAPPED_UP, detail=f"Max steps ({s.max_steps})")
+        return StopDecision(Action.COMPLETE, CompletionReason.MAX_STEPS_WRAPPED_UP, detail=f"Max steps ({s.max_steps})")
     if not s.wants_output:
-        return Decision(Action.COMPLETE, override or CompletionReason.FINAL_ANSWER)
+        return StopDecision(Action.COMPLETE, override or CompletionReason.FINAL_ANSWER)
     if s.output_error is None:
-        return Decision(Action.COMPLETE, override or CompletionReason.OUTPUT)
+        return StopDecision(Action.COMPLETE, override or CompletionReason.OUTPUT)
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=override)
 
 
-def input_blocked(reason: str) -> Decision:
+def input_blocked(reason: str) -> StopDecision:
     """An input guardrail blocked the leg before any model call: the run completes, nothing else happens."""
-    return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=reason)
+    return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=reason)
 
 
-def terminated(reason: str) -> Decision:
+def terminated(reason: str) -> StopDecision:
     """A reviewer ended a suspended run with ``Terminate``."""
     error = ErrorDetail(ErrorCode.APPROVAL_TERMINATED, reason, ErrorCategory.CALLER, retryable=False)
-    return Decision(Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, error, reason)
+    return StopDecision(Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, error, reason)
 
 
-def resolve(s: StepSignals) -> Decision:
+def resolve(s: StepSignals) -> StopDecision:
     """Decide what happens after a step. Pure; see the module docstring for the order."""
     if s.stop_when_error is not None:
         error = ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False)
@@ -218,19 +219,19 @@ def resolve(s: StepSignals) -> Decision:
     if s.review_rejected is not None:
         if s.max_steps is not None and s.steps_used >= s.max_steps:
             return _cut_off(s)
-        return Decision(Action.REPLAN, detail=s.review_rejected)
+        return StopDecision(Action.REPLAN, detail=s.review_rejected)
     if s.approvals_pending or s.guardian == "escalate":
         detail = s.guardian_reason if s.guardian == "escalate" else ""
-        return Decision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL, detail=detail)
+        return StopDecision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL, detail=detail)
     if s.tool_error_streak is not None:
         error = ErrorDetail(ErrorCode.TOOL_ERROR_STREAK, s.tool_error_streak, ErrorCategory.FRAMEWORK, retryable=True)
         return _fail(CompletionReason.ERROR, error)
 
     if s.phase is Phase.FORCED_OUTPUT:
         if s.output_blocked is not None:
-            return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+            return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
         if s.output_error is None:
-            return Decision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
+            return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
         return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
 
     # 1. terminal: the reply ends the run by itself.
@@ -248,7 +249,7 @@ def resolve(s: StepSignals) -> Decision:
     if s.stop_when is not None:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.STOP_WHEN, s.stop_when)
-        return Decision(Action.COMPLETE, CompletionReason.STOP_WHEN, detail=s.stop_when)
+        return StopDecision(Action.COMPLETE, CompletionReason.STOP_WHEN, detail=s.stop_when)
 
     # 3. the guardian's stops.
     if s.guardian == "stop_success":
@@ -256,7 +257,7 @@ def resolve(s: StepSignals) -> Decision:
             return _force_or_fail(
                 s, CompletionReason.GOAL_REACHED, s.guardian_reason, carry=CompletionReason.GOAL_REACHED
             )
-        return Decision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
+        return StopDecision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
     if s.guardian == "stop_failure":
         error = ErrorDetail(ErrorCode.INFEASIBLE, s.guardian_reason, ErrorCategory.FRAMEWORK, retryable=False)
         return _fail(CompletionReason.INFEASIBLE, error)
@@ -266,9 +267,12 @@ def resolve(s: StepSignals) -> Decision:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.MAX_STEPS, f"Max steps ({s.max_steps}) reached")
         if s.on_max_steps == "wrap_up":
-            return Decision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=f"Max steps ({s.max_steps}) reached")
+            return StopDecision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=f"Max steps ({s.max_steps}) reached")
         return _cut_off(s)
 
     if s.guardian == "replan":
-        return Decision(Action.REPLAN, detail=s.guardian_reason)
-    return Decision(Action.CONTINUE)
+        return StopDecision(Action.REPLAN, detail=s.guardian_reason)
+    return StopDecision(Action.CONTINUE)
+
+
+__getattr__ = aliases(__name__, {"Decision": ("StopDecision", StopDecision)})

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError
 from stopwise.messages import AUTOMATED, Message, Reply, Role, StopReason, automated_feedback
 
@@ -26,7 +27,7 @@ __all__ = [
     "StopGuard",
     "StopGuardContext",
     "StopGuardReport",
-    "Verdict",
+    "StopGuardVerdict",
     "guard_report",
 ]
 
@@ -54,8 +55,8 @@ class Fail:
     message: str
 
 
-Verdict = Stop | Continue | Fail | None
-GuardCheck = Callable[["StopGuardContext"], Verdict | Awaitable[Verdict]]
+StopGuardVerdict = Stop | Continue | Fail | None
+GuardCheck = Callable[["StopGuardContext"], StopGuardVerdict | Awaitable[StopGuardVerdict]]
 
 
 class InvalidVerdict(Exception):
@@ -172,7 +173,7 @@ class StopGuardContext:
 
 
 @dataclass(frozen=True, slots=True)
-class GuardOutcome:
+class StopGuardOutcome:
     """A consultation, settled: the verdict kind for the resolver, and what commits if the step does."""
 
     kind: Literal["stop", "continue", "fail", "error"]
@@ -182,14 +183,14 @@ class GuardOutcome:
     """The guard's draft of the state; None when it failed (nothing of it commits)."""
 
 
-def settle(verdict: object, ctx: StopGuardContext) -> GuardOutcome:
+def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
     """Check a verdict and turn it into an outcome; raises ``InvalidVerdict`` naming what is wrong."""
     if verdict is None or isinstance(verdict, Stop):
-        return GuardOutcome("stop", state=ctx._draft)
+        return StopGuardOutcome("stop", state=ctx._draft)
     if isinstance(verdict, Fail):
         if not isinstance(verdict.message, str) or not verdict.message.strip():
             raise InvalidVerdict("Fail needs a non-empty message")
-        return GuardOutcome("fail", verdict.message, state=ctx._draft)
+        return StopGuardOutcome("fail", verdict.message, state=ctx._draft)
     if isinstance(verdict, Continue):
         rows = list(ctx._rows)
         if verdict.feedback is not None:
@@ -200,7 +201,7 @@ def settle(verdict: object, ctx: StopGuardContext) -> GuardOutcome:
         rows.extend(_guard_row(i) for i in verdict.context)
         if not rows:
             raise InvalidVerdict("Continue needs feedback or at least one context item")
-        return GuardOutcome("continue", rows=tuple(rows), state=ctx._draft)
+        return StopGuardOutcome("continue", rows=tuple(rows), state=ctx._draft)
     raise InvalidVerdict(
         f"expected None, Stop(), Continue(...) or Fail(...), got {type(verdict).__name__}: {verdict!r}"
     )
@@ -224,3 +225,9 @@ def guard_report(records: Iterable[Mapping[str, Any]]) -> StopGuardReport:
 
 def report_dict(report: StopGuardReport) -> dict[str, Any]:
     return {"continues_used": report.continues_used, "exhausted": report.exhausted, "error": report.error}
+
+
+__getattr__ = aliases(
+    __name__,
+    {"Verdict": ("StopGuardVerdict", StopGuardVerdict), "GuardOutcome": ("StopGuardOutcome", StopGuardOutcome)},
+)
