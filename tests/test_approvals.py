@@ -12,7 +12,6 @@ import pytest
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     RetryNotAllowed,
     Runner,
@@ -26,6 +25,7 @@ from stopwise import (
 )
 from stopwise.approvals import ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate, args_hash
 from stopwise.guardrails import Guardrails, Rewrite
+from stopwise.models import ModelRequest
 
 EXECUTED: list[tuple[str, Any]] = []
 

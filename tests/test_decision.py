@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stopwise import CompletionReason, StepSignals, StopReason, resolve
+from stopwise import CompletionReason, StopReason
+from stopwise.runtime import StepSignals, resolve
 from stopwise.stop.decision import Action, GuardSignal, Phase
 
 
@@ -208,7 +209,5 @@ def test_an_output_block_completes_with_guardrail_output() -> None:
 
 
 def test_an_input_block_completes_with_guardrail_input() -> None:
-    from stopwise.stop.decision import input_blocked
-
-    d = input_blocked("pii")
+    d = resolve(StepSignals(input_blocked="pii"))
     assert (d.action, d.reason, d.detail) == (Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, "pii")

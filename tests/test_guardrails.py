@@ -14,7 +14,6 @@ from stopwise import (
     Continue,
     FunctionModel,
     Message,
-    ModelRequest,
     Reply,
     RunContext,
     Runner,
@@ -44,6 +43,7 @@ from stopwise.guardrails import (
     prompt_injection_guardrail,
     redact_secrets,
 )
+from stopwise.models import ModelRequest
 
 
 @tool

@@ -2,19 +2,9 @@
 
 import pytest
 
-from stopwise import (
-    FunctionModel,
-    Message,
-    Model,
-    ModelRequest,
-    ModelScriptExhausted,
-    Reply,
-    ScriptedModel,
-    StopReason,
-    StopwiseError,
-    ToolCall,
-    ToolSpec,
-)
+from stopwise import FunctionModel, Message, Model, Reply, ScriptedModel, StopReason, StopwiseError, ToolCall
+from stopwise.errors import ModelScriptExhausted
+from stopwise.models import ModelRequest, ToolSpec
 
 
 def _request(step: int = 1, text: str = "hi") -> ModelRequest:

@@ -7,7 +7,6 @@ import pytest
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     RetryNotAllowed,
     RunContext,
@@ -17,6 +16,7 @@ from stopwise import (
     ToolCall,
     tool,
 )
+from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store.base import RunRecord
 

@@ -14,16 +14,14 @@ from stopwise import (
     Reply,
     RunContext,
     Runner,
-    SchemaTooNew,
     ScriptedModel,
     SQLiteStore,
-    StateNotSerializable,
-    StepConflict,
     Store,
     StoreError,
     ToolCall,
     tool,
 )
+from stopwise.errors import SchemaTooNew, StateNotSerializable, StepConflict
 from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, LogEntry, RunRecord

@@ -11,14 +11,13 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
-from stopwise.guardian.records import ConditionSpec, GuardianDecision
+from stopwise.guardian.records import ConditionSpec, GuardianDecision, GuardianLabel
 from stopwise.messages import Role
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
 
@@ -129,7 +128,7 @@ class Consultation:
     """A decision and, when a judge settled an escalation, the labelled examples it produced."""
 
     decision: GuardianDecision
-    labels: tuple[dict[str, Any], ...] = ()
+    labels: tuple[GuardianLabel, ...] = ()
 
 
 async def _ask(
@@ -171,7 +170,7 @@ async def consult(
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
     result = guardian.policy.decide(answers.answers, conditions, inputs)
     resolved_by = None
-    labels: list[dict[str, Any]] = []
+    labels: list[GuardianLabel] = []
     if result.outcome is GuardianOutcome.ESCALATE and guardian.judge is not None:
         judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
         judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
@@ -225,17 +224,7 @@ def label(
     run_id: str,
     step: int,
     evaluator_p: float | None = None,
-) -> dict[str, Any]:
-    """A labelled example for the eval harness (a ``guardian_label`` record): the projection's text, the
-    condition, what the resolver (``judge`` or ``human``) said, and what the evaluator had answered."""
-    return {
-        "type": "guardian_label",
-        "condition": condition,
-        "label": held,
-        "state": state,
-        "state_hash": state_hash,
-        "source": source,
-        "evaluator_p": evaluator_p,
-        "run_id": run_id,
-        "step": step,
-    }
+) -> GuardianLabel:
+    """A labelled example for the eval harness: the projection's text, the condition, what the resolver (``judge``
+    or ``human``) said, and what the evaluator had answered."""
+    return GuardianLabel(condition, held, state, state_hash, source, run_id, step, evaluator_p)

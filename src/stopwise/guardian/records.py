@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
 from stopwise.guardian.answers import Answer
 from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 
-__all__ = ["ConditionSpec", "GuardianDecision", "replay"]
+__all__ = ["ConditionSpec", "GuardianDecision", "GuardianLabel", "replay"]
 
 RECORD_TYPE = "guardian"
 
@@ -61,6 +61,8 @@ class ConditionSpec:
 class GuardianDecision:
     """One guardian decision, as committed in the step's transaction and listed in ``RunResult.decisions``."""
 
+    TYPE: ClassVar[str] = RECORD_TYPE
+
     run_id: str
     step: int
     kind: Literal["turn", "pre_execution"]
@@ -98,7 +100,7 @@ class GuardianDecision:
 
     def to_data(self) -> dict[str, Any]:
         return {
-            "type": RECORD_TYPE,
+            "type": self.TYPE,
             "run_id": self.run_id,
             "step": self.step,
             "kind": self.kind,
@@ -142,6 +144,50 @@ class GuardianDecision:
             d.get("resolved_by"),
             tuple(d.get("escalated", ())),
             d.get("state"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GuardianLabel:
+    """A labelled example for the eval harness: the projection's text, the condition, what the resolver of an
+    escalation (``judge`` or ``human``) said, and what the evaluator had answered."""
+
+    TYPE: ClassVar[str] = "guardian_label"
+    condition: str
+    label: bool
+    """Whether the condition held, in the resolver's judgement."""
+    state: str
+    state_hash: str
+    source: str
+    """``judge`` or ``human``."""
+    run_id: str
+    step: int
+    evaluator_p: float | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "type": self.TYPE,
+            "condition": self.condition,
+            "label": self.label,
+            "state": self.state,
+            "state_hash": self.state_hash,
+            "source": self.source,
+            "evaluator_p": self.evaluator_p,
+            "run_id": self.run_id,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> GuardianLabel:
+        return cls(
+            d["condition"],
+            bool(d["label"]),
+            d["state"],
+            d["state_hash"],
+            d["source"],
+            d["run_id"],
+            d["step"],
+            d.get("evaluator_p"),
         )
 
 

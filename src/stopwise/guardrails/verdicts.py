@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from stopwise._deprecated import aliases
 from stopwise.errors import StopwiseError
@@ -75,6 +75,8 @@ def rewrite_field(hook: Hook) -> str:
 class GuardrailRecord:
     """One non-pass verdict: in ``RunResult.guardrails``, in the log and in the stream."""
 
+    TYPE: ClassVar[str] = "guardrail"
+
     hook: Hook
     action: str
     """``"block"`` or ``"rewrite"``."""
@@ -88,7 +90,7 @@ class GuardrailRecord:
 
     def to_data(self) -> dict[str, Any]:
         return {
-            "type": "guardrail",
+            "type": self.TYPE,
             "hook": self.hook.value,
             "action": self.action,
             "name": self.name,

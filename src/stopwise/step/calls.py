@@ -4,9 +4,7 @@ executed concurrently, then judged by the tool-result guardrails, all before any
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
@@ -24,6 +22,7 @@ from stopwise.messages import (
     encode_tool_result,
     error_tool_result,
 )
+from stopwise.records import LogRecord, ToolReceipt
 from stopwise.step.guardian import consult_call
 from stopwise.stop.decision import Phase
 from stopwise.tools import parse_args
@@ -47,9 +46,7 @@ def caller_failure(exc: Exception) -> ErrorDetail:
     return ErrorDetail(code, str(exc), ErrorCategory.CALLER, retryable=False)
 
 
-async def plan_calls(
-    leg: Leg, step: int, reply: Reply, phase: Phase, records: list[Mapping[str, Any]]
-) -> list[CallPlan]:
+async def plan_calls(leg: Leg, step: int, reply: Reply, phase: Phase, records: list[LogRecord]) -> list[CallPlan]:
     """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet."""
     if phase is not Phase.NORMAL:
         return [
@@ -91,7 +88,7 @@ async def plan_calls(
                 )
             except (GuardrailRaised, GuardrailError) as exc:
                 raise CallerCodeFailed(caller_failure(exc)) from exc
-            records.extend(r.to_data() for r in chain.records)
+            records.extend(chain.records)
             if chain.block is not None:
                 # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not
                 # count toward the runaway-error guard.
@@ -100,19 +97,20 @@ async def plan_calls(
                 plans.append(CallPlan(call, t, args, row))
                 continue
             args = chain.value
-        escalate = False
+        gate = None
         if leg.agent.guardian is not None and leg.agent.guardian.call_conditions:
             consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
-            records.extend([consultation.decision.to_data(), *consultation.labels])
+            records.extend([consultation.decision, *consultation.labels])
             # The risk gate runs before the approval gate: an escalation here is an approval request.
-            escalate = consultation.decision.outcome is GuardianOutcome.ESCALATE
+            if consultation.decision.outcome is GuardianOutcome.ESCALATE:
+                gate = consultation.decision
         try:
-            needs = escalate or t.requires_approval(args)
+            needs = gate is not None or t.requires_approval(args)
         except Exception as exc:
             detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
             error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
             raise CallerCodeFailed(error) from exc
-        plans.append(CallPlan(call, t, args, needs_approval=needs))
+        plans.append(CallPlan(call, t, args, needs_approval=needs, gate=gate))
     return plans
 
 
@@ -133,7 +131,7 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Mess
 
 
 async def guard_results(
-    leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[Mapping[str, Any]]
+    leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[LogRecord]
 ) -> list[Message]:
     """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
     produced is judged; a rewrite or block keeps the raw result in a receipt record for audit."""
@@ -165,10 +163,8 @@ async def guard_results(
         if not chain.records:
             guarded.append(row)
             continue
-        records.extend(r.to_data() for r in chain.records)
-        records.append(
-            {"type": "tool_receipt", "tool_call_id": plan.call.id, "raw": row.content, "metadata": dict(row.metadata)}
-        )
+        records.extend(chain.records)
+        records.append(ToolReceipt(plan.call.id, row.content, dict(row.metadata)))
         if chain.block is not None:
             message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
             guarded.append(error_tool_result(message, tool_call_id=plan.call.id, origin="stopwise"))

@@ -9,7 +9,16 @@ from typing import Any
 from stopwise.leg import Leg
 from stopwise.messages import Message, Reply, Role
 from stopwise.stop.decision import Action, Phase, StopDecision
-from stopwise.stop.guard import GUARD_SOURCE, InvalidVerdict, StopGuardContext, StopGuardOutcome, guard_report, settle
+from stopwise.stop.guard import (
+    GUARD_SOURCE,
+    GuardEvent,
+    InvalidVerdict,
+    StopGuardContext,
+    StopGuardOutcome,
+    StopGuardRecord,
+    guard_report,
+    settle,
+)
 
 __all__ = ["consult_guard", "guard_applies", "guard_record"]
 
@@ -29,7 +38,7 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
     """Call the guard under its time limit; returns its outcome and whether a continue was still allowed."""
     guard = leg.agent.stop_guard
     assert guard is not None
-    guard_records = [r for r in leg.records if r.get("type") == GUARD_SOURCE]
+    guard_records = [r for r in leg.records if isinstance(r, StopGuardRecord)]
     used = guard_report(guard_records).continues_used
     ctx = StopGuardContext(
         session_id=leg.run.session_id,
@@ -60,13 +69,13 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
         return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}"), budget_left
 
 
-def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> dict[str, Any]:
+_EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}
+
+
+def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> StopGuardRecord:
     outcome, _ = guard
-    event = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}[outcome.kind]
+    event = _EVENTS[outcome.kind]
     if outcome.kind == "continue" and decision.action is not Action.CONTINUE:
         event = "exhausted"
     name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
-    record: dict[str, Any] = {"type": GUARD_SOURCE, "event": event, "guard": name, "step": step}
-    if outcome.message:
-        record["message"] = outcome.message
-    return record
+    return StopGuardRecord(event, name, step, outcome.message or None)

@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError
@@ -26,6 +26,7 @@ __all__ = [
     "Stop",
     "StopGuard",
     "StopGuardContext",
+    "StopGuardRecord",
     "StopGuardReport",
     "StopGuardVerdict",
     "guard_report",
@@ -207,19 +208,45 @@ def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
     )
 
 
-def guard_report(records: Iterable[Mapping[str, Any]]) -> StopGuardReport:
-    """The report of a run, derived from its stop-guard log records (never from memory alone)."""
+GuardEvent = Literal["accepted", "rejected", "error", "continued", "exhausted"]
+
+
+@dataclass(frozen=True, slots=True)
+class StopGuardRecord:
+    """One consultation of the stop guard, as the log keeps it: the budget and the report are counted from these."""
+
+    TYPE: ClassVar[str] = GUARD_SOURCE
+    event: GuardEvent
+    """``continued`` spends one continue; ``exhausted`` is a continue refused for budget."""
+    guard: str
+    step: int
+    message: str | None = None
+    """Fail's message, or what went wrong for ``error``."""
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.TYPE, "event": self.event, "guard": self.guard, "step": self.step}
+        if self.message:
+            data["message"] = self.message
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> StopGuardRecord:
+        return cls(data["event"], data["guard"], data["step"], data.get("message"))
+
+
+def guard_report(records: Iterable[object]) -> StopGuardReport:
+    """The report of a run, derived from its stop-guard log records (never from memory alone); other records are
+    skipped."""
     used, exhausted, error = 0, False, None
     for r in records:
-        if r.get("type") != GUARD_SOURCE:
+        if not isinstance(r, StopGuardRecord):
             continue
-        event = r.get("event")
-        if event == "continued":
+        if r.event == "continued":
             used += 1
-        elif event == "exhausted":
+        elif r.event == "exhausted":
             exhausted = True
-        elif event == "error":
-            error = r.get("message")
+        elif r.event == "error":
+            error = r.message
     return StopGuardReport(used, exhausted, error)
 
 
