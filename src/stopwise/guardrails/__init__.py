@@ -6,6 +6,7 @@ A guardrail is a plain function (sync or async) of its hook's context returning 
 
 from stopwise.guardrails.builtins import (
     PROMPT_INJECTION_POLICY,
+    block_injected_results,
     block_pii,
     max_output_length,
     max_tool_result_length,
@@ -37,6 +38,7 @@ __all__ = [
     "Rewrite",
     "ToolCallContext",
     "ToolResultContext",
+    "block_injected_results",
     "block_pii",
     "max_output_length",
     "max_tool_result_length",

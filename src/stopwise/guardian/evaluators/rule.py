@@ -30,7 +30,6 @@ import json
 import math
 import re
 import time
-import unicodedata
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -45,6 +44,7 @@ from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
 from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
+from stopwise.normalise import normalise_untrusted
 
 __all__ = [
     "COEFFICIENTS_FILE",
@@ -205,35 +205,8 @@ def load_coefficients(path: str | Path | None = None) -> RuleCoefficients:
 # --------------------------------------------------------------------------------------------------------------
 # Integrity: normalisation, markers, and the hashed n-gram model
 
-# Characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, bidi controls.
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-# Unicode "tag" characters mirror ASCII invisibly; decoding them shows the hidden text to the markers.
-_TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
-# Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
-_MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
-_HOMOGLYPHS = str.maketrans(
-    {
-        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
-        "ԁ": "d", "һ": "h", "ո": "n", "ɡ": "g", "α": "a", "ο": "o", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
-        "А": "a", "Е": "e", "О": "o", "Р": "p", "С": "c", "Х": "x", "І": "i", "Ј": "j", "Ѕ": "s", "В": "b",
-        "К": "k", "М": "m", "Н": "h", "Т": "t",
-    }
-)  # fmt: skip
-
-
-def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
-    """Lower-cased text with invisible characters removed, tag characters decoded and look-alike letters mapped
-    to Latin, cut at ``limit`` characters; and how many such tricks were undone (a signal in itself)."""
-    text = text[:limit]
-    tricks = 0
-    if not text.isascii():
-        tricks += len(_MIXED_SCRIPT.findall(text))
-        text, n = _INVISIBLE.subn("", text)
-        tricks += n
-        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
-        tricks += n
-        text = unicodedata.normalize("NFKC", text).translate(_HOMOGLYPHS)
-    return text.lower(), tricks
+# ``normalise_untrusted`` lives in ``stopwise.normalise``, shared with the guardrails; re-exported here, where the
+# integrity features have always imported it from.
 
 
 _AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
