@@ -8,6 +8,7 @@ when one is configured; what the judge settles is recorded as a labelled example
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -163,8 +164,11 @@ async def consult(
     kind: str,
     call_id: str | None = None,
 ) -> Consultation:
-    """One consultation: ask, decide, and let the judge settle an escalation if there is one."""
+    """One consultation: ask, decide, and let the judge settle an escalation if there is one. Before a call runs,
+    the risk class its author declared goes to the policy as a floor no evaluator (nor the judge) can lower."""
     assert guardian.evaluator is not None
+    if kind == "pre_execution" and projection.pending is not None and projection.pending_risk != "unknown":
+        inputs = dataclasses.replace(inputs, declared_risk=projection.pending_risk)
     questions = QuestionSet(conditions, guardian.conditions.version)
     started = time.perf_counter()
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
