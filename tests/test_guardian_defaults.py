@@ -8,7 +8,7 @@ import pytest
 
 from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
 from stopwise.approvals import Approve
-from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Outcome
+from stopwise.guardian import DEFAULT_CONDITIONS, Answer, GuardianOutcome
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
@@ -75,7 +75,7 @@ async def test_undeclared_read_like_tools_run_to_completion_under_the_default_gu
     assert result.pending == ()
     calls = [d for d in result.decisions if d.kind == "pre_execution"]
     assert [d.call_id for d in calls] == ["c1", "c2", "c3"]
-    assert all(d.outcome is Outcome.CONTINUE for d in calls)
+    assert all(d.outcome is GuardianOutcome.CONTINUE for d in calls)
 
 
 async def test_an_undeclared_transfer_money_call_escalates_before_it_runs_with_a_readable_reason() -> None:
@@ -85,7 +85,7 @@ async def test_an_undeclared_transfer_money_call_escalates_before_it_runs_with_a
     assert result.status == "suspended"
     assert [p.call_id for p in result.pending] == ["t1"]
     (decision,) = [d for d in result.decisions if d.kind == "pre_execution"]
-    assert decision.outcome is Outcome.ESCALATE and decision.escalated == ("risk",)
+    assert decision.outcome is GuardianOutcome.ESCALATE and decision.escalated == ("risk",)
     # The reason names the condition, its probability and the threshold it crossed.
     assert decision.reason.startswith("escalate: risk p=") and "> t*=0.05" in decision.reason
     assert "the name suggests regulated" in (decision.answers["risk"].note or "")
@@ -153,12 +153,12 @@ async def test_an_evaluator_answering_read_only_cannot_lower_a_tool_declared_irr
     result = await runner.run(agent, "clean db1", session_id="s")
     assert result.status == "suspended" and wiped == []
     (decision,) = [d for d in result.decisions if d.kind == "pre_execution"]
-    assert decision.outcome is Outcome.ESCALATE and decision.escalated == ("risk",)
+    assert decision.outcome is GuardianOutcome.ESCALATE and decision.escalated == ("risk",)
     assert decision.inputs.declared_risk == "irreversible"
     assert "irreversible, declared by the tool's author" in decision.reason
     assert "p=0.00 cannot lower it" in decision.reason
     # The record replays to the same outcome: the floor is part of the recorded inputs.
-    assert replay(decision).outcome is Outcome.ESCALATE
+    assert replay(decision).outcome is GuardianOutcome.ESCALATE
     done = await runner.resume(agent, "s", {"w1": Approve()})
     assert done.status == "completed" and wiped == ["db1"]
 
@@ -166,9 +166,9 @@ async def test_an_evaluator_answering_read_only_cannot_lower_a_tool_declared_irr
 def test_the_floor_holds_even_when_an_unanswered_question_would_continue() -> None:
     policy = ThresholdPolicy(on_unavailable="continue")
     unanswered = {"risk": Answer(uncertain=True, note="timed out")}
-    assert policy.decide(unanswered, [RISK], PolicyInputs({})).outcome is Outcome.CONTINUE
+    assert policy.decide(unanswered, [RISK], PolicyInputs({})).outcome is GuardianOutcome.CONTINUE
     floored = policy.decide(unanswered, [RISK], PolicyInputs({}, declared_risk="regulated"))
-    assert floored.outcome is Outcome.ESCALATE and floored.escalated == ("risk",)
+    assert floored.outcome is GuardianOutcome.ESCALATE and floored.escalated == ("risk",)
     assert floored.verdicts[0].declared
 
 
@@ -176,10 +176,10 @@ def test_an_evaluator_may_raise_a_declaration_a_read_only_declaration_is_no_floo
     policy = ThresholdPolicy()
     raised = Answer({"read_only": 0.1, "reversible": 0.0, "irreversible": 0.9, "regulated": 0.0})
     result = policy.decide({"risk": raised}, [RISK], PolicyInputs({}, declared_risk="read_only"))
-    assert result.outcome is Outcome.ESCALATE and not result.verdicts[0].declared
+    assert result.outcome is GuardianOutcome.ESCALATE and not result.verdicts[0].declared
     calm = Answer(READ_ONLY)
     assert policy.decide({"risk": calm}, [RISK], PolicyInputs({}, declared_risk="read_only")).outcome is (
-        Outcome.CONTINUE
+        GuardianOutcome.CONTINUE
     )
 
 

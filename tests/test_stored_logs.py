@@ -19,7 +19,6 @@ import pytest
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     RetryNotAllowed,
     Role,
@@ -32,6 +31,7 @@ from stopwise import (
 )
 from stopwise.approvals import Approve
 from stopwise.guardian import Guardian
+from stopwise.models import ModelRequest
 
 FIXTURE = Path(__file__).parent / "fixtures" / "log_v3.db"
 
