@@ -289,7 +289,7 @@ async def test_a_resumed_leg_cancelled_before_its_settle_commits_leaves_the_run_
     """A worker that shuts down mid-settle cancels the leg: the run must stay suspended (not be recorded
     cancelled), so that the recovered workflow can still settle it."""
     from stopwise import Agent, FunctionModel, Reply, Runner, ToolCall, tool
-    from stopwise.loop import drive
+    from stopwise._loop import drive
     from stopwise.models import ModelRequest
     from stopwise.runtime import dbos as sw_dbos
 

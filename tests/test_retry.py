@@ -152,7 +152,7 @@ async def test_a_new_run_on_a_session_with_an_interrupted_run_is_refused(store: 
 
 
 async def test_open_leg_opens_run_retry_and_resume_legs_for_a_runtime_to_drive(store: Store) -> None:
-    from stopwise.loop import drive
+    from stopwise._loop import drive
 
     runner = Runner(store)
     a = ticker(5, max_steps=3)

@@ -5,8 +5,8 @@ resolver and its decision, the function that writes a decision to the run record
 ``RunResult`` builder. Applications do not need these.
 """
 
+from stopwise._loop import Leg, drive
 from stopwise._results import result_from_log, result_of
-from stopwise.loop import Leg, drive
 from stopwise.runtime.local import Runner, SessionBusy
 from stopwise.stop.decision import Action, StepSignals, StopDecision, apply_decision, resolve
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from dbos import DBOS, WorkflowHandleAsync
 
+from stopwise._loop import Leg, drive
 from stopwise._results import result_from_log
 from stopwise.agent import Agent
 from stopwise.approvals import (
@@ -54,7 +55,6 @@ from stopwise.approvals import (
 )
 from stopwise.errors import ConfigError, StepConflict, StopwiseError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
-from stopwise.loop import Leg, drive
 from stopwise.messages import Message, dump_messages, load_messages
 from stopwise.records import parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus

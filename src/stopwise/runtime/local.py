@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise.agent import Agent
 from stopwise.approvals import (
     ApprovalDecision,
@@ -27,7 +28,6 @@ from stopwise.errors import RetryNotAllowed, StopwiseError
 from stopwise.events import Event, RunFinished
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
-from stopwise.loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise.messages import Message, Reply, automated_feedback, error_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_records
 from stopwise.result import RunResult, RunStatus
@@ -194,7 +194,7 @@ class Runner:
         runtime_context: Any = None,
         run_id: str | None = None,
     ) -> Leg:
-        """Open a run leg without driving it, for a runtime that drives ``stopwise.loop.drive(leg)`` itself
+        """Open a run leg without driving it, for a runtime that drives ``stopwise._loop.drive(leg)`` itself
         (the DBOS runtime does, one durable step per stopwise step).
 
         ``mode`` is what ``run``, ``retry`` or ``resume`` would do, with the same checks and errors; nothing is
@@ -244,7 +244,7 @@ class Runner:
             session_state.update(state)
         messages = snapshot.messages() if snapshot is not None else []
         next_seq = snapshot.next_seq if snapshot is not None else 1
-        run = RunRecord(run_id or uuid.uuid4().hex, session_id, agent.name, RunStatus.RUNNING)
+        run = RunRecord(run_id or uuid.uuid4().hex, session_id, agent.name)
         leg = Leg(
             agent, self.store, self, run, messages, session_state, next_seq, run_start=len(messages), new_input=rows
         )

@@ -1,5 +1,5 @@
-"""One run leg as a sequence of step phases (DESIGN.md §4). The loop gathers signals and obeys the
-resolver; it owns no policy of its own. Every side effect of a step lands in one ``store.commit``.
+"""One run leg as a sequence of step phases (docs/architecture.md, "One step, in order"). The loop gathers
+signals and obeys the resolver; it owns no policy of its own. Every side effect of a step lands in one ``store.commit``.
 
 A leg: begin (input guardrails, then the leg's start is committed) -> [settle a suspended step] -> steps.
 A step: model call -> plan the calls (tool-call guardrails, risk gate, approval gate) -> tools -> tool-result
@@ -18,7 +18,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
 from stopwise._results import result_of
+from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
+from stopwise._step.guardian import consult_turn, quarantine, reanchor
+from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
 from stopwise.events import (
@@ -37,14 +41,10 @@ from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
-from stopwise.leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
 from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.records import LogRecord, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
-from stopwise.step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
-from stopwise.step.guardian import consult_turn, quarantine, reanchor
-from stopwise.step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord

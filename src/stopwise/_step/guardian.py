@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stopwise._leg import CallPlan, Leg
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
 from stopwise.guardian.records import GuardianDecision
-from stopwise.leg import CallPlan, Leg
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 from typing import Any
 
-from stopwise.leg import Leg
+from stopwise._leg import Leg
 from stopwise.messages import Message, Reply, Role
 from stopwise.stop.decision import Action, Phase, StopDecision
 from stopwise.stop.guard import (

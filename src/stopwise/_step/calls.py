@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+from stopwise._leg import CallPlan, Leg
+from stopwise._step.guardian import consult_call
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardrails.hooks import ToolCallContext, ToolResultContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, Hook
-from stopwise.leg import CallPlan, Leg
 from stopwise.messages import (
     ORIGIN,
     TOOL_ERROR,
@@ -23,7 +24,6 @@ from stopwise.messages import (
     error_tool_result,
 )
 from stopwise.records import LogRecord, ToolReceipt
-from stopwise.step.guardian import consult_call
 from stopwise.stop.decision import Phase
 from stopwise.tools import parse_args
 
