@@ -243,7 +243,11 @@ ENDINGS: list[tuple[str, Scenario, Ending]] = [
     ("guardrail_input", guardrail_input, Ending(OK, R.GUARDRAIL_INPUT, None)),
     ("guardrail_output", guardrail_output, Ending(OK, R.GUARDRAIL_OUTPUT, None)),
     ("awaiting_approval", awaiting_approval, Ending(SUSPENDED, R.AWAITING_APPROVAL, None)),
-    ("approval_terminated", approval_terminated, Ending(CANCELLED, R.APPROVAL_TERMINATED, ErrorCode.APPROVAL_TERMINATED)),
+    (
+        "approval_terminated",
+        approval_terminated,
+        Ending(CANCELLED, R.APPROVAL_TERMINATED, ErrorCode.APPROVAL_TERMINATED),
+    ),
     ("goal_reached", goal_reached, Ending(OK, R.GOAL_REACHED, None)),
     ("infeasible", infeasible, Ending(FAILED, R.INFEASIBLE, ErrorCode.INFEASIBLE)),
 ]
