@@ -1,4 +1,5 @@
-"""The stop decision (seed 002 §2): one pure resolver, order terminal -> stop_when -> max_steps."""
+"""The stop decision: one pure resolver. The tests named `test_<n>_...` pin line n of the precedence list in
+`stopwise.stop.decision`'s docstring, each against the signals it must outrank."""
 
 from __future__ import annotations
 
