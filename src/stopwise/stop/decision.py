@@ -240,13 +240,13 @@ def resolve(s: StepSignals) -> StopDecision:
         return StopDecision(Action.TERMINATE, CompletionReason.CANCELLED, error, error.message)
     if s.caller_failed is not None:
         return _fail(CompletionReason.ERROR, s.caller_failed)
+    if s.stop_when_error is not None:
+        error = ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False)
+        return _fail(CompletionReason.ERROR, error)
     if s.model_failed is not None:
         return _fail(CompletionReason.ERROR, s.model_failed)
     if s.input_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=s.input_blocked)
-    if s.stop_when_error is not None:
-        error = ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False)
-        return _fail(CompletionReason.ERROR, error)
 
     if s.terminated is not None:
         return terminated(s.terminated)
