@@ -19,6 +19,7 @@ from stopwise.messages import (
     Message,
     Reply,
     Role,
+    ToolCall,
     decode_tool_result,
     encode_tool_result,
     error_tool_result,
@@ -53,65 +54,61 @@ async def plan_calls(leg: Leg, step: int, reply: Reply, phase: Phase, records: l
             CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
             for c in reply.tool_calls
         ]
-    tool_map = leg.agent.tool_map
-    guardrails = leg.agent.guardrails
-    guard_calls = guardrails is not None and guardrails.has(Hook.TOOL_CALL)
     history = (*leg.messages, Message(Role.ASSISTANT, reply.text, reply.tool_calls))
-    run = leg.run
-    plans = []
-    for call in reply.tool_calls:
-        t = tool_map.get(call.name)
-        if t is None:
-            names = ", ".join(tool_map) or "none"
-            message = f"Unknown tool '{call.name}'. Available tools: {names}"
-            plans.append(
-                CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
-            )
-            continue
-        parsed = parse_args(call, t.name)
-        if isinstance(parsed, Message):
-            plans.append(CallPlan(call, t, None, parsed))
-            continue
-        args = parsed
-        if guard_calls:
-            assert guardrails is not None
-            try:
-                chain = await run_chain(
-                    guardrails,
-                    Hook.TOOL_CALL,
-                    args,
-                    lambda a, this=call: ToolCallContext(  # type: ignore[misc]
-                        history, step, run.session_id, run.run_id, leg.runtime_context, replace(this, args=a)
-                    ),
-                    step=step,
-                    tool_call_id=call.id,
-                )
-            except (GuardrailRaised, GuardrailError) as exc:
-                raise CallerCodeFailed(caller_failure(exc)) from exc
-            records.extend(chain.records)
-            if chain.block is not None:
-                # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not
-                # count toward the runaway-error guard.
-                message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
-                row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
-                plans.append(CallPlan(call, t, args, row))
-                continue
-            args = chain.value
-        gate = None
-        if leg.agent.guardian is not None and leg.agent.guardian.call_conditions:
-            consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
-            records.extend([consultation.decision, *consultation.labels])
-            # The risk gate runs before the approval gate: an escalation here is an approval request.
-            if consultation.decision.outcome is GuardianOutcome.ESCALATE:
-                gate = consultation.decision
+    return [await _plan(leg, step, call, history, records) for call in reply.tool_calls]
+
+
+async def _plan(
+    leg: Leg, step: int, call: ToolCall, history: tuple[Message, ...], records: list[LogRecord]
+) -> CallPlan:
+    """One call: its tool and arguments, the tool-call guardrails, the risk gate, the approval gate."""
+    tool_map = leg.agent.tool_map
+    t = tool_map.get(call.name)
+    if t is None:
+        message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
+        return CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
+    args = parse_args(call, t.name)
+    if isinstance(args, Message):
+        return CallPlan(call, t, None, args)
+    guardrails = leg.agent.guardrails
+    if guardrails is not None and guardrails.has(Hook.TOOL_CALL):
+        run = leg.run
         try:
-            needs = gate is not None or t.requires_approval(args)
-        except Exception as exc:
-            detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
-            error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
-            raise CallerCodeFailed(error) from exc
-        plans.append(CallPlan(call, t, args, needs_approval=needs, gate=gate))
-    return plans
+            chain = await run_chain(
+                guardrails,
+                Hook.TOOL_CALL,
+                args,
+                lambda a: ToolCallContext(
+                    history, step, run.session_id, run.run_id, leg.runtime_context, replace(call, args=a)
+                ),
+                step=step,
+                tool_call_id=call.id,
+            )
+        except (GuardrailRaised, GuardrailError) as exc:
+            raise CallerCodeFailed(caller_failure(exc)) from exc
+        records.extend(chain.records)
+        if chain.block is not None:
+            # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not count
+            # toward the runaway-error guard.
+            message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
+            return CallPlan(
+                call, t, args, error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
+            )
+        args = chain.value
+    gate = None
+    if leg.agent.guardian is not None and leg.agent.guardian.call_conditions:
+        consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
+        records.extend([consultation.decision, *consultation.labels])
+        # The risk gate runs before the approval gate: an escalation here is an approval request.
+        if consultation.decision.outcome is GuardianOutcome.ESCALATE:
+            gate = consultation.decision
+    try:
+        needs = gate is not None or t.requires_approval(args)
+    except Exception as exc:
+        detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
+        error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
+        raise CallerCodeFailed(error) from exc
+    return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
 async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:

@@ -235,6 +235,11 @@ def terminated(reason: str) -> StopDecision:
 
 def resolve(s: StepSignals) -> StopDecision:
     """Decide what happens after a step. Pure; see the module docstring for the order."""
+    return _interrupted(s) or _reviewed_or_waiting(s) or _forced(s) or _step_outcome(s)
+
+
+def _interrupted(s: StepSignals) -> StopDecision | None:
+    """Lines 1-4: the leg ends with no step of its own to judge (or, for ``stop_when``, caller code failed)."""
     if s.cancelled:
         error = ErrorDetail(ErrorCode.CANCELLED, "The run was cancelled", ErrorCategory.CALLER, retryable=True)
         return StopDecision(Action.TERMINATE, CompletionReason.CANCELLED, error, error.message)
@@ -247,7 +252,11 @@ def resolve(s: StepSignals) -> StopDecision:
         return _fail(CompletionReason.ERROR, s.model_failed)
     if s.input_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=s.input_blocked)
+    return None
 
+
+def _reviewed_or_waiting(s: StepSignals) -> StopDecision | None:
+    """Lines 5-7: a reviewer's word, a suspension, a runaway tool."""
     if s.terminated is not None:
         return terminated(s.terminated)
     if s.review_rejected is not None:
@@ -260,15 +269,22 @@ def resolve(s: StepSignals) -> StopDecision:
     if s.tool_error_streak is not None:
         error = ErrorDetail(ErrorCode.TOOL_ERROR_STREAK, s.tool_error_streak, ErrorCategory.FRAMEWORK, retryable=True)
         return _fail(CompletionReason.ERROR, error)
+    return None
 
-    if s.phase is Phase.FORCED_OUTPUT:
-        if s.output_blocked is not None:
-            return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
-        if s.output_error is None:
-            return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
-        return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
 
-    # 1. terminal: the reply ends the run by itself.
+def _forced(s: StepSignals) -> StopDecision | None:
+    """Line 8: a forced-output call gives the output, is forced again, or fails."""
+    if s.phase is not Phase.FORCED_OUTPUT:
+        return None
+    if s.output_blocked is not None:
+        return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+    if s.output_error is None:
+        return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
+    return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
+
+
+def _step_outcome(s: StepSignals) -> StopDecision:
+    """Lines 9-14: a terminal reply, then stop_when, the guardian's stops, the cap, a replan, continue."""
     if not s.has_tool_calls:
         failed = _FAILED_STOP.get(s.stop_reason)
         if failed is not None:
@@ -280,31 +296,24 @@ def resolve(s: StepSignals) -> StopDecision:
         return _natural_finish(s)
     if s.phase is Phase.WRAP_UP:  # tools were off; a reply that still calls them did not wrap up
         return _cut_off(s)
-
-    # 2. stop_when.
     if s.stop_when is not None:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.STOP_WHEN, s.stop_when)
         return StopDecision(Action.COMPLETE, CompletionReason.STOP_WHEN, detail=s.stop_when)
-
-    # 3. the guardian's stops.
     if s.guardian == "stop_success":
         if s.wants_output:
-            return _force_or_fail(
-                s, CompletionReason.GOAL_REACHED, s.guardian_reason, carry=CompletionReason.GOAL_REACHED
-            )
+            carry = CompletionReason.GOAL_REACHED
+            return _force_or_fail(s, CompletionReason.GOAL_REACHED, s.guardian_reason, carry=carry)
         return StopDecision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
     if s.guardian == "stop_failure":
         return _infeasible(s)
-
-    # 4. max_steps.
     if s.max_steps is not None and s.steps_used >= s.max_steps:
+        cap = f"Max steps ({s.max_steps}) reached"
         if s.wants_output:
-            return _force_or_fail(s, CompletionReason.MAX_STEPS, f"Max steps ({s.max_steps}) reached")
+            return _force_or_fail(s, CompletionReason.MAX_STEPS, cap)
         if s.on_max_steps == "wrap_up":
-            return StopDecision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=f"Max steps ({s.max_steps}) reached")
+            return StopDecision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=cap)
         return _cut_off(s)
-
     if s.guardian == "replan":
         return StopDecision(Action.REPLAN, detail=s.guardian_reason)
     return StopDecision(Action.CONTINUE)
