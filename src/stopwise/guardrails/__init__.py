@@ -21,7 +21,7 @@ from stopwise.guardrails.hooks import (
     ToolResultContext,
     named,
 )
-from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, Hook, Pass, Rewrite
+from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, GuardrailTimeout, Hook, Pass, Rewrite
 
 __all__ = [
     "PROMPT_INJECTION_POLICY",
@@ -29,6 +29,7 @@ __all__ = [
     "GuardrailContext",
     "GuardrailError",
     "GuardrailRecord",
+    "GuardrailTimeout",
     "Guardrails",
     "Hook",
     "InputContext",

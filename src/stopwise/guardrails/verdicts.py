@@ -10,7 +10,17 @@ from typing import Any
 from stopwise.errors import StopwiseError
 from stopwise.messages import Message
 
-__all__ = ["Block", "GuardrailError", "GuardrailRaised", "GuardrailRecord", "Hook", "Pass", "Rewrite", "Verdict"]
+__all__ = [
+    "Block",
+    "GuardrailError",
+    "GuardrailRaised",
+    "GuardrailRecord",
+    "GuardrailTimeout",
+    "Hook",
+    "Pass",
+    "Rewrite",
+    "Verdict",
+]
 
 
 class Hook(StrEnum):
@@ -107,6 +117,17 @@ class GuardrailRaised(StopwiseError):
         self.guardrail = name
         self.hook = hook
         self.error = error
+
+
+class GuardrailTimeout(GuardrailRaised):
+    """A guardrail gave no verdict within its time limit. Never a pass: the run ends failed (code
+    ``guardrail_timeout``), as for a raise. ``timeout`` is the limit that ran out, in seconds."""
+
+    def __init__(self, name: str, hook: Hook, timeout: float) -> None:
+        message = f"guardrail {name!r} on the {hook.value} hook timed out after {timeout:g}s"
+        super().__init__(name, hook, TimeoutError(message))
+        self.args = (message,)
+        self.timeout = timeout
 
 
 class GuardrailError(StopwiseError):
