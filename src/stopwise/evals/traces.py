@@ -221,10 +221,6 @@ class TraceRecord:
         return record
 
 
-def _why(exc: BaseException) -> str:
-    return f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Projections as data
 

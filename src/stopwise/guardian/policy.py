@@ -78,15 +78,12 @@ class PolicyInputs:
     """Replans already made in this run."""
     repeats: int = 0
     """How many times in a row the latest tool call (same tool, same arguments) was made."""
-    budget_exhausted: str | None = None
-    """Set when a budget cap was reached: which, in words."""
 
     def to_data(self) -> dict[str, Any]:
         return {
             "held_before": {k: list(v) for k, v in self.held_before.items()},
             "replans": self.replans,
             "repeats": self.repeats,
-            "budget_exhausted": self.budget_exhausted,
         }
 
     @classmethod
@@ -95,7 +92,6 @@ class PolicyInputs:
             {k: tuple(v) for k, v in data.get("held_before", {}).items()},
             data.get("replans", 0),
             data.get("repeats", 0),
-            data.get("budget_exhausted"),
         )
 
 
@@ -182,8 +178,6 @@ class ThresholdPolicy:
                     replan.append(where)
         if inputs.repeats >= self.repeat_limit:
             replan.append(f"the same call was made {inputs.repeats} times in a row")
-        if inputs.budget_exhausted:
-            stops[Outcome.STOP_FAILURE].append(inputs.budget_exhausted)
 
         if escalate:
             return PolicyResult(Outcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated))
