@@ -12,7 +12,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardrails.hooks import ToolCallContext, ToolResultContext, run_chain
-from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, Hook
+from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import (
     ORIGIN,
     TOOL_ERROR,
@@ -43,7 +43,11 @@ class CallerCodeFailed(Exception):
 
 
 def caller_failure(exc: Exception) -> ErrorDetail:
-    code = ErrorCode.GUARDRAIL_INVALID if isinstance(exc, GuardrailError) else ErrorCode.GUARDRAIL_RAISED
+    code = ErrorCode.GUARDRAIL_RAISED
+    if isinstance(exc, GuardrailError):
+        code = ErrorCode.GUARDRAIL_INVALID
+    elif isinstance(exc, GuardrailTimeout):
+        code = ErrorCode.GUARDRAIL_TIMEOUT
     return ErrorDetail(code, str(exc), ErrorCategory.CALLER, retryable=False)
 
 

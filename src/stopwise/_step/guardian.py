@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
+from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
@@ -67,9 +68,17 @@ def repeats(messages: list[Message]) -> int:
 
 def policy_inputs(leg: Leg, rows: list[Message]) -> PolicyInputs:
     turns = [r for r in leg.records if isinstance(r, GuardianDecision) and r.kind == "turn"]
-    names = [c.name for c in leg.agent.guardian.turn_conditions] if leg.agent.guardian else []
-    held_before = {n: tuple(bool(r.held.get(n, False)) for r in turns[-9:]) for n in names}
+    conditions = leg.agent.guardian.turn_conditions if leg.agent.guardian else ()
+    # A condition's hysteresis (k of its last n turns, this one included) reads its n - 1 previous turns.
+    held_before = {
+        c.name: tuple(bool(r.held.get(c.name, False)) for r in turns[max(0, len(turns) - _look_back(c)) :])
+        for c in conditions
+    }
     return PolicyInputs(held_before, leg.replans, repeats([*leg.messages[leg.run_start :], *rows]))
+
+
+def _look_back(condition: Condition) -> int:
+    return condition.hysteresis[1] - 1 if condition.hysteresis is not None else 0
 
 
 async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCall) -> Consultation:

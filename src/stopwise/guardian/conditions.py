@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -233,10 +233,6 @@ DEFAULT_CONDITIONS = QuestionSet(
     ),
 )
 """The six conditions of the guardian pattern, with the costs that place their thresholds."""
-
-
-def condition_names(conditions: Sequence[Condition]) -> list[str]:
-    return [c.name for c in conditions]
 
 
 __getattr__ = aliases(__name__, {"Outcome": ("GuardianOutcome", GuardianOutcome)})

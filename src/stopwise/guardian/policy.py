@@ -83,8 +83,6 @@ class PolicyInputs:
     """Replans already made in this run."""
     repeats: int = 0
     """How many times in a row the latest tool call (same tool, same arguments) was made."""
-    budget_exhausted: str | None = None
-    """Set when a budget cap was reached: which, in words."""
     declared_risk: str | None = None
     """The risk class the tool's author declared for the proposed call (pre-execution decisions only; None or
     ``unknown`` when undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
@@ -94,7 +92,6 @@ class PolicyInputs:
             "held_before": {k: list(v) for k, v in self.held_before.items()},
             "replans": self.replans,
             "repeats": self.repeats,
-            "budget_exhausted": self.budget_exhausted,
             "declared_risk": self.declared_risk,
         }
 
@@ -104,7 +101,6 @@ class PolicyInputs:
             {k: tuple(v) for k, v in data.get("held_before", {}).items()},
             data.get("replans", 0),
             data.get("repeats", 0),
-            data.get("budget_exhausted"),
             data.get("declared_risk"),
         )
 
@@ -205,8 +201,6 @@ class ThresholdPolicy:
                 replan.append(where)
         if inputs.repeats >= self.repeat_limit:
             replan.append(f"the same call was made {inputs.repeats} times in a row")
-        if inputs.budget_exhausted:
-            stops[GuardianOutcome.STOP_FAILURE].append(inputs.budget_exhausted)
 
         if escalate:
             return PolicyResult(

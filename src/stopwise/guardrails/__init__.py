@@ -22,7 +22,7 @@ from stopwise.guardrails.hooks import (
     ToolResultContext,
     named,
 )
-from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, Hook, Pass, Rewrite
+from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, GuardrailTimeout, Hook, Pass, Rewrite
 
 __all__ = [
     "PROMPT_INJECTION_POLICY",
@@ -30,6 +30,7 @@ __all__ = [
     "GuardrailContext",
     "GuardrailError",
     "GuardrailRecord",
+    "GuardrailTimeout",
     "Guardrails",
     "Hook",
     "InputContext",

@@ -16,6 +16,7 @@ __all__ = [
     "GuardrailError",
     "GuardrailRaised",
     "GuardrailRecord",
+    "GuardrailTimeout",
     "Hook",
     "Pass",
     "Rewrite",
@@ -119,6 +120,17 @@ class GuardrailRaised(StopwiseError):
         self.guardrail = name
         self.hook = hook
         self.error = error
+
+
+class GuardrailTimeout(GuardrailRaised):
+    """A guardrail gave no verdict within its time limit. Never a pass: the run ends failed (code
+    ``guardrail_timeout``), as for a raise. ``timeout`` is the limit that ran out, in seconds."""
+
+    def __init__(self, name: str, hook: Hook, timeout: float) -> None:
+        message = f"guardrail {name!r} on the {hook.value} hook timed out after {timeout:g}s"
+        super().__init__(name, hook, TimeoutError(message))
+        self.args = (message,)
+        self.timeout = timeout
 
 
 class GuardrailError(StopwiseError):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise.agent import Agent
@@ -38,6 +38,7 @@ from stopwise.tools import ToolError
 __all__ = ["Runner", "SessionBusy"]
 
 Input = str | Message | Sequence[Message]
+T = TypeVar("T")
 
 
 class SessionBusy(StopwiseError):
@@ -149,16 +150,55 @@ class Runner:
         runtime_context: Any = None,
     ) -> RunResult:
         """``run`` for scripts: starts an event loop. Use ``await run(...)`` inside async code."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.run(agent, input, session_id=session_id, state=state, runtime_context=runtime_context)
-            )
-        raise RuntimeError("run_sync() was called inside a running event loop; use 'await runner.run(...)'")
+        return _sync(
+            lambda: self.run(agent, input, session_id=session_id, state=state, runtime_context=runtime_context),
+            "run_sync() was called inside a running event loop; use 'await runner.run(...)'",
+        )
+
+    def retry_sync(
+        self,
+        agent: Agent,
+        session_id: str,
+        message: str | Message | None = None,
+        *,
+        runtime_context: Any = None,
+    ) -> RunResult:
+        """``retry`` for scripts: starts an event loop. Use ``await retry(...)`` inside async code."""
+        return _sync(
+            lambda: self.retry(agent, session_id, message, runtime_context=runtime_context),
+            "retry_sync() was called inside a running event loop; use 'await runner.retry(...)'",
+        )
+
+    def resume_sync(
+        self,
+        agent: Agent,
+        session_id: str,
+        decisions: Mapping[str, ApprovalDecision],
+        *,
+        runtime_context: Any = None,
+    ) -> RunResult:
+        """``resume`` for scripts: starts an event loop. Use ``await resume(...)`` inside async code."""
+        return _sync(
+            lambda: self.resume(agent, session_id, decisions, runtime_context=runtime_context),
+            "resume_sync() was called inside a running event loop; use 'await runner.resume(...)'",
+        )
 
     async def close(self) -> None:
+        """Close the runner's store (the one it was given, or the ``MemoryStore`` it made)."""
         await self.store.close()
+
+    async def __aenter__(self) -> Runner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> Runner:
+        """``with Runner(store) as runner:`` for scripts that use the ``*_sync`` methods; closes the store."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _sync(self.close, "'with Runner(...)' inside a running event loop; use 'async with Runner(...)'")
 
     async def run_child(self, agent: Agent, input: str, ctx: RunContext) -> Any:
         """Run a sub-agent for a tool call of a parent run (see ``Agent.as_tool``).
@@ -400,6 +440,16 @@ def _settle_plans(
             made.append(ApprovalRecord.of(call.id, call.name, decision))
         plans.append(CallPlan(call, agent.tool_map.get(call.name), args, row))
     return plans, made
+
+
+def _sync(call: Callable[[], Coroutine[Any, Any, T]], misuse: str) -> T:
+    """Run ``call()`` on a new event loop. Inside a running loop it raises ``RuntimeError(misuse)`` without
+    creating the coroutine (blocking that loop to wait for it would deadlock)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(call())
+    raise RuntimeError(misuse)
 
 
 async def _finish(events: AsyncIterator[Event]) -> RunResult:
