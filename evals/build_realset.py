@@ -295,7 +295,8 @@ def _swe_turns(messages: list[dict[str, Any]]) -> tuple[str, list[Turn], str | N
             continue
         code = _RETURNCODE.search(reply)
         failed = code is not None and code.group(1) != "0"
-        output = re.sub(r"</?(returncode|output|output_head|output_tail|warning)>", "", reply).strip()
+        output = _RETURNCODE.sub("", reply)
+        output = re.sub(r"</?(output|output_head|output_tail|warning|elided_chars)>", "", output).strip()
         turns.append((thought, "bash", {"command": command.group(1).strip()}, output, failed))
         if "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in command.group(1):
             final = thought  # the reply the run ends on: the agent's last word, with its patch in the result
