@@ -9,7 +9,7 @@ integrity and drift sections are fitted by their own commands: see README.md her
 
 - ``risk``: the train split's risk records of the scripted dev set and of the real set (tools of public MCP
   servers as their authors annotated them), from the hand-set tables of version ``h1`` (the prior, worth 10
-  records) with the name words of ``HINTS.json`` beside this script.
+  records) with the name words (``risk.name_hints``) of the shipped file: edit the words there, then refit.
 - ``goal_reached_open``: goal_reached for runs with no stated acceptance criteria (every scripted state states
   criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs only. Each real source
   is scored by a map made without it (leave-one-source-out), twice: a full refit of the goal_reached features
@@ -42,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 H1 = "e22ac20"
 """The commit holding the hand-set coefficients file (version h1): the prior of every refit."""
+SHIPPED = ROOT / "src" / "stopwise" / "guardian" / "data" / "rule_coefficients.json"
 FILES = {
     ROOT / "evals" / "calibration" / "rule_coefficients.json": 2,
     ROOT / "src" / "stopwise" / "guardian" / "data" / "rule_coefficients.json": 1,
@@ -76,7 +77,8 @@ def _h1_base(path: Path) -> Path:
             text=True,
         ).stdout
     )
-    h1["risk"]["name_hints"] = json.loads((HERE / "HINTS.json").read_text(encoding="utf-8"))
+    shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    h1["risk"]["name_hints"] = shipped["risk"]["name_hints"]
     path.write_text(json.dumps(h1), encoding="utf-8")
     return path
 
@@ -138,6 +140,12 @@ def splice(sections: dict[str, Any], notes: dict[str, Any], tag: str) -> None:
 
 
 TAGS = {"risk": "r", OPEN: "o"}
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 3) if isinstance(value, float) else value
+
+
 _KEPT = ("n", "positives", "mean_p", "auroc", "ece", "ece_floor", "brier")
 
 
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the held-out figures, write nothing")
     args = parser.parse_args(argv)
     records = [r for path in TRACES for r in read_traces(path).records]
-    base = ROOT / "src" / "stopwise" / "guardian" / "data" / "rule_coefficients.json"
+    base = SHIPPED
     scratch = HERE / ".fit_scratch.json"
     try:
         for section in args.section or list(TAGS):
@@ -159,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures = {}
                 for name, maker in (("refit", lambda rs: open_refit(rs, base)), ("constant", open_constant)):
                     table = held_out(maker, real, base, scratch)
-                    figures[name] = {k: {m: row[m] for m in _KEPT} for k, row in table.items()}
+                    figures[name] = {k: {m: _rounded(row[m]) for m in _KEPT} for k, row in table.items()}
                     for key, row in table.items():
                         print(f"held out, {name}: {key}: " + ", ".join(f"{m} {_fmt(row[m])}" for m in _KEPT))
                 value = open_constant(real)
