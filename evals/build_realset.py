@@ -40,12 +40,16 @@ from pathlib import Path
 from typing import Any
 
 from stopwise.evals.traces import TraceRecord, projection_to_data
+from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.projection import Projection, project
-from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error_tool_result
+from stopwise.messages import Message, ToolCall
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "realset.jsonl"
+sys.path.insert(0, str(HERE))
+
+from build_devset import messages_of  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -210,25 +214,17 @@ def risk_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
 # --------------------------------------------------------------------------------------------------------------
 # Runs: the rows a stopwise run would log, projected as the guardian sees them
 
-_GUARDIAN = Guardian(evaluator=object())  # type: ignore[arg-type]  # only its projection settings are read
+_GUARDIAN = Guardian(evaluator=ScriptedEvaluator([]))  # only its projection limits are read
 Turn = tuple[str, str | None, dict[str, Any], str, bool]
 """One step of a run: the assistant's text, the tool it called (None: none), the arguments, the result, whether
 the result is an error."""
 
 
 def rows_of(goal: str, turns: list[Turn]) -> list[Message]:
-    rows = [Message.user(goal)]
-    for n, (text, tool, args, result, failed) in enumerate(turns):
-        if tool is None:
-            rows.append(Message(Role.ASSISTANT, text))
-            continue
-        call = ToolCall(tool, args, id=f"call_{n}")
-        rows.append(Message(Role.ASSISTANT, text, (call,)))
-        if failed:
-            rows.append(error_tool_result(result, tool_call_id=call.id))
-        else:
-            rows.append(encode_tool_result(result, tool_call_id=call.id))
-    return rows
+    """The rows a stopwise run logs for ``turns`` (the scripted builder's, which marks a failure by ``ERROR: ``)."""
+    return messages_of(
+        goal, [(text, tool or "", args, f"ERROR: {r}" if failed else r) for text, tool, args, r, failed in turns]
+    )
 
 
 def state_of(goal: str, turns: list[Turn], final: str | None) -> dict[str, Any]:

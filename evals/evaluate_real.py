@@ -99,11 +99,11 @@ def regressions(table: dict[str, dict[str, Any]], baseline: dict[str, dict[str, 
         if before["ece"] is not None and now["ece"] is not None and now["ece"] > before["ece"] + tolerance:
             found.append(f"{key}: ECE {before['ece']:.3f} -> {now['ece']:.3f}")
         if before["auroc"] is not None and (now["auroc"] is None or now["auroc"] < before["auroc"] - tolerance):
-            found.append(f"{key}: AUROC {before['auroc']:.3f} -> {_fmt(now['auroc'])}")
+            found.append(f"{key}: AUROC {before['auroc']:.3f} -> {fmt(now['auroc'])}")
     return found
 
 
-def _fmt(v: Any) -> str:
+def fmt(v: Any) -> str:
     return "n/a" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{evaluator.model_version}")
     print("| condition source | " + " | ".join(cols) + " |")
     for key, row in table.items():
-        print(f"| {key} | " + " | ".join(_fmt(row.get(c)) for c in cols) + " |")
+        print(f"| {key} | " + " | ".join(fmt(row.get(c)) for c in cols) + " |")
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.baseline:

@@ -36,7 +36,7 @@ from stopwise.evals.traces import TraceRecord, read_traces
 from stopwise.guardian.evaluators.rule import RuleEvaluator, load_coefficients
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from evaluate_real import _fmt, score
+from evaluate_real import fmt, score
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                     table = held_out(maker, real, base, scratch)
                     figures[name] = {k: {m: _rounded(row[m]) for m in _KEPT} for k, row in table.items()}
                     for key, row in table.items():
-                        print(f"held out, {name}: {key}: " + ", ".join(f"{m} {_fmt(row[m])}" for m in _KEPT))
+                        print(f"held out, {name}: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT))
                 value = open_constant(real)
                 notes = {
                     OPEN: {

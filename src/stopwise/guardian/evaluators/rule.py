@@ -5,15 +5,17 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``integrity``: hand-written markers of instructions addressed to the agent inside tool results, combined with a
   small linear model over hashed word n-grams (trained offline by ``evals/train_integrity.py``);
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
-  leans cautious, nudged by the tool's name);
+  leans cautious, nudged by the tool's name: a leading read verb, or a read, write, destructive or money word);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
   (a failure the tool reports in its result counts as one it raised);
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
   results and arguments and in the final text, the final answer's words and cited identifiers backed by those
-  results, no error in the last step;
+  results, no error in the last step; with no criteria stated, the base rate of recorded runs of real models
+  (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
   whether the latest call's arguments carry an identifier from an earlier result;
-- ``stagnation``: exact and near repeats of calls, results seen before, error streaks.
+- ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
+  streaks.
 
 Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
 (``stopwise/guardian/data/rule_coefficients.json``, versioned), so a calibration run can refit them without
