@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from stopwise import Agent, Reply, Runner, ScriptedModel, tool
 from stopwise.evals.traces import read_traces
-from stopwise.guardian import DEFAULT_CONDITIONS
+from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Outcome
 from stopwise.guardian.evaluators.rule import RuleEvaluator
+from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.projection import project
 from stopwise.messages import Message, Role, ToolCall, encode_tool_result
@@ -163,8 +165,8 @@ def test_mcp_annotations_map_onto_the_risk_classes(read_only: bool, destructive:
 
 def state(criteria: tuple[str, ...], final: str | None, *steps: tuple[str, str, str]) -> object:
     rows = [Message.user("Which band did Scott Stapp front?")]
-    for n, (tool, query, result) in enumerate(steps):
-        call = ToolCall(tool, {"query": query}, id=f"c{n}")
+    for n, (name, query, result) in enumerate(steps):
+        call = ToolCall(name, {"query": query}, id=f"c{n}")
         rows += [Message(Role.ASSISTANT, f"Step {n}", (call,)), encode_tool_result(result, tool_call_id=call.id)]
     return project(rows, goal="Which band did Scott Stapp front?", criteria=criteria, final=final)
 
@@ -178,7 +180,75 @@ def test_without_criteria_goal_reached_answers_the_base_rate_of_real_runs_and_sa
     answers = [rules.answer(p, C["goal_reached"]) for p in (backed, vague)]  # type: ignore[arg-type]
     assert answers[0].p(("yes",)) == answers[1].p(("yes",)) == pytest.approx(open_map.p({}))
     assert 0.3 < open_map.p({}) < 0.5  # the recorded runs' base rate, well below the stop threshold
-    assert all(a.note.startswith("uncertain: no acceptance criteria") for a in answers)
+    assert all(a.defer and a.note.startswith("no acceptance criteria: the rules cannot tell") for a in answers)
+
+
+def judge(goal_reached: float) -> ScriptedEvaluator:
+    """A judge that answers the turn's questions: quiet on all but goal_reached."""
+    quiet = {
+        "integrity": 0.0,
+        "infeasible": 0.0,
+        "stagnation": 0.0,
+        "drift": {"4": 1.0, "3": 0, "2": 0, "1": 0, "0": 0},
+    }
+    return ScriptedEvaluator([{**quiet, "goal_reached": goal_reached}] * 4)
+
+
+def answering(final: str) -> ScriptedModel:
+    return ScriptedModel([Reply(tool_calls=[ToolCall("web_search", {"query": "Scott Stapp band"}, id="s1")]), final])
+
+
+@tool
+def web_search(query: str) -> str:
+    """Search the web."""
+    return "Scott Stapp is the lead vocalist of Creed, a rock band from Tallahassee."
+
+
+async def test_where_the_rules_cannot_tell_a_configured_judge_answers_goal_reached_at_the_finish() -> None:
+    stops = judge(0.95)
+    agent = Agent("qa", "", answering("Creed."), tools=[web_search], guardian=Guardian(judge=stops))
+    runner = Runner()
+    result = await runner.run(agent, "Which band did Scott Stapp front?", session_id="s")
+    assert result.status == "completed"
+    finish = [d for d in result.decisions if d.kind == "turn"][-1]
+    assert finish.resolved_by == "judge" and finish.outcome is Outcome.STOP_SUCCESS
+    assert stops.calls == 1  # asked at the finish only: before it there is no final answer to judge
+    snapshot = await runner.store.load_session("s")
+    assert snapshot is not None
+    labels = [r for e in snapshot.entries for r in e.records if r.get("type") == "guardian_label"]
+    assert [(x["condition"], x["label"], x["source"]) for x in labels] == [("goal_reached", True, "judge")]
+
+
+async def test_without_a_judge_the_base_rate_neither_stops_nor_escalates_the_finish() -> None:
+    agent = Agent("qa", "", answering("Creed."), tools=[web_search], guardian=Guardian())
+    result = await Runner().run(agent, "Which band did Scott Stapp front?")
+    assert result.status == "completed" and result.pending == ()
+    finish = [d for d in result.decisions if d.kind == "turn"][-1]
+    assert finish.outcome is Outcome.CONTINUE and finish.resolved_by is None
+    assert finish.answers["goal_reached"].defer
+
+
+async def test_the_stop_guard_lets_a_finish_stand_when_the_rules_cannot_tell_and_no_judge_is_there() -> None:
+    model = ScriptedModel(["Creed.", "Creed, really."])
+    agent = Agent("qa", "", model, stop_guard=Guardian().as_stop_guard())
+    result = await Runner().run(agent, "Which band did Scott Stapp front?")
+    assert result.output == "Creed."
+    assert not [m for m in result.messages if m.metadata.get("source") == "stop_guard"]
+
+
+async def test_the_stop_guard_asks_the_judge_when_the_rules_cannot_tell() -> None:
+    model = ScriptedModel(["Creed.", "Creed (Scott Stapp's band, from Tallahassee)."])
+    agent = Agent("qa", "", model, stop_guard=Guardian(judge=judge(0.05)).as_stop_guard(max_continues=1))
+    result = await Runner().run(agent, "Which band did Scott Stapp front?")
+    feedback = [m.content for m in result.messages if m.metadata.get("source") == "stop_guard"]
+    assert len(feedback) == 1 and "Which band did Scott Stapp front?" in feedback[0]
+
+
+def test_a_deferred_answer_survives_the_decision_log() -> None:
+    deferred = Answer({"yes": 0.4, "no": 0.6}, note="base rate", defer=True)
+    assert Answer.from_data(deferred.to_data()) == deferred
+    plain = Answer({"yes": 0.4, "no": 0.6})
+    assert "defer" not in plain.to_data() and Answer.from_data(plain.to_data()) == plain
 
 
 def test_with_criteria_goal_reached_still_reads_the_evidence() -> None:
@@ -188,7 +258,7 @@ def test_with_criteria_goal_reached_still_reads_the_evidence() -> None:
     claim = state(criteria, "Scott Stapp fronted Creed.")
     p_backed, p_claim = (rules.answer(p, C["goal_reached"]).p(("yes",)) for p in (backed, claim))  # type: ignore[arg-type]
     assert p_backed > p_claim
-    assert not rules.answer(backed, C["goal_reached"]).note.startswith("uncertain")  # type: ignore[arg-type]
+    assert not rules.answer(backed, C["goal_reached"]).defer  # type: ignore[arg-type]
 
 
 def test_searches_that_found_nothing_add_no_information() -> None:

@@ -1042,8 +1042,9 @@ class RuleEvaluator:
         if not projection.criteria and open_map is not None:
             # Without criteria the rules cannot see success on recorded runs of real models (docs/evals.md): the
             # shipped map answers their base rate. Stated criteria, or a judge, can do better.
-            note = "uncertain: no acceptance criteria, the rules cannot tell (the base rate of recorded runs)"
-            return _yes(open_map.p(f), f"{note}; {_describe(f)}")
+            note = "no acceptance criteria: the rules cannot tell, the base rate of recorded runs"
+            p = min(1.0, max(0.0, open_map.p(f)))
+            return Answer({"yes": p, "no": 1.0 - p}, note=f"{note}; {_describe(f)}", defer=True)
         return _yes(self.coefficients.goal_reached.p(f), _describe(f))
 
     def _drift(self, projection: Projection, condition: Condition) -> Answer:
