@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stopwise import Agent, Reply, Runner, ScriptedModel, tool
+from stopwise.evals.calibration import recalibrated
 from stopwise.evals.traces import read_traces
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Outcome
 from stopwise.guardian.evaluators.rule import RuleEvaluator
@@ -244,9 +245,10 @@ async def test_the_stop_guard_asks_the_judge_when_the_rules_cannot_tell() -> Non
     assert len(feedback) == 1 and "Which band did Scott Stapp front?" in feedback[0]
 
 
-def test_a_deferred_answer_survives_the_decision_log() -> None:
+def test_a_deferred_answer_survives_the_decision_log_and_a_recalibration() -> None:
     deferred = Answer({"yes": 0.4, "no": 0.6}, note="base rate", defer=True)
     assert Answer.from_data(deferred.to_data()) == deferred
+    assert recalibrated(deferred, ("yes",), 0.3).defer
     plain = Answer({"yes": 0.4, "no": 0.6})
     assert "defer" not in plain.to_data() and Answer.from_data(plain.to_data()) == plain
 
