@@ -86,8 +86,8 @@ class PolicyInputs:
     budget_exhausted: str | None = None
     """Set when a budget cap was reached: which, in words."""
     declared_risk: str | None = None
-    """The risk class the tool's author declared for the proposed call (pre-execution decisions only; None or
-    ``unknown`` when undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
+    """The risk class the tool's author declared for the proposed call (set on pre-execution decisions; None when
+    undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
 
     def to_data(self) -> dict[str, Any]:
         return {
