@@ -102,24 +102,13 @@ class Guardian:
                 max_chars=guardian.max_chars,
             )
             conditions = (condition,)
+            questions = QuestionSet(conditions, guardian.conditions.version)
             assert guardian.evaluator is not None
-            answers = await _ask(
-                guardian.evaluator,
-                projection,
-                QuestionSet(conditions, guardian.conditions.version),
-                conditions,
-                guardian.timeout,
-            )
+            answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
             answer = answers.answers[condition.name]
             if answer.defer and not answer.uncertain and guardian.judge is not None:
-                judged = await _ask(
-                    guardian.judge,
-                    projection,
-                    QuestionSet(conditions, guardian.conditions.version),
-                    conditions,
-                    guardian.judge_timeout,
-                )
-                answer = judged.answers[condition.name]
+                answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
+                answer = answers.answers[condition.name]
             # An evaluator that could not tell (a deferred base rate, no judge to ask) is no reason to send it back.
             if (
                 answer.uncertain
