@@ -12,12 +12,24 @@ Sources, by condition:
 
 - ``risk``: tools of public MCP servers whose authors annotated them (``readOnlyHint`` / ``destructiveHint``):
   the proposed call is the tool's name with no declared risk, the label what its author declared.
+- ``goal_reached``: the finished state of recorded runs of real models (the last step and the final answer, as
+  the guardian sees them at a natural finish), labelled by the run's graded outcome: mini-SWE-agent on SWE-bench
+  Verified (resolved by the hidden tests), ReAct on HotpotQA (the answer graded correct), Who&When's
+  algorithm-generated multi-agent logs (every one a failed run).
+- ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
+  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
+
+Runs are converted to the rows a stopwise run logs (a user goal, assistant rows with tool calls, tool results) and
+projected with the guardian's defaults (``Guardian().history_steps``, ``result_chars``, ``max_chars``), so a
+record is what the guardian would have read at that point of the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import random
 import re
 import subprocess
 import sys
@@ -28,11 +40,16 @@ from pathlib import Path
 from typing import Any
 
 from stopwise.evals.traces import TraceRecord, projection_to_data
-from stopwise.guardian.projection import Projection
-from stopwise.messages import ToolCall
+from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
+from stopwise.guardian.guardian import Guardian
+from stopwise.guardian.projection import Projection, project
+from stopwise.messages import Message, ToolCall
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "realset.jsonl"
+sys.path.insert(0, str(HERE))
+
+from build_devset import messages_of  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,27 @@ SOURCES = {
             "mcp/github-mcp-server",
             "github/github-mcp-server",
             "64a49f34d076b6f5917dae1424521d43c7bcae84",
+            "MIT",
+            "train",
+        ),
+        Source(
+            "swe/mini-swe-agent",
+            "gruckion/mini-swe-agent",
+            "d12a71affd95403b036b2bdbd827349b77bfffb9",
+            "MIT",
+            "train",
+        ),
+        Source(
+            "hotpotqa/react",
+            "noahshinn/reflexion",
+            "218cf0ef1df84b05ce379dd4a8e47f17766733a0",
+            "MIT",
+            "train",
+        ),
+        Source(
+            "whowhen/algorithm-generated",
+            "mingyin1/Agents_Failure_Attribution",
+            "3d9d568840f004b389638f97adf3e0ab8b5a9514",
             "MIT",
             "train",
         ),
@@ -174,6 +212,252 @@ def risk_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Runs: the rows a stopwise run would log, projected as the guardian sees them
+
+_GUARDIAN = Guardian(evaluator=ScriptedEvaluator([]))  # only its projection limits are read
+Turn = tuple[str, str | None, dict[str, Any], str, bool]
+"""One step of a run: the assistant's text, the tool it called (None: none), the arguments, the result, whether
+the result is an error."""
+
+
+def rows_of(goal: str, turns: list[Turn]) -> list[Message]:
+    """The rows a stopwise run logs for ``turns`` (the scripted builder's, which marks a failure by ``ERROR: ``)."""
+    return messages_of(
+        goal, [(text, tool or "", args, f"ERROR: {r}" if failed else r) for text, tool, args, r, failed in turns]
+    )
+
+
+def state_of(goal: str, turns: list[Turn], final: str | None) -> dict[str, Any]:
+    """The projection the guardian builds at this point of the run (its default limits)."""
+    g = _GUARDIAN
+    projection = project(
+        rows_of(goal, turns),
+        goal=goal,
+        last_k=g.history_steps,
+        result_chars=g.result_chars,
+        final=final,
+        max_chars=g.max_chars,
+    )
+    return projection_to_data(projection)
+
+
+def run_record(
+    source: Source,
+    key: str,
+    condition: str,
+    label: bool,
+    kind: str,
+    projection: dict[str, Any],
+    where: str,
+    **extra: Any,
+) -> TraceRecord:
+    return TraceRecord(
+        f"{condition}/{source.name}/{key}",
+        condition,
+        label,
+        source.split,
+        source.name,
+        projection,
+        license=source.license,
+        kind=kind,
+        extra={"provenance": f"{source.repo}@{source.commit[:12]}:{where}", **extra},
+    )
+
+
+# mini-SWE-agent: THOUGHT + one bash command per turn; the environment's reply holds the return code and output.
+
+SWE_RUN = "swebench_results/20251118_gemini-3-pro-74pct"
+SWE_SAMPLE = 150
+"""Runs sampled (fixed seed) of the 500: enough for the figures, small enough to ship."""
+_BASH = re.compile(r"```bash\s*\n(.*?)```", re.S)
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+
+
+def _swe_turns(messages: list[dict[str, Any]]) -> tuple[str, list[Turn], str | None]:
+    goal = next(str(m["content"]) for m in messages if m["role"] == "user")
+    goal = goal.split("</pr_description>")[0].replace("<pr_description>", "").strip()
+    turns: list[Turn] = []
+    final = None
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        content = str(m["content"])
+        command = _BASH.search(content)
+        thought = content[: command.start()].strip() if command else content.strip()
+        thought = thought.removeprefix("THOUGHT:").strip()
+        reply = str(messages[i + 1]["content"]) if i + 1 < len(messages) else ""
+        if command is None:
+            turns.append((thought, None, {}, "", False))
+            continue
+        code = _RETURNCODE.search(reply)
+        failed = code is not None and code.group(1) != "0"
+        output = _RETURNCODE.sub("", reply)
+        output = re.sub(r"</?(output|output_head|output_tail|warning|elided_chars)>", "", output).strip()
+        turns.append((thought, "bash", {"command": command.group(1).strip()}, output, failed))
+        if "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in command.group(1):
+            final = thought  # the reply the run ends on: the agent's last word, with its patch in the result
+            break
+    return goal, turns, final
+
+
+def swe_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    summary = json.loads(repo.read(f"{SWE_RUN}/results_summary.json"))
+    resolved = {r["instance_id"]: bool(r["resolved"]) for r in summary["instances"]}
+    ids = sorted(resolved)
+    for iid in sorted(random.Random(20261201).sample(ids, SWE_SAMPLE)):
+        where = f"{SWE_RUN}/trajs/{iid}/{iid}.traj.json"
+        traj = json.loads(repo.read(where))
+        goal, turns, final = _swe_turns(traj["messages"])
+        if final is None:
+            continue  # ended without submitting (a cut-off): no finished state to judge
+        yield run_record(
+            source,
+            iid,
+            "goal_reached",
+            resolved[iid],
+            "finished_run",
+            state_of(goal, turns, final),
+            where,
+            outcome="resolved" if resolved[iid] else "unresolved",
+        )
+
+
+# ReAct on HotpotQA: Thought / Action / Observation lines; Finish[answer] ends an episode.
+
+REACT_LOG = "hotpotqa_runs/root/ReAct/base/100_questions_5_trials.txt"
+_STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
+_ACTION = re.compile(r"^(\w+)\[(.*)\]$", re.S)
+
+
+def _react_episodes(text: str) -> Iterator[tuple[str, str, list[tuple[str, str, str]]]]:
+    """(outcome, question, [(thought, action, observation)]) of the first trial (later trials of the base agent
+    re-run the same questions)."""
+    trial = text.split("BEGIN TRIAL 2")[0]
+    for section, outcome in (("CORRECT", "correct"), ("INCORRECT", "incorrect"), ("HALTED", "halted")):
+        body = trial.split(f"BEGIN {section} AGENTS")[1].split("------------- BEGIN")[0]
+        for chunk in body.split("\nQuestion: ")[1:]:
+            lines = chunk.split("\n")
+            question = lines[0].strip()
+            steps: dict[int, dict[str, str]] = {}
+            last: tuple[int, str] | None = None
+            for line in lines[1:]:
+                m = _STEP.match(line)
+                if m:
+                    last = (int(m.group(2)), m.group(1))
+                    steps.setdefault(last[0], {})[last[1]] = m.group(3)
+                elif last is not None and not line.startswith("Correct answer:") and line.strip():
+                    steps[last[0]][last[1]] += "\n" + line
+            yield (
+                outcome,
+                question,
+                [
+                    (s.get("Thought", ""), s.get("Action", ""), s.get("Observation", ""))
+                    for _, s in sorted(steps.items())
+                ],
+            )
+
+
+def react_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    for n, (outcome, question, steps) in enumerate(_react_episodes(repo.read(REACT_LOG))):
+        turns: list[Turn] = []
+        final = None
+        for thought, action, observation in steps:
+            m = _ACTION.match(action.strip())
+            tool, arg = (m.group(1).lower(), m.group(2)) if m else ("invalid_action", action)
+            if tool == "finish":
+                final = f"{thought}\nAnswer: {arg}".strip()
+                break
+            turns.append((thought, tool, {"query": arg}, observation.strip(), False))
+        key = f"t1-{n:03d}"
+        if final is not None:
+            yield run_record(
+                source,
+                key,
+                "goal_reached",
+                outcome == "correct",
+                "finished_run",
+                state_of(question, turns, final),
+                REACT_LOG,
+                outcome=outcome,
+            )
+            if turns:
+                yield run_record(
+                    source,
+                    key,
+                    "stagnation",
+                    False,
+                    "proxy_before_answer",
+                    state_of(question, turns, None),
+                    REACT_LOG,
+                    outcome=outcome,
+                )
+        elif outcome == "halted" and turns:
+            yield run_record(
+                source,
+                key,
+                "stagnation",
+                True,
+                "proxy_halted_at_cap",
+                state_of(question, turns, None),
+                REACT_LOG,
+                outcome=outcome,
+            )
+
+
+# Who&When, algorithm-generated: multi-agent (AutoGen group chat) logs of failed GAIA / AssistantBench runs.
+
+
+def _unquote(value: Any) -> str:
+    """The logs keep Python reprs of strings ("'text'"): their text."""
+    text = str(value)
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return parsed if isinstance(parsed, str) else text
+
+
+def whowhen_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    folder = "Who&When/Algorithm-Generated"
+    for path in sorted(repo.files(folder), key=lambda p: int(Path(p).stem) if Path(p).stem.isdigit() else 0):
+        log = json.loads(repo.read(path))
+        history = [(_unquote(h.get("name", h.get("role", ""))), _unquote(h["content"])) for h in log["history"]]
+        history = [(who, text) for who, text in history if text.strip() and text.strip() != "TERMINATE"]
+        if not history:
+            continue
+        turns: list[Turn] = []
+        for who, text in history[:-1]:
+            if who == "Computer_terminal":
+                failed = "exitcode: 0" not in text[:40]
+                if turns and turns[-1][1] is None:
+                    # The code a speaker wrote ran: its output is that speaker's tool result.
+                    prev = turns[-1]
+                    turns[-1] = (prev[0], "execute_code", {"by": prev[2].get("by", "")}, text, failed)
+                else:
+                    turns.append(("", "execute_code", {}, text, failed))
+            else:
+                turns.append((f"{who}: {text}", None, {"by": who}, "", False))
+        who, last = history[-1]
+        yield run_record(
+            source,
+            Path(path).stem,
+            "goal_reached",
+            bool(log.get("is_correct")),
+            "finished_run",
+            state_of(_unquote(log["question"]), turns, f"{who}: {last}"),
+            path,
+            outcome="failed",
+        )
+
+
+RUN_READERS = {
+    "swe/mini-swe-agent": swe_records,
+    "hotpotqa/react": react_records,
+    "whowhen/algorithm-generated": whowhen_records,
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
 
 
 def build(mirror: Path, only: set[str] | None = None) -> list[TraceRecord]:
@@ -184,6 +468,8 @@ def build(mirror: Path, only: set[str] | None = None) -> list[TraceRecord]:
         repo = Repo(mirror, source)
         if source.name in RISK_READERS:
             records.extend(risk_records(source, repo))
+        if source.name in RUN_READERS:
+            records.extend(RUN_READERS[source.name](source, repo))
     return records
 
 

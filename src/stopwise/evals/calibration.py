@@ -229,7 +229,7 @@ def recalibrated(answer: Answer, fires_on: tuple[str, ...], q: float) -> Answer:
         total = sum(dist[k] for k in side)
         for k in side:
             out[k] = mass * dist[k] / total if total > 0 else mass / len(side)
-    return Answer(out, answer.uncertain, answer.note)
+    return Answer(out, answer.uncertain, answer.note, answer.defer)
 
 
 class CalibratedEvaluator:
@@ -275,5 +275,5 @@ class CalibratedEvaluator:
             if stale:
                 note += f"; fitted on {cal.model_version}, not {answers.model_version}"
             a = recalibrated(answer, condition.fires_on, q)
-            out[name] = Answer(a.distribution, a.uncertain, note)
+            out[name] = Answer(a.distribution, a.uncertain, note, a.defer)  # a recalibrated base rate still defers
         return Answers(answers.evaluator, f"{answers.model_version}+{cal.version}", out, answers.latency_ms)

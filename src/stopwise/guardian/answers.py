@@ -26,17 +26,26 @@ class Answer:
     uncertain: bool = False
     note: str = ""
     """Why it is uncertain, or what the evaluator noticed."""
+    defer: bool = False
+    """The evaluator cannot tell here and answers a base rate: a guardian with a judge asks the judge instead;
+    without one the policy reads the probability as it is (a base rate does not stop a run nor escalate it)."""
 
     def p(self, labels: tuple[str, ...]) -> float:
         """The probability that the answer is one of ``labels`` (the condition holds)."""
         return min(1.0, max(0.0, sum(self.distribution.get(label, 0.0) for label in labels)))
 
     def to_data(self) -> dict[str, Any]:
-        return {"distribution": dict(self.distribution), "uncertain": self.uncertain, "note": self.note}
+        data = {"distribution": dict(self.distribution), "uncertain": self.uncertain, "note": self.note}
+        return data | {"defer": True} if self.defer else data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Answer:
-        return cls(dict(data.get("distribution", {})), bool(data.get("uncertain", False)), data.get("note", ""))
+        return cls(
+            dict(data.get("distribution", {})),
+            bool(data.get("uncertain", False)),
+            data.get("note", ""),
+            bool(data.get("defer", False)),
+        )
 
 
 def uncertain(note: str) -> Answer:

@@ -80,7 +80,9 @@ class Guardian:
     def as_stop_guard(self, max_continues: int = 2) -> StopGuard:
         """A stop guard that asks ``goal_reached`` at a natural finish: when it is clearly not reached (below the
         uncertain band), the model is sent back with the goal and criteria as feedback; otherwise the finish
-        stands (an unanswered question accepts: this guard nudges, it does not block)."""
+        stands (an unanswered question accepts: this guard nudges, it does not block). An evaluator that defers
+        (the rule evaluator without acceptance criteria) hands the question to the judge when there is one, and
+        otherwise lets the finish stand."""
         condition = self.conditions.by_name.get("goal_reached")
         if condition is None:
             raise ConfigError("guardian.conditions", "as_stop_guard() needs a goal_reached condition")
@@ -99,16 +101,19 @@ class Guardian:
                 max_chars=guardian.max_chars,
             )
             conditions = (condition,)
+            questions = QuestionSet(conditions, guardian.conditions.version)
             assert guardian.evaluator is not None
-            answers = await _ask(
-                guardian.evaluator,
-                projection,
-                QuestionSet(conditions, guardian.conditions.version),
-                conditions,
-                guardian.timeout,
-            )
+            answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
             answer = answers.answers[condition.name]
-            if answer.uncertain or answer.p(condition.fires_on) >= condition.threshold - condition.delta:
+            if answer.defer and not answer.uncertain and guardian.judge is not None:
+                answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
+                answer = answers.answers[condition.name]
+            # An evaluator that could not tell (a deferred base rate, no judge to ask) is no reason to send it back.
+            if (
+                answer.uncertain
+                or answer.defer
+                or answer.p(condition.fires_on) >= condition.threshold - condition.delta
+            ):
                 return None
             wanted = "; ".join(guardian.criteria) if guardian.criteria else goal
             return Continue(f"The goal is not reached yet. Still needed: {wanted}. Keep working, then answer.")
@@ -164,8 +169,9 @@ async def consult(
     kind: str,
     call_id: str | None = None,
 ) -> Consultation:
-    """One consultation: ask, decide, and let the judge settle an escalation if there is one. Before a call runs,
-    the risk class its author declared goes to the policy as a floor no evaluator (nor the judge) can lower."""
+    """One consultation: ask, decide, and let the judge settle an escalation, or answer in place of an evaluator
+    that deferred (it could not tell), if there is a judge. Before a call runs, the risk class its author declared
+    goes to the policy as a floor no evaluator (nor the judge) can lower."""
     assert guardian.evaluator is not None
     if kind == "pre_execution" and projection.pending is not None and projection.pending_risk != "unknown":
         inputs = dataclasses.replace(inputs, declared_risk=projection.pending_risk)
@@ -175,12 +181,14 @@ async def consult(
     result = guardian.policy.decide(answers.answers, conditions, inputs)
     resolved_by = None
     labels: list[GuardianLabel] = []
-    if result.outcome is GuardianOutcome.ESCALATE and guardian.judge is not None:
+    deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
+    if guardian.judge is not None and (result.outcome is GuardianOutcome.ESCALATE or deferred):
         judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
         judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
-        if judged.outcome is not GuardianOutcome.ESCALATE:
+        # An escalation stands unless the judge settles it; a deferred answer is the judge's, whatever it says.
+        if judged.outcome is not GuardianOutcome.ESCALATE or result.outcome is not GuardianOutcome.ESCALATE:
             for before, after in zip(result.verdicts, judged.verdicts, strict=True):
-                if before.in_band or before.uncertain:
+                if before.in_band or before.uncertain or before.name in deferred:
                     labels.append(
                         label(
                             before.name,

@@ -84,8 +84,8 @@ class PolicyInputs:
     repeats: int = 0
     """How many times in a row the latest tool call (same tool, same arguments) was made."""
     declared_risk: str | None = None
-    """The risk class the tool's author declared for the proposed call (pre-execution decisions only; None or
-    ``unknown`` when undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
+    """The risk class the tool's author declared for the proposed call (set on pre-execution decisions; None when
+    undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
 
     def to_data(self) -> dict[str, Any]:
         return {

@@ -5,15 +5,17 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``integrity``: hand-written markers of instructions addressed to the agent inside tool results, combined with a
   small linear model over hashed word n-grams (trained offline by ``evals/train_integrity.py``);
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
-  leans cautious, nudged by the tool's name);
+  leans cautious, nudged by the tool's name: a leading read verb, or a read, write, destructive or money word);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
   (a failure the tool reports in its result counts as one it raised);
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
   results and arguments and in the final text, the final answer's words and cited identifiers backed by those
-  results, no error in the last step;
+  results, no error in the last step; with no criteria stated, the base rate of recorded runs of real models
+  (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
   whether the latest call's arguments carry an identifier from an earlier result;
-- ``stagnation``: exact and near repeats of calls, results seen before, error streaks.
+- ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
+  streaks.
 
 Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
 (``stopwise/guardian/data/rule_coefficients.json``, versioned), so a calibration run can refit them without
@@ -147,6 +149,9 @@ class RuleCoefficients:
     flow_steps: int = 6
     """Drift looks back this many steps before the latest one for the ids the latest call's arguments carry (the
     guardian's default projection holds 6 steps: a longer history costs no more per turn)."""
+    goal_reached_open: LogisticMap | None = None
+    """goal_reached for a run with no stated acceptance criteria (the goal's words are all the rules can check),
+    fitted on recorded runs of real models; None: ``goal_reached`` answers those too."""
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RuleCoefficients:
@@ -182,6 +187,9 @@ class RuleCoefficients:
             int(limits.get("scan_chars", 2000)),
             int(limits.get("history_steps", 24)),
             int(limits.get("flow_steps", 6)),
+            LogisticMap.from_data("goal_reached_open", data["goal_reached_open"])
+            if "goal_reached_open" in data
+            else None,
         )
 
 
@@ -563,6 +571,11 @@ class _TextFacts:
         self._transient: bool | None = None
 
     @property
+    def empty(self) -> bool:
+        """The result says that nothing was found (no results, could not find)."""
+        return bool(_EMPTY_RESULT.match(self._head))
+
+    @property
     def looks_failed(self) -> bool:
         return bool(_FAILED_RESULT.match(self._head))
 
@@ -745,7 +758,8 @@ class RuleEvaluator:
                 elif any(_near(c.args, a, threshold) for a in prior):
                     near += 1
                 facts = self._facts(c.result)
-                if facts.normal in seen.results:
+                # A result that says nothing was found adds no information, whatever the query was.
+                if facts.normal in seen.results or facts.empty:
                     stale += 1
                 else:
                     # A result that differs only in numbers may still be news (a progress count): it makes
@@ -997,6 +1011,13 @@ class RuleEvaluator:
             # signals are not computed: on most turns there is no final answer, and they would change nothing.
             return _yes(0.0, "no final answer yet")
         f = self.goal_features(projection)
+        open_map = self.coefficients.goal_reached_open
+        if not projection.criteria and open_map is not None:
+            # Without criteria the rules cannot see success on recorded runs of real models (docs/evals.md): the
+            # shipped map answers their base rate. Stated criteria, or a judge, can do better.
+            note = "no acceptance criteria: the rules cannot tell, the base rate of recorded runs"
+            p = min(1.0, max(0.0, open_map.p(f)))
+            return Answer({"yes": p, "no": 1.0 - p}, note=f"{note}; {_describe(f)}", defer=True)
         return _yes(self.coefficients.goal_reached.p(f), _describe(f))
 
     def _drift(self, projection: Projection, condition: Condition) -> Answer:
@@ -1046,6 +1067,12 @@ def _name_hint(name: str, hints: Mapping[str, tuple[str, ...]]) -> str | None:
     return matched[0] if matched else None
 
 
+_EMPTY_RESULT = re.compile(
+    r"\s*(?:could ?n[o']t find|no (?:results?|matches|records|items|entries|documents|hits)\b|nothing (?:was )?found"
+    r"|0 (?:results|matches|items|records)\b)"
+)
+"""A search that came back empty-handed, said in words. An empty text, ``[]`` or ``{}`` is not enough: a write
+that succeeds often returns nothing."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
 
 

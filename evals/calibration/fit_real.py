@@ -1,0 +1,190 @@
+"""Refit the RuleEvaluator's sections that the real set labels, and write them into both coefficients files.
+
+    python evals/calibration/fit_real.py [--section risk --section goal_reached_open ...] [--dry-run]
+
+``stopwise.evals.rulefit`` does the fitting; this script chooses the records and splices only the refitted
+sections (and their ``fitted`` notes and the version) into ``evals/calibration/rule_coefficients.json`` and the
+shipped ``src/stopwise/guardian/data/rule_coefficients.json``, leaving every other byte of them as it was (the
+integrity and drift sections are fitted by their own commands: see README.md here).
+
+- ``risk``: the train split's risk records of the scripted dev set and of the real set (tools of public MCP
+  servers as their authors annotated them), from the hand-set tables of version ``h1`` (the prior, worth 10
+  records) with the name words (``risk.name_hints``) of the shipped file: edit the words there, then refit.
+- ``goal_reached_open``: goal_reached for runs with no stated acceptance criteria (every scripted state states
+  criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs only. Each real source
+  is scored by a map made without it (leave-one-source-out), twice: a full refit of the goal_reached features
+  (rulefit) and a constant, the others' base rate. The refit does not carry from one source to another (AUROC
+  about 0.55 held out), so the constant is what ships: the base rate of all the real runs, near which an answer
+  the rules cannot back belongs. Both sets of held-out figures go into the file's ``fitted`` notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stopwise.evals.rulefit import fit_rule_coefficients
+from stopwise.evals.traces import TraceRecord, read_traces
+from stopwise.guardian.evaluators.rule import RuleEvaluator, load_coefficients
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from evaluate_real import fmt, score
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+H1 = "e22ac20"
+"""The commit holding the hand-set coefficients file (version h1): the prior of every refit."""
+SHIPPED = ROOT / "src" / "stopwise" / "guardian" / "data" / "rule_coefficients.json"
+FILES = {
+    ROOT / "evals" / "calibration" / "rule_coefficients.json": 2,
+    ROOT / "src" / "stopwise" / "guardian" / "data" / "rule_coefficients.json": 1,
+}
+TRACES = [ROOT / "evals" / "data" / "devset.jsonl", ROOT / "evals" / "data" / "realset.jsonl"]
+
+
+def replace_key(text: str, key: str, value: Any, indent: int) -> str:
+    """``text`` with the value of the top-level ``key`` replaced (or added), every other byte left as it was."""
+    m = re.search(r'^( *)"' + re.escape(key) + r'": ', text, flags=re.M)
+    if m is None:
+        # A new section goes before "fitted" (the notes stay last).
+        at = re.search(r'^ *"fitted": ', text, flags=re.M)
+        if at is None:
+            raise KeyError("no top-level 'fitted' to insert before")
+        entry = (
+            " " * indent + json.dumps(key) + ": " + json.dumps(value, indent=indent).replace("\n", "\n" + " " * indent)
+        )
+        return text[: at.start()] + entry + ",\n" + text[at.start() :]
+    if len(m.group(1)) != indent:
+        raise KeyError(f"no top-level {key!r}")
+    _, end = json.JSONDecoder().raw_decode(text, m.end())
+    return text[: m.end()] + json.dumps(value, indent=indent).replace("\n", "\n" + " " * indent) + text[end:]
+
+
+def _h1_base(path: Path) -> Path:
+    h1 = json.loads(
+        subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{H1}:src/stopwise/guardian/data/rule_coefficients.json"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    h1["risk"]["name_hints"] = shipped["risk"]["name_hints"]
+    path.write_text(json.dumps(h1), encoding="utf-8")
+    return path
+
+
+OPEN = "goal_reached_open"
+"""goal_reached for runs with no stated criteria: every real run, no scripted one (they all state criteria)."""
+
+
+def _open_records(records: list[TraceRecord]) -> list[TraceRecord]:
+    return [r for r in records if r.condition == "goal_reached" and r.projection and not r.projection.criteria]
+
+
+def fit_risk(records: list[TraceRecord], base: Path) -> dict[str, Any]:
+    chosen = [r for r in records if r.condition == "risk" and r.split == "train"]
+    return fit_rule_coefficients(chosen, base=base, source="risk records (train split, scripted and real)")
+
+
+def open_constant(records: list[TraceRecord]) -> dict[str, Any]:
+    """The map that answers the base rate of ``records``, whatever the state: weights none."""
+    rate = sum(bool(r.label) for r in records) / len(records)
+    rate = min(max(rate, 0.01), 0.99)
+    return {"bias": round(math.log(rate / (1 - rate)), 4), "weights": {}}
+
+
+def open_refit(records: list[TraceRecord], base: Path) -> dict[str, Any]:
+    """rulefit's goal_reached map fitted on ``records`` alone (to show what the features add: see held_out)."""
+    return dict(fit_rule_coefficients(records, base=base, source="real runs")["goal_reached"])
+
+
+def held_out(
+    maker: Callable[[list[TraceRecord]], dict[str, Any]], records: list[TraceRecord], base: Path, scratch: Path
+) -> dict[str, dict[str, Any]]:
+    """Each real source of the open regime, scored by an open map made without it (leave-one-source-out)."""
+    data = json.loads(base.read_text(encoding="utf-8"))
+    out: dict[str, dict[str, Any]] = {}
+    for source in sorted({r.source for r in records}):
+        data[OPEN] = maker([r for r in records if r.source != source])
+        scratch.write_text(json.dumps(data), encoding="utf-8")
+        evaluator = RuleEvaluator(coefficients=load_coefficients(scratch))
+        out.update(score([r for r in records if r.source == source], evaluator))
+    return out
+
+
+def splice(sections: dict[str, Any], notes: dict[str, Any], tag: str) -> None:
+    """Write ``sections`` (top-level keys) and their ``fitted`` notes into both files; ``+<tag><hash>`` on the
+    version says which refit of this script they carry."""
+    digest = hashlib.sha256(json.dumps(sections, sort_keys=True).encode()).hexdigest()[:4]
+    for path, indent in FILES.items():
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+        version = re.sub(rf"\+{tag}[0-9a-f]{{4}}(?=\+|$)", "", data["version"]) + f"+{tag}{digest}"
+        fitted = {k: v for k, v in data["fitted"].items() if k not in notes and k.split(".")[0] not in sections}
+        for key, value in sections.items():
+            text = replace_key(text, key, value, indent)
+        text = replace_key(text, "fitted", fitted | notes, indent)
+        text = replace_key(text, "version", version, indent)
+        path.write_text(text, encoding="utf-8")
+        print(f"{path.relative_to(ROOT)}: {version}")
+
+
+TAGS = {"risk": "r", OPEN: "o"}
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 3) if isinstance(value, float) else value
+
+
+_KEPT = ("n", "positives", "mean_p", "auroc", "ece", "ece_floor", "brier")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--section", action="append", choices=sorted(TAGS), help="default: both")
+    parser.add_argument("--dry-run", action="store_true", help="print the held-out figures, write nothing")
+    args = parser.parse_args(argv)
+    records = [r for path in TRACES for r in read_traces(path).records]
+    base = SHIPPED
+    scratch = HERE / ".fit_scratch.json"
+    try:
+        for section in args.section or list(TAGS):
+            if section == "risk":
+                data = fit_risk(records, _h1_base(scratch))
+                value, notes = data["risk"], {k: v for k, v in data["fitted"].items() if k.startswith("risk.")}
+            else:
+                real = _open_records(records)
+                figures = {}
+                for name, maker in (("refit", lambda rs: open_refit(rs, base)), ("constant", open_constant)):
+                    table = held_out(maker, real, base, scratch)
+                    figures[name] = {k: {m: _rounded(row[m]) for m in _KEPT} for k, row in table.items()}
+                    for key, row in table.items():
+                        print(f"held out, {name}: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT))
+                value = open_constant(real)
+                notes = {
+                    OPEN: {
+                        "fit": "constant: the base rate of the real runs (the features do not carry from one source "
+                        "to another: leave-one-source-out AUROC of a refit about 0.55)",
+                        "records": len(real),
+                        "heldout": figures,
+                    }
+                }
+            if not args.dry_run:
+                splice({section: value}, notes, TAGS[section])
+    finally:
+        scratch.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

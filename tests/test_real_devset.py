@@ -1,0 +1,321 @@
+"""The real development set (issue 14 points 1, 2, 4): recorded runs of real models and annotated real tools,
+converted with the library's own projection, provenance and licence per record, split by source; what the rule
+evaluator answers where the rules cannot tell; and the per-source regression gate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from stopwise import Agent, Reply, Runner, ScriptedModel, tool
+from stopwise.evals.calibration import recalibrated
+from stopwise.evals.traces import read_traces
+from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Outcome
+from stopwise.guardian.evaluators.rule import RuleEvaluator
+from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
+from stopwise.guardian.guardian import Guardian
+from stopwise.guardian.projection import project
+from stopwise.messages import Message, Role, ToolCall, encode_tool_result
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "evals"))
+
+import build_realset  # noqa: E402
+import evaluate_real  # noqa: E402
+
+REALSET = ROOT / "evals" / "data" / "realset.jsonl"
+C = DEFAULT_CONDITIONS.by_name
+
+
+@pytest.fixture(scope="module")
+def records() -> list:  # type: ignore[type-arg]
+    return list(read_traces(REALSET, strict=True).records)
+
+
+# --- the data ----------------------------------------------------------------------------------------------------
+
+
+def test_every_real_record_names_its_source_licence_and_pinned_provenance(records: list) -> None:  # type: ignore[type-arg]
+    assert len(records) >= 600
+    for r in records:
+        source = build_realset.SOURCES[r.source]
+        assert r.license == source.license == "MIT"
+        assert r.extra["provenance"].startswith(f"{source.repo}@{source.commit[:12]}:")
+
+
+def test_a_source_is_wholly_in_one_split(records: list) -> None:  # type: ignore[type-arg]
+    splits: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        splits[r.source].add(r.split)
+    assert all(len(s) == 1 for s in splits.values()), dict(splits)
+
+
+def test_at_least_three_sources_of_real_runs_label_goal_reached(records: list) -> None:  # type: ignore[type-arg]
+    sources = {r.source for r in records if r.condition == "goal_reached"}
+    assert len(sources) >= 3
+    # Every run state is a finished one: the guardian asks goal_reached with a final answer on the table.
+    assert all(r.projection.final for r in records if r.condition == "goal_reached")
+
+
+def test_run_states_are_bounded_as_the_default_guardian_bounds_them(records: list) -> None:  # type: ignore[type-arg]
+    g = Guardian(evaluator=RuleEvaluator())
+    for r in records:
+        p = r.projection
+        assert len(p.steps) <= g.history_steps
+        assert all(len(c.result) <= g.result_chars + 40 for s in p.steps for c in s.calls)
+        assert len(p.text) <= g.max_chars
+
+
+# --- the conversions ---------------------------------------------------------------------------------------------
+
+REACT_LOG = """
+BEGIN TRIAL 1
+------------- BEGIN CORRECT AGENTS -------------
+
+Question: Which band did Scott Stapp front?
+Thought 1: I need to search Scott Stapp.
+Action 1: Search[Scott Stapp]
+Observation 1: Scott Stapp is the lead vocalist of Creed.
+Thought 2: He fronted Creed.
+Action 2: Finish[Creed]
+Observation 2: Answer is CORRECT
+Correct answer: Creed
+------------- BEGIN INCORRECT AGENTS -----------
+------------- BEGIN HALTED AGENTS --------------
+
+Question: What creature gained notoriety in 1964?
+Thought 1: Search it.
+Action 1: Search[American folklore 1964]
+Observation 1: Could not find [American folklore 1964]. Similar: ['Folklore'].
+Thought 2: Again.
+Action 2: Search[American folklore 1964 creature]
+Observation 2: Could not find [American folklore 1964 creature]. Similar: [].
+BEGIN TRIAL 2
+"""
+
+
+def test_a_react_episode_keeps_its_calls_and_results_and_drops_the_grader_lines() -> None:
+    episodes = list(build_realset._react_episodes(REACT_LOG))
+    assert [(o, q) for o, q, _ in episodes] == [
+        ("correct", "Which band did Scott Stapp front?"),
+        ("halted", "What creature gained notoriety in 1964?"),
+    ]
+    steps = episodes[0][2]
+    assert steps[1] == ("He fronted Creed.", "Finish[Creed]", "Answer is CORRECT")
+    assert all("Correct answer" not in part for step in steps for part in step)
+
+
+def test_the_grader_verdict_never_reaches_the_state_the_evaluator_reads() -> None:
+    class FakeRepo:
+        def read(self, path: str) -> str:
+            return REACT_LOG
+
+    source = build_realset.SOURCES["hotpotqa/react"]
+    made = list(build_realset.react_records(source, FakeRepo()))  # type: ignore[arg-type]
+    kinds = [(r.condition, r.label, r.kind) for r in made]
+    assert kinds == [
+        ("goal_reached", True, "finished_run"),
+        ("stagnation", False, "proxy_before_answer"),
+        ("stagnation", True, "proxy_halted_at_cap"),
+    ]
+    finished = made[0].projection
+    assert finished.final == "He fronted Creed.\nAnswer: Creed"
+    assert "CORRECT" not in finished.text
+    assert [c.tool for s in finished.steps for c in s.calls] == ["search"]
+
+
+def test_a_swe_run_ends_on_its_submission_with_failed_commands_marked() -> None:
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "<pr_description>\nFix the separability matrix.\n</pr_description> more"},
+        {"role": "assistant", "content": "THOUGHT: Run the tests.\n\n```bash\npytest -q\n```"},
+        {"role": "user", "content": "<returncode>1</returncode>\n<output>1 failed</output>"},
+        {"role": "assistant", "content": "THOUGHT: Ready.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+        {"role": "user", "content": "diff --git a/x.py b/x.py"},
+    ]
+    goal, turns, final = build_realset._swe_turns(messages)
+    assert goal == "Fix the separability matrix."
+    assert turns[0] == ("Run the tests.", "bash", {"command": "pytest -q"}, "1 failed", True)
+    assert turns[1][1:4] == (
+        "bash",
+        {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
+        "diff --git a/x.py b/x.py",
+    )
+    assert final == "Ready."
+
+
+@pytest.mark.parametrize(
+    ("read_only", "destructive", "label"),
+    [
+        (True, None, "read_only"),
+        (False, True, "irreversible"),
+        (False, False, "reversible"),
+        (False, None, "reversible"),
+    ],
+)
+def test_mcp_annotations_map_onto_the_risk_classes(read_only: bool, destructive: bool | None, label: str) -> None:
+    assert build_realset._risk_label(read_only, destructive) == label
+
+
+# --- what the rules answer where they cannot tell ------------------------------------------------------------------
+
+
+def state(criteria: tuple[str, ...], final: str | None, *steps: tuple[str, str, str]) -> object:
+    rows = [Message.user("Which band did Scott Stapp front?")]
+    for n, (name, query, result) in enumerate(steps):
+        call = ToolCall(name, {"query": query}, id=f"c{n}")
+        rows += [Message(Role.ASSISTANT, f"Step {n}", (call,)), encode_tool_result(result, tool_call_id=call.id)]
+    return project(rows, goal="Which band did Scott Stapp front?", criteria=criteria, final=final)
+
+
+def test_without_criteria_goal_reached_answers_the_base_rate_of_real_runs_and_says_it_cannot_tell() -> None:
+    rules = RuleEvaluator()
+    open_map = rules.coefficients.goal_reached_open
+    assert open_map is not None and open_map.weights == {}
+    backed = state((), "Scott Stapp fronted Creed.", ("search", "Scott Stapp", "Scott Stapp fronted Creed."))
+    vague = state((), "Done.", ("search", "Scott Stapp", "Could not find [Scott Stapp]."))
+    answers = [rules.answer(p, C["goal_reached"]) for p in (backed, vague)]  # type: ignore[arg-type]
+    assert answers[0].p(("yes",)) == answers[1].p(("yes",)) == pytest.approx(open_map.p({}))
+    assert 0.3 < open_map.p({}) < 0.5  # the recorded runs' base rate, well below the stop threshold
+    assert all(a.defer and a.note.startswith("no acceptance criteria: the rules cannot tell") for a in answers)
+
+
+def judge(goal_reached: float) -> ScriptedEvaluator:
+    """A judge that answers the turn's questions: quiet on all but goal_reached."""
+    quiet = {
+        "integrity": 0.0,
+        "infeasible": 0.0,
+        "stagnation": 0.0,
+        "drift": {"4": 1.0, "3": 0, "2": 0, "1": 0, "0": 0},
+    }
+    return ScriptedEvaluator([{**quiet, "goal_reached": goal_reached}] * 4)
+
+
+def answering(final: str) -> ScriptedModel:
+    return ScriptedModel([Reply(tool_calls=[ToolCall("web_search", {"query": "Scott Stapp band"}, id="s1")]), final])
+
+
+@tool
+def web_search(query: str) -> str:
+    """Search the web."""
+    return "Scott Stapp is the lead vocalist of Creed, a rock band from Tallahassee."
+
+
+async def test_where_the_rules_cannot_tell_a_configured_judge_answers_goal_reached_at_the_finish() -> None:
+    stops = judge(0.95)
+    agent = Agent("qa", "", answering("Creed."), tools=[web_search], guardian=Guardian(judge=stops))
+    runner = Runner()
+    result = await runner.run(agent, "Which band did Scott Stapp front?", session_id="s")
+    assert result.status == "completed"
+    finish = [d for d in result.decisions if d.kind == "turn"][-1]
+    assert finish.resolved_by == "judge" and finish.outcome is Outcome.STOP_SUCCESS
+    assert stops.calls == 1  # asked at the finish only: before it there is no final answer to judge
+    snapshot = await runner.store.load_session("s")
+    assert snapshot is not None
+    labels = [r for e in snapshot.entries for r in e.records if r.get("type") == "guardian_label"]
+    assert [(x["condition"], x["label"], x["source"]) for x in labels] == [("goal_reached", True, "judge")]
+
+
+async def test_without_a_judge_the_base_rate_neither_stops_nor_escalates_the_finish() -> None:
+    agent = Agent("qa", "", answering("Creed."), tools=[web_search], guardian=Guardian())
+    result = await Runner().run(agent, "Which band did Scott Stapp front?")
+    assert result.status == "completed" and result.pending == ()
+    finish = [d for d in result.decisions if d.kind == "turn"][-1]
+    assert finish.outcome is Outcome.CONTINUE and finish.resolved_by is None
+    assert finish.answers["goal_reached"].defer
+
+
+async def test_the_stop_guard_lets_a_finish_stand_when_the_rules_cannot_tell_and_no_judge_is_there() -> None:
+    model = ScriptedModel(["Creed.", "Creed, really."])
+    agent = Agent("qa", "", model, stop_guard=Guardian().as_stop_guard())
+    result = await Runner().run(agent, "Which band did Scott Stapp front?")
+    assert result.output == "Creed."
+    assert not [m for m in result.messages if m.metadata.get("source") == "stop_guard"]
+
+
+async def test_the_stop_guard_asks_the_judge_when_the_rules_cannot_tell() -> None:
+    model = ScriptedModel(["Creed.", "Creed (Scott Stapp's band, from Tallahassee)."])
+    agent = Agent("qa", "", model, stop_guard=Guardian(judge=judge(0.05)).as_stop_guard(max_continues=1))
+    result = await Runner().run(agent, "Which band did Scott Stapp front?")
+    feedback = [m.content for m in result.messages if m.metadata.get("source") == "stop_guard"]
+    assert len(feedback) == 1 and "Which band did Scott Stapp front?" in feedback[0]
+
+
+def test_a_deferred_answer_survives_the_decision_log_and_a_recalibration() -> None:
+    deferred = Answer({"yes": 0.4, "no": 0.6}, note="base rate", defer=True)
+    assert Answer.from_data(deferred.to_data()) == deferred
+    assert recalibrated(deferred, ("yes",), 0.3).defer
+    plain = Answer({"yes": 0.4, "no": 0.6})
+    assert "defer" not in plain.to_data() and Answer.from_data(plain.to_data()) == plain
+
+
+def test_with_criteria_goal_reached_still_reads_the_evidence() -> None:
+    rules = RuleEvaluator()
+    criteria = ("the band Scott Stapp fronted",)
+    backed = state(criteria, "Scott Stapp fronted Creed.", ("search", "Scott Stapp", "Scott Stapp fronted Creed."))
+    claim = state(criteria, "Scott Stapp fronted Creed.")
+    p_backed, p_claim = (rules.answer(p, C["goal_reached"]).p(("yes",)) for p in (backed, claim))  # type: ignore[arg-type]
+    assert p_backed > p_claim
+    assert not rules.answer(backed, C["goal_reached"]).defer  # type: ignore[arg-type]
+
+
+def test_searches_that_found_nothing_add_no_information() -> None:
+    rules = RuleEvaluator()
+    stuck = state(
+        (),
+        None,
+        ("search", "Scott Stapp", "Scott Stapp is a singer."),
+        ("search", "Stapp band 1995", "Could not find [Stapp band 1995]. Similar: ['Creed']."),
+        ("search", "Stapp band Florida", "No results found for Stapp band Florida."),
+    )
+    moving = state(
+        (),
+        None,
+        ("search", "Scott Stapp", "Scott Stapp is a singer."),
+        ("search", "Stapp band", "Scott Stapp fronted Creed from 1994."),
+        ("lookup", "Creed", "Creed is a rock band from Tallahassee."),
+    )
+    p_stuck, p_moving = (rules.answer(p, C["stagnation"]).p(("yes",)) for p in (stuck, moving))  # type: ignore[arg-type]
+    assert p_stuck > C["stagnation"].threshold > p_moving
+
+
+def test_a_write_that_returns_nothing_is_not_an_empty_handed_search() -> None:
+    rules = RuleEvaluator()
+    writes = state(
+        (),
+        None,
+        ("search", "Scott Stapp", "Scott Stapp is a singer."),
+        ("write_file", "notes.md", ""),
+        ("write_file", "summary.md", ""),
+    )
+    assert rules.answer(writes, C["stagnation"]).p(("yes",)) < C["stagnation"].threshold  # type: ignore[arg-type]
+
+
+# --- the gate ----------------------------------------------------------------------------------------------------
+
+
+def test_the_real_set_gate_names_a_source_that_got_worse_or_went_unmeasured() -> None:
+    baseline = {
+        "goal_reached a": {"ece": 0.05, "auroc": 0.80},
+        "goal_reached b": {"ece": 0.05, "auroc": None},
+        "stagnation c": {"ece": 0.02, "auroc": 0.99},
+    }
+    now = {
+        "goal_reached a": {"ece": 0.055, "auroc": 0.75},
+        "goal_reached b": {"ece": 0.07, "auroc": None},
+    }
+    assert evaluate_real.regressions(now, baseline, 0.01) == [
+        "goal_reached a: AUROC 0.800 -> 0.750",
+        "goal_reached b: ECE 0.050 -> 0.070",
+        "stagnation c: not measured any more",
+    ]
+    assert evaluate_real.regressions(baseline, baseline, 0.01) == []
+
+
+def test_the_shipped_baseline_covers_every_condition_and_source_of_the_real_set(records: list) -> None:  # type: ignore[type-arg]
+    baseline = json.loads((ROOT / "evals" / "baseline_real.json").read_text(encoding="utf-8"))
+    assert set(baseline) == {f"{r.condition} {r.source}" for r in records}
