@@ -14,7 +14,7 @@ import pytest
 from stopwise import Agent, Reply, Runner, ScriptedModel, tool
 from stopwise.evals.calibration import recalibrated
 from stopwise.evals.traces import read_traces
-from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Outcome
+from stopwise.guardian import DEFAULT_CONDITIONS, Answer, GuardianOutcome
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
@@ -212,7 +212,7 @@ async def test_where_the_rules_cannot_tell_a_configured_judge_answers_goal_reach
     result = await runner.run(agent, "Which band did Scott Stapp front?", session_id="s")
     assert result.status == "completed"
     finish = [d for d in result.decisions if d.kind == "turn"][-1]
-    assert finish.resolved_by == "judge" and finish.outcome is Outcome.STOP_SUCCESS
+    assert finish.resolved_by == "judge" and finish.outcome is GuardianOutcome.STOP_SUCCESS
     assert stops.calls == 1  # asked at the finish only: before it there is no final answer to judge
     snapshot = await runner.store.load_session("s")
     assert snapshot is not None
@@ -225,7 +225,7 @@ async def test_without_a_judge_the_base_rate_neither_stops_nor_escalates_the_fin
     result = await Runner().run(agent, "Which band did Scott Stapp front?")
     assert result.status == "completed" and result.pending == ()
     finish = [d for d in result.decisions if d.kind == "turn"][-1]
-    assert finish.outcome is Outcome.CONTINUE and finish.resolved_by is None
+    assert finish.outcome is GuardianOutcome.CONTINUE and finish.resolved_by is None
     assert finish.answers["goal_reached"].defer
 
 
