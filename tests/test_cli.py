@@ -362,6 +362,7 @@ def readme_python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
+@pytest.mark.slow
 def test_every_readme_code_sample_runs(tmp_path: Path) -> None:
     """Each ```python block of the README, pasted into a script of its own, runs (all at once, in parallel)."""
     blocks = readme_python_blocks()
