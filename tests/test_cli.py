@@ -204,6 +204,7 @@ def test_demo_without_db_uses_a_new_temporary_file(tmp_path: Path) -> None:
     assert path.is_file() and path.is_relative_to(tmp_path)
 
 
+@pytest.mark.slow
 def test_demo_reuses_an_existing_database(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
     first, second = stopwise_cmd("demo", "--db", str(db)), stopwise_cmd("demo", "--db", str(db))

@@ -319,6 +319,7 @@ def _sigmoid(z: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return np.asarray(1 / (1 + np.exp(-z)))
 
 
+@pytest.mark.slow
 def test_platt_recovers_a_known_miscalibration_and_isotonic_matches_scikit_learn() -> None:
     from sklearn.isotonic import IsotonicRegression
 

@@ -223,6 +223,7 @@ def test_non_string_result_is_stored_as_json_without_text_marker(value: object, 
     assert decode_tool_result(row) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(
     st.recursive(
