@@ -14,6 +14,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -158,7 +159,8 @@ def cluster(*, durable: bool = False) -> Iterator[Server | None]:
         yield server
     finally:
         if process is not None:
-            process.send_signal(2)  # SIGINT: fast shutdown
+            # Immediate shutdown (no checkpoint): the cluster is deleted next, so there is nothing to keep.
+            process.send_signal(signal.SIGQUIT)
             try:
                 process.wait(20)
             except subprocess.TimeoutExpired:

@@ -204,6 +204,7 @@ def test_demo_without_db_uses_a_new_temporary_file(tmp_path: Path) -> None:
     assert path.is_file() and path.is_relative_to(tmp_path)
 
 
+@pytest.mark.slow
 def test_demo_reuses_an_existing_database(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
     first, second = stopwise_cmd("demo", "--db", str(db)), stopwise_cmd("demo", "--db", str(db))
@@ -362,6 +363,7 @@ def readme_python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
+@pytest.mark.slow
 def test_every_readme_code_sample_runs(tmp_path: Path) -> None:
     """Each ```python block of the README, pasted into a script of its own, runs (all at once, in parallel)."""
     blocks = readme_python_blocks()

@@ -159,6 +159,7 @@ def server() -> Iterator[object]:
     yield from serve()
 
 
+@pytest.mark.slow
 def test_model_option_runs_the_agent_on_an_openai_compatible_server(
     agent_file: Path, tmp_path: Path, server: object
 ) -> None:

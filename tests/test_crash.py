@@ -154,6 +154,7 @@ async def _recover(db: Path, agent: Agent = AGENT) -> tuple[SessionSnapshot | No
         await store.close()
 
 
+@pytest.mark.slow
 def test_sigkill_at_every_point_then_retry_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     reference = asyncio.run(_reference(tmp_path))
     assert reference.status == "completed" and reference.steps == 9
@@ -180,6 +181,7 @@ def test_sigkill_at_every_point_then_retry_matches_an_uninterrupted_run(tmp_path
     assert retried >= 50, f"only {retried} kill points left a run to retry"
 
 
+@pytest.mark.slow
 def test_sigkill_around_stop_guard_commits_then_retry_lands_guard_rows_once(tmp_path: Path) -> None:
     """The guard's rows and writes ride the reply's commit: a kill before it re-runs the step and the guard,
     a kill after it never repeats them, and the exhausted budget survives the crash."""

@@ -37,6 +37,7 @@ def fleet(pg_server: Server, tmp_path: Path) -> Iterator[Fleet]:
     f.stop()
 
 
+@pytest.mark.slow
 def test_two_workers_50_runs_one_killed_mid_run_every_run_completes_exactly_once(fleet: Fleet) -> None:
     from dbos import DBOSClient
 

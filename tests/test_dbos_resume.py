@@ -87,6 +87,7 @@ def test_decisions_round_trip_as_json_data() -> None:
         decisions_from_data({"a": {"decision": "maybe"}})
 
 
+@pytest.mark.slow
 async def test_sqlite_run_suspended_in_one_runtime_is_resumed_from_a_fresh_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,6 +154,7 @@ async def test_sqlite_run_suspended_in_one_runtime_is_resumed_from_a_fresh_one(
         ]
 
 
+@pytest.mark.slow
 async def test_sqlite_a_resume_refused_inside_its_workflow_raises_from_result(tmp_path: Path) -> None:
     """Submitted with ``request_for_resume`` (as a ``DBOSClient`` would), nothing is checked before the workflow:
     its settle refuses, and ``result`` raises the refusal. A settle made with other decisions (another resume of
@@ -209,6 +211,7 @@ def _load(dsn: str, session_id: str) -> Any:
     return asyncio.run(load())
 
 
+@pytest.mark.slow
 def test_postgres_run_suspended_in_one_worker_is_resumed_from_another_process(fleet: Fleet) -> None:
     from dbos import DBOSClient
 
@@ -234,6 +237,7 @@ def test_postgres_run_suspended_in_one_worker_is_resumed_from_another_process(fl
     assert dict(snapshot.state) == {"paid": 50}
 
 
+@pytest.mark.slow
 def test_postgres_kills_after_the_start_inside_the_approved_tool_and_after_the_settle_pay_once(fleet: Fleet) -> None:
     """A run's start commits and its worker dies before DBOS records it; recovered, the run is not started twice
     and suspends. Its resume dies inside the approved tool (before the settle commits): recovered, the tool runs

@@ -118,6 +118,7 @@ def test_ece_mce_and_brier_match_hand_computed_values() -> None:
     assert ece([], []) is None and brier([], []) is None and mce([], []) is None
 
 
+@pytest.mark.slow
 def test_auroc_counts_ties_as_half_and_agrees_with_scikit_learn() -> None:
     # positives .15, .95, 1.0 against negatives .05, .15: 1 + 0.5 + 2 + 2 wins of 6 pairs
     assert auroc(P, Y) == pytest.approx(5.5 / 6)
@@ -192,6 +193,7 @@ def test_records_round_trip_through_a_jsonl_file(tmp_path: Path) -> None:
     assert back.records[4].extra == {"group": "g1", "n": 3}
 
 
+@pytest.mark.slow
 def test_the_dev_set_reads_and_rebuilds_its_projections() -> None:
     traces = read_traces(DEVSET)
     assert traces.problems == () and len(traces.records) > 1000
@@ -317,6 +319,7 @@ def _sigmoid(z: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return np.asarray(1 / (1 + np.exp(-z)))
 
 
+@pytest.mark.slow
 def test_platt_recovers_a_known_miscalibration_and_isotonic_matches_scikit_learn() -> None:
     from sklearn.isotonic import IsotonicRegression
 
@@ -517,6 +520,7 @@ async def test_a_question_set_of_ones_own_is_measured_the_same_way() -> None:
     assert report.conditions["pii"].t_star == pytest.approx(0.2)
 
 
+@pytest.mark.slow
 def test_the_rule_evaluators_coefficients_refit_into_a_file_it_loads(tmp_path: Path) -> None:
     from stopwise.evals.rulefit import fit_rule_coefficients
     from stopwise.guardian.evaluators.rule import RuleEvaluator

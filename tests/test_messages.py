@@ -188,6 +188,7 @@ def test_string_that_looks_like_json_decodes_back_to_the_same_string(text: str) 
 
 
 @settings(max_examples=60)
+@pytest.mark.slow
 @given(st.text())
 def test_any_string_result_round_trips_exactly(text: str) -> None:
     row = encode_tool_result(text, tool_call_id="c")
@@ -222,6 +223,7 @@ def test_non_string_result_is_stored_as_json_without_text_marker(value: object, 
     assert decode_tool_result(row) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(
     st.recursive(

@@ -64,6 +64,7 @@ def silent_server() -> Iterator[int]:
         yield s.getsockname()[1]
 
 
+@pytest.mark.slow
 async def test_a_server_that_never_answers_fails_within_connect_timeout(silent_server: int) -> None:
     store = PostgresStore(f"host=127.0.0.1 port={silent_server} dbname=x user=x", connect_timeout=2)
     started = time.monotonic()
@@ -186,6 +187,7 @@ def _counting(request: ModelRequest) -> Reply:
     return Reply(tool_calls=[ToolCall("bump", {"n": steps}, id=f"c{steps}")])
 
 
+@pytest.mark.slow
 async def test_200_concurrent_runs_on_one_store_keep_every_log_whole(pg_server: Server) -> None:
     agent = Agent("counter", "Count.", FunctionModel(_counting), tools=[bump], max_steps=10)
     async with PostgresStore(pg_server.new_database(), max_size=10) as store:

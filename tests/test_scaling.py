@@ -41,20 +41,24 @@ def _has(out: str, lines: Sequence[str]) -> None:
         assert line in out, out
 
 
+@pytest.mark.slow
 def test_sqlite_example(tmp_path: Path) -> None:
     _has(_example("scale_sqlite.py", cwd=tmp_path), ["20 of 20 runs completed, 80 steps"])
 
 
+@pytest.mark.slow
 def test_postgres_example(pg_server: Server, tmp_path: Path) -> None:
     out = _example("scale_postgres.py", pg_server.new_database(), cwd=tmp_path)
     _has(out, ["20 of 20 runs completed, 80 steps", "completed, final_answer, 4 steps"])
 
 
+@pytest.mark.slow
 def test_dbos_example_on_sqlite(tmp_path: Path) -> None:
     pytest.importorskip("dbos")
     _has(_example("scale_dbos.py", cwd=tmp_path), DBOS_LINES)
 
 
+@pytest.mark.slow
 def test_dbos_example_on_postgres(pg_server: Server, tmp_path: Path) -> None:
     pytest.importorskip("dbos")
     _has(_example("scale_dbos.py", pg_server.new_database(), cwd=tmp_path), DBOS_LINES)

@@ -34,7 +34,6 @@ __all__ = [
     "GuardrailContext",
     "Guardrails",
     "InputContext",
-    "Link",
     "OutputContext",
     "ToolCallContext",
     "ToolResultContext",
@@ -132,7 +131,7 @@ def _is_async(fn: GuardrailFn) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Link:
+class _Link:
     """One guardrail of a hook's chain, as the chain runs it."""
 
     fn: GuardrailFn
@@ -143,7 +142,7 @@ class Link:
     """Seconds the call may take (its own, or the ``Guardrails`` one); None for no limit."""
 
 
-def _chain(hook: Hook, value: Any, timeout: float | None) -> tuple[Link, ...]:
+def _chain(hook: Hook, value: Any, timeout: float | None) -> tuple[_Link, ...]:
     if value is None:
         return ()
     items = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
@@ -152,7 +151,7 @@ def _chain(hook: Hook, value: Any, timeout: float | None) -> tuple[Link, ...]:
         if not callable(fn):
             raise ConfigError(f"guardrails.on_{hook.value}", f"item {i} is not callable: {fn!r}")
         own = fn.timeout if isinstance(fn, _Named) else None
-        chain.append(Link(fn, _name_of(fn, hook, i), _is_async(fn), own if own is not None else timeout))
+        chain.append(_Link(fn, _name_of(fn, hook, i), _is_async(fn), own if own is not None else timeout))
     return tuple(chain)
 
 
@@ -167,7 +166,7 @@ class Guardrails:
     timeout: float | None = 30.0
     """Seconds each guardrail call may take (``named(..., timeout=)`` sets one guardrail's own); past it the run
     fails with ``GuardrailTimeout`` (code ``guardrail_timeout``). None: no limit."""
-    chains: Mapping[Hook, tuple[Link, ...]] = field(init=False, repr=False)
+    chains: Mapping[Hook, tuple[_Link, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_timeout("guardrails.timeout", self.timeout)
@@ -227,7 +226,7 @@ async def run_chain(
     return ChainResult(value, None, None, tuple(records))
 
 
-async def _call(link: Link, hook: Hook, ctx: Any) -> Any:
+async def _call(link: _Link, hook: Hook, ctx: Any) -> Any:
     """The guardrail's verdict: a sync one from a worker thread, all under the link's time limit. A sync
     guardrail that times out keeps its thread until it returns (a thread cannot be stopped); its verdict is
     dropped."""
