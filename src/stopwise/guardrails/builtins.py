@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from stopwise.errors import ConfigError
+from stopwise.guardrails._secrets import redact_text
 from stopwise.guardrails.hooks import InputContext, OutputContext, ToolResultContext, named
 from stopwise.guardrails.verdicts import Block, Rewrite
 from stopwise.messages import Message, Role
@@ -149,30 +150,9 @@ def max_tool_result_length(
     return named("max_tool_result_length", guard)
 
 
-_SECRETS = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL),
-    re.compile(r"\b(?:sk|rk|pk)-(?:live-|test-|proj-|ant-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{16,}=*"),
-)
-REDACTED = "[redacted]"
-
-
-def _redact(text: str) -> str:
-    for pattern in _SECRETS:
-        if pattern.groups:
-            text = pattern.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
-
-
 def _redact_value(value: Any) -> Any:
     if isinstance(value, str):
-        return _redact(value)
+        return redact_text(value)
     if isinstance(value, dict):
         return {k: _redact_value(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -181,12 +161,15 @@ def _redact_value(value: Any) -> Any:
 
 
 def redact_secrets() -> Callable[[ToolResultContext], Rewrite | None]:
-    """Redact API keys, bearer tokens and private keys from tool results before the model or the log sees
-    them (strings inside JSON results too). The raw result stays only in the tool receipt."""
+    """Replace every secret in a tool result with ``[redacted]`` before the model or the log sees it (strings
+    inside JSON results too): API keys and tokens of the common vendors, private keys, JWTs, bearer and basic
+    credentials, passwords in URLs and connection strings, and values assigned to secret-named keys
+    (``stopwise.guardrails._secrets.SECRET_RULES``). The rewrite is a redaction: the tool receipt keeps the
+    redacted copy, not the raw result (see ``Guardrails.receipt_hmac_key``)."""
 
     def guard(ctx: ToolResultContext) -> Rewrite | None:
         redacted = _redact_value(ctx.result)
-        return None if redacted == ctx.result else Rewrite(result=redacted)
+        return None if redacted == ctx.result else Rewrite(result=redacted, redacted=True)
 
     return named("redact_secrets", guard)
 
