@@ -113,7 +113,7 @@ def injection_section() -> None:
         print("injection: evals/data/devset.jsonl is not there (python evals/build_devset.py builds it)")
         return
     guard = block_injected_results()
-    call = ToolCall("c", "tool", {})
+    call = ToolCall("tool", {}, "c")
     counts: Counter[tuple[str, bool, bool]] = Counter()
     with DEVSET.open(encoding="utf-8") as f:
         for line in f:

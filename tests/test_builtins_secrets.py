@@ -51,7 +51,7 @@ def test_each_format_is_redacted(sample: object) -> None:
 
 
 def _ctx(result: object) -> ToolResultContext:
-    return ToolResultContext((), 1, "s", "r", None, ToolCall("c1", "read", {}), result, False)
+    return ToolResultContext((), 1, "s", "r", None, ToolCall("read", {}, "c1"), result, False)
 
 
 def test_redact_secrets_reaches_strings_nested_in_json_results() -> None:
