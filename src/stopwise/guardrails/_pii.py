@@ -200,6 +200,11 @@ def require_phonenumbers(where: str) -> Any:
 def _phones(text: str, region: str, phonenumbers: Any) -> Iterator[PiiMatch]:
     matcher = phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.STRICT_GROUPING)
     for m in matcher:
+        # Digits glued to an identifier (``issuecomment-2106349096``, ``build_4155552671``) are part of it.
+        before = text[m.start - 1] if m.start > 0 else " "
+        after = text[m.end] if m.end < len(text) else " "
+        if before.isalnum() or before in "-_/#." or after.isalnum() or after in "_/":
+            continue
         yield PiiMatch(PiiKind.PHONE, m.start, m.end)
 
 
