@@ -10,22 +10,12 @@ from collections import Counter, defaultdict
 from ordinary_text import ordinary_lines
 from pii_samples import PiiSample, lookalikes, pii_samples
 
-from stopwise.guardrails._pii import PiiKind, find_pii, require_phonenumbers
+from stopwise.guardrails._pii import PiiKind, _luhn, find_pii, require_phonenumbers
 
 __all__ = ["pii_section"]
 
 _OLD_SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")
 _OLD_CARD = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
-
-
-def _old_luhn(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
 
 
 def _old_flags(text: str) -> bool:
@@ -34,7 +24,7 @@ def _old_flags(text: str) -> bool:
         return True
     for m in _OLD_CARD.finditer(text):
         digits = re.sub(r"[ -]", "", m.group())
-        if 13 <= len(digits) <= 19 and _old_luhn(digits):
+        if 13 <= len(digits) <= 19 and _luhn(digits):
             return True
     return False
 

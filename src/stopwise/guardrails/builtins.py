@@ -159,13 +159,14 @@ def max_tool_result_length(
     return named("max_tool_result_length", guard)
 
 
-def _redact_value(value: Any) -> Any:
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` with ``fn`` applied to every string in it, inside JSON objects and arrays too."""
     if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {k: _redact_value(v) for k, v in value.items()}
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redact_value(v) for v in value]
+        return [_map_strings(v, fn) for v in value]
     return value
 
 
@@ -177,7 +178,7 @@ def redact_secrets() -> Callable[[ToolResultContext], Rewrite | None]:
     redacted copy, not the raw result (see ``Guardrails.receipt_hmac_key``)."""
 
     def guard(ctx: ToolResultContext) -> Rewrite | None:
-        redacted = _redact_value(ctx.result)
+        redacted = _map_strings(ctx.result, redact_text)
         return None if redacted == ctx.result else Rewrite(result=redacted, redacted=True)
 
     return named("redact_secrets", guard)
@@ -208,15 +209,6 @@ class _PiiScan:
             out += [text[at : m.start], f"[redacted {m.kind.value}]"]
             at = m.end
         return "".join(out) + text[at:] if out else text
-
-    def redact_value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, Mapping):
-            return {k: self.redact_value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.redact_value(v) for v in value]
-        return value
 
     def first(self, value: Any) -> PiiKind | None:
         """The kind of the first personal data in ``value`` (strings inside JSON too), or None."""
@@ -299,10 +291,10 @@ def redact_pii(
 
     def guard(ctx: GuardrailContext) -> Rewrite | None:
         if isinstance(ctx, ToolResultContext):
-            result = scan.redact_value(ctx.result)
+            result = _map_strings(ctx.result, scan.redact)
             return None if result == ctx.result else Rewrite(result=result, redacted=True)
         if isinstance(ctx, ToolCallContext):
-            args = scan.redact_value(ctx.tool_call.args)
+            args = _map_strings(ctx.tool_call.args, scan.redact)
             return None if args == ctx.tool_call.args else Rewrite(args=args)
         if isinstance(ctx, OutputContext):
             text = scan.redact(ctx.text)
