@@ -93,7 +93,7 @@ def test_the_limit_cuts_the_text_before_it_is_normalised() -> None:
 
 
 def _ctx(result: str) -> ToolResultContext:
-    call = ToolCall("call_1", "read_page", {})
+    call = ToolCall("read_page", {}, "call_1")
     return ToolResultContext((), 1, "s", "r", None, call, result, False)
 
 

@@ -270,7 +270,9 @@ async def test_a_rewrite_changes_what_runs_while_the_log_keeps_the_models_argume
 # --- tool result ---------------------------------------------------------------------------------------------
 
 
-async def test_a_result_rewrite_is_authoritative_and_the_receipt_keeps_the_raw(store: Store) -> None:
+async def test_a_result_rewrite_is_authoritative_and_a_redaction_receipt_keeps_the_redacted_copy(
+    store: Store,
+) -> None:
     model = ScriptedModel([calls(("read_file", {"path": "/env"})), "It sets an API key."])
     result = await Runner(store).run(agent(model, Guardrails(on_tool_result=redact_secrets())), "q", session_id="s")
     row = result.messages[2]
@@ -279,7 +281,8 @@ async def test_a_result_rewrite_is_authoritative_and_the_receipt_keeps_the_raw(s
     snapshot = await store.load_session("s")
     assert snapshot is not None and "sk-live" not in json.dumps([m.content for m in snapshot.messages()])
     receipt = next(r for e in snapshot.entries for r in e.records if r.get("type") == "tool_receipt")
-    assert receipt["raw"] == "OPENAI_API_KEY=sk-live1234567890abcdefXYZ"
+    assert "raw" not in receipt and receipt["redacted"] == "OPENAI_API_KEY=[redacted]"
+    assert "sk-live" not in json.dumps([e.records for e in snapshot.entries])
 
 
 async def test_results_are_guarded_in_call_order_after_the_whole_batch_settled() -> None:

@@ -19,6 +19,7 @@ from typing import TextIO
 
 from stopwise import __version__
 from stopwise._load import LoadError, load_agent, with_model
+from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError
@@ -207,13 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except (_UsageError, StoreError, OSError) as exc:
-        print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
+        print(f"stopwise {args.command}: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
-        print(f"stopwise {args.command}: error: {exc}", file=sys.stderr)
+        print(f"stopwise {args.command}: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except sqlite3.Error as exc:  # e.g. a file that is not a SQLite database
-        print(f"stopwise {args.command}: error: {args.db}: {exc}", file=sys.stderr)
+        print(f"stopwise {args.command}: error: {terminal_safe(f'{args.db}: {exc}')}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"stopwise {args.command}: interrupted", file=sys.stderr)
@@ -241,13 +242,13 @@ def _render_demo(report: DemoReport, *, fresh: bool, out: TextIO, err: TextIO) -
         print(f"FAILED: {len(failed)} of {len(report.outcomes)} scenarios did not end as expected:", file=err)
         for o in failed:
             for problem in o.problems:
-                print(f"  {o.scenario}: {problem}", file=err)
+                print(f"  {o.scenario}: {terminal_safe(problem)}", file=err)
         return
     print(f"OK: all {len(report.outcomes)} scenarios ended as expected.", file=out)
     sessions = list(dict.fromkeys(o.session_id for o in report.outcomes))
-    print(f"Sessions: {', '.join(sessions)}", file=out)
+    print(f"Sessions: {terminal_safe(', '.join(sessions))}", file=out)
     retried = next((o.session_id for o in report.outcomes if o.scenario == "retry"), sessions[-1])
-    print(f"See a session's runs: stopwise runs --db {report.db_path} --session {retried}", file=out)
+    print(f"See a session's runs: stopwise runs --db {report.db_path} --session {terminal_safe(retried)}", file=out)
 
 
 # --- runs -------------------------------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def _runs(db: str, session_id: str | None, limit: int) -> int:
     records = asyncio.run(_list_runs(path, session_id, limit))
     if not records:
         where = f"session {session_id!r} of {path}" if session_id is not None else str(path)
-        print(f"stopwise runs: no runs in {where}", file=sys.stderr)
+        print(f"stopwise runs: no runs in {terminal_safe(where)}", file=sys.stderr)
         return EXIT_FAILED
     rows = [
         [
@@ -306,10 +307,13 @@ def _run(target: str, prompt: str, model: str | None, db: str) -> int:
     print(f"completion reason: {'' if result.completion_reason is None else result.completion_reason.value}")
     if result.error is not None:
         details = "".join(f" {key}={value}" for key, value in result.error.details.items() if value is not None)
-        print(f"error: {result.error.code}: {' '.join(result.error.message.split())}{details}")
+        message = " ".join(result.error.message.split())
+        print(f"error: {terminal_safe(f'{result.error.code}: {message}{details}')}")
     if result.status is RunStatus.COMPLETED:
-        print(f"output: {result.output if isinstance(result.output, str) else _json(result.output)}")
-    print(f"session: {result.session_id} (stopwise runs --db {path} --session {result.session_id})")
+        output = result.output if isinstance(result.output, str) else _json(result.output)
+        print(f"output: {terminal_safe(output)}")
+    session = terminal_safe(result.session_id)
+    print(f"session: {session} (stopwise runs --db {path} --session {session})")
     return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_FAILED
 
 
@@ -332,7 +336,7 @@ def _decision_line(entry: LogEntry) -> str:
         line += f" ({decision['reason']})"
     if decision.get("detail"):
         line += f": {_shorten(str(decision['detail']), 100)}"
-    return line
+    return terminal_safe(line)
 
 
 def _json(value: object) -> str:
@@ -367,6 +371,8 @@ def _shorten(text: str, width: int = _DETAIL_WIDTH) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Collection[int] = ()) -> None:
+    """Aligned columns; every cell is escaped (``terminal_safe``), so a stored value stays in its row and cell."""
+    rows = [[terminal_safe(cell) for cell in row] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
 
     def line(cells: list[str]) -> str:
@@ -413,7 +419,7 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
     decisions = asyncio.run(_guardian_decisions(path, run_id))
     if not decisions:
         where = f"run {run_id}" if run_id else str(path)
-        print(f"stopwise replay: no guardian decisions in {where}", file=sys.stderr)
+        print(f"stopwise replay: no guardian decisions in {terminal_safe(where)}", file=sys.stderr)
         return EXIT_FAILED
     count, flips = replay_all(decisions, override)
     if override is None:
@@ -439,7 +445,7 @@ def _guardian_stats(db: str, run_id: str | None) -> int:
         print(f"stopwise guardian stats: no guardian decisions in {path}", file=sys.stderr)
         return EXIT_FAILED
     rows, outcomes = stats(decisions)
-    print(f"{len(decisions)} decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+    print(f"{len(decisions)} decisions: " + terminal_safe(", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))))
     print()
     bars = " ▁▂▃▄▅▆▇█"
     table = []

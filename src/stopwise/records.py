@@ -1,8 +1,8 @@
 """The typed records a step commits with its rows: one tagged union, and its one decoder.
 
-Each decider owns the typed form of its records (``GuardrailRecord``, ``StopGuardRecord``, ``GuardianDecision``,
-``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); this module names the union, adds the loop's own
-``ToolReceipt``, and converts at the store's boundary: the store keeps records as JSON data with a ``"type"`` tag
+Each decider owns the typed form of its records (``GuardrailRecord``, ``ToolReceipt``, ``StopGuardRecord``,
+``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); this module names the union and
+converts at the store's boundary: the store keeps records as JSON data with a ``"type"`` tag
 (``LogEntry.records``), and everything above it reads them through ``parse_records``. A record of a type this
 version does not know (a newer writer) is kept as ``UnknownRecord`` and written back unchanged.
 """
@@ -10,11 +10,12 @@ version does not know (a newer writer) is kept as ``UnknownRecord`` and written 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 from stopwise.approvals import ApprovalRecord, ApprovalRequest
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
+from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.stop.guard import StopGuardRecord
 
@@ -26,31 +27,6 @@ __all__ = [
     "parse_records",
     "to_data",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolReceipt:
-    """A tool's result as it came back, kept for audit when the model was shown something else (a guardrail
-    rewrote or blocked it, or the guardian quarantined it)."""
-
-    TYPE: ClassVar[str] = "tool_receipt"
-    tool_call_id: str
-    raw: str
-    """The result's stored content, as the tool returned it."""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    quarantined: bool = False
-    """Withheld by the guardian until a reviewer releases it."""
-
-    def to_data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.TYPE, "tool_call_id": self.tool_call_id, "raw": self.raw}
-        data["metadata"] = dict(self.metadata)
-        if self.quarantined:
-            data["quarantined"] = True
-        return data
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> ToolReceipt:
-        return cls(data["tool_call_id"], data["raw"], data.get("metadata") or {}, bool(data.get("quarantined")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +57,16 @@ LogRecord = (
 
 _TYPES: dict[str, Any] = {
     cls.TYPE: cls
-    for cls in (GuardrailRecord, StopGuardRecord, GuardianDecision, GuardianLabel, ApprovalRequest, ApprovalRecord)
+    for cls in (
+        GuardrailRecord,
+        ToolReceipt,
+        StopGuardRecord,
+        GuardianDecision,
+        GuardianLabel,
+        ApprovalRequest,
+        ApprovalRecord,
+    )
 }
-_TYPES[ToolReceipt.TYPE] = ToolReceipt
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

@@ -12,6 +12,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardrails.hooks import ToolCallContext, ToolResultContext, run_chain
+from stopwise.guardrails.receipts import tool_receipt
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import (
     ORIGIN,
@@ -24,7 +25,7 @@ from stopwise.messages import (
     encode_tool_result,
     error_tool_result,
 )
-from stopwise.records import LogRecord, ToolReceipt
+from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
 from stopwise.tools import parse_args
 
@@ -135,7 +136,7 @@ async def guard_results(
     leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[LogRecord]
 ) -> list[Message]:
     """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
-    produced is judged; a rewrite or block keeps the raw result in a receipt record for audit."""
+    produced is judged; a rewrite or block leaves a receipt record for audit (``guardrails.receipts``)."""
     guardrails = leg.agent.guardrails
     if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
         return rows
@@ -165,7 +166,7 @@ async def guard_results(
             guarded.append(row)
             continue
         records.extend(chain.records)
-        records.append(ToolReceipt(plan.call.id, row.content, dict(row.metadata)))
+        records.append(tool_receipt(guardrails, plan.call.id, row, chain))
         if chain.block is not None:
             message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
             guarded.append(error_tool_result(message, tool_call_id=plan.call.id, origin="stopwise"))

@@ -11,6 +11,7 @@ from stopwise.guardrails.builtins import (
     max_output_length,
     max_tool_result_length,
     prompt_injection_guardrail,
+    redact_pii,
     redact_secrets,
 )
 from stopwise.guardrails.hooks import (
@@ -45,5 +46,6 @@ __all__ = [
     "max_tool_result_length",
     "named",
     "prompt_injection_guardrail",
+    "redact_pii",
     "redact_secrets",
 ]

@@ -6,12 +6,21 @@ Each factory returns a guardrail named after what it does, so records and block 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from stopwise.errors import ConfigError
-from stopwise.guardrails.hooks import InputContext, OutputContext, ToolResultContext, named
+from stopwise.guardrails._pii import PiiKind, PiiMatch, find_pii, require_phonenumbers
+from stopwise.guardrails._secrets import redact_text
+from stopwise.guardrails.hooks import (
+    GuardrailContext,
+    InputContext,
+    OutputContext,
+    ToolCallContext,
+    ToolResultContext,
+    named,
+)
 from stopwise.guardrails.verdicts import Block, Rewrite
 from stopwise.messages import Message, Role
 
@@ -22,6 +31,7 @@ __all__ = [
     "max_output_length",
     "max_tool_result_length",
     "prompt_injection_guardrail",
+    "redact_pii",
     "redact_secrets",
 ]
 
@@ -149,82 +159,147 @@ def max_tool_result_length(
     return named("max_tool_result_length", guard)
 
 
-_SECRETS = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL),
-    re.compile(r"\b(?:sk|rk|pk)-(?:live-|test-|proj-|ant-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{16,}=*"),
-)
-REDACTED = "[redacted]"
-
-
-def _redact(text: str) -> str:
-    for pattern in _SECRETS:
-        if pattern.groups:
-            text = pattern.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
-
-
-def _redact_value(value: Any) -> Any:
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` with ``fn`` applied to every string in it, inside JSON objects and arrays too."""
     if isinstance(value, str):
-        return _redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_value(v) for k, v in value.items()}
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redact_value(v) for v in value]
+        return [_map_strings(v, fn) for v in value]
     return value
 
 
 def redact_secrets() -> Callable[[ToolResultContext], Rewrite | None]:
-    """Redact API keys, bearer tokens and private keys from tool results before the model or the log sees
-    them (strings inside JSON results too). The raw result stays only in the tool receipt."""
+    """Replace every secret in a tool result with ``[redacted]`` before the model or the log sees it (strings
+    inside JSON results too): API keys and tokens of the common vendors, private keys, JWTs, bearer and basic
+    credentials, passwords in URLs and connection strings, and values assigned to secret-named keys
+    (``stopwise.guardrails._secrets.SECRET_RULES``). The rewrite is a redaction: the tool receipt keeps the
+    redacted copy, not the raw result (see ``Guardrails.receipt_hmac_key``)."""
 
     def guard(ctx: ToolResultContext) -> Rewrite | None:
-        redacted = _redact_value(ctx.result)
-        return None if redacted == ctx.result else Rewrite(result=redacted)
+        redacted = _map_strings(ctx.result, redact_text)
+        return None if redacted == ctx.result else Rewrite(result=redacted, redacted=True)
 
     return named("redact_secrets", guard)
 
 
-_SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")
-_CARD = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
+_NAMES = {
+    PiiKind.CARD: "a payment card number",
+    PiiKind.SSN: "a social security number",
+    PiiKind.IBAN: "a bank account number (IBAN)",
+    PiiKind.PHONE: "a phone number",
+}
 
 
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+@dataclass(frozen=True, slots=True)
+class _PiiScan:
+    """What ``block_pii`` and ``redact_pii`` look for, fixed when the guardrail is made."""
+
+    kinds: frozenset[PiiKind]
+    region: str
+    phonenumbers: Any
+
+    def find(self, text: str) -> list[PiiMatch]:
+        return find_pii(text, self.kinds, phone_region=self.region, phonenumbers=self.phonenumbers)
+
+    def redact(self, text: str) -> str:
+        out, at = [], 0
+        for m in self.find(text):
+            out += [text[at : m.start], f"[redacted {m.kind.value}]"]
+            at = m.end
+        return "".join(out) + text[at:] if out else text
+
+    def first(self, value: Any) -> PiiKind | None:
+        """The kind of the first personal data in ``value`` (strings inside JSON too), or None."""
+        for text in _strings(value):
+            found = self.find(text)
+            if found:
+                return found[0].kind
+        return None
 
 
-def _has_card(text: str) -> bool:
-    for match in _CARD.finditer(text):
-        digits = re.sub(r"[ -]", "", match.group())
-        if 13 <= len(digits) <= 19 and _luhn(digits):
-            return True
-    return False
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
-def block_pii() -> Callable[[InputContext], Block | None]:
-    """Refuse a request whose user rows carry a payment card number (Luhn-checked) or a US SSN: the run ends
-    before any model call, so the number never leaves the process."""
+def _pii_scan(factory: str, cards: bool, ssns: bool, ibans: bool, phones: bool, phone_region: str) -> _PiiScan:
+    kinds = frozenset(
+        k
+        for k, on in ((PiiKind.CARD, cards), (PiiKind.SSN, ssns), (PiiKind.IBAN, ibans), (PiiKind.PHONE, phones))
+        if on
+    )
+    if not kinds:
+        raise ConfigError(factory, "turn on at least one of cards, ssns, ibans, phones")
+    module = None
+    if phones:
+        module = require_phonenumbers(f"{factory}.phones")
+        if phone_region not in module.SUPPORTED_REGIONS:
+            raise ConfigError(f"{factory}.phone_region", f"{phone_region!r} is not a region phonenumbers knows")
+    return _PiiScan(kinds, phone_region, module)
 
-    def guard(ctx: InputContext) -> Block | None:
+
+def block_pii(
+    *, cards: bool = True, ssns: bool = True, ibans: bool = True, phones: bool = False, phone_region: str = "US"
+) -> Callable[[GuardrailContext], Block | None]:
+    """Refuse personal data; works on every hook. On the input hook it reads the user rows and the run ends before
+    any model call, so the data never leaves the process; on a tool call it reads the arguments, on a tool result
+    the result (the block is a redaction: the receipt keeps no copy), on the output the answer.
+
+    Detects payment card numbers (issuer prefix and length, Luhn; any one separator), US SSNs (with dashes,
+    spaces or none; bare nine digits only after words such as "SSN"; never-issued ranges excluded), IBANs
+    (registry length and mod-97) and, with ``phones=True`` and the ``pii`` extra, phone numbers valid for their
+    region (``phone_region`` for numbers written without a country code).
+    """
+    scan = _pii_scan("block_pii", cards, ssns, ibans, phones, phone_region)
+
+    def guard(ctx: GuardrailContext) -> Block | None:
+        if isinstance(ctx, ToolResultContext):
+            kind = scan.first(ctx.result)
+            return None if kind is None else Block(f"the tool result contains {_NAMES[kind]}", redacted=True)
+        if isinstance(ctx, ToolCallContext):
+            kind = scan.first(ctx.tool_call.args)
+            return None if kind is None else Block(f"the call's arguments contain {_NAMES[kind]}")
+        if isinstance(ctx, OutputContext):
+            kind = scan.first(ctx.text)
+            return None if kind is None else Block(f"the answer contains {_NAMES[kind]}")
         for m in ctx.messages:
-            if m.role is not Role.USER:
-                continue
-            if _SSN.search(m.content):
-                return Block("the request contains a social security number")
-            if _has_card(m.content):
-                return Block("the request contains a payment card number")
+            if m.role is Role.USER:
+                kind = scan.first(m.content)
+                if kind is not None:
+                    return Block(f"the request contains {_NAMES[kind]}")
         return None
 
     return named("block_pii", guard)
+
+
+def redact_pii(
+    *, cards: bool = True, ssns: bool = True, ibans: bool = True, phones: bool = False, phone_region: str = "US"
+) -> Callable[[GuardrailContext], Rewrite | None]:
+    """Replace personal data with ``[redacted <kind>]`` instead of refusing; works on every hook and detects what
+    ``block_pii`` detects. Input: the user rows are rewritten (the log keeps only the redacted rows); tool call:
+    the arguments that run; tool result: what the model and the log see (a redaction: the receipt keeps the
+    redacted copy); output: the answer."""
+    scan = _pii_scan("redact_pii", cards, ssns, ibans, phones, phone_region)
+
+    def guard(ctx: GuardrailContext) -> Rewrite | None:
+        if isinstance(ctx, ToolResultContext):
+            result = _map_strings(ctx.result, scan.redact)
+            return None if result == ctx.result else Rewrite(result=result, redacted=True)
+        if isinstance(ctx, ToolCallContext):
+            args = _map_strings(ctx.tool_call.args, scan.redact)
+            return None if args == ctx.tool_call.args else Rewrite(args=args)
+        if isinstance(ctx, OutputContext):
+            text = scan.redact(ctx.text)
+            return None if text == ctx.text else Rewrite(text=text)
+        messages = tuple(replace(m, content=scan.redact(m.content)) if m.role is Role.USER else m for m in ctx.messages)
+        return None if messages == tuple(ctx.messages) else Rewrite(messages=messages)
+
+    return named("redact_pii", guard)

@@ -157,7 +157,13 @@ def _chain(hook: Hook, value: Any, timeout: float | None) -> tuple[_Link, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Guardrails:
-    """Guardrails for the four hooks; each takes one guardrail (sync or async) or an ordered list."""
+    """Guardrails for the four hooks; each takes one guardrail (sync or async) or an ordered list.
+
+    When a tool-result guardrail redacts (``Rewrite(..., redacted=True)`` or ``Block(..., redacted=True)``), the
+    tool receipt in the log keeps the redacted copy, not the raw result; ``receipt_hmac_key`` adds an HMAC-SHA256
+    of the raw result, so an auditor holding the original can prove it is the one the tool returned.
+    ``store_redacted_results_in_clear=True`` keeps the raw result in the receipt anyway (the log then holds
+    every secret a guardrail redacted: only for logs that are themselves protected like the secrets)."""
 
     on_input: Any = None
     on_tool_call: Any = None
@@ -166,10 +172,19 @@ class Guardrails:
     timeout: float | None = 30.0
     """Seconds each guardrail call may take (``named(..., timeout=)`` sets one guardrail's own); past it the run
     fails with ``GuardrailTimeout`` (code ``guardrail_timeout``). None: no limit."""
+    receipt_hmac_key: bytes | None = field(default=None, repr=False)
+    """A key of at least 16 bytes for the HMAC of a redacted raw result; None: no HMAC is stored."""
+    store_redacted_results_in_clear: bool = False
+    """Keep the raw result of a redacted tool output in its receipt, in clear. Off unless you opt in."""
     chains: Mapping[Hook, tuple[_Link, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_timeout("guardrails.timeout", self.timeout)
+        key = self.receipt_hmac_key
+        if key is not None and (not isinstance(key, bytes) or len(key) < 16):
+            raise ConfigError("guardrails.receipt_hmac_key", "must be bytes, at least 16 of them (or None)")
+        if not isinstance(self.store_redacted_results_in_clear, bool):
+            raise ConfigError("guardrails.store_redacted_results_in_clear", "must be True or False")
         chains = {
             Hook.INPUT: _chain(Hook.INPUT, self.on_input, self.timeout),
             Hook.TOOL_CALL: _chain(Hook.TOOL_CALL, self.on_tool_call, self.timeout),
@@ -190,6 +205,11 @@ class ChainResult(Generic[V]):
     block: Block | None
     blocked_by: str | None
     records: tuple[GuardrailRecord, ...]
+    redacted: bool = False
+    """A verdict in the chain said the original holds something that must not be stored in clear."""
+    clean: Any = None
+    """The value just after the chain's last redacting rewrite (None when a redacting block came after it): the
+    most a receipt may keep of a redacted original."""
 
 
 async def run_chain(
@@ -206,6 +226,8 @@ async def run_chain(
     ``GuardrailError`` naming the guardrail and the hook."""
     records: list[GuardrailRecord] = []
     field_name = rewrite_field(hook)
+    redacted = False
+    clean: Any = None
     for link in guardrails.chains[hook]:
         name = link.name
         verdict = await _call(link, hook, make_ctx(value))
@@ -215,15 +237,19 @@ async def run_chain(
             if not isinstance(verdict.reason, str):
                 raise GuardrailError(name, hook, "Block.reason must be a string")
             records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step))
-            return ChainResult(value, verdict, name, tuple(records))
+            if verdict.redacted:
+                redacted, clean = True, None
+            return ChainResult(value, verdict, name, tuple(records), redacted, clean)
         if isinstance(verdict, Rewrite):
             value = _rewritten(verdict, hook, field_name, name)
             records.append(GuardrailRecord(hook, "rewrite", name, None, tool_call_id, step))
+            if verdict.redacted:
+                redacted, clean = True, value
             continue
         raise GuardrailError(
             name, hook, f"expected None, Pass(), Block(...) or Rewrite(...), got {type(verdict).__name__}"
         )
-    return ChainResult(value, None, None, tuple(records))
+    return ChainResult(value, None, None, tuple(records), redacted, clean)
 
 
 async def _call(link: _Link, hook: Hook, ctx: Any) -> Any:

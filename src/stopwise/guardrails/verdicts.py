@@ -49,6 +49,9 @@ class Block:
 
     reason: str
     replacement: str | None = None
+    redacted: bool = False
+    """On the tool-result hook: the blocked result holds something that must not be stored in clear (a secret,
+    personal data). Its tool receipt then keeps no copy of it, only an HMAC when the application gave a key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,10 @@ class Rewrite:
     args: Mapping[str, Any] | None = None
     result: Any = None
     text: str | None = None
+    redacted: bool = False
+    """On the tool-result hook: this rewrite removed something that must not be stored in clear. The tool
+    receipt then keeps the rewritten copy instead of the raw result (and an HMAC of the raw result when the
+    application gave a key). ``redact_secrets`` and ``redact_pii`` set it."""
 
 
 GuardrailVerdict = Pass | Block | Rewrite | None

@@ -1,0 +1,378 @@
+"""The secret rules behind ``redact_secrets``: one table of vendor token formats plus keyword-context rules.
+
+The rule families follow the published gitleaks rule set (MIT; github.com/gitleaks/gitleaks, ``config/``), which
+is kept up to date by its community, and each pattern is written from the vendor's published token format. Three
+kinds of rule:
+
+- **prefixed tokens**: a vendor's fixed prefix and alphabet (``ghp_``, ``sk_live_``, ``AKIA``, ``glpat-``...):
+  precise, no context needed;
+- **structured credentials**: PEM private keys, JWTs, passwords in URLs, connection strings, webhook URLs;
+- **keyword context**: a value assigned to a name that says it is secret (``DB_PASSWORD=``, ``"client_secret":``,
+  ``aws_secret_access_key =``), with filters for code references and placeholders and, for unprefixed values,
+  a Shannon-entropy floor.
+
+Every rule has keywords: it runs only on text that holds one (case-insensitive), which keeps a scan of ordinary
+text cheap. Pure and deterministic: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["SECRET_RULES", "SecretMatch", "SecretRule", "find_secrets", "redact_text"]
+
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True, slots=True)
+class SecretRule:
+    """One secret format."""
+
+    id: str
+    """Stable, kebab-case: the vendor and the kind of secret (``aws-access-key-id``)."""
+    pattern: re.Pattern[str]
+    """What a secret looks like; a group named ``secret`` (when there is one) is the part that gets redacted."""
+    keywords: tuple[str, ...]
+    """Lower-case strings one of which the text must hold for the rule to run."""
+    min_entropy: float = 0.0
+    """The least Shannon entropy (bits per character) of the secret part: screens out ``xxxx`` and words."""
+    accept: Callable[[str, bool], bool] | None = None
+    """A last check on the secret part and whether it was quoted (placeholders, code references), where the
+    pattern cannot say it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecretMatch:
+    """Where a rule found a secret in a text: ``text[start:end]`` is the part to redact."""
+
+    rule: str
+    start: int
+    end: int
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value``'s character distribution."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+# -- filters for values found by keyword -----------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(
+    r"""(?ix)^(?:
+        \$\{?[\w.\-]+\}? | \{\{.*\}\} | %\(?[\w.]+\)?s? | %[\w]+% | <[^>]*> | \[[^\]]*\] | \*+ | x+ | \.+ | -+
+        | none | null | nil | true | false | undefined | required | optional | string | str | int | bytes | any
+        | password | passwd | pass | pwd | user | secret | token | changeme | change_me
+        | your[_\-]?\w* | my[_\-]?\w* | example\w* | dummy\w*
+        | placeholder\w* | redacted | hidden | todo | tbd | fixme | env | os\.environ.* | process\.env.* | getenv.*
+    )$"""
+)
+# A reference to something else, not a value: ``self.password``, ``config["token"]``, ``get_secret()``.
+_CODE_REF = re.compile(r"^[A-Za-z_][\w]*(?:(?:\.|->|::)[A-Za-z_]\w*)+$|[(\[{]|^[A-Za-z_]\w*\($")
+
+
+def _literal_value(value: str, quoted: bool) -> bool:
+    """A value assigned to a secret-named key is a secret unless it is a placeholder or names something else."""
+    v = value.strip()
+    if len(v) < 6 or _PLACEHOLDER.match(v) or (not quoted and _CODE_REF.search(v)):
+        return False
+    # Unquoted, a trailing full stop or comma ends the sentence, not the password ("the password is required.").
+    word = v if quoted else v.rstrip(".,;:!?")
+    if word.isidentifier() and not any(c.isdigit() for c in word):
+        # ``password=pwd``, ``token=access_token``: a variable or a name. A real password has a digit or a sign.
+        return False
+    return not v.isdigit() or len(v) >= 8
+
+
+def _random_value(value: str, quoted: bool) -> bool:
+    if all(c in "0123456789abcdefABCDEF" for c in value) and len(value) < 32:
+        return False  # a short hex string is an id or a digest prefix; hex API keys are 32 characters or more
+    return _literal_value(value, quoted) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _url_password(value: str, quoted: bool) -> bool:
+    return not _PLACEHOLDER.match(value) and not value.startswith(("$", "{", "%", "<"))
+
+
+# -- the table ------------------------------------------------------------------------------------------------
+
+_B = r"(?<![A-Za-z0-9_\-])"  # a token starts after a non-token character
+_E = r"(?![A-Za-z0-9_\-])"  # and ends before one
+# A name that says its value is secret, then an assignment (``=``, ``:``, ``=>``, ``:=``), optionally quoted.
+_ASSIGN = r"""["']?\s*(?:=|:=|=>|:|\s+is\s+)\s*(?:["'`]|(?=[^\s"'`]))"""
+_PASSWORD_NAMES = r"[\w.\-]*?(?:password|passwd|passphrase|pwd)"
+_SECRET_NAMES = (
+    r"[\w.\-]*?(?:(?:secret|token|auth|credentials?)(?:[_\-.]?key)?|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|private[_\-.]?key"
+    r"|signing[_\-.]?key|encryption[_\-.]?key|master[_\-.]?key|license[_\-.]?key|client[_\-.]?key|app[_\-.]?key"
+    r")"
+)
+
+
+def _value(least: int, unquoted: str) -> str:
+    """The secret group: everything between quotes, or a run of ``unquoted`` characters when there are none."""
+    return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}})"
+
+
+def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+def _rule(
+    id: str,
+    pattern: str,
+    keywords: str,
+    *,
+    entropy: float = 0.0,
+    accept: Callable[[str, bool], bool] | None = None,
+    flags: int = 0,
+) -> SecretRule:
+    return SecretRule(id, _r(pattern, flags), tuple(keywords.lower().split()), entropy, accept)
+
+
+SECRET_RULES: tuple[SecretRule, ...] = (
+    # Private keys (PEM, OpenSSH, PGP, PuTTY, age), also inside JSON strings where newlines are ``\n``.
+    _rule(
+        "private-key",
+        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]+?"
+        r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----",
+        "PRIVATE",
+    ),
+    _rule("putty-private-key", r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]{40,64}", "PuTTY-User-Key-File"),
+    _rule("age-secret-key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", "AGE-SECRET-KEY"),
+    # Cloud providers
+    _rule("aws-access-key-id", _B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + _E, "AKIA ASIA ABIA ACCA A3T"),
+    _rule(
+        "aws-secret-access-key",
+        r"(?i)aws[\w.\-]{0,20}?(?:secret|sk)[\w.\-]{0,20}"
+        + _ASSIGN
+        + r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        "aws",
+    ),
+    _rule(
+        "aws-session-token",
+        r"(?i)aws[\w.\-]{0,20}?session[\w.\-]{0,10}token" + _ASSIGN + r"(?P<secret>[A-Za-z0-9/+=]{100,})",
+        "aws",
+    ),
+    _rule("aws-bedrock-api-key", _B + r"ABSK[A-Za-z0-9+/]{100,}={0,2}", "ABSK"),
+    _rule("gcp-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, "AIza"),
+    _rule("gcp-oauth-client-secret", _B + r"GOCSPX-[A-Za-z0-9_\-]{28}" + _E, "GOCSPX"),
+    _rule("gcp-oauth-access-token", _B + r"ya29\.[0-9A-Za-z_\-]{30,}", "ya29"),
+    _rule(
+        "gcp-service-account-key-id",
+        r"""(?i)"private_key_id"\s*:\s*"(?P<secret>[a-f0-9]{40})\"""",
+        "private_key_id",
+    ),
+    _rule(
+        "azure-storage-account-key",
+        r"(?i)AccountKey=(?P<secret>[A-Za-z0-9+/]{60,}={0,2})",
+        "AccountKey",
+    ),
+    _rule(
+        "azure-sas-signature",
+        r"(?i)[?&]sig=(?P<secret>[A-Za-z0-9%+/]{40,}(?:%3D|=){0,2})",
+        "sig=",
+    ),
+    _rule(
+        "azure-ad-client-secret",
+        r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
+        "Q~",
+    ),
+    _rule("alibaba-access-key-id", _B + r"LTAI[A-Za-z0-9]{20}" + _E, "LTAI"),
+    _rule("digitalocean-token", _B + r"do[opr]_v1_[a-f0-9]{64}" + _E, "dop_v1 doo_v1 dor_v1"),
+    _rule("heroku-api-key-v2", _B + r"HRKU-AA[0-9A-Za-z_\-]{58}" + _E, "HRKU-"),
+    _rule(
+        "heroku-api-key",
+        r"(?i)heroku[\w.\-]{0,20}"
+        + _ASSIGN
+        + r"(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})",
+        "heroku",
+    ),
+    _rule("cloudflare-origin-ca-key", _B + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + _E, "v1.0-"),
+    _rule("databricks-token", _B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E, "dapi"),
+    _rule("flyio-token", _B + r"fo1_[\w\-]{43}" + _E + r"|FlyV1 fm\d+_[A-Za-z0-9+/=,_\-]{100,}", "fo1_ FlyV1"),
+    _rule("terraform-cloud-token", r"(?i)[a-z0-9]{14}\.atlasv1\.[a-z0-9\-_=]{60,70}", "atlasv1"),
+    _rule("pulumi-token", _B + r"pul-[a-f0-9]{40}" + _E, "pul-"),
+    _rule("doppler-token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _E, "dp.pt dp.st dp.sa dp.ct"),
+    # Code hosting and packages
+    _rule("github-token", _B + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _E, "ghp_ gho_ ghu_ ghs_ ghr_"),
+    _rule("github-fine-grained-pat", _B + r"github_pat_[A-Za-z0-9_]{82}" + _E, "github_pat_"),
+    _rule(
+        "gitlab-token",
+        _B + r"gl(?:pat|dt|rt|ptt|cbt|ft|soat|imt|oas|agent)-[A-Za-z0-9_\-]{20,}" + _E,
+        "glpat- gldt- glrt- glptt- glcbt- glft- glsoat- glimt- gloas- glagent-",
+    ),
+    _rule("gitlab-runner-registration-token", _B + r"GR1348941[A-Za-z0-9_\-]{20,}" + _E, "GR1348941"),
+    _rule("bitbucket-app-password", _B + r"ATBB[A-Za-z0-9_=.\-]{32,}" + _E, "ATBB"),
+    _rule("atlassian-api-token", _B + r"ATATT3[A-Za-z0-9_\-=]{180,}" + _E, "ATATT3"),
+    _rule("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, "npm_"),
+    _rule("npmrc-auth-token", r"(?i):_auth(?:Token)?\s*=\s*(?P<secret>[A-Za-z0-9+/=_\-.:]{20,})", "_auth"),
+    _rule("pypi-token", _B + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}", "pypi-AgEI"),
+    _rule("rubygems-token", _B + r"rubygems_[a-f0-9]{48}" + _E, "rubygems_"),
+    _rule("clojars-token", r"(?i)CLOJARS_[a-z0-9]{60}", "clojars_"),
+    _rule("dockerhub-token", _B + r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}" + _E, "dckr_pat_ dckr_oat_"),
+    _rule("docker-config-auth", r""""auth"\s*:\s*"(?P<secret>[A-Za-z0-9+/]{16,}={0,2})\"""", '"auth"'),
+    _rule("jfrog-token", _B + r"(?:AKCp[A-Za-z0-9]{69}|cmVmdGtu[A-Za-z0-9]{56})" + _E, "AKCp cmVmdGtu"),
+    _rule("sourcegraph-token", _B + r"sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}" + _E, "sgp_"),
+    # AI providers
+    _rule(
+        "openai-or-anthropic-key",
+        _B + r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_\-]{20,}" + _E,
+        "sk-",
+    ),
+    _rule("huggingface-token", _B + r"(?:hf_[A-Za-z0-9]{34,}|api_org_[A-Za-z0-9]{34})" + _E, "hf_ api_org_"),
+    _rule("perplexity-key", _B + r"pplx-[A-Za-z0-9]{48}" + _E, "pplx-"),
+    _rule("groq-key", _B + r"gsk_[A-Za-z0-9]{52}" + _E, "gsk_"),
+    _rule("xai-key", _B + r"xai-[A-Za-z0-9]{80}" + _E, "xai-"),
+    _rule("replicate-token", _B + r"r8_[A-Za-z0-9]{37}" + _E, "r8_"),
+    # Payments
+    _rule("stripe-key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}" + _E, "sk_live_ sk_test_ rk_live_ rk_test_"),
+    _rule("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{32,}", "whsec_"),
+    _rule(
+        "square-token",
+        _B + r"(?:EAAA[A-Za-z0-9_\-]{60}|sq0atp-[0-9A-Za-z_\-]{22}|sq0csp-[0-9A-Za-z_\-]{43})" + _E,
+        "EAAA sq0atp- sq0csp-",
+    ),
+    _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E, "shpat_ shpca_ shppa_ shpss_"),
+    _rule(
+        "flutterwave-key",
+        _B + r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{32}-X" + _E + r"|FLWSECK_TEST[a-h0-9]{12}",
+        "FLW",
+    ),
+    _rule("paypal-braintree-token", _B + r"access_token\$production\$[0-9a-z]{16}\$[0-9a-f]{32}", "access_token$"),
+    # Messaging, email, SaaS
+    _rule("slack-token", _B + r"xox[abposre]-(?:\d+-)?[A-Za-z0-9\-]{10,}", "xoxa- xoxb- xoxp- xoxo- xoxs- xoxr- xoxe-"),
+    _rule("slack-app-token", _B + r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+" + _E, "xapp-"),
+    _rule(
+        "slack-webhook-url",
+        r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9+/_\-]{20,})",
+        "hooks.slack.com",
+    ),
+    _rule(
+        "discord-webhook-url",
+        r"(?i)discord(?:app)?\.com/api/webhooks/\d+/(?P<secret>[A-Za-z0-9_\-]{60,})",
+        "discord",
+    ),
+    _rule(
+        "teams-webhook-url",
+        r"(?i)\.webhook\.office\.com/webhookb2/(?P<secret>[a-z0-9\-@/]{100,})",
+        "webhook.office.com",
+    ),
+    _rule("discord-bot-token", _B + r"[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + _E, "."),
+    _rule("telegram-bot-token", r"(?<!\d)\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E, ":AA"),
+    _rule("sendgrid-key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E, "SG."),
+    _rule("sendinblue-key", _B + r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}" + _E, "xkeysib-"),
+    _rule("mailgun-key", _B + r"(?:key|pubkey)-[0-9a-z]{32}" + _E, "key-"),
+    _rule(
+        "mailgun-signing-key",
+        r"(?i)mailgun[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8})",
+        "mailgun",
+    ),
+    _rule("mailchimp-key", _B + r"[0-9a-f]{32}-us\d{1,2}" + _E, "-us"),
+    _rule("twilio-api-key", _B + r"SK[0-9a-fA-F]{32}" + _E, "SK"),
+    _rule(
+        "twilio-auth-token",
+        r"(?i)twilio[\w.\-]{0,20}(?:auth|token|secret)[\w.\-]{0,10}" + _ASSIGN + r"(?P<secret>[a-f0-9]{32})" + _E,
+        "twilio",
+    ),
+    _rule(
+        "datadog-key",
+        r"(?i)(?:datadog|\bdd)[\w.\-]{0,20}(?:api|app|application|client)[\w.\-]{0,10}key"
+        + _ASSIGN
+        + r"(?P<secret>[a-f0-9]{32}(?:[a-f0-9]{8})?)"
+        + _E,
+        "datadog dd_ dd-",
+    ),
+    _rule("newrelic-key", _B + r"NR(?:AK|JS|II)-[A-Za-z0-9]{19,32}" + _E, "NRAK- NRJS- NRII-"),
+    _rule("grafana-token", _B + r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})", "glc_ glsa_"),
+    _rule("sentry-token", _B + r"(?:sntrys_eyJ[A-Za-z0-9+/=_\-]{50,}|sntryu_[a-f0-9]{64})", "sntrys_ sntryu_"),
+    _rule("linear-key", _B + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _E, "lin_api_ lin_oauth_"),
+    _rule("notion-token", _B + r"(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})" + _E, "secret_ ntn_"),
+    _rule("postman-key", _B + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _E, "PMAK-"),
+    _rule("planetscale-token", _B + r"pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_\-.=]{32,64}" + _E, "pscale_"),
+    _rule("readme-key", _B + r"rdme_[a-z0-9]{70}" + _E, "rdme_"),
+    _rule("dropbox-token", _B + r"sl\.[A-Za-z0-9_\-=]{130,}", "sl."),
+    _rule("facebook-token", _B + r"EAA[A-Za-z0-9]{100,}" + _E, "EAA"),
+    _rule("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40}" + _E, "figd_"),
+    _rule("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, "pat"),
+    _rule("okta-token", r"(?i)okta[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>00[A-Za-z0-9_\-]{40})" + _E, "okta"),
+    _rule("1password-token", _B + r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}", "ops_eyJ"),
+    _rule("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_\-]{90,}" + _E, "hvs. hvb."),
+    # Structured credentials
+    _rule("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", "eyJ"),
+    _rule("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)", "bearer", entropy=2.5),
+    _rule("basic-auth-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})", "basic"),
+    _rule(
+        "url-password",
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@'\"<>]{0,64}:(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
+        "://",
+        accept=_url_password,
+    ),
+    _rule(
+        "connection-string-password",
+        r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*(?P<secret>[^;\s\"']{3,})\s*(?=;|$)",
+        "password= pwd=",
+        accept=_url_password,
+    ),
+    # Keyword context: a value assigned to a name that says it is secret.
+    _rule(
+        "password-assignment",
+        r"(?i)(?<![\w.\-])" + _PASSWORD_NAMES + r"(?![A-Za-z])" + _ASSIGN + _value(4, r"[^\s\"'`,;]"),
+        "pass pwd",
+        accept=_literal_value,
+    ),
+    _rule(
+        "secret-assignment",
+        r"(?i)(?<![\w.\-])" + _SECRET_NAMES + r"(?![A-Za-z])" + _ASSIGN + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
+        "secret token key auth credential",
+        entropy=3.0,
+        accept=_random_value,
+    ),
+)
+"""Every rule ``redact_secrets`` applies, in order."""
+
+
+def find_secrets(text: str, rules: tuple[SecretRule, ...] = SECRET_RULES) -> list[SecretMatch]:
+    """Every secret ``rules`` find in ``text``, overlapping finds merged, in text order."""
+    lowered = text.lower()
+    spans: list[SecretMatch] = []
+    for rule in rules:
+        if not any(k in lowered for k in rule.keywords):
+            continue
+        for m in rule.pattern.finditer(text):
+            start, end = m.span("secret") if "secret" in rule.pattern.groupindex else m.span()
+            value = text[start:end]
+            if rule.min_entropy and shannon_entropy(value) < rule.min_entropy:
+                continue
+            if rule.accept is not None and not rule.accept(value, start > 0 and text[start - 1] in "\"'`"):
+                continue
+            spans.append(SecretMatch(rule.id, start, end))
+    spans.sort(key=lambda s: (s.start, -s.end))
+    merged: list[SecretMatch] = []
+    for s in spans:
+        if merged and s.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = SecretMatch(last.rule, last.start, max(last.end, s.end))
+        else:
+            merged.append(s)
+    return merged
+
+
+def redact_text(text: str, rules: tuple[SecretRule, ...] = SECRET_RULES) -> str:
+    """``text`` with every secret ``rules`` find replaced by ``[redacted]``."""
+    found = find_secrets(text, rules)
+    if not found:
+        return text
+    parts = []
+    at = 0
+    for s in found:
+        parts.append(text[at : s.start])
+        parts.append(REDACTED)
+        at = s.end
+    parts.append(text[at:])
+    return "".join(parts)
