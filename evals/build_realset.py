@@ -104,6 +104,14 @@ SOURCES = {
             "benchmark/reports/autogpt/20240401T021500_full_run/report.json",
         ),
         Source(
+            "autogpt/2024-03-05",
+            "Significant-Gravitas/AutoGPT",
+            "e5810eb74a0551e3759ac15ee49396c12c823f28",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240305T020814_full_run/report.json",
+        ),
+        Source(
             "mcp/reference-servers",
             "modelcontextprotocol/servers",
             "76d64c822f5125032f89eb71dbdb94e42b434821",
@@ -563,6 +571,7 @@ RUN_READERS = {
     "hotpotqa/react": react_records,
     "whowhen/algorithm-generated": whowhen_records,
     "autogpt/2024-04-01": autogpt_records,
+    "autogpt/2024-03-05": autogpt_records,
 }
 
 

@@ -552,14 +552,16 @@ _CANNOT = re.compile(
     r"out of scope|beyond (?:my|the) (?:access|permissions|capabilities)|do(?:es)? not have (?:access|permission|"
     r"the ability)|don't have (?:access|permission)|no (?:tool|permission|access) (?:to|for))\b"
 )
+_DONE = r"(?:written|saved|created|updated|sent|submitted|uploaded|deleted|booked|scheduled)"
 _CONFIRMATION = re.compile(
-    r"\b(?:written|saved|created|updated|sent|submitted|uploaded|deleted|booked|scheduled|\d+ passed)\b"
-    r"|\bran \d+ tests?\b[^\n]*\n+\s*ok\b",
+    rf"\b{_DONE}\b[^.\n]{{0,30}}\bsuccess(?:fully)?\b|\bsuccess(?:fully)?\b[^.\n]{{0,30}}\b{_DONE}\b"
+    r"|\b\d+ passed\b|\bran \d+ tests?\b[^\n]*\n+\s*ok\b",
     re.I,
 )
-"""A tool's report that a change it was asked for happened (a file written, a message sent) or that tests passed.
-"Succeeded" alone is not one: code that ran without an exception (``exitcode: 0 (execution succeeded)``) says
-nothing about whether its output is the answer."""
+"""A tool's report that a change it was asked for happened (``File output.txt has been written successfully``,
+``Message sent successfully``) or that tests passed. The action word alone is not one (a page saying a song was
+"written" by someone, ``Updated 1 path from the index``), nor is "succeeded" alone: code that ran without an
+exception (``exitcode: 0 (execution succeeded)``) says nothing about whether its output is the answer."""
 _CONFIRMATION_CHARS = 300
 """A confirmation is a short status (``File output.txt has been written successfully.``): a longer result is
 content, where those words are only words (a page that mentions an "updated" policy)."""
