@@ -15,7 +15,9 @@ Sources, by condition:
 - ``goal_reached``: the finished state of recorded runs of real models (the last step and the final answer, as
   the guardian sees them at a natural finish), labelled by the run's graded outcome: mini-SWE-agent on SWE-bench
   Verified (resolved by the hidden tests), ReAct on HotpotQA (the answer graded correct), Who&When's
-  algorithm-generated multi-agent logs (every one a failed run).
+  algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
+  grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
+  repository is too large to clone: see ``compact_report``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 

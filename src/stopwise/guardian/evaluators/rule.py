@@ -10,8 +10,10 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
   (a failure the tool reports in its result counts as one it raised);
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
   results and arguments and in the final text, the final answer's words and cited identifiers backed by those
-  results, no error in the last step; with no criteria stated, the base rate of recorded runs of real models
-  (``goal_reached_open``), because there the rules cannot tell;
+  results, no error in the last step; with no criteria stated, what the run says about itself (a tool confirming a
+  change or passing tests, a failure after that, a question to the user left unanswered, an answer that says it
+  could not finish: ``goal_reached_evidence``), and when it says nothing, the base rate of recorded runs of real
+  models (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
   whether the latest call's arguments carry an identifier from an earlier result;
 - ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
