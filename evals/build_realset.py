@@ -15,7 +15,9 @@ Sources, by condition:
 - ``goal_reached``: the finished state of recorded runs of real models (the last step and the final answer, as
   the guardian sees them at a natural finish), labelled by the run's graded outcome: mini-SWE-agent on SWE-bench
   Verified (resolved by the hidden tests), ReAct on HotpotQA (the answer graded correct), Who&When's
-  algorithm-generated multi-agent logs (every one a failed run).
+  algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
+  grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
+  repository is too large to clone: see ``compact_report``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 
@@ -59,6 +61,9 @@ class Source:
     commit: str
     license: str
     split: str
+    excerpt: str = ""
+    """For a repository too large to clone here: the report file whose excerpt (its attempts in compact form,
+    ``evals/third_party/autogpt_benchmark/``) is read instead of a clone."""
 
 
 SOURCES = {
@@ -91,6 +96,22 @@ SOURCES = {
             "3d9d568840f004b389638f97adf3e0ab8b5a9514",
             "MIT",
             "train",
+        ),
+        Source(
+            "autogpt/2024-04-01",
+            "Significant-Gravitas/AutoGPT",
+            "54f37f601fabd32180d37553b867cef2396deaa2",
+            "MIT",
+            "train",
+            "benchmark/reports/autogpt/20240401T021500_full_run/report.json",
+        ),
+        Source(
+            "autogpt/2024-03-05",
+            "Significant-Gravitas/AutoGPT",
+            "e5810eb74a0551e3759ac15ee49396c12c823f28",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240305T020814_full_run/report.json",
         ),
         Source(
             "mcp/reference-servers",
@@ -450,10 +471,109 @@ def whowhen_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
         )
 
 
+# AutoGPT's benchmark reports (agbenchmark "full runs"): per task and attempt the graded outcome (`success`) and
+# every step: the agent's words (`thoughts.speak`), the command it chose, and in the next step that command's
+# result. The repository is too large to clone here; the attempts were transcribed from the pinned report files
+# into a compact form (the same form `compact_report` makes of a whole report.json), cut as below.
+
+AUTOGPT = HERE / "third_party" / "autogpt_benchmark"
+TEXT_CHARS = 600
+"""What the excerpt keeps of an agent's words and of a command's result (the rule evaluator reads 600 characters of
+a result; the guardian keeps 2,000)."""
+ARG_CHARS = 300
+"""What it keeps of a string argument (the rule evaluator reads 300 characters of a call's arguments)."""
+
+
+def _cut(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value[:limit]
+    if isinstance(value, list):
+        return [_cut(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut(v, limit) for k, v in value.items()}
+    return value
+
+
+def _outcome_text(result: dict[str, Any]) -> tuple[str, str]:
+    """A command's result as (text, status): an error's reason, or the outputs (a list as JSON)."""
+    if "error" in result:
+        return str(result.get("reason") or result["error"]), "error"
+    out = result.get("outputs", "")
+    return (out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)), str(result.get("status", ""))
+
+
+def compact_report(report: dict[str, Any], report_id: str) -> Iterator[dict[str, Any]]:
+    """The attempts of an agbenchmark report that end on ``finish``, in the excerpt's compact form: per step
+    ``[speak, command, args, result, status]`` (the result is the one the next step reports; ``finish`` has
+    none). An attempt cut off before ``finish`` has no finished state to judge and is left out."""
+    for test, body in report["tests"].items():
+        for n, attempt in enumerate(body.get("results") or []):
+            raw = [s.get("additional_output") or {} for s in attempt.get("steps") or []]
+            steps: list[list[Any]] = []
+            for i, out in enumerate(raw):
+                command = out.get("command")
+                if not command:
+                    continue
+                speak = _cut(str((out.get("thoughts") or {}).get("speak", "")), TEXT_CHARS)
+                args = _cut(command.get("args") or {}, ARG_CHARS)
+                if command["name"] == "finish":
+                    steps.append([speak, "finish", args, None, None])
+                    break
+                later = raw[i + 1].get("last_action") if i + 1 < len(raw) else None
+                if not later:
+                    break
+                text, status = _outcome_text(later.get("result") or {})
+                steps.append([speak, command["name"], args, _cut(text, TEXT_CHARS), status])
+            if steps and steps[-1][1] == "finish":
+                yield {
+                    "report": report_id,
+                    "test": test,
+                    "attempt": n,
+                    "success": bool(attempt["success"]),
+                    "reached_cutoff": bool(attempt.get("reached_cutoff")),
+                    "n_steps": attempt.get("n_steps"),
+                    "steps": steps,
+                }
+
+
+def _report_id(source: Source) -> str:
+    return Path(source.excerpt).parent.name.removesuffix("_full_run")
+
+
+def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
+    """One finished state per attempt: the task as the goal, each command with its result (an error as a failed
+    call), the ``finish`` reason as the final answer; labelled by the benchmark's grader (``success``)."""
+    tasks = json.loads((AUTOGPT / "tasks.json").read_text(encoding="utf-8"))
+    report = _report_id(source)
+    for line in (AUTOGPT / "attempts.jsonl").read_text(encoding="utf-8").splitlines():
+        attempt = json.loads(line)
+        if attempt["report"] != report:
+            continue
+        turns: list[Turn] = [
+            (_cut(speak, TEXT_CHARS), command, _cut(args, ARG_CHARS), _cut(result, TEXT_CHARS), status == "error")
+            for speak, command, args, result, status in attempt["steps"][:-1]
+        ]
+        final = str(attempt["steps"][-1][2].get("reason", ""))
+        test = attempt["test"]
+        yield run_record(
+            source,
+            f"{test}/{attempt['attempt']}",
+            "goal_reached",
+            attempt["success"],
+            "finished_run",
+            state_of(tasks[test]["task"], turns, final),
+            f"{source.excerpt}#tests/{test}/results/{attempt['attempt']}",
+            outcome="success" if attempt["success"] else "failed",
+            family=tasks[test]["category"][0],
+        )
+
+
 RUN_READERS = {
     "swe/mini-swe-agent": swe_records,
     "hotpotqa/react": react_records,
     "whowhen/algorithm-generated": whowhen_records,
+    "autogpt/2024-04-01": autogpt_records,
+    "autogpt/2024-03-05": autogpt_records,
 }
 
 
@@ -464,6 +584,9 @@ def build(mirror: Path, only: set[str] | None = None) -> list[TraceRecord]:
     records: list[TraceRecord] = []
     for source in SOURCES.values():
         if only and source.name not in only:
+            continue
+        if source.excerpt:
+            records.extend(RUN_READERS[source.name](source, None))
             continue
         repo = Repo(mirror, source)
         if source.name in RISK_READERS:

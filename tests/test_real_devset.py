@@ -19,7 +19,7 @@ from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.projection import project
-from stopwise.messages import Message, Role, ToolCall, encode_tool_result
+from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error_tool_result
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "evals"))
@@ -181,7 +181,7 @@ def test_without_criteria_goal_reached_answers_the_base_rate_of_real_runs_and_sa
     answers = [rules.answer(p, C["goal_reached"]) for p in (backed, vague)]  # type: ignore[arg-type]
     assert answers[0].p(("yes",)) == answers[1].p(("yes",)) == pytest.approx(open_map.p({}))
     assert 0.3 < open_map.p({}) < 0.5  # the recorded runs' base rate, well below the stop threshold
-    assert all(a.defer and a.note.startswith("no acceptance criteria: the rules cannot tell") for a in answers)
+    assert all(a.defer and a.note.startswith("no acceptance criteria and no word from the tools") for a in answers)
 
 
 def judge(goal_reached: float) -> ScriptedEvaluator:
@@ -293,6 +293,130 @@ def test_a_write_that_returns_nothing_is_not_an_empty_handed_search() -> None:
         ("write_file", "summary.md", ""),
     )
     assert rules.answer(writes, C["stagnation"]).p(("yes",)) < C["stagnation"].threshold  # type: ignore[arg-type]
+
+
+# --- what the run says about itself (AutoGPT's benchmark reports) -------------------------------------------------
+
+
+def report(*attempts: dict) -> dict:  # type: ignore[type-arg]
+    """An agbenchmark report in its own schema, with only the fields the excerpt reads."""
+    return {"tests": {"ReadFile": {"category": ["general"], "task": "Copy a file", "results": list(attempts)}}}
+
+
+def step(speak: str, command: str, args: dict, done: dict | None = None) -> dict:  # type: ignore[type-arg]
+    """One agbenchmark step: what the agent said and chose, and the result of the previous step's command."""
+    out: dict = {"thoughts": {"speak": speak}, "command": {"name": command, "args": args}}  # type: ignore[type-arg]
+    if done is not None:
+        out["last_action"] = done
+    return {"additional_output": out}
+
+
+def test_a_benchmark_report_keeps_the_attempts_that_finished_each_command_with_its_result() -> None:
+    read = {"name": "read_file", "result": {"outputs": "Hello World!\n", "status": "success"}}
+    missing = {"name": "read_file", "result": {"error": "CommandExecutionError('no file')", "reason": "no file"}}
+    finished = {
+        "success": True,
+        "steps": [
+            step("Reading it.", "read_file", {"filename": "in.txt"}),
+            step("Writing it.", "write_file", {"filename": "out.txt", "contents": "x" * 500}, read),
+            step("Done.", "finish", {"reason": "Copied."}, {"name": "write_file", "result": {"outputs": "ok"}}),
+            {"additional_output": {"task_total_cost": 0.1}},
+        ],
+    }
+    cut_off = {"success": False, "reached_cutoff": True, "steps": [step("Reading.", "read_file", {"f": "a"}, missing)]}
+    erred = {"success": False, "steps": [step("Read.", "read_file", {"f": "b"}), step("Stop.", "finish", {}, missing)]}
+    made = list(build_realset.compact_report(report(finished, cut_off, erred), "r1"))
+    assert [(a["attempt"], a["success"]) for a in made] == [(0, True), (2, False)]
+    first = made[0]["steps"]
+    assert first[0] == ["Reading it.", "read_file", {"filename": "in.txt"}, "Hello World!\n", "success"]
+    assert first[1][2]["contents"] == "x" * build_realset.ARG_CHARS  # cut as the evaluator reads it
+    assert first[-1] == ["Done.", "finish", {"reason": "Copied."}, None, None]
+    assert made[1]["steps"][0][3:] == ["no file", "error"]
+
+
+def test_an_autogpt_attempt_becomes_the_state_at_its_finish_labelled_by_the_grader_alone() -> None:
+    source = build_realset.SOURCES["autogpt/2024-04-01"]
+    made = list(build_realset.autogpt_records(source, None))
+    assert len(made) == 15 and {r.condition for r in made} == {"goal_reached"}
+    for r in made:
+        assert r.split == "train" and r.projection is not None and r.projection.final
+        assert r.extra["provenance"].startswith(f"{source.repo}@{source.commit[:12]}:{source.excerpt}#tests/")
+        assert "fail_reason" not in r.projection.text and "EvalResult" not in r.projection.text
+    held = build_realset.SOURCES["autogpt/2024-03-05"]
+    assert held.split == "test" and held.excerpt != source.excerpt
+
+
+def silent_state(*steps: tuple[str, dict, str, bool], final: str) -> object:  # type: ignore[type-arg]
+    rows = [Message.user("Read file_to_read.txt and write its content to output.txt")]
+    for n, (name, args, result, failed) in enumerate(steps):
+        call = ToolCall(name, args, id=f"c{n}")
+        rows.append(Message(Role.ASSISTANT, f"Step {n}", (call,)))
+        done = (
+            error_tool_result(result, tool_call_id=call.id)
+            if failed
+            else encode_tool_result(result, tool_call_id=call.id)
+        )
+        rows.append(done)
+    return project(rows, goal="Read file_to_read.txt and write its content to output.txt", final=final)
+
+
+def test_what_the_tools_said_moves_goal_reached_and_silence_leaves_it_to_the_base_rate() -> None:
+    rules = RuleEvaluator()
+    read = ("read_file", {"filename": "file_to_read.txt"}, "Hello World!", False)
+    confirmed = silent_state(
+        read,
+        ("write_file", {"filename": "output.txt"}, "File output.txt has been written successfully.", False),
+        final="The content has been copied to output.txt.",
+    )
+    unanswered = silent_state(
+        ("ask_user", {"question": "Where is the file?"}, "", False),
+        ("ask_user", {"question": "Could you upload it?"}, "", False),
+        final="Unable to complete the task without the file.",
+    )
+    silent = silent_state(read, final="Hello World!")
+    yes = [rules.answer(p, C["goal_reached"]) for p in (confirmed, unanswered, silent)]  # type: ignore[arg-type]
+    base = rules.coefficients.goal_reached_open
+    assert base is not None
+    assert yes[0].p(("yes",)) > base.p({}) > yes[1].p(("yes",))
+    assert not yes[0].defer and not yes[1].defer and yes[2].defer
+    assert "result_confirms" in yes[0].note and "unanswered_requests" in yes[1].note
+
+
+def test_a_failure_after_the_last_confirmation_and_an_unanswered_request_are_read_as_such() -> None:
+    rules = RuleEvaluator()
+    broke = silent_state(
+        ("write_file", {"filename": "game.py"}, "File game.py has been written successfully.", False),
+        ("execute_python_file", {"filename": "game.py"}, "Traceback: EOFError", True),
+        final="The game is written.",
+    )
+    f = rules.outcome_features(broke)  # type: ignore[arg-type]
+    assert f == {"result_confirms": 1.0, "failed_after_confirmation": 1.0}
+    asked = silent_state(("ask_user", {"question": "Which file?"}, "", False), final="I asked.")
+    assert rules.outcome_features(asked) == {"unanswered_requests": 0.5}  # type: ignore[arg-type]
+    listed = silent_state(("list_users", {}, "", False), final="No users.")
+    assert rules.outcome_features(listed) == {}  # type: ignore[arg-type]  # an empty list is not a question
+
+
+@pytest.mark.parametrize(
+    ("result", "confirms"),
+    [
+        ("File output.txt has been written successfully.", True),
+        ("Successfully created issue #12", True),
+        (
+            ".\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nOK\n",
+            True,
+        ),
+        ("=== 12 passed in 0.31s ===", True),
+        ("Revenge is a song written, produced, and performed by XXXTentacion.", False),
+        ("Updated 1 path from the index", False),
+        ("exitcode: 0 (execution succeeded)\nCode output: 42", False),
+        ("File written successfully. " + "x" * 400, False),  # content, not a status line
+    ],
+)
+def test_a_confirmation_is_a_short_status_that_reports_a_change_or_passing_tests(result: str, confirms: bool) -> None:
+    from stopwise.guardian.evaluators.rule import _confirms
+
+    assert _confirms(result) is confirms
 
 
 # --- the gate ----------------------------------------------------------------------------------------------------

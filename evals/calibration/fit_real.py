@@ -11,11 +11,15 @@ integrity and drift sections are fitted by their own commands: see README.md her
   servers as their authors annotated them), from the hand-set tables of version ``h1`` (the prior, worth 10
   records) with the name words (``risk.name_hints``) of the shipped file: edit the words there, then refit.
 - ``goal_reached_open``: goal_reached for runs with no stated acceptance criteria (every scripted state states
-  criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs only. Each real source
-  is scored by a map made without it (leave-one-source-out), twice: a full refit of the goal_reached features
-  (rulefit) and a constant, the others' base rate. The refit does not carry from one source to another (AUROC
-  about 0.55 held out), so the constant is what ships: the base rate of all the real runs, near which an answer
-  the rules cannot back belongs. Both sets of held-out figures go into the file's ``fitted`` notes.
+  criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs of the train split only,
+  as two maps: ``goal_reached_evidence`` for a run that said how it went (``OUTCOME_FEATURES``: a tool confirmed a
+  change, a request to the user came back empty, a failure followed the last confirmation, the answer says it
+  could not finish), an L2 logistic regression (C=1) on those features alone over such runs; and
+  ``goal_reached_open`` for the others, a constant, the base rate of the train runs (the goal's and the answer's
+  words do not carry from one source to another: leaving a source out, a full refit of the goal_reached features
+  scored AUROC about 0.55). Each train source is scored by maps made without it (leave-one-source-out); each
+  test-split source (held out: never read by a fit) by maps made on all the train sources. Both sets of figures,
+  and those of the constant alone, go into the file's ``fitted`` notes.
 """
 
 from __future__ import annotations
@@ -31,9 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+
 from stopwise.evals.rulefit import fit_rule_coefficients
 from stopwise.evals.traces import TraceRecord, read_traces
-from stopwise.guardian.evaluators.rule import RuleEvaluator, load_coefficients
+from stopwise.guardian.evaluators.rule import OUTCOME_FEATURES, RuleEvaluator, load_coefficients
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evaluate_real import fmt, score
@@ -85,6 +92,10 @@ def _h1_base(path: Path) -> Path:
 
 OPEN = "goal_reached_open"
 """goal_reached for runs with no stated criteria: every real run, no scripted one (they all state criteria)."""
+EVIDENCE = "goal_reached_evidence"
+"""goal_reached for those of them whose run said how it went (``OUTCOME_FEATURES``)."""
+EVIDENCE_C = 1.0
+"""The L2 strength of the evidence map: fixed, not searched (a handful of train sources cannot choose it)."""
 
 
 def _open_records(records: list[TraceRecord]) -> list[TraceRecord]:
@@ -103,19 +114,51 @@ def open_constant(records: list[TraceRecord]) -> dict[str, Any]:
     return {"bias": round(math.log(rate / (1 - rate)), 4), "weights": {}}
 
 
-def open_refit(records: list[TraceRecord], base: Path) -> dict[str, Any]:
-    """rulefit's goal_reached map fitted on ``records`` alone (to show what the features add: see held_out)."""
-    return dict(fit_rule_coefficients(records, base=base, source="real runs")["goal_reached"])
+_EVALUATOR = RuleEvaluator()
 
 
-def held_out(
-    maker: Callable[[list[TraceRecord]], dict[str, Any]], records: list[TraceRecord], base: Path, scratch: Path
-) -> dict[str, dict[str, Any]]:
-    """Each real source of the open regime, scored by an open map made without it (leave-one-source-out)."""
+def _said(record: TraceRecord) -> dict[str, float] | None:
+    """The outcome features of a run that said how it went; None for one that did not."""
+    assert record.projection is not None
+    f = _EVALUATOR.goal_features(record.projection)
+    return {k: f[k] for k in OUTCOME_FEATURES if k in f} or None
+
+
+def evidence_map(records: list[TraceRecord]) -> dict[str, Any] | None:
+    """The evidence map fitted on the runs of ``records`` that said how it went (None: too few, or one class)."""
+    rows = [(f, float(bool(r.label))) for r in records if (f := _said(r)) is not None]
+    if len({y for _, y in rows}) < 2:
+        return None
+    x = np.array([[f.get(k, 0.0) for k in OUTCOME_FEATURES] for f, _ in rows], dtype=np.float64)
+    model = LogisticRegression(C=EVIDENCE_C, max_iter=2000).fit(x, [y for _, y in rows])
+    weights = {k: round(float(w), 4) for k, w in zip(OUTCOME_FEATURES, model.coef_[0], strict=True)}
+    return {"bias": round(float(model.intercept_[0]), 4), "weights": weights}
+
+
+Maker = Callable[[list[TraceRecord]], dict[str, Any]]
+"""Records to fit on -> the sections (``OPEN``, ``EVIDENCE``) to put in the coefficients file."""
+
+
+def constant_only(records: list[TraceRecord]) -> dict[str, Any]:
+    return {OPEN: open_constant(records), EVIDENCE: None}
+
+
+def with_evidence(records: list[TraceRecord]) -> dict[str, Any]:
+    return {OPEN: open_constant(records), EVIDENCE: evidence_map(records)}
+
+
+def held_out(maker: Maker, records: list[TraceRecord], base: Path, scratch: Path) -> dict[str, dict[str, Any]]:
+    """Each train source scored by maps made without it (leave-one-source-out), each test-split source by maps
+    made on every train source."""
     data = json.loads(base.read_text(encoding="utf-8"))
+    train = [r for r in records if r.split == "train"]
     out: dict[str, dict[str, Any]] = {}
     for source in sorted({r.source for r in records}):
-        data[OPEN] = maker([r for r in records if r.source != source])
+        for key, value in maker([r for r in train if r.source != source]).items():
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
         scratch.write_text(json.dumps(data), encoding="utf-8")
         evaluator = RuleEvaluator(coefficients=load_coefficients(scratch))
         out.update(score([r for r in records if r.source == source], evaluator))
@@ -164,23 +207,30 @@ def main(argv: list[str] | None = None) -> int:
                 value, notes = data["risk"], {k: v for k, v in data["fitted"].items() if k.startswith("risk.")}
             else:
                 real = _open_records(records)
+                train = [r for r in real if r.split == "train"]
                 figures = {}
-                for name, maker in (("refit", lambda rs: open_refit(rs, base)), ("constant", open_constant)):
+                for name, maker in (("constant", constant_only), ("evidence", with_evidence)):
                     table = held_out(maker, real, base, scratch)
                     figures[name] = {k: {m: _rounded(row[m]) for m in _KEPT} for k, row in table.items()}
                     for key, row in table.items():
                         print(f"held out, {name}: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT))
-                value = open_constant(real)
+                value = with_evidence(train)
+                said = sum(_said(r) is not None for r in train)
                 notes = {
                     OPEN: {
-                        "fit": "constant: the base rate of the real runs (the features do not carry from one source "
-                        "to another: leave-one-source-out AUROC of a refit about 0.55)",
-                        "records": len(real),
+                        "fit": "constant: the base rate of the train runs (the goal's and the answer's words do not "
+                        "carry from one source to another: leave-one-source-out AUROC of a full refit about 0.55)",
+                        "records": len(train),
                         "heldout": figures,
-                    }
+                    },
+                    EVIDENCE: {
+                        "fit": f"logistic (L2, C={EVIDENCE_C:g}) on the outcome features, over the train runs that "
+                        "said how they went",
+                        "records": said,
+                    },
                 }
             if not args.dry_run:
-                splice({section: value}, notes, TAGS[section])
+                splice(value if section == OPEN else {section: value}, notes, TAGS[section])
     finally:
         scratch.unlink(missing_ok=True)
     return 0

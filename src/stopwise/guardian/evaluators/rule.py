@@ -10,8 +10,10 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
   (a failure the tool reports in its result counts as one it raised);
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
   results and arguments and in the final text, the final answer's words and cited identifiers backed by those
-  results, no error in the last step; with no criteria stated, the base rate of recorded runs of real models
-  (``goal_reached_open``), because there the rules cannot tell;
+  results, no error in the last step; with no criteria stated, what the run says about itself (a tool confirming a
+  change or passing tests, a failure after that, a question to the user left unanswered, an answer that says it
+  could not finish: ``goal_reached_evidence``), and when it says nothing, the base rate of recorded runs of real
+  models (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
   whether the latest call's arguments carry an identifier from an earlier result;
 - ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
@@ -52,6 +54,7 @@ __all__ = [
     "COEFFICIENTS_FILE",
     "INTEGRITY_MODEL_FILE",
     "IntegrityModel",
+    "OUTCOME_FEATURES",
     "LogisticMap",
     "RuleCoefficients",
     "RuleEvaluator",
@@ -152,6 +155,11 @@ class RuleCoefficients:
     goal_reached_open: LogisticMap | None = None
     """goal_reached for a run with no stated acceptance criteria (the goal's words are all the rules can check),
     fitted on recorded runs of real models; None: ``goal_reached`` answers those too."""
+    goal_reached_evidence: LogisticMap | None = None
+    """goal_reached for a run with no stated criteria whose tools said something about the outcome (a confirmation,
+    an unanswered request to the user, a failure after the last confirmation, a final answer that says it could
+    not finish: ``OUTCOME_FEATURES``), fitted on recorded runs of real models; None: ``goal_reached_open``
+    answers those too."""
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RuleCoefficients:
@@ -189,6 +197,9 @@ class RuleCoefficients:
             int(limits.get("flow_steps", 6)),
             LogisticMap.from_data("goal_reached_open", data["goal_reached_open"])
             if "goal_reached_open" in data
+            else None,
+            LogisticMap.from_data("goal_reached_evidence", data["goal_reached_evidence"])
+            if "goal_reached_evidence" in data
             else None,
         )
 
@@ -543,6 +554,44 @@ _CANNOT = re.compile(
     r"out of scope|beyond (?:my|the) (?:access|permissions|capabilities)|do(?:es)? not have (?:access|permission|"
     r"the ability)|don't have (?:access|permission)|no (?:tool|permission|access) (?:to|for))\b"
 )
+_DONE = r"(?:written|saved|created|updated|sent|submitted|uploaded|deleted|booked|scheduled)"
+_CONFIRMATION = re.compile(
+    rf"\b{_DONE}\b[^.\n]{{0,30}}\bsuccess(?:fully)?\b|\bsuccess(?:fully)?\b[^.\n]{{0,30}}\b{_DONE}\b"
+    r"|\b\d+ passed\b|\bran \d+ tests?\b[^\n]*\n+\s*ok\b",
+    re.I,
+)
+"""A tool's report that a change it was asked for happened (``File output.txt has been written successfully``,
+``Message sent successfully``) or that tests passed. The action word alone is not one (a page saying a song was
+"written" by someone, ``Updated 1 path from the index``), nor is "succeeded" alone: code that ran without an
+exception (``exitcode: 0 (execution succeeded)``) says nothing about whether its output is the answer."""
+_CONFIRMATION_CHARS = 300
+"""A confirmation is a short status (``File output.txt has been written successfully.``): a longer result is
+content, where those words are only words (a page that mentions an "updated" policy)."""
+_ASKING = frozenset({"ask", "human", "clarify", "clarification"})
+OUTCOME_FEATURES = (
+    "result_confirms",
+    "last_result_confirms",
+    "failed_after_confirmation",
+    "unanswered_requests",
+    "final_unfinished",
+)
+"""The goal_reached features in which the run itself says how it went (``RuleEvaluator.outcome_features``, and a
+final answer that says it could not finish): what ``goal_reached_evidence`` reads."""
+
+
+def _confirms(result: str) -> bool:
+    """A result that reports an action done, as a tool's status line does (see ``_CONFIRMATION_CHARS``)."""
+    text = result.strip()
+    return len(text) <= _CONFIRMATION_CHARS and _CONFIRMATION.search(text) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _asks_user(tool: str) -> bool:
+    """The tool puts a question to a person (``ask_user``, ``human_input``, ``request_user_input``)."""
+    words = set(_TOKEN.findall(_CAMEL.sub(" ", tool).lower()))
+    return bool(words & _ASKING) or ("user" in words and bool(words & {"input", "question", "prompt"}))
+
+
 _UNFINISHED = re.compile(
     r"\b(?:not (?:yet )?(?:done|complete|completed|finished|possible|able)|still (?:need|needs|missing|pending|"
     r"to do)|todo|tbd|partially|partial|could not|couldn't|failed|unable|incomplete|unverified|i (?:will|'ll) "
@@ -874,6 +923,33 @@ class RuleEvaluator:
         last = projection.steps[-1] if projection.steps else None
         if last is not None and last.calls:
             features["last_step_errors"] = sum(c.error for c in last.calls) / len(last.calls)
+        features.update(self.outcome_features(projection))
+        return features
+
+    def outcome_features(self, projection: Projection) -> dict[str, float]:
+        """What the tools themselves said about the work, read at a finish (part of ``goal_features``): a short
+        result that confirms an action (a file written, tests passed), whether the last call's result was one,
+        a failure after the last confirmation, and requests to the user that came back empty. Empty when none
+        of these happened: then only the words of the goal and the answer are left to read."""
+        calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
+        confirmed = -1
+        unanswered = 0
+        for i, c in enumerate(calls):
+            if self._failed(c):
+                continue
+            if not c.result.strip():
+                unanswered += _asks_user(c.tool)
+            elif _confirms(c.result):
+                confirmed = i
+        features: dict[str, float] = {}
+        if confirmed >= 0:
+            features["result_confirms"] = 1.0
+            if confirmed == len(calls) - 1:
+                features["last_result_confirms"] = 1.0
+            elif any(self._failed(c) for c in calls[confirmed + 1 :]):
+                features["failed_after_confirmation"] = 1.0
+        if unanswered:
+            features["unanswered_requests"] = min(unanswered, 2) / 2
         return features
 
     def drift_features(self, projection: Projection) -> dict[str, float]:
@@ -1011,14 +1087,19 @@ class RuleEvaluator:
             # signals are not computed: on most turns there is no final answer, and they would change nothing.
             return _yes(0.0, "no final answer yet")
         f = self.goal_features(projection)
-        open_map = self.coefficients.goal_reached_open
-        if not projection.criteria and open_map is not None:
-            # Without criteria the rules cannot see success on recorded runs of real models (docs/evals.md): the
-            # shipped map answers their base rate. Stated criteria, or a judge, can do better.
-            note = "no acceptance criteria: the rules cannot tell, the base rate of recorded runs"
-            p = min(1.0, max(0.0, open_map.p(f)))
-            return Answer({"yes": p, "no": 1.0 - p}, note=f"{note}; {_describe(f)}", defer=True)
-        return _yes(self.coefficients.goal_reached.p(f), _describe(f))
+        co = self.coefficients
+        if not projection.criteria:
+            said = [k for k in OUTCOME_FEATURES if k in f]
+            if said and co.goal_reached_evidence is not None:
+                # The tools (or the answer itself) said how it went: read that, as fitted on real runs.
+                return _yes(co.goal_reached_evidence.p(f), f"no acceptance criteria; the run says: {', '.join(said)}")
+            if co.goal_reached_open is not None:
+                # Nothing said and no criteria: on recorded runs of real models the rules cannot see success
+                # (docs/evals.md), so the shipped map answers their base rate. Criteria, or a judge, can do better.
+                note = "no acceptance criteria and no word from the tools: the rules cannot tell, the base rate"
+                p = min(1.0, max(0.0, co.goal_reached_open.p(f)))
+                return Answer({"yes": p, "no": 1.0 - p}, note=f"{note}; {_describe(f)}", defer=True)
+        return _yes(co.goal_reached.p(f), _describe(f))
 
     def _drift(self, projection: Projection, condition: Condition) -> Answer:
         q = condition.question
