@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from stopwise.approvals import PendingApproval, args_hash
-from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
+from stopwise.call_ids import call_ids_in, unique_call_ids
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
 from stopwise.events import (
     Event,
     GuardrailEvent,
@@ -48,6 +49,7 @@ from stopwise.messages import (
     Usage,
     automated_feedback,
 )
+from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
@@ -215,7 +217,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
                 else:
                     answer = item
         if not isinstance(answer, Reply):
-            error = answer if isinstance(answer, ErrorDetail) else _model_error(TypeError("the model gave no reply"))
+            error = answer if isinstance(answer, ErrorDetail) else model_failure(TypeError("the model gave no reply"))
             yield RunFinished(run_id, step, await _end_without_step(leg, error))
             return
         reply = answer
@@ -294,35 +296,29 @@ def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
     )
 
 
-def _model_error(exc: Exception) -> ErrorDetail:
-    if isinstance(exc, ModelError):
-        facts = {"provider": exc.provider, "status": exc.status, "request_id": exc.request_id}
-        return ErrorDetail(ErrorCode.MODEL_ERROR, str(exc), ErrorCategory.MODEL, exc.retryable, facts)
-    return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
-
-
-def _checked(reply: object) -> Reply | ErrorDetail:
-    if isinstance(reply, Reply):
-        return reply
-    message = f"model returned {type(reply).__name__}, expected Reply"
-    return ErrorDetail(ErrorCode.MODEL_ERROR, message, ErrorCategory.MODEL, retryable=False)
+def _checked(leg: Leg, reply: object) -> Reply | ErrorDetail:
+    """The model boundary: a malformed reply becomes a ``model_error``; call ids are made unique in the session."""
+    valid = validate_reply(reply, leg.agent.reply_limits)
+    if isinstance(valid, ErrorDetail) or not valid.tool_calls:
+        return valid
+    return unique_call_ids(valid, call_ids_in(leg.messages))
 
 
 async def _generate(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:
     """The model's reply in one piece, or the error it ended with."""
     try:
-        return _checked(await leg.agent.caller.generate(_request(leg, step, phase)))
+        return _checked(leg, await leg.agent.caller.generate(_request(leg, step, phase)))
     except Exception as exc:
-        return _model_error(exc)
+        return model_failure(exc)
 
 
 async def _stream(leg: Leg, step: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
     """Text deltas as the model writes them, then its reply (or the error it ended with)."""
     try:
         async for item in stream_reply(leg.agent.caller, _request(leg, step, phase)):
-            yield TextDelta(leg.run.run_id, step, item) if isinstance(item, str) else _checked(item)
+            yield TextDelta(leg.run.run_id, step, item) if isinstance(item, str) else _checked(leg, item)
     except Exception as exc:
-        yield _model_error(exc)
+        yield model_failure(exc)
 
 
 # --- the guardian --------------------------------------------------------------------------------------------

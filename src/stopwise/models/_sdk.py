@@ -13,13 +13,14 @@ import importlib
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from stopwise.errors import ConfigError, ModelError
+from stopwise.messages import Message
 
-__all__ = ["ClientPerLoop", "api_key", "import_sdk", "parse_args", "provider_error"]
+__all__ = ["ClientPerLoop", "api_key", "import_sdk", "parse_args", "provider_error", "wire_ids"]
 
 _C = TypeVar("_C")
 
@@ -72,9 +73,15 @@ def parse_args(raw: str | None) -> dict[str, Any] | str:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to decode: the loop refuses the raw text
         return raw
     return value if isinstance(value, dict) else raw
+
+
+def wire_ids(messages: Sequence[Message]) -> dict[str, str]:
+    """Stopwise call id -> the provider's own id, for the calls whose id the loop replaced (``ToolCall.wire_id``):
+    replaying the history, an adapter sends the provider back the ids it sent."""
+    return {c.id: c.wire_id for m in messages for c in m.tool_calls if c.wire_id is not None}
 
 
 def provider_error(sdk: ModuleType, exc: Exception, provider: str) -> ModelError | None:
