@@ -20,6 +20,9 @@ from stopwise.errors import (
     StepConflict,
     StopwiseError,
     StoreError,
+    StoreRefused,
+    StoreUnavailable,
+    UnreadableEntry,
 )
 from stopwise.events import (
     Event,
@@ -51,6 +54,7 @@ from stopwise.models import (
     Model,
     ModelRequest,
     OpenAIModel,
+    ReplyLimits,
     ScriptedModel,
     StreamingModel,
     ToolSpec,
@@ -108,6 +112,7 @@ __all__ = [
     "StreamingModel",
     "OpenAIModel",
     "AnthropicModel",
+    "ReplyLimits",
     # tools
     "tool",
     "Tool",
@@ -172,6 +177,9 @@ __all__ = [
     "ModelError",
     "ModelScriptExhausted",
     "StoreError",
+    "StoreUnavailable",
+    "StoreRefused",
+    "UnreadableEntry",
     "SchemaTooNew",
     "StateNotSerializable",
     "StepConflict",

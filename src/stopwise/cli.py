@@ -21,7 +21,7 @@ from stopwise import __version__
 from stopwise._load import LoadError, load_agent, with_model
 from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
-from stopwise.errors import ConfigError, StoreError
+from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
 from stopwise.guardian.records import Decision as GuardianDecision
 from stopwise.result import RunResult, RunStatus
@@ -287,6 +287,11 @@ async def _list_runs(path: Path, session_id: str | None, limit: int) -> list[Run
         await store.close()
 
 
+def _skipped(exc: UnreadableEntry) -> None:
+    """Tell the user a session was left out because one of its entries cannot be read; the command goes on."""
+    print(f"stopwise: notice: {exc}; the session is skipped", file=sys.stderr)
+
+
 # --- run --------------------------------------------------------------------------------------------------
 
 
@@ -389,7 +394,11 @@ async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDe
     try:
         decisions: list[GuardianDecision] = []
         for session in await store.list_sessions(limit=1_000_000):
-            snapshot = await store.load_session(session)
+            try:
+                snapshot = await store.load_session(session)
+            except UnreadableEntry as exc:
+                _skipped(exc)
+                continue
             if snapshot is None:
                 continue
             for entry in snapshot.entries:
