@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR, Message, Reply, Role, StopReason, ToolCall, Usage
-from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, translated, wire_ids
+from stopwise.models._sdk import (
+    ClientPerLoop,
+    api_key,
+    check_settings,
+    import_sdk,
+    malformed,
+    parse_args,
+    translated,
+    wire_ids,
+)
 from stopwise.models.base import ModelRequest
 
 if TYPE_CHECKING:
@@ -75,6 +84,7 @@ class AnthropicModel:
         self.max_tokens = max_tokens
         self.base_url = base_url
         self.settings: Mapping[str, Any] = dict(settings or {})
+        check_settings(self.settings, self._sdk.resources.messages.AsyncMessages.create, self._sdk, "AnthropicModel")
         if client is not None:
             self._clients: ClientPerLoop[AsyncAnthropic] | None = None
             self._client = client

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
-from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, translated, wire_ids
+from stopwise.models._sdk import (
+    ClientPerLoop,
+    api_key,
+    check_settings,
+    import_sdk,
+    malformed,
+    parse_args,
+    translated,
+    wire_ids,
+)
 from stopwise.models.base import ModelRequest
 
 if TYPE_CHECKING:
@@ -78,6 +87,8 @@ class OpenAIModel:
         self.top_logprobs = top_logprobs
         self.parallel_tool_calls = parallel_tool_calls
         self.settings: Mapping[str, Any] = dict(settings or {})
+        create = self._sdk.resources.chat.completions.AsyncCompletions.create
+        check_settings(self.settings, create, self._sdk, "OpenAIModel")
         if client is not None:
             self._clients: ClientPerLoop[AsyncOpenAI] | None = None
             self._client = client
