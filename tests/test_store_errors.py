@@ -173,13 +173,15 @@ def _database_with_an_unreadable_session(tmp_path: Path) -> Path:
 async def test_loading_a_session_with_an_unreadable_entry_names_the_session_the_seq_and_why(tmp_path: Path) -> None:
     db = await asyncio.to_thread(_database_with_an_unreadable_session, tmp_path)
     store = SQLiteStore(db)
-    with pytest.raises(StoreError) as info:
-        await store.load_session("bad")
-    exc: Any = info.value
-    assert type(exc).__name__ == "UnreadableEntry"
-    assert (exc.session_id, exc.seq) == ("bad", 2) and "args" in exc.why
-    assert await store.load_session("good") is not None
-    await store.close()
+    try:
+        with pytest.raises(StoreError) as info:
+            await store.load_session("bad")
+        exc: Any = info.value
+        assert type(exc).__name__ == "UnreadableEntry"
+        assert (exc.session_id, exc.seq) == ("bad", 2) and "args" in exc.why
+        assert await store.load_session("good") is not None
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ from stopwise import (
     Message,
     ModelRequest,
     Reply,
-    ReplyLimits,
     Role,
     Runner,
     RunStatus,
@@ -27,11 +26,10 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve
-from stopwise.call_ids import unique_call_ids
 from stopwise.errors import ConfigError
-from stopwise.models._validate import validate_reply
-from stopwise.storable import REPLACEMENT, storable, storable_text
 
+REPLACEMENT = "\ufffd"
+"""What the storable-text rule turns a lone surrogate or a NUL into."""
 LONE = "\ud800"
 """A lone UTF-16 surrogate: valid JSON (``"\\ud800"``) decodes to it, and UTF-8 cannot encode it."""
 
@@ -141,6 +139,8 @@ async def test_arguments_nested_100k_deep_are_a_retryable_model_error_not_a_recu
 
 
 async def test_arguments_over_the_size_bound_are_a_retryable_model_error(store: Store) -> None:
+    from stopwise import ReplyLimits
+
     big = Reply(
         tool_calls=[ToolCall("echo", {"text": "x" * 600}, id="a"), ToolCall("echo", {"text": "y" * 600}, id="b")]
     )
@@ -149,6 +149,9 @@ async def test_arguments_over_the_size_bound_are_a_retryable_model_error(store: 
 
 
 def test_the_default_bounds_are_64_levels_and_one_megabyte() -> None:
+    from stopwise import ReplyLimits
+    from stopwise.models._validate import validate_reply
+
     limits = ReplyLimits()
     assert (limits.max_depth, limits.max_args_bytes) == (64, 1_000_000)
     assert isinstance(validate_reply(Reply(tool_calls=[ToolCall("e", _nested(64), id="c")]), limits), Reply)
@@ -192,6 +195,8 @@ async def test_a_timeout_or_dropped_connection_from_a_model_stays_retryable() ->
 
 
 def test_the_storable_text_rule_replaces_lone_surrogates_and_nul_and_keeps_pairs() -> None:
+    from stopwise.storable import storable, storable_text
+
     assert storable_text(f"a{LONE}b\x00c") == f"a{REPLACEMENT}b{REPLACEMENT}c"
     assert storable_text("\ud83d\ude00") == "\U0001f600", "a surrogate pair is the character it encodes"
     clean = "héllo wörld"
@@ -294,6 +299,8 @@ async def test_a_call_id_reused_from_an_earlier_step_gets_a_fresh_id_so_a_sub_ag
 
 
 def test_unique_call_ids_keeps_unique_ids_and_replaces_repeats_keeping_the_wire_id() -> None:
+    from stopwise.call_ids import unique_call_ids
+
     reply = Reply(tool_calls=[ToolCall("a", {}, id="x"), ToolCall("b", {}, id="x"), ToolCall("c", {}, id="old")])
     out = unique_call_ids(reply, {"old"})
     ids = [c.id for c in out.tool_calls]
