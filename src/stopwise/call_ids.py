@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from stopwise.messages import Message, Reply
 
-__all__ = ["call_ids_in", "fresh_call_id", "unique_call_ids"]
+__all__ = ["SessionCallIds", "call_ids_in", "fresh_call_id", "unique_call_ids"]
 
 
 def fresh_call_id() -> str:
@@ -25,14 +25,9 @@ def fresh_call_id() -> str:
 
 
 def call_ids_in(messages: Sequence[Message]) -> set[str]:
-    """Every call id the history holds: the assistant rows' calls, and the tool rows' answers."""
-    taken: set[str] = set()
-    for m in messages:
-        for call in m.tool_calls:
-            taken.add(call.id)
-        if m.tool_call_id is not None:
-            taken.add(m.tool_call_id)
-    return taken
+    """Every call id the history holds (a tool row answers a call of an earlier assistant row, so the calls are
+    all of them)."""
+    return {c.id for m in messages if m.tool_calls for c in m.tool_calls}
 
 
 def unique_call_ids(reply: Reply, taken: Iterable[str]) -> Reply:
@@ -52,3 +47,23 @@ def unique_call_ids(reply: Reply, taken: Iterable[str]) -> Reply:
             changed = True
         used.add(calls[i].id)
     return replace(reply, tool_calls=tuple(calls)) if changed else reply
+
+
+
+class SessionCallIds:
+    """The call ids a session has used, so each new reply's ids are made unique with a set lookup per call rather
+    than a scan of the history. Built from the history on first use; a leg keeps one (``Leg.call_ids``)."""
+
+    __slots__ = ("_taken",)
+
+    def __init__(self) -> None:
+        self._taken: set[str] | None = None
+
+    def unique(self, reply: Reply, history: Sequence[Message]) -> Reply:
+        """``unique_call_ids`` against every id used so far. The reply's ids join the set at once: a reply that
+        is not committed ends its leg, so an id held back that way is never needed again."""
+        if self._taken is None:
+            self._taken = call_ids_in(history)
+        unique = unique_call_ids(reply, self._taken)
+        self._taken.update(c.id for c in unique.tool_calls)
+        return unique

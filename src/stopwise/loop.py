@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from stopwise.approvals import PendingApproval, args_hash
-from stopwise.call_ids import call_ids_in, unique_call_ids
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
 from stopwise.events import (
     Event,
@@ -301,7 +300,7 @@ def _checked(leg: Leg, reply: object) -> Reply | ErrorDetail:
     valid = validate_reply(reply, leg.agent.reply_limits)
     if isinstance(valid, ErrorDetail) or not valid.tool_calls:
         return valid
-    return unique_call_ids(valid, call_ids_in(leg.messages))
+    return leg.call_ids.unique(valid, leg.messages)
 
 
 async def _generate(leg: Leg, step: int, phase: Phase) -> Reply | ErrorDetail:

@@ -61,6 +61,8 @@ def storable(value: T, *, where: str = "value") -> T:
     """``value`` with the rule applied to every string inside it: mapping keys and values, list and tuple items,
     and the fields of dataclass instances (messages, tool calls, log entries, run records). Returns the same
     object when nothing needs replacing, so the common case allocates nothing."""
+    if _clean(value):
+        return value
     counter = [0]
     out = _walk(value, counter)
     if counter[0]:
@@ -68,9 +70,54 @@ def storable(value: T, *, where: str = "value") -> T:
     return out  # type: ignore[no-any-return]
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The init fields of a dataclass (cached per class), or None when ``cls`` is not one."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(cls):
+            return None
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    return names
+
+
+_SCALARS = frozenset({int, float, bool, type(None), bytes})
+
+
+def _clean(value: Any) -> bool:
+    """True when no string inside ``value`` needs the rule. Every commit pays for this check, so it is a plain
+    loop over a stack that allocates little and looks at each value once."""
+    stack = [value]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        v = pop()
+        kind = type(v)
+        if kind is str:
+            if "\x00" in v or (not v.isascii() and not is_storable(v)):
+                return False
+        elif kind in _SCALARS:
+            continue
+        elif kind is dict or isinstance(v, Mapping):
+            extend(v.keys())
+            extend(v.values())
+        elif kind is tuple or kind is list:
+            extend(v)
+        elif isinstance(v, str):  # a str subclass (an enum member)
+            if not is_storable(v):
+                return False
+        else:
+            names = _field_names(kind)
+            if names is not None:
+                for name in names:
+                    push(getattr(v, name))
+    return True
+
+
 def _walk(value: Any, counter: list[int]) -> Any:
-    # Iterative depth is bounded by what reached here: replies are depth-checked at the model boundary, and the
-    # rest is data this process built. Recursion keeps the same-object fast path simple.
+    # Only runs when _clean found something to replace. Its depth is bounded by what reaches it: replies are
+    # depth-checked at the model boundary, and the rest is data this process built.
     if isinstance(value, str):
         if is_storable(value):
             return value
@@ -92,15 +139,14 @@ def _walk(value: Any, counter: list[int]) -> Any:
         if all(a is b for a, b in zip(new, value, strict=True)):
             return value
         return new if isinstance(value, list) else tuple(new)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    names = _field_names(type(value))
+    if names is not None:
         changes = {}
-        for f in dataclasses.fields(value):
-            if not f.init:
-                continue
-            old = getattr(value, f.name)
+        for name in names:
+            old = getattr(value, name)
             new_value = _walk(old, counter)
             if new_value is not old:
-                changes[f.name] = new_value
+                changes[name] = new_value
         return dataclasses.replace(value, **changes) if changes else value
     return value
 

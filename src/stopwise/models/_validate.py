@@ -7,7 +7,6 @@ well-formed (and made storable, see ``stopwise.storable``) or becomes a ``model_
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -15,7 +14,7 @@ from typing import Any
 
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, ModelError
 from stopwise.messages import Reply, StopReason, TokenLogprob, ToolCall, Usage
-from stopwise.storable import storable, storable_text
+from stopwise.storable import is_storable, storable, storable_text
 
 __all__ = ["ReplyLimits", "model_failure", "validate_reply"]
 
@@ -28,7 +27,8 @@ class ReplyLimits:
     max_depth: int = 64
     """Deepest nesting of a tool call's arguments (the arguments object itself is level 1)."""
     max_args_bytes: int = 1_000_000
-    """Size of all the reply's tool-call arguments together, as UTF-8 JSON (a raw string counts its length)."""
+    """Size of all the reply's tool-call arguments together, about their compact UTF-8 JSON (escapes not counted)
+    (a raw string counts its UTF-8 length)."""
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "max_args_bytes"):
@@ -111,9 +111,9 @@ def _checked(reply: object, limits: ReplyLimits) -> Reply:
         if isinstance(args, str):
             size = len(args.encode("utf-8", "surrogatepass"))
         elif isinstance(args, Mapping):
-            _check_json(args, f"{where}.args", limits.max_depth)
-            args = storable(args, where=f"{where}.args")
-            size = len(json.dumps(args, ensure_ascii=False).encode("utf-8"))
+            size, clean = _check_json(args, f"{where}.args", limits.max_depth)
+            if not clean:
+                args = storable(args, where=f"{where}.args")
         else:
             raise _Malformed(f"{where}.args", f"must be a JSON object, got {type(args).__name__}")
         budget -= size
@@ -123,15 +123,17 @@ def _checked(reply: object, limits: ReplyLimits) -> Reply:
                 f"the reply's tool-call arguments exceed {limits.max_args_bytes} bytes",
                 retryable=True,
             )
-        calls.append(
-            replace(
-                call,
-                name=storable_text(call.name, where=f"{where}.name"),
-                id=storable_text(call.id, where=f"{where}.id"),
-                args=storable_text(args, where=f"{where}.args") if isinstance(args, str) else args,
-            )
-        )
-    return replace(reply, text=storable_text(reply.text, where="the model's text"), tool_calls=tuple(calls))
+        name, call_id = storable_text(call.name, where=f"{where}.name"), storable_text(call.id, where=f"{where}.id")
+        if isinstance(args, str):
+            args = storable_text(args, where=f"{where}.args")
+        if name is call.name and call_id is call.id and args is call.args:
+            calls.append(call)
+        else:
+            calls.append(replace(call, name=name, id=call_id, args=args))
+    text = storable_text(reply.text, where="the model's text")
+    if text is reply.text and all(a is b for a, b in zip(calls, reply.tool_calls, strict=True)):
+        return reply
+    return replace(reply, text=text, tool_calls=tuple(calls))
 
 
 def _require(value: object, kind: type, field: str) -> None:
@@ -139,25 +141,38 @@ def _require(value: object, kind: type, field: str) -> None:
         raise _Malformed(field, f"must be a {kind.__name__}, got {type(value).__name__}")
 
 
-def _check_json(args: Mapping[str, Any], field: str, max_depth: int) -> None:
-    """A JSON object with str keys, nested at most ``max_depth`` deep; checked without recursion, so a
-    100,000-deep value is refused rather than overflowing the stack."""
+def _check_json(args: Mapping[str, Any], field: str, max_depth: int) -> tuple[int, bool]:
+    """Check that ``args`` is a JSON object with str keys nested at most ``max_depth`` deep; return its size as
+    compact UTF-8 JSON (escape characters aside) and whether every string in it is storable. Iterative, so a
+    100,000-deep value is refused rather than overflowing the stack; one pass over the value."""
+    size, clean = 0, True
     stack: list[tuple[Any, int, str]] = [(args, 1, field)]
     while stack:
         value, depth, where = stack.pop()
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            size += 2 + (len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass")))
+            clean = clean and is_storable(value)
+        elif kind is bool or value is None:
+            size += 5
+        elif kind is int or kind is float or isinstance(value, (int, float)):
+            if kind is float and not math.isfinite(value):
+                raise _Malformed(where, f"{value!r} is not a JSON number")
+            size += len(repr(value))
+        elif isinstance(value, Mapping):
             if depth > max_depth:
                 raise _Malformed(field, f"nested deeper than {max_depth} levels", retryable=True)
+            size += 2 + 2 * len(value)  # braces, and per item a colon and a comma
             for k, v in value.items():
                 if not isinstance(k, str):
                     raise _Malformed(where, f"has a key that is not a str: {k!r}")
+                stack.append((k, depth, where))
                 stack.append((v, depth + 1, f"{where}.{k}"))
         elif isinstance(value, (list, tuple)):
             if depth > max_depth:
                 raise _Malformed(field, f"nested deeper than {max_depth} levels", retryable=True)
+            size += 2 + len(value)
             stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value))
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise _Malformed(where, f"{value!r} is not a JSON number")
-        elif not (value is None or isinstance(value, (str, int))):
+        else:
             raise _Malformed(where, f"{type(value).__name__} is not a JSON value")
+    return size, clean
