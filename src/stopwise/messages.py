@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json
 
-from stopwise.storable import storable, storable_text
+from stopwise.storable import is_storable, storable, storable_text, text_fields
 
 __all__ = [
     "CONTENT_ENCODING",
@@ -150,6 +150,9 @@ class Message:
                 raise ValueError(f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}") from None
         if not isinstance(self.content, str):
             raise TypeError(f"Message.content must be a str, got {type(self.content).__name__}")
+        if not is_storable(self.content):
+            # The storable-text rule holds for every row from the start, whoever built it.
+            object.__setattr__(self, "content", storable_text(self.content, where=f"a {self.role.value} row"))
         if not isinstance(self.tool_calls, tuple):
             object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
 
@@ -191,6 +194,14 @@ class Reply:
     def is_natural_finish(self) -> bool:
         """Text, no tool calls, and a stop reason of ``end_turn`` or ``stop_sequence``."""
         return not self.tool_calls and self.stop_reason in NATURAL_FINISH
+
+
+# What the stores' storable check must look at (see stopwise.storable): a row's content is made storable when
+# the row is built; roles are ours; usage is numbers.
+text_fields(Message, "tool_calls", "tool_call_id", "metadata")
+text_fields(ToolCall, "name", "args", "id", "wire_id")
+text_fields(Usage)
+text_fields(TokenLogprob, "token", "top")
 
 
 def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
