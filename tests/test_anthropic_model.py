@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Iterator
@@ -275,3 +276,29 @@ def test_missing_sdk_is_a_config_error_naming_the_extra(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "anthropic", None)
     with pytest.raises(ConfigError, match=r"pip install 'stopwise\[anthropic\]'"):
         AnthropicModel("claude-test", api_key="k")
+
+
+def test_settings_the_installed_sdk_does_not_take_are_a_config_error_when_the_model_is_defined() -> None:
+    """The docs' old example, settings={"temperature": 0}, raised TypeError mid-run with anthropic 2.15 (its
+    messages.create has no temperature), and the failed run was marked retryable."""
+    import anthropic
+
+    accepted = inspect.signature(anthropic.resources.messages.AsyncMessages.create).parameters
+    bad = "temperature" if "temperature" not in accepted else "no_such_setting"
+    with pytest.raises(ConfigError, match="settings") as info:
+        AnthropicModel("claude-test", api_key="sk-ant-test", settings={bad: 0})
+    assert repr(bad) in str(info.value) and anthropic.__version__ in str(info.value)
+    model = AnthropicModel("claude-test", api_key="sk-ant-test", settings={"extra_body": {bad: 0}})
+    assert model.request_params(_request())["extra_body"] == {bad: 0}
+
+
+async def test_stream_takes_the_input_tokens_reported_in_message_delta(server: ProviderServer) -> None:
+    events = _events(("text", ["Hi"]))
+    events[0][1]["message"]["usage"] = {"input_tokens": 0, "output_tokens": 0}
+    delta = next(e for name, e in events if name == "message_delta")
+    delta["usage"] = {"input_tokens": 31, "output_tokens": 4, "cache_read_input_tokens": 2}
+    server.answer(Answer(events=events))
+    items = [item async for item in _model(server).stream(_request())]
+    reply = items[-1]
+    assert isinstance(reply, Reply) and reply.usage is not None
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (33, 4)

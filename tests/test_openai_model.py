@@ -412,3 +412,40 @@ async def test_an_agent_whose_server_always_fails_ends_model_error_with_status_a
     assert result.error is not None and result.error.code == "model_error" and result.error.retryable
     assert result.error.details == {"provider": "openai-compatible", "status": 500, "request_id": "req_e2e"}
     assert result.steps == 0
+
+
+@tool
+def note(text: str) -> str:
+    """Keep a note."""
+    return f"noted {text}"
+
+
+async def test_a_server_that_sends_a_lone_surrogate_gives_a_completed_run_with_u_fffd(
+    server: ProviderServer, tmp_path: Any
+) -> None:
+    """JSON may escape a lone surrogate (valid JSON, not valid UTF-8): before the storable-text rule a run through
+    OpenAIModel lost the step to a raw serialisation error and stayed ``running``."""
+    from stopwise import SQLiteStore
+
+    raw_args = json.dumps({"text": "a\ud800"})  # json.dumps escapes it: '{"text": "a\\ud800"}'
+    server.answer(
+        Answer(body=completion("thinking \ud800", [call("c1", "note", raw_args)], finish="tool_calls")),
+        Answer(body=completion("done \ud800")),
+    )
+    store = SQLiteStore(tmp_path / "log.db")
+    agent = Agent("n", "Take notes.", _model(server), tools=[note])
+    result = await Runner(store).run(agent, "note it", session_id="s")
+    assert result.status == "completed", result.error
+    assert result.text == "done \ufffd"
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    call_row = next(m for m in snapshot.messages() if m.tool_calls)
+    assert call_row.content == "thinking \ufffd" and dict(call_row.tool_calls[0].args) == {"text": "a\ufffd"}
+    await store.close()
+
+
+def test_settings_the_installed_sdk_does_not_take_are_a_config_error_when_the_model_is_defined() -> None:
+    with pytest.raises(ConfigError, match="settings") as info:
+        OpenAIModel("gpt-test", api_key="sk-test", settings={"temprature": 0})
+    assert "'temprature'" in str(info.value) and "temperature" in str(info.value)
+    assert OpenAIModel("gpt-test", api_key="sk-test", settings={"temperature": 0, "seed": 1}).settings["seed"] == 1

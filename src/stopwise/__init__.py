@@ -47,6 +47,7 @@ from stopwise.models import (
     FunctionModel,
     Model,
     OpenAIModel,
+    ReplyLimits,
     ScriptedModel,
 )
 from stopwise.result import RunResult, RunStatus
@@ -95,6 +96,7 @@ __all__ = [
     "FunctionModel",
     "OpenAIModel",
     "AnthropicModel",
+    "ReplyLimits",
     # tools
     "tool",
     "Tool",

@@ -13,6 +13,7 @@ from typing import Any
 
 from stopwise.agent import Agent
 from stopwise.approvals import PlannedCall
+from stopwise.call_ids import SessionCallIds
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
@@ -107,6 +108,8 @@ class Leg:
     clock: Callable[[], float] = time.time
     stream_text: bool = False
     """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
+    call_ids: SessionCallIds = field(default_factory=SessionCallIds)
+    """The call ids the session has used: each reply's ids are made unique against them (``stopwise.call_ids``)."""
     system: tuple[Message, ...] = field(init=False)
     steps: int = field(init=False)
     usage: Usage = field(init=False)

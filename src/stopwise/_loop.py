@@ -24,7 +24,7 @@ from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
-from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
 from stopwise.events import (
     Event,
     GuardrailEvent,
@@ -42,6 +42,7 @@ from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
+from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.records import LogRecord, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
@@ -187,7 +188,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             else:
                 answer = item
         if not isinstance(answer, Reply):
-            failed = answer if answer is not None else _model_error(TypeError("the model gave no reply"))
+            failed = answer if answer is not None else model_failure(TypeError("the model gave no reply"))
             yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
             return
         step = _Step(number, phase, answer)
@@ -241,12 +242,12 @@ async def _ask_model(leg: Leg, number: int, phase: Phase) -> AsyncGenerator[Text
     request = _request(leg, number, phase)
     try:
         if not leg.stream_text:
-            yield _checked(await leg.agent.caller.generate(request))
+            yield _checked(leg, await leg.agent.caller.generate(request))
             return
         async for item in stream_reply(leg.agent.caller, request):
-            yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(item)
+            yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(leg, item)
     except Exception as exc:
-        yield _model_error(exc)
+        yield model_failure(exc)
 
 
 def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
@@ -260,18 +261,12 @@ def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
     )
 
 
-def _model_error(exc: Exception) -> ErrorDetail:
-    if isinstance(exc, ModelError):
-        facts = {"provider": exc.provider, "status": exc.status, "request_id": exc.request_id}
-        return ErrorDetail(ErrorCode.MODEL_ERROR, str(exc), ErrorCategory.MODEL, exc.retryable, facts)
-    return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
-
-
-def _checked(reply: object) -> Reply | ErrorDetail:
-    if isinstance(reply, Reply):
-        return reply
-    message = f"model returned {type(reply).__name__}, expected Reply"
-    return ErrorDetail(ErrorCode.MODEL_ERROR, message, ErrorCategory.MODEL, retryable=False)
+def _checked(leg: Leg, reply: object) -> Reply | ErrorDetail:
+    """The model boundary: a malformed reply becomes a ``model_error``; call ids are made unique in the session."""
+    valid = validate_reply(reply, leg.agent.reply_limits)
+    if isinstance(valid, ErrorDetail) or not valid.tool_calls:
+        return valid
+    return leg.call_ids.unique(valid, leg.messages)
 
 
 # --- the guardian --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.models._registry import resolve_model
+from stopwise.models._validate import ReplyLimits
 from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
 from stopwise.stop.conditions import StopCondition, as_condition
@@ -56,6 +57,9 @@ class Agent:
     """Wrappers applied to every model call of this agent, forced-completion and wrap-up calls included."""
     guardian: Guardian | None = None
     """An independent evaluator asked typed questions every turn, with a threshold policy in code."""
+    reply_limits: ReplyLimits = field(default_factory=ReplyLimits)
+    """Bounds on one model reply: argument nesting (64 levels) and size (1 MB); beyond them the run ends
+    ``model_error`` before anything of the reply is committed (see ``ReplyLimits``)."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
@@ -96,6 +100,8 @@ class Agent:
         errors = self.max_tool_errors
         if isinstance(errors, bool) or not isinstance(errors, int) or errors < 1:
             raise ConfigError("max_tool_errors", f"must be an int >= 1, got {errors!r}")
+        if not isinstance(self.reply_limits, ReplyLimits):
+            raise ConfigError("reply_limits", f"must be a ReplyLimits(...), got {type(self.reply_limits).__name__}")
         object.__setattr__(self, "middleware", tuple(self.middleware))
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None

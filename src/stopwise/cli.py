@@ -22,7 +22,7 @@ from stopwise._load import LoadError, load_agent, with_model
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
-from stopwise.errors import ConfigError, StoreError
+from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
 from stopwise.guardian.records import GuardianDecision
 from stopwise.records import parse_records
@@ -289,6 +289,11 @@ async def _list_runs(path: Path, session_id: str | None, limit: int) -> list[Run
         await store.close()
 
 
+def _skipped(exc: UnreadableEntry) -> None:
+    """Tell the user a session was left out because one of its entries cannot be read; the command goes on."""
+    print(f"stopwise: notice: {exc}; the session is skipped", file=sys.stderr)
+
+
 # --- run --------------------------------------------------------------------------------------------------
 
 
@@ -396,7 +401,11 @@ async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDe
     try:
         decisions: list[GuardianDecision] = []
         for session in await store.list_sessions(limit=1_000_000):
-            snapshot = await store.load_session(session)
+            try:
+                snapshot = await store.load_session(session)
+            except UnreadableEntry as exc:
+                _skipped(exc)
+                continue
             if snapshot is None:
                 continue
             for entry in snapshot.entries:

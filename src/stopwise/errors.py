@@ -25,6 +25,9 @@ __all__ = [
     "StepConflict",
     "StopwiseError",
     "StoreError",
+    "StoreRefused",
+    "StoreUnavailable",
+    "UnreadableEntry",
 ]
 
 
@@ -119,7 +122,40 @@ class ModelScriptExhausted(StopwiseError):
 
 
 class StoreError(StopwiseError):
-    """The store cannot do what was asked."""
+    """The store cannot do what was asked.
+
+    ``operation`` names the store method that failed (``commit``, ``load_session``, ...) and ``session_id`` the
+    session it was for, when there was one; both are None where unknown. A write that raised wrote nothing.
+    """
+
+    def __init__(self, message: str, *, operation: str | None = None, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.session_id = session_id
+
+
+class StoreUnavailable(StoreError):
+    """The database could not do the operation: disk full, an I/O error, a lost or closed connection, a lock held
+    too long. Nothing of the operation was written; the same call may succeed once the cause is gone (a run
+    whose step failed to commit is still ``running`` in the store, and ``retry()`` continues it)."""
+
+
+class StoreRefused(StoreError):
+    """The database refused the data (a constraint, or a value the backend cannot hold). Nothing was written."""
+
+
+class UnreadableEntry(StoreError):
+    """A committed log entry this version of stopwise cannot read: ``session_id``, ``seq`` and ``why`` name it.
+    Loading that session raises this; the rest of the database stays readable."""
+
+    def __init__(self, session_id: str, seq: int, why: str) -> None:
+        super().__init__(
+            f"session {session_id!r}: log entry {seq} cannot be read: {why}",
+            operation="load_session",
+            session_id=session_id,
+        )
+        self.seq = seq
+        self.why = why
 
 
 class SchemaTooNew(StoreError):

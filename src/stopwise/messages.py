@@ -14,7 +14,9 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import TypeAdapter
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
+
+from stopwise.storable import is_storable, storable, storable_text, text_fields
 
 __all__ = [
     "CONTENT_ENCODING",
@@ -84,7 +86,11 @@ class ToolCall:
     name: str
     args: Mapping[str, Any] | str = field(default_factory=dict)
     id: str = ""
-    """Unique within the session; generated when not given."""
+    """Unique within the session; generated when not given. The loop replaces an id the model repeated (within
+    its reply, or from earlier in the session) with a fresh stopwise id before anything sees the call."""
+    wire_id: str | None = None
+    """The provider's own id when stopwise replaced it (see ``id``): what an adapter sends back to the provider
+    when it replays the history; None when ``id`` is the provider's."""
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -144,6 +150,9 @@ class Message:
                 raise ValueError(f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}") from None
         if not isinstance(self.content, str):
             raise TypeError(f"Message.content must be a str, got {type(self.content).__name__}")
+        if not is_storable(self.content):
+            # The storable-text rule holds for every row from the start, whoever built it.
+            object.__setattr__(self, "content", storable_text(self.content, where=f"a {self.role.value} row"))
         if not isinstance(self.tool_calls, tuple):
             object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
 
@@ -187,11 +196,31 @@ class Reply:
         return not self.tool_calls and self.stop_reason in NATURAL_FINISH
 
 
+# What the stores' storable check must look at (see stopwise.storable): a row's content is made storable when
+# the row is built; roles are ours; usage is numbers.
+text_fields(Message, "tool_calls", "tool_call_id", "metadata")
+text_fields(ToolCall, "name", "args", "id", "wire_id")
+text_fields(Usage)
+text_fields(TokenLogprob, "token", "top")
+
+
 def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
-    """The tool row for a successful result: a string verbatim with the text marker, anything else as JSON."""
+    """The tool row for a successful result: a string verbatim with the text marker, anything else as JSON.
+
+    Tool output is untrusted text: the storable-text rule applies (``stopwise.storable``), so a lone surrogate or
+    a NUL becomes U+FFFD instead of failing the commit."""
+    where = f"the result of call {tool_call_id}"
     if isinstance(value, str):
-        return Message(Role.TOOL, value, tool_call_id=tool_call_id, metadata={CONTENT_ENCODING: "text"})
-    return Message(Role.TOOL, to_json(value).decode(), tool_call_id=tool_call_id)
+        text = storable_text(value, where=where)
+        return Message(Role.TOOL, text, tool_call_id=tool_call_id, metadata={CONTENT_ENCODING: "text"})
+    try:
+        content = to_json(value).decode()
+    except PydanticSerializationError:
+        # Most often a lone surrogate in a string; anything else still fails on the second try.
+        content = to_json(storable(value, where=where)).decode()
+    if "\\u0000" in content:  # a NUL inside a string value (JSON escapes it)
+        content = to_json(storable(value, where=where)).decode()
+    return Message(Role.TOOL, content, tool_call_id=tool_call_id)
 
 
 DENIED = "denied"
@@ -205,7 +234,8 @@ the call never reached the tool (unknown tool, arguments that do not validate, a
 
 def error_tool_result(message: str, *, tool_call_id: str, origin: str = "tool", denied: bool = False) -> Message:
     """The tool row for a failed call: ``{"error": message}`` as JSON, flagged in metadata."""
-    content = json.dumps({"error": message}, ensure_ascii=False)
+    text = storable_text(message, where=f"the error of call {tool_call_id}")
+    content = json.dumps({"error": text}, ensure_ascii=False)
     meta: dict[str, Any] = {TOOL_ERROR: True, ORIGIN: origin}
     if denied:
         meta[DENIED] = True

@@ -129,7 +129,7 @@ def parse_args(call: ToolCall, tool_name: str) -> Mapping[str, Any] | Message:
         raw = args
         try:
             args = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return error_tool_result(
                 f"Arguments for tool '{tool_name}' are not valid JSON ({exc}): {raw[:200]!r}",
                 tool_call_id=call.id,

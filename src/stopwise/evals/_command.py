@@ -22,7 +22,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from stopwise.errors import ConfigError, StoreError
+from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.evals.calibration import CalibratedEvaluator, Calibration, load_calibration
 from stopwise.evals.export import export_labels
 from stopwise.evals.run import Predictions, predict_sync
@@ -158,9 +158,13 @@ async def _export(path: Path) -> list[TraceRecord]:
 
     store = SQLiteStore(path)
     try:
-        return await export_labels(store)
+        return await export_labels(store, on_unreadable=_skipped)
     finally:
         await store.close()
+
+
+def _skipped(exc: UnreadableEntry) -> None:
+    print(f"stopwise eval: notice: {exc}; the session is skipped", file=sys.stderr)
 
 
 def _evaluator(args: argparse.Namespace) -> Evaluator:

@@ -28,9 +28,10 @@ irreversible, so they are no label for the risk question.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from stopwise.errors import UnreadableEntry
 from stopwise.evals.traces import TraceRecord, parse_projection_text
 from stopwise.store.base import Store
 
@@ -40,15 +41,28 @@ LABEL_TYPE = "guardian_label"
 
 
 async def export_labels(
-    store: Store, *, sessions: Iterable[str] | None = None, test_fraction: float = 0.2
+    store: Store,
+    *,
+    sessions: Iterable[str] | None = None,
+    test_fraction: float = 0.2,
+    on_unreadable: Callable[[UnreadableEntry], None] | None = None,
 ) -> list[TraceRecord]:
-    """Every ``guardian_label`` in ``store`` (or in ``sessions``), oldest first within a session, as records."""
+    """Every ``guardian_label`` in ``store`` (or in ``sessions``), oldest first within a session, as records.
+
+    A session with a log entry this version cannot read raises ``UnreadableEntry``; with ``on_unreadable`` it is
+    handed to that callback instead and the export goes on with the other sessions."""
     if not 0 <= test_fraction <= 1:
         raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction!r}")
     ids = list(sessions) if sessions is not None else await store.list_sessions(limit=2**31 - 1)
     out: list[TraceRecord] = []
     for session_id in ids:
-        snapshot = await store.load_session(session_id)
+        try:
+            snapshot = await store.load_session(session_id)
+        except UnreadableEntry as exc:
+            if on_unreadable is None:
+                raise
+            on_unreadable(exc)
+            continue
         if snapshot is None:
             continue
         decisions: dict[tuple[str, int, str], Mapping[str, Any]] = {}

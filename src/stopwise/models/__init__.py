@@ -5,6 +5,7 @@ constructed, so importing this package needs neither.
 """
 
 from stopwise.models._registry import resolve_model
+from stopwise.models._validate import ReplyLimits
 from stopwise.models.anthropic import AnthropicModel
 from stopwise.models.base import Model, ModelRequest, StreamingModel, ToolSpec, stream_reply
 from stopwise.models.openai import OpenAIModel
@@ -16,6 +17,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "OpenAIModel",
+    "ReplyLimits",
     "ScriptedModel",
     "StreamingModel",
     "ToolSpec",

@@ -10,16 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import inspect
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from stopwise.errors import ConfigError, ModelError
+from stopwise.messages import Message
 
-__all__ = ["ClientPerLoop", "api_key", "import_sdk", "parse_args", "provider_error"]
+__all__ = ["ClientPerLoop", "api_key", "check_settings", "import_sdk", "parse_args", "provider_error", "wire_ids"]
 
 _C = TypeVar("_C")
 
@@ -72,9 +74,30 @@ def parse_args(raw: str | None) -> dict[str, Any] | str:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to decode: the loop refuses the raw text
         return raw
     return value if isinstance(value, dict) else raw
+
+
+def check_settings(settings: Mapping[str, Any], create: Callable[..., Any], sdk: ModuleType, cls_name: str) -> None:
+    """Raise ``ConfigError`` (field ``settings``) for a key that the installed SDK's ``create`` does not take, so a
+    typo or a parameter this SDK version dropped fails when the model is defined, not as a failed run."""
+    accepted = inspect.signature(create).parameters
+    unknown = [k for k in settings if k not in accepted]
+    if unknown:
+        version = getattr(sdk, "__version__", "?")
+        names = ", ".join(sorted(p for p in accepted if not p.startswith("extra_") and p not in ("self", "timeout")))
+        raise ConfigError(
+            "settings",
+            f"{', '.join(map(repr, unknown))} is not a parameter of {cls_name} with the installed {sdk.__name__} "
+            f"{version} (it takes: {names}); to send it anyway, put it in settings={{'extra_body': {{...}}}}",
+        )
+
+
+def wire_ids(messages: Sequence[Message]) -> dict[str, str]:
+    """Stopwise call id -> the provider's own id, for the calls whose id the loop replaced (``ToolCall.wire_id``):
+    replaying the history, an adapter sends the provider back the ids it sent."""
+    return {c.id: c.wire_id for m in messages for c in m.tool_calls if c.wire_id is not None}
 
 
 def provider_error(sdk: ModuleType, exc: Exception, provider: str) -> ModelError | None:

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR, Message, Reply, Role, StopReason, ToolCall, Usage
-from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, translated
+from stopwise.models._sdk import (
+    ClientPerLoop,
+    api_key,
+    check_settings,
+    import_sdk,
+    malformed,
+    parse_args,
+    translated,
+    wire_ids,
+)
 from stopwise.models.base import ModelRequest
 
 if TYPE_CHECKING:
@@ -26,6 +35,7 @@ _STOP_REASONS = {
     "model_context_window_exceeded": StopReason.MAX_TOKENS,
     "refusal": StopReason.REFUSAL,
 }
+_CACHE_FIELDS = ("cache_creation_input_tokens", "cache_read_input_tokens")
 _OUTPUT_INSTRUCTION = (
     "When you give your final answer, reply with only a JSON object that matches this JSON schema "
     "(no prose, no code fence):\n"
@@ -74,6 +84,7 @@ class AnthropicModel:
         self.max_tokens = max_tokens
         self.base_url = base_url
         self.settings: Mapping[str, Any] = dict(settings or {})
+        check_settings(self.settings, self._sdk.resources.messages.AsyncMessages.create, self._sdk, "AnthropicModel")
         if client is not None:
             self._clients: ClientPerLoop[AsyncAnthropic] | None = None
             self._client = client
@@ -151,11 +162,12 @@ def _turns(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The conversation as API turns: system rows left out, tool rows as tool_result blocks of a user turn,
     consecutive turns of one role merged into one."""
     turns: list[dict[str, Any]] = []
+    wire = wire_ids(messages)
     for m in messages:
         if m.role is Role.SYSTEM:
             continue
         role = "assistant" if m.role is Role.ASSISTANT else "user"
-        blocks = _blocks(m)
+        blocks = _blocks(m, wire)
         if not blocks:
             continue  # the API refuses empty text blocks and empty turns
         if turns and turns[-1]["role"] == role:
@@ -165,9 +177,10 @@ def _turns(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return turns
 
 
-def _blocks(m: Message) -> list[dict[str, Any]]:
+def _blocks(m: Message, wire: Mapping[str, str]) -> list[dict[str, Any]]:
     if m.role is Role.TOOL:
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id}
+        call_id = m.tool_call_id or ""
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire.get(call_id, call_id)}
         if m.content:
             block["content"] = m.content
         if m.metadata.get(TOOL_ERROR):
@@ -177,7 +190,7 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     for call in m.tool_calls:
         # The API takes an object; arguments that were not one (only another provider sends those) become {}.
         arguments = call.args if isinstance(call.args, Mapping) else {}
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(arguments)})
+        blocks.append({"type": "tool_use", "id": call.wire_id or call.id, "name": call.name, "input": dict(arguments)})
     return blocks
 
 
@@ -244,9 +257,7 @@ class _StreamState:
             self.started = True
             usage = event.message.usage
             self.input_tokens = usage.input_tokens or 0
-            self.cached = (getattr(usage, "cache_creation_input_tokens", 0) or 0) + (
-                getattr(usage, "cache_read_input_tokens", 0) or 0
-            )
+            self.cached = sum(getattr(usage, name, 0) or 0 for name in _CACHE_FIELDS)
             self.output_tokens = usage.output_tokens or 0
         elif kind == "content_block_start":
             block = event.content_block
@@ -261,8 +272,14 @@ class _StreamState:
                 self.blocks[event.index]["json"].append(delta.partial_json)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            if event.usage is not None and event.usage.output_tokens is not None:
-                self.output_tokens = event.usage.output_tokens
+            # Usage counts are cumulative. A server may report the input here rather than (or as well as) in
+            # message_start (some send 0 there), so the larger count of the two is the input.
+            usage = event.usage
+            if usage is not None:
+                if usage.output_tokens is not None:
+                    self.output_tokens = usage.output_tokens
+                self.input_tokens = max(self.input_tokens, getattr(usage, "input_tokens", None) or 0)
+                self.cached = max(self.cached, sum(getattr(usage, name, None) or 0 for name in _CACHE_FIELDS))
         return ""
 
     def reply(self, provider: str) -> Reply:

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
-from stopwise.models._sdk import ClientPerLoop, api_key, import_sdk, malformed, parse_args, translated
+from stopwise.models._sdk import (
+    ClientPerLoop,
+    api_key,
+    check_settings,
+    import_sdk,
+    malformed,
+    parse_args,
+    translated,
+    wire_ids,
+)
 from stopwise.models.base import ModelRequest
 
 if TYPE_CHECKING:
@@ -78,6 +87,8 @@ class OpenAIModel:
         self.top_logprobs = top_logprobs
         self.parallel_tool_calls = parallel_tool_calls
         self.settings: Mapping[str, Any] = dict(settings or {})
+        create = self._sdk.resources.chat.completions.AsyncCompletions.create
+        check_settings(self.settings, create, self._sdk, "OpenAIModel")
         if client is not None:
             self._clients: ClientPerLoop[AsyncOpenAI] | None = None
             self._client = client
@@ -117,7 +128,8 @@ class OpenAIModel:
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request`` (without streaming)."""
-        params: dict[str, Any] = {"model": self.model, "messages": [_message(m) for m in request.messages]}
+        wire = wire_ids(request.messages)
+        params: dict[str, Any] = {"model": self.model, "messages": [_message(m, wire) for m in request.messages]}
         if request.tools:
             params["tools"] = [
                 {
@@ -149,16 +161,17 @@ def _env_key() -> str | None:
     return os.environ.get("OPENAI_COMPATIBLE_API_KEY") or None
 
 
-def _message(m: Message) -> dict[str, Any]:
+def _message(m: Message, wire: Mapping[str, str]) -> dict[str, Any]:
     if m.role is Role.TOOL:
-        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+        call_id = m.tool_call_id or ""
+        return {"role": "tool", "tool_call_id": wire.get(call_id, call_id), "content": m.content}
     if m.role is Role.ASSISTANT and m.tool_calls:
         return {
             "role": "assistant",
             "content": m.content or None,
             "tool_calls": [
                 {
-                    "id": c.id,
+                    "id": c.wire_id or c.id,
                     "type": "function",
                     # A raw string is what the model sent; give it back as it was.
                     "function": {"name": c.name, "arguments": _arguments(c)},

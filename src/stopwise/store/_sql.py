@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from stopwise.errors import SchemaTooNew, StepConflict
+from stopwise.errors import SchemaTooNew, StepConflict, UnreadableEntry
 from stopwise.messages import dump_messages, load_messages
 from stopwise.result import CompletionReason, RunStatus
+from stopwise.storable import storable
 from stopwise.store._codec import dump_error, dump_json, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
@@ -136,6 +137,7 @@ def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
 
 
 def _append_op(e: LogEntry, now: float) -> Op:
+    e = storable(e, where=f"session {e.session_id!r}, entry {e.seq}")
     params = {
         "session_id": e.session_id,
         "seq": e.seq,
@@ -154,6 +156,7 @@ def _append_op(e: LogEntry, now: float) -> Op:
 
 def start_run_ops(run: RunRecord, entry: LogEntry | None, state_json: str, now: float) -> list[Op]:
     """``Store.start_run``: the session (created if new) with its state, the run record, the input entry."""
+    run = storable(run, where=f"run {run.run_id}")
     ops = [
         Op(UPSERT_SESSION, {"session_id": run.session_id, "state": state_json, "now": now}),
         Op(UPSERT_RUN, _run_params(run, now)),
@@ -166,6 +169,8 @@ def start_run_ops(run: RunRecord, entry: LogEntry | None, state_json: str, now: 
 def commit_ops(entry: LogEntry, state_json: str, run: RunRecord | None, now: float) -> list[Op]:
     """``Store.commit``: the entry first (a conflict stops the transaction before anything else is written),
     then the state after it and, on a terminal step, the run record."""
+    if run is not None:
+        run = storable(run, where=f"run {run.run_id}")
     ops = [
         _append_op(entry, now),
         Op(UPDATE_SESSION_STATE, {"session_id": entry.session_id, "state": state_json, "now": now}),
@@ -176,7 +181,7 @@ def commit_ops(entry: LogEntry, state_json: str, run: RunRecord | None, now: flo
 
 
 def update_run_ops(run: RunRecord, now: float) -> list[Op]:
-    return [Op(UPSERT_RUN, _run_params(run, now))]
+    return [Op(UPSERT_RUN, _run_params(storable(run, where=f"run {run.run_id}"), now))]
 
 
 def run_from(row: Row) -> RunRecord:
@@ -199,6 +204,15 @@ def run_from(row: Row) -> RunRecord:
 
 
 def entry_from(row: Row) -> LogEntry:
+    """The entry a ``SESSION_LOG`` row holds; ``UnreadableEntry`` (naming the session, the seq and why) when this
+    version cannot read it, so one bad entry never takes the rest of the database down with it."""
+    try:
+        return _entry(row)
+    except Exception as exc:
+        raise UnreadableEntry(str(row["session_id"]), int(row["seq"]), f"{type(exc).__name__}: {exc}") from exc
+
+
+def _entry(row: Row) -> LogEntry:
     return LogEntry(
         session_id=row["session_id"],
         seq=row["seq"],

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stopwise.errors import StepConflict
+from stopwise.storable import storable
 from stopwise.store._codec import dump_state
 from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
 
@@ -37,7 +38,11 @@ class MemoryStore:
         return SessionSnapshot(session_id, tuple(s.entries), json.loads(s.state_json), last)
 
     async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
-        state_json = dump_state(state)
+        # The storable-text rule holds here as on disk, so a session reads back the same on every store.
+        state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
+        run = storable(run, where=f"run {run.run_id}")
+        if entry is not None:
+            entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
         s = self._sessions.pop(run.session_id, None) or _Session()
         self._sessions[run.session_id] = s
         if entry is not None:
@@ -50,7 +55,10 @@ class MemoryStore:
         s.state_json = state_json
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(state)
+        state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
+        entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+        if run is not None:
+            run = storable(run, where=f"run {run.run_id}")
         s = self._sessions.pop(entry.session_id)
         self._sessions[entry.session_id] = s
         self._check_seq(s, entry)
@@ -60,7 +68,7 @@ class MemoryStore:
             self._runs[run.run_id] = run
 
     async def update_run(self, run: RunRecord) -> None:
-        self._runs[run.run_id] = run
+        self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return self._runs.get(run_id)

@@ -12,13 +12,15 @@ nothing and gets ``StepConflict`` (see ``_sql.APPEND_ENTRY``), so exactly one of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError, StoreError
+from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable
+from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
@@ -116,7 +118,7 @@ class PostgresStore:
         if self._pool is not None:
             return
         if self._closed:
-            raise StoreError(f"PostgresStore {self.where} is closed")
+            raise StoreUnavailable(f"PostgresStore {self.where} is closed", operation="open")
         async with self._opening:
             if self._pool is None:
                 self._pool = await self._open()
@@ -133,7 +135,7 @@ class PostgresStore:
             )
         except (psycopg.OperationalError, TimeoutError) as exc:
             detail = str(exc).strip() or f"no answer within {self._timeout:g} s"
-            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {detail}") from exc
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {self.where}: {detail}", operation="open") from exc
         try:
             self.schema_version = await self._migrate(conn)
         finally:
@@ -158,7 +160,7 @@ class PostgresStore:
             await pool.open(wait=True, timeout=self._timeout)
         except PoolTimeout as exc:
             await pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {exc}") from exc
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {self.where}: {exc}", operation="open") from exc
         return pool
 
     async def _migrate(self, conn: AsyncConnection[DictRow]) -> int:
@@ -196,61 +198,82 @@ class PostgresStore:
         assert self._pool is not None
         return self._pool
 
-    async def _write(self, build: Callable[[float], list[_sql.Op]]) -> None:
+    async def _write(self, build: Callable[[float], list[_sql.Op]], operation: str, session_id: str) -> None:
         pool = await self._pool_ready()
         ops = build(time.time())
-        async with pool.connection() as conn, conn.transaction():
-            # Pipeline mode sends the transaction's statements in one go instead of one round trip each. The
-            # append's row count is checked once the results are in; a conflict raises inside the transaction
-            # block, so everything sent after the append is rolled back with it.
-            async with conn.pipeline():
-                cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
-            for op, cur in zip(ops, cursors, strict=True):
-                _sql.check_append(op, cur.rowcount)
+        with self._translated(operation, session_id):
+            async with pool.connection() as conn, conn.transaction():
+                # Pipeline mode sends the transaction's statements in one go instead of one round trip each. The
+                # append's row count is checked once the results are in; a conflict raises inside the transaction
+                # block, so everything sent after the append is rolled back with it.
+                async with conn.pipeline():
+                    cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
+                for op, cur in zip(ops, cursors, strict=True):
+                    _sql.check_append(op, cur.rowcount)
 
-    async def _rows(self, sql: str, **params: Any) -> list[DictRow]:
+    async def _rows(self, sql: str, operation: str, **params: Any) -> list[DictRow]:
         pool = await self._pool_ready()
-        async with pool.connection() as conn:
-            cur = await conn.execute(_placeholders(sql), params)
-            return await cur.fetchall()
+        with self._translated(operation, params.get("session_id")):
+            async with pool.connection() as conn:
+                cur = await conn.execute(_placeholders(sql), params)
+                return await cur.fetchall()
+
+    @contextlib.contextmanager
+    def _translated(self, operation: str, session_id: str | None) -> Iterator[None]:
+        """A psycopg (or pool) failure inside the block becomes a typed ``StoreError`` naming the operation."""
+        import psycopg
+        from psycopg_pool import PoolClosed, PoolTimeout
+
+        try:
+            yield
+        except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
+            where = f" for session {session_id!r}" if session_id is not None else ""
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            message = f"PostgreSQL {self.where}: {operation}{where} failed: {detail}"
+            refused = isinstance(exc, (psycopg.DataError, psycopg.IntegrityError))
+            kind = StoreRefused if refused else StoreUnavailable
+            raise kind(message, operation=operation, session_id=session_id) from exc
 
     async def load_session(self, session_id: str) -> SessionSnapshot | None:
         pool = await self._pool_ready()
         # REPEATABLE READ for this read only: the state, the log and the last run are of one moment.
-        async with pool.connection() as conn:
-            await conn.set_isolation_level(_repeatable_read())
-            try:
-                async with conn.transaction():
-                    params = {"session_id": session_id}
-                    state = await (await conn.execute(_placeholders(_sql.SESSION_STATE), params)).fetchone()
-                    if state is None:
-                        return None
-                    log = await (await conn.execute(_placeholders(_sql.SESSION_LOG), params)).fetchall()
-                    last = await (await conn.execute(_placeholders(_sql.LAST_RUN), params)).fetchone()
-            finally:
-                await conn.set_isolation_level(None)
+        with self._translated("load_session", session_id):
+            async with pool.connection() as conn:
+                await conn.set_isolation_level(_repeatable_read())
+                try:
+                    async with conn.transaction():
+                        params = {"session_id": session_id}
+                        state = await (await conn.execute(_placeholders(_sql.SESSION_STATE), params)).fetchone()
+                        if state is None:
+                            return None
+                        log = await (await conn.execute(_placeholders(_sql.SESSION_LOG), params)).fetchall()
+                        last = await (await conn.execute(_placeholders(_sql.LAST_RUN), params)).fetchone()
+                finally:
+                    if not conn.closed:
+                        await conn.set_isolation_level(None)
         return _sql.snapshot_from(session_id, state, log, last)
 
     async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
-        state_json = dump_state(state)
-        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now))
+        state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
+        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now), "start_run", run.session_id)
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(state)
-        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now))
+        state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
+        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
     async def update_run(self, run: RunRecord) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now))
+        await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        rows = await self._rows(_sql.RUN_BY_ID, run_id=run_id)
+        rows = await self._rows(_sql.RUN_BY_ID, "get_run", run_id=run_id)
         return _sql.run_from(rows[0]) if rows else None
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
-        return [_sql.run_from(r) for r in await self._rows(_sql.RUNS_OF_SESSION, session_id=session_id)]
+        rows = await self._rows(_sql.RUNS_OF_SESSION, "list_runs", session_id=session_id)
+        return [_sql.run_from(r) for r in rows]
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
-        return [r["session_id"] for r in await self._rows(_sql.SESSIONS_RECENT, limit=limit)]
+        return [r["session_id"] for r in await self._rows(_sql.SESSIONS_RECENT, "list_sessions", limit=limit)]
 
     async def close(self) -> None:
         self._closed = True

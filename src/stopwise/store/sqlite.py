@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
 from typing import Any, Literal, TypeVar
 
-from stopwise.errors import ConfigError, StoreError
+from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
+from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
@@ -80,10 +81,13 @@ class SQLiteStore:
             version = target
         return version
 
-    async def _do(self, fn: Callable[[], T]) -> T:
+    async def _do(self, fn: Callable[[], T], operation: str, session_id: str | None = None) -> T:
         if self._closed:
-            raise StoreError(f"SQLiteStore {self.path!r} is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+            raise StoreUnavailable(f"SQLiteStore {self.path!r} is closed", operation=operation, session_id=session_id)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        except sqlite3.Error as exc:
+            raise _failure(exc, self.path, operation, session_id) from exc
 
     def _run_ops(self, ops: list[_sql.Op]) -> None:
         # BEGIN IMMEDIATE takes the write lock up front, so the append's "next free seq" check and the insert
@@ -99,8 +103,8 @@ class SQLiteStore:
                 conn.execute("ROLLBACK")
             raise
 
-    async def _write(self, build: Callable[[float], list[_sql.Op]]) -> None:
-        await self._do(lambda: self._run_ops(build(time.time())))
+    async def _write(self, build: Callable[[float], list[_sql.Op]], operation: str, session_id: str) -> None:
+        await self._do(lambda: self._run_ops(build(time.time())), operation, session_id)
 
     def _rows(self, sql: str, **params: Any) -> list[sqlite3.Row]:
         return self._conn.execute(sql, params).fetchall()
@@ -117,45 +121,46 @@ class SQLiteStore:
                 last = self._rows(_sql.LAST_RUN, session_id=session_id)
                 return _sql.snapshot_from(session_id, state[0], log, last[0] if last else None)
             finally:
-                self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
 
-        return await self._do(read)
+        return await self._do(read, "load_session", session_id)
 
     async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
-        state_json = dump_state(state)
-        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now))
+        state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
+        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now), "start_run", run.session_id)
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(state)
-        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now))
+        state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
+        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
     async def update_run(self, run: RunRecord) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now))
+        await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def read() -> RunRecord | None:
             rows = self._rows(_sql.RUN_BY_ID, run_id=run_id)
             return _sql.run_from(rows[0]) if rows else None
 
-        return await self._do(read)
+        return await self._do(read, "get_run")
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         def read() -> list[RunRecord]:
             return [_sql.run_from(r) for r in self._rows(_sql.RUNS_OF_SESSION, session_id=session_id)]
 
-        return await self._do(read)
+        return await self._do(read, "list_runs", session_id)
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
         def read() -> list[str]:
             return [r[0] for r in self._rows(_sql.SESSIONS_RECENT, limit=limit)]
 
-        return await self._do(read)
+        return await self._do(read, "list_sessions")
 
     async def close(self) -> None:
         """Close the database. Idempotent; any later use raises ``StoreError``."""
         if self._closed:
             return
-        await self._do(self._conn.close)
+        await self._do(self._conn.close, "close")
         self._closed = True
         self._executor.shutdown(wait=True)
 
@@ -179,3 +184,14 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+
+def _failure(exc: sqlite3.Error, path: str, operation: str, session_id: str | None) -> StoreError:
+    """The typed error for a ``sqlite3`` failure after open: the data refused (a constraint) or the database
+    unable to work (disk full, I/O error, locked, closed, corrupt)."""
+    code = getattr(exc, "sqlite_errorname", None)
+    what = f"{exc} ({code})" if code else str(exc)
+    where = f" for session {session_id!r}" if session_id is not None else ""
+    message = f"SQLite {path!r}: {operation}{where} failed: {what}"
+    kind = StoreRefused if isinstance(exc, (sqlite3.IntegrityError, sqlite3.DataError)) else StoreUnavailable
+    return kind(message, operation=operation, session_id=session_id)

@@ -1,0 +1,169 @@
+"""The storable-text rule: one rule that makes any Python string safe to commit to every store.
+
+A Python ``str`` can hold what no store can keep: a lone UTF-16 surrogate (``"\\ud800"``, which valid JSON such
+as ``"\\\\ud800"`` decodes to, and which UTF-8 cannot encode) and NUL (``"\\x00"``, which PostgreSQL refuses in
+text). The rule: the string is read as UTF-16, so a surrogate *pair* becomes the character it encodes; a lone
+surrogate and NUL each become U+FFFD (the replacement character). Everything else is kept as it is.
+
+Untrusted text passes through the rule where it enters (the model's reply, tool arguments, tool results), and
+every store applies it again to everything it writes, so a string the rule did not reach on the way in is never
+an exception at commit time. Each replacement is reported by a warning on the ``stopwise`` logger naming where
+it happened; it never raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+__all__ = ["REPLACEMENT", "is_storable", "storable", "storable_text", "text_fields"]
+
+REPLACEMENT = "\ufffd"
+"""What a lone surrogate or a NUL becomes."""
+
+_log = logging.getLogger("stopwise")
+
+T = TypeVar("T")
+
+
+def is_storable(text: str) -> bool:
+    """Whether ``text`` is kept unchanged by the rule (no lone surrogate, no NUL)."""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _fix(text: str) -> tuple[str, int]:
+    """``text`` under the rule, and how many characters were replaced."""
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").replace("\x00", REPLACEMENT)
+    # A surrogate pair shrinks to one character, so count replacement characters that were not there before.
+    return fixed, fixed.count(REPLACEMENT) - text.count(REPLACEMENT)
+
+
+def storable_text(text: str, *, where: str = "text") -> str:
+    """``text`` under the storable-text rule; the same object when nothing needs replacing."""
+    if is_storable(text):
+        return text
+    fixed, replaced = _fix(text)
+    _note(replaced, where)
+    return fixed
+
+
+def storable(value: T, *, where: str = "value") -> T:
+    """``value`` with the rule applied to every string inside it: mapping keys and values, list and tuple items,
+    and the fields of dataclass instances (messages, tool calls, log entries, run records). Returns the same
+    object when nothing needs replacing, so the common case allocates nothing."""
+    if _clean(value):
+        return value
+    counter = [0]
+    out = _walk(value, counter)
+    if counter[0]:
+        _note(counter[0], where)
+    return out  # type: ignore[no-any-return]
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def text_fields(cls: type, *names: str) -> None:
+    """Declare that only ``names`` of dataclass ``cls`` can hold text the rule must see (the other fields are
+    numbers, enums of ours, or text the class already made storable when it was built): the check every commit
+    pays then skips the rest."""
+    _FIELDS[cls] = names
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass the rule looks at (cached per class), or None when ``cls`` is not one."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(cls):
+            return None
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    return names
+
+
+_SCALARS = frozenset({int, float, bool, type(None), bytes})
+
+
+def _clean(value: Any) -> bool:
+    """True when no string inside ``value`` needs the rule. Every commit pays for this check, so it is a plain
+    loop over a stack that allocates little, looks at each value once, and tests the common exact types before
+    the slower abstract ones."""
+    stack = [value]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        v = pop()
+        kind = type(v)
+        if kind is str:
+            if "\x00" in v or (not v.isascii() and not is_storable(v)):
+                return False
+        elif kind in _SCALARS:
+            continue
+        elif kind is dict:
+            extend(v.keys())
+            extend(v.values())
+        elif kind is tuple or kind is list:
+            extend(v)
+        elif (names := _FIELDS.get(kind)) is not None:
+            for name in names:
+                push(getattr(v, name))
+        elif isinstance(v, str):  # a str subclass (an enum member)
+            if not is_storable(v):
+                return False
+        elif isinstance(v, Mapping):
+            extend(v.keys())
+            extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            extend(v)
+        elif (names := _field_names(kind)) is not None:
+            for name in names:
+                push(getattr(v, name))
+    return True
+
+
+def _walk(value: Any, counter: list[int]) -> Any:
+    # Only runs when _clean found something to replace. Its depth is bounded by what reaches it: replies are
+    # depth-checked at the model boundary, and the rest is data this process built.
+    if isinstance(value, str):
+        if is_storable(value):
+            return value
+        fixed, replaced = _fix(value)
+        counter[0] += max(replaced, 1)
+        return fixed
+    if value is None or isinstance(value, (int, float, bytes)):
+        return value
+    if isinstance(value, Mapping):
+        changed = False
+        items = []
+        for k, v in value.items():
+            k2, v2 = _walk(k, counter), _walk(v, counter)
+            changed = changed or k2 is not k or v2 is not v
+            items.append((k2, v2))
+        return dict(items) if changed else value
+    if isinstance(value, (list, tuple)):
+        new = [_walk(v, counter) for v in value]
+        if all(a is b for a, b in zip(new, value, strict=True)):
+            return value
+        return new if isinstance(value, list) else tuple(new)
+    names = _field_names(type(value))
+    if names is not None:
+        changes = {}
+        for name in names:
+            old = getattr(value, name)
+            new_value = _walk(old, counter)
+            if new_value is not old:
+                changes[name] = new_value
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+def _note(replaced: int, where: str) -> None:
+    _log.warning("stopwise: %d unstorable character(s) (lone surrogate or NUL) in %s became U+FFFD", replaced, where)

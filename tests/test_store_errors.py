@@ -1,0 +1,203 @@
+"""Store failures after open are typed (``StoreError`` subclasses naming the operation and the session), a failed
+commit leaves the run retryable, and one unreadable entry never takes the rest of the database down (issue 12,
+points 1 and 6). SQLite faults are real: a page limit that fills the file, a lock held by another connection, a
+foreign key; PostgreSQL's are a connection the server terminated."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopwise import (
+    Agent,
+    FunctionModel,
+    ModelRequest,
+    Reply,
+    Runner,
+    RunStatus,
+    ScriptedModel,
+    SQLiteStore,
+    StoreError,
+    ToolCall,
+    tool,
+)
+from stopwise.approvals import Approve
+from stopwise.cli import main as cli
+from stopwise.guardian import Guardian
+from stopwise.store.base import RunRecord
+from test_evals_cli import Unsure
+
+
+@tool
+def fetch(page: int) -> str:
+    """A big page of text."""
+    return f"page {page}: " + "lorem ipsum " * 2000
+
+
+def _pager(pages: int) -> Agent:
+    def model(request: ModelRequest) -> Reply:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        return Reply(tool_calls=[ToolCall("fetch", {"page": done})]) if done < pages else Reply("read them all")
+
+    return Agent("pager", "Read every page.", FunctionModel(model), tools=[fetch])
+
+
+def _pages(store: SQLiteStore) -> int:
+    # The store's own connection: max_page_count is a setting of one connection, not of the file.
+    return int(store._conn.execute("PRAGMA page_count").fetchone()[0])
+
+
+def _limit(store: SQLiteStore, pages: int) -> None:
+    store._conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+async def test_a_full_sqlite_disk_is_store_unavailable_naming_commit_and_the_session_and_retry_continues(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    await runner.run(Agent("warm", "Hi.", ScriptedModel(["hello"])), "hi", session_id="warm")
+    _limit(store, _pages(store) + 1)  # room for the run's start, not for its big steps
+    with pytest.raises(StoreError) as info:
+        await runner.run(_pager(3), "read", session_id="s")
+    exc = info.value
+    assert type(exc).__name__ == "StoreUnavailable"
+    assert exc.operation == "commit" and exc.session_id == "s" and "full" in str(exc)
+    record = (await store.list_runs("s"))[-1]
+    assert record.status is RunStatus.RUNNING, "the failed commit left the run as a crash leaves it"
+    _limit(store, 1_000_000)
+    done = await runner.retry(_pager(3), "s")
+    assert done.status is RunStatus.COMPLETED and done.text == "read them all"
+    tool_rows = [m for m in done.messages if m.role == "tool"]
+    assert len(tool_rows) == 3, "the step that failed to commit ran again; the committed ones did not"
+    await store.close()
+
+
+async def test_a_sqlite_database_locked_by_another_connection_is_store_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    store = SQLiteStore(path, busy_timeout=0.05)
+    runner = Runner(store)
+    await runner.run(Agent("a", "Hi.", ScriptedModel(["hello"])), "hi", session_id="s")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreError) as info:
+            await runner.run(Agent("a", "Hi.", ScriptedModel(["again"])), "hi", session_id="t")
+        assert type(info.value).__name__ == "StoreUnavailable" and info.value.operation == "start_run"
+        assert "locked" in str(info.value)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    await store.close()
+
+
+async def test_a_row_the_database_refuses_is_store_refused_with_the_operation(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    orphan = RunRecord("r1", "no-such-session", "a", RunStatus.RUNNING)
+    with pytest.raises(StoreError) as info:
+        await store.update_run(orphan)
+    assert type(info.value).__name__ == "StoreRefused"
+    assert (info.value.operation, info.value.session_id) == ("update_run", "no-such-session")
+    await store.close()
+
+
+async def test_a_closed_sqlite_connection_is_store_unavailable_not_a_raw_sqlite_error(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    await Runner(store).run(Agent("a", "Hi.", ScriptedModel(["hello"])), "hi", session_id="s")
+    store._conn.close()  # the connection went away under the store (what a closed handle looks like)
+    with pytest.raises(StoreError) as info:
+        await store.load_session("s")
+    assert type(info.value).__name__ == "StoreUnavailable" and info.value.operation == "load_session"
+    store._closed = True  # nothing left to close
+
+
+async def test_a_killed_postgres_connection_is_store_unavailable(pg_dsn: str | None) -> None:
+    if pg_dsn is None:
+        pytest.skip("PostgreSQL is not installed here")
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from stopwise.store.postgres import PostgresStore
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    dsn = make_conninfo(pg_dsn, application_name=name)  # so that only this store's connections are terminated
+    store = PostgresStore(dsn, schema=name, min_size=1, max_size=1)
+    await Runner(store).run(Agent("a", "Hi.", ScriptedModel(["hello"])), "hi", session_id="s")
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as admin:
+        cur = await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)
+        )
+        assert await cur.fetchall(), "the store's connection was found and terminated"
+    with pytest.raises(StoreError) as info:
+        await store.load_session("s")
+    assert type(info.value).__name__ == "StoreUnavailable"
+    assert (info.value.operation, info.value.session_id) == ("load_session", "s")
+    await store.close()
+
+
+# --- one unreadable entry -------------------------------------------------------------------------------------
+
+
+def _database_with_an_unreadable_session(tmp_path: Path) -> Path:
+    """A log with a reviewed guardian run (decisions and a label) in session "good", and a session "bad" whose
+    step entry holds a tool call with list arguments, as an older stopwise could commit."""
+    db = tmp_path / "log.db"
+
+    async def build() -> None:
+        store = SQLiteStore(db)
+        try:
+            model = FunctionModel(
+                lambda r: Reply(tool_calls=[ToolCall("fetch", {"page": r.step})]) if r.step < 3 else Reply("done")
+            )
+            agent = Agent("a", "Do it.", model, tools=[fetch], guardian=Guardian(Unsure()))
+            runner = Runner(store)
+            await runner.run(agent, "find it", session_id="good")
+            await runner.resume(agent, "good", {"guardian:1": Approve()})
+            await runner.run(Agent("b", "Hi.", ScriptedModel(["hello"])), "hi", session_id="bad")
+        finally:
+            await store.close()
+
+    asyncio.run(build())
+    bad = '[{"role": "assistant", "content": "", "tool_calls": [{"name": "x", "args": [1, 2], "id": "c"}]}]'
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE log SET messages = ? WHERE session_id = 'bad' AND seq = 2", (bad,))
+    return db
+
+
+async def test_loading_a_session_with_an_unreadable_entry_names_the_session_the_seq_and_why(tmp_path: Path) -> None:
+    db = await asyncio.to_thread(_database_with_an_unreadable_session, tmp_path)
+    store = SQLiteStore(db)
+    try:
+        with pytest.raises(StoreError) as info:
+            await store.load_session("bad")
+        exc: Any = info.value
+        assert type(exc).__name__ == "UnreadableEntry"
+        assert (exc.session_id, exc.seq) == ("bad", 2) and "args" in exc.why
+        assert await store.load_session("good") is not None
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["runs"], ["replay"], ["guardian", "stats"], ["eval"]],
+    ids=["runs", "replay", "guardian-stats", "eval-db"],
+)
+def test_every_cli_command_keeps_working_on_the_rest_of_a_database_with_an_unreadable_entry(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _database_with_an_unreadable_session(tmp_path)
+    code = cli([*command, str(db)] if command[0] != "runs" else ["runs", "--db", str(db)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Traceback" not in err
+    if command[0] != "runs":
+        assert "session 'bad'" in err and "log entry 2" in err, "the unreadable entry is reported"
+    if command[0] == "runs":
+        assert "good" in out and "bad" in out
