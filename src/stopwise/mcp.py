@@ -30,6 +30,7 @@ from stopwise.models.base import ToolSpec
 from stopwise.tools import Risk, Tool, ToolUnavailable, parse_args
 
 try:
+    import anyio
     import httpx2
     import jsonschema
     import mcp_types
@@ -162,7 +163,11 @@ class _Connection:
         conn = cls()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         conn._task = asyncio.create_task(conn._hold(make, ready))
-        conn.client = await ready
+        try:
+            conn.client = await ready
+        except asyncio.CancelledError:
+            await conn.close()
+            raise
         return conn
 
     async def _hold(self, make: Callable[[], Client], ready: asyncio.Future[Client]) -> None:
@@ -196,12 +201,14 @@ class _Connection:
 
     async def close(self) -> None:
         self._closing.set()
-        if self._task is not None:
-            with contextlib.suppress(BaseException):
-                await self._task
+        # A task left over from an event loop that has ended (``run_sync`` twice) is done already: nothing to wait.
+        if self._task is not None and not self._task.done():
+            # gather() hands back the task's failure instead of raising it; a cancellation of the closer still does.
+            await asyncio.gather(self._task, return_exceptions=True)
 
 
-_GONE = (ConnectionError, OSError, EOFError)
+_GONE = (OSError, EOFError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+"""What a transport raises when the other end has gone (``ConnectionError`` is an ``OSError``)."""
 
 
 def _is_gone(exc: BaseException) -> bool:
@@ -210,7 +217,7 @@ def _is_gone(exc: BaseException) -> bool:
         return exc.error.code == mcp_types.CONNECTION_CLOSED
     if isinstance(exc, BaseExceptionGroup):
         return all(_is_gone(e) for e in exc.exceptions)
-    return isinstance(exc, (*_GONE, httpx2.TransportError)) or type(exc).__module__.startswith("anyio")
+    return isinstance(exc, (*_GONE, httpx2.TransportError))
 
 
 class MCPServer:
