@@ -21,7 +21,7 @@ from stopwise.stop.guard import (
     settle,
 )
 
-__all__ = ["ask_guard", "consult_guard", "guard_applies", "guard_record"]
+__all__ = ["ask_guard", "consult_guard", "guard_applies", "guard_event", "guard_record"]
 
 
 def guard_applies(leg: Leg, reply: Reply, phase: Phase) -> bool:
@@ -81,8 +81,12 @@ _EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error
 
 def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> StopGuardRecord:
     outcome, _ = guard
-    event = _EVENTS[outcome.kind]
-    if outcome.kind == "continue" and decision.action is not Action.CONTINUE:
-        event = "exhausted"
     name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
-    return StopGuardRecord(event, name, step, outcome.message or None)
+    return StopGuardRecord(guard_event(outcome.kind, decision), name, step, outcome.message or None)
+
+
+def guard_event(kind: str, decision: StopDecision) -> GuardEvent:
+    """What the log records for a consultation: a continue the resolver refused (no budget) is ``exhausted``."""
+    if kind == "continue" and decision.action is not Action.CONTINUE:
+        return "exhausted"
+    return _EVENTS[kind]

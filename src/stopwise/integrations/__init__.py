@@ -1,0 +1,12 @@
+"""Stop decisions inside the frameworks users already run: each submodule attaches stopwise's deciders (a stop
+guard, guardrails, the guardian) to one peer's agent through that peer's public extension points, and records
+their decisions in a stopwise store. Import the submodule for your framework (it needs that framework's extra):
+
+- ``stopwise.integrations.pydantic_ai`` (extra ``pydantic-ai``)
+
+Nothing here is imported by ``import stopwise``.
+"""
+
+from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, InputVerdict, PeerRun, RunFailed
+
+__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "RunFailed"]
