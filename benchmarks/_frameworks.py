@@ -270,8 +270,17 @@ class PydanticAI(Adapter):
                 part = TextPart(FINAL_TEXT)
             return ModelResponse(parts=[part], usage=RequestUsage(input_tokens=1, output_tokens=1))
 
-        self.agent = Agent(FunctionModel(model_fn), instructions="x", tools=[Tool(bump, takes_ctx=False)])
+        self.agent = Agent(
+            FunctionModel(model_fn),
+            instructions="x",
+            tools=[Tool(bump, takes_ctx=False)],
+            capabilities=self.capabilities(),
+        )
         self.limits = UsageLimits(request_limit=None)
+
+    def capabilities(self) -> list[Any]:
+        """Capabilities attached to the agent: none for the bare peer (``bench_integrations.py`` adds stopwise)."""
+        return []
 
     async def _invoke(self) -> Any:
         result = await self.agent.run("go", usage_limits=self.limits)

@@ -1,0 +1,95 @@
+"""Per-step overhead of stopwise's deciders inside a peer's loop: the bare peer against the same peer with the
+stopwise integration attached, side by side in one run.
+
+The script is the shared one of ``_frameworks.py`` (an instant fake model asks for one call of an instant async
+tool on every step but the last). The integrated agent consults, on every step, a tool-call guardrail (it
+passes), the guardian's risk gate with the offline rule evaluator (the tool is declared read-only, so every call
+runs), and on the final answer a stop guard (it accepts) and an output guardrail (it passes); every decision is
+written to an in-memory store. The difference per step is what the integration costs; the ratio is against the
+bare peer.
+
+Method: both variants are built and warmed up with one full run, then timed in interleaved rounds (one run each
+per round, the order alternating) so that drift in machine load hits them alike; medians are reported.
+
+Usage:
+  python benchmarks/bench_integrations.py [--steps 50] [--runs 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from typing import Any
+
+from _frameworks import TOOL_NAME, NotInstalled, PydanticAI, dist_version
+
+
+class PydanticAIWithStopwise(PydanticAI):
+    key = "pydantic-ai+stopwise"
+    label = "pydantic-ai + stopwise"
+
+    def capabilities(self) -> list[Any]:
+        from stopwise.guardian import Guardian
+        from stopwise.guardrails import Guardrails
+        from stopwise.integrations.pydantic_ai import StopwiseCapability
+        from stopwise.stop.guard import StopGuard
+
+        def allow(ctx: Any) -> None:
+            return None
+
+        return [
+            StopwiseCapability(
+                stop_guard=StopGuard(lambda ctx: None, name="accept"),
+                guardrails=Guardrails(on_tool_call=[allow], on_output=[allow]),
+                guardian=Guardian(),
+                risks={TOOL_NAME: "read_only"},
+            )
+        ]
+
+
+async def _timed(adapter: PydanticAI) -> float:
+    gc.collect()
+    started = time.perf_counter()
+    await adapter.run_once()
+    return (time.perf_counter() - started) / adapter.steps
+
+
+async def main_async(steps: int, runs: int) -> int:
+    bare, integrated = PydanticAI(steps), PydanticAIWithStopwise(steps)
+    try:
+        for adapter in (bare, integrated):
+            await adapter.build()
+            await adapter.run_once()  # warm-up: imports, schema generation, first-run paths
+    except NotInstalled as exc:
+        print(f"pydantic-ai: {exc}")
+        return 0
+    samples: dict[str, list[float]] = {bare.label: [], integrated.label: []}
+    for r in range(runs):
+        order = (bare, integrated) if r % 2 == 0 else (integrated, bare)
+        for adapter in order:
+            samples[adapter.label].append(await _timed(adapter))
+    base = statistics.median(samples[bare.label])
+    with_us = statistics.median(samples[integrated.label])
+    version = dist_version("pydantic-ai-slim", "pydantic-ai") or "?"
+    print(f"pydantic-ai {version}, {steps} steps per run, {runs} runs each, Python {sys.version.split()[0]}")
+    print(f"{'variant':28} {'median per step':>16}")
+    print(f"{bare.label:28} {base * 1e6:13.0f} us")
+    print(f"{integrated.label:28} {with_us * 1e6:13.0f} us")
+    print(f"overhead per step: {(with_us - base) * 1e6:.0f} us ({with_us / base:.2f}x the bare peer)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args(argv)
+    return asyncio.run(main_async(args.steps, args.runs))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
