@@ -59,7 +59,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
 
-__all__ = ["RunFailed", "StopwiseCapability", "to_messages"]
+__all__ = ["RunFailed", "StopwiseCapability", "UnsupportedVerdict", "to_messages"]
 
 
 class UnsupportedVerdict(StopwiseError):
