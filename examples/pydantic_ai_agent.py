@@ -49,7 +49,6 @@ def no_wire_transfers(ctx: Any) -> Block | None:
 
 
 async def main() -> int:
-    DB.unlink(missing_ok=True)
     store = SQLiteStore(DB)
     stopwise = StopwiseCapability(
         stop_guard=StopGuard(cites_a_source, max_continues=2),
@@ -86,4 +85,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    DB.unlink(missing_ok=True)
     raise SystemExit(asyncio.run(main()))

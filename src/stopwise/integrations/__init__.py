@@ -2,7 +2,8 @@
 guard, guardrails, the guardian) to one peer's agent through that peer's public extension points, and records
 their decisions in a stopwise store. Import the submodule for your framework (it needs that framework's extra):
 
-- ``stopwise.integrations.pydantic_ai`` (extra ``pydantic-ai``)
+- ``stopwise.integrations.pydantic_ai`` (extra ``pydantic-ai``): one capability;
+- ``stopwise.integrations.openai_agents`` (extra ``openai-agents``): the SDK's guardrails and approvals.
 
 Nothing here is imported by ``import stopwise``.
 """
