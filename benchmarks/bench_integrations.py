@@ -1,5 +1,5 @@
-"""Per-step overhead of stopwise's deciders inside a peer's loop: the bare peer against the same peer with the
-stopwise integration attached, side by side in one run.
+"""Per-step overhead of stopwise's deciders inside a peer's loop: each bare peer (pydantic-ai, the OpenAI Agents
+SDK) against the same peer with the stopwise integration attached, side by side in one run.
 
 The script is the shared one of ``_frameworks.py`` (an instant fake model asks for one call of an instant async
 tool on every step but the last). The integrated agent consults, on every step, a tool-call guardrail (it
@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from _frameworks import TOOL_NAME, NotInstalled, PydanticAI, dist_version
+from _frameworks import TOOL_NAME, Adapter, NotInstalled, OpenAIAgents, PydanticAI
 
 
 class PydanticAIWithStopwise(PydanticAI):
@@ -33,40 +33,59 @@ class PydanticAIWithStopwise(PydanticAI):
     label = "pydantic-ai + stopwise"
 
     def capabilities(self) -> list[Any]:
-        from stopwise.guardian import Guardian
-        from stopwise.guardrails import Guardrails
         from stopwise.integrations.pydantic_ai import StopwiseCapability
-        from stopwise.stop.guard import StopGuard
 
-        def allow(ctx: Any) -> None:
-            return None
-
-        return [
-            StopwiseCapability(
-                stop_guard=StopGuard(lambda ctx: None, name="accept"),
-                guardrails=Guardrails(on_tool_call=[allow], on_output=[allow]),
-                guardian=Guardian(),
-                risks={TOOL_NAME: "read_only"},
-            )
-        ]
+        return [StopwiseCapability(**_deciders())]
 
 
-async def _timed(adapter: PydanticAI) -> float:
+def _deciders() -> dict[str, Any]:
+    """The same deciders for every peer: each passes, so the script runs to its end."""
+    from stopwise.guardian import Guardian
+    from stopwise.guardrails import Guardrails
+    from stopwise.stop.guard import StopGuard
+
+    def allow(ctx: Any) -> None:
+        return None
+
+    return {
+        "stop_guard": StopGuard(lambda ctx: None, name="accept"),
+        "guardrails": Guardrails(on_tool_call=[allow], on_output=[allow]),
+        "guardian": Guardian(),
+        "risks": {TOOL_NAME: "read_only"},
+    }
+
+
+class OpenAIAgentsWithStopwise(OpenAIAgents):
+    key = "openai-agents+stopwise"
+    label = "openai-agents + stopwise"
+
+    async def build(self) -> None:
+        await super().build()
+        from stopwise.integrations.openai_agents import Stopwise
+
+        self.stopwise = Stopwise(**_deciders())
+        self.agent = self.stopwise.attach(self.agent)
+
+    async def _invoke(self) -> Any:
+        result = await self.stopwise.run(self.agent, "go", max_turns=self.max_turns)
+        return result.final_output
+
+
+async def _timed(adapter: Adapter) -> float:
     gc.collect()
     started = time.perf_counter()
     await adapter.run_once()
     return (time.perf_counter() - started) / adapter.steps
 
 
-async def main_async(steps: int, runs: int) -> int:
-    bare, integrated = PydanticAI(steps), PydanticAIWithStopwise(steps)
+async def compare(bare: Adapter, integrated: Adapter, runs: int) -> None:
     try:
         for adapter in (bare, integrated):
             await adapter.build()
             await adapter.run_once()  # warm-up: imports, schema generation, first-run paths
     except NotInstalled as exc:
-        print(f"pydantic-ai: {exc}")
-        return 0
+        print(f"{bare.label}: {exc}")
+        return
     samples: dict[str, list[float]] = {bare.label: [], integrated.label: []}
     for r in range(runs):
         order = (bare, integrated) if r % 2 == 0 else (integrated, bare)
@@ -74,12 +93,16 @@ async def main_async(steps: int, runs: int) -> int:
             samples[adapter.label].append(await _timed(adapter))
     base = statistics.median(samples[bare.label])
     with_us = statistics.median(samples[integrated.label])
-    version = dist_version("pydantic-ai-slim", "pydantic-ai") or "?"
-    print(f"pydantic-ai {version}, {steps} steps per run, {runs} runs each, Python {sys.version.split()[0]}")
-    print(f"{'variant':28} {'median per step':>16}")
-    print(f"{bare.label:28} {base * 1e6:13.0f} us")
-    print(f"{integrated.label:28} {with_us * 1e6:13.0f} us")
-    print(f"overhead per step: {(with_us - base) * 1e6:.0f} us ({with_us / base:.2f}x the bare peer)")
+    print(f"{bare.label} {bare.version}")
+    print(f"  {bare.label:28} {base * 1e6:9.0f} us per step")
+    print(f"  {integrated.label:28} {with_us * 1e6:9.0f} us per step")
+    print(f"  overhead per step: {(with_us - base) * 1e6:.0f} us ({with_us / base:.2f}x the bare peer)")
+
+
+async def main_async(steps: int, runs: int) -> int:
+    print(f"{steps} steps per run, {runs} timed runs each, medians; Python {sys.version.split()[0]}")
+    await compare(PydanticAI(steps), PydanticAIWithStopwise(steps), runs)
+    await compare(OpenAIAgents(steps), OpenAIAgentsWithStopwise(steps), runs)
     return 0
 
 
