@@ -306,3 +306,11 @@ async def test_the_decision_log_of_an_mcp_run_replays_with_the_cli(
     assert await asyncio.to_thread(main, ["replay", str(db)]) == 0
     assert "every outcome agrees with the log" in capsys.readouterr().out
     assert await asyncio.to_thread(main, ["guardian", "stats", str(db)]) == 0
+
+
+async def test_tools_the_application_names_wait_for_a_human_even_without_a_guardian(notes: Path) -> None:
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("write_note", {"name": "todo", "text": "milk"}, id="w1")])])
+    async with MCPServer.stdio(sys.executable, [str(SERVER), str(notes)], needs_approval=["write_note"]) as s:
+        result = await Runner().run(Agent("a", "", model, tools=[s]), "note milk")
+    assert result.status == "suspended" and [p.call_id for p in result.pending] == ["w1"]
+    assert not (notes / "todo.txt").exists()
