@@ -1,5 +1,5 @@
 """Per-step overhead of stopwise's deciders inside a peer's loop: each bare peer (pydantic-ai, the OpenAI Agents
-SDK) against the same peer with the stopwise integration attached, side by side in one run.
+SDK, LangGraph) against the same peer with the stopwise integration attached, side by side in one run.
 
 The script is the shared one of ``_frameworks.py`` (an instant fake model asks for one call of an instant async
 tool on every step but the last). The integrated agent consults, on every step, a tool-call guardrail (it
@@ -23,9 +23,10 @@ import gc
 import statistics
 import sys
 import time
+import uuid
 from typing import Any
 
-from _frameworks import TOOL_NAME, Adapter, NotInstalled, OpenAIAgents, PydanticAI
+from _frameworks import TOOL_NAME, Adapter, LangGraph, NotInstalled, OpenAIAgents, PydanticAI
 
 
 class PydanticAIWithStopwise(PydanticAI):
@@ -71,6 +72,29 @@ class OpenAIAgentsWithStopwise(OpenAIAgents):
         return result.final_output
 
 
+class LangGraphWithStopwise(LangGraph):
+    key = "langgraph+stopwise"
+    label = "langgraph + stopwise"
+
+    def wire(self, graph: Any, tools: list[Any], route: Any) -> None:
+        from langgraph.graph import START
+
+        from stopwise.integrations.langgraph import Stopwise
+
+        stopwise = Stopwise(**_deciders())
+        graph.add_node("finish", stopwise.finish_node(model="agent", tools="tools"))
+        graph.add_node("tools", stopwise.tool_node(tools))
+        graph.add_edge(START, "agent")
+        graph.add_edge("agent", "finish")
+        graph.add_edge("tools", "agent")
+
+    async def _invoke(self) -> Any:
+        # A thread per run, as an application has: the integration keeps a run per thread until it ends.
+        config = {**self.config, "configurable": {"thread_id": uuid.uuid4().hex}}
+        state = await self.app.ainvoke({"messages": [("user", "go")]}, config=config)
+        return state["messages"][-1].content
+
+
 async def _timed(adapter: Adapter) -> float:
     gc.collect()
     started = time.perf_counter()
@@ -103,6 +127,7 @@ async def main_async(steps: int, runs: int) -> int:
     print(f"{steps} steps per run, {runs} timed runs each, medians; Python {sys.version.split()[0]}")
     await compare(PydanticAI(steps), PydanticAIWithStopwise(steps), runs)
     await compare(OpenAIAgents(steps), OpenAIAgentsWithStopwise(steps), runs)
+    await compare(LangGraph(steps), LangGraphWithStopwise(steps), runs)
     return 0
 
 
