@@ -60,7 +60,7 @@ class Agent:
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_sources: tuple[ToolSource, ...] = field(init=False, repr=False)
-    """Sources listed once at the start of each run leg; their tools join ``tool_map`` for that leg."""
+    """Sources listed once at the start of each run leg; their tools join the plain ones for that leg only."""
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
     tool_specs: tuple[ToolSpec, ...] = field(init=False, repr=False)
     output_schema: Mapping[str, Any] | None = field(init=False, repr=False)
