@@ -167,3 +167,14 @@ async def test_the_decision_log_of_sdk_runs_replays_with_the_cli(
     await store.close()
     assert await asyncio.to_thread(main, ["replay", str(db)]) == 0
     assert "replayed 2 decisions: every outcome agrees with the log" in capsys.readouterr().out
+
+
+async def test_a_model_that_raises_propagates_out_of_the_run_and_the_run_is_recorded_failed() -> None:
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: None))
+    model = ScriptedModel([RuntimeError("provider down")])
+    agent = stopwise.attach(Agent("a", model=model))
+    with pytest.raises(RuntimeError, match="provider down"):
+        await stopwise.run(agent, "hi", session_id="s")
+    (run,) = await stopwise.deciders.store.list_runs("s")
+    assert run.status is RunStatus.FAILED and run.error is not None
+    assert run.error.code == "model_error" and run.error.retryable

@@ -184,3 +184,15 @@ async def test_the_decision_log_of_pydantic_ai_runs_replays_with_the_cli(
     await store.close()
     assert await asyncio.to_thread(main, ["replay", str(db)]) == 0
     assert "replayed 2 decisions: every outcome agrees with the log" in capsys.readouterr().out
+
+
+async def test_a_guardrail_that_raises_propagates_out_of_agent_run_and_the_run_is_recorded_failed() -> None:
+    def broken(ctx: Any) -> None:
+        raise RuntimeError("the policy service is down")
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_tool_call=[broken]))
+    with pytest.raises(Exception, match="policy service is down"):
+        await make_agent(cleanup_model, capability).run("Clean up notes.txt")
+    (session,) = await capability.deciders.store.list_sessions()
+    (run,) = await capability.deciders.store.list_runs(session)
+    assert run.status is RunStatus.FAILED and run.error is not None and run.error.code == "guardrail_raised"

@@ -15,16 +15,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stopwise._step.calls import caller_failure
 from stopwise._step.stop_guard import ask_guard, guard_event
-from stopwise.errors import ConfigError, ErrorDetail, StopwiseError
+from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
 from stopwise.guardian.guardian import Guardian, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import Guardrails, InputContext, OutputContext, ToolCallContext, run_chain
-from stopwise.guardrails.verdicts import Hook
+from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, parse_records, to_data
+from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_report
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
@@ -271,6 +273,19 @@ class PeerRun:
             blocked = resolve(StepSignals(output_blocked=chain.block.reason))
             return FinishVerdict(blocked, chain.block.replacement or "")
         return FinishVerdict(decision, chain.value)
+
+    async def crashed(self, exc: BaseException, *, steps: int) -> None:
+        """The peer's run raised: record it failed, unless its end is on record already. A guardrail that raised
+        or misbehaved is caller code (``guardrail_raised``, ...); anything else the peer raised mid-run counts as
+        a model failure (``model_error``, retryable), as the loop counts a model adapter that raises."""
+        if self.run.status is not RunStatus.RUNNING:
+            return
+        if isinstance(exc, (GuardrailRaised, GuardrailError, GuardrailTimeout)):
+            decision = resolve(StepSignals(caller_failed=caller_failure(exc)))
+        else:
+            error = ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, True)
+            decision = resolve(StepSignals(model_failed=error))
+        await self.finish(decision, steps=steps)
 
     async def finish(self, decision: StopDecision, *, steps: int, text: str = "") -> RunRecord:
         """Write how the run ended (or that it waits for approval), once."""

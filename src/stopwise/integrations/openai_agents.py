@@ -177,9 +177,10 @@ class Stopwise:
                     if verdict.decision.action is Action.FAIL and verdict.decision.error is not None:
                         raise RunFailed(verdict.decision.error) from exc
                     raise
-                except Exception:
+                except Exception as exc:
                     if run.ended is not None and run.ended.action is Action.COMPLETE:  # an input block
                         await peer.finish(run.ended, steps=run.steps)
+                    await peer.crashed(exc, steps=run.steps)
                     raise
                 break
         finally:

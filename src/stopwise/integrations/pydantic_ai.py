@@ -157,6 +157,10 @@ class StopwiseCapability(AbstractCapability[Any]):
             raise RunFailed(verdict.decision.error)
         return verdict.text
 
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        await self.run.crashed(error, steps=ctx.run_step)
+        raise error
+
     async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         if self.run.run.status.value != "running":
             return result
