@@ -178,3 +178,19 @@ async def test_a_model_that_raises_propagates_out_of_the_run_and_the_run_is_reco
     (run,) = await stopwise.deciders.store.list_runs("s")
     assert run.status is RunStatus.FAILED and run.error is not None
     assert run.error.code == "model_error" and run.error.retryable
+
+
+async def test_a_tools_own_needs_approval_still_holds_once_stopwise_is_attached() -> None:
+    DELETED.clear()
+
+    @function_tool(needs_approval=True)
+    def archive_file(path: str) -> str:
+        """Archive a file."""
+        DELETED.append(path)
+        return f"archived {path}"
+
+    model = ScriptedModel([[function_call("archive_file", {"path": "a.txt"}, call_id="a1")]])
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: None))
+    agent = stopwise.attach(Agent("archiver", model=model, tools=[archive_file]))
+    result = await stopwise.run(agent, "Archive a.txt")
+    assert [i.raw_item.call_id for i in result.interruptions] == ["a1"] and DELETED == []

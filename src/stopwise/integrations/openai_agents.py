@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import inspect
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -113,13 +114,23 @@ class Stopwise:
         )
 
     def _tool(self, t: FunctionTool) -> FunctionTool:
+        own = t.needs_approval
+
         async def needs_approval(ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
             run = _current()
             run.steps += 1
             history = to_messages(ctx.turn_input)
             verdict = await run.peer.check_call(run.steps, ToolCall(t.name, dict(params), id=call_id), history)
             run.calls[call_id] = verdict
-            return verdict.decision is not None and verdict.decision.action is Action.SUSPEND
+            if verdict.blocked is not None:
+                return False  # the model reads the block; there is nothing to approve
+            if verdict.decision is not None and verdict.decision.action is Action.SUSPEND:
+                return True
+            # The tool's own approval rule still holds: stopwise adds a reason to ask, never removes one.
+            if callable(own):
+                answer = own(ctx, params, call_id)
+                return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+            return bool(own)
 
         def apply_verdict(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
             verdict = _current().calls.get(data.context.tool_call_id)
