@@ -21,7 +21,7 @@ from langgraph.types import Command
 from stopwise import SQLiteStore
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, replay
-from stopwise.guardrails import Block, Guardrails
+from stopwise.guardrails import Block, Guardrails, Rewrite
 from stopwise.integrations.langgraph import RunFailed, Stopwise
 from stopwise.records import parse_records
 from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
@@ -158,3 +158,13 @@ async def test_the_decision_log_of_a_graph_replays_with_the_cli(
     await store.close()
     assert await asyncio.to_thread(main, ["replay", str(db)]) == 0
     assert "replayed 2 decisions: every outcome agrees with the log" in capsys.readouterr().out
+
+
+async def test_a_tool_result_guardrail_rewrite_is_the_calls_result() -> None:
+    def redact(ctx: Any) -> Rewrite | None:
+        return Rewrite(result="[redacted]") if "contents" in str(ctx.result) else None
+
+    app = build(Stopwise(guardrails=Guardrails(on_tool_result=[redact])), cleanup("done"))
+    done = await app.ainvoke({"messages": [("user", "Clean up notes.txt")]}, THREAD)
+    (row,) = [m for m in done["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
+    assert row.text == "[redacted]"

@@ -194,3 +194,17 @@ async def test_a_tools_own_needs_approval_still_holds_once_stopwise_is_attached(
     agent = stopwise.attach(Agent("archiver", model=model, tools=[archive_file]))
     result = await stopwise.run(agent, "Archive a.txt")
     assert [i.raw_item.call_id for i in result.interruptions] == ["a1"] and DELETED == []
+
+
+async def test_a_tool_result_guardrail_block_is_what_the_model_reads() -> None:
+    def no_contents(ctx: Any) -> Block | None:
+        return Block("file contents are private") if "contents" in str(ctx.result) else None
+
+    stopwise = Stopwise(guardrails=Guardrails(on_tool_result=[no_contents]))
+    model = ScriptedModel(
+        [[function_call("read_file", {"path": "notes.txt"}, call_id="c1")], [assistant_message("I cannot say.")]]
+    )
+    agent = stopwise.attach(Agent("reader", model=model, tools=[read_file]))
+    result = await stopwise.run(agent, "Read notes.txt")
+    (output,) = [i for i in result.to_input_list() if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    assert output["output"] == '{"error": "Blocked by guardrail \'no_contents\': file contents are private"}'

@@ -20,7 +20,7 @@ from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.guardrails import Block, Guardrails, Rewrite
 from stopwise.integrations.pydantic_ai import RunFailed, StopwiseCapability
-from stopwise.records import parse_records
+from stopwise.records import ToolReceipt, parse_records
 from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
 from stopwise.store.base import RunStatus, Store
 
@@ -196,3 +196,18 @@ async def test_a_guardrail_that_raises_propagates_out_of_agent_run_and_the_run_i
     (session,) = await capability.deciders.store.list_sessions()
     (run,) = await capability.deciders.store.list_runs(session)
     assert run.status is RunStatus.FAILED and run.error is not None and run.error.code == "guardrail_raised"
+
+
+async def test_a_tool_result_guardrail_rewrite_is_what_the_model_reads_and_the_raw_result_is_kept() -> None:
+    def redact(ctx: Any) -> Rewrite | None:
+        return Rewrite(result="[redacted]") if "contents" in str(ctx.result) else None
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_tool_result=[redact]))
+    result = await make_agent(cleanup_model, capability).run("Clean up notes.txt")
+    (returned,) = [
+        p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_call_id == "c1"
+    ]
+    assert returned.content == "[redacted]"
+    (session,) = await capability.deciders.store.list_sessions()
+    (receipt,) = [r for r in await _records(capability.deciders.store, session) if isinstance(r, ToolReceipt)]
+    assert receipt.tool_call_id == "c1" and receipt.raw == "contents of notes.txt"

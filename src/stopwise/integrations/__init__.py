@@ -9,6 +9,14 @@ their decisions in a stopwise store. Import the submodule for your framework (it
 Nothing here is imported by ``import stopwise``.
 """
 
-from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, InputVerdict, PeerRun, RunFailed
+from stopwise.integrations._base import (
+    CallVerdict,
+    Deciders,
+    FinishVerdict,
+    InputVerdict,
+    PeerRun,
+    ResultVerdict,
+    RunFailed,
+)
 
-__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "RunFailed"]
+__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "ResultVerdict", "RunFailed"]

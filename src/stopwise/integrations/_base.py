@@ -22,10 +22,17 @@ from stopwise.guardian.guardian import Guardian, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
 from stopwise.guardian.records import GuardianDecision
-from stopwise.guardrails.hooks import Guardrails, InputContext, OutputContext, ToolCallContext, run_chain
+from stopwise.guardrails.hooks import (
+    Guardrails,
+    InputContext,
+    OutputContext,
+    ToolCallContext,
+    ToolResultContext,
+    run_chain,
+)
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
-from stopwise.messages import Message, Reply, Role, ToolCall
-from stopwise.records import LogRecord, parse_records, to_data
+from stopwise.messages import Message, Reply, Role, ToolCall, encode_tool_result
+from stopwise.records import LogRecord, ToolReceipt, parse_records, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_report
@@ -33,7 +40,7 @@ from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
 
-__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "RunFailed"]
+__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "ResultVerdict", "RunFailed"]
 
 
 class RunFailed(StopwiseError):
@@ -101,6 +108,15 @@ class CallVerdict:
     decision: StopDecision | None = None
     """``suspend`` when it needs a human first (the guardian's risk gate escalated)."""
     gate: GuardianDecision | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultVerdict:
+    """What the model reads of one tool result."""
+
+    value: Any
+    changed: bool = False
+    """A guardrail rewrote or blocked the result: ``value`` replaces it (a block: ``{"error": ...}``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +237,31 @@ class PeerRun:
         if consultation.decision.outcome.value == "escalate":
             return CallVerdict(args, decision=resolve(StepSignals(approvals_pending=True)), gate=consultation.decision)
         return CallVerdict(args, gate=consultation.decision)
+
+    async def check_result(
+        self, step: int, call: ToolCall, value: Any, history: Sequence[Message], *, is_error: bool = False
+    ) -> ResultVerdict:
+        """The tool-result guardrails on what a call returned (see ``ResultVerdict``); a changed result keeps
+        the raw one in a ``ToolReceipt`` record, as the loop does."""
+        guardrails = self.deciders.guardrails
+        if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
+            return ResultVerdict(value)
+        run = self.run
+        chain = await run_chain(
+            guardrails,
+            Hook.TOOL_RESULT,
+            value,
+            lambda v: ToolResultContext(tuple(history), step, run.session_id, run.run_id, None, call, v, is_error),
+            step=step,
+            tool_call_id=call.id,
+        )
+        if not chain.records:
+            return ResultVerdict(value)
+        raw = encode_tool_result(value, tool_call_id=call.id)
+        await self._record(step, [*chain.records, ToolReceipt(call.id, raw.content, dict(raw.metadata))])
+        if chain.block is not None:
+            return ResultVerdict({"error": f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"}, True)
+        return ResultVerdict(chain.value, True)
 
     async def judge_finish(self, step: int, text: str, history: Sequence[Message]) -> FinishVerdict:
         """The stop guard on a final answer, then (when it stands) the output guardrails: the resolver's decision

@@ -154,7 +154,9 @@ class Stopwise:
                 elif call["name"] not in by_name:
                     content = json.dumps({"error": f"Unknown tool '{call['name']}'"})
                 else:
+                    ran = ToolCall(call["name"], dict(verdict.args), id=call_id)
                     result = await by_name[call["name"]].ainvoke(dict(verdict.args))
+                    result = (await run.check_result(step, ran, result, history)).value
                     content = result if isinstance(result, str) else json.dumps(result, default=str)
                 rows.append(ToolMessage(content, tool_call_id=call_id, name=call["name"]))
             return {"messages": rows}

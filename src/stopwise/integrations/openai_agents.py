@@ -56,7 +56,13 @@ try:
         RunResult,
     )
     from agents.items import ToolApprovalItem
-    from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardrail, ToolInputGuardrailData
+    from agents.tool_guardrails import (
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrail,
+        ToolInputGuardrailData,
+        ToolOutputGuardrail,
+        ToolOutputGuardrailData,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.openai_agents needs the 'openai-agents' extra") from exc
 
@@ -140,9 +146,25 @@ class Stopwise:
                 raise UnsupportedVerdict(f"a tool-call guardrail rewrote {t.name}'s arguments: the SDK cannot apply it")
             return ToolGuardrailFunctionOutput.allow(output_info=verdict)
 
+        async def check_result(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+            run = _current()
+            ctx = data.context
+            ran = ToolCall(t.name, json.loads(ctx.tool_arguments or "{}"), id=ctx.tool_call_id)
+            verdict = await run.peer.check_result(run.steps, ran, data.output, to_messages(ctx.turn_input))
+            if not verdict.changed:
+                return ToolGuardrailFunctionOutput.allow(output_info=verdict)
+            # The SDK's way to show the model something other than the result: reject it with the new content.
+            value = verdict.value
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            return ToolGuardrailFunctionOutput.reject_content(shown, output_info=verdict)
+
         guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(apply_verdict, name="stopwise_tool_call")
+        results: ToolOutputGuardrail[Any] = ToolOutputGuardrail(check_result, name="stopwise_tool_result")
         return dataclasses.replace(
-            t, needs_approval=needs_approval, tool_input_guardrails=[*(t.tool_input_guardrails or []), guardrail]
+            t,
+            needs_approval=needs_approval,
+            tool_input_guardrails=[*(t.tool_input_guardrails or []), guardrail],
+            tool_output_guardrails=[*(t.tool_output_guardrails or []), results],
         )
 
     async def _check_input(self, ctx: RunContextWrapper[Any], agent: Agent[Any], items: Any) -> GuardrailFunctionOutput:

@@ -141,6 +141,13 @@ class StopwiseCapability(AbstractCapability[Any]):
             raise ApprovalRequired({"stopwise": reason})
         return dict(verdict.args) if isinstance(args, Mapping) else args
 
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, result: Any
+    ) -> Any:
+        proposed = ToolCall(call.tool_name, dict(args) if isinstance(args, Mapping) else {}, id=call.tool_call_id)
+        verdict = await self.run.check_result(ctx.run_step, proposed, result, to_messages(ctx.messages))
+        return verdict.value
+
     async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
         if not isinstance(output, str) or self._ended is not None:
             return output
