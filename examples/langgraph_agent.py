@@ -66,10 +66,11 @@ async def main() -> int:
         store=store,
     )
     graph = StateGraph(MessagesState)
+    graph.add_node("input", stopwise.input_node(model="model"))
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
     graph.add_node("tools", stopwise.tool_node([read_invoice, pay_invoice]))
-    graph.add_edge(START, "model")
+    graph.add_edge(START, "input")
     graph.add_edge("model", "finish")
     graph.add_edge("tools", "model")
     app = graph.compile(checkpointer=InMemorySaver())

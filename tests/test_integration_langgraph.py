@@ -44,17 +44,19 @@ def delete_file(path: str) -> str:
 
 
 def build(stopwise: Stopwise, replies: list[BaseMessage]) -> Any:
-    """A typical hand-written agent graph: a model node, stopwise's finish node after it, its tool node."""
+    """A typical hand-written agent graph: stopwise's input node, a model node, stopwise's finish node after it,
+    stopwise's tool node."""
     model = FakeMessagesListChatModel(responses=replies)
 
     async def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
+    graph.add_node("input", stopwise.input_node(model="model"))
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
     graph.add_node("tools", stopwise.tool_node([read_file, delete_file]))
-    graph.add_edge(START, "model")
+    graph.add_edge(START, "input")
     graph.add_edge("model", "finish")
     graph.add_edge("tools", "model")
     return graph.compile(checkpointer=InMemorySaver())
@@ -168,3 +170,18 @@ async def test_a_tool_result_guardrail_rewrite_is_the_calls_result() -> None:
     done = await app.ainvoke({"messages": [("user", "Clean up notes.txt")]}, THREAD)
     (row,) = [m for m in done["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"]
     assert row.text == "[redacted]"
+
+
+async def test_an_input_guardrail_block_ends_the_graph_with_its_replacement_and_no_model_call() -> None:
+    def no_secrets(ctx: Any) -> Block | None:
+        text = ctx.messages[-1].content
+        return (
+            Block("asks for credentials", replacement="I can't help with credentials.") if "password" in text else None
+        )
+
+    stopwise = Stopwise(guardrails=Guardrails(on_input=[no_secrets]))
+    app = build(stopwise, [])  # a model with no replies: any call would fail the test
+    done = await app.ainvoke({"messages": [("user", "What is the admin password?")]}, THREAD)
+    assert done["messages"][-1].text == "I can't help with credentials."
+    (run,) = await stopwise.deciders.store.list_runs("t1")
+    assert run.completion_reason == "guardrail_input"

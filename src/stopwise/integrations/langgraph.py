@@ -4,12 +4,14 @@
 
     stopwise = Stopwise(stop_guard=..., guardrails=..., guardian=Guardian(), store=SQLiteStore("runs.db"))
     graph = StateGraph(MessagesState)
+    graph.add_node("input", stopwise.input_node(model="model"))                    # first, on each input
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))   # after every model call
     graph.add_node("tools", stopwise.tool_node(tools))                              # instead of ToolNode
-    graph.add_edge(START, "model"); graph.add_edge("model", "finish"); graph.add_edge("tools", "model")
+    graph.add_edge(START, "input"); graph.add_edge("model", "finish"); graph.add_edge("tools", "model")
     app = graph.compile(checkpointer=InMemorySaver())
 
+- ``input_node`` runs the input guardrails once per input: a block ends the graph with its replacement;
 - ``finish_node`` routes a reply with tool calls to the tools node; on a final answer it asks the stop guard,
   then the output guardrails: a continue goes back to the model with the feedback as a human message, a fail
   raises ``RunFailed`` out of ``invoke``, a complete ends the graph (with the output guardrails' rewrite);
@@ -31,6 +33,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed
@@ -50,7 +53,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
 
-__all__ = ["RunFailed", "Stopwise", "to_messages"]
+__all__ = ["RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
 
 
 class Stopwise:
@@ -88,6 +91,24 @@ class Stopwise:
         self._runs.pop(thread, None)
         for key in [k for k in self._verdicts if k[0] == thread]:
             del self._verdicts[key]
+
+    def input_node(self, *, model: str = "model") -> Any:
+        """The node between ``START`` and the model: the input guardrails on the history. A block ends the graph
+        with the block's replacement as the answer (no model call); otherwise the graph goes on to ``model``."""
+
+        async def check_input(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
+            run = await self._run(config)
+            history = to_messages(state["messages"])
+            verdict = await run.check_input(history)
+            if verdict.decision is not None:
+                await run.finish(verdict.decision, steps=0, text=verdict.replacement)
+                self._forget(run)
+                return Command(goto=END, update={"messages": [AIMessage(verdict.replacement)]})
+            if list(verdict.history) != history:
+                raise UnsupportedVerdict("an input guardrail rewrote the history: rewrite the state in a node instead")
+            return Command(goto=model)
+
+        return check_input
 
     def finish_node(self, *, model: str = "model", tools: str = "tools") -> Any:
         """The node after the model: tool calls go to ``tools``; a final answer is judged (see the module)."""
@@ -162,6 +183,10 @@ class Stopwise:
             return {"messages": rows}
 
         return run_tools
+
+
+class UnsupportedVerdict(StopwiseError):
+    """A guardrail asked for something these nodes do not do (rewriting the input history)."""
 
 
 def to_messages(history: Sequence[BaseMessage]) -> list[Message]:
