@@ -69,6 +69,21 @@ class Deciders:
     risks: Mapping[str, Risk | str] = field(default_factory=dict)
     """Declared risk classes of the peer's tools, by name (a floor for the guardian, as ``@tool(risk=...)``)."""
 
+    @classmethod
+    def of(
+        cls,
+        *,
+        stop_guard: StopGuard | None,
+        guardrails: Guardrails | None,
+        guardian: Guardian | None,
+        store: Store | None,
+        agent: str,
+        risks: Mapping[str, Risk | str] | None,
+    ) -> Deciders:
+        """The deciders from an integration's keyword arguments: a fresh in-memory store unless one is given."""
+        kept = store if store is not None else MemoryStore()
+        return cls(stop_guard, guardrails, guardian, kept, agent, dict(risks or {}))
+
     def __post_init__(self) -> None:
         if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
             raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")

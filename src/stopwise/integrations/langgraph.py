@@ -27,7 +27,6 @@ them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -70,8 +69,9 @@ class Stopwise:
         agent: str = "langgraph",
         risks: Mapping[str, Risk | str] | None = None,
     ) -> None:
-        deciders = Deciders(stop_guard, guardrails, guardian, agent=agent, risks=dict(risks or {}))
-        self.deciders = deciders if store is None else dataclasses.replace(deciders, store=store)
+        self.deciders = Deciders.of(
+            stop_guard=stop_guard, guardrails=guardrails, guardian=guardian, store=store, agent=agent, risks=risks
+        )
         self._runs: dict[str, PeerRun] = {}
         self._verdicts: dict[tuple[str, str], CallVerdict] = {}
         """Verdicts by (thread, call): LangGraph re-executes a node after an interrupt, and a call already

@@ -106,8 +106,9 @@ class Stopwise:
         agent: str = "openai-agents",
         risks: Mapping[str, Risk | str] | None = None,
     ) -> None:
-        deciders = Deciders(stop_guard, guardrails, guardian, agent=agent, risks=dict(risks or {}))
-        self.deciders = deciders if store is None else dataclasses.replace(deciders, store=store)
+        self.deciders = Deciders.of(
+            stop_guard=stop_guard, guardrails=guardrails, guardian=guardian, store=store, agent=agent, risks=risks
+        )
 
     def attach(self, agent: Agent[Any]) -> Agent[Any]:
         """A copy of ``agent`` with stopwise's guardrails added to its own, and its function tools asking

@@ -23,7 +23,6 @@ by pydantic-ai's conversation id, so ``stopwise replay`` and ``stopwise guardian
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -85,11 +84,9 @@ class StopwiseCapability(AbstractCapability[Any]):
         risks: Mapping[str, Risk | str] | None = None,
         deciders: Deciders | None = None,
     ) -> None:
-        if deciders is None:
-            deciders = Deciders(stop_guard, guardrails, guardian, agent=agent, risks=dict(risks or {}))
-            if store is not None:
-                deciders = dataclasses.replace(deciders, store=store)
-        self.deciders = deciders
+        self.deciders = deciders or Deciders.of(
+            stop_guard=stop_guard, guardrails=guardrails, guardian=guardian, store=store, agent=agent, risks=risks
+        )
         self._run: PeerRun | None = None
         self._ended: StopDecision | None = None
         self._asked = False
