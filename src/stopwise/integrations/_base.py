@@ -18,6 +18,7 @@ from typing import Any
 from stopwise._step.calls import caller_failure
 from stopwise._step.stop_guard import ask_guard, guard_event
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
+from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.guardian import Guardian, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
@@ -249,7 +250,7 @@ class PeerRun:
             call_id=call.id,
         )
         await self._record(step, [consultation.decision, *consultation.labels])
-        if consultation.decision.outcome.value == "escalate":
+        if consultation.decision.outcome is GuardianOutcome.ESCALATE:
             return CallVerdict(args, decision=resolve(StepSignals(approvals_pending=True)), gate=consultation.decision)
         return CallVerdict(args, gate=consultation.decision)
 
