@@ -270,8 +270,17 @@ class PydanticAI(Adapter):
                 part = TextPart(FINAL_TEXT)
             return ModelResponse(parts=[part], usage=RequestUsage(input_tokens=1, output_tokens=1))
 
-        self.agent = Agent(FunctionModel(model_fn), instructions="x", tools=[Tool(bump, takes_ctx=False)])
+        self.agent = Agent(
+            FunctionModel(model_fn),
+            instructions="x",
+            tools=[Tool(bump, takes_ctx=False)],
+            capabilities=self.capabilities(),
+        )
         self.limits = UsageLimits(request_limit=None)
+
+    def capabilities(self) -> list[Any]:
+        """Capabilities attached to the agent: none for the bare peer (``bench_integrations.py`` adds stopwise)."""
+        return []
 
     async def _invoke(self) -> Any:
         result = await self.agent.run("go", usage_limits=self.limits)
@@ -366,8 +375,7 @@ class LangGraph(Adapter):
             from langchain_core.messages import AIMessage
             from langchain_core.outputs import ChatGeneration, ChatResult
             from langchain_core.tools import tool as lc_tool
-            from langgraph.graph import END, START, MessagesState, StateGraph
-            from langgraph.prebuilt import ToolNode
+            from langgraph.graph import END, MessagesState, StateGraph
         except ImportError as exc:
             raise NotInstalled(INSTALL_HINT) from exc
 
@@ -417,13 +425,20 @@ class LangGraph(Adapter):
         # optional hooks): agent -> tools -> agent ... until the model stops calling tools.
         graph = StateGraph(MessagesState)
         graph.add_node("agent", call_model)
-        graph.add_node("tools", ToolNode([bump]))
+        self.wire(graph, [bump], route)
+        self.app: Any = graph.compile()
+        # Each step is two supersteps (agent, tools), three with a node between them.
+        self.config = {"recursion_limit": 3 * self.steps + 10}
+
+    def wire(self, graph: Any, tools: list[Any], route: Any) -> None:
+        """Add the tool node and the edges after ``agent`` (``bench_integrations.py`` wires stopwise's)."""
+        from langgraph.graph import END, START
+        from langgraph.prebuilt import ToolNode
+
+        graph.add_node("tools", ToolNode(tools))
         graph.add_edge(START, "agent")
         graph.add_conditional_edges("agent", route, ["tools", END])
         graph.add_edge("tools", "agent")
-        self.app: Any = graph.compile()
-        # Each step is two supersteps (agent, tools).
-        self.config = {"recursion_limit": 2 * self.steps + 10}
 
     async def _invoke(self) -> Any:
         state = await self.app.ainvoke({"messages": [("user", "go")]}, config=self.config)

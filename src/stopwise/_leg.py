@@ -17,6 +17,7 @@ from stopwise.call_ids import SessionCallIds
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
+from stopwise.models.base import ToolSpec
 from stopwise.records import LogRecord, parse_records
 from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
@@ -111,12 +112,17 @@ class Leg:
     call_ids: SessionCallIds = field(default_factory=SessionCallIds)
     """The call ids the session has used: each reply's ids are made unique against them (``stopwise.call_ids``)."""
     system: tuple[Message, ...] = field(init=False)
+    tools: dict[str, Tool] = field(init=False)
+    """The tools of this leg: the agent's own, then those its sources listed when the leg began."""
+    tool_specs: tuple[ToolSpec, ...] = field(init=False)
     steps: int = field(init=False)
     usage: Usage = field(init=False)
     text: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.system = (Message(Role.SYSTEM, self.agent.instructions),) if self.agent.instructions else ()
+        self.tools = dict(self.agent.tool_map)
+        self.tool_specs = self.agent.tool_specs
         self.steps = self.run.steps
         self.usage = self.run.usage
         self.text = self.run.text

@@ -20,7 +20,14 @@ from pydantic import ValidationError
 
 from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
 from stopwise._results import result_of
-from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
+from stopwise._step.calls import (
+    CallerCodeFailed,
+    caller_failure,
+    execute_calls,
+    guard_results,
+    list_sources,
+    plan_calls,
+)
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
@@ -169,6 +176,10 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     if entry is not None:
         leg.next_seq += 1
     leg.messages = list(history)
+    # Listed after the start commit, so a run whose tool server is down is on record and can be retried.
+    failed = await list_sources(leg)
+    if failed is not None:
+        yield RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=failed)))
 
 
 # --- one step ------------------------------------------------------------------------------------------------
@@ -254,7 +265,7 @@ def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
     agent = leg.agent
     return ModelRequest(
         messages=(*leg.system, *leg.messages),
-        tools=agent.tool_specs if phase is Phase.NORMAL else (),
+        tools=leg.tool_specs if phase is Phase.NORMAL else (),
         step=step,
         output_schema=agent.output_schema,
         forced_output=phase is Phase.FORCED_OUTPUT,

@@ -18,7 +18,7 @@ from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
-from stopwise.tools import Risk, Tool, _build
+from stopwise.tools import Risk, Tool, ToolSource, _build
 
 __all__ = ["Agent"]
 
@@ -34,8 +34,9 @@ class Agent:
     """A ``Model``, or a model string such as ``"openai:gpt-4.1-mini"`` (see ``stopwise.models.resolve_model``).
     Required: the default ``None`` only lets ``instructions`` be omitted (``Agent("x", model=m)``). A string is
     resolved when the agent is defined, so after construction the attribute holds the ``Model``."""
-    tools: Sequence[Tool] = ()
-    """The tools the model may call (kept as a tuple)."""
+    tools: Sequence[Tool | ToolSource] = ()
+    """The tools the model may call, and sources of tools listed at run time such as an ``MCPServer`` (kept as a
+    tuple of the plain tools; the sources go to ``tool_sources``)."""
     max_steps: int | None = 50
     """Model calls allowed per run leg; ``None`` disables the cap."""
     stop_when: Any = None
@@ -62,6 +63,8 @@ class Agent:
     ``model_error`` before anything of the reply is committed (see ``ReplyLimits``)."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
+    tool_sources: tuple[ToolSource, ...] = field(init=False, repr=False)
+    """Sources listed once at the start of each run leg; their tools join the plain ones for that leg only."""
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
     tool_specs: tuple[ToolSpec, ...] = field(init=False, repr=False)
     output_schema: Mapping[str, Any] | None = field(init=False, repr=False)
@@ -108,15 +111,20 @@ class Agent:
         if tools is None:
             raise ConfigError("tools", "must be a list of tools")
         tool_map: dict[str, Tool] = {}
+        sources = tuple(t for t in tools if isinstance(t, ToolSource))
+        tools = tuple(t for t in tools if not isinstance(t, ToolSource))
         for t in tools:
             if not isinstance(t, Tool):
-                raise ConfigError("tools", f"{t!r} is not a Tool: decorate the function with @tool")
+                raise ConfigError(
+                    "tools", f"{t!r} is not a Tool: decorate the function with @tool (or pass a source: an MCPServer)"
+                )
             if t.name in tool_map:
                 raise ConfigError("tools", f"duplicate tool name {t.name!r}")
             tool_map[t.name] = t
-        object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "tools", tuple(tool_map.values()))
+        object.__setattr__(self, "tool_sources", sources)
         object.__setattr__(self, "tool_map", tool_map)
-        object.__setattr__(self, "tool_specs", tuple(t.spec for t in tools))
+        object.__setattr__(self, "tool_specs", tuple(t.spec for t in tool_map.values()))
         condition = None if self.stop_when is None else as_condition(self.stop_when)
         object.__setattr__(self, "stop_condition", condition)
         schema = None

@@ -40,6 +40,8 @@ class ErrorCategory(StrEnum):
     """The model adapter raised, or the model ended its reply with an error stop reason."""
     CALLER = "caller"
     """Code the caller supplied (a stop_when predicate) raised."""
+    TOOL = "tool"
+    """The server behind a tool (an MCP server) could not be reached."""
 
 
 class ErrorCode(StrEnum):
@@ -64,6 +66,8 @@ class ErrorCode(StrEnum):
     APPROVAL_TERMINATED = "approval_terminated"
     INFEASIBLE = "infeasible"
     CANCELLED = "cancelled"
+    TOOL_UNAVAILABLE = "tool_unavailable"
+    TOOL_NAME_CLASH = "tool_name_clash"
 
 
 @dataclass(frozen=True, slots=True)

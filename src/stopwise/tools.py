@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, get_type_hints, overload
+from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -23,11 +23,17 @@ from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
 from stopwise.models.base import ToolSpec
 
-__all__ = ["Risk", "Tool", "ToolError", "tool"]
+__all__ = ["Risk", "Tool", "ToolError", "ToolSource", "ToolUnavailable", "tool"]
 
 
 class ToolError(Exception):
     """Raise from a tool to fail the call with exactly this message: the model sees ``{"error": message}``."""
+
+
+class ToolUnavailable(Exception):
+    """Raise from a tool when the server behind it cannot be reached (it died, refused, hung up): not the call's
+    failure, which the model could work around, but the run's, which fails with ``tool_unavailable`` and can be
+    retried once the server is back."""
 
 
 class Risk(StrEnum):
@@ -106,6 +112,8 @@ class Tool:
                     value = await running
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
+        except ToolUnavailable:
+            raise
         except TimeoutError as exc:
             if self.timeout is None or not scope.expired():
                 return _raised(self.name, exc, call.id)
@@ -120,6 +128,21 @@ class Tool:
                 f"({type(value).__name__}): {exc}",
                 tool_call_id=call.id,
             )
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Tools known only at run time, such as an MCP server's: ``Agent(tools=[...])`` takes a source beside plain
+    tools, and the runner lists it once at the start of each run leg (a run, a retry, a resume)."""
+
+    @property
+    def name(self) -> str:
+        """A name for messages: which source failed or offered a clashing tool."""
+        ...
+
+    async def list_tools(self) -> Sequence[Tool]:
+        """The tools to offer for this leg; raises ``ToolUnavailable`` when the source cannot be reached."""
+        ...
 
 
 def parse_args(call: ToolCall, tool_name: str) -> Mapping[str, Any] | Message:

@@ -27,16 +27,17 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
-from stopwise.tools import parse_args
+from stopwise.tools import ToolUnavailable, parse_args
 
-__all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "plan_calls"]
+__all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "list_sources", "plan_calls"]
 
 
 NO_TOOLS_NOW = "Tools are disabled now: reply with a final answer only."
 
 
 class CallerCodeFailed(Exception):
-    """Caller code (a guardrail, an approval predicate) failed mid-step: the run ends with this detail."""
+    """Caller code (a guardrail, an approval predicate), or the server behind a tool, failed mid-step: the run
+    ends with this detail and nothing of the step commits."""
 
     def __init__(self, detail: ErrorDetail) -> None:
         super().__init__(detail.message)
@@ -50,6 +51,36 @@ def caller_failure(exc: Exception) -> ErrorDetail:
     elif isinstance(exc, GuardrailTimeout):
         code = ErrorCode.GUARDRAIL_TIMEOUT
     return ErrorDetail(code, str(exc), ErrorCategory.CALLER, retryable=False)
+
+
+def unavailable(exc: ToolUnavailable) -> ErrorDetail:
+    """A tool's server could not be reached: the run fails, and a retry (once it is back) may succeed."""
+    return ErrorDetail(ErrorCode.TOOL_UNAVAILABLE, str(exc), ErrorCategory.TOOL, retryable=True)
+
+
+async def list_sources(leg: Leg) -> ErrorDetail | None:
+    """List the agent's tool sources once for this leg and add their tools to the leg's; the failure that ends
+    the leg when a source cannot be reached or offers a name the agent already has."""
+    for source in leg.agent.tool_sources:
+        try:
+            listed = await source.list_tools()
+        except ToolUnavailable as exc:
+            return unavailable(exc)
+        for t in listed:
+            if t.name in leg.tools:
+                message = f"tool {t.name!r} of {source.name!r} has the name of another tool of agent {leg.agent.name!r}"
+                return ErrorDetail(ErrorCode.TOOL_NAME_CLASH, message, ErrorCategory.CALLER, retryable=False)
+            leg.tools[t.name] = t
+    if leg.agent.tool_sources:
+        leg.tool_specs = tuple(t.spec for t in leg.tools.values())
+        # A resumed step was planned before this leg listed its sources: its approved calls find their tools now.
+        for plan in leg.settle.plans if leg.settle is not None else ():
+            if plan.tool is None and plan.row is None:
+                plan.tool = leg.tools.get(plan.call.name)
+                if plan.tool is None:
+                    message = f"Tool '{plan.call.name}' is no longer offered by its server"
+                    plan.row = error_tool_result(message, tool_call_id=plan.call.id, origin="stopwise")
+    return None
 
 
 async def plan_calls(leg: Leg, step: int, reply: Reply, phase: Phase, records: list[LogRecord]) -> list[CallPlan]:
@@ -67,7 +98,7 @@ async def _plan(
     leg: Leg, step: int, call: ToolCall, history: tuple[Message, ...], records: list[LogRecord]
 ) -> CallPlan:
     """One call: its tool and arguments, the tool-call guardrails, the risk gate, the approval gate."""
-    tool_map = leg.agent.tool_map
+    tool_map = leg.tools
     t = tool_map.get(call.name)
     if t is None:
         message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
@@ -117,19 +148,26 @@ async def _plan(
 
 
 async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:
-    """Run every call that has no answer yet, concurrently; answers keep the calls' order."""
+    """Run every call that has no answer yet, concurrently; answers keep the calls' order. Raises
+    ``CallerCodeFailed`` (``tool_unavailable``) when a tool's server could not be reached."""
     run = leg.run
 
-    async def one(plan: CallPlan) -> Message:
+    async def one(plan: CallPlan) -> Message | ToolUnavailable:
         if plan.row is not None:
             return plan.row
         assert plan.tool is not None and plan.args is not None
         ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
-        return await plan.tool.invoke(plan.call, ctx, plan.args)
+        try:
+            return await plan.tool.invoke(plan.call, ctx, plan.args)
+        except ToolUnavailable as exc:
+            # Returned, not raised, so the batch's other calls settle before the step fails.
+            return exc
 
-    if len(plans) == 1:
-        return [await one(plans[0])]
-    return list(await asyncio.gather(*(one(p) for p in plans)))
+    rows = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
+    for row in rows:
+        if isinstance(row, ToolUnavailable):
+            raise CallerCodeFailed(unavailable(row)) from row
+    return [row for row in rows if isinstance(row, Message)]
 
 
 async def guard_results(

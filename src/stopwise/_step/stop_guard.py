@@ -13,6 +13,7 @@ from stopwise.stop.guard import (
     GUARD_SOURCE,
     GuardEvent,
     InvalidVerdict,
+    StopGuard,
     StopGuardContext,
     StopGuardOutcome,
     StopGuardRecord,
@@ -20,7 +21,7 @@ from stopwise.stop.guard import (
     settle,
 )
 
-__all__ = ["consult_guard", "guard_applies", "guard_record"]
+__all__ = ["ask_guard", "consult_guard", "guard_applies", "guard_event", "guard_record"]
 
 
 def guard_applies(leg: Leg, reply: Reply, phase: Phase) -> bool:
@@ -53,20 +54,26 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
         max_continues=guard.max_continues,
     )
     budget_left = used < guard.max_continues and phase is Phase.NORMAL
+    return await ask_guard(guard, ctx), budget_left
+
+
+async def ask_guard(guard: StopGuard, ctx: StopGuardContext) -> StopGuardOutcome:
+    """The guard's verdict under its time limit; a raise, a timeout or an invalid verdict is an ``error``
+    outcome (what that means for the run is the resolver's call, after ``on_error``)."""
     try:
         async with asyncio.timeout(guard.timeout) as scope:
             verdict: Any = guard.check(ctx) if guard.is_async else await asyncio.to_thread(guard.check, ctx)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
-        return settle(verdict, ctx), budget_left
+        return settle(verdict, ctx)
     except InvalidVerdict as exc:
-        return StopGuardOutcome("error", f"invalid verdict: {exc}"), budget_left
+        return StopGuardOutcome("error", f"invalid verdict: {exc}")
     except TimeoutError as exc:
         if scope.expired():
-            return StopGuardOutcome("error", f"timed out after {guard.timeout:g}s"), budget_left
-        return StopGuardOutcome("error", f"raised TimeoutError: {exc}"), budget_left
+            return StopGuardOutcome("error", f"timed out after {guard.timeout:g}s")
+        return StopGuardOutcome("error", f"raised TimeoutError: {exc}")
     except Exception as exc:
-        return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}"), budget_left
+        return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}")
 
 
 _EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}
@@ -74,8 +81,12 @@ _EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error
 
 def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> StopGuardRecord:
     outcome, _ = guard
-    event = _EVENTS[outcome.kind]
-    if outcome.kind == "continue" and decision.action is not Action.CONTINUE:
-        event = "exhausted"
     name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
-    return StopGuardRecord(event, name, step, outcome.message or None)
+    return StopGuardRecord(guard_event(outcome.kind, decision), name, step, outcome.message or None)
+
+
+def guard_event(kind: str, decision: StopDecision) -> GuardEvent:
+    """What the log records for a consultation: a continue the resolver refused (no budget) is ``exhausted``."""
+    if kind == "continue" and decision.action is not Action.CONTINUE:
+        return "exhausted"
+    return _EVENTS[kind]

@@ -1,0 +1,351 @@
+"""What every integration shares: the deciders it consults, one peer run as stopwise records it, and the typed
+failure a peer's run API raises when the resolver fails the run.
+
+An integration owns no policy. It turns the peer's hook into the signals our deciders take (a proposed call, a
+final answer, the input), asks them here, and turns the resolver's ``StopDecision`` into what the peer
+understands (a retry prompt, an approval request, an exception). Every verdict is written to a stopwise store as
+the loop writes it (the same typed records, in ``note`` entries of the run), so ``stopwise replay`` and
+``stopwise guardian stats`` read a peer's runs like any other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stopwise._step.calls import caller_failure
+from stopwise._step.stop_guard import ask_guard, guard_event
+from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
+from stopwise.guardian.conditions import GuardianOutcome
+from stopwise.guardian.guardian import Guardian, consult
+from stopwise.guardian.policy import PolicyInputs
+from stopwise.guardian.projection import project
+from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.hooks import (
+    Guardrails,
+    InputContext,
+    OutputContext,
+    ToolCallContext,
+    ToolResultContext,
+    run_chain,
+)
+from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
+from stopwise.messages import Message, Reply, Role, ToolCall, encode_tool_result
+from stopwise.records import LogRecord, ToolReceipt, parse_records, to_data
+from stopwise.result import RunStatus
+from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
+from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_report
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
+from stopwise.store.memory import MemoryStore
+from stopwise.tools import Risk
+
+__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "ResultVerdict", "RunFailed"]
+
+
+class RunFailed(StopwiseError):
+    """The resolver failed the run (a stop guard's ``Fail``, a failing guard with ``on_error="fail"``): raised
+    through the peer's run API, carrying the same ``ErrorDetail`` a stopwise run would end with."""
+
+    def __init__(self, error: ErrorDetail) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class Deciders:
+    """The deciders a peer's agent consults, and where their records go. Invalid values raise ``ConfigError``."""
+
+    stop_guard: StopGuard | None = None
+    """Consulted on the peer's final answer: stop, continue with feedback, or fail."""
+    guardrails: Guardrails | None = None
+    """The input, tool-call and output hooks (the tool-result hook where the peer offers one)."""
+    guardian: Guardian | None = None
+    """Its pre-execution questions (risk) gate each proposed tool call; an escalation asks for approval."""
+    store: Store = field(default_factory=MemoryStore)
+    """Where runs and decision records are written: a ``SQLiteStore`` makes them readable by ``stopwise``."""
+    agent: str = "agent"
+    """The agent's name on the run records."""
+    risks: Mapping[str, Risk | str] = field(default_factory=dict)
+    """Declared risk classes of the peer's tools, by name (a floor for the guardian, as ``@tool(risk=...)``)."""
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        stop_guard: StopGuard | None,
+        guardrails: Guardrails | None,
+        guardian: Guardian | None,
+        store: Store | None,
+        agent: str,
+        risks: Mapping[str, Risk | str] | None,
+    ) -> Deciders:
+        """The deciders from an integration's keyword arguments: a fresh in-memory store unless one is given."""
+        kept = store if store is not None else MemoryStore()
+        return cls(stop_guard, guardrails, guardian, kept, agent, dict(risks or {}))
+
+    def __post_init__(self) -> None:
+        if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
+            raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")
+        if self.guardrails is not None and not isinstance(self.guardrails, Guardrails):
+            raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
+        if self.guardian is not None and not isinstance(self.guardian, Guardian):
+            raise ConfigError("guardian", f"must be a Guardian(...), got {type(self.guardian).__name__}")
+        risks: dict[str, Risk] = {}
+        for name, risk in self.risks.items():
+            try:
+                risks[name] = Risk(risk)
+            except ValueError:
+                raise ConfigError(f"risks[{name!r}]", f"must be one of {[r.value for r in Risk]}") from None
+        object.__setattr__(self, "risks", risks)
+
+
+@dataclass(frozen=True, slots=True)
+class InputVerdict:
+    """What happens to the run's input."""
+
+    history: tuple[Message, ...]
+    """The history to send (an input guardrail may have rewritten it)."""
+    decision: StopDecision | None = None
+    """Set when a guardrail blocked: complete, ``guardrail_input``; the peer ends the run with no model call."""
+    replacement: str = ""
+    """The block's replacement answer, if it gave one."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallVerdict:
+    """What happens to one proposed tool call."""
+
+    args: Mapping[str, Any]
+    """The arguments to run it with (after a tool-call guardrail's rewrite)."""
+    blocked: str | None = None
+    """A guardrail blocked it: what the model reads instead of a result."""
+    decision: StopDecision | None = None
+    """``suspend`` when it needs a human first (the guardian's risk gate escalated)."""
+    gate: GuardianDecision | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultVerdict:
+    """What the model reads of one tool result."""
+
+    value: Any
+    changed: bool = False
+    """A guardrail rewrote or blocked the result: ``value`` replaces it (a block: ``{"error": ...}``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishVerdict:
+    """What happens to the peer's final answer."""
+
+    decision: StopDecision
+    """``continue`` (send ``feedback`` to the model), ``complete`` or ``fail`` (raise ``RunFailed``)."""
+    text: str
+    """The answer that stands (an output guardrail may have rewritten or replaced it)."""
+    feedback: str = ""
+
+
+def _message_text(rows: Sequence[Message]) -> str:
+    return "\n\n".join(m.content for m in rows if m.content)
+
+
+class PeerRun:
+    """One run of a peer's agent as stopwise records it. Start it, consult it from the peer's hooks, finish it."""
+
+    def __init__(self, deciders: Deciders, session_id: str, run_id: str) -> None:
+        self.deciders = deciders
+        self.run = RunRecord(run_id, session_id, deciders.agent)
+        self.records: list[LogRecord] = []
+        """This session's stop guard records and this run's others: the guard's budget is counted from them."""
+        self._seq = 1
+        self._started = False
+
+    async def start(self) -> None:
+        """Write the run record (running). Earlier runs of the session count toward the stop guard's budget."""
+        if self._started:
+            return
+        snapshot = await self.deciders.store.load_session(self.run.session_id)
+        if snapshot is not None:
+            self._seq = snapshot.next_seq
+            self.records = [
+                r for e in snapshot.entries for r in parse_records(e.records) if isinstance(r, StopGuardRecord)
+            ]
+        await self.deciders.store.start_run(self.run, None, {})
+        self._started = True
+
+    async def _record(self, step: int, records: Sequence[LogRecord]) -> None:
+        if not records:
+            return
+        self.records.extend(records)
+        entry = LogEntry(
+            self.run.session_id, self._seq, self.run.run_id, step, EntryKind.NOTE, (), records=to_data(records)
+        )
+        await self.deciders.store.commit(entry, {})
+        self._seq += 1
+
+    async def check_input(self, history: Sequence[Message]) -> InputVerdict:
+        """The input guardrails on the run's history (see ``InputVerdict``)."""
+        guardrails = self.deciders.guardrails
+        if guardrails is None or not guardrails.has(Hook.INPUT):
+            return InputVerdict(tuple(history))
+        run = self.run
+        chain = await run_chain(
+            guardrails,
+            Hook.INPUT,
+            tuple(history),
+            lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, None),
+            step=None,
+        )
+        await self._record(0, chain.records)
+        if chain.block is not None:
+            decision = resolve(StepSignals(input_blocked=chain.block.reason))
+            return InputVerdict(tuple(history), decision, chain.block.replacement or "")
+        return InputVerdict(tuple(chain.value))
+
+    async def check_call(self, step: int, call: ToolCall, history: Sequence[Message]) -> CallVerdict:
+        """The tool-call guardrails, then the guardian's risk gate, on one proposed call (``history`` ends with
+        the reply that proposed it)."""
+        args: Mapping[str, Any] = dict(call.args) if isinstance(call.args, Mapping) else {}
+        guardrails = self.deciders.guardrails
+        run = self.run
+        if guardrails is not None and guardrails.has(Hook.TOOL_CALL):
+            chain = await run_chain(
+                guardrails,
+                Hook.TOOL_CALL,
+                args,
+                lambda a: ToolCallContext(
+                    tuple(history), step, run.session_id, run.run_id, None, dataclasses.replace(call, args=a)
+                ),
+                step=step,
+                tool_call_id=call.id,
+            )
+            await self._record(step, chain.records)
+            if chain.block is not None:
+                return CallVerdict(args, blocked=f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}")
+            args = chain.value
+        guardian = self.deciders.guardian
+        if guardian is None or not guardian.call_conditions:
+            return CallVerdict(args)
+        pending = dataclasses.replace(call, args=dict(args))
+        goal = guardian.goal or next((m.content for m in history if m.role is Role.USER), "")
+        projection = project(
+            list(history),
+            goal=goal,
+            criteria=guardian.criteria,
+            last_k=guardian.history_steps,
+            result_chars=guardian.result_chars,
+            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
+            pending=pending,
+            max_chars=guardian.max_chars,
+        )
+        consultation = await consult(
+            guardian,
+            projection,
+            guardian.call_conditions,
+            PolicyInputs({}),
+            run_id=run.run_id,
+            step=step,
+            kind="pre_execution",
+            call_id=call.id,
+        )
+        await self._record(step, [consultation.decision, *consultation.labels])
+        if consultation.decision.outcome is GuardianOutcome.ESCALATE:
+            return CallVerdict(args, decision=resolve(StepSignals(approvals_pending=True)), gate=consultation.decision)
+        return CallVerdict(args, gate=consultation.decision)
+
+    async def check_result(
+        self, step: int, call: ToolCall, value: Any, history: Sequence[Message], *, is_error: bool = False
+    ) -> ResultVerdict:
+        """The tool-result guardrails on what a call returned (see ``ResultVerdict``); a changed result keeps
+        the raw one in a ``ToolReceipt`` record, as the loop does."""
+        guardrails = self.deciders.guardrails
+        if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
+            return ResultVerdict(value)
+        run = self.run
+        chain = await run_chain(
+            guardrails,
+            Hook.TOOL_RESULT,
+            value,
+            lambda v: ToolResultContext(tuple(history), step, run.session_id, run.run_id, None, call, v, is_error),
+            step=step,
+            tool_call_id=call.id,
+        )
+        if not chain.records:
+            return ResultVerdict(value)
+        raw = encode_tool_result(value, tool_call_id=call.id)
+        await self._record(step, [*chain.records, ToolReceipt(call.id, raw.content, dict(raw.metadata))])
+        if chain.block is not None:
+            return ResultVerdict({"error": f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"}, True)
+        return ResultVerdict(chain.value, True)
+
+    async def judge_finish(self, step: int, text: str, history: Sequence[Message]) -> FinishVerdict:
+        """The stop guard on a final answer, then (when it stands) the output guardrails: the resolver's decision
+        and the text that stands. ``history`` is the run's rows before the answer."""
+        guard = self.deciders.stop_guard
+        signal: GuardSignal | None = None
+        feedback = ""
+        if guard is not None:
+            guard_records = [r for r in self.records if isinstance(r, StopGuardRecord)]
+            used = guard_report(guard_records).continues_used
+            ctx = StopGuardContext(
+                session_id=self.run.session_id,
+                run_id=self.run.run_id,
+                step=step,
+                attempt=len(guard_records) + 1,
+                reply=Reply(text),
+                messages=(*history, Message(Role.ASSISTANT, text)),
+                run_start=0,
+                state={},
+                continues_used=used,
+                max_continues=guard.max_continues,
+            )
+            outcome = await ask_guard(guard, ctx)
+            signal = GuardSignal(outcome.kind, outcome.message, used < guard.max_continues, guard.on_error)
+            feedback = _message_text(outcome.rows)
+        decision = resolve(StepSignals(guard=signal))
+        if guard is not None and signal is not None:
+            record = StopGuardRecord(guard_event(signal.kind, decision), guard.name, step, signal.message or None)
+            await self._record(step, [record])
+        if decision.action is not Action.COMPLETE:
+            return FinishVerdict(decision, text, feedback)
+        return await self._guard_output(step, decision, text, history)
+
+    async def _guard_output(
+        self, step: int, decision: StopDecision, text: str, history: Sequence[Message]
+    ) -> FinishVerdict:
+        guardrails = self.deciders.guardrails
+        if guardrails is None or not guardrails.has(Hook.OUTPUT):
+            return FinishVerdict(decision, text)
+        run = self.run
+        chain = await run_chain(
+            guardrails,
+            Hook.OUTPUT,
+            text,
+            lambda t: OutputContext(tuple(history), step, run.session_id, run.run_id, None, t),
+            step=step,
+        )
+        await self._record(step, chain.records)
+        if chain.block is not None:
+            blocked = resolve(StepSignals(output_blocked=chain.block.reason))
+            return FinishVerdict(blocked, chain.block.replacement or "")
+        return FinishVerdict(decision, chain.value)
+
+    async def crashed(self, exc: BaseException, *, steps: int) -> None:
+        """The peer's run raised: record it failed, unless its end is on record already. A guardrail that raised
+        or misbehaved is caller code (``guardrail_raised``, ...); anything else the peer raised mid-run counts as
+        a model failure (``model_error``, retryable), as the loop counts a model adapter that raises."""
+        if self.run.status is not RunStatus.RUNNING:
+            return
+        if isinstance(exc, (GuardrailRaised, GuardrailError, GuardrailTimeout)):
+            decision = resolve(StepSignals(caller_failed=caller_failure(exc)))
+        else:
+            error = ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, True)
+            decision = resolve(StepSignals(model_failed=error))
+        await self.finish(decision, steps=steps)
+
+    async def finish(self, decision: StopDecision, *, steps: int, text: str = "") -> RunRecord:
+        """Write how the run ended (or that it waits for approval), once."""
+        self.run = apply_decision(self.run, decision, steps=steps, text=text, output=text or None)
+        await self.deciders.store.update_run(self.run)
+        return self.run

@@ -1,0 +1,205 @@
+"""stopwise's deciders between the steps of a LangGraph agent graph (a ``messages`` state), as two nodes.
+
+    from stopwise.integrations.langgraph import Stopwise
+
+    stopwise = Stopwise(stop_guard=..., guardrails=..., guardian=Guardian(), store=SQLiteStore("runs.db"))
+    graph = StateGraph(MessagesState)
+    graph.add_node("input", stopwise.input_node(model="model"))                    # first, on each input
+    graph.add_node("model", call_model)
+    graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))   # after every model call
+    graph.add_node("tools", stopwise.tool_node(tools))                              # instead of ToolNode
+    graph.add_edge(START, "input"); graph.add_edge("model", "finish"); graph.add_edge("tools", "model")
+    app = graph.compile(checkpointer=InMemorySaver())
+
+- ``input_node`` runs the input guardrails once per input: a block ends the graph with its replacement;
+- ``finish_node`` routes a reply with tool calls to the tools node; on a final answer it asks the stop guard,
+  then the output guardrails: a continue goes back to the model with the feedback as a human message, a fail
+  raises ``RunFailed`` out of ``invoke``, a complete ends the graph (with the output guardrails' rewrite);
+- ``tool_node`` runs the tool calls as stopwise's loop does: the tool-call guardrails and the guardian's risk
+  gate for every call first; an escalation is LangGraph's ``interrupt()`` (resume with ``Command(resume=True)``
+  to approve, ``Command(resume="why")`` or ``False`` to reject), and nothing in the batch runs until every
+  escalated call is answered; a block is the call's result.
+
+Needs the ``langgraph`` extra. Decisions are recorded in ``store``: a session per thread, a run per input (from
+the first node call until the finish node ends the graph), so ``stopwise replay`` and ``guardian stats`` read
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stopwise.errors import StopwiseError
+from stopwise.guardian.guardian import Guardian
+from stopwise.guardrails.hooks import Guardrails
+from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed
+from stopwise.messages import Message, Role, ToolCall
+from stopwise.result import RunStatus
+from stopwise.stop.decision import Action
+from stopwise.stop.guard import StopGuard
+from stopwise.store.base import Store
+from stopwise.tools import Risk
+
+try:
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool
+    from langgraph.graph import END
+    from langgraph.types import Command, interrupt
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
+
+__all__ = ["RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
+
+
+class Stopwise:
+    """The deciders a graph consults, and the two nodes that consult them. Invalid settings raise
+    ``ConfigError`` naming the field."""
+
+    def __init__(
+        self,
+        *,
+        stop_guard: StopGuard | None = None,
+        guardrails: Guardrails | None = None,
+        guardian: Guardian | None = None,
+        store: Store | None = None,
+        agent: str = "langgraph",
+        risks: Mapping[str, Risk | str] | None = None,
+    ) -> None:
+        self.deciders = Deciders.of(
+            stop_guard=stop_guard, guardrails=guardrails, guardian=guardian, store=store, agent=agent, risks=risks
+        )
+        self._runs: dict[str, PeerRun] = {}
+        self._verdicts: dict[tuple[str, str], CallVerdict] = {}
+        """Verdicts by (thread, call): LangGraph re-executes a node after an interrupt, and a call already
+        judged is not judged (nor recorded) again."""
+
+    async def _run(self, config: RunnableConfig) -> PeerRun:
+        thread = str((config.get("configurable") or {}).get("thread_id") or "default")
+        run = self._runs.get(thread)
+        if run is None:
+            run = self._runs[thread] = PeerRun(self.deciders, thread, uuid.uuid4().hex)
+            await run.start()
+        return run
+
+    def _forget(self, run: PeerRun) -> None:
+        """The run ended: the thread's next input starts a new run."""
+        thread = run.run.session_id
+        self._runs.pop(thread, None)
+        for key in [k for k in self._verdicts if k[0] == thread]:
+            del self._verdicts[key]
+
+    def input_node(self, *, model: str = "model") -> Any:
+        """The node between ``START`` and the model: the input guardrails on the history. A block ends the graph
+        with the block's replacement as the answer (no model call); otherwise the graph goes on to ``model``."""
+
+        async def check_input(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
+            run = await self._run(config)
+            history = to_messages(state["messages"])
+            verdict = await run.check_input(history)
+            if verdict.decision is not None:
+                await run.finish(verdict.decision, steps=0, text=verdict.replacement)
+                self._forget(run)
+                return Command(goto=END, update={"messages": [AIMessage(verdict.replacement)]})
+            if list(verdict.history) != history:
+                raise UnsupportedVerdict("an input guardrail rewrote the history: rewrite the state in a node instead")
+            return Command(goto=model)
+
+        return check_input
+
+    def finish_node(self, *, model: str = "model", tools: str = "tools") -> Any:
+        """The node after the model: tool calls go to ``tools``; a final answer is judged (see the module)."""
+
+        async def finish(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
+            messages: Sequence[BaseMessage] = state["messages"]
+            last = messages[-1]
+            if isinstance(last, AIMessage) and last.tool_calls:
+                return Command(goto=tools)
+            run = await self._run(config)
+            history = to_messages(messages[:-1])
+            step = sum(1 for m in messages if isinstance(m, AIMessage))
+            verdict = await run.judge_finish(step, last.text, history)
+            if verdict.decision.action is Action.CONTINUE:
+                feedback = verdict.feedback or "Keep working on the task before you answer."
+                return Command(goto=model, update={"messages": [HumanMessage(feedback)]})
+            await run.finish(verdict.decision, steps=step, text=verdict.text)
+            self._forget(run)
+            if verdict.decision.action is Action.FAIL and verdict.decision.error is not None:
+                raise RunFailed(verdict.decision.error)
+            update = {} if verdict.text == last.text else {"messages": [AIMessage(verdict.text, id=last.id)]}
+            return Command(goto=END, update=update)
+
+        return finish
+
+    def tool_node(self, tools: Sequence[BaseTool]) -> Any:
+        """The node that runs the last reply's tool calls, after the guardrails and the risk gate."""
+        by_name = {t.name: t for t in tools}
+
+        async def run_tools(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            messages: Sequence[BaseMessage] = state["messages"]
+            last = messages[-1]
+            assert isinstance(last, AIMessage)
+            run = await self._run(config)
+            history = to_messages(messages)
+            step = sum(1 for m in messages if isinstance(m, AIMessage))
+            verdicts = []
+            for call in last.tool_calls:
+                key = (run.run.session_id, str(call["id"]))
+                if key not in self._verdicts:
+                    proposed = ToolCall(call["name"], dict(call["args"]), id=str(call["id"]))
+                    self._verdicts[key] = await run.check_call(step, proposed, history)
+                verdicts.append(self._verdicts[key])
+            # Every escalation is answered before anything in the batch runs (stopwise's approval rule): on a
+            # resume LangGraph re-executes this node and interrupt() returns the answers in order.
+            escalated = [v.decision for v in verdicts if v.decision is not None and v.decision.action is Action.SUSPEND]
+            if escalated and run.run.status is RunStatus.RUNNING:
+                await run.finish(escalated[0], steps=step)  # on record as waiting for approval
+            answers: list[Any] = []
+            for call, verdict in zip(last.tool_calls, verdicts, strict=True):
+                if verdict.decision is not None and verdict.decision.action is Action.SUSPEND:
+                    reason = verdict.gate.reason if verdict.gate is not None else ""
+                    answers.append(interrupt({"tool_call": call, "reason": reason}))
+                else:
+                    answers.append(True)
+            rows: list[ToolMessage] = []
+            for call, verdict, answer in zip(last.tool_calls, verdicts, answers, strict=True):
+                call_id = str(call["id"])
+                if verdict.blocked is not None:
+                    content = json.dumps({"error": verdict.blocked})
+                elif answer is not True:
+                    why = answer if isinstance(answer, str) else "no reason given"
+                    content = json.dumps({"error": f"Rejected by the reviewer: {why}"})
+                elif call["name"] not in by_name:
+                    content = json.dumps({"error": f"Unknown tool '{call['name']}'"})
+                else:
+                    ran = ToolCall(call["name"], dict(verdict.args), id=call_id)
+                    result = await by_name[call["name"]].ainvoke(dict(verdict.args))
+                    result = (await run.check_result(step, ran, result, history)).value
+                    content = result if isinstance(result, str) else json.dumps(result, default=str)
+                rows.append(ToolMessage(content, tool_call_id=call_id, name=call["name"]))
+            return {"messages": rows}
+
+        return run_tools
+
+
+class UnsupportedVerdict(StopwiseError):
+    """A guardrail asked for something these nodes do not do (rewriting the input history)."""
+
+
+def to_messages(history: Sequence[BaseMessage]) -> list[Message]:
+    """LangChain messages as stopwise's rows (what the guardian's projection and the guards read)."""
+    rows: list[Message] = []
+    for m in history:
+        if isinstance(m, AIMessage):
+            calls = tuple(ToolCall(c["name"], dict(c["args"]), id=str(c["id"])) for c in m.tool_calls)
+            rows.append(Message(Role.ASSISTANT, m.text, calls))
+        elif isinstance(m, ToolMessage):
+            rows.append(Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id))
+        elif isinstance(m, HumanMessage):
+            rows.append(Message(Role.USER, m.text))
+        elif isinstance(m, SystemMessage):
+            rows.append(Message(Role.SYSTEM, m.text))
+    return rows

@@ -1,0 +1,270 @@
+"""stopwise's deciders inside an OpenAI Agents SDK agent, through the SDK's guardrails and approvals.
+
+    from stopwise.integrations.openai_agents import Stopwise
+
+    stopwise = Stopwise(stop_guard=..., guardrails=..., guardian=Guardian(), store=SQLiteStore("runs.db"))
+    agent = stopwise.attach(Agent("assistant", tools=[...]))
+    result = await stopwise.run(agent, "Pay invoice INV-7.")
+
+Where each decider sits in the SDK's run, and what its outcome becomes:
+
+- input guardrails: an SDK input guardrail; a block trips it (``InputGuardrailTripwireTriggered``, its
+  ``output_info`` is the stopwise ``Block``);
+- tool-call guardrails, then the guardian's risk gate: each function tool's ``needs_approval`` predicate asks
+  both, in stopwise's order; an escalation interrupts the run for approval (``result.interruptions``, approve
+  on ``result.to_state()`` and run it again); a block is what the model reads instead of the result (the tool's
+  input guardrail rejects the content with it);
+- the stop guard, then the output guardrails: an SDK output guardrail on the final answer; a continue trips it
+  and ``Stopwise.run`` runs the agent again on the history plus the feedback (a stop guard's continue has no
+  counterpart in the SDK); a fail trips it and ``Stopwise.run`` raises ``RunFailed``; an output guardrail's
+  block trips it (``OutputGuardrailTripwireTriggered``).
+
+Needs the ``openai-agents`` extra. Every decision is recorded in ``store``, so ``stopwise replay`` and
+``stopwise guardian stats`` read these runs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import inspect
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stopwise.errors import StopwiseError
+from stopwise.guardian.guardian import Guardian
+from stopwise.guardrails.hooks import Guardrails
+from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed
+from stopwise.messages import Message, Role, ToolCall
+from stopwise.stop.decision import Action, StopDecision
+from stopwise.stop.guard import StopGuard
+from stopwise.store.base import Store
+from stopwise.tools import Risk
+
+try:
+    from agents import (
+        Agent,
+        FunctionTool,
+        GuardrailFunctionOutput,
+        InputGuardrail,
+        OutputGuardrail,
+        OutputGuardrailTripwireTriggered,
+        RunContextWrapper,
+        Runner,
+        RunResult,
+    )
+    from agents.items import ToolApprovalItem
+    from agents.tool_guardrails import (
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrail,
+        ToolInputGuardrailData,
+        ToolOutputGuardrail,
+        ToolOutputGuardrailData,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("stopwise.integrations.openai_agents needs the 'openai-agents' extra") from exc
+
+__all__ = ["NotInARun", "RunFailed", "Stopwise", "to_messages"]
+
+_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("stopwise_openai_agents_run")
+
+
+class NotInARun(StopwiseError):
+    """An attached agent was run with ``Runner.run`` directly: run it with ``Stopwise.run`` so its decisions
+    have a run to be recorded in."""
+
+
+@dataclasses.dataclass
+class _Run:
+    peer: PeerRun
+    calls: dict[str, CallVerdict] = dataclasses.field(default_factory=dict)
+    """Verdicts reached in the approval predicate, applied by the tool's input guardrail."""
+    steps: int = 0
+    ended: StopDecision | None = None
+
+
+def _current() -> _Run:
+    try:
+        return _RUN.get()
+    except LookupError:
+        raise NotInARun("run an agent attached with Stopwise.attach through Stopwise.run(agent, input)") from None
+
+
+class Stopwise:
+    """Attach a stop guard, guardrails and a guardian to OpenAI Agents SDK agents, and run them recording every
+    decision. Invalid settings raise ``ConfigError`` naming the field."""
+
+    def __init__(
+        self,
+        *,
+        stop_guard: StopGuard | None = None,
+        guardrails: Guardrails | None = None,
+        guardian: Guardian | None = None,
+        store: Store | None = None,
+        agent: str = "openai-agents",
+        risks: Mapping[str, Risk | str] | None = None,
+    ) -> None:
+        self.deciders = Deciders.of(
+            stop_guard=stop_guard, guardrails=guardrails, guardian=guardian, store=store, agent=agent, risks=risks
+        )
+
+    def attach(self, agent: Agent[Any]) -> Agent[Any]:
+        """A copy of ``agent`` with stopwise's guardrails added to its own, and its function tools asking
+        stopwise before they run (other tools are left as they are)."""
+        tools = [self._tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
+        return agent.clone(
+            tools=tools,
+            input_guardrails=[*agent.input_guardrails, InputGuardrail(self._check_input, name="stopwise_input")],
+            output_guardrails=[*agent.output_guardrails, OutputGuardrail(self._judge, name="stopwise_finish")],
+        )
+
+    def _tool(self, t: FunctionTool) -> FunctionTool:
+        own = t.needs_approval
+
+        async def needs_approval(ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
+            run = _current()
+            run.steps += 1
+            history = to_messages(ctx.turn_input)
+            verdict = await run.peer.check_call(run.steps, ToolCall(t.name, dict(params), id=call_id), history)
+            run.calls[call_id] = verdict
+            if verdict.blocked is not None:
+                return False  # the model reads the block; there is nothing to approve
+            if verdict.decision is not None and verdict.decision.action is Action.SUSPEND:
+                return True
+            # The tool's own approval rule still holds: stopwise adds a reason to ask, never removes one.
+            if callable(own):
+                answer = own(ctx, params, call_id)
+                return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+            return bool(own)
+
+        def apply_verdict(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+            verdict = _current().calls.get(data.context.tool_call_id)
+            if verdict is not None and verdict.blocked is not None:
+                return ToolGuardrailFunctionOutput.reject_content(verdict.blocked, output_info=verdict)
+            if verdict is not None and dict(verdict.args) != json.loads(data.context.tool_arguments or "{}"):
+                raise UnsupportedVerdict(f"a tool-call guardrail rewrote {t.name}'s arguments: the SDK cannot apply it")
+            return ToolGuardrailFunctionOutput.allow(output_info=verdict)
+
+        async def check_result(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+            run = _current()
+            ctx = data.context
+            ran = ToolCall(t.name, json.loads(ctx.tool_arguments or "{}"), id=ctx.tool_call_id)
+            verdict = await run.peer.check_result(run.steps, ran, data.output, to_messages(ctx.turn_input))
+            if not verdict.changed:
+                return ToolGuardrailFunctionOutput.allow(output_info=verdict)
+            # The SDK's way to show the model something other than the result: reject it with the new content.
+            value = verdict.value
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            return ToolGuardrailFunctionOutput.reject_content(shown, output_info=verdict)
+
+        guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(apply_verdict, name="stopwise_tool_call")
+        results: ToolOutputGuardrail[Any] = ToolOutputGuardrail(check_result, name="stopwise_tool_result")
+        return dataclasses.replace(
+            t,
+            needs_approval=needs_approval,
+            tool_input_guardrails=[*(t.tool_input_guardrails or []), guardrail],
+            tool_output_guardrails=[*(t.tool_output_guardrails or []), results],
+        )
+
+    async def _check_input(self, ctx: RunContextWrapper[Any], agent: Agent[Any], items: Any) -> GuardrailFunctionOutput:
+        run = _current()
+        history = to_messages([{"role": "user", "content": items}] if isinstance(items, str) else items)
+        verdict = await run.peer.check_input(history)
+        if verdict.decision is not None:
+            run.ended = verdict.decision
+            return GuardrailFunctionOutput(output_info=verdict, tripwire_triggered=True)
+        if list(verdict.history) != history:
+            raise UnsupportedVerdict("an input guardrail rewrote the history: the SDK cannot apply it")
+        return GuardrailFunctionOutput(output_info=verdict, tripwire_triggered=False)
+
+    async def _judge(self, ctx: RunContextWrapper[Any], agent: Agent[Any], output: Any) -> GuardrailFunctionOutput:
+        run = _current()
+        run.steps += 1
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        verdict = await run.peer.judge_finish(run.steps, text, to_messages(ctx.turn_input))
+        run.ended = verdict.decision
+        stands = verdict.decision.action is Action.COMPLETE and verdict.text == text
+        return GuardrailFunctionOutput(output_info=verdict, tripwire_triggered=not stands)
+
+    async def run(self, agent: Agent[Any], input: Any, *, session_id: str | None = None, **kwargs: Any) -> RunResult:
+        """``Runner.run(agent, input, **kwargs)`` with its decisions recorded, and the stop guard's continues
+        honoured: a continue runs the agent again on the history plus the feedback. ``input`` may be a
+        ``RunState`` (after approving an interruption). Raises ``RunFailed`` when the resolver fails the run."""
+        peer = PeerRun(self.deciders, session_id or uuid.uuid4().hex, uuid.uuid4().hex)
+        await peer.start()
+        run = _Run(peer)
+        token = _RUN.set(run)
+        try:
+            while True:
+                try:
+                    result = await Runner.run(agent, input, **kwargs)
+                except OutputGuardrailTripwireTriggered as exc:
+                    verdict = exc.guardrail_result.output.output_info
+                    if not isinstance(verdict, FinishVerdict):
+                        raise
+                    if verdict.decision.action is Action.CONTINUE and exc.run_data is not None:
+                        input = [*_replayable(exc.run_data.input, exc.run_data.new_items), _user(verdict.feedback)]
+                        continue
+                    await peer.finish(verdict.decision, steps=run.steps, text=verdict.text)
+                    if verdict.decision.action is Action.FAIL and verdict.decision.error is not None:
+                        raise RunFailed(verdict.decision.error) from exc
+                    raise
+                except Exception as exc:
+                    if run.ended is not None and run.ended.action is Action.COMPLETE:  # an input block
+                        await peer.finish(run.ended, steps=run.steps)
+                    await peer.crashed(exc, steps=run.steps)
+                    raise
+                break
+        finally:
+            _RUN.reset(token)
+        ended = run.ended or StopDecision(Action.COMPLETE)
+        if result.interruptions:
+            ended = StopDecision(Action.SUSPEND)
+        output = result.final_output if isinstance(result.final_output, str) else ""
+        await peer.finish(ended, steps=run.steps, text=output)
+        return result
+
+
+class UnsupportedVerdict(StopwiseError):
+    """A guardrail asked for something the SDK offers no public way to do (rewriting arguments or input)."""
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text or "Keep working on the task before you answer."}
+
+
+def _replayable(first: Any, items: Sequence[Any]) -> list[Any]:
+    """The run's input and what it produced, as input for the next run (approval markers are not input)."""
+    start = [_user(first)] if isinstance(first, str) else list(first)
+    return [*start, *(i.to_input_item() for i in items if not isinstance(i, ToolApprovalItem))]
+
+
+def to_messages(items: Sequence[Any]) -> list[Message]:
+    """The SDK's input items (Responses API shapes) as stopwise's rows (what the guardian and the guards read)."""
+    rows: list[Message] = []
+    for item in items:
+        data = item if isinstance(item, Mapping) else getattr(item, "model_dump", lambda: {})()
+        kind = data.get("type")
+        if kind == "function_call":
+            call = ToolCall(data["name"], json.loads(data.get("arguments") or "{}"), id=data["call_id"])
+            if rows and rows[-1].role is Role.ASSISTANT and not rows[-1].content:
+                last = rows.pop()
+                rows.append(Message(Role.ASSISTANT, last.content, (*last.tool_calls, call)))
+            else:
+                rows.append(Message(Role.ASSISTANT, "", (call,)))
+        elif kind == "function_call_output":
+            output = data.get("output")
+            content = output if isinstance(output, str) else json.dumps(output, default=str)
+            rows.append(Message(Role.TOOL, content, tool_call_id=data["call_id"]))
+        elif data.get("role") in ("user", "assistant", "system", "developer"):
+            raw = data.get("content")
+            content = (
+                raw
+                if isinstance(raw, str)
+                else "".join(str(p.get("text", "")) for p in raw or () if isinstance(p, Mapping))
+            )
+            role = Role.SYSTEM if data["role"] == "developer" else Role(data["role"])
+            rows.append(Message(role, content))
+    return rows

@@ -1,0 +1,207 @@
+"""stopwise's deciders inside a pydantic-ai agent, as one capability (pydantic-ai's public extension point).
+
+    from stopwise.integrations.pydantic_ai import StopwiseCapability
+
+    agent = Agent(model, output_type=[str, DeferredToolRequests],
+                  capabilities=[StopwiseCapability(stop_guard=..., guardrails=..., guardian=Guardian(),
+                                                   store=SQLiteStore("runs.db"))])
+
+Where each decider sits in pydantic-ai's run, and what its outcome becomes:
+
+- input guardrails: ``before_model_request`` of the run's first request; a block skips the model call and the
+  run ends with the block's replacement text as its output;
+- tool-call guardrails, then the guardian's risk gate: ``before_tool_execute``; a block is what the model reads
+  instead of the tool's result, a rewrite changes the arguments, an escalation raises pydantic-ai's
+  ``ApprovalRequired`` (the run ends with ``DeferredToolRequests``; run again with ``DeferredToolResults`` to go
+  on, and an approved call runs without asking the gate again);
+- the stop guard, then the output guardrails: ``after_output_process`` on a text answer; a continue is a
+  ``ModelRetry`` carrying the feedback, a fail raises ``RunFailed`` out of ``agent.run``.
+
+Needs the ``pydantic-ai`` extra. Every decision is recorded in ``store`` under the run's id, in a session named
+by pydantic-ai's conversation id, so ``stopwise replay`` and ``stopwise guardian stats`` read these runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stopwise.errors import StopwiseError
+from stopwise.guardian.guardian import Guardian
+from stopwise.guardrails.hooks import Guardrails
+from stopwise.integrations._base import Deciders, PeerRun, RunFailed
+from stopwise.messages import Message, Role, ToolCall
+from stopwise.stop.decision import Action, StopDecision
+from stopwise.stop.guard import StopGuard
+from stopwise.store.base import Store
+from stopwise.tools import Risk
+
+try:
+    from pydantic_ai import DeferredToolRequests, ModelRetry, RunContext
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.exceptions import ApprovalRequired, SkipModelRequest, SkipToolExecution
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.tools import ToolDefinition
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
+
+__all__ = ["RunFailed", "StopwiseCapability", "UnsupportedVerdict", "to_messages"]
+
+
+class UnsupportedVerdict(StopwiseError):
+    """A guardrail asked for something pydantic-ai offers no public way to do (rewriting the input history)."""
+
+
+class StopwiseCapability(AbstractCapability[Any]):
+    """Attach a stop guard, guardrails and a guardian to a pydantic-ai agent, recording their decisions.
+
+    One instance may serve many runs: each run gets a fresh copy (``for_run``) holding that run's records.
+    Give the agent ``output_type=[..., DeferredToolRequests]`` when a guardian may escalate, and output
+    retries (``retries=``) at least the stop guard's ``max_continues``: a continue is a retry to pydantic-ai.
+    """
+
+    def __init__(
+        self,
+        *,
+        stop_guard: StopGuard | None = None,
+        guardrails: Guardrails | None = None,
+        guardian: Guardian | None = None,
+        store: Store | None = None,
+        agent: str = "pydantic-ai",
+        risks: Mapping[str, Risk | str] | None = None,
+        deciders: Deciders | None = None,
+    ) -> None:
+        self.deciders = deciders or Deciders.of(
+            stop_guard=stop_guard, guardrails=guardrails, guardian=guardian, store=store, agent=agent, risks=risks
+        )
+        self._run: PeerRun | None = None
+        self._ended: StopDecision | None = None
+        self._asked = False
+
+    async def for_run(self, ctx: RunContext[Any]) -> StopwiseCapability:
+        fresh = StopwiseCapability(deciders=self.deciders)
+        run_id = ctx.run_id or "run"
+        fresh._run = PeerRun(self.deciders, ctx.conversation_id or run_id, run_id)
+        return fresh
+
+    @property
+    def run(self) -> PeerRun:
+        if self._run is None:  # pragma: no cover - pydantic-ai calls for_run before any hook
+            raise RuntimeError("StopwiseCapability hooks run on the copy for_run returns")
+        return self._run
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        await self.run.start()
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        if self._asked:
+            return request_context
+        self._asked = True
+        history = to_messages(ctx.messages)
+        verdict = await self.run.check_input(history)
+        if verdict.decision is not None:
+            # The run ends here: no model call, the block's replacement (if any) is the answer.
+            self._ended = verdict.decision
+            raise SkipModelRequest(ModelResponse(parts=[TextPart(verdict.replacement)]))
+        if list(verdict.history) != history:
+            raise UnsupportedVerdict("an input guardrail rewrote the history: pydantic-ai offers no way to apply it")
+        return request_context
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
+    ) -> Any:
+        if ctx.tool_call_approved:
+            return args  # a human approved this call when the run went on: the gate asked already
+        proposed = ToolCall(call.tool_name, dict(args) if isinstance(args, Mapping) else {}, id=call.tool_call_id)
+        history = to_messages(ctx.messages)
+        verdict = await self.run.check_call(ctx.run_step, proposed, history)
+        if verdict.blocked is not None:
+            raise SkipToolExecution({"error": verdict.blocked})
+        if verdict.decision is not None and verdict.decision.action is Action.SUSPEND:
+            self._ended = verdict.decision
+            reason = verdict.gate.reason if verdict.gate is not None else verdict.decision.detail
+            raise ApprovalRequired({"stopwise": reason})
+        return dict(verdict.args) if isinstance(args, Mapping) else args
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, result: Any
+    ) -> Any:
+        proposed = ToolCall(call.tool_name, dict(args) if isinstance(args, Mapping) else {}, id=call.tool_call_id)
+        verdict = await self.run.check_result(ctx.run_step, proposed, result, to_messages(ctx.messages))
+        return verdict.value
+
+    async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+        if not isinstance(output, str) or self._ended is not None:
+            return output
+        history = to_messages(ctx.messages)
+        if history and history[-1].role is Role.ASSISTANT:
+            history = history[:-1]  # the answer under judgment is passed on its own
+        verdict = await self.run.judge_finish(ctx.run_step, output, history)
+        if verdict.decision.action is Action.CONTINUE:
+            raise ModelRetry(verdict.feedback or "Keep working on the task before you answer.")
+        self._ended = verdict.decision
+        if verdict.decision.action is Action.FAIL:
+            await self.run.finish(verdict.decision, steps=ctx.run_step, text=output)
+            assert verdict.decision.error is not None
+            raise RunFailed(verdict.decision.error)
+        return verdict.text
+
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        await self.run.crashed(error, steps=ctx.run_step)
+        raise error
+
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        if self.run.run.status.value != "running":
+            return result
+        ended = self._ended or StopDecision(Action.COMPLETE)
+        if isinstance(result.output, DeferredToolRequests):
+            ended = ended if ended.action is Action.SUSPEND else StopDecision(Action.SUSPEND)
+        text = result.output if isinstance(result.output, str) else ""
+        await self.run.finish(ended, steps=ctx.run_step, text=text)
+        return result
+
+
+def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
+    """pydantic-ai's history as stopwise's rows (what the guardian's projection and the guards read)."""
+    rows: list[Message] = []
+    for message in history:
+        if isinstance(message, ModelResponse):
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            calls = tuple(
+                ToolCall(p.tool_name, p.args_as_dict(), id=p.tool_call_id)
+                for p in message.parts
+                if isinstance(p, ToolCallPart)
+            )
+            rows.append(Message(Role.ASSISTANT, text, calls))
+            continue
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart):
+                rows.append(Message(Role.SYSTEM, part.content))
+            elif isinstance(part, UserPromptPart):
+                content = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
+                rows.append(Message(Role.USER, content))
+            elif isinstance(part, ToolReturnPart):
+                rows.append(Message(Role.TOOL, part.model_response_str(), tool_call_id=part.tool_call_id))
+            elif isinstance(part, RetryPromptPart):
+                if part.tool_name is not None and part.tool_call_id:
+                    rows.append(Message(Role.TOOL, part.model_response(), tool_call_id=part.tool_call_id))
+                else:
+                    rows.append(Message(Role.USER, part.model_response()))
+    return rows

@@ -1,0 +1,210 @@
+"""stopwise's deciders inside a real OpenAI Agents SDK agent, driven by the SDK's own offline ScriptedModel, and
+observed through the SDK's run API (``Runner.run`` results, interruptions, tripwire exceptions)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="needs the 'openai-agents' extra")
+
+from agents import Agent, InputGuardrailTripwireTriggered, function_tool, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from stopwise import SQLiteStore
+from stopwise.guardian import Guardian, GuardianOutcome
+from stopwise.guardian.records import GuardianDecision, replay
+from stopwise.guardrails import Block, Guardrails
+from stopwise.integrations.openai_agents import NotInARun, RunFailed, Stopwise
+from stopwise.records import parse_records
+from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
+from stopwise.store.base import RunStatus, Store
+
+set_tracing_disabled(True)
+DELETED: list[str] = []
+
+
+@function_tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@function_tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    DELETED.append(path)
+    return f"deleted {path}"
+
+
+def cleanup_script(*final: str) -> ScriptedModel:
+    return ScriptedModel(
+        [
+            [function_call("read_file", {"path": "notes.txt"}, call_id="c1")],
+            [function_call("delete_file", {"path": "notes.txt"}, call_id="c2")],
+            *([assistant_message(text)] for text in final),
+        ]
+    )
+
+
+async def _records(store: Store) -> list[Any]:
+    rows = []
+    for session in await store.list_sessions():
+        snapshot = await store.load_session(session)
+        assert snapshot is not None
+        rows.extend(r for e in snapshot.entries for r in parse_records(e.records))
+    return rows
+
+
+async def test_a_guardian_escalation_interrupts_the_run_for_approval_and_the_approved_call_runs(
+    tmp_path: Path,
+) -> None:
+    DELETED.clear()
+    store = SQLiteStore(tmp_path / "runs.db")
+    stopwise = Stopwise(guardian=Guardian(), store=store)
+    model = cleanup_script("notes.txt is deleted.")
+    agent = stopwise.attach(Agent("cleaner", model=model, tools=[read_file, delete_file]))
+    result = await stopwise.run(agent, "Clean up notes.txt", session_id="s")
+    # The SDK's own approval flow: the run stops with the call waiting, and nothing was deleted.
+    assert [i.raw_item.call_id for i in result.interruptions] == ["c2"]
+    assert DELETED == []
+    decisions = [r for r in await _records(store) if isinstance(r, GuardianDecision)]
+    assert [(d.call_id, d.outcome) for d in decisions] == [
+        ("c1", GuardianOutcome.CONTINUE),
+        ("c2", GuardianOutcome.ESCALATE),
+    ]
+    assert all(replay(d).outcome is d.outcome for d in decisions)
+    (suspended,) = await store.list_runs("s")
+    assert suspended.status is RunStatus.SUSPENDED
+
+    state = result.to_state()
+    for item in result.interruptions:
+        state.approve(item)
+    done = await stopwise.run(agent, state, session_id="s")
+    assert done.final_output == "notes.txt is deleted." and DELETED == ["notes.txt"]
+    assert [r.status for r in await store.list_runs("s")] == [RunStatus.SUSPENDED, RunStatus.COMPLETED]
+    await store.close()
+
+
+async def test_a_stop_guard_continue_runs_the_agent_again_with_its_feedback() -> None:
+    model = ScriptedModel([[assistant_message("Paris")], [assistant_message("Paris [source: atlas]")]])
+
+    def needs_source(ctx: Any) -> Continue | None:
+        return None if "[source:" in ctx.reply.text else Continue("cite a source for the answer")
+
+    stopwise = Stopwise(stop_guard=StopGuard(needs_source, max_continues=2))
+    agent = stopwise.attach(Agent("geo", model=model))
+    result = await stopwise.run(agent, "What is the capital of France?", session_id="s")
+    assert result.final_output == "Paris [source: atlas]"
+    # The second model call saw the feedback behind stopwise's fixed label.
+    second = str(model.calls[1].input)
+    assert "Automated feedback from the application" in second and "cite a source" in second
+    records = [r for r in await _records(stopwise.deciders.store) if isinstance(r, StopGuardRecord)]
+    assert [r.event for r in records] == ["continued", "accepted"]
+
+
+async def test_a_stop_guard_fail_raises_a_typed_failure_out_of_the_run() -> None:
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: Fail("the answer contradicts the ledger")))
+    agent = stopwise.attach(Agent("books", model=ScriptedModel([[assistant_message("42")]])))
+    with pytest.raises(RunFailed) as raised:
+        await stopwise.run(agent, "How much?", session_id="s")
+    assert raised.value.error.code == "stop_guard_rejected"
+    (run,) = await stopwise.deciders.store.list_runs("s")
+    assert run.status is RunStatus.FAILED and run.error is not None and run.error.code == "stop_guard_rejected"
+
+
+async def test_a_tool_call_guardrail_block_is_what_the_model_reads_and_the_tool_never_runs() -> None:
+    DELETED.clear()
+
+    def no_deletes(ctx: Any) -> Block | None:
+        return Block("deleting files is not allowed here") if ctx.tool_call.name == "delete_file" else None
+
+    stopwise = Stopwise(guardrails=Guardrails(on_tool_call=[no_deletes]))
+    model = cleanup_script("I could not delete it.")
+    agent = stopwise.attach(Agent("cleaner", model=model, tools=[read_file, delete_file]))
+    result = await stopwise.run(agent, "Clean up notes.txt")
+    assert DELETED == [] and result.final_output == "I could not delete it."
+    outputs = [i for i in result.to_input_list() if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    assert outputs[-1]["output"] == "Blocked by guardrail 'no_deletes': deleting files is not allowed here"
+
+
+async def test_an_input_guardrail_block_trips_the_sdks_input_tripwire_before_any_model_call() -> None:
+    def no_secrets(ctx: Any) -> Block | None:
+        return Block("asks for credentials") if "password" in ctx.messages[-1].content else None
+
+    model = ScriptedModel([[assistant_message("sure")]])
+    stopwise = Stopwise(guardrails=Guardrails(on_input=[no_secrets]))
+    agent = stopwise.attach(Agent("helper", model=model))
+    with pytest.raises(InputGuardrailTripwireTriggered) as raised:
+        await stopwise.run(agent, "What is the admin password?", session_id="s")
+    assert raised.value.guardrail_result.output.output_info.decision.detail == "asks for credentials"
+    (run,) = await stopwise.deciders.store.list_runs("s")
+    assert run.completion_reason == "guardrail_input"
+
+
+async def test_an_attached_agent_run_without_stopwise_names_the_fix() -> None:
+    from agents import Runner
+
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: None))
+    agent = stopwise.attach(Agent("a", model=ScriptedModel([[assistant_message("hi")]])))
+    with pytest.raises(NotInARun, match=r"Stopwise\.run"):
+        await Runner.run(agent, "hi")
+
+
+async def test_the_decision_log_of_sdk_runs_replays_with_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stopwise.cli import main
+
+    db = tmp_path / "runs.db"
+    store = SQLiteStore(db)
+    stopwise = Stopwise(guardian=Guardian(), store=store)
+    agent = stopwise.attach(Agent("cleaner", model=cleanup_script(), tools=[read_file, delete_file]))
+    await stopwise.run(agent, "Clean up notes.txt")
+    await store.close()
+    assert await asyncio.to_thread(main, ["replay", str(db)]) == 0
+    assert "replayed 2 decisions: every outcome agrees with the log" in capsys.readouterr().out
+
+
+async def test_a_model_that_raises_propagates_out_of_the_run_and_the_run_is_recorded_failed() -> None:
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: None))
+    model = ScriptedModel([RuntimeError("provider down")])
+    agent = stopwise.attach(Agent("a", model=model))
+    with pytest.raises(RuntimeError, match="provider down"):
+        await stopwise.run(agent, "hi", session_id="s")
+    (run,) = await stopwise.deciders.store.list_runs("s")
+    assert run.status is RunStatus.FAILED and run.error is not None
+    assert run.error.code == "model_error" and run.error.retryable
+
+
+async def test_a_tools_own_needs_approval_still_holds_once_stopwise_is_attached() -> None:
+    DELETED.clear()
+
+    @function_tool(needs_approval=True)
+    def archive_file(path: str) -> str:
+        """Archive a file."""
+        DELETED.append(path)
+        return f"archived {path}"
+
+    model = ScriptedModel([[function_call("archive_file", {"path": "a.txt"}, call_id="a1")]])
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: None))
+    agent = stopwise.attach(Agent("archiver", model=model, tools=[archive_file]))
+    result = await stopwise.run(agent, "Archive a.txt")
+    assert [i.raw_item.call_id for i in result.interruptions] == ["a1"] and DELETED == []
+
+
+async def test_a_tool_result_guardrail_block_is_what_the_model_reads() -> None:
+    def no_contents(ctx: Any) -> Block | None:
+        return Block("file contents are private") if "contents" in str(ctx.result) else None
+
+    stopwise = Stopwise(guardrails=Guardrails(on_tool_result=[no_contents]))
+    model = ScriptedModel(
+        [[function_call("read_file", {"path": "notes.txt"}, call_id="c1")], [assistant_message("I cannot say.")]]
+    )
+    agent = stopwise.attach(Agent("reader", model=model, tools=[read_file]))
+    result = await stopwise.run(agent, "Read notes.txt")
+    (output,) = [i for i in result.to_input_list() if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    assert output["output"] == '{"error": "Blocked by guardrail \'no_contents\': file contents are private"}'

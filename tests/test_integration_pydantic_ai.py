@@ -1,0 +1,213 @@
+"""stopwise's deciders inside a real pydantic-ai agent, driven by pydantic-ai's own offline FunctionModel, and
+observed through pydantic-ai's run API (``agent.run``, its output, its message history)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
+
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from stopwise import SQLiteStore
+from stopwise.guardian import Guardian, GuardianOutcome
+from stopwise.guardian.records import GuardianDecision, replay
+from stopwise.guardrails import Block, Guardrails, Rewrite
+from stopwise.integrations.pydantic_ai import RunFailed, StopwiseCapability
+from stopwise.records import ToolReceipt, parse_records
+from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
+from stopwise.store.base import RunStatus, Store
+
+DELETED: list[str] = []
+
+
+def _responses(messages: list[ModelMessage]) -> int:
+    return sum(1 for m in messages if isinstance(m, ModelResponse))
+
+
+def _seen(messages: list[ModelMessage]) -> str:
+    """Everything the model has been sent, as text."""
+    return "\n".join(str(getattr(p, "content", "")) for m in messages if isinstance(m, ModelRequest) for p in m.parts)
+
+
+def cleanup_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Looks the file up, asks to delete it, then answers."""
+    n = _responses(messages)
+    if n == 0:
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes.txt"}, tool_call_id="c1")])
+    if n == 1:
+        return ModelResponse(parts=[ToolCallPart("delete_file", {"path": "notes.txt"}, tool_call_id="c2")])
+    return ModelResponse(parts=[TextPart("notes.txt is deleted.")])
+
+
+def make_agent(model: Any, capability: StopwiseCapability, retries: int = 3) -> Agent[None, Any]:
+    agent: Agent[None, Any] = Agent(
+        FunctionModel(model), output_type=[str, DeferredToolRequests], capabilities=[capability], retries=retries
+    )
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    @agent.tool_plain
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        DELETED.append(path)
+        return f"deleted {path}"
+
+    return agent
+
+
+async def _records(store: Store, session_id: str) -> list[Any]:
+    snapshot = await store.load_session(session_id)
+    assert snapshot is not None
+    return [r for e in snapshot.entries for r in parse_records(e.records)]
+
+
+async def test_a_guardian_escalation_defers_the_call_for_approval_and_an_approved_call_runs(tmp_path: Path) -> None:
+    DELETED.clear()
+    store = SQLiteStore(tmp_path / "runs.db")
+    agent = make_agent(cleanup_model, StopwiseCapability(guardian=Guardian(), store=store))
+    result = await agent.run("Clean up notes.txt")
+    # pydantic-ai's own approval flow: the run ends with the call waiting, and nothing was deleted.
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in result.output.approvals] == ["c2"]
+    assert "escalate: risk" in result.output.metadata["c2"]["stopwise"]
+    assert DELETED == []
+    run = await store.get_run(result.run_id)
+    assert run is not None and run.status is RunStatus.SUSPENDED
+    decisions = [r for r in await _records(store, run.session_id) if isinstance(r, GuardianDecision)]
+    assert [(d.call_id, d.outcome) for d in decisions] == [
+        ("c1", GuardianOutcome.CONTINUE),
+        ("c2", GuardianOutcome.ESCALATE),
+    ]
+    assert all(replay(d).outcome is d.outcome for d in decisions)
+
+    done = await agent.run(
+        message_history=result.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c2": True})
+    )
+    assert done.output == "notes.txt is deleted." and DELETED == ["notes.txt"]
+    after = await store.get_run(done.run_id)
+    assert after is not None and after.status is RunStatus.COMPLETED
+    await store.close()
+
+
+async def test_a_stop_guard_continue_sends_the_model_back_with_its_feedback() -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if "cite" in _seen(messages):
+            return ModelResponse(parts=[TextPart("Paris [source: atlas]")])
+        return ModelResponse(parts=[TextPart("Paris")])
+
+    def needs_source(ctx: Any) -> Continue | None:
+        return None if "[source:" in ctx.reply.text else Continue("cite a source for the answer")
+
+    capability = StopwiseCapability(stop_guard=StopGuard(needs_source, max_continues=2))
+    agent = make_agent(model, capability)
+    result = await agent.run("What is the capital of France?")
+    assert result.output == "Paris [source: atlas]"
+    # The feedback reached the model behind stopwise's fixed label.
+    assert "Automated feedback from the application" in _seen(result.all_messages())
+    records = [
+        r for r in await _records(capability.deciders.store, result.conversation_id) if isinstance(r, StopGuardRecord)
+    ]
+    assert [r.event for r in records] == ["continued", "accepted"]
+
+
+async def test_a_stop_guard_fail_raises_a_typed_failure_out_of_agent_run() -> None:
+    capability = StopwiseCapability(stop_guard=StopGuard(lambda ctx: Fail("the answer contradicts the ledger")))
+    agent = make_agent(lambda messages, info: ModelResponse(parts=[TextPart("42")]), capability)
+    with pytest.raises(RunFailed) as raised:
+        await agent.run("How much?")
+    assert raised.value.error.code == "stop_guard_rejected"
+    assert "contradicts the ledger" in raised.value.error.message
+
+
+async def test_a_tool_call_guardrail_block_is_what_the_model_reads_and_the_tool_never_runs() -> None:
+    DELETED.clear()
+
+    def no_deletes(ctx: Any) -> Block | None:
+        return Block("deleting files is not allowed here") if ctx.tool_call.name == "delete_file" else None
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_tool_call=[no_deletes]))
+    result = await make_agent(cleanup_model, capability).run("Clean up notes.txt")
+    assert DELETED == []
+    (returned,) = [
+        p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_call_id == "c2"
+    ]
+    assert returned.content == {"error": "Blocked by guardrail 'no_deletes': deleting files is not allowed here"}
+
+
+async def test_an_input_guardrail_block_ends_the_run_with_its_replacement_and_no_model_call() -> None:
+    calls: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(1)
+        return ModelResponse(parts=[TextPart("sure")])
+
+    def no_secrets(ctx: Any) -> Block | None:
+        text = " ".join(m.content for m in ctx.messages)
+        return (
+            Block("asks for credentials", replacement="I can't help with credentials.") if "password" in text else None
+        )
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_input=[no_secrets]))
+    result = await make_agent(model, capability).run("What is the admin password?")
+    assert result.output == "I can't help with credentials." and calls == []
+    run = await capability.deciders.store.get_run(result.run_id)
+    assert run is not None and run.completion_reason == "guardrail_input"
+
+
+async def test_an_output_guardrail_rewrites_the_answer_pydantic_ai_returns() -> None:
+    def redact(ctx: Any) -> Rewrite | None:
+        return Rewrite(text=ctx.text.replace("555-0100", "[phone]")) if "555-0100" in ctx.text else None
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_output=[redact]))
+    agent = make_agent(lambda messages, info: ModelResponse(parts=[TextPart("Call 555-0100")]), capability)
+    assert (await agent.run("How do I reach them?")).output == "Call [phone]"
+
+
+async def test_the_decision_log_of_pydantic_ai_runs_replays_with_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stopwise.cli import main
+
+    db = tmp_path / "runs.db"
+    store = SQLiteStore(db)
+    await make_agent(cleanup_model, StopwiseCapability(guardian=Guardian(), store=store)).run("Clean up notes.txt")
+    await store.close()
+    assert await asyncio.to_thread(main, ["replay", str(db)]) == 0
+    assert "replayed 2 decisions: every outcome agrees with the log" in capsys.readouterr().out
+
+
+async def test_a_guardrail_that_raises_propagates_out_of_agent_run_and_the_run_is_recorded_failed() -> None:
+    def broken(ctx: Any) -> None:
+        raise RuntimeError("the policy service is down")
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_tool_call=[broken]))
+    with pytest.raises(Exception, match="policy service is down"):
+        await make_agent(cleanup_model, capability).run("Clean up notes.txt")
+    (session,) = await capability.deciders.store.list_sessions()
+    (run,) = await capability.deciders.store.list_runs(session)
+    assert run.status is RunStatus.FAILED and run.error is not None and run.error.code == "guardrail_raised"
+
+
+async def test_a_tool_result_guardrail_rewrite_is_what_the_model_reads_and_the_raw_result_is_kept() -> None:
+    def redact(ctx: Any) -> Rewrite | None:
+        return Rewrite(result="[redacted]") if "contents" in str(ctx.result) else None
+
+    capability = StopwiseCapability(guardrails=Guardrails(on_tool_result=[redact]))
+    result = await make_agent(cleanup_model, capability).run("Clean up notes.txt")
+    (returned,) = [
+        p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_call_id == "c1"
+    ]
+    assert returned.content == "[redacted]"
+    (session,) = await capability.deciders.store.list_sessions()
+    (receipt,) = [r for r in await _records(capability.deciders.store, session) if isinstance(r, ToolReceipt)]
+    assert receipt.tool_call_id == "c1" and receipt.raw == "contents of notes.txt"
