@@ -473,3 +473,17 @@ async def test_a_stream_that_fails_mid_reply_ends_the_run_with_model_error() -> 
     events = [e async for e in Runner().stream(agent(Broken()), "hi")]
     result = events[-1].result  # type: ignore[attr-defined]
     assert result.error is not None and result.error.code == "model_error" and "stream cut" in result.error.message
+
+
+async def test_an_async_stop_when_is_awaited_not_taken_as_true(store: Store) -> None:
+    """Regression: an ``async def`` predicate's coroutine is truthy; it used to end every run at its first step
+    with ``stop_when`` (and a "never awaited" warning). It is awaited now, so it stops when it says so."""
+
+    async def second_step(step: StepView) -> bool:
+        await asyncio.sleep(0)
+        return step.number == 2
+
+    model = ScriptedModel([call(), call(), "done"])
+    result = await Runner(store).run(agent(model, stop_when=second_step), "go")
+    assert result.completion_reason == "stop_when" and result.steps == 2
+    assert result.detail == "second_step returned true"

@@ -73,6 +73,8 @@ class _Step:
     """Consecutive failures per tool after this step (None: the step ran no tools)."""
     terminated: str | None = None
     rejected: str | None = None
+    stop_when: dict[str, str | None] = field(default_factory=dict)
+    """The ``stop_when`` signals, evaluated (and awaited) before the resolver runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +227,7 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if step.plans:
         step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
     await _consult_guardian(leg, step)
+    step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
     if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
         leg, step.reply, step.phase
@@ -296,7 +299,8 @@ async def _settle_review(leg: Leg, step: _Step, settling: Settle) -> _Decided:
     if settling.terminated is None and settling.rejected is None and guard_applies(leg, step.reply, Phase.NORMAL):
         step.guard = await consult_guard(leg, step.number, step.reply, Phase.NORMAL)
     # The review's rows are not the tools' answers: the resolver judges the reply as it was.
-    return _decide(leg, step, tool_rows=[])
+    step.stop_when = await _stop_when(leg, step, [])
+    return _decide(leg, step)
 
 
 # --- deciding ------------------------------------------------------------------------------------------------
@@ -344,14 +348,15 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     )
 
 
-def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, str | None]:
-    """The ``stop_when`` signals: caller predicates run here, never in the resolver."""
+async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, str | None]:
+    """The ``stop_when`` signals: caller predicates run (and async ones are awaited) here, never in the
+    resolver."""
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
     view = StepView(leg.steps_used + 1, step.reply, tuple(rows), (*leg.messages, *rows))
     try:
-        return {"stop_when": condition(view)}
+        return {"stop_when": await condition.evaluate(view)}
     except Exception as exc:
         return {"stop_when_error": f"stop_when {condition.label} raised {type(exc).__name__}: {exc}"}
 
@@ -362,9 +367,7 @@ def _runaway(leg: Leg, step: _Step) -> str | None:
     return None if name is None else f"Tool '{name}' failed {counts[name]} times in a row"
 
 
-def _decide(
-    leg: Leg, step: _Step, *, output_blocked: str | None = None, tool_rows: list[Message] | None = None
-) -> _Decided:
+def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Decided:
     """Gather this step's signals and ask the resolver."""
     agent = leg.agent
     reply = step.reply
@@ -384,7 +387,7 @@ def _decide(
     signals = _signals(
         leg,
         step,
-        **_stop_when(leg, step, step.rows if tool_rows is None else tool_rows),
+        **step.stop_when,
         output_error=output_error,
         guard=guard_signal,
         tool_error_streak=None if output_blocked is not None else _runaway(leg, step),
