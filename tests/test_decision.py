@@ -333,6 +333,23 @@ def test_10_stop_when_beats_the_guardians_stops() -> None:
     assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.STOP_WHEN)
 
 
+def test_10_a_stop_at_tools_output_beats_stop_when_the_guardians_stops_and_the_cap() -> None:
+    d = resolve(signals(tool_output="submit", stop_when="fired", guardian="stop_failure", steps_used=5, max_steps=5))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.TOOL_OUTPUT)
+    assert "submit" in d.detail
+
+
+def test_10_a_stop_at_tools_invalid_output_forces_the_output_or_fails() -> None:
+    forced = resolve(
+        signals(tool_output="submit", wants_output=True, output_error="total: missing", completion_attempts_left=1)
+    )
+    assert forced.action is Action.FORCE_OUTPUT and forced.detail == "total: missing"
+    spent = resolve(
+        signals(tool_output="submit", wants_output=True, output_error="total: missing", completion_attempts_left=0)
+    )
+    assert spent.action is Action.FAIL and spent.error is not None and spent.error.code == ErrorCode.OUTPUT_INVALID
+
+
 def test_11_the_guardians_stops_beat_the_cap() -> None:
     goal = resolve(signals(guardian="stop_success", guardian_reason="criteria met", steps_used=5, max_steps=5))
     assert (goal.action, goal.reason, goal.detail) == (Action.COMPLETE, CompletionReason.GOAL_REACHED, "criteria met")

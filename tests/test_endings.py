@@ -112,6 +112,11 @@ async def stop_when(store: SQLiteStore) -> Ending:
     return await _run(store, Agent("a", "", model, tools=[done], stop_when=has_tool_call("done")))
 
 
+async def tool_output(store: SQLiteStore) -> Ending:
+    model = ScriptedModel([call("done")])
+    return await _run(store, Agent("a", "", model, tools=[done], stop_at_tools=[done]))
+
+
 async def max_steps(store: SQLiteStore) -> Ending:
     return await _run(store, Agent("a", "", ScriptedModel([call(), call(call_id="c2")]), tools=[lookup], max_steps=2))
 
@@ -225,6 +230,7 @@ ENDINGS: list[tuple[str, Scenario, Ending]] = [
     ("final_answer", final_answer, Ending(OK, R.FINAL_ANSWER, None)),
     ("output", output, Ending(OK, R.OUTPUT, None)),
     ("stop_when", stop_when, Ending(OK, R.STOP_WHEN, None)),
+    ("tool_output", tool_output, Ending(OK, R.TOOL_OUTPUT, None)),
     ("max_steps", max_steps, Ending(FAILED, R.MAX_STEPS, ErrorCode.MAX_STEPS_EXHAUSTED)),
     ("max_tokens", _stopped(StopReason.MAX_TOKENS), Ending(FAILED, R.MAX_TOKENS, ErrorCode.MAX_TOKENS)),
     (

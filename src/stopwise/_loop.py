@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
 from stopwise._results import result_of
+from stopwise._step.batch import ToolOutput, apply_end_strategy, output_problems, tool_output
 from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
@@ -75,6 +76,8 @@ class _Step:
     rejected: str | None = None
     stop_when: dict[str, str | None] = field(default_factory=dict)
     """The ``stop_when`` signals, evaluated (and awaited) before the resolver runs."""
+    tool_output: ToolOutput | None = None
+    """A stop-at tool's successful result (``Agent.stop_at_tools``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,9 +224,11 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records)
         if any(p.needs_approval for p in step.plans):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
+    step.plans = apply_end_strategy(leg, step.plans)
     step.rows = await guard_results(
         leg, step.number, step.plans, await execute_calls(leg, step.number, step.plans), step.records
     )
+    step.tool_output = tool_output(leg, step.plans, step.rows)
     if step.plans:
         step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
     await _consult_guardian(leg, step)
@@ -325,10 +330,7 @@ def _check_output(leg: Leg, text: str) -> tuple[Any, str | None]:
     try:
         return output_type.model_validate_json(match.group(1) if match else text), None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors(include_url=False)
-        )
-        return None, problems
+        return None, output_problems(exc)
 
 
 def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
@@ -372,7 +374,9 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
     agent = leg.agent
     reply = step.reply
     output, output_error = None, None
-    if agent.output_type is not None and (step.phase is Phase.FORCED_OUTPUT or not reply.tool_calls):
+    if step.tool_output is not None:
+        output, output_error = step.tool_output.value, step.tool_output.error
+    elif agent.output_type is not None and (step.phase is Phase.FORCED_OUTPUT or not reply.tool_calls):
         if reply.tool_calls:
             output_error = "the reply called tools instead of giving the structured output"
         else:
@@ -388,6 +392,7 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
         leg,
         step,
         **step.stop_when,
+        tool_output=step.tool_output.tool if step.tool_output is not None else None,
         output_error=output_error,
         guard=guard_signal,
         tool_error_streak=None if output_blocked is not None else _runaway(leg, step),
@@ -569,12 +574,12 @@ def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[Pending
 
 
 def _final_output(leg: Leg, decided: _Decided) -> Any:
-    """The run's output as JSON data: the structured output, else the final text; none for a failure or a
-    ``stop_when`` stop (the run stopped on a tool call, not on an answer)."""
+    """The run's output as JSON data: the structured output, or a stop-at tool's result, else the final text; none
+    for a failure or a ``stop_when`` stop (the run stopped on a tool call, not on an answer)."""
     decision = decided.decision
     if decision.action is not Action.COMPLETE or decision.reason is CompletionReason.STOP_WHEN:
         return None
-    if leg.agent.output_type is None:
+    if leg.agent.output_type is None and decision.reason is not CompletionReason.TOOL_OUTPUT:
         return decided.step.reply.text
     dump = getattr(decided.output, "model_dump", None)
     return dump(mode="json") if dump is not None else decided.output

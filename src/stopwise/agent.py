@@ -56,6 +56,14 @@ class Agent:
     """Wrappers applied to every model call of this agent, forced-completion and wrap-up calls included."""
     guardian: Guardian | None = None
     """An independent evaluator asked typed questions every turn, with a threshold policy in code."""
+    stop_at_tools: Sequence[str | Tool] | Literal["any"] | None = None
+    """Tools (or tool names) whose successful result ends the run as its output (reason ``tool_output``),
+    validated against ``output_type`` when there is one; ``"any"`` stops at whichever tool succeeds first. A call
+    that failed does not stop the run: the model reads the error and may call again. Kept as a tuple of names."""
+    end_strategy: Literal["early", "exhaustive"] = "early"
+    """What happens to the other calls of a batch that holds a stop-at call: ``"early"`` runs only the first
+    stop-at call and answers the others "not run" (if that call fails, the model reads all of it and goes on);
+    ``"exhaustive"`` runs the whole batch, and the first stop-at call (in call order) that succeeded ends the run."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_map: Mapping[str, Tool] = field(init=False, repr=False)
@@ -111,6 +119,9 @@ class Agent:
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "tool_map", tool_map)
         object.__setattr__(self, "tool_specs", tuple(t.spec for t in tools))
+        object.__setattr__(self, "stop_at_tools", _stop_at_names(self.stop_at_tools, tool_map))
+        if self.end_strategy not in ("early", "exhaustive"):
+            raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
         condition = None if self.stop_when is None else as_condition(self.stop_when)
         object.__setattr__(self, "stop_condition", condition)
         schema = None
@@ -119,6 +130,11 @@ class Agent:
                 raise ConfigError("output_type", f"must be a pydantic model class, got {self.output_type!r}")
             schema = TypeAdapter(self.output_type).json_schema()
         object.__setattr__(self, "output_schema", schema)
+
+    def stops_at(self, tool_name: str) -> bool:
+        """Whether a successful call of ``tool_name`` ends the run (``stop_at_tools``)."""
+        stop_at = self.stop_at_tools
+        return stop_at is not None and (stop_at == "any" or tool_name in stop_at)
 
     def as_tool(
         self,
@@ -142,3 +158,17 @@ class Agent:
         run_agent.__name__ = name or self.name
         doc = description or f"Delegate a task to the agent {self.name!r}. Pass the task as `input`."
         return _build(run_agent, name or self.name, doc, timeout, risk, needs_approval)
+
+
+def _stop_at_names(value: object, tool_map: Mapping[str, Tool]) -> tuple[str, ...] | Literal["any"] | None:
+    if value is None or value == "any":
+        return value
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError("stop_at_tools", f"must be a list of tools or tool names, or 'any', got {value!r}")
+    names = tuple(v.name if isinstance(v, Tool) else v for v in value)
+    if not names:
+        raise ConfigError("stop_at_tools", "an empty list never stops; pass None instead")
+    unknown = [n for n in names if n not in tool_map]
+    if unknown:
+        raise ConfigError("stop_at_tools", f"names tools the agent does not have: {', '.join(map(repr, unknown))}")
+    return names

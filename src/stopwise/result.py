@@ -28,6 +28,8 @@ class CompletionReason(StrEnum):
     """The agent's structured output was produced and validated."""
     STOP_WHEN = "stop_when"
     """A ``stop_when`` condition fired."""
+    TOOL_OUTPUT = "tool_output"
+    """A stop-at tool (``Agent.stop_at_tools``) succeeded: its result is the run's output."""
     MAX_STEPS = "max_steps"
     """The step cap was reached before the model finished (a cut-off)."""
     MAX_TOKENS = "max_tokens"

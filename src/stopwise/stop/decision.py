@@ -16,8 +16,8 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
 9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it; the guardian's
    ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
    otherwise a natural finish, judged by the stop guard, the output guardrails and the output type;
-10. ``stop_when``; 11. the guardian's ``stop_success`` / ``stop_failure``; 12. ``max_steps``; 13. replan;
-14. continue.
+10. a stop-at tool's result (``tool_output``), then ``stop_when``; 11. the guardian's ``stop_success`` /
+``stop_failure``; 12. ``max_steps``; 13. replan; 14. continue.
 
 ``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful stop,
 and so is a final answer on the last step. No I/O, no clock: the same signals always give the same decision.
@@ -155,6 +155,9 @@ class StepSignals:
     guardian_reason: str = ""
     review_rejected: str | None = None
     """Set when a reviewer rejected a guardian escalation: their message (the run re-anchors and goes on)."""
+    tool_output: str | None = None
+    """A stop-at tool (``Agent.stop_at_tools``) succeeded on this step: its name. Its result is the output;
+    ``output_error`` says why it is not valid ``output_type``."""
 
 
 _FAILED_STOP = {
@@ -284,7 +287,8 @@ def _forced(s: StepSignals) -> StopDecision | None:
 
 
 def _step_outcome(s: StepSignals) -> StopDecision:
-    """Lines 9-14: a terminal reply, then stop_when, the guardian's stops, the cap, a replan, continue."""
+    """Lines 9-14: a terminal reply, then a stop-at tool's output and stop_when, the guardian's stops, the cap, a
+    replan, continue."""
     if not s.has_tool_calls:
         failed = _FAILED_STOP.get(s.stop_reason)
         if failed is not None:
@@ -296,6 +300,11 @@ def _step_outcome(s: StepSignals) -> StopDecision:
         return _natural_finish(s)
     if s.phase is Phase.WRAP_UP:  # tools were off; a reply that still calls them did not wrap up
         return _cut_off(s)
+    if s.tool_output is not None:
+        detail = f"tool '{s.tool_output}' returned the output"
+        if s.output_error is not None:
+            return _force_or_fail(s, CompletionReason.TOOL_OUTPUT, s.output_error)
+        return StopDecision(Action.COMPLETE, CompletionReason.TOOL_OUTPUT, detail=detail)
     if s.stop_when is not None:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.STOP_WHEN, s.stop_when)
