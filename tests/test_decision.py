@@ -9,6 +9,7 @@ from stopwise import CompletionReason, StopReason
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.runtime import StepSignals, resolve
 from stopwise.stop.decision import Action, GuardSignal, Phase, StopDecision
+from stopwise.stop.limits import LimitHit, LimitKind
 
 
 def signals(**kw: object) -> StepSignals:
@@ -360,6 +361,32 @@ def test_11_the_guardians_stops_beat_the_cap() -> None:
 def test_11_the_guardians_stop_success_on_an_output_agent_forces_the_output_and_carries_goal_reached() -> None:
     d = resolve(signals(guardian="stop_success", wants_output=True, completion_attempts_left=1))
     assert (d.action, d.carry) == (Action.FORCE_OUTPUT, CompletionReason.GOAL_REACHED)
+
+
+TOKENS = LimitHit(LimitKind.TOTAL_TOKENS, 100, 150)
+
+
+def test_3_a_model_call_cut_by_a_time_budget_fails_retryable_before_an_input_block() -> None:
+    hit = LimitHit(LimitKind.STEP_TIME, 1.0, 1.0)
+    d = resolve(StepSignals(timed_out=hit, input_blocked="no"))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TIME_LIMIT)
+    assert d.error is not None and d.error.code == ErrorCode.TIME_LIMIT and d.error.retryable
+
+
+def test_12_a_spent_budget_fails_with_its_reason_before_the_cap_and_without_a_forced_call() -> None:
+    d = resolve(signals(limit_hit=TOKENS, steps_used=5, max_steps=5, wants_output=True, completion_attempts_left=2))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
+    assert d.error is not None and d.error.code == ErrorCode.TOKEN_LIMIT and not d.error.retryable
+
+
+def test_12_a_spent_budget_yields_to_stop_when_and_a_final_answer() -> None:
+    assert resolve(signals(limit_hit=TOKENS, stop_when="fired")).reason is CompletionReason.STOP_WHEN
+    assert resolve(natural(limit_hit=TOKENS)).reason is CompletionReason.FINAL_ANSWER
+
+
+def test_9_a_stop_guard_continue_with_a_budget_spent_fails_with_the_budget() -> None:
+    d = resolve(natural(limit_hit=TOKENS, guard=GuardSignal("continue", "more", budget_left=True)))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
 
 
 def test_12_the_cap_beats_a_replan() -> None:

@@ -3,13 +3,30 @@ names the peer and its API; the body is the stopwise counterpart (docs/coming-fr
 
 from __future__ import annotations
 
+import asyncio
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
-from stopwise import Agent, ConfigError, Reply, Runner, ScriptedModel, SQLiteStore, ToolCall, has_tool_call, tool
+from stopwise import (
+    Agent,
+    Approve,
+    ConfigError,
+    FunctionModel,
+    Limits,
+    Reply,
+    Runner,
+    ScriptedModel,
+    SQLiteStore,
+    ToolCall,
+    Usage,
+    has_tool_call,
+    tool,
+)
 from stopwise.messages import decode_tool_result
+from stopwise.models import ModelRequest
 
 
 class Weather(BaseModel):
@@ -160,3 +177,166 @@ def test_stop_at_tools_and_end_strategy_are_checked_at_definition() -> None:
         Agent("a", "", model, tools=[get_weather], stop_at_tools=[])
     with pytest.raises(ConfigError, match="end_strategy"):
         Agent("a", "", model, tools=[get_weather], end_strategy="lazy")  # type: ignore[arg-type]
+
+
+# --- limits ------------------------------------------------------------------------------------------------
+
+
+def lookups(n: int, usage: Usage | None = None, prefix: str = "c") -> Reply:
+    batch = [ToolCall("log_visit", {"city": f"city{i}"}, id=f"{prefix}{i}") for i in range(n)]
+    return Reply(tool_calls=batch, usage=usage)
+
+
+async def test_tool_calls_limit_is_checked_before_the_batch_runs(store: SQLiteStore) -> None:
+    """pydantic-ai ``UsageLimits(tool_calls_limit=5)``: checked before a batch runs, so only the allowed calls
+    execute (a ``stop_when`` counting calls acts after the batch: 8 would have run). stopwise:
+    ``Limits(tool_calls=5)``; the calls past it get an error row and the run ends ``tool_call_limit``."""
+    agent = Agent("a", "", ScriptedModel([lookups(8)]), tools=[log_visit], limits=Limits(tool_calls=5))
+    result = await Runner(store).run(agent, "go")
+    assert len(ran) == 5
+    assert result.status == "failed" and result.completion_reason == "tool_call_limit"
+    assert result.error is not None and result.error.code == "tool_call_limit"
+    assert result.error.details == {"limit": "tool_calls", "allowed": 5, "used": 8}
+    refused = [decode_tool_result(m) for m in result.messages if m.role == "tool"][5:]
+    assert len(refused) == 3 and all("tool-call limit (5)" in r["error"] for r in refused)
+
+
+async def test_tool_calls_limit_counts_across_steps_and_allows_reaching_it_exactly(store: SQLiteStore) -> None:
+    """pydantic-ai ``UsageLimits(tool_calls_limit=3)`` over several model requests: the count is the run's."""
+    model = ScriptedModel([lookups(2), lookups(1, prefix="d"), lookups(1, prefix="e")])
+    agent = Agent("a", "", model, tools=[log_visit], limits=Limits(tool_calls=3))
+    result = await Runner(store).run(agent, "go")
+    assert len(ran) == 3 and result.steps == 3 and result.completion_reason == "tool_call_limit"
+
+
+@pytest.mark.parametrize(
+    ("limits", "kind"),
+    [
+        (Limits(input_tokens=1500), "input_tokens"),
+        (Limits(output_tokens=900), "output_tokens"),
+        (Limits(total_tokens=2500), "total_tokens"),
+    ],
+)
+async def test_token_limits_end_the_run_after_the_step_that_went_past(
+    store: SQLiteStore, limits: Limits, kind: str
+) -> None:
+    """pydantic-ai ``UsageLimits(input_tokens_limit=, output_tokens_limit=, total_tokens_limit=)``: the run stops
+    once the reported usage goes past the limit (reaching it exactly is within it)."""
+    model = ScriptedModel([lookups(1, Usage(1000, 500)), lookups(1, Usage(1000, 500), "d"), "never asked"])
+    result = await Runner(store).run(Agent("a", "", model, tools=[log_visit], limits=limits), "go")
+    assert result.completion_reason == "token_limit" and result.steps == 2
+    assert result.error is not None and result.error.details["limit"] == kind
+    assert model.remaining == 1
+
+
+async def test_a_final_answer_on_the_step_that_spent_the_budget_still_completes(store: SQLiteStore) -> None:
+    """The peers raise on the response that went past (pydantic-ai ``UsageLimitExceeded``). stopwise keeps an
+    answer the tokens already paid for: a final answer is checked before the budgets."""
+    model = ScriptedModel([Reply("the answer", usage=Usage(5000, 10))])
+    result = await Runner(store).run(Agent("a", "", model, limits=Limits(total_tokens=100)), "go")
+    assert result.completion_reason == "final_answer" and result.output == "the answer"
+
+
+async def test_token_budget_is_counted_from_the_log_across_a_resume(store: SQLiteStore) -> None:
+    """A resume (after an approval) rebuilds the leg from the log: the budget it had spent is still spent."""
+
+    @tool(needs_approval=True)
+    def publish(city: str) -> str:
+        """Publish a city (a human approves)."""
+        return "published"
+
+    first = Reply(tool_calls=[ToolCall("publish", {"city": "Oslo"}, id="p")], usage=Usage(1000, 500))
+    model = ScriptedModel([first, lookups(1, Usage(1000, 500)), "never asked"])
+    agent = Agent("a", "", model, tools=[publish, log_visit], limits=Limits(total_tokens=2000))
+    runner = Runner(store)
+    assert (await runner.run(agent, "go", session_id="s")).status == "suspended"
+    result = await runner.resume(agent, "s", {"p": Approve()})
+    assert result.completion_reason == "token_limit" and result.usage.total_tokens == 3000
+
+
+async def test_a_retry_starts_a_fresh_budget_and_usage_adds_up_across_legs(store: SQLiteStore) -> None:
+    """Budgets count per leg, as ``max_steps`` does: ``retry()`` after a limit starts a fresh one; ``usage`` on the
+    result is the whole run's."""
+    model = ScriptedModel([lookups(1, Usage(1000, 500)), lookups(1, Usage(1000, 500), "d"), "done"])
+    agent = Agent("a", "", model, tools=[log_visit], limits=Limits(total_tokens=1500))
+    runner = Runner(store)
+    first = await runner.run(agent, "go", session_id="s")
+    assert first.completion_reason == "token_limit" and first.steps == 2
+    second = await runner.retry(agent, "s")
+    assert second.completion_reason == "final_answer" and second.steps == 3
+    assert second.usage.total_tokens == 3000
+
+
+async def test_step_timeout_cancels_a_slow_model_call_and_the_run_ends_retryable(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``generateText({ timeout: { stepMs } })``: a step past its time is aborted. stopwise:
+    ``Limits(step_seconds=)`` cancels the model call; the run fails ``time_limit``, retryable."""
+    cancelled = asyncio.Event()
+
+    async def slow_then_quick(request: ModelRequest) -> Reply:
+        if not cancelled.is_set():
+            try:
+                await asyncio.Event().wait()  # never set: only the time limit ends this call
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+        return Reply("quick")
+
+    agent = Agent("a", "", FunctionModel(slow_then_quick), limits=Limits(step_seconds=0.05))
+    runner = Runner(store)
+    result = await runner.run(agent, "go", session_id="s")
+    assert cancelled.is_set()
+    assert result.completion_reason == "time_limit" and result.error is not None and result.error.retryable
+    assert result.error.details["limit"] == "step_time" and result.steps == 0
+    assert (await runner.retry(agent, "s")).output == "quick"
+
+
+async def test_run_time_limit_counts_from_the_legs_start(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``timeout: { totalMs }``: the whole call is bounded. stopwise: ``Limits(run_seconds=)``;
+    between steps a leg past it ends, and a model call gets only what is left (here nothing: cut at once)."""
+    now = iter([0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 13.0, 14.0])
+    model = ScriptedModel([lookups(1), lookups(1, prefix="d"), "never asked"])
+    agent = Agent("a", "", model, tools=[log_visit], limits=Limits(run_seconds=5))
+    result = await Runner(store, clock=lambda: next(now)).run(agent, "go")
+    assert result.completion_reason == "time_limit" and result.steps == 1
+    assert result.error is not None and result.error.details["limit"] == "run_time"
+
+
+async def test_a_tool_past_the_step_time_gets_a_timeout_row_and_the_run_goes_on(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``timeout.stepMs`` also bounds the step's tool executions. stopwise: the call is answered
+    with a timeout error row the model reads, as ``@tool(timeout=)`` does."""
+
+    @tool
+    async def stuck() -> str:
+        """Never returns."""
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("stuck", {}, id="s1")]), "gave up on it"])
+    agent = Agent("a", "", model, tools=[stuck], limits=Limits(step_seconds=0.05))
+    result = await Runner(store).run(agent, "go")
+    assert result.completion_reason == "final_answer"
+    row = next(m for m in result.messages if m.role == "tool")
+    assert "step's time limit" in decode_tool_result(row)["error"]
+
+
+async def test_cost_is_priced_from_the_price_table_and_limits_the_run(store: SQLiteStore) -> None:
+    """pydantic-ai prices usage with ``genai-prices``; stopwise does too: ``Limits(cost=)`` in US dollars, and
+    ``RunResult.cost`` for the run's usage."""
+    model = ScriptedModel([lookups(1, Usage(1000, 500)), lookups(1, Usage(1000, 500), "d"), "never asked"])
+    limits = Limits(cost=0.002, priced_as="openai:gpt-4.1-mini")
+    result = await Runner(store).run(Agent("a", "", model, tools=[log_visit], limits=limits), "go")
+    assert result.completion_reason == "cost_limit" and result.steps == 2
+    assert result.cost is not None and Decimal("0.002") < result.cost < Decimal("0.003")
+
+
+def test_a_model_without_a_price_is_a_config_error_not_a_cost_of_zero() -> None:
+    with pytest.raises(ConfigError, match="no price is known"):
+        Agent("a", "", ScriptedModel([]), limits=Limits(cost=1, priced_as="nobody:no-such-model-xyz"))
+    with pytest.raises(ConfigError, match="priced_as"):
+        Agent("a", "", ScriptedModel([]), limits=Limits(cost=1))
+
+
+@pytest.mark.parametrize("bad", [{"tool_calls": -1}, {"total_tokens": 1.5}, {"cost": 0}, {"step_seconds": True}])
+def test_limits_reject_values_that_are_not_budgets(bad: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match=r"limits\."):
+        Limits(**bad)  # type: ignore[arg-type]

@@ -56,6 +56,7 @@ from stopwise.stop import (
     Continue,
     Fail,
     FinishEvidence,
+    Limits,
     StepView,
     Stop,
     StopCondition,
@@ -106,6 +107,7 @@ __all__ = [
     "step_count_is",
     "has_tool_call",
     "text_contains",
+    "Limits",
     # stop guards and finish nudges
     "StopGuard",
     "StopGuardContext",

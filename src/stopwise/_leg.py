@@ -20,6 +20,7 @@ from stopwise.records import LogRecord, parse_records
 from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
+from stopwise.stop.limits import Spent
 from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
 from stopwise.tools import Tool
 
@@ -107,7 +108,13 @@ class Leg:
     clock: Callable[[], float] = time.time
     stream_text: bool = False
     """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
+    budget_usage: Usage = field(default_factory=Usage)
+    """Usage since this run's budget began (its start, or the retry that gave it a fresh one), from the log."""
+    budget_tool_calls: int = 0
+    """Tool calls that ran since this run's budget began, from the log."""
     system: tuple[Message, ...] = field(init=False)
+    started: float = field(init=False, default=0.0)
+    """The clock when the leg began (set by ``_loop``): its wall-time budget counts from here."""
     steps: int = field(init=False)
     usage: Usage = field(init=False)
     text: str = field(init=False)
@@ -121,6 +128,13 @@ class Leg:
     @property
     def steps_used(self) -> int:
         return self.steps - self.run.budget_base
+
+    def spent(self, step_usage: Usage | None = None) -> Spent:
+        """What this leg has used against ``Agent.limits`` so far, plus ``step_usage`` (a step not yet committed)."""
+        usage = self.budget_usage + (step_usage or Usage())
+        pricer = self.agent.pricer
+        cost = pricer.price(usage) if pricer is not None else None
+        return Spent(self.budget_tool_calls, usage, cost, self.clock() - self.started)
 
     def progress(self) -> dict[str, Any]:
         """The run record's fields that this leg moved on (for ``apply_decision``)."""
@@ -179,6 +193,10 @@ def restore_leg(
     if fresh_budget:
         run = replace(run, budget_base=run.steps)
         phase, attempts, carried = Phase.NORMAL, 0, None
+    budgeted = [e for e in steps if e.step > run.budget_base]
+    budget_usage = Usage()
+    for e in budgeted:
+        budget_usage = budget_usage + (e.usage or Usage())
     run = apply_decision(run, StopDecision(Action.CONTINUE))
     names = {c.id: c.name for e in steps for m in e.messages for c in m.tool_calls}
     tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
@@ -199,4 +217,6 @@ def restore_leg(
         new_input=new_input,
         replans=sum(1 for e in steps if (e.decision or {}).get("action") == Action.REPLAN),
         tool_streaks=streaks(tool_rows, {}),
+        budget_usage=budget_usage,
+        budget_tool_calls=sum((e.decision or {}).get("tool_calls", 0) for e in budgeted),
     )

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
 from stopwise._results import result_of
-from stopwise._step.batch import ToolOutput, apply_end_strategy, output_problems, tool_output
+from stopwise._step.batch import ToolOutput, output_problems, plan_batch, tool_output
 from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
@@ -49,6 +49,7 @@ from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
+from stopwise.stop.limits import LimitHit, LimitKind, exceeded, time_left
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -78,6 +79,10 @@ class _Step:
     """The ``stop_when`` signals, evaluated (and awaited) before the resolver runs."""
     tool_output: ToolOutput | None = None
     """A stop-at tool's successful result (``Agent.stop_at_tools``)."""
+    ran: int = 0
+    """Tool calls of this step that ran (recorded in the entry: the tool-call budget counts them from the log)."""
+    refused: LimitHit | None = None
+    """The tool-call budget's hit, when calls of this step were refused for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +130,7 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
 async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     """Input guardrails (once per leg, on the restored history plus new input), then the leg's start commit."""
     run = leg.run
+    leg.started = leg.clock()
     history = (*leg.messages, *leg.new_input)
     guardrails = leg.agent.guardrails
     entry: LogEntry | None = None
@@ -185,12 +191,15 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
     if settling is None:
         number, phase = leg.steps + 1, leg.phase
         yield StepStarted(run_id, number, phase is not Phase.NORMAL)
-        answer: Reply | ErrorDetail | None = None
+        answer: Reply | ErrorDetail | LimitHit | None = None
         async for item in _ask_model(leg, number, phase):
             if isinstance(item, TextDelta):
                 yield item
             else:
                 answer = item
+        if isinstance(answer, LimitHit):
+            yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
+            return
         if not isinstance(answer, Reply):
             failed = answer if answer is not None else _model_error(TypeError("the model gave no reply"))
             yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
@@ -224,7 +233,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records)
         if any(p.needs_approval for p in step.plans):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-    step.plans = apply_end_strategy(leg, step.plans)
+    step.plans, step.refused = plan_batch(leg, step.plans)
+    step.ran = sum(1 for p in step.plans if p.row is None)
     step.rows = await guard_results(
         leg, step.number, step.plans, await execute_calls(leg, step.number, step.plans), step.records
     )
@@ -244,17 +254,49 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     return decided
 
 
-async def _ask_model(leg: Leg, number: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
-    """The model's reply (after its text deltas, when the leg streams), or the error it ended with."""
+async def _ask_model(
+    leg: Leg, number: int, phase: Phase
+) -> AsyncGenerator[TextDelta | Reply | ErrorDetail | LimitHit, None]:
+    """The model's reply (after its text deltas, when the leg streams), or the error it ended with, or the time
+    budget that cut it off (``Limits.step_seconds`` / ``run_seconds``: the call is cancelled)."""
     request = _request(leg, number, phase)
+    bound = time_left(leg.agent.limits, leg.clock() - leg.started)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    deadline = None if bound is None else began + bound[0]
+    if bound is not None and bound[0] <= 0:
+        yield _time_hit(leg, bound[1], 0.0)  # nothing left for a call: none is made
+        return
     try:
         if not leg.stream_text:
-            yield _checked(await leg.agent.caller.generate(request))
+            async with asyncio.timeout_at(deadline):
+                reply = await leg.agent.caller.generate(request)
+            yield _checked(reply)
             return
-        async for item in stream_reply(leg.agent.caller, request):
+        items = aiter(stream_reply(leg.agent.caller, request))
+        while True:
+            # The deadline covers the model's work, not the time the caller's stream consumer holds a delta.
+            async with asyncio.timeout_at(deadline):
+                item = await anext(items, None)
+            if item is None:
+                return
             yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(item)
+    except TimeoutError as exc:
+        if bound is None or deadline is None or loop.time() < deadline:
+            yield _model_error(exc)  # the model's own timeout, not ours
+            return
+        yield _time_hit(leg, bound[1], loop.time() - began)
     except Exception as exc:
         yield _model_error(exc)
+
+
+def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
+    limits = leg.agent.limits
+    assert limits is not None
+    allowed = limits.step_seconds if kind is LimitKind.STEP_TIME else limits.run_seconds
+    assert allowed is not None
+    used = waited if kind is LimitKind.STEP_TIME else leg.clock() - leg.started
+    return LimitHit(kind, allowed, round(used, 3))
 
 
 def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
@@ -401,8 +443,18 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
         guardian=guardian,
         guardian_reason=turn.reason if turn is not None and guardian is not None else "",
         review_rejected=step.rejected,
+        limit_hit=_limit_hit(leg, step),
     )
     return _Decided(step, resolve(signals), output)
+
+
+def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
+    """The budget this step ran out, counting its own usage: refused tool calls first, then tokens, cost, time."""
+    if step.refused is not None:
+        return step.refused
+    if leg.agent.limits is None:
+        return None
+    return exceeded(leg.agent.limits, leg.spent(step.reply.usage if step.kind is EntryKind.STEP else None))
 
 
 async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
@@ -531,6 +583,7 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
         "detail": decision.detail,
         "phase": step.phase.value,
         "carry": decision.carry,
+        "tool_calls": step.ran,
     }
     run = leg.run
     forced = step.phase is not Phase.NORMAL
@@ -597,6 +650,8 @@ def _advance(
         leg.tool_streaks = step.streaks
     leg.steps, leg.state = step.number, _state_after(leg, step)
     leg.usage = leg.usage + (entry.usage or Usage())
+    leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
+    leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1
     leg.records.extend(r for r in step.records if isinstance(r, KEPT))

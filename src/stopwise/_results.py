@@ -56,6 +56,7 @@ def result_of(
         guardrails=tuple(r for r in records if isinstance(r, GuardrailRecord)),
         pending=pending,
         decisions=tuple(r for r in records if isinstance(r, GuardianDecision)),
+        cost=agent.pricer.price(run.usage) if agent is not None and agent.pricer is not None else None,
     )
 
 

@@ -15,8 +15,10 @@ from stopwise.guardrails.hooks import Guardrails
 from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
+from stopwise.models.prices import Pricer, pricer_for
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
+from stopwise.stop.limits import Limits
 from stopwise.tools import Risk, Tool, _build
 
 __all__ = ["Agent"]
@@ -60,6 +62,8 @@ class Agent:
     """Tools (or tool names) whose successful result ends the run as its output (reason ``tool_output``),
     validated against ``output_type`` when there is one; ``"any"`` stops at whichever tool succeeds first. A call
     that failed does not stop the run: the model reads the error and may call again. Kept as a tuple of names."""
+    limits: Limits | None = None
+    """Budgets besides ``max_steps``: tool calls, tokens, cost, wall time (see ``Limits``)."""
     end_strategy: Literal["early", "exhaustive"] = "early"
     """What happens to the other calls of a batch that holds a stop-at call: ``"early"`` runs only the first
     stop-at call and answers the others "not run" (if that call fails, the model reads all of it and goes on);
@@ -71,6 +75,8 @@ class Agent:
     output_schema: Mapping[str, Any] | None = field(init=False, repr=False)
     caller: Model = field(init=False, repr=False)
     """The model with the middleware applied: what the loop calls."""
+    pricer: Pricer | None = field(init=False, repr=False)
+    """Prices the run's usage when ``limits`` has a cost budget (or names ``priced_as``); None otherwise."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -120,6 +126,11 @@ class Agent:
         object.__setattr__(self, "tool_map", tool_map)
         object.__setattr__(self, "tool_specs", tuple(t.spec for t in tools))
         object.__setattr__(self, "stop_at_tools", _stop_at_names(self.stop_at_tools, tool_map))
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise ConfigError("limits", f"must be a Limits(...), got {type(self.limits).__name__}")
+        priced = self.limits is not None and (self.limits.cost is not None or self.limits.priced_as is not None)
+        pricer = pricer_for(model, self.limits.priced_as) if priced and self.limits is not None else None
+        object.__setattr__(self, "pricer", pricer)
         if self.end_strategy not in ("early", "exhaustive"):
             raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
         condition = None if self.stop_when is None else as_condition(self.stop_when)

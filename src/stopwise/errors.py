@@ -61,6 +61,10 @@ class ErrorCode(StrEnum):
     APPROVAL_TERMINATED = "approval_terminated"
     INFEASIBLE = "infeasible"
     CANCELLED = "cancelled"
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    TOKEN_LIMIT = "token_limit"
+    COST_LIMIT = "cost_limit"
+    TIME_LIMIT = "time_limit"
 
 
 @dataclass(frozen=True, slots=True)

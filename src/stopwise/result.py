@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,14 @@ class CompletionReason(StrEnum):
     """A ``stop_when`` condition fired."""
     TOOL_OUTPUT = "tool_output"
     """A stop-at tool (``Agent.stop_at_tools``) succeeded: its result is the run's output."""
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    """The model asked for more tool calls than ``Limits.tool_calls`` allows; the calls past it never ran."""
+    TOKEN_LIMIT = "token_limit"
+    """The run used more input, output or total tokens than its ``Limits`` allow."""
+    COST_LIMIT = "cost_limit"
+    """The run cost more than ``Limits.cost``."""
+    TIME_LIMIT = "time_limit"
+    """A model call ran past ``Limits.step_seconds`` or the leg past ``Limits.run_seconds`` (retryable)."""
     MAX_STEPS = "max_steps"
     """The step cap was reached before the model finished (a cut-off)."""
     MAX_TOKENS = "max_tokens"
@@ -104,6 +113,8 @@ class RunResult:
     """When ``status`` is suspended: the tool calls (or the guardian escalation) waiting for a decision."""
     decisions: tuple[GuardianDecision, ...] = ()
     """The guardian's decision records of this run, in order (also in the log)."""
+    cost: Decimal | None = None
+    """US dollars for ``usage`` (all legs), when the agent prices its model (``Limits(cost=...)``); else None."""
 
     @property
     def ok(self) -> bool:

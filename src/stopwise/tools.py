@@ -77,10 +77,15 @@ class Tool:
             return bool(self.needs_approval(args))
         return bool(self.needs_approval)
 
-    async def invoke(self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None) -> Message:
+    async def invoke(
+        self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None, *, limit: float | None = None
+    ) -> Message:
         """Run the call and return its tool row; never raises for a failure of the call itself.
 
-        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change).
+        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change). ``limit``
+        (the step's time budget, ``Limits.step_seconds``) bounds the call when it is tighter than the tool's own
+        ``timeout``; past either, the row is a timeout error. A sync tool's worker thread cannot be interrupted:
+        it runs to its end in the background and its result is dropped.
         """
         if args is None:
             parsed = parse_args(call, self.name)
@@ -99,17 +104,21 @@ class Tool:
             # asyncio.timeout tells our limit apart from a TimeoutError the tool raised itself. Sync functions
             # run in a worker thread so a slow tool does not stall other runs on the event loop.
             running = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
-            if self.timeout is None:
+            timeout = self.timeout if limit is None or (self.timeout is not None and self.timeout <= limit) else limit
+            if timeout is None:
                 value = await running
             else:
-                async with asyncio.timeout(self.timeout) as scope:
+                async with asyncio.timeout(timeout) as scope:
                     value = await running
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
         except TimeoutError as exc:
-            if self.timeout is None or not scope.expired():
+            if timeout is None or not scope.expired():
                 return _raised(self.name, exc, call.id)
-            return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
+            if timeout != self.timeout:
+                message = f"Tool '{self.name}' ran past the step's time limit ({timeout:g}s)"
+                return error_tool_result(message, tool_call_id=call.id)
+            return error_tool_result(f"Tool '{self.name}' timed out after {timeout:g}s", tool_call_id=call.id)
         except Exception as exc:
             return _raised(self.name, exc, call.id)
         try:

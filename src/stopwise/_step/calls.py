@@ -118,13 +118,15 @@ async def _plan(
 async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:
     """Run every call that has no answer yet, concurrently; answers keep the calls' order."""
     run = leg.run
+    limits = leg.agent.limits
+    step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
 
     async def one(plan: CallPlan) -> Message:
         if plan.row is not None:
             return plan.row
         assert plan.tool is not None and plan.args is not None
         ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
-        return await plan.tool.invoke(plan.call, ctx, plan.args)
+        return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
 
     if len(plans) == 1:
         return [await one(plans[0])]

@@ -7,7 +7,7 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
 1. the caller cancelled (``cancelled``);
 2. caller code failed (``caller_failed``: a guardrail, an approval predicate, unserialisable state;
    ``stop_when_error``);
-3. the model call failed (``model_failed``);
+3. the model call failed (``model_failed``), or ran past a time budget and was cancelled (``timed_out``);
 4. an input guardrail blocked the leg (``input_blocked``);
 5. a reviewer terminated the run, or rejected a guardian escalation (re-anchor, or the cut-off at the cap);
 6. suspend: a call needs approval, or the guardian escalates;
@@ -15,9 +15,10 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
 8. a forced-output call: its output, or another forced call, or the failure;
 9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it; the guardian's
    ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
-   otherwise a natural finish, judged by the stop guard, the output guardrails and the output type;
+   otherwise a natural finish, judged by the stop guard (a continue with a budget of ``Limits`` spent fails with
+   it), the output guardrails and the output type;
 10. a stop-at tool's result (``tool_output``), then ``stop_when``; 11. the guardian's ``stop_success`` /
-``stop_failure``; 12. ``max_steps``; 13. replan; 14. continue.
+``stop_failure``; 12. a budget of ``Limits`` spent (``limit_hit``), then ``max_steps``; 13. replan; 14. continue.
 
 ``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful stop,
 and so is a final answer on the last step. No I/O, no clock: the same signals always give the same decision.
@@ -33,6 +34,7 @@ from stopwise._deprecated import aliases
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import StopReason
 from stopwise.result import CompletionReason, RunStatus
+from stopwise.stop.limits import LimitHit
 from stopwise.store.base import RunRecord
 
 __all__ = [
@@ -124,6 +126,8 @@ class StepSignals:
     the state is not serialisable): nothing of the step commits."""
     model_failed: ErrorDetail | None = None
     """The model call failed or gave no reply: there is no step to decide."""
+    timed_out: LimitHit | None = None
+    """The model call ran past a time budget (``Limits.step_seconds`` / ``run_seconds``) and was cancelled."""
     input_blocked: str | None = None
     """An input guardrail blocked the leg before any model call: its reason."""
     stop_when: str | None = None
@@ -155,6 +159,8 @@ class StepSignals:
     guardian_reason: str = ""
     review_rejected: str | None = None
     """Set when a reviewer rejected a guardian escalation: their message (the run re-anchors and goes on)."""
+    limit_hit: LimitHit | None = None
+    """A budget of ``Agent.limits`` this step ran out (tool calls refused, tokens, cost, run time)."""
     tool_output: str | None = None
     """A stop-at tool (``Agent.stop_at_tools``) succeeded on this step: its name. Its result is the output;
     ``output_error`` says why it is not valid ``output_type``."""
@@ -216,6 +222,8 @@ def _natural_finish(s: StepSignals) -> StopDecision:
                 return _fail(CompletionReason.ERROR, error)
             override = CompletionReason.STOP_GUARD_ERROR
         elif g.kind == "continue":
+            if g.budget_left and s.limit_hit is not None:  # no budget to go on with
+                return _fail(s.limit_hit.reason, s.limit_hit.error())
             if g.budget_left:
                 return StopDecision(Action.CONTINUE, detail="stop guard asked to continue")
             override = CompletionReason.STOP_GUARD_EXHAUSTED
@@ -253,6 +261,8 @@ def _interrupted(s: StepSignals) -> StopDecision | None:
         return _fail(CompletionReason.ERROR, error)
     if s.model_failed is not None:
         return _fail(CompletionReason.ERROR, s.model_failed)
+    if s.timed_out is not None:
+        return _fail(s.timed_out.reason, s.timed_out.error())
     if s.input_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=s.input_blocked)
     return None
@@ -316,6 +326,8 @@ def _step_outcome(s: StepSignals) -> StopDecision:
         return StopDecision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
     if s.guardian == "stop_failure":
         return _infeasible(s)
+    if s.limit_hit is not None:
+        return _fail(s.limit_hit.reason, s.limit_hit.error())
     if s.max_steps is not None and s.steps_used >= s.max_steps:
         cap = f"Max steps ({s.max_steps}) reached"
         if s.wants_output:
