@@ -389,6 +389,29 @@ def test_9_a_stop_guard_continue_with_a_budget_spent_fails_with_the_budget() -> 
     assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
 
 
+def test_9_an_output_validators_rejection_retries_with_tools_on_then_fails_output_rejected() -> None:
+    retry = resolve(natural(output_rejected="cite a source", completion_attempts_left=1))
+    assert (retry.action, retry.detail) == (Action.RETRY_OUTPUT, "cite a source")
+    spent = resolve(natural(output_rejected="cite a source", completion_attempts_left=0))
+    assert spent.action is Action.FAIL and spent.error is not None
+    assert spent.error.code == ErrorCode.OUTPUT_REJECTED and "cite a source" in spent.error.message
+    wrap = resolve(natural(output_rejected="no", completion_attempts_left=2, phase=Phase.WRAP_UP, max_steps=3))
+    assert wrap.action is Action.FAIL
+
+
+def test_8_a_rejection_in_forced_completion_forces_again_keeping_the_carried_reason() -> None:
+    d = resolve(
+        natural(
+            phase=Phase.FORCED_OUTPUT,
+            wants_output=True,
+            output_rejected="cite a source",
+            completion_attempts_left=1,
+            carried_reason=CompletionReason.MAX_STEPS,
+        )
+    )
+    assert (d.action, d.carry) == (Action.FORCE_OUTPUT, CompletionReason.MAX_STEPS)
+
+
 def test_12_the_cap_beats_a_replan() -> None:
     d = resolve(signals(guardian="replan", steps_used=5, max_steps=5))
     assert (d.action, d.reason) == (Action.FAIL, CompletionReason.MAX_STEPS)

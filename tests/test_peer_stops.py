@@ -17,6 +17,7 @@ from stopwise import (
     FunctionModel,
     Limits,
     Reply,
+    RetryOutput,
     Runner,
     ScriptedModel,
     SQLiteStore,
@@ -340,3 +341,88 @@ def test_a_model_without_a_price_is_a_config_error_not_a_cost_of_zero() -> None:
 def test_limits_reject_values_that_are_not_budgets(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigError, match=r"limits\."):
         Limits(**bad)  # type: ignore[arg-type]
+
+
+# --- output validators -----------------------------------------------------------------------------------
+
+
+class Answer(BaseModel):
+    city: str
+    source: str
+
+
+def _answers(*texts: str) -> ScriptedModel:
+    return ScriptedModel(list(texts))
+
+
+async def test_an_output_validator_sends_the_model_back_with_the_applications_feedback(store: SQLiteStore) -> None:
+    """pydantic-ai ``@agent.output_validator`` raising ``ModelRetry("...")``: a semantic check of the structured
+    output that sends the model back with feedback. stopwise: ``@agent.output_validator`` raising
+    ``RetryOutput``; the feedback row is marked as coming from the application."""
+    model = _answers('{"city": "Oslo", "source": ""}', '{"city": "Oslo", "source": "ssb.no"}')
+    agent = Agent("a", "", model, tools=[log_visit], output_type=Answer)
+
+    @agent.output_validator
+    def has_source(answer: Answer) -> None:
+        if not answer.source:
+            raise RetryOutput("cite a source")
+
+    result = await Runner(store).run(agent, "capital of Norway?")
+    assert result.completion_reason == "output" and result.output == Answer(city="Oslo", source="ssb.no")
+    feedback = [m for m in result.messages if m.metadata.get("source") == "output_validator"]
+    assert len(feedback) == 1 and "cite a source" in feedback[0].content
+    assert len(model.requests[1].tools) == 1  # a retry, not forced completion: the tools stay on
+
+
+async def test_async_output_validators_run_on_text_and_may_replace_it(store: SQLiteStore) -> None:
+    """pydantic-ai output validators may be async and may return a changed output; they also run on text output."""
+    agent = Agent("a", "", _answers("oslo"))
+
+    @agent.output_validator
+    async def capitalised(text: str) -> str:
+        return text.capitalize()
+
+    result = await Runner(store).run(agent, "capital of Norway?")
+    assert result.output == "Oslo" and result.text == "Oslo"
+
+
+async def test_output_validator_retries_count_against_max_completion_retries(store: SQLiteStore) -> None:
+    """pydantic-ai counts ``ModelRetry`` from output validators against the agent's ``retries`` (then
+    ``UnexpectedModelBehavior``). stopwise: against ``max_completion_retries``, then ``output_rejected``."""
+    model = _answers("no", "still no", "never asked")
+    agent = Agent("a", "", model, max_completion_retries=1)
+
+    @agent.output_validator
+    def never(text: str) -> None:
+        raise RetryOutput("not good enough")
+
+    result = await Runner(store).run(agent, "go")
+    assert result.status == "failed" and result.error is not None and result.error.code == "output_rejected"
+    assert result.steps == 2 and model.remaining == 1
+
+
+async def test_an_output_validator_that_raises_fails_the_run_naming_it(store: SQLiteStore) -> None:
+    agent = Agent("a", "", _answers("x"))
+
+    @agent.output_validator
+    def broken(text: str) -> None:
+        raise KeyError("bug")
+
+    result = await Runner(store).run(agent, "go")
+    assert result.error is not None and result.error.code == "output_validator_raised"
+    assert "broken" in result.error.message
+
+
+async def test_output_validators_also_judge_a_stop_at_tools_output(store: SQLiteStore) -> None:
+    """OpenAI Agents SDK final outputs from ``StopAtTools`` are not validated further; stopwise runs the output
+    validators on them too, so one check covers every way the run can produce its output."""
+    model = ScriptedModel([calls(("submit", {"answer": "maybe"})), calls(("submit", {"answer": "42"}))])
+    agent = Agent("a", "", model, tools=[submit], stop_at_tools=[submit])
+
+    @agent.output_validator
+    def numeric(answer: object) -> None:
+        if not str(answer).isdigit():
+            raise RetryOutput("answer with a number")
+
+    result = await Runner(store).run(agent, "answer")
+    assert result.completion_reason == "tool_output" and result.output == "42" and result.steps == 2

@@ -49,6 +49,7 @@ from stopwise.models import (
     OpenAIModel,
     ScriptedModel,
 )
+from stopwise.output_validators import RetryOutput
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner, SessionBusy
 from stopwise.stop import (
@@ -108,6 +109,7 @@ __all__ = [
     "has_tool_call",
     "text_contains",
     "Limits",
+    "RetryOutput",
     # stop guards and finish nudges
     "StopGuard",
     "StopGuardContext",

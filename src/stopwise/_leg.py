@@ -112,6 +112,8 @@ class Leg:
     """Usage since this run's budget began (its start, or the retry that gave it a fresh one), from the log."""
     budget_tool_calls: int = 0
     """Tool calls that ran since this run's budget began, from the log."""
+    output_retries: int = 0
+    """Retries an output validator asked for since this run's budget began (``Action.RETRY_OUTPUT``), from the log."""
     system: tuple[Message, ...] = field(init=False)
     started: float = field(init=False, default=0.0)
     """The clock when the leg began (set by ``_loop``): its wall-time budget counts from here."""
@@ -219,4 +221,5 @@ def restore_leg(
         tool_streaks=streaks(tool_rows, {}),
         budget_usage=budget_usage,
         budget_tool_calls=sum((e.decision or {}).get("tool_calls", 0) for e in budgeted),
+        output_retries=sum(1 for e in budgeted if (e.decision or {}).get("action") == Action.RETRY_OUTPUT),
     )

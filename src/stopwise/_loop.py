@@ -24,6 +24,7 @@ from stopwise._step.batch import ToolOutput, output_problems, plan_batch, tool_o
 from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
+from stopwise._step.validate import run_validators
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
 from stopwise.events import (
@@ -83,6 +84,8 @@ class _Step:
     """Tool calls of this step that ran (recorded in the entry: the tool-call budget counts them from the log)."""
     refused: LimitHit | None = None
     """The tool-call budget's hit, when calls of this step were refused for it."""
+    output_rejected: str | None = None
+    """An output validator's feedback, when it rejected this step's output."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ _WRAP_UP = (
     "You have reached the step limit. Tools are now off: give your final answer from what you have gathered "
     "so far, and say what is left undone."
 )
+_REJECTED = "The application rejected that answer; fix this and answer again: "
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -249,6 +253,10 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     ):
         step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
     decided = _decide(leg, step)
+    if decided.decision.action is Action.COMPLETE and (
+        decided.output is not None or decided.decision.reason in _TEXT_ENDINGS
+    ):
+        decided = await _validate_output(leg, decided)
     if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
         decided = await _guard_output(leg, decided)
     return decided
@@ -385,7 +393,10 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
         max_steps=agent.max_steps,
         wants_output=agent.output_type is not None,
         phase=step.phase,
-        completion_attempts_left=agent.max_completion_retries - leg.forced_attempts - (1 if forced else 0),
+        completion_attempts_left=agent.max_completion_retries
+        - leg.forced_attempts
+        - leg.output_retries
+        - (1 if forced else 0),
         carried_reason=leg.carried_reason,
         on_max_steps=agent.on_max_steps,
         **signals,
@@ -444,6 +455,7 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
         guardian_reason=turn.reason if turn is not None and guardian is not None else "",
         review_rejected=step.rejected,
         limit_hit=_limit_hit(leg, step),
+        output_rejected=step.output_rejected,
     )
     return _Decided(step, resolve(signals), output)
 
@@ -455,6 +467,23 @@ def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
     if leg.agent.limits is None:
         return None
     return exceeded(leg.agent.limits, leg.spent(step.reply.usage if step.kind is EntryKind.STEP else None))
+
+
+async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
+    """The application's output validators on an accepted output: a rejection is a signal the resolver decides
+    again with; a replacement becomes the output (or the final text)."""
+    if not leg.agent.output_validators:
+        return decided
+    step = decided.step
+    text = leg.agent.output_type is None and decided.decision.reason is not CompletionReason.TOOL_OUTPUT
+    value, rejected = await run_validators(leg, step.reply.text if text else decided.output, text=text)
+    if rejected is not None:
+        step.output_rejected = rejected
+        return _decide(leg, step)
+    if text:
+        step.reply = replace(step.reply, text=value)
+        return decided
+    return replace(decided, output=value)
 
 
 async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
@@ -560,6 +589,8 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
     rows = [] if step.kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)]
     rows.extend(step.rows)
+    if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
+        rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
     if decision.action is Action.CONTINUE and step.guard is not None:
         rows.extend(step.guard[0].rows)
     elif decision.action is Action.FORCE_OUTPUT:
@@ -662,6 +693,8 @@ def _advance(
         leg.carried_reason = decision.carry
     if decision.action is Action.REPLAN:
         leg.replans += 1
+    if decision.action is Action.RETRY_OUTPUT:
+        leg.output_retries += 1
     if run is not None:
         leg.run = run
 

@@ -16,6 +16,7 @@ from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
 from stopwise.models.prices import Pricer, pricer_for
+from stopwise.output_validators import OutputValidator
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
 from stopwise.stop.limits import Limits
@@ -44,7 +45,11 @@ class Agent:
     output_type: type[BaseModel] | None = None
     """A pydantic model the final answer must validate against; the cap then enters forced completion."""
     max_completion_retries: int = 2
-    """Forced-completion calls allowed when output is missing or invalid."""
+    """Forced-completion calls allowed when output is missing or invalid, and retries an output validator may ask
+    for (both count against it)."""
+    output_validators: Sequence[OutputValidator] = ()
+    """The application's checks of the final output (``@agent.output_validator``; see
+    ``stopwise.output_validators``), run in order before the output guardrails. Kept as a tuple."""
     stop_guard: StopGuard | None = None
     """Code consulted on a natural finish: stop, continue with feedback, or fail (see ``StopGuard``)."""
     on_max_steps: Literal["fail", "wrap_up"] = "fail"
@@ -111,6 +116,10 @@ class Agent:
         if isinstance(errors, bool) or not isinstance(errors, int) or errors < 1:
             raise ConfigError("max_tool_errors", f"must be an int >= 1, got {errors!r}")
         object.__setattr__(self, "middleware", tuple(self.middleware))
+        validators = tuple(self.output_validators) if isinstance(self.output_validators, Iterable) else None
+        if validators is None or not all(callable(v) for v in validators):
+            raise ConfigError("output_validators", "must be a list of functions of the output")
+        object.__setattr__(self, "output_validators", validators)
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
@@ -141,6 +150,14 @@ class Agent:
                 raise ConfigError("output_type", f"must be a pydantic model class, got {self.output_type!r}")
             schema = TypeAdapter(self.output_type).json_schema()
         object.__setattr__(self, "output_schema", schema)
+
+    def output_validator(self, fn: OutputValidator) -> OutputValidator:
+        """Decorator: add ``fn`` to ``output_validators``. Register validators while defining the agent, before
+        its first run: the agent is otherwise immutable."""
+        if not callable(fn):
+            raise ConfigError("output_validators", f"{fn!r} is not a function")
+        object.__setattr__(self, "output_validators", (*self.output_validators, fn))
+        return fn
 
     def stops_at(self, tool_name: str) -> bool:
         """Whether a successful call of ``tool_name`` ends the run (``stop_at_tools``)."""

@@ -65,6 +65,8 @@ class ErrorCode(StrEnum):
     TOKEN_LIMIT = "token_limit"
     COST_LIMIT = "cost_limit"
     TIME_LIMIT = "time_limit"
+    OUTPUT_REJECTED = "output_rejected"
+    OUTPUT_VALIDATOR_RAISED = "output_validator_raised"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,8 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
 9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it; the guardian's
    ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
    otherwise a natural finish, judged by the stop guard (a continue with a budget of ``Limits`` spent fails with
-   it), the output guardrails and the output type;
+   it), the output validators (a rejection retries while completion attempts are left), the output guardrails and
+   the output type;
 10. a stop-at tool's result (``tool_output``), then ``stop_when``; 11. the guardian's ``stop_success`` /
 ``stop_failure``; 12. a budget of ``Limits`` spent (``limit_hit``), then ``max_steps``; 13. replan; 14. continue.
 
@@ -67,6 +68,8 @@ class Action(StrEnum):
     """A reviewer ended the run (``Terminate``): it is recorded as cancelled."""
     REPLAN = "replan"
     """The guardian asks to re-anchor the actor on the goal: one more step, with a labelled row."""
+    RETRY_OUTPUT = "retry_output"
+    """An output validator rejected the output: one more step, tools on, with the application's feedback."""
 
 
 class Phase(StrEnum):
@@ -161,6 +164,8 @@ class StepSignals:
     """Set when a reviewer rejected a guardian escalation: their message (the run re-anchors and goes on)."""
     limit_hit: LimitHit | None = None
     """A budget of ``Agent.limits`` this step ran out (tool calls refused, tokens, cost, run time)."""
+    output_rejected: str | None = None
+    """An output validator rejected the accepted output (``RetryOutput``): the application's feedback."""
     tool_output: str | None = None
     """A stop-at tool (``Agent.stop_at_tools``) succeeded on this step: its name. Its result is the output;
     ``output_error`` says why it is not valid ``output_type``."""
@@ -197,6 +202,17 @@ def _force_or_fail(
     return _fail(CompletionReason.ERROR, ErrorDetail(ErrorCode.OUTPUT_INVALID, message, ErrorCategory.FRAMEWORK, True))
 
 
+def _retry_output(s: StepSignals, rejected: str) -> StopDecision:
+    """An output validator's rejection: another try while completion attempts are left (in forced completion a
+    forced call again, else a step with tools on), then the failure."""
+    if s.completion_attempts_left > 0 and s.phase is Phase.FORCED_OUTPUT:
+        return StopDecision(Action.FORCE_OUTPUT, CompletionReason.OUTPUT, detail=rejected, carry=s.carried_reason)
+    if s.completion_attempts_left > 0 and s.phase is Phase.NORMAL:
+        return StopDecision(Action.RETRY_OUTPUT, detail=rejected)
+    error = ErrorDetail(ErrorCode.OUTPUT_REJECTED, f"Output rejected: {rejected}", ErrorCategory.CALLER, True)
+    return _fail(CompletionReason.ERROR, error)
+
+
 def _cut_off(s: StepSignals) -> StopDecision:
     assert s.max_steps is not None  # only called at the cap
     return _fail(CompletionReason.MAX_STEPS, max_steps_exhausted(s.max_steps))
@@ -227,6 +243,8 @@ def _natural_finish(s: StepSignals) -> StopDecision:
             if g.budget_left:
                 return StopDecision(Action.CONTINUE, detail="stop guard asked to continue")
             override = CompletionReason.STOP_GUARD_EXHAUSTED
+    if s.output_rejected is not None:
+        return _retry_output(s, s.output_rejected)
     if s.output_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
     if s.phase is Phase.WRAP_UP:
@@ -291,6 +309,8 @@ def _forced(s: StepSignals) -> StopDecision | None:
         return None
     if s.output_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+    if s.output_rejected is not None:
+        return _retry_output(s, s.output_rejected)
     if s.output_error is None:
         return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
@@ -314,6 +334,8 @@ def _step_outcome(s: StepSignals) -> StopDecision:
         detail = f"tool '{s.tool_output}' returned the output"
         if s.output_error is not None:
             return _force_or_fail(s, CompletionReason.TOOL_OUTPUT, s.output_error)
+        if s.output_rejected is not None:
+            return _retry_output(s, s.output_rejected)
         return StopDecision(Action.COMPLETE, CompletionReason.TOOL_OUTPUT, detail=detail)
     if s.stop_when is not None:
         if s.wants_output:
