@@ -412,6 +412,13 @@ def test_8_a_rejection_in_forced_completion_forces_again_keeping_the_carried_rea
     assert (d.action, d.carry) == (Action.FORCE_OUTPUT, CompletionReason.MAX_STEPS)
 
 
+def test_12_a_max_steps_handler_completes_at_the_cap_before_forced_completion() -> None:
+    d = resolve(
+        signals(steps_used=5, max_steps=5, wants_output=True, completion_attempts_left=2, on_max_steps="handler")
+    )
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.MAX_STEPS_HANDLED)
+
+
 def test_12_the_cap_beats_a_replan() -> None:
     d = resolve(signals(guardian="replan", steps_used=5, max_steps=5))
     assert (d.action, d.reason) == (Action.FAIL, CompletionReason.MAX_STEPS)

@@ -207,6 +207,11 @@ async def max_steps_wrapped_up(store: SQLiteStore) -> Ending:
     return await _run(store, Agent("a", "", model, tools=[lookup], max_steps=1, on_max_steps="wrap_up"))
 
 
+async def max_steps_handled(store: SQLiteStore) -> Ending:
+    agent = Agent("a", "", ScriptedModel([call()]), tools=[lookup], max_steps=1, on_max_steps=lambda ctx: "partial")
+    return await _run(store, agent)
+
+
 async def guardrail_input(store: SQLiteStore) -> Ending:
     def no_secrets(ctx: InputContext) -> Block | None:
         return Block("secret in input") if "secret" in ctx.messages[-1].content else None
@@ -278,6 +283,7 @@ ENDINGS: list[tuple[str, Scenario, Ending]] = [
     ("stop_guard_exhausted", stop_guard_exhausted, Ending(OK, R.STOP_GUARD_EXHAUSTED, None)),
     ("stop_guard_error", stop_guard_error, Ending(OK, R.STOP_GUARD_ERROR, None)),
     ("max_steps_wrapped_up", max_steps_wrapped_up, Ending(OK, R.MAX_STEPS_WRAPPED_UP, None)),
+    ("max_steps_handled", max_steps_handled, Ending(OK, R.MAX_STEPS_HANDLED, None)),
     ("guardrail_input", guardrail_input, Ending(OK, R.GUARDRAIL_INPUT, None)),
     ("guardrail_output", guardrail_output, Ending(OK, R.GUARDRAIL_OUTPUT, None)),
     ("awaiting_approval", awaiting_approval, Ending(SUSPENDED, R.AWAITING_APPROVAL, None)),

@@ -28,6 +28,7 @@ from stopwise import (
 )
 from stopwise.messages import decode_tool_result
 from stopwise.models import ModelRequest
+from stopwise.stop.max_steps import MaxStepsContext
 
 
 class Weather(BaseModel):
@@ -426,3 +427,55 @@ async def test_output_validators_also_judge_a_stop_at_tools_output(store: SQLite
 
     result = await Runner(store).run(agent, "answer")
     assert result.completion_reason == "tool_output" and result.output == "42" and result.steps == 2
+
+
+# --- the step cap ----------------------------------------------------------------------------------------
+
+
+def _looping() -> ScriptedModel:
+    return ScriptedModel([calls(("log_visit", {"city": f"c{i}"})) for i in range(3)] + ["never asked"])
+
+
+async def test_max_turns_handler_gives_the_final_output_without_a_model_call(store: SQLiteStore) -> None:
+    """OpenAI Agents SDK ``Runner.run(..., error_handlers={"max_turns": handler})``: at the cap the handler returns
+    the final output and no model call is made. stopwise: ``Agent(on_max_steps=handler)``, reason
+    ``max_steps_handled``."""
+    seen = []
+
+    def summarise(ctx: MaxStepsContext) -> dict[str, object]:
+        seen.append(ctx)
+        visits = [decode_tool_result(m) for m in ctx.messages if m.role == "tool"]
+        return {"city": "unknown", "source": f"{len(visits)} lookups, cap {ctx.max_steps}"}
+
+    model = _looping()
+    agent = Agent("a", "", model, tools=[log_visit], max_steps=3, output_type=Answer, on_max_steps=summarise)
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.ok and result.completion_reason == "max_steps_handled"
+    assert result.output == Answer(city="unknown", source="3 lookups, cap 3")
+    assert model.remaining == 1 and result.steps == 3
+    assert (await store.list_runs("s"))[-1].output == {"city": "unknown", "source": "3 lookups, cap 3"}
+
+
+async def test_an_async_max_steps_handler_on_a_text_agent_returns_text(store: SQLiteStore) -> None:
+    async def apologise(ctx: MaxStepsContext) -> str:
+        return "Out of steps; here is what I have."
+
+    agent = Agent("a", "", _looping(), tools=[log_visit], max_steps=2, on_max_steps=apologise)
+    result = await Runner(store).run(agent, "go")
+    assert result.completion_reason == "max_steps_handled" and result.output == "Out of steps; here is what I have."
+
+
+async def test_a_max_steps_handler_returning_the_wrong_kind_fails_naming_it(store: SQLiteStore) -> None:
+    agent = Agent("a", "", _looping(), tools=[log_visit], max_steps=1, on_max_steps=lambda ctx: 42)
+    result = await Runner(store).run(agent, "go")
+    assert result.error is not None and result.error.code == "max_steps_handler_raised"
+
+
+async def test_with_an_output_type_the_cap_costs_at_most_one_forced_call(store: SQLiteStore) -> None:
+    """OpenAI Agents SDK ``max_turns``: the run stops at its cap (``MaxTurnsExceeded``). stopwise with an
+    ``output_type`` asks once for the output after the cap (``forced_calls_at_cap=1``), then fails."""
+    model = ScriptedModel([calls(("log_visit", {"city": "a"})), "not json", "never asked", "never asked"])
+    agent = Agent("a", "", model, tools=[log_visit], max_steps=1, output_type=Answer, max_completion_retries=3)
+    result = await Runner(store).run(agent, "go")
+    assert result.error is not None and result.error.code == "output_invalid"
+    assert result.steps == 2 and model.remaining == 2

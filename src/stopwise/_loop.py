@@ -23,8 +23,8 @@ from stopwise._results import result_of
 from stopwise._step.batch import ToolOutput, output_problems, plan_batch, tool_output
 from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
+from stopwise._step.output import run_max_steps_handler, run_validators
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
-from stopwise._step.validate import run_validators
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
 from stopwise.events import (
@@ -253,6 +253,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     ):
         step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
     decided = _decide(leg, step)
+    if decided.decision.reason is CompletionReason.MAX_STEPS_HANDLED:
+        return replace(decided, output=await run_max_steps_handler(leg, step.rows))
     if decided.decision.action is Action.COMPLETE and (
         decided.output is not None or decided.decision.reason in _TEXT_ENDINGS
     ):
@@ -385,7 +387,6 @@ def _check_output(leg: Leg, text: str) -> tuple[Any, str | None]:
 
 def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     agent = leg.agent
-    forced = step.phase is Phase.FORCED_OUTPUT
     return StepSignals(
         stop_reason=step.reply.stop_reason,
         has_tool_calls=bool(step.reply.tool_calls),
@@ -393,14 +394,23 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
         max_steps=agent.max_steps,
         wants_output=agent.output_type is not None,
         phase=step.phase,
-        completion_attempts_left=agent.max_completion_retries
-        - leg.forced_attempts
-        - leg.output_retries
-        - (1 if forced else 0),
+        completion_attempts_left=_attempts_left(leg, step),
         carried_reason=leg.carried_reason,
-        on_max_steps=agent.on_max_steps,
+        on_max_steps="handler" if callable(agent.on_max_steps) else agent.on_max_steps,
         **signals,
     )
+
+
+def _attempts_left(leg: Leg, step: _Step) -> int:
+    """Forced-output calls (and validator retries) still allowed after this step; past the cap, at most
+    ``forced_calls_at_cap`` of them in all."""
+    agent = leg.agent
+    forced = step.phase is Phase.FORCED_OUTPUT
+    left = agent.max_completion_retries - leg.forced_attempts - leg.output_retries - (1 if forced else 0)
+    used = leg.steps_used + 1
+    if agent.max_steps is not None and used >= agent.max_steps:
+        left = min(left, agent.forced_calls_at_cap - (used - agent.max_steps))
+    return left
 
 
 async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, str | None]:
@@ -663,7 +673,8 @@ def _final_output(leg: Leg, decided: _Decided) -> Any:
     decision = decided.decision
     if decision.action is not Action.COMPLETE or decision.reason is CompletionReason.STOP_WHEN:
         return None
-    if leg.agent.output_type is None and decision.reason is not CompletionReason.TOOL_OUTPUT:
+    handled = decision.reason in (CompletionReason.TOOL_OUTPUT, CompletionReason.MAX_STEPS_HANDLED)
+    if leg.agent.output_type is None and not handled:
         return decided.step.reply.text
     dump = getattr(decided.output, "model_dump", None)
     return dump(mode="json") if dump is not None else decided.output

@@ -20,6 +20,7 @@ from stopwise.output_validators import OutputValidator
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
 from stopwise.stop.limits import Limits
+from stopwise.stop.max_steps import MaxStepsHandler
 from stopwise.tools import Risk, Tool, _build
 
 __all__ = ["Agent"]
@@ -52,9 +53,14 @@ class Agent:
     ``stopwise.output_validators``), run in order before the output guardrails. Kept as a tuple."""
     stop_guard: StopGuard | None = None
     """Code consulted on a natural finish: stop, continue with feedback, or fail (see ``StopGuard``)."""
-    on_max_steps: Literal["fail", "wrap_up"] = "fail"
-    """At the cap without an output type: ``"fail"`` is a typed cut-off; ``"wrap_up"`` makes one tool-less call
-    asking for a final answer (reason ``max_steps_wrapped_up``)."""
+    on_max_steps: Literal["fail", "wrap_up"] | MaxStepsHandler = "fail"
+    """At the cap: ``"fail"`` is a typed cut-off (with an output type: forced completion first); ``"wrap_up"``
+    makes one tool-less call asking for a final answer (reason ``max_steps_wrapped_up``; text agents only); a
+    function ``handler(ctx: MaxStepsContext)`` returns the final output with no model call (reason
+    ``max_steps_handled``, see ``stopwise.stop.max_steps``)."""
+    forced_calls_at_cap: int = 1
+    """With an output type and no handler: forced-output calls allowed once the cap is reached (at most
+    ``max_completion_retries``). One by default, so a capped run ends right after its cap; 0 fails at the cap."""
     guardrails: Guardrails | None = None
     """Checks at the run's four boundaries: input, tool call, tool result, output (see ``Guardrails``)."""
     max_tool_errors: int = 3
@@ -106,8 +112,13 @@ class Agent:
             raise ConfigError("max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}")
         if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
             raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")
-        if self.on_max_steps not in ("fail", "wrap_up"):
-            raise ConfigError("on_max_steps", f"must be 'fail' or 'wrap_up', got {self.on_max_steps!r}")
+        if self.on_max_steps not in ("fail", "wrap_up") and not callable(self.on_max_steps):
+            raise ConfigError(
+                "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
+            )
+        cap_calls = self.forced_calls_at_cap
+        if isinstance(cap_calls, bool) or not isinstance(cap_calls, int) or cap_calls < 0:
+            raise ConfigError("forced_calls_at_cap", f"must be an int >= 0, got {cap_calls!r}")
         if self.guardrails is not None and not isinstance(self.guardrails, Guardrails):
             raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
         if self.guardian is not None and not isinstance(self.guardian, Guardian):

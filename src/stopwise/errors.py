@@ -67,6 +67,7 @@ class ErrorCode(StrEnum):
     TIME_LIMIT = "time_limit"
     OUTPUT_REJECTED = "output_rejected"
     OUTPUT_VALIDATOR_RAISED = "output_validator_raised"
+    MAX_STEPS_HANDLER_RAISED = "max_steps_handler_raised"
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,8 @@ class CompletionReason(StrEnum):
     """The stop guard failed (raised, timed out, invalid verdict) and ``on_error="stop"`` ended the run."""
     MAX_STEPS_WRAPPED_UP = "max_steps_wrapped_up"
     """The cap was reached and ``on_max_steps="wrap_up"`` got a final answer from one tool-less call."""
+    MAX_STEPS_HANDLED = "max_steps_handled"
+    """The cap was reached and the ``on_max_steps`` handler gave the final output, with no model call."""
     GUARDRAIL_INPUT = "guardrail_input"
     """An input guardrail blocked the run before any model call."""
     GUARDRAIL_OUTPUT = "guardrail_output"

@@ -19,7 +19,8 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
    it), the output validators (a rejection retries while completion attempts are left), the output guardrails and
    the output type;
 10. a stop-at tool's result (``tool_output``), then ``stop_when``; 11. the guardian's ``stop_success`` /
-``stop_failure``; 12. a budget of ``Limits`` spent (``limit_hit``), then ``max_steps``; 13. replan; 14. continue.
+``stop_failure``; 12. a budget of ``Limits`` spent (``limit_hit``), then ``max_steps`` (the handler's output,
+forced completion, the wrap-up, or the cut-off); 13. replan; 14. continue.
 
 ``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful stop,
 and so is a final answer on the last step. No I/O, no clock: the same signals always give the same decision.
@@ -148,7 +149,8 @@ class StepSignals:
     """The stop guard's verdict, when one ran on this step."""
     carried_reason: CompletionReason | None = None
     """In forced completion: the reason carried from the step that entered it."""
-    on_max_steps: Literal["fail", "wrap_up"] = "fail"
+    on_max_steps: Literal["fail", "wrap_up", "handler"] = "fail"
+    """``"handler"``: the agent's ``on_max_steps`` is a function that gives the output at the cap."""
     approvals_pending: bool = False
     """A tool call of this step needs a human's approval before anything in the batch runs."""
     tool_error_streak: str | None = None
@@ -352,6 +354,8 @@ def _step_outcome(s: StepSignals) -> StopDecision:
         return _fail(s.limit_hit.reason, s.limit_hit.error())
     if s.max_steps is not None and s.steps_used >= s.max_steps:
         cap = f"Max steps ({s.max_steps}) reached"
+        if s.on_max_steps == "handler":
+            return StopDecision(Action.COMPLETE, CompletionReason.MAX_STEPS_HANDLED, detail=cap)
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.MAX_STEPS, cap)
         if s.on_max_steps == "wrap_up":
