@@ -28,6 +28,8 @@ from stopwise import (
 )
 from stopwise.messages import decode_tool_result
 from stopwise.models import ModelRequest
+from stopwise.records import parse_records
+from stopwise.step_plan import StepContext, StepPlan, StepPlanRecord
 from stopwise.stop.max_steps import MaxStepsContext
 
 
@@ -479,3 +481,68 @@ async def test_with_an_output_type_the_cap_costs_at_most_one_forced_call(store: 
     result = await Runner(store).run(agent, "go")
     assert result.error is not None and result.error.code == "output_invalid"
     assert result.steps == 2 and model.remaining == 2
+
+
+# --- per-step preparation --------------------------------------------------------------------------------
+
+
+async def test_prepare_step_chooses_model_tools_choice_and_instructions_and_is_logged(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``prepareStep({ stepNumber })`` returning ``{ model, activeTools, toolChoice, system }``:
+    per-step settings. stopwise: ``prepare_step(ctx) -> StepPlan``; what it chose is in the step's log entry."""
+    first = ScriptedModel([calls(("log_visit", {"city": "Oslo"}))])
+    second = ScriptedModel(["done"])
+
+    def plan(ctx: StepContext) -> StepPlan | None:
+        if ctx.step == 1:
+            return StepPlan(tools=[log_visit], tool_choice="required", instructions="Log the visit first.")
+        return StepPlan(model=second)
+
+    agent = Agent("a", "Be brief.", first, tools=[get_weather, log_visit], prepare_step=plan)
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.output == "done"
+    request = first.requests[0]
+    assert [t.name for t in request.tools] == ["log_visit"] and request.tool_choice == "required"
+    assert request.messages[0].content == "Log the visit first."
+    assert second.requests[0].messages[0].content == "Be brief." and len(second.requests[0].tools) == 2
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    plans = [r for e in snapshot.entries for r in parse_records(e.records) if isinstance(r, StepPlanRecord)]
+    assert [(p.step, p.tools, p.tool_choice) for p in plans] == [(1, ("log_visit",), "required"), (2, None, None)]
+    assert plans[1].model is not None and "ScriptedModel" in plans[1].model
+
+
+async def test_a_tool_the_step_does_not_offer_is_answered_with_an_error_row(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``activeTools``: tools outside the list are not available to the model on that step."""
+    model = ScriptedModel([calls(("get_weather", {"city": "Oslo"})), "ok"])
+    agent = Agent(
+        "a", "", model, tools=[get_weather, log_visit], prepare_step=lambda ctx: StepPlan(tools=["log_visit"])
+    )
+    result = await Runner(store).run(agent, "go")
+    assert ran == [] and result.output == "ok"
+    row = next(m for m in result.messages if m.role == "tool")
+    assert "not available at this step" in decode_tool_result(row)["error"]
+
+
+async def test_an_async_prepare_step_that_fails_ends_the_run_naming_it(store: SQLiteStore) -> None:
+    async def broken(ctx: StepContext) -> StepPlan:
+        return StepPlan(tools=["no_such_tool"])
+
+    model = ScriptedModel(["never asked"])
+    result = await Runner(store).run(Agent("a", "", model, tools=[log_visit], prepare_step=broken), "go")
+    assert result.error is not None and result.error.code == "prepare_step_failed"
+    assert "no_such_tool" in result.error.message and model.remaining == 1
+
+
+def test_the_openai_and_anthropic_adapters_send_the_tool_choice() -> None:
+    from stopwise.models import ModelRequest as Request
+    from stopwise.models.anthropic import AnthropicModel
+    from stopwise.models.openai import OpenAIModel
+
+    specs = Agent("a", "", ScriptedModel([]), tools=[log_visit]).tool_specs
+    forced = Request(messages=(), tools=specs, step=1, tool_choice="log_visit")
+    openai = OpenAIModel("gpt-4.1-mini", api_key="k").request_params(forced)
+    assert openai["tool_choice"] == {"type": "function", "function": {"name": "log_visit"}}
+    anthropic = AnthropicModel("claude-x", api_key="k").request_params(forced)
+    assert anthropic["tool_choice"] == {"type": "tool", "name": "log_visit"}
+    required = Request(messages=(), tools=specs, step=1, tool_choice="required")
+    assert AnthropicModel("claude-x", api_key="k").request_params(required)["tool_choice"] == {"type": "any"}

@@ -24,6 +24,7 @@ from stopwise._step.batch import ToolOutput, output_problems, plan_batch, tool_o
 from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.output import run_max_steps_handler, run_validators
+from stopwise._step.prepare import Prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
@@ -64,6 +65,8 @@ class _Step:
     phase: Phase
     reply: Reply
     kind: EntryKind = EntryKind.STEP
+    prepared: Prepared | None = None
+    """What the model call used (``Agent.prepare_step``); None when settling a suspended step."""
     plans: list[CallPlan] = field(default_factory=list)
     rows: list[Message] = field(default_factory=list)
     """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
@@ -195,8 +198,13 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
     if settling is None:
         number, phase = leg.steps + 1, leg.phase
         yield StepStarted(run_id, number, phase is not Phase.NORMAL)
+        try:
+            prepared = await prepare(leg, number, phase)
+        except CallerCodeFailed as exc:
+            yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
+            return
         answer: Reply | ErrorDetail | LimitHit | None = None
-        async for item in _ask_model(leg, number, phase):
+        async for item in _ask_model(leg, number, phase, prepared):
             if isinstance(item, TextDelta):
                 yield item
             else:
@@ -208,7 +216,9 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             failed = answer if answer is not None else _model_error(TypeError("the model gave no reply"))
             yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
             return
-        step = _Step(number, phase, answer)
+        step = _Step(number, phase, answer, prepared=prepared)
+        if prepared.record is not None:
+            step.records.append(prepared.record)
         yield ModelReplied(run_id, number, answer)
         for call in answer.tool_calls:
             yield ToolCalled(run_id, number, call)
@@ -234,7 +244,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if settling is not None and settling.escalation:
         return await _settle_review(leg, step, settling)
     if settling is None and step.reply.tool_calls:
-        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records)
+        offered = step.prepared.offered if step.prepared is not None else None
+        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
         if any(p.needs_approval for p in step.plans):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
     step.plans, step.refused = plan_batch(leg, step.plans)
@@ -265,11 +276,11 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
 
 
 async def _ask_model(
-    leg: Leg, number: int, phase: Phase
+    leg: Leg, number: int, phase: Phase, prepared: Prepared
 ) -> AsyncGenerator[TextDelta | Reply | ErrorDetail | LimitHit, None]:
     """The model's reply (after its text deltas, when the leg streams), or the error it ended with, or the time
     budget that cut it off (``Limits.step_seconds`` / ``run_seconds``: the call is cancelled)."""
-    request = _request(leg, number, phase)
+    request = _request(leg, number, phase, prepared)
     bound = time_left(leg.agent.limits, leg.clock() - leg.started)
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -280,10 +291,10 @@ async def _ask_model(
     try:
         if not leg.stream_text:
             async with asyncio.timeout_at(deadline):
-                reply = await leg.agent.caller.generate(request)
+                reply = await prepared.caller.generate(request)
             yield _checked(reply)
             return
-        items = aiter(stream_reply(leg.agent.caller, request))
+        items = aiter(stream_reply(prepared.caller, request))
         while True:
             # The deadline covers the model's work, not the time the caller's stream consumer holds a delta.
             async with asyncio.timeout_at(deadline):
@@ -309,14 +320,15 @@ def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
     return LimitHit(kind, allowed, round(used, 3))
 
 
-def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
-    agent = leg.agent
+def _request(leg: Leg, step: int, phase: Phase, prepared: Prepared) -> ModelRequest:
+    normal = phase is Phase.NORMAL
     return ModelRequest(
-        messages=(*leg.system, *leg.messages),
-        tools=agent.tool_specs if phase is Phase.NORMAL else (),
+        messages=(*prepared.system, *leg.messages),
+        tools=prepared.tools if normal else (),
         step=step,
-        output_schema=agent.output_schema,
+        output_schema=leg.agent.output_schema,
         forced_output=phase is Phase.FORCED_OUTPUT,
+        tool_choice=prepared.tool_choice if normal else None,
     )
 
 

@@ -17,6 +17,7 @@ from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
 from stopwise.models.prices import Pricer, pricer_for
 from stopwise.output_validators import OutputValidator
+from stopwise.step_plan import PrepareStep
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
 from stopwise.stop.limits import Limits
@@ -73,6 +74,9 @@ class Agent:
     """Tools (or tool names) whose successful result ends the run as its output (reason ``tool_output``),
     validated against ``output_type`` when there is one; ``"any"`` stops at whichever tool succeeds first. A call
     that failed does not stop the run: the model reads the error and may call again. Kept as a tuple of names."""
+    prepare_step: PrepareStep | None = None
+    """Called before each model call to choose its model, tools, tool choice and instructions (see
+    ``stopwise.step_plan``); what it chose is recorded in the step's log entry."""
     limits: Limits | None = None
     """Budgets besides ``max_steps``: tool calls, tokens, cost, wall time (see ``Limits``)."""
     end_strategy: Literal["early", "exhaustive"] = "early"
@@ -146,6 +150,8 @@ class Agent:
         object.__setattr__(self, "tool_map", tool_map)
         object.__setattr__(self, "tool_specs", tuple(t.spec for t in tools))
         object.__setattr__(self, "stop_at_tools", _stop_at_names(self.stop_at_tools, tool_map))
+        if self.prepare_step is not None and not callable(self.prepare_step):
+            raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
         if self.limits is not None and not isinstance(self.limits, Limits):
             raise ConfigError("limits", f"must be a Limits(...), got {type(self.limits).__name__}")
         priced = self.limits is not None and (self.limits.cost is not None or self.limits.priced_as is not None)

@@ -68,6 +68,7 @@ class ErrorCode(StrEnum):
     OUTPUT_REJECTED = "output_rejected"
     OUTPUT_VALIDATOR_RAISED = "output_validator_raised"
     MAX_STEPS_HANDLER_RAISED = "max_steps_handler_raised"
+    PREPARE_STEP_FAILED = "prepare_step_failed"
 
 
 @dataclass(frozen=True, slots=True)

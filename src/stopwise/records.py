@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from stopwise.approvals import ApprovalRecord, ApprovalRequest
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.guardrails.verdicts import GuardrailRecord
+from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.guard import StopGuardRecord
 
 __all__ = [
@@ -75,6 +76,7 @@ LogRecord = (
     | ApprovalRequest
     | ApprovalRecord
     | ToolReceipt
+    | StepPlanRecord
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -84,6 +86,7 @@ _TYPES: dict[str, Any] = {
     for cls in (GuardrailRecord, StopGuardRecord, GuardianDecision, GuardianLabel, ApprovalRequest, ApprovalRecord)
 }
 _TYPES[ToolReceipt.TYPE] = ToolReceipt
+_TYPES[StepPlanRecord.TYPE] = StepPlanRecord
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

@@ -51,15 +51,32 @@ def caller_failure(exc: Exception) -> ErrorDetail:
     return ErrorDetail(code, str(exc), ErrorCategory.CALLER, retryable=False)
 
 
-async def plan_calls(leg: Leg, step: int, reply: Reply, phase: Phase, records: list[LogRecord]) -> list[CallPlan]:
-    """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet."""
+async def plan_calls(
+    leg: Leg,
+    step: int,
+    reply: Reply,
+    phase: Phase,
+    records: list[LogRecord],
+    *,
+    offered: frozenset[str] | None = None,
+) -> list[CallPlan]:
+    """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet. A call to a
+    tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row."""
     if phase is not Phase.NORMAL:
         return [
             CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
             for c in reply.tool_calls
         ]
     history = (*leg.messages, Message(Role.ASSISTANT, reply.text, reply.tool_calls))
-    return [await _plan(leg, step, call, history, records) for call in reply.tool_calls]
+    plans = []
+    for call in reply.tool_calls:
+        if offered is not None and call.name not in offered and call.name in leg.agent.tool_map:
+            message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
+            row = error_tool_result(message, tool_call_id=call.id, origin="stopwise")
+            plans.append(CallPlan(call, None, None, row))
+        else:
+            plans.append(await _plan(leg, step, call, history, records))
+    return plans
 
 
 async def _plan(
