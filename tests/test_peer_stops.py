@@ -4,6 +4,7 @@ names the peer and its API; the body is the stopwise counterpart (docs/coming-fr
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from stopwise import (
     has_tool_call,
     tool,
 )
-from stopwise.messages import decode_tool_result
+from stopwise.history import HistoryRecord, keep_last_steps, summarise, token_budget
+from stopwise.messages import Message, decode_tool_result
 from stopwise.models import ModelRequest
 from stopwise.records import parse_records
 from stopwise.step_plan import StepContext, StepPlan, StepPlanRecord
@@ -546,3 +548,67 @@ def test_the_openai_and_anthropic_adapters_send_the_tool_choice() -> None:
     assert anthropic["tool_choice"] == {"type": "tool", "name": "log_visit"}
     required = Request(messages=(), tools=specs, step=1, tool_choice="required")
     assert AnthropicModel("claude-x", api_key="k").request_params(required)["tool_choice"] == {"type": "any"}
+
+
+# --- bounded context -------------------------------------------------------------------------------------
+
+
+def _visits(n: int) -> ScriptedModel:
+    return ScriptedModel([calls(("log_visit", {"city": f"c{i}"})) for i in range(n)] + ["done"])
+
+
+async def _history_records(store: SQLiteStore) -> list[HistoryRecord]:
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    return [r for e in snapshot.entries for r in parse_records(e.records) if isinstance(r, HistoryRecord)]
+
+
+async def test_keep_last_steps_sends_the_opening_input_and_the_last_steps_and_records_the_rest(
+    store: SQLiteStore,
+) -> None:
+    """pydantic-ai ``Agent(history_processors=[keep_recent_messages])``: what the model is sent is trimmed; stopwise
+    keeps the whole log and records, per step, which rows the call was not sent."""
+    model = _visits(3)
+    agent = Agent("a", "sys", model, tools=[log_visit], history_processors=[keep_last_steps(1)])
+    result = await Runner(store).run(agent, "visit", session_id="s")
+    assert result.output == "done" and len(result.messages) == 1 + 3 * 2 + 1  # the log keeps everything
+    last = model.requests[-1].messages
+    assert [m.role for m in last] == ["system", "user", "assistant", "tool"]
+    assert last[2].tool_calls[0].args == {"city": "c2"}
+    records = await _history_records(store)
+    assert [r.dropped for r in records] == [(), (), (1, 2), (1, 2, 3, 4)]
+    assert records[-1].sent == 3
+
+
+async def test_token_budget_keeps_the_latest_steps_that_fit(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``prepareStep`` returning trimmed ``messages`` to stay within a context budget. stopwise:
+    ``token_budget(n)`` (the count function is pluggable; the latest step always stays)."""
+    model = _visits(3)
+    agent = Agent("a", "", model, tools=[log_visit], history_processors=[token_budget(3, count=lambda m: 1)])
+    await Runner(store).run(agent, "visit", session_id="s")
+    assert [m.role for m in model.requests[-1].messages] == ["user", "assistant", "tool"]
+
+
+async def test_summarise_replaces_the_dropped_steps_with_a_summary_row(store: SQLiteStore) -> None:
+    """pydantic-ai's summarising history processor (an LLM call that condenses old messages). stopwise:
+    ``summarise(fn, keep_last=n)``; ``fn`` may be async, and is called only once something is dropped."""
+    seen: list[int] = []
+
+    async def condense(rows: Sequence[Message]) -> str:
+        seen.append(len(rows))
+        return f"{len(rows)} earlier rows"
+
+    model = _visits(4)
+    agent = Agent("a", "", model, tools=[log_visit], history_processors=[summarise(condense, keep_last=2)])
+    await Runner(store).run(agent, "visit", session_id="s")
+    assert seen == [2, 4]  # the 4th and 5th calls each dropped the steps before the last two
+    sent = model.requests[-1].messages
+    assert sent[1].metadata["source"] == "history_summary" and "4 earlier rows" in sent[1].content
+    records = await _history_records(store)
+    assert records[-1].added == 1 and records[-1].dropped == (1, 2, 3, 4)
+
+
+async def test_a_history_processor_that_returns_junk_fails_the_run(store: SQLiteStore) -> None:
+    agent = Agent("a", "", _visits(1), tools=[log_visit], history_processors=[lambda ms: ["not a message"]])
+    result = await Runner(store).run(agent, "visit")
+    assert result.error is not None and result.error.code == "history_processor_failed"

@@ -217,8 +217,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
             return
         step = _Step(number, phase, answer, prepared=prepared)
-        if prepared.record is not None:
-            step.records.append(prepared.record)
+        step.records.extend(r for r in (prepared.record, prepared.history) if r is not None)
         yield ModelReplied(run_id, number, answer)
         for call in answer.tool_calls:
             yield ToolCalled(run_id, number, call)
@@ -323,7 +322,7 @@ def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
 def _request(leg: Leg, step: int, phase: Phase, prepared: Prepared) -> ModelRequest:
     normal = phase is Phase.NORMAL
     return ModelRequest(
-        messages=(*prepared.system, *leg.messages),
+        messages=(*prepared.system, *prepared.messages),
         tools=prepared.tools if normal else (),
         step=step,
         output_schema=leg.agent.output_schema,

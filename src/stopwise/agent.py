@@ -12,6 +12,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
+from stopwise.history import HistoryProcessor
 from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
@@ -77,6 +78,9 @@ class Agent:
     prepare_step: PrepareStep | None = None
     """Called before each model call to choose its model, tools, tool choice and instructions (see
     ``stopwise.step_plan``); what it chose is recorded in the step's log entry."""
+    history_processors: Sequence[HistoryProcessor] = ()
+    """Applied in order to the history before every model call: what the model is sent (the log keeps it all;
+    see ``stopwise.history``). Kept as a tuple."""
     limits: Limits | None = None
     """Budgets besides ``max_steps``: tool calls, tokens, cost, wall time (see ``Limits``)."""
     end_strategy: Literal["early", "exhaustive"] = "early"
@@ -135,6 +139,10 @@ class Agent:
         if validators is None or not all(callable(v) for v in validators):
             raise ConfigError("output_validators", "must be a list of functions of the output")
         object.__setattr__(self, "output_validators", validators)
+        processors = tuple(self.history_processors) if isinstance(self.history_processors, Iterable) else None
+        if processors is None or not all(callable(p) for p in processors):
+            raise ConfigError("history_processors", "must be a list of functions of the messages")
+        object.__setattr__(self, "history_processors", processors)
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:

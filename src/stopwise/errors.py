@@ -69,6 +69,7 @@ class ErrorCode(StrEnum):
     OUTPUT_VALIDATOR_RAISED = "output_validator_raised"
     MAX_STEPS_HANDLER_RAISED = "max_steps_handler_raised"
     PREPARE_STEP_FAILED = "prepare_step_failed"
+    HISTORY_PROCESSOR_FAILED = "history_processor_failed"
 
 
 @dataclass(frozen=True, slots=True)

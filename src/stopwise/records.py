@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from stopwise.approvals import ApprovalRecord, ApprovalRequest
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.guardrails.verdicts import GuardrailRecord
+from stopwise.history import HistoryRecord
 from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.guard import StopGuardRecord
 
@@ -77,6 +78,7 @@ LogRecord = (
     | ApprovalRecord
     | ToolReceipt
     | StepPlanRecord
+    | HistoryRecord
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -87,6 +89,7 @@ _TYPES: dict[str, Any] = {
 }
 _TYPES[ToolReceipt.TYPE] = ToolReceipt
 _TYPES[StepPlanRecord.TYPE] = StepPlanRecord
+_TYPES[HistoryRecord.TYPE] = HistoryRecord
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:
