@@ -143,6 +143,15 @@ async def test_has_tool_call_does_not_stop_on_a_failed_call(store: SQLiteStore) 
     assert (await Runner(store).run(eager, "answer")).steps == 1
 
 
+async def test_a_return_direct_tool_ends_the_run_with_its_result(store: SQLiteStore) -> None:
+    """LangGraph ``create_react_agent`` with a tool declared ``return_direct=True``: the tool's result is returned
+    to the caller without another model call. stopwise: ``stop_at_tools=[tool]``."""
+    model = ScriptedModel([calls(("log_visit", {"city": "Oslo"})), calls(("get_weather", {"city": "Oslo"}))])
+    agent = Agent("a", "", model, tools=[get_weather, log_visit], stop_at_tools=[log_visit])
+    result = await Runner(store).run(agent, "log it")
+    assert result.completion_reason == "tool_output" and result.output == "noted" and model.remaining == 1
+
+
 # --- end strategy -----------------------------------------------------------------------------------------
 
 
