@@ -4,7 +4,7 @@ names the peer and its API; the body is the stopwise counterpart (docs/coming-fr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from stopwise import (
     has_tool_call,
     tool,
 )
+from stopwise.events import RunFinished, TextDelta
 from stopwise.history import HistoryRecord, keep_last_steps, summarise, token_budget
 from stopwise.messages import Message, decode_tool_result
 from stopwise.models import ModelRequest
@@ -303,6 +304,26 @@ async def test_step_timeout_cancels_a_slow_model_call_and_the_run_ends_retryable
     assert result.completion_reason == "time_limit" and result.error is not None and result.error.retryable
     assert result.error.details["limit"] == "step_time" and result.steps == 0
     assert (await runner.retry(agent, "s")).output == "quick"
+
+
+async def test_a_streamed_model_call_past_the_step_time_is_cut_after_its_deltas(store: SQLiteStore) -> None:
+    """Vercel AI SDK ``streamText({ timeout: { stepMs } })``: the stream is aborted mid-way. stopwise: the deltas
+    already sent stay sent, the call is cancelled, and the run ends ``time_limit``."""
+
+    class Stalls:
+        async def generate(self, request: ModelRequest) -> Reply:
+            raise AssertionError("streamed, not generated")
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:
+            yield "partial "
+            await asyncio.Event().wait()  # never set: only the time limit ends this stream
+            yield Reply("unreachable")
+
+    agent = Agent("a", "", Stalls(), limits=Limits(step_seconds=0.05))
+    events = [e async for e in Runner(store).stream(agent, "go")]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["partial "]
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.result.completion_reason == "time_limit"
 
 
 async def test_run_time_limit_counts_from_the_legs_start(store: SQLiteStore) -> None:

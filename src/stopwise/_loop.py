@@ -293,14 +293,19 @@ async def _ask_model(
                 reply = await prepared.caller.generate(request)
             yield _checked(reply)
             return
-        items = aiter(stream_reply(prepared.caller, request))
-        while True:
-            # The deadline covers the model's work, not the time the caller's stream consumer holds a delta.
-            async with asyncio.timeout_at(deadline):
-                item = await anext(items, None)
-            if item is None:
-                return
-            yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(item)
+        items = stream_reply(prepared.caller, request)
+        try:
+            while True:
+                # The deadline covers the model's work, not the time the caller's stream consumer holds a delta.
+                async with asyncio.timeout_at(deadline):
+                    item = await anext(items, None)
+                if item is None:
+                    return
+                yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(item)
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
     except TimeoutError as exc:
         if bound is None or deadline is None or loop.time() < deadline:
             yield _model_error(exc)  # the model's own timeout, not ours
