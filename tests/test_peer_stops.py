@@ -639,6 +639,6 @@ async def test_summarise_replaces_the_dropped_steps_with_a_summary_row(store: SQ
 
 
 async def test_a_history_processor_that_returns_junk_fails_the_run(store: SQLiteStore) -> None:
-    agent = Agent("a", "", _visits(1), tools=[log_visit], history_processors=[lambda ms: ["not a message"]])
+    agent = Agent("a", "", _visits(1), tools=[log_visit], history_processors=[lambda ms: ["not a message"]])  # type: ignore[list-item]
     result = await Runner(store).run(agent, "visit")
     assert result.error is not None and result.error.code == "history_processor_failed"
