@@ -355,6 +355,51 @@ async def test_a_tool_past_the_step_time_gets_a_timeout_row_and_the_run_goes_on(
     assert "step's time limit" in decode_tool_result(row)["error"]
 
 
+def _researcher(n_replies: int) -> Agent:
+    replies = [Reply(f"finding {i}", usage=Usage(800, 200)) for i in range(n_replies)]
+    return Agent("researcher", "", ScriptedModel(replies))
+
+
+async def test_sub_agent_usage_counts_toward_the_token_budget_and_is_reported_apart(store: SQLiteStore) -> None:
+    """OpenAI Agents SDK ``agent.as_tool()``: the sub-agent's usage is its own run's. stopwise counts a sub-agent's
+    model calls toward the parent's token budgets (the default the issue asks for) and reports them as
+    ``result.sub_usage``, apart from the parent's own ``usage``."""
+    research = _researcher(2).as_tool()
+    ask = Reply(tool_calls=[ToolCall("researcher", {"input": "look"}, id="r1")], usage=Usage(100, 10))
+    ask_again = Reply(tool_calls=[ToolCall("researcher", {"input": "more"}, id="r2")], usage=Usage(100, 10))
+    model = ScriptedModel([ask, ask_again, "never asked"])
+    parent = Agent("lead", "", model, tools=[research], limits=Limits(total_tokens=1500))
+    result = await Runner(store).run(parent, "go", session_id="s")
+    assert result.completion_reason == "token_limit" and result.steps == 2
+    assert result.usage.total_tokens == 220 and result.sub_usage.total_tokens == 2000
+    assert result.error is not None and result.error.details["used"] == 2220
+
+
+async def test_sub_agent_usage_is_counted_from_the_log_on_a_resume(store: SQLiteStore) -> None:
+    """The sub-agent's usage is in the parent's step entry, so a leg rebuilt from the log (a resume after an
+    approval) keeps it in the budget and in the report."""
+
+    @tool(needs_approval=True)
+    def publish(text: str) -> str:
+        """Publish (a human approves)."""
+        return "published"
+
+    research = _researcher(1).as_tool()
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[ToolCall("researcher", {"input": "look"}, id="r1")]),
+            Reply(tool_calls=[ToolCall("publish", {"text": "x"}, id="p1")]),
+            Reply(tool_calls=[ToolCall("log_visit", {"city": "Oslo"}, id="v1")], usage=Usage(10, 10)),
+            "never asked",
+        ]
+    )
+    parent = Agent("lead", "", model, tools=[research, publish, log_visit], limits=Limits(total_tokens=1010))
+    runner = Runner(store)
+    assert (await runner.run(parent, "go", session_id="s")).status == "suspended"
+    result = await runner.resume(parent, "s", {"p1": Approve()})
+    assert result.completion_reason == "token_limit" and result.sub_usage.total_tokens == 1000
+
+
 async def test_cost_is_priced_from_the_price_table_and_limits_the_run(store: SQLiteStore) -> None:
     """pydantic-ai prices usage with ``genai-prices``; stopwise does too: ``Limits(cost=)`` in US dollars, and
     ``RunResult.cost`` for the run's usage."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
+from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks, usage_data
 from stopwise._results import result_of
 from stopwise._step.batch import ToolOutput, output_problems, plan_batch, tool_output
 from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
@@ -89,6 +89,8 @@ class _Step:
     """The tool-call budget's hit, when calls of this step were refused for it."""
     output_rejected: str | None = None
     """An output validator's feedback, when it rejected this step's output."""
+    sub_usage: Usage = field(default_factory=Usage)
+    """Usage of the sub-agents this step's calls ran (recorded in the entry; budgets count it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,9 +251,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
     step.plans, step.refused = plan_batch(leg, step.plans)
     step.ran = sum(1 for p in step.plans if p.row is None)
-    step.rows = await guard_results(
-        leg, step.number, step.plans, await execute_calls(leg, step.number, step.plans), step.records
-    )
+    rows, step.sub_usage = await execute_calls(leg, step.number, step.plans)
+    step.rows = await guard_results(leg, step.number, step.plans, rows, step.records)
     step.tool_output = tool_output(leg, step.plans, step.rows)
     if step.plans:
         step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
@@ -492,7 +493,8 @@ def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
         return step.refused
     if leg.agent.limits is None:
         return None
-    return exceeded(leg.agent.limits, leg.spent(step.reply.usage if step.kind is EntryKind.STEP else None))
+    own = step.reply.usage if step.kind is EntryKind.STEP else None
+    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage))
 
 
 async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
@@ -634,7 +636,7 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
     if step.kind is EntryKind.STEP:
         reply_usage = step.reply.usage or Usage()
         usage = Usage(reply_usage.input_tokens, reply_usage.output_tokens, reply_usage.requests or 1)
-    recorded = {
+    recorded: dict[str, Any] = {
         "action": decision.action.value,
         "reason": decision.reason,
         "detail": decision.detail,
@@ -642,6 +644,8 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
         "carry": decision.carry,
         "tool_calls": step.ran,
     }
+    if step.sub_usage != Usage():
+        recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run
     forced = step.phase is not Phase.NORMAL
     return LogEntry(
@@ -673,7 +677,8 @@ def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[Pending
     if not (decision.ends_run or decision.action is Action.SUSPEND or settles):
         return None
     records = [*leg.records, *(r for r in step.records if isinstance(r, KEPT))]
-    progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": leg.report(records)}
+    report = leg.report(records, leg.sub_usage + step.sub_usage)
+    progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": report}
     if not settles or decision.ends_run or decision.action is Action.SUSPEND:
         progress["text"] = step.reply.text
     if decision.action is Action.SUSPEND:
@@ -709,6 +714,8 @@ def _advance(
     leg.steps, leg.state = step.number, _state_after(leg, step)
     leg.usage = leg.usage + (entry.usage or Usage())
     leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
+    leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
+    leg.sub_usage = leg.sub_usage + step.sub_usage
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1

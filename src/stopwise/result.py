@@ -115,6 +115,9 @@ class RunResult:
     """When ``status`` is suspended: the tool calls (or the guardian escalation) waiting for a decision."""
     decisions: tuple[GuardianDecision, ...] = ()
     """The guardian's decision records of this run, in order (also in the log)."""
+    sub_usage: Usage = field(default_factory=Usage)
+    """Model usage of the sub-agents this run's tools ran (``Agent.as_tool``), all legs; not in ``usage``. The
+    token budgets of ``Limits`` count it."""
     cost: Decimal | None = None
     """US dollars for ``usage`` (all legs), when the agent prices its model (``Limits(cost=...)``); else None."""
 

@@ -20,6 +20,7 @@ from stopwise.messages import (
     Reply,
     Role,
     ToolCall,
+    Usage,
     decode_tool_result,
     encode_tool_result,
     error_tool_result,
@@ -132,22 +133,27 @@ async def _plan(
     return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
-async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:
-    """Run every call that has no answer yet, concurrently; answers keep the calls' order."""
+async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[list[Message], Usage]:
+    """Run every call that has no answer yet, concurrently; answers keep the calls' order. Also returns the usage
+    of the sub-agents the calls ran (``RunContext.sub_usage``)."""
     run = leg.run
     limits = leg.agent.limits
     step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
+    contexts: list[RunContext] = []
 
     async def one(plan: CallPlan) -> Message:
         if plan.row is not None:
             return plan.row
         assert plan.tool is not None and plan.args is not None
         ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
+        contexts.append(ctx)
         return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
 
-    if len(plans) == 1:
-        return [await one(plans[0])]
-    return list(await asyncio.gather(*(one(p) for p in plans)))
+    rows = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
+    sub_usage = Usage()
+    for ctx in contexts:
+        sub_usage = sub_usage + ctx.sub_usage
+    return rows, sub_usage
 
 
 async def guard_results(

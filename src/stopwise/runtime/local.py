@@ -28,7 +28,7 @@ from stopwise.errors import RetryNotAllowed, StopwiseError
 from stopwise.events import Event, RunFinished
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
-from stopwise.messages import Message, Reply, automated_feedback, error_tool_result
+from stopwise.messages import Message, Reply, Usage, automated_feedback, error_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
@@ -212,11 +212,16 @@ class Runner:
         if last is None:
             result = await self.run(agent, input, session_id=session_id, runtime_context=ctx.runtime_context)
             status, output, error = result.status, result.output, result.error
+            usage = result.usage + result.sub_usage
         elif last.status is RunStatus.RUNNING:
             result = await self.retry(agent, session_id, runtime_context=ctx.runtime_context)
             status, output, error = result.status, result.output, result.error
+            usage = result.usage + result.sub_usage
         else:
             status, output, error = last.status, last.output, last.error
+            usage = last.usage + Usage(**last.report.get("sub_usage", {}))
+        # The parent's step records this, so its budgets and its report count the child's model calls.
+        ctx.sub_usage = ctx.sub_usage + usage
         if status is RunStatus.COMPLETED:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
