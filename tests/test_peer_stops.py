@@ -687,3 +687,52 @@ async def test_a_history_processor_that_returns_junk_fails_the_run(store: SQLite
     agent = Agent("a", "", _visits(1), tools=[log_visit], history_processors=[lambda ms: ["not a message"]])  # type: ignore[list-item]
     result = await Runner(store).run(agent, "visit")
     assert result.error is not None and result.error.code == "history_processor_failed"
+
+
+# --- client-side tools -----------------------------------------------------------------------------------
+
+
+@tool(client=True)
+def ask_user(question: str) -> str:
+    """Ask the user a question; the application shows it and returns the answer."""
+    raise AssertionError("a client tool's body never runs")
+
+
+async def test_a_client_tool_suspends_the_run_and_resume_continues_with_its_result(store: SQLiteStore) -> None:
+    """Vercel AI SDK tools without ``execute``: the loop stops and hands the calls to the caller, who continues
+    with the results. stopwise: ``@tool(client=True)``; the run suspends with the call in ``result.pending``;
+    ``runner.resume(agent, session, results={call_id: value})`` continues it, durably, from any process."""
+    model = ScriptedModel([calls(("ask_user", {"question": "Which city?"})), "Oslo it is."])
+    agent = Agent("a", "", model, tools=[ask_user])
+    suspended = await Runner(store).run(agent, "plan a trip", session_id="s")
+    assert suspended.status == "suspended"
+    (pending,) = suspended.pending
+    assert (pending.tool, pending.source, dict(pending.args)) == ("ask_user", "client", {"question": "Which city?"})
+    result = await Runner(store).resume(agent, "s", results={pending.call_id: "Oslo"})
+    assert result.output == "Oslo it is."
+    row = next(m for m in result.messages if m.role == "tool")
+    assert decode_tool_result(row) == "Oslo" and row.metadata["origin"] == "client"
+    assert "Oslo" in model.requests[1].messages[-1].content
+
+
+async def test_a_client_tools_failure_and_a_missing_result_are_handled(store: SQLiteStore) -> None:
+    """A client tool's failure (``ToolError`` as the result) is an error row the model reads; resuming without the
+    result, or with a result for a call that is not a client tool's, is an ``ApprovalError``."""
+    from stopwise import ApprovalError, ToolError
+
+    model = ScriptedModel([calls(("ask_user", {"question": "Which city?"})), "I will guess."])
+    agent = Agent("a", "", model, tools=[ask_user])
+    runner = Runner(store)
+    await runner.run(agent, "plan a trip", session_id="s")
+    with pytest.raises(ApprovalError, match="needs its result"):
+        await runner.resume(agent, "s", {"c0": Approve()})
+    with pytest.raises(ApprovalError, match="not a pending client tool call"):
+        await runner.resume(agent, "s", results={"nope": 1})
+    result = await runner.resume(agent, "s", results={"c0": ToolError("the user closed the dialog")})
+    row = next(m for m in result.messages if m.role == "tool")
+    assert decode_tool_result(row) == {"error": "the user closed the dialog"} and result.output == "I will guess."
+
+
+def test_a_client_tool_cannot_also_need_approval_or_time_out() -> None:
+    with pytest.raises(ConfigError, match="client"):
+        tool(client=True, needs_approval=True)(ask_user.fn)

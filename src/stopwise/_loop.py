@@ -595,7 +595,7 @@ def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[Pen
         if p.needs_approval and p.tool is not None and p.args is not None:
             ttl = p.tool.approval_ttl
             expires = None if ttl is None else now + ttl
-            why = _why(p.gate) if p.gate is not None else {}
+            why = _why(p.gate) if p.gate is not None else {"source": "client"} if p.tool.client else {}
             pending.append(PendingApproval(p.call.id, p.call.name, dict(p.args), args_hash(p.args), expires, **why))
     return pending, ApprovalRequest(tuple(p.planned() for p in step.plans))
 

@@ -62,6 +62,10 @@ class Tool:
     """True, or a predicate of the arguments: such a call suspends the run until a human decides."""
     approval_ttl: float | None = None
     """Seconds a pending approval stays valid; None never expires."""
+    client: bool = False
+    """The caller runs it (``@tool(client=True)``): a call suspends the run with the call in ``result.pending``, and
+    ``runner.resume(agent, session, results={call_id: value})`` continues it. The function's body never runs: its
+    signature and docstring describe the tool."""
     spec: ToolSpec = field(init=False)
     is_async: bool = field(init=False)
 
@@ -173,6 +177,7 @@ def _build(
     risk: Risk | str,
     needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
     approval_ttl: float | None = None,
+    client: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError("tool", f"expected a function, got {type(fn).__name__}")
@@ -183,6 +188,10 @@ def _build(
         raise ConfigError(f"tool {tool_name!r}.timeout", f"must be positive seconds, got {timeout!r}")
     if not (isinstance(needs_approval, bool) or callable(needs_approval)):
         raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a bool or a predicate of the arguments")
+    if client and (needs_approval is not False or timeout is not None):
+        raise ConfigError(
+            f"tool {tool_name!r}.client", "a client tool runs at the caller: no needs_approval or timeout"
+        )
     if approval_ttl is not None and not approval_ttl > 0:
         raise ConfigError(f"tool {tool_name!r}.approval_ttl", f"must be positive seconds or None, got {approval_ttl!r}")
     try:
@@ -226,6 +235,7 @@ def _build(
         context_param=context_param,
         needs_approval=needs_approval,
         approval_ttl=approval_ttl,
+        client=client,
     )
 
 
@@ -240,6 +250,7 @@ def tool(
     risk: Risk | str = Risk.UNKNOWN,
     needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
     approval_ttl: float | None = None,
+    client: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -251,17 +262,19 @@ def tool(
     risk: Risk | str = Risk.UNKNOWN,
     needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
     approval_ttl: float | None = None,
+    client: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function, sync or async; use bare (``@tool``) or with options.
 
     The description is the docstring (its parameter sections describe the arguments) unless given. A
     parameter annotated ``RunContext`` receives the run's context and is hidden from the model.
     ``needs_approval`` (True, or a predicate of the arguments) makes a call wait for a human (``Runner.resume``).
+    ``client=True`` makes a client-side tool: the caller runs it and resumes the run with its result.
     """
     if fn is not None:
-        return _build(fn, name, description, timeout, risk, needs_approval, approval_ttl)
+        return _build(fn, name, description, timeout, risk, needs_approval, approval_ttl, client)
 
     def decorate(f: Callable[..., Any]) -> Tool:
-        return _build(f, name, description, timeout, risk, needs_approval, approval_ttl)
+        return _build(f, name, description, timeout, risk, needs_approval, approval_ttl, client)
 
     return decorate

@@ -125,7 +125,7 @@ async def _plan(
         if consultation.decision.outcome is GuardianOutcome.ESCALATE:
             gate = consultation.decision
     try:
-        needs = gate is not None or t.requires_approval(args)
+        needs = gate is not None or t.client or t.requires_approval(args)
     except Exception as exc:
         detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
         error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
