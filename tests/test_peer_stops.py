@@ -4,7 +4,7 @@ names the peer and its API; the body is the stopwise counterpart (docs/coming-fr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 
@@ -326,15 +326,37 @@ async def test_a_streamed_model_call_past_the_step_time_is_cut_after_its_deltas(
     assert isinstance(finished, RunFinished) and finished.result.completion_reason == "time_limit"
 
 
+def _clock(*times: float) -> Callable[[], float]:
+    """A runner clock reading ``times`` in turn, then staying at the last."""
+    left = list(times)
+
+    def now() -> float:
+        return left.pop(0) if len(left) > 1 else left[0]
+
+    return now
+
+
 async def test_run_time_limit_counts_from_the_legs_start(store: SQLiteStore) -> None:
     """Vercel AI SDK ``timeout: { totalMs }``: the whole call is bounded. stopwise: ``Limits(run_seconds=)``;
     between steps a leg past it ends, and a model call gets only what is left (here nothing: cut at once)."""
-    now = iter([0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 13.0, 14.0])
+    now = _clock(0.0, 1.0, 2.0, 10.0)
     model = ScriptedModel([lookups(1), lookups(1, prefix="d"), "never asked"])
     agent = Agent("a", "", model, tools=[log_visit], limits=Limits(run_seconds=5))
-    result = await Runner(store, clock=lambda: next(now)).run(agent, "go")
+    result = await Runner(store, clock=now).run(agent, "go")
     assert result.completion_reason == "time_limit" and result.steps == 1
     assert result.error is not None and result.error.details["limit"] == "run_time"
+
+
+async def test_a_leg_past_its_run_time_ends_after_the_step_that_went_past(store: SQLiteStore) -> None:
+    """``Limits(run_seconds=)`` is also checked when a step is decided: the step that went past commits, with the
+    run's failure, and no further model call is made."""
+    now = _clock(0.0, 1.0, 9.0)
+    model = ScriptedModel([lookups(1), "never asked"])
+    agent = Agent("a", "", model, tools=[log_visit], limits=Limits(run_seconds=5))
+    result = await Runner(store, clock=now).run(agent, "go", session_id="s")
+    assert result.completion_reason == "time_limit" and result.steps == 1 and model.remaining == 1
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and (snapshot.entries[-1].decision or {})["action"] == "fail"
 
 
 async def test_a_tool_past_the_step_time_gets_a_timeout_row_and_the_run_goes_on(store: SQLiteStore) -> None:
