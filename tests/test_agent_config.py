@@ -153,3 +153,21 @@ def test_a_missing_model_raises_config_error_naming_model() -> None:
     with pytest.raises(ConfigError, match="required") as info:
         Agent("no-model", "Be helpful.")
     assert info.value.field == "model"
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("limits", {"tool_calls": 3}),
+        ("prepare_step", "plan"),
+        ("output_validators", [1]),
+        ("history_processors", [None]),
+        ("on_max_steps", "wrap"),
+        ("forced_calls_at_cap", -1),
+        ("stop_at_tools", "search"),
+    ],
+)
+def test_the_stop_and_budget_options_are_checked_at_definition_naming_the_field(field: str, bad: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        _agent(**{field: bad})
+    assert info.value.field == field

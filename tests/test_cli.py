@@ -343,6 +343,15 @@ def test_console_script_is_installed(tmp_path: Path) -> None:
                 "retry: completed, reason final_answer, 6 steps in all",
             ],
         ),
+        (
+            "budgets.py",
+            [
+                "1. tool_call_limit: 5 calls ran",
+                "retry with a fresh budget: final_answer",
+                "2. token_limit after 2 calls: 3000 tokens used",
+                "3. tool_output after 2 calls: Report(city='Oslo', population=709000)",
+            ],
+        ),
     ],
 )
 def test_examples_run_offline(example: str, expected: Sequence[str], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from stopwise import ConfigError, Message, Reply, StepView, ToolCall, tool
+from stopwise.messages import encode_tool_result, error_tool_result
 from stopwise.stop.conditions import StopCondition, as_condition, has_tool_call, step_count_is, text_contains
 
 
@@ -188,3 +189,51 @@ def test_non_callable_raises_config_error_naming_stop_when(bad: object) -> None:
 
 def test_step_view_tool_names_lists_the_calls_in_order() -> None:
     assert _step(calls=("a", "b", "a")).tool_names == ("a", "b", "a")
+
+
+# --- async conditions and failed calls ------------------------------------------------------------------
+
+
+async def test_an_async_predicate_is_awaited_and_its_answer_used() -> None:
+    async def later(step: StepView) -> bool:
+        return step.number >= 2
+
+    cond = as_condition(later)
+    assert await cond.evaluate(_step(1)) is None
+    assert await cond.evaluate(_step(2)) == "later returned true"
+
+
+async def test_async_conditions_compose_with_sync_ones_on_either_side() -> None:
+    async def never(step: StepView) -> bool:
+        return False
+
+    async def always(step: StepView) -> str:
+        return "async said so"
+
+    assert await (as_condition(never) | step_count_is(1)).evaluate(_step(1)) == "step count reached 1"
+    assert await (step_count_is(1) | never).evaluate(_step(1)) == "step count reached 1"
+    assert await (step_count_is(1) & always).evaluate(_step(1)) == "step count reached 1 and async said so"
+    assert await (as_condition(always) & never).evaluate(_step(1)) is None
+    assert await (step_count_is(5) & always).evaluate(_step(1)) is None
+
+
+def test_calling_an_async_condition_synchronously_raises_instead_of_firing() -> None:
+    async def later(step: StepView) -> bool:
+        return False
+
+    with pytest.raises(TypeError, match="is async"):
+        as_condition(later)(_step(1))
+
+
+def _step_with_result(name: str, failed: bool) -> StepView:
+    call = ToolCall(name, {}, id="c1")
+    row = error_tool_result("boom", tool_call_id="c1") if failed else encode_tool_result("ok", tool_call_id="c1")
+    return StepView(number=1, reply=Reply(tool_calls=(call,)), tool_results=(row,), messages=())
+
+
+def test_has_tool_call_does_not_fire_when_the_call_failed_unless_asked() -> None:
+    """Vercel AI SDK ``hasToolCall`` / OpenAI Agents SDK ``StopAtTools``: stopwise's one rule is that a failed call
+    does not stop the run by default, so the model can fix it."""
+    assert has_tool_call("submit")(_step_with_result("submit", failed=True)) is None
+    assert has_tool_call("submit")(_step_with_result("submit", failed=False)) == "tool 'submit' was called"
+    assert has_tool_call("submit", include_failed=True)(_step_with_result("submit", failed=True)) is not None

@@ -9,6 +9,7 @@ from stopwise import CompletionReason, StopReason
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.runtime import StepSignals, resolve
 from stopwise.stop.decision import Action, GuardSignal, Phase, StopDecision
+from stopwise.stop.limits import LimitHit, LimitKind
 
 
 def signals(**kw: object) -> StepSignals:
@@ -333,6 +334,23 @@ def test_10_stop_when_beats_the_guardians_stops() -> None:
     assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.STOP_WHEN)
 
 
+def test_10_a_stop_at_tools_output_beats_stop_when_the_guardians_stops_and_the_cap() -> None:
+    d = resolve(signals(tool_output="submit", stop_when="fired", guardian="stop_failure", steps_used=5, max_steps=5))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.TOOL_OUTPUT)
+    assert "submit" in d.detail
+
+
+def test_10_a_stop_at_tools_invalid_output_forces_the_output_or_fails() -> None:
+    forced = resolve(
+        signals(tool_output="submit", wants_output=True, output_error="total: missing", completion_attempts_left=1)
+    )
+    assert forced.action is Action.FORCE_OUTPUT and forced.detail == "total: missing"
+    spent = resolve(
+        signals(tool_output="submit", wants_output=True, output_error="total: missing", completion_attempts_left=0)
+    )
+    assert spent.action is Action.FAIL and spent.error is not None and spent.error.code == ErrorCode.OUTPUT_INVALID
+
+
 def test_11_the_guardians_stops_beat_the_cap() -> None:
     goal = resolve(signals(guardian="stop_success", guardian_reason="criteria met", steps_used=5, max_steps=5))
     assert (goal.action, goal.reason, goal.detail) == (Action.COMPLETE, CompletionReason.GOAL_REACHED, "criteria met")
@@ -343,6 +361,62 @@ def test_11_the_guardians_stops_beat_the_cap() -> None:
 def test_11_the_guardians_stop_success_on_an_output_agent_forces_the_output_and_carries_goal_reached() -> None:
     d = resolve(signals(guardian="stop_success", wants_output=True, completion_attempts_left=1))
     assert (d.action, d.carry) == (Action.FORCE_OUTPUT, CompletionReason.GOAL_REACHED)
+
+
+TOKENS = LimitHit(LimitKind.TOTAL_TOKENS, 100, 150)
+
+
+def test_3_a_model_call_cut_by_a_time_budget_fails_retryable_before_an_input_block() -> None:
+    hit = LimitHit(LimitKind.STEP_TIME, 1.0, 1.0)
+    d = resolve(StepSignals(timed_out=hit, input_blocked="no"))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TIME_LIMIT)
+    assert d.error is not None and d.error.code == ErrorCode.TIME_LIMIT and d.error.retryable
+
+
+def test_12_a_spent_budget_fails_with_its_reason_before_the_cap_and_without_a_forced_call() -> None:
+    d = resolve(signals(limit_hit=TOKENS, steps_used=5, max_steps=5, wants_output=True, completion_attempts_left=2))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
+    assert d.error is not None and d.error.code == ErrorCode.TOKEN_LIMIT and not d.error.retryable
+
+
+def test_12_a_spent_budget_yields_to_stop_when_and_a_final_answer() -> None:
+    assert resolve(signals(limit_hit=TOKENS, stop_when="fired")).reason is CompletionReason.STOP_WHEN
+    assert resolve(natural(limit_hit=TOKENS)).reason is CompletionReason.FINAL_ANSWER
+
+
+def test_9_a_stop_guard_continue_with_a_budget_spent_fails_with_the_budget() -> None:
+    d = resolve(natural(limit_hit=TOKENS, guard=GuardSignal("continue", "more", budget_left=True)))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
+
+
+def test_9_an_output_validators_rejection_retries_with_tools_on_then_fails_output_rejected() -> None:
+    retry = resolve(natural(output_rejected="cite a source", completion_attempts_left=1))
+    assert (retry.action, retry.detail) == (Action.RETRY_OUTPUT, "cite a source")
+    spent = resolve(natural(output_rejected="cite a source", completion_attempts_left=0))
+    assert spent.action is Action.FAIL and spent.error is not None
+    assert spent.error.code == ErrorCode.OUTPUT_REJECTED and "cite a source" in spent.error.message
+    wrap = resolve(natural(output_rejected="no", completion_attempts_left=2, phase=Phase.WRAP_UP, max_steps=3))
+    assert wrap.action is Action.FAIL
+
+
+def test_8_a_rejection_in_forced_completion_forces_again_keeping_the_carried_reason() -> None:
+    d = resolve(
+        natural(
+            phase=Phase.FORCED_OUTPUT,
+            wants_output=True,
+            output_rejected="cite a source",
+            completion_attempts_left=1,
+            carried_reason=CompletionReason.MAX_STEPS,
+        )
+    )
+    assert (d.action, d.carry) == (Action.FORCE_OUTPUT, CompletionReason.MAX_STEPS)
+
+
+def test_12_a_max_steps_handler_completes_at_the_cap_before_forced_completion() -> None:
+    d = resolve(
+        signals(steps_used=5, max_steps=5, wants_output=True, completion_attempts_left=2, on_max_steps="handler")
+    )
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.MAX_STEPS_HANDLED)
 
 
 def test_12_the_cap_beats_a_replan() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from stopwise import (
     FunctionModel,
     Guardian,
     Guardrails,
+    Limits,
     Reply,
     Runner,
     RunStatus,
@@ -32,6 +33,7 @@ from stopwise import (
     StopReason,
     Terminate,
     ToolCall,
+    Usage,
     has_tool_call,
     tool,
 )
@@ -112,6 +114,37 @@ async def stop_when(store: SQLiteStore) -> Ending:
     return await _run(store, Agent("a", "", model, tools=[done], stop_when=has_tool_call("done")))
 
 
+async def tool_output(store: SQLiteStore) -> Ending:
+    model = ScriptedModel([call("done")])
+    return await _run(store, Agent("a", "", model, tools=[done], stop_at_tools=[done]))
+
+
+async def tool_call_limit(store: SQLiteStore) -> Ending:
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("lookup", {"q": "a"}, id="a"), ToolCall("lookup", {"q": "b"})])])
+    return await _run(store, Agent("a", "", model, tools=[lookup], limits=Limits(tool_calls=1)))
+
+
+def _costly(n: int = 1) -> ScriptedModel:
+    return ScriptedModel([replace(call(call_id=f"c{i}"), usage=Usage(1000, 500)) for i in range(n)] + ["done"])
+
+
+async def token_limit(store: SQLiteStore) -> Ending:
+    return await _run(store, Agent("a", "", _costly(), tools=[lookup], limits=Limits(total_tokens=1000)))
+
+
+async def cost_limit(store: SQLiteStore) -> Ending:
+    limits = Limits(cost=0.001, priced_as="openai:gpt-4.1-mini")
+    return await _run(store, Agent("a", "", _costly(), tools=[lookup], limits=limits))
+
+
+async def time_limit(store: SQLiteStore) -> Ending:
+    async def hangs(request: ModelRequest) -> Reply:
+        await asyncio.Event().wait()  # never set: only the step's time limit ends this call
+        raise AssertionError
+
+    return await _run(store, Agent("a", "", FunctionModel(hangs), limits=Limits(step_seconds=0.05)))
+
+
 async def max_steps(store: SQLiteStore) -> Ending:
     return await _run(store, Agent("a", "", ScriptedModel([call(), call(call_id="c2")]), tools=[lookup], max_steps=2))
 
@@ -174,6 +207,11 @@ async def max_steps_wrapped_up(store: SQLiteStore) -> Ending:
     return await _run(store, Agent("a", "", model, tools=[lookup], max_steps=1, on_max_steps="wrap_up"))
 
 
+async def max_steps_handled(store: SQLiteStore) -> Ending:
+    agent = Agent("a", "", ScriptedModel([call()]), tools=[lookup], max_steps=1, on_max_steps=lambda ctx: "partial")
+    return await _run(store, agent)
+
+
 async def guardrail_input(store: SQLiteStore) -> Ending:
     def no_secrets(ctx: InputContext) -> Block | None:
         return Block("secret in input") if "secret" in ctx.messages[-1].content else None
@@ -225,6 +263,11 @@ ENDINGS: list[tuple[str, Scenario, Ending]] = [
     ("final_answer", final_answer, Ending(OK, R.FINAL_ANSWER, None)),
     ("output", output, Ending(OK, R.OUTPUT, None)),
     ("stop_when", stop_when, Ending(OK, R.STOP_WHEN, None)),
+    ("tool_output", tool_output, Ending(OK, R.TOOL_OUTPUT, None)),
+    ("tool_call_limit", tool_call_limit, Ending(FAILED, R.TOOL_CALL_LIMIT, ErrorCode.TOOL_CALL_LIMIT)),
+    ("token_limit", token_limit, Ending(FAILED, R.TOKEN_LIMIT, ErrorCode.TOKEN_LIMIT)),
+    ("cost_limit", cost_limit, Ending(FAILED, R.COST_LIMIT, ErrorCode.COST_LIMIT)),
+    ("time_limit", time_limit, Ending(FAILED, R.TIME_LIMIT, ErrorCode.TIME_LIMIT)),
     ("max_steps", max_steps, Ending(FAILED, R.MAX_STEPS, ErrorCode.MAX_STEPS_EXHAUSTED)),
     ("max_tokens", _stopped(StopReason.MAX_TOKENS), Ending(FAILED, R.MAX_TOKENS, ErrorCode.MAX_TOKENS)),
     (
@@ -240,6 +283,7 @@ ENDINGS: list[tuple[str, Scenario, Ending]] = [
     ("stop_guard_exhausted", stop_guard_exhausted, Ending(OK, R.STOP_GUARD_EXHAUSTED, None)),
     ("stop_guard_error", stop_guard_error, Ending(OK, R.STOP_GUARD_ERROR, None)),
     ("max_steps_wrapped_up", max_steps_wrapped_up, Ending(OK, R.MAX_STEPS_WRAPPED_UP, None)),
+    ("max_steps_handled", max_steps_handled, Ending(OK, R.MAX_STEPS_HANDLED, None)),
     ("guardrail_input", guardrail_input, Ending(OK, R.GUARDRAIL_INPUT, None)),
     ("guardrail_output", guardrail_output, Ending(OK, R.GUARDRAIL_OUTPUT, None)),
     ("awaiting_approval", awaiting_approval, Ending(SUSPENDED, R.AWAITING_APPROVAL, None)),

@@ -367,7 +367,8 @@ async def test_output_type_at_the_cap_enters_forced_completion_with_tools_off() 
 
 async def test_forced_completion_spent_fails_output_invalid() -> None:
     model = FunctionModel(lambda req: Reply("not json") if req.forced_output else call())
-    result = await Runner().run(agent(model, output_type=Answer, max_steps=2, max_completion_retries=2), "go")
+    capped = agent(model, output_type=Answer, max_steps=2, max_completion_retries=2, forced_calls_at_cap=2)
+    result = await Runner().run(capped, "go")
     assert result.status == "failed" and result.error is not None
     assert result.error.code == "output_invalid"
     assert result.steps == 2 + 2
@@ -382,7 +383,8 @@ async def test_invalid_final_output_enters_forced_completion_before_the_cap() ->
 
 async def test_tool_calls_during_forced_completion_get_error_results() -> None:
     model = ScriptedModel([call(), call(), '{"total": 1}'])
-    result = await Runner().run(agent(model, output_type=Answer, max_steps=1, max_completion_retries=2), "go")
+    capped = agent(model, output_type=Answer, max_steps=1, max_completion_retries=2, forced_calls_at_cap=2)
+    result = await Runner().run(capped, "go")
     assert result.status == "completed" and result.steps == 3
     forced_rows = [m for m in result.messages if m.role == "tool"][1]
     assert "disabled" in decode_tool_result(forced_rows)["error"]
@@ -473,3 +475,17 @@ async def test_a_stream_that_fails_mid_reply_ends_the_run_with_model_error() -> 
     events = [e async for e in Runner().stream(agent(Broken()), "hi")]
     result = events[-1].result  # type: ignore[attr-defined]
     assert result.error is not None and result.error.code == "model_error" and "stream cut" in result.error.message
+
+
+async def test_an_async_stop_when_is_awaited_not_taken_as_true(store: Store) -> None:
+    """Regression: an ``async def`` predicate's coroutine is truthy; it used to end every run at its first step
+    with ``stop_when`` (and a "never awaited" warning). It is awaited now, so it stops when it says so."""
+
+    async def second_step(step: StepView) -> bool:
+        await asyncio.sleep(0)
+        return step.number == 2
+
+    model = ScriptedModel([call(), call(), "done"])
+    result = await Runner(store).run(agent(model, stop_when=second_step), "go")
+    assert result.completion_reason == "stop_when" and result.steps == 2
+    assert result.detail == "second_step returned true"

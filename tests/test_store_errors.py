@@ -15,7 +15,6 @@ import pytest
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     Runner,
     RunStatus,
@@ -28,6 +27,7 @@ from stopwise import (
 from stopwise.approvals import Approve
 from stopwise.cli import main as cli
 from stopwise.guardian import Guardian
+from stopwise.models import ModelRequest
 from stopwise.store.base import RunRecord
 from test_evals_cli import Unsure
 

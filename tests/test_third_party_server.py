@@ -31,8 +31,8 @@ pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
 from provider_server import Answer, ProviderServer, serve
-from stopwise import Agent, ModelRequest, Reply, Role, Runner, RunStatus, StopReason, ToolSpec, tool
-from stopwise.models import AnthropicModel, OpenAIModel
+from stopwise import Agent, Reply, Role, Runner, RunStatus, StopReason, tool
+from stopwise.models import AnthropicModel, ModelRequest, OpenAIModel, ToolSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 HOW_TO_ENABLE = (

@@ -13,7 +13,6 @@ from stopwise import (
     ErrorCode,
     FunctionModel,
     Message,
-    ModelRequest,
     Reply,
     Role,
     Runner,
@@ -27,6 +26,7 @@ from stopwise import (
 )
 from stopwise.approvals import Approve
 from stopwise.errors import ConfigError
+from stopwise.models import ModelRequest
 
 REPLACEMENT = "\ufffd"
 """What the storable-text rule turns a lone surrogate or a NUL into."""

@@ -50,6 +50,7 @@ from stopwise.models import (
     ReplyLimits,
     ScriptedModel,
 )
+from stopwise.output_validators import RetryOutput
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner, SessionBusy
 from stopwise.stop import (
@@ -57,6 +58,7 @@ from stopwise.stop import (
     Continue,
     Fail,
     FinishEvidence,
+    Limits,
     StepView,
     Stop,
     StopCondition,
@@ -108,6 +110,8 @@ __all__ = [
     "step_count_is",
     "has_tool_call",
     "text_contains",
+    "Limits",
+    "RetryOutput",
     # stop guards and finish nudges
     "StopGuard",
     "StopGuardContext",

@@ -22,10 +22,11 @@ from stopwise.records import LogRecord, parse_records
 from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
+from stopwise.stop.limits import Spent
 from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
 from stopwise.tools import Tool
 
-__all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks"]
+__all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks", "usage_data"]
 
 
 NEXT_PHASE = {Action.FORCE_OUTPUT: Phase.FORCED_OUTPUT, Action.WRAP_UP: Phase.WRAP_UP}
@@ -111,10 +112,23 @@ class Leg:
     """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
     call_ids: SessionCallIds = field(default_factory=SessionCallIds)
     """The call ids the session has used: each reply's ids are made unique against them (``stopwise.call_ids``)."""
+    budget_usage: Usage = field(default_factory=Usage)
+    """The run's own model usage since its budget began (its start, or the retry that gave it a fresh one)."""
+    budget_sub_usage: Usage = field(default_factory=Usage)
+    """Its sub-agents' usage since the budget began: the token budgets count it, the cost budget does not (a
+    sub-agent may run another model; give it ``Limits(cost=)`` of its own)."""
+    sub_usage: Usage = field(default_factory=Usage)
+    """Its sub-agents' usage over the whole run, all legs (``RunResult.sub_usage``)."""
+    budget_tool_calls: int = 0
+    """Tool calls that ran since this run's budget began, from the log."""
+    output_retries: int = 0
+    """Retries an output validator asked for since this run's budget began (``Action.RETRY_OUTPUT``), from the log."""
     system: tuple[Message, ...] = field(init=False)
     tools: dict[str, Tool] = field(init=False)
     """The tools of this leg: the agent's own, then those its sources listed when the leg began."""
     tool_specs: tuple[ToolSpec, ...] = field(init=False)
+    started: float = field(init=False, default=0.0)
+    """The clock when the leg began (set by ``_loop``): its wall-time budget counts from here."""
     steps: int = field(init=False)
     usage: Usage = field(init=False)
     text: str = field(init=False)
@@ -131,14 +145,40 @@ class Leg:
     def steps_used(self) -> int:
         return self.steps - self.run.budget_base
 
+    def spent(self, step_usage: Usage | None = None, step_sub_usage: Usage | None = None) -> Spent:
+        """What this leg has used against ``Agent.limits`` so far, plus a step not yet committed (its own usage and
+        its sub-agents')."""
+        own = self.budget_usage + (step_usage or Usage())
+        pricer = self.agent.pricer
+        cost = pricer.price(own) if pricer is not None else None
+        usage = own + self.budget_sub_usage + (step_sub_usage or Usage())
+        return Spent(self.budget_tool_calls, usage, cost, self.clock() - self.started)
+
     def progress(self) -> dict[str, Any]:
         """The run record's fields that this leg moved on (for ``apply_decision``)."""
         return {"steps": self.steps, "usage": self.usage, "text": self.text, "report": self.report()}
 
-    def report(self, records: Iterable[LogRecord] | None = None) -> dict[str, Any]:
-        if self.agent.stop_guard is None:
-            return {}
-        return {"stop_guard": report_dict(guard_report(self.records if records is None else records))}
+    def report(self, records: Iterable[LogRecord] | None = None, sub_usage: Usage | None = None) -> dict[str, Any]:
+        """The run record's report: the stop guard's, and the sub-agents' usage when there was any."""
+        report: dict[str, Any] = {}
+        if self.agent.stop_guard is not None:
+            report["stop_guard"] = report_dict(guard_report(self.records if records is None else records))
+        sub = self.sub_usage if sub_usage is None else sub_usage
+        if sub != Usage():
+            report["sub_usage"] = usage_data(sub)
+        return report
+
+
+def usage_data(usage: Usage) -> dict[str, int]:
+    """``usage`` as JSON data (a log entry's ``sub_usage``, a run record's report)."""
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests}
+
+
+def _sub_usage(entries: Iterable[Any]) -> Usage:
+    total = Usage()
+    for e in entries:
+        total = total + Usage(**(e.decision or {}).get("sub_usage", {}))
+    return total
 
 
 def streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> dict[str, int]:
@@ -188,6 +228,10 @@ def restore_leg(
     if fresh_budget:
         run = replace(run, budget_base=run.steps)
         phase, attempts, carried = Phase.NORMAL, 0, None
+    budgeted = [e for e in steps if e.step > run.budget_base]
+    budget_usage = Usage()
+    for e in budgeted:
+        budget_usage = budget_usage + (e.usage or Usage())
     run = apply_decision(run, StopDecision(Action.CONTINUE))
     names = {c.id: c.name for e in steps for m in e.messages for c in m.tool_calls}
     tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
@@ -208,4 +252,9 @@ def restore_leg(
         new_input=new_input,
         replans=sum(1 for e in steps if (e.decision or {}).get("action") == Action.REPLAN),
         tool_streaks=streaks(tool_rows, {}),
+        budget_usage=budget_usage,
+        budget_tool_calls=sum((e.decision or {}).get("tool_calls", 0) for e in budgeted),
+        output_retries=sum(1 for e in budgeted if (e.decision or {}).get("action") == Action.RETRY_OUTPUT),
+        budget_sub_usage=_sub_usage(budgeted),
+        sub_usage=_sub_usage(steps),
     )

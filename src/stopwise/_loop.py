@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
+from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks, usage_data
 from stopwise._results import result_of
+from stopwise._step.batch import ToolOutput, output_problems, plan_batch, tool_output
 from stopwise._step.calls import (
     CallerCodeFailed,
     caller_failure,
@@ -29,6 +30,8 @@ from stopwise._step.calls import (
     plan_calls,
 )
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
+from stopwise._step.output import run_max_steps_handler, run_validators
+from stopwise._step.prepare import Prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
@@ -56,6 +59,7 @@ from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
+from stopwise.stop.limits import LimitHit, LimitKind, exceeded, time_left
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -69,6 +73,8 @@ class _Step:
     phase: Phase
     reply: Reply
     kind: EntryKind = EntryKind.STEP
+    prepared: Prepared | None = None
+    """What the model call used (``Agent.prepare_step``); None when settling a suspended step."""
     plans: list[CallPlan] = field(default_factory=list)
     rows: list[Message] = field(default_factory=list)
     """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
@@ -81,6 +87,18 @@ class _Step:
     """Consecutive failures per tool after this step (None: the step ran no tools)."""
     terminated: str | None = None
     rejected: str | None = None
+    stop_when: dict[str, str | None] = field(default_factory=dict)
+    """The ``stop_when`` signals, evaluated (and awaited) before the resolver runs."""
+    tool_output: ToolOutput | None = None
+    """A stop-at tool's successful result (``Agent.stop_at_tools``)."""
+    ran: int = 0
+    """Tool calls of this step that ran (recorded in the entry: the tool-call budget counts them from the log)."""
+    refused: LimitHit | None = None
+    """The tool-call budget's hit, when calls of this step were refused for it."""
+    output_rejected: str | None = None
+    """An output validator's feedback, when it rejected this step's output."""
+    sub_usage: Usage = field(default_factory=Usage)
+    """Usage of the sub-agents this step's calls ran (recorded in the entry; budgets count it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +116,7 @@ _WRAP_UP = (
     "You have reached the step limit. Tools are now off: give your final answer from what you have gathered "
     "so far, and say what is left undone."
 )
+_REJECTED = "The application rejected that answer; fix this and answer again: "
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -128,6 +147,7 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
 async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     """Input guardrails (once per leg, on the restored history plus new input), then the leg's start commit."""
     run = leg.run
+    leg.started = leg.clock()
     history = (*leg.messages, *leg.new_input)
     guardrails = leg.agent.guardrails
     entry: LogEntry | None = None
@@ -192,17 +212,26 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
     if settling is None:
         number, phase = leg.steps + 1, leg.phase
         yield StepStarted(run_id, number, phase is not Phase.NORMAL)
-        answer: Reply | ErrorDetail | None = None
-        async for item in _ask_model(leg, number, phase):
+        try:
+            prepared = await prepare(leg, number, phase)
+        except CallerCodeFailed as exc:
+            yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
+            return
+        answer: Reply | ErrorDetail | LimitHit | None = None
+        async for item in _ask_model(leg, number, phase, prepared):
             if isinstance(item, TextDelta):
                 yield item
             else:
                 answer = item
+        if isinstance(answer, LimitHit):
+            yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
+            return
         if not isinstance(answer, Reply):
             failed = answer if answer is not None else model_failure(TypeError("the model gave no reply"))
             yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
             return
-        step = _Step(number, phase, answer)
+        step = _Step(number, phase, answer, prepared=prepared)
+        step.records.extend(r for r in (prepared.record, prepared.history) if r is not None)
         yield ModelReplied(run_id, number, answer)
         for call in answer.tool_calls:
             yield ToolCalled(run_id, number, call)
@@ -228,47 +257,95 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if settling is not None and settling.escalation:
         return await _settle_review(leg, step, settling)
     if settling is None and step.reply.tool_calls:
-        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records)
+        offered = step.prepared.offered if step.prepared is not None else None
+        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
         if any(p.needs_approval for p in step.plans):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-    step.rows = await guard_results(
-        leg, step.number, step.plans, await execute_calls(leg, step.number, step.plans), step.records
-    )
+    step.plans, step.refused = plan_batch(leg, step.plans)
+    step.ran = sum(1 for p in step.plans if p.row is None)
+    rows, step.sub_usage = await execute_calls(leg, step.number, step.plans)
+    step.rows = await guard_results(leg, step.number, step.plans, rows, step.records)
+    step.tool_output = tool_output(leg, step.plans, step.rows)
     if step.plans:
         step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
     await _consult_guardian(leg, step)
+    step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
     if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
         leg, step.reply, step.phase
     ):
         step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
     decided = _decide(leg, step)
+    if decided.decision.reason is CompletionReason.MAX_STEPS_HANDLED:
+        return replace(decided, output=await run_max_steps_handler(leg, step.rows))
+    if decided.decision.action is Action.COMPLETE and (
+        decided.output is not None or decided.decision.reason in _TEXT_ENDINGS
+    ):
+        decided = await _validate_output(leg, decided)
     if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
         decided = await _guard_output(leg, decided)
     return decided
 
 
-async def _ask_model(leg: Leg, number: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
-    """The model's reply (after its text deltas, when the leg streams), or the error it ended with."""
-    request = _request(leg, number, phase)
+async def _ask_model(
+    leg: Leg, number: int, phase: Phase, prepared: Prepared
+) -> AsyncGenerator[TextDelta | Reply | ErrorDetail | LimitHit, None]:
+    """The model's reply (after its text deltas, when the leg streams), or the error it ended with, or the time
+    budget that cut it off (``Limits.step_seconds`` / ``run_seconds``: the call is cancelled)."""
+    request = _request(leg, number, phase, prepared)
+    bound = time_left(leg.agent.limits, leg.clock() - leg.started)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    deadline = None if bound is None else began + bound[0]
+    if bound is not None and bound[0] <= 0:
+        yield _time_hit(leg, bound[1], 0.0)  # nothing left for a call: none is made
+        return
     try:
         if not leg.stream_text:
-            yield _checked(leg, await leg.agent.caller.generate(request))
+            async with asyncio.timeout_at(deadline):
+                reply = await prepared.caller.generate(request)
+            yield _checked(leg, reply)
             return
-        async for item in stream_reply(leg.agent.caller, request):
-            yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(leg, item)
+        items = stream_reply(prepared.caller, request)
+        try:
+            while True:
+                # The deadline covers the model's work, not the time the caller's stream consumer holds a delta.
+                async with asyncio.timeout_at(deadline):
+                    item = await anext(items, None)
+                if item is None:
+                    return
+                yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(leg, item)
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
+    except TimeoutError as exc:
+        if bound is None or deadline is None or loop.time() < deadline:
+            yield model_failure(exc)  # the model's own timeout, not ours
+            return
+        yield _time_hit(leg, bound[1], loop.time() - began)
     except Exception as exc:
         yield model_failure(exc)
 
 
-def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
-    agent = leg.agent
+def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
+    limits = leg.agent.limits
+    assert limits is not None
+    allowed = limits.step_seconds if kind is LimitKind.STEP_TIME else limits.run_seconds
+    assert allowed is not None
+    used = waited if kind is LimitKind.STEP_TIME else leg.clock() - leg.started
+    return LimitHit(kind, allowed, round(used, 3))
+
+
+def _request(leg: Leg, step: int, phase: Phase, prepared: Prepared) -> ModelRequest:
+    normal = phase is Phase.NORMAL
     return ModelRequest(
-        messages=(*leg.system, *leg.messages),
-        tools=leg.tool_specs if phase is Phase.NORMAL else (),
+        messages=(*prepared.system, *prepared.messages),
+        tools=prepared.tools if normal else (),
         step=step,
-        output_schema=agent.output_schema,
+        output_schema=leg.agent.output_schema,
         forced_output=phase is Phase.FORCED_OUTPUT,
+        tool_choice=prepared.tool_choice if normal else None,
     )
 
 
@@ -302,7 +379,8 @@ async def _settle_review(leg: Leg, step: _Step, settling: Settle) -> _Decided:
     if settling.terminated is None and settling.rejected is None and guard_applies(leg, step.reply, Phase.NORMAL):
         step.guard = await consult_guard(leg, step.number, step.reply, Phase.NORMAL)
     # The review's rows are not the tools' answers: the resolver judges the reply as it was.
-    return _decide(leg, step, tool_rows=[])
+    step.stop_when = await _stop_when(leg, step, [])
+    return _decide(leg, step)
 
 
 # --- deciding ------------------------------------------------------------------------------------------------
@@ -327,15 +405,11 @@ def _check_output(leg: Leg, text: str) -> tuple[Any, str | None]:
     try:
         return output_type.model_validate_json(match.group(1) if match else text), None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors(include_url=False)
-        )
-        return None, problems
+        return None, output_problems(exc)
 
 
 def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     agent = leg.agent
-    forced = step.phase is Phase.FORCED_OUTPUT
     return StepSignals(
         stop_reason=step.reply.stop_reason,
         has_tool_calls=bool(step.reply.tool_calls),
@@ -343,21 +417,34 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
         max_steps=agent.max_steps,
         wants_output=agent.output_type is not None,
         phase=step.phase,
-        completion_attempts_left=agent.max_completion_retries - leg.forced_attempts - (1 if forced else 0),
+        completion_attempts_left=_attempts_left(leg, step),
         carried_reason=leg.carried_reason,
-        on_max_steps=agent.on_max_steps,
+        on_max_steps="handler" if callable(agent.on_max_steps) else agent.on_max_steps,
         **signals,
     )
 
 
-def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, str | None]:
-    """The ``stop_when`` signals: caller predicates run here, never in the resolver."""
+def _attempts_left(leg: Leg, step: _Step) -> int:
+    """Forced-output calls (and validator retries) still allowed after this step; past the cap, at most
+    ``forced_calls_at_cap`` of them in all."""
+    agent = leg.agent
+    forced = step.phase is Phase.FORCED_OUTPUT
+    left = agent.max_completion_retries - leg.forced_attempts - leg.output_retries - (1 if forced else 0)
+    used = leg.steps_used + 1
+    if agent.max_steps is not None and used >= agent.max_steps:
+        left = min(left, agent.forced_calls_at_cap - (used - agent.max_steps))
+    return left
+
+
+async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, str | None]:
+    """The ``stop_when`` signals: caller predicates run (and async ones are awaited) here, never in the
+    resolver."""
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
     view = StepView(leg.steps_used + 1, step.reply, tuple(rows), (*leg.messages, *rows))
     try:
-        return {"stop_when": condition(view)}
+        return {"stop_when": await condition.evaluate(view)}
     except Exception as exc:
         return {"stop_when_error": f"stop_when {condition.label} raised {type(exc).__name__}: {exc}"}
 
@@ -368,14 +455,14 @@ def _runaway(leg: Leg, step: _Step) -> str | None:
     return None if name is None else f"Tool '{name}' failed {counts[name]} times in a row"
 
 
-def _decide(
-    leg: Leg, step: _Step, *, output_blocked: str | None = None, tool_rows: list[Message] | None = None
-) -> _Decided:
+def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Decided:
     """Gather this step's signals and ask the resolver."""
     agent = leg.agent
     reply = step.reply
     output, output_error = None, None
-    if agent.output_type is not None and (step.phase is Phase.FORCED_OUTPUT or not reply.tool_calls):
+    if step.tool_output is not None:
+        output, output_error = step.tool_output.value, step.tool_output.error
+    elif agent.output_type is not None and (step.phase is Phase.FORCED_OUTPUT or not reply.tool_calls):
         if reply.tool_calls:
             output_error = "the reply called tools instead of giving the structured output"
         else:
@@ -390,7 +477,8 @@ def _decide(
     signals = _signals(
         leg,
         step,
-        **_stop_when(leg, step, step.rows if tool_rows is None else tool_rows),
+        **step.stop_when,
+        tool_output=step.tool_output.tool if step.tool_output is not None else None,
         output_error=output_error,
         guard=guard_signal,
         tool_error_streak=None if output_blocked is not None else _runaway(leg, step),
@@ -399,8 +487,37 @@ def _decide(
         guardian=guardian,
         guardian_reason=turn.reason if turn is not None and guardian is not None else "",
         review_rejected=step.rejected,
+        limit_hit=_limit_hit(leg, step),
+        output_rejected=step.output_rejected,
     )
     return _Decided(step, resolve(signals), output)
+
+
+def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
+    """The budget this step ran out, counting its own usage: refused tool calls first, then tokens, cost, time."""
+    if step.refused is not None:
+        return step.refused
+    if leg.agent.limits is None:
+        return None
+    own = step.reply.usage if step.kind is EntryKind.STEP else None
+    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage))
+
+
+async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
+    """The application's output validators on an accepted output: a rejection is a signal the resolver decides
+    again with; a replacement becomes the output (or the final text)."""
+    if not leg.agent.output_validators:
+        return decided
+    step = decided.step
+    text = leg.agent.output_type is None and decided.decision.reason is not CompletionReason.TOOL_OUTPUT
+    value, rejected = await run_validators(leg, step.reply.text if text else decided.output, text=text)
+    if rejected is not None:
+        step.output_rejected = rejected
+        return _decide(leg, step)
+    if text:
+        step.reply = replace(step.reply, text=value)
+        return decided
+    return replace(decided, output=value)
 
 
 async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
@@ -484,7 +601,7 @@ def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[Pen
         if p.needs_approval and p.tool is not None and p.args is not None:
             ttl = p.tool.approval_ttl
             expires = None if ttl is None else now + ttl
-            why = _why(p.gate) if p.gate is not None else {}
+            why = _why(p.gate) if p.gate is not None else {"source": "client"} if p.tool.client else {}
             pending.append(PendingApproval(p.call.id, p.call.name, dict(p.args), args_hash(p.args), expires, **why))
     return pending, ApprovalRequest(tuple(p.planned() for p in step.plans))
 
@@ -506,6 +623,8 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
     rows = [] if step.kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)]
     rows.extend(step.rows)
+    if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
+        rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
     if decision.action is Action.CONTINUE and step.guard is not None:
         rows.extend(step.guard[0].rows)
     elif decision.action is Action.FORCE_OUTPUT:
@@ -523,13 +642,16 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
     if step.kind is EntryKind.STEP:
         reply_usage = step.reply.usage or Usage()
         usage = Usage(reply_usage.input_tokens, reply_usage.output_tokens, reply_usage.requests or 1)
-    recorded = {
+    recorded: dict[str, Any] = {
         "action": decision.action.value,
         "reason": decision.reason,
         "detail": decision.detail,
         "phase": step.phase.value,
         "carry": decision.carry,
+        "tool_calls": step.ran,
     }
+    if step.sub_usage != Usage():
+        recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run
     forced = step.phase is not Phase.NORMAL
     return LogEntry(
@@ -561,7 +683,8 @@ def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[Pending
     if not (decision.ends_run or decision.action is Action.SUSPEND or settles):
         return None
     records = [*leg.records, *(r for r in step.records if isinstance(r, KEPT))]
-    progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": leg.report(records)}
+    report = leg.report(records, leg.sub_usage + step.sub_usage)
+    progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": report}
     if not settles or decision.ends_run or decision.action is Action.SUSPEND:
         progress["text"] = step.reply.text
     if decision.action is Action.SUSPEND:
@@ -572,12 +695,13 @@ def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[Pending
 
 
 def _final_output(leg: Leg, decided: _Decided) -> Any:
-    """The run's output as JSON data: the structured output, else the final text; none for a failure or a
-    ``stop_when`` stop (the run stopped on a tool call, not on an answer)."""
+    """The run's output as JSON data: the structured output, or a stop-at tool's result, else the final text; none
+    for a failure or a ``stop_when`` stop (the run stopped on a tool call, not on an answer)."""
     decision = decided.decision
     if decision.action is not Action.COMPLETE or decision.reason is CompletionReason.STOP_WHEN:
         return None
-    if leg.agent.output_type is None:
+    handled = decision.reason in (CompletionReason.TOOL_OUTPUT, CompletionReason.MAX_STEPS_HANDLED)
+    if leg.agent.output_type is None and not handled:
         return decided.step.reply.text
     dump = getattr(decided.output, "model_dump", None)
     return dump(mode="json") if dump is not None else decided.output
@@ -595,6 +719,10 @@ def _advance(
         leg.tool_streaks = step.streaks
     leg.steps, leg.state = step.number, _state_after(leg, step)
     leg.usage = leg.usage + (entry.usage or Usage())
+    leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
+    leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
+    leg.sub_usage = leg.sub_usage + step.sub_usage
+    leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1
     leg.records.extend(r for r in step.records if isinstance(r, KEPT))
@@ -605,6 +733,8 @@ def _advance(
         leg.carried_reason = decision.carry
     if decision.action is Action.REPLAN:
         leg.replans += 1
+    if decision.action is Action.RETRY_OUTPUT:
+        leg.output_retries += 1
     if run is not None:
         leg.run = run
 

@@ -11,7 +11,7 @@ from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
-from stopwise.messages import Message
+from stopwise.messages import Message, Usage
 from stopwise.records import LogRecord, parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.guard import guard_report
@@ -56,6 +56,8 @@ def result_of(
         guardrails=tuple(r for r in records if isinstance(r, GuardrailRecord)),
         pending=pending,
         decisions=tuple(r for r in records if isinstance(r, GuardianDecision)),
+        sub_usage=Usage(**run.report.get("sub_usage", {})),
+        cost=agent.pricer.price(run.usage) if agent is not None and agent.pricer is not None else None,
     )
 
 

@@ -12,12 +12,18 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
+from stopwise.history import HistoryProcessor
 from stopwise.models._registry import resolve_model
 from stopwise.models._validate import ReplyLimits
 from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import Middleware, wrap_model
+from stopwise.models.prices import Pricer, pricer_for
+from stopwise.output_validators import OutputValidator
+from stopwise.step_plan import PrepareStep
 from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
+from stopwise.stop.limits import Limits
+from stopwise.stop.max_steps import MaxStepsHandler
 from stopwise.tools import Risk, Tool, ToolSource, _build
 
 __all__ = ["Agent"]
@@ -44,12 +50,21 @@ class Agent:
     output_type: type[BaseModel] | None = None
     """A pydantic model the final answer must validate against; the cap then enters forced completion."""
     max_completion_retries: int = 2
-    """Forced-completion calls allowed when output is missing or invalid."""
+    """Forced-completion calls allowed when output is missing or invalid, and retries an output validator may ask
+    for (both count against it)."""
+    output_validators: Sequence[OutputValidator] = ()
+    """The application's checks of the final output (``@agent.output_validator``; see
+    ``stopwise.output_validators``), run in order before the output guardrails. Kept as a tuple."""
     stop_guard: StopGuard | None = None
     """Code consulted on a natural finish: stop, continue with feedback, or fail (see ``StopGuard``)."""
-    on_max_steps: Literal["fail", "wrap_up"] = "fail"
-    """At the cap without an output type: ``"fail"`` is a typed cut-off; ``"wrap_up"`` makes one tool-less call
-    asking for a final answer (reason ``max_steps_wrapped_up``)."""
+    on_max_steps: Literal["fail", "wrap_up"] | MaxStepsHandler = "fail"
+    """At the cap: ``"fail"`` is a typed cut-off (with an output type: forced completion first); ``"wrap_up"``
+    makes one tool-less call asking for a final answer (reason ``max_steps_wrapped_up``; text agents only); a
+    function ``handler(ctx: MaxStepsContext)`` returns the final output with no model call (reason
+    ``max_steps_handled``, see ``stopwise.stop.max_steps``)."""
+    forced_calls_at_cap: int = 1
+    """With an output type and no handler: forced-output calls allowed once the cap is reached (at most
+    ``max_completion_retries``). One by default, so a capped run ends right after its cap; 0 fails at the cap."""
     guardrails: Guardrails | None = None
     """Checks at the run's four boundaries: input, tool call, tool result, output (see ``Guardrails``)."""
     max_tool_errors: int = 3
@@ -61,6 +76,22 @@ class Agent:
     reply_limits: ReplyLimits = field(default_factory=ReplyLimits)
     """Bounds on one model reply: argument nesting (64 levels) and size (1 MB); beyond them the run ends
     ``model_error`` before anything of the reply is committed (see ``ReplyLimits``)."""
+    stop_at_tools: Sequence[str | Tool] | Literal["any"] | None = None
+    """Tools (or tool names) whose successful result ends the run as its output (reason ``tool_output``),
+    validated against ``output_type`` when there is one; ``"any"`` stops at whichever tool succeeds first. A call
+    that failed does not stop the run: the model reads the error and may call again. Kept as a tuple of names."""
+    prepare_step: PrepareStep | None = None
+    """Called before each model call to choose its model, tools, tool choice and instructions (see
+    ``stopwise.step_plan``); what it chose is recorded in the step's log entry."""
+    history_processors: Sequence[HistoryProcessor] = ()
+    """Applied in order to the history before every model call: what the model is sent (the log keeps it all;
+    see ``stopwise.history``). Kept as a tuple."""
+    limits: Limits | None = None
+    """Budgets besides ``max_steps``: tool calls, tokens, cost, wall time (see ``Limits``)."""
+    end_strategy: Literal["early", "exhaustive"] = "early"
+    """What happens to the other calls of a batch that holds a stop-at call: ``"early"`` runs only the first
+    stop-at call and answers the others "not run" (if that call fails, the model reads all of it and goes on);
+    ``"exhaustive"`` runs the whole batch, and the first stop-at call (in call order) that succeeded ends the run."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_sources: tuple[ToolSource, ...] = field(init=False, repr=False)
@@ -70,6 +101,8 @@ class Agent:
     output_schema: Mapping[str, Any] | None = field(init=False, repr=False)
     caller: Model = field(init=False, repr=False)
     """The model with the middleware applied: what the loop calls."""
+    pricer: Pricer | None = field(init=False, repr=False)
+    """Prices the run's usage when ``limits`` has a cost budget (or names ``priced_as``); None otherwise."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -94,8 +127,13 @@ class Agent:
             raise ConfigError("max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}")
         if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
             raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")
-        if self.on_max_steps not in ("fail", "wrap_up"):
-            raise ConfigError("on_max_steps", f"must be 'fail' or 'wrap_up', got {self.on_max_steps!r}")
+        if self.on_max_steps not in ("fail", "wrap_up") and not callable(self.on_max_steps):
+            raise ConfigError(
+                "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
+            )
+        cap_calls = self.forced_calls_at_cap
+        if isinstance(cap_calls, bool) or not isinstance(cap_calls, int) or cap_calls < 0:
+            raise ConfigError("forced_calls_at_cap", f"must be an int >= 0, got {cap_calls!r}")
         if self.guardrails is not None and not isinstance(self.guardrails, Guardrails):
             raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
         if self.guardian is not None and not isinstance(self.guardian, Guardian):
@@ -106,6 +144,14 @@ class Agent:
         if not isinstance(self.reply_limits, ReplyLimits):
             raise ConfigError("reply_limits", f"must be a ReplyLimits(...), got {type(self.reply_limits).__name__}")
         object.__setattr__(self, "middleware", tuple(self.middleware))
+        validators = tuple(self.output_validators) if isinstance(self.output_validators, Iterable) else None
+        if validators is None or not all(callable(v) for v in validators):
+            raise ConfigError("output_validators", "must be a list of functions of the output")
+        object.__setattr__(self, "output_validators", validators)
+        processors = tuple(self.history_processors) if isinstance(self.history_processors, Iterable) else None
+        if processors is None or not all(callable(p) for p in processors):
+            raise ConfigError("history_processors", "must be a list of functions of the messages")
+        object.__setattr__(self, "history_processors", processors)
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
@@ -125,6 +171,16 @@ class Agent:
         object.__setattr__(self, "tool_sources", sources)
         object.__setattr__(self, "tool_map", tool_map)
         object.__setattr__(self, "tool_specs", tuple(t.spec for t in tool_map.values()))
+        object.__setattr__(self, "stop_at_tools", _stop_at_names(self.stop_at_tools, tool_map))
+        if self.prepare_step is not None and not callable(self.prepare_step):
+            raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise ConfigError("limits", f"must be a Limits(...), got {type(self.limits).__name__}")
+        priced = self.limits is not None and (self.limits.cost is not None or self.limits.priced_as is not None)
+        pricer = pricer_for(model, self.limits.priced_as) if priced and self.limits is not None else None
+        object.__setattr__(self, "pricer", pricer)
+        if self.end_strategy not in ("early", "exhaustive"):
+            raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
         condition = None if self.stop_when is None else as_condition(self.stop_when)
         object.__setattr__(self, "stop_condition", condition)
         schema = None
@@ -133,6 +189,19 @@ class Agent:
                 raise ConfigError("output_type", f"must be a pydantic model class, got {self.output_type!r}")
             schema = TypeAdapter(self.output_type).json_schema()
         object.__setattr__(self, "output_schema", schema)
+
+    def output_validator(self, fn: OutputValidator) -> OutputValidator:
+        """Decorator: add ``fn`` to ``output_validators``. Register validators while defining the agent, before
+        its first run: the agent is otherwise immutable."""
+        if not callable(fn):
+            raise ConfigError("output_validators", f"{fn!r} is not a function")
+        object.__setattr__(self, "output_validators", (*self.output_validators, fn))
+        return fn
+
+    def stops_at(self, tool_name: str) -> bool:
+        """Whether a successful call of ``tool_name`` ends the run (``stop_at_tools``)."""
+        stop_at = self.stop_at_tools
+        return stop_at is not None and (stop_at == "any" or tool_name in stop_at)
 
     def as_tool(
         self,
@@ -156,3 +225,17 @@ class Agent:
         run_agent.__name__ = name or self.name
         doc = description or f"Delegate a task to the agent {self.name!r}. Pass the task as `input`."
         return _build(run_agent, name or self.name, doc, timeout, risk, needs_approval)
+
+
+def _stop_at_names(value: object, tool_map: Mapping[str, Tool]) -> tuple[str, ...] | Literal["any"] | None:
+    if value is None or value == "any":
+        return value
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError("stop_at_tools", f"must be a list of tools or tool names, or 'any', got {value!r}")
+    names = tuple(v.name if isinstance(v, Tool) else v for v in value)
+    if not names:
+        raise ConfigError("stop_at_tools", "an empty list never stops; pass None instead")
+    unknown = [n for n in names if n not in tool_map]
+    if unknown:
+        raise ConfigError("stop_at_tools", f"names tools the agent does not have: {', '.join(map(repr, unknown))}")
+    return names

@@ -50,9 +50,10 @@ class PendingApproval:
     args_hash: str
     expires_at: float | None
     """Unix time after which the approval is refused; None never expires."""
-    source: Literal["needs_approval", "guardian"] = "needs_approval"
+    source: Literal["needs_approval", "guardian", "client"] = "needs_approval"
     """``needs_approval``: the tool's declaration asked for a review; ``guardian``: the guardian escalated (its
-    risk gate on this call, or its turn check: then ``call_id`` is ``guardian:<step>``)."""
+    risk gate on this call, or its turn check: then ``call_id`` is ``guardian:<step>``); ``client``: a client-side
+    tool (``@tool(client=True)``) the caller runs, then passes its result to ``resume(..., results=...)``."""
     condition: str | None = None
     """For a guardian escalation: the condition that escalated (the first, when several did)."""
     probability: float | None = None
@@ -79,9 +80,11 @@ class PendingApproval:
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> PendingApproval:
         # Runs suspended by older versions have no "why": they read as plain needs_approval (or guardian) items.
-        source: Literal["needs_approval", "guardian"] = "needs_approval"
+        source: Literal["needs_approval", "guardian", "client"] = "needs_approval"
         if data.get("source") == "guardian" or str(data["call_id"]).startswith("guardian:"):
             source = "guardian"
+        elif data.get("source") == "client":
+            source = "client"
         return cls(
             data["call_id"],
             data["tool"],
@@ -99,6 +102,8 @@ class PendingApproval:
         """Why this is pending, in one line (``stopwise run`` prints it)."""
         if self.source == "needs_approval":
             return f"tool {self.tool!r} needs approval"
+        if self.source == "client":
+            return f"client tool {self.tool!r} waits for its result"
         p = "unanswered" if self.probability is None else f"p={self.probability:.2f}"
         t = "" if self.threshold is None else f" > t*={self.threshold:.2f}"
         what = "the turn" if self.call_id.startswith("guardian:") else f"call {self.tool!r}"

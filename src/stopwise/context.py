@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from stopwise.messages import Usage
 
 __all__ = ["RunContext"]
 
@@ -25,6 +27,9 @@ class RunContext:
     """The ``Runner`` driving this run; sub-agents use it to run on the same store."""
     runtime_context: Any = None
     """The caller's per-run object from ``run(..., runtime_context=...)``: never persisted or serialised."""
+    sub_usage: Usage = field(default_factory=Usage)
+    """Model usage of the sub-agents this call ran (``Agent.as_tool`` adds it): the parent's token budgets count
+    it, and ``RunResult.sub_usage`` reports it apart from the parent's own ``usage``."""
 
     @property
     def idempotency_key(self) -> str:

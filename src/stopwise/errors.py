@@ -68,6 +68,15 @@ class ErrorCode(StrEnum):
     CANCELLED = "cancelled"
     TOOL_UNAVAILABLE = "tool_unavailable"
     TOOL_NAME_CLASH = "tool_name_clash"
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    TOKEN_LIMIT = "token_limit"
+    COST_LIMIT = "cost_limit"
+    TIME_LIMIT = "time_limit"
+    OUTPUT_REJECTED = "output_rejected"
+    OUTPUT_VALIDATOR_RAISED = "output_validator_raised"
+    MAX_STEPS_HANDLER_RAISED = "max_steps_handler_raised"
+    PREPARE_STEP_FAILED = "prepare_step_failed"
+    HISTORY_PROCESSOR_FAILED = "history_processor_failed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,9 +110,12 @@ class MCPTool(Tool):
         cls = jsonschema.validators.validator_for(self.input_schema, default=jsonschema.Draft202012Validator)
         object.__setattr__(self, "validator", cls(self.input_schema))
 
-    async def invoke(self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None) -> Message:
+    async def invoke(
+        self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None, *, limit: float | None = None
+    ) -> Message:
         """Validate the arguments, call the server, and return the tool row. Raises ``ToolUnavailable`` only when
-        the server cannot be reached; everything else the call does wrong is an error row."""
+        the server cannot be reached; everything else the call does wrong is an error row. ``limit`` (the step's
+        time budget) bounds the call when it is tighter than the tool's own timeout."""
         if args is None:
             parsed = parse_args(call, self.name)
             if isinstance(parsed, Message):
@@ -125,11 +128,12 @@ class MCPTool(Tool):
         if problems:
             message = f"Invalid arguments for tool '{self.name}': {'; '.join(problems)}"
             return error_tool_result(message, tool_call_id=call.id, origin="stopwise")
+        timeout = limit if self.timeout is None else self.timeout if limit is None else min(self.timeout, limit)
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(timeout):
                 result = await self.server.call(self.name, dict(args))
         except TimeoutError:
-            return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
+            return error_tool_result(f"Tool '{self.name}' timed out after {timeout or 0:g}s", tool_call_id=call.id)
         except MCPError as exc:
             return error_tool_result(f"Tool '{self.name}' failed: {exc}", tool_call_id=call.id)
         text = _text_of(result.content)

@@ -17,6 +17,8 @@ from stopwise.approvals import ApprovalRecord, ApprovalRequest
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
+from stopwise.history import HistoryRecord
+from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.guard import StopGuardRecord
 
 __all__ = [
@@ -51,6 +53,8 @@ LogRecord = (
     | ApprovalRequest
     | ApprovalRecord
     | ToolReceipt
+    | StepPlanRecord
+    | HistoryRecord
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -67,6 +71,8 @@ _TYPES: dict[str, Any] = {
         ApprovalRecord,
     )
 }
+_TYPES[StepPlanRecord.TYPE] = StepPlanRecord
+_TYPES[HistoryRecord.TYPE] = HistoryRecord
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

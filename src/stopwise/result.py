@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,16 @@ class CompletionReason(StrEnum):
     """The agent's structured output was produced and validated."""
     STOP_WHEN = "stop_when"
     """A ``stop_when`` condition fired."""
+    TOOL_OUTPUT = "tool_output"
+    """A stop-at tool (``Agent.stop_at_tools``) succeeded: its result is the run's output."""
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    """The model asked for more tool calls than ``Limits.tool_calls`` allows; the calls past it never ran."""
+    TOKEN_LIMIT = "token_limit"
+    """The run used more input, output or total tokens than its ``Limits`` allow."""
+    COST_LIMIT = "cost_limit"
+    """The run cost more than ``Limits.cost``."""
+    TIME_LIMIT = "time_limit"
+    """A model call ran past ``Limits.step_seconds`` or the leg past ``Limits.run_seconds`` (retryable)."""
     MAX_STEPS = "max_steps"
     """The step cap was reached before the model finished (a cut-off)."""
     MAX_TOKENS = "max_tokens"
@@ -46,6 +57,8 @@ class CompletionReason(StrEnum):
     """The stop guard failed (raised, timed out, invalid verdict) and ``on_error="stop"`` ended the run."""
     MAX_STEPS_WRAPPED_UP = "max_steps_wrapped_up"
     """The cap was reached and ``on_max_steps="wrap_up"`` got a final answer from one tool-less call."""
+    MAX_STEPS_HANDLED = "max_steps_handled"
+    """The cap was reached and the ``on_max_steps`` handler gave the final output, with no model call."""
     GUARDRAIL_INPUT = "guardrail_input"
     """An input guardrail blocked the run before any model call."""
     GUARDRAIL_OUTPUT = "guardrail_output"
@@ -102,6 +115,11 @@ class RunResult:
     """When ``status`` is suspended: the tool calls (or the guardian escalation) waiting for a decision."""
     decisions: tuple[GuardianDecision, ...] = ()
     """The guardian's decision records of this run, in order (also in the log)."""
+    sub_usage: Usage = field(default_factory=Usage)
+    """Model usage of the sub-agents this run's tools ran (``Agent.as_tool``), all legs; not in ``usage``. The
+    token budgets of ``Limits`` count it."""
+    cost: Decimal | None = None
+    """US dollars for ``usage`` (all legs), when the agent prices its model (``Limits(cost=...)``); else None."""
 
     @property
     def ok(self) -> bool:

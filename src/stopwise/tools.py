@@ -68,6 +68,10 @@ class Tool:
     """True, or a predicate of the arguments: such a call suspends the run until a human decides."""
     approval_ttl: float | None = None
     """Seconds a pending approval stays valid; None never expires."""
+    client: bool = False
+    """The caller runs it (``@tool(client=True)``): a call suspends the run with the call in ``result.pending``, and
+    ``runner.resume(agent, session, results={call_id: value})`` continues it. The function's body never runs: its
+    signature and docstring describe the tool."""
     spec: ToolSpec = field(init=False)
     is_async: bool = field(init=False)
 
@@ -83,10 +87,15 @@ class Tool:
             return bool(self.needs_approval(args))
         return bool(self.needs_approval)
 
-    async def invoke(self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None) -> Message:
+    async def invoke(
+        self, call: ToolCall, ctx: RunContext, args: Mapping[str, Any] | None = None, *, limit: float | None = None
+    ) -> Message:
         """Run the call and return its tool row; never raises for a failure of the call itself.
 
-        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change).
+        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change). ``limit``
+        (the step's time budget, ``Limits.step_seconds``) bounds the call when it is tighter than the tool's own
+        ``timeout``; past either, the row is a timeout error. A sync tool's worker thread cannot be interrupted:
+        it runs to its end in the background and its result is dropped.
         """
         if args is None:
             parsed = parse_args(call, self.name)
@@ -105,19 +114,23 @@ class Tool:
             # asyncio.timeout tells our limit apart from a TimeoutError the tool raised itself. Sync functions
             # run in a worker thread so a slow tool does not stall other runs on the event loop.
             running = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
-            if self.timeout is None:
+            timeout = self.timeout if limit is None or (self.timeout is not None and self.timeout <= limit) else limit
+            if timeout is None:
                 value = await running
             else:
-                async with asyncio.timeout(self.timeout) as scope:
+                async with asyncio.timeout(timeout) as scope:
                     value = await running
         except ToolError as exc:
             return error_tool_result(str(exc), tool_call_id=call.id)
         except ToolUnavailable:
             raise
         except TimeoutError as exc:
-            if self.timeout is None or not scope.expired():
+            if timeout is None or not scope.expired():
                 return _raised(self.name, exc, call.id)
-            return error_tool_result(f"Tool '{self.name}' timed out after {self.timeout:g}s", tool_call_id=call.id)
+            if timeout != self.timeout:
+                message = f"Tool '{self.name}' ran past the step's time limit ({timeout:g}s)"
+                return error_tool_result(message, tool_call_id=call.id)
+            return error_tool_result(f"Tool '{self.name}' timed out after {timeout:g}s", tool_call_id=call.id)
         except Exception as exc:
             return _raised(self.name, exc, call.id)
         try:
@@ -187,6 +200,7 @@ def _build(
     risk: Risk | str,
     needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
     approval_ttl: float | None = None,
+    client: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError("tool", f"expected a function, got {type(fn).__name__}")
@@ -197,6 +211,10 @@ def _build(
         raise ConfigError(f"tool {tool_name!r}.timeout", f"must be positive seconds, got {timeout!r}")
     if not (isinstance(needs_approval, bool) or callable(needs_approval)):
         raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a bool or a predicate of the arguments")
+    if client and (needs_approval is not False or timeout is not None):
+        raise ConfigError(
+            f"tool {tool_name!r}.client", "a client tool runs at the caller: no needs_approval or timeout"
+        )
     if approval_ttl is not None and not approval_ttl > 0:
         raise ConfigError(f"tool {tool_name!r}.approval_ttl", f"must be positive seconds or None, got {approval_ttl!r}")
     try:
@@ -240,6 +258,7 @@ def _build(
         context_param=context_param,
         needs_approval=needs_approval,
         approval_ttl=approval_ttl,
+        client=client,
     )
 
 
@@ -254,6 +273,7 @@ def tool(
     risk: Risk | str = Risk.UNKNOWN,
     needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
     approval_ttl: float | None = None,
+    client: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -265,17 +285,19 @@ def tool(
     risk: Risk | str = Risk.UNKNOWN,
     needs_approval: bool | Callable[[Mapping[str, Any]], bool] = False,
     approval_ttl: float | None = None,
+    client: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function, sync or async; use bare (``@tool``) or with options.
 
     The description is the docstring (its parameter sections describe the arguments) unless given. A
     parameter annotated ``RunContext`` receives the run's context and is hidden from the model.
     ``needs_approval`` (True, or a predicate of the arguments) makes a call wait for a human (``Runner.resume``).
+    ``client=True`` makes a client-side tool: the caller runs it and resumes the run with its result.
     """
     if fn is not None:
-        return _build(fn, name, description, timeout, risk, needs_approval, approval_ttl)
+        return _build(fn, name, description, timeout, risk, needs_approval, approval_ttl, client)
 
     def decorate(f: Callable[..., Any]) -> Tool:
-        return _build(f, name, description, timeout, risk, needs_approval, approval_ttl)
+        return _build(f, name, description, timeout, risk, needs_approval, approval_ttl, client)
 
     return decorate

@@ -21,6 +21,7 @@ from stopwise.messages import (
     Reply,
     Role,
     ToolCall,
+    Usage,
     decode_tool_result,
     encode_tool_result,
     error_tool_result,
@@ -83,15 +84,32 @@ async def list_sources(leg: Leg) -> ErrorDetail | None:
     return None
 
 
-async def plan_calls(leg: Leg, step: int, reply: Reply, phase: Phase, records: list[LogRecord]) -> list[CallPlan]:
-    """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet."""
+async def plan_calls(
+    leg: Leg,
+    step: int,
+    reply: Reply,
+    phase: Phase,
+    records: list[LogRecord],
+    *,
+    offered: frozenset[str] | None = None,
+) -> list[CallPlan]:
+    """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet. A call to a
+    tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row."""
     if phase is not Phase.NORMAL:
         return [
             CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
             for c in reply.tool_calls
         ]
     history = (*leg.messages, Message(Role.ASSISTANT, reply.text, reply.tool_calls))
-    return [await _plan(leg, step, call, history, records) for call in reply.tool_calls]
+    plans = []
+    for call in reply.tool_calls:
+        if offered is not None and call.name not in offered and call.name in leg.tools:
+            message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
+            row = error_tool_result(message, tool_call_id=call.id, origin="stopwise")
+            plans.append(CallPlan(call, None, None, row))
+        else:
+            plans.append(await _plan(leg, step, call, history, records))
+    return plans
 
 
 async def _plan(
@@ -139,7 +157,7 @@ async def _plan(
         if consultation.decision.outcome is GuardianOutcome.ESCALATE:
             gate = consultation.decision
     try:
-        needs = gate is not None or t.requires_approval(args)
+        needs = gate is not None or t.client or t.requires_approval(args)
     except Exception as exc:
         detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
         error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
@@ -147,18 +165,23 @@ async def _plan(
     return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
-async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:
-    """Run every call that has no answer yet, concurrently; answers keep the calls' order. Raises
-    ``CallerCodeFailed`` (``tool_unavailable``) when a tool's server could not be reached."""
+async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[list[Message], Usage]:
+    """Run every call that has no answer yet, concurrently; answers keep the calls' order. Also returns the usage
+    of the sub-agents the calls ran (``RunContext.sub_usage``). Raises ``CallerCodeFailed`` (``tool_unavailable``)
+    when a tool's server could not be reached."""
     run = leg.run
+    limits = leg.agent.limits
+    step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
+    contexts: list[RunContext] = []
 
     async def one(plan: CallPlan) -> Message | ToolUnavailable:
         if plan.row is not None:
             return plan.row
         assert plan.tool is not None and plan.args is not None
         ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
+        contexts.append(ctx)
         try:
-            return await plan.tool.invoke(plan.call, ctx, plan.args)
+            return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
         except ToolUnavailable as exc:
             # Returned, not raised, so the batch's other calls settle before the step fails.
             return exc
@@ -167,7 +190,10 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Mess
     for row in rows:
         if isinstance(row, ToolUnavailable):
             raise CallerCodeFailed(unavailable(row)) from row
-    return [row for row in rows if isinstance(row, Message)]
+    sub_usage = Usage()
+    for ctx in contexts:
+        sub_usage = sub_usage + ctx.sub_usage
+    return [row for row in rows if isinstance(row, Message)], sub_usage
 
 
 async def guard_results(

@@ -137,6 +137,10 @@ class AnthropicModel:
                 {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
                 for t in request.tools
             ]
+            choice = request.tool_choice
+            if choice is not None:
+                kinds = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+                params["tool_choice"] = kinds.get(choice, {"type": "tool", "name": choice})
         else:
             used = _tools_in_history(turns)
             if used:

@@ -34,6 +34,9 @@ class ModelRequest:
     """JSON schema of the structured output the agent expects, if it declared one."""
     forced_output: bool = False
     """True on a forced-completion call: tools are off and the reply must be the structured output."""
+    tool_choice: str | None = None
+    """``"auto"``, ``"required"``, ``"none"``, or the name of the one tool to call; None leaves it to the provider
+    (set by ``Agent.prepare_step``)."""
 
 
 @runtime_checkable

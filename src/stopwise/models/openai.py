@@ -140,6 +140,10 @@ class OpenAIModel:
             ]
             if self.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = self.parallel_tool_calls
+            if request.tool_choice in ("auto", "required", "none"):
+                params["tool_choice"] = request.tool_choice
+            elif request.tool_choice is not None:
+                params["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
         if request.output_schema is not None:
             params["response_format"] = _response_format(request.output_schema)
         if self.logprobs:

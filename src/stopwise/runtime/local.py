@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
@@ -28,7 +29,15 @@ from stopwise.errors import RetryNotAllowed, StopwiseError
 from stopwise.events import Event, RunFinished
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
-from stopwise.messages import Message, Reply, automated_feedback, error_tool_result
+from stopwise.messages import (
+    ORIGIN,
+    Message,
+    Reply,
+    Usage,
+    automated_feedback,
+    encode_tool_result,
+    error_tool_result,
+)
 from stopwise.records import LogRecord, ToolReceipt, parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
@@ -103,18 +112,23 @@ class Runner:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, ApprovalDecision],
+        decisions: Mapping[str, ApprovalDecision] | None = None,
         *,
+        results: Mapping[str, Any] | None = None,
         runtime_context: Any = None,
     ) -> RunResult:
         """Settle a suspended run's pending tool calls and continue it.
 
         ``decisions`` maps every pending call id to ``Approve()``, ``Reject(message)``, ``Modify(args)`` or
-        ``Terminate(reason)``. Raises ``ApprovalError`` for an unknown or missing call, a decision whose
-        ``args_hash`` no longer matches, an expired approval, or a run that is not suspended. Any ``Runner`` on
-        the same store can resume a run, whichever process suspended it.
+        ``Terminate(reason)``; ``results`` maps a pending client-side tool call (``@tool(client=True)``) to the
+        result the caller got by running it (a ``ToolError`` instance for a failure), or such a call takes a
+        ``Reject`` or ``Terminate``. Raises ``ApprovalError`` for an unknown or missing call, a decision whose
+        ``args_hash`` no longer matches, an expired approval, a result for a call that is not a client tool's, or
+        a run that is not suspended. Any ``Runner`` on the same store can resume a run, whichever process
+        suspended it.
         """
-        return await _finish(drive(await self._resume(agent, session_id, decisions, runtime_context)))
+        leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {})
+        return await _finish(drive(leg))
 
     async def stream(
         self,
@@ -173,13 +187,14 @@ class Runner:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, ApprovalDecision],
+        decisions: Mapping[str, ApprovalDecision] | None = None,
         *,
+        results: Mapping[str, Any] | None = None,
         runtime_context: Any = None,
     ) -> RunResult:
         """``resume`` for scripts: starts an event loop. Use ``await resume(...)`` inside async code."""
         return _sync(
-            lambda: self.resume(agent, session_id, decisions, runtime_context=runtime_context),
+            lambda: self.resume(agent, session_id, decisions, results=results, runtime_context=runtime_context),
             "resume_sync() was called inside a running event loop; use 'await runner.resume(...)'",
         )
 
@@ -212,11 +227,16 @@ class Runner:
         if last is None:
             result = await self.run(agent, input, session_id=session_id, runtime_context=ctx.runtime_context)
             status, output, error = result.status, result.output, result.error
+            usage = result.usage + result.sub_usage
         elif last.status is RunStatus.RUNNING:
             result = await self.retry(agent, session_id, runtime_context=ctx.runtime_context)
             status, output, error = result.status, result.output, result.error
+            usage = result.usage + result.sub_usage
         else:
             status, output, error = last.status, last.output, last.error
+            usage = last.usage + Usage(**last.report.get("sub_usage", {}))
+        # The parent's step records this, so its budgets and its report count the child's model calls.
+        ctx.sub_usage = ctx.sub_usage + usage
         if status is RunStatus.COMPLETED:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
@@ -327,7 +347,12 @@ class Runner:
         return self._leg(leg, runtime_context)
 
     async def _resume(
-        self, agent: Agent, session_id: str, decisions: Mapping[str, ApprovalDecision], runtime_context: Any
+        self,
+        agent: Agent,
+        session_id: str,
+        decisions: Mapping[str, ApprovalDecision],
+        runtime_context: Any,
+        results: Mapping[str, Any] | None = None,
     ) -> Leg:
         try:
             snapshot, last = await self._last_run(agent, session_id)
@@ -336,6 +361,8 @@ class Runner:
         if last.status is not RunStatus.SUSPENDED:
             raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
         pending = {p["call_id"]: PendingApproval.from_data(p) for p in last.report.get("pending", [])}
+        results = dict(results or {})
+        decisions = _with_results(pending, decisions, results)
         _check_decisions(pending, decisions, self.clock())
         step_entry = next(e for e in reversed(snapshot.entries) if e.run_id == last.run_id and e.kind is EntryKind.STEP)
         records = parse_records(step_entry.records)
@@ -348,9 +375,38 @@ class Runner:
         if request.escalation is not None:
             leg.settle = _settle_review(step_entry, records, request.escalation, decisions, last.run_id)
         else:
-            plans, made = _settle_plans(agent, reply, request.calls, decisions)
+            plans, made = _settle_plans(agent, reply, request.calls, decisions, results)
             leg.settle = Settle(step_entry.step, reply, plans, made, terminate.reason if terminate else None)
         return self._leg(leg, runtime_context)
+
+
+def _with_results(
+    pending: Mapping[str, PendingApproval], decisions: Mapping[str, ApprovalDecision], results: Mapping[str, Any]
+) -> dict[str, ApprovalDecision]:
+    """The decisions with each client tool's result standing for an approval of its call. A client call needs a
+    result, a ``Reject`` or a ``Terminate``; a result for any other call is an ``ApprovalError``."""
+    for call_id in results:
+        p = pending.get(call_id)
+        if p is None or p.source != "client":
+            raise ApprovalError(f"call {call_id} is not a pending client tool call: results are for those only")
+        if call_id in decisions:
+            raise ApprovalError(f"call {call_id} has both a result and a decision: give one")
+    for call_id, p in pending.items():
+        decision = decisions.get(call_id)
+        if p.source == "client" and call_id not in results and not isinstance(decision, Reject | Terminate | None):
+            raise ApprovalError(f"client tool call {call_id} ({p.tool}) needs its result: resume(..., results=...)")
+    return {**decisions, **{call_id: Approve() for call_id in results}}
+
+
+def _client_row(value: Any, call_id: str) -> Message:
+    """A client tool's result as its tool row: a ``ToolError`` is a failed call the model reads."""
+    if isinstance(value, ToolError):
+        return error_tool_result(str(value), tool_call_id=call_id, origin="client")
+    try:
+        row = encode_tool_result(value, tool_call_id=call_id)
+    except Exception as exc:
+        raise ApprovalError(f"the result for call {call_id} cannot be serialised to JSON: {exc}") from exc
+    return replace(row, metadata={**row.metadata, ORIGIN: "client"})
 
 
 def _check_decisions(
@@ -416,9 +472,14 @@ def _settle_review(
 
 
 def _settle_plans(
-    agent: Agent, reply: Reply, calls: Sequence[PlannedCall], decisions: Mapping[str, ApprovalDecision]
+    agent: Agent,
+    reply: Reply,
+    calls: Sequence[PlannedCall],
+    decisions: Mapping[str, ApprovalDecision],
+    results: Mapping[str, Any],
 ) -> tuple[list[CallPlan], list[LogRecord]]:
-    """The suspended step's calls with the reviewer's decisions applied, and the decisions as records."""
+    """The suspended step's calls with the reviewer's decisions and the client tools' results applied, and the
+    decisions as records (a client tool's result is its tool row)."""
     by_id = {c.call_id: c for c in calls}
     terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
     plans: list[CallPlan] = []
@@ -436,7 +497,9 @@ def _settle_plans(
             row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
         elif row is None and isinstance(decision, Modify):
             args = dict(decision.args)
-        if decision is not None:
+        elif row is None and call.id in results:
+            row = _client_row(results[call.id], call.id)
+        if decision is not None and call.id not in results:
             made.append(ApprovalRecord.of(call.id, call.name, decision))
         plans.append(CallPlan(call, agent.tool_map.get(call.name), args, row))
     return plans, made

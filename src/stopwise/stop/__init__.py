@@ -4,6 +4,7 @@ from stopwise._deprecated import aliases
 from stopwise.stop.conditions import StepView, StopCondition, has_tool_call, step_count_is, text_contains
 from stopwise.stop.decision import Action, CompletionReason, StepSignals, StopDecision, resolve
 from stopwise.stop.guard import Continue, Fail, Stop, StopGuard, StopGuardContext, StopGuardReport
+from stopwise.stop.limits import LimitHit, LimitKind, Limits
 from stopwise.stop.nudge import FinishEvidence, ToolTrace, finish_nudge
 
 __all__ = [
@@ -13,6 +14,9 @@ __all__ = [
     "StopDecision",
     "Fail",
     "FinishEvidence",
+    "LimitHit",
+    "LimitKind",
+    "Limits",
     "StepSignals",
     "StepView",
     "Stop",

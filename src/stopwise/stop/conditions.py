@@ -1,17 +1,20 @@
 """``stop_when`` conditions: predicates over a step that say why they fired.
 
 A condition returns a reason string when it fires and ``None`` otherwise. Plain predicates returning a bool
-are accepted and wrapped; conditions compose with ``|`` (any) and ``&`` (all).
+are accepted and wrapped; conditions compose with ``|`` (any) and ``&`` (all). A predicate may be ``async def``
+(or return an awaitable): the loop awaits it through ``StopCondition.evaluate``; calling such a condition
+synchronously raises ``TypeError`` instead of treating the un-awaited coroutine as true.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from stopwise.errors import ConfigError
-from stopwise.messages import Message, Reply
+from stopwise.messages import TOOL_ERROR, Message, Reply
 
 __all__ = [
     "StepView",
@@ -40,43 +43,104 @@ class StepView:
         return tuple(c.name for c in self.reply.tool_calls)
 
 
+Verdict: TypeAlias = "str | Awaitable[str | None] | None"
+"""What a condition's check returns: the reason, or an awaitable of it for an async condition."""
+
+
 class StopCondition:
-    """A named predicate over a ``StepView`` that returns the reason it fired, or ``None``."""
+    """A named predicate over a ``StepView`` that returns the reason it fired, or ``None``.
 
-    __slots__ = ("_check", "label")
+    ``await condition.evaluate(step)`` works for every condition, sync or async; ``condition(step)`` works for
+    sync ones and raises ``TypeError`` for an async one."""
 
-    def __init__(self, check: Callable[[StepView], str | None], label: str) -> None:
+    __slots__ = ("_check", "is_async", "label")
+
+    def __init__(self, check: Callable[[StepView], Verdict], label: str, *, is_async: bool = False) -> None:
         self._check = check
         self.label = label
+        self.is_async = is_async
+        """Whether the check is declared async (an ``async def`` predicate, or a composition with one)."""
 
     def __call__(self, step: StepView) -> str | None:
-        return self._check(step)
+        if self.is_async:
+            raise TypeError(f"stop_when {self.label} is async: use `await condition.evaluate(step)`")
+        verdict = self._check(step)
+        if inspect.isawaitable(verdict):
+            _discard(verdict)
+            raise TypeError(f"stop_when {self.label} is async: use `await condition.evaluate(step)`")
+        return verdict
+
+    async def evaluate(self, step: StepView) -> str | None:
+        """The reason this condition fired on ``step``, or None; an async predicate is awaited."""
+        verdict = self._check(step)
+        return await verdict if inspect.isawaitable(verdict) else verdict
 
     def __or__(self, other: Any) -> StopCondition:
         right = as_condition(other)
 
-        def any_of(step: StepView) -> str | None:
-            return self(step) or right(step)
+        def any_of(step: StepView) -> Verdict:
+            first = self._check(step)
+            if inspect.isawaitable(first):
+                return _any_async(first, right, step)
+            return first or right._check(step)
 
-        return StopCondition(any_of, f"({self.label} | {right.label})")
+        return StopCondition(any_of, f"({self.label} | {right.label})", is_async=self.is_async or right.is_async)
 
     def __and__(self, other: Any) -> StopCondition:
         right = as_condition(other)
 
-        def all_of(step: StepView) -> str | None:
-            first = self(step)
+        def all_of(step: StepView) -> Verdict:
+            first = self._check(step)
+            if inspect.isawaitable(first):
+                return _all_async(first, right, step)
             if first is None:
                 return None
-            second = right(step)
+            second = right._check(step)
+            if inspect.isawaitable(second):
+                return _both(first, second)
             return None if second is None else f"{first} and {second}"
 
-        return StopCondition(all_of, f"({self.label} & {right.label})")
+        return StopCondition(all_of, f"({self.label} & {right.label})", is_async=self.is_async or right.is_async)
 
     __ror__ = __or__
     __rand__ = __and__
 
     def __repr__(self) -> str:
         return f"StopCondition({self.label})"
+
+
+def _discard(verdict: Awaitable[Any]) -> None:
+    # Close an un-awaited coroutine so Python does not warn "coroutine was never awaited" on top of our error.
+    close = getattr(verdict, "close", None)
+    if close is not None:
+        close()
+
+
+async def _any_async(first: Awaitable[str | None], right: StopCondition, step: StepView) -> str | None:
+    return await first or await right.evaluate(step)
+
+
+async def _all_async(first: Awaitable[str | None], right: StopCondition, step: StepView) -> str | None:
+    reason = await first
+    if reason is None:
+        return None
+    second = await right.evaluate(step)
+    return None if second is None else f"{reason} and {second}"
+
+
+async def _both(first: str, second: Awaitable[str | None]) -> str | None:
+    reason = await second
+    return None if reason is None else f"{first} and {reason}"
+
+
+def _reason(result: object, label: str) -> str | None:
+    if isinstance(result, str):
+        return result or None
+    return f"{label} returned true" if result else None
+
+
+async def _awaited_reason(result: Awaitable[object], label: str) -> str | None:
+    return _reason(await result, label)
 
 
 def as_condition(value: Any) -> StopCondition:
@@ -97,32 +161,40 @@ def as_condition(value: Any) -> StopCondition:
     if label == "<lambda>":
         label = "stop_when predicate"
 
-    def predicate(step: StepView) -> str | None:
+    def predicate(step: StepView) -> Verdict:
         result = value(step)
-        if isinstance(result, str):
-            return result or None
-        return f"{label} returned true" if result else None
+        if inspect.isawaitable(result):
+            return _awaited_reason(result, label)
+        return _reason(result, label)
 
-    return StopCondition(predicate, label)
+    # A callable object with an ``async def __call__`` is async too.
+    declared_async = inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(type(value).__call__)
+    return StopCondition(predicate, label, is_async=declared_async)
 
 
 def step_count_is(n: int) -> StopCondition:
-    """Fires once ``n`` steps have been taken in this run leg."""
+    """Fires once ``n`` or more steps have been taken in this run leg.
+
+    "Or more", not "exactly": ``stop_when`` is only checked after a step that called tools, so a step ``n`` that
+    was a plain answer or a forced-output call passes it by, and the next tool-calling step must still stop."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError("step_count_is", f"n must be a positive int, got {n!r}")
     return StopCondition(lambda s: f"step count reached {n}" if s.number >= n else None, f"step_count_is({n})")
 
 
-def has_tool_call(*names: str) -> StopCondition:
-    """Fires when the step called any of the named tools (any tool at all when no name is given)."""
+def has_tool_call(*names: str, include_failed: bool = False) -> StopCondition:
+    """Fires when the step called any of the named tools (any tool at all when no name is given) and the call
+    succeeded. A call whose result is an error (the tool raised, bad arguments, a block) does not fire by
+    default, so the model gets to fix it; ``include_failed=True`` fires on any call."""
     for name in names:
         if not isinstance(name, str) or not name:
             raise ConfigError("has_tool_call", f"tool names must be non-empty strings (use tool.name), got {name!r}")
     wanted = frozenset(names)
 
     def check(step: StepView) -> str | None:
+        failed = {r.tool_call_id for r in step.tool_results if r.metadata.get(TOOL_ERROR)}
         for call in step.reply.tool_calls:
-            if not wanted or call.name in wanted:
+            if (not wanted or call.name in wanted) and (include_failed or call.id not in failed):
                 return f"tool '{call.name}' was called"
         return None
 

@@ -7,7 +7,7 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
 1. the caller cancelled (``cancelled``);
 2. caller code failed (``caller_failed``: a guardrail, an approval predicate, unserialisable state;
    ``stop_when_error``);
-3. the model call failed (``model_failed``);
+3. the model call failed (``model_failed``), or ran past a time budget and was cancelled (``timed_out``);
 4. an input guardrail blocked the leg (``input_blocked``);
 5. a reviewer terminated the run, or rejected a guardian escalation (re-anchor, or the cut-off at the cap);
 6. suspend: a call needs approval, or the guardian escalates;
@@ -15,9 +15,12 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
 8. a forced-output call: its output, or another forced call, or the failure;
 9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it; the guardian's
    ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
-   otherwise a natural finish, judged by the stop guard, the output guardrails and the output type;
-10. ``stop_when``; 11. the guardian's ``stop_success`` / ``stop_failure``; 12. ``max_steps``; 13. replan;
-14. continue.
+   otherwise a natural finish, judged by the stop guard (a continue with a budget of ``Limits`` spent fails with
+   it), the output validators (a rejection retries while completion attempts are left), the output guardrails and
+   the output type;
+10. a stop-at tool's result (``tool_output``), then ``stop_when``; 11. the guardian's ``stop_success`` /
+``stop_failure``; 12. a budget of ``Limits`` spent (``limit_hit``), then ``max_steps`` (the handler's output,
+forced completion, the wrap-up, or the cut-off); 13. replan; 14. continue.
 
 ``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful stop,
 and so is a final answer on the last step. No I/O, no clock: the same signals always give the same decision.
@@ -33,6 +36,7 @@ from stopwise._deprecated import aliases
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import StopReason
 from stopwise.result import CompletionReason, RunStatus
+from stopwise.stop.limits import LimitHit
 from stopwise.store.base import RunRecord
 
 __all__ = [
@@ -65,6 +69,8 @@ class Action(StrEnum):
     """A reviewer ended the run (``Terminate``): it is recorded as cancelled."""
     REPLAN = "replan"
     """The guardian asks to re-anchor the actor on the goal: one more step, with a labelled row."""
+    RETRY_OUTPUT = "retry_output"
+    """An output validator rejected the output: one more step, tools on, with the application's feedback."""
 
 
 class Phase(StrEnum):
@@ -124,6 +130,8 @@ class StepSignals:
     the state is not serialisable): nothing of the step commits."""
     model_failed: ErrorDetail | None = None
     """The model call failed or gave no reply: there is no step to decide."""
+    timed_out: LimitHit | None = None
+    """The model call ran past a time budget (``Limits.step_seconds`` / ``run_seconds``) and was cancelled."""
     input_blocked: str | None = None
     """An input guardrail blocked the leg before any model call: its reason."""
     stop_when: str | None = None
@@ -141,7 +149,8 @@ class StepSignals:
     """The stop guard's verdict, when one ran on this step."""
     carried_reason: CompletionReason | None = None
     """In forced completion: the reason carried from the step that entered it."""
-    on_max_steps: Literal["fail", "wrap_up"] = "fail"
+    on_max_steps: Literal["fail", "wrap_up", "handler"] = "fail"
+    """``"handler"``: the agent's ``on_max_steps`` is a function that gives the output at the cap."""
     approvals_pending: bool = False
     """A tool call of this step needs a human's approval before anything in the batch runs."""
     tool_error_streak: str | None = None
@@ -155,6 +164,13 @@ class StepSignals:
     guardian_reason: str = ""
     review_rejected: str | None = None
     """Set when a reviewer rejected a guardian escalation: their message (the run re-anchors and goes on)."""
+    limit_hit: LimitHit | None = None
+    """A budget of ``Agent.limits`` this step ran out (tool calls refused, tokens, cost, run time)."""
+    output_rejected: str | None = None
+    """An output validator rejected the accepted output (``RetryOutput``): the application's feedback."""
+    tool_output: str | None = None
+    """A stop-at tool (``Agent.stop_at_tools``) succeeded on this step: its name. Its result is the output;
+    ``output_error`` says why it is not valid ``output_type``."""
 
 
 _FAILED_STOP = {
@@ -188,6 +204,17 @@ def _force_or_fail(
     return _fail(CompletionReason.ERROR, ErrorDetail(ErrorCode.OUTPUT_INVALID, message, ErrorCategory.FRAMEWORK, True))
 
 
+def _retry_output(s: StepSignals, rejected: str) -> StopDecision:
+    """An output validator's rejection: another try while completion attempts are left (in forced completion a
+    forced call again, else a step with tools on), then the failure."""
+    if s.completion_attempts_left > 0 and s.phase is Phase.FORCED_OUTPUT:
+        return StopDecision(Action.FORCE_OUTPUT, CompletionReason.OUTPUT, detail=rejected, carry=s.carried_reason)
+    if s.completion_attempts_left > 0 and s.phase is Phase.NORMAL:
+        return StopDecision(Action.RETRY_OUTPUT, detail=rejected)
+    error = ErrorDetail(ErrorCode.OUTPUT_REJECTED, f"Output rejected: {rejected}", ErrorCategory.CALLER, True)
+    return _fail(CompletionReason.ERROR, error)
+
+
 def _cut_off(s: StepSignals) -> StopDecision:
     assert s.max_steps is not None  # only called at the cap
     return _fail(CompletionReason.MAX_STEPS, max_steps_exhausted(s.max_steps))
@@ -213,9 +240,13 @@ def _natural_finish(s: StepSignals) -> StopDecision:
                 return _fail(CompletionReason.ERROR, error)
             override = CompletionReason.STOP_GUARD_ERROR
         elif g.kind == "continue":
+            if g.budget_left and s.limit_hit is not None:  # no budget to go on with
+                return _fail(s.limit_hit.reason, s.limit_hit.error())
             if g.budget_left:
                 return StopDecision(Action.CONTINUE, detail="stop guard asked to continue")
             override = CompletionReason.STOP_GUARD_EXHAUSTED
+    if s.output_rejected is not None:
+        return _retry_output(s, s.output_rejected)
     if s.output_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
     if s.phase is Phase.WRAP_UP:
@@ -250,6 +281,8 @@ def _interrupted(s: StepSignals) -> StopDecision | None:
         return _fail(CompletionReason.ERROR, error)
     if s.model_failed is not None:
         return _fail(CompletionReason.ERROR, s.model_failed)
+    if s.timed_out is not None:
+        return _fail(s.timed_out.reason, s.timed_out.error())
     if s.input_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=s.input_blocked)
     return None
@@ -278,13 +311,16 @@ def _forced(s: StepSignals) -> StopDecision | None:
         return None
     if s.output_blocked is not None:
         return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+    if s.output_rejected is not None:
+        return _retry_output(s, s.output_rejected)
     if s.output_error is None:
         return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
 
 
 def _step_outcome(s: StepSignals) -> StopDecision:
-    """Lines 9-14: a terminal reply, then stop_when, the guardian's stops, the cap, a replan, continue."""
+    """Lines 9-14: a terminal reply, then a stop-at tool's output and stop_when, the guardian's stops, the cap, a
+    replan, continue."""
     if not s.has_tool_calls:
         failed = _FAILED_STOP.get(s.stop_reason)
         if failed is not None:
@@ -296,6 +332,13 @@ def _step_outcome(s: StepSignals) -> StopDecision:
         return _natural_finish(s)
     if s.phase is Phase.WRAP_UP:  # tools were off; a reply that still calls them did not wrap up
         return _cut_off(s)
+    if s.tool_output is not None:
+        detail = f"tool '{s.tool_output}' returned the output"
+        if s.output_error is not None:
+            return _force_or_fail(s, CompletionReason.TOOL_OUTPUT, s.output_error)
+        if s.output_rejected is not None:
+            return _retry_output(s, s.output_rejected)
+        return StopDecision(Action.COMPLETE, CompletionReason.TOOL_OUTPUT, detail=detail)
     if s.stop_when is not None:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.STOP_WHEN, s.stop_when)
@@ -307,8 +350,12 @@ def _step_outcome(s: StepSignals) -> StopDecision:
         return StopDecision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
     if s.guardian == "stop_failure":
         return _infeasible(s)
+    if s.limit_hit is not None:
+        return _fail(s.limit_hit.reason, s.limit_hit.error())
     if s.max_steps is not None and s.steps_used >= s.max_steps:
         cap = f"Max steps ({s.max_steps}) reached"
+        if s.on_max_steps == "handler":
+            return StopDecision(Action.COMPLETE, CompletionReason.MAX_STEPS_HANDLED, detail=cap)
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.MAX_STEPS, cap)
         if s.on_max_steps == "wrap_up":

@@ -1,0 +1,124 @@
+"""Before a model call: ``Agent.prepare_step`` (the model, tools, tool choice and instructions for this call),
+resolved against the agent's defaults and checked; then the history processors (what of the history is sent)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+from stopwise._leg import Leg
+from stopwise._step.calls import CallerCodeFailed
+from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
+from stopwise.history import HistoryRecord
+from stopwise.messages import Message, Role
+from stopwise.models._registry import resolve_model
+from stopwise.models.base import Model, ToolSpec
+from stopwise.models.middleware import wrap_model
+from stopwise.step_plan import TOOL_CHOICES, StepContext, StepPlan, StepPlanRecord
+from stopwise.stop.decision import Phase
+from stopwise.tools import Tool
+
+__all__ = ["Prepared", "prepare"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What one model call uses: the agent's defaults, or what ``prepare_step`` chose."""
+
+    caller: Model
+    system: tuple[Message, ...]
+    messages: tuple[Message, ...]
+    """The history the model is sent (after the history processors)."""
+    tools: tuple[ToolSpec, ...]
+    """The tools offered (all of the agent's unless the plan narrowed them)."""
+    offered: frozenset[str] | None = None
+    """The names a call may use on this step; None: any of the agent's tools."""
+    tool_choice: str | None = None
+    record: StepPlanRecord | None = None
+    history: HistoryRecord | None = None
+    """What of the history was not sent, when the agent has history processors."""
+
+
+async def prepare(leg: Leg, number: int, phase: Phase) -> Prepared:
+    """The call's settings. Raises ``CallerCodeFailed`` (``prepare_step_failed``) when ``prepare_step`` raises or
+    returns something that is not a valid ``StepPlan``, and (``history_processor_failed``) when a history processor
+    raises or returns anything but messages."""
+    prepared = await _planned(leg, number, phase)
+    if not leg.agent.history_processors:
+        return prepared
+    return await _bounded(leg, number, prepared)
+
+
+async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
+    history = tuple(leg.messages)
+    messages = history
+    for fn in leg.agent.history_processors:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        try:
+            result = fn(messages)
+            if inspect.isawaitable(result):
+                result = await result
+            if not all(isinstance(m, Message) for m in result):
+                raise TypeError("returned something that is not a list of messages")
+        except Exception as exc:
+            message = f"history processor {name} failed: {type(exc).__name__}: {exc}"
+            error = ErrorDetail(ErrorCode.HISTORY_PROCESSOR_FAILED, message, ErrorCategory.CALLER, retryable=False)
+            raise CallerCodeFailed(error) from exc
+        messages = tuple(result)
+    # Rows are compared by identity: a processor that keeps a row passes the same object on.
+    sent, logged = {id(m) for m in messages}, {id(m) for m in history}
+    dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)
+    added = sum(1 for m in messages if id(m) not in logged)
+    record = HistoryRecord(number, dropped, added, len(messages))
+    return replace(prepared, messages=messages, history=record)
+
+
+async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
+    agent = leg.agent
+    defaults = Prepared(agent.caller, leg.system, tuple(leg.messages), leg.tool_specs)
+    fn = agent.prepare_step
+    if fn is None:
+        return defaults
+    ctx = StepContext(
+        number, leg.steps_used, tuple(leg.messages), MappingProxyType(dict(leg.state)), phase is not Phase.NORMAL
+    )
+    try:
+        plan = fn(ctx)
+        if inspect.isawaitable(plan):
+            plan = await plan
+        if plan is None:
+            return defaults
+        if not isinstance(plan, StepPlan):
+            raise TypeError(f"returned {type(plan).__name__}, expected a StepPlan or None")
+        return _resolved(leg, number, plan, defaults)
+    except Exception as exc:
+        message = f"prepare_step failed: {type(exc).__name__}: {exc}"
+        error = ErrorDetail(ErrorCode.PREPARE_STEP_FAILED, message, ErrorCategory.CALLER, retryable=False)
+        raise CallerCodeFailed(error) from exc
+
+
+def _resolved(leg: Leg, number: int, plan: StepPlan, defaults: Prepared) -> Prepared:
+    agent = leg.agent
+    caller, system, specs, offered = defaults.caller, defaults.system, defaults.tools, defaults.offered
+    model_name = None
+    if plan.model is not None:
+        model = resolve_model(plan.model) if isinstance(plan.model, str) else plan.model
+        if not callable(getattr(model, "generate", None)):
+            raise ConfigError("StepPlan.model", f"must be a Model or a model string, got {plan.model!r}")
+        caller, model_name = wrap_model(model, agent.middleware), repr(model)
+    names = None
+    if plan.tools is not None:
+        names = tuple(t.name if isinstance(t, Tool) else t for t in plan.tools)
+        unknown = [n for n in names if n not in leg.tools]
+        if unknown:
+            raise ConfigError("StepPlan.tools", f"names tools the agent does not have: {', '.join(unknown)}")
+        offered = frozenset(names)
+        specs = tuple(s for s in leg.tool_specs if s.name in offered)
+    choice = plan.tool_choice
+    if choice is not None and choice not in TOOL_CHOICES and choice not in (offered or leg.tools):
+        raise ConfigError("StepPlan.tool_choice", f"must be auto, required, none or an offered tool, got {choice!r}")
+    if plan.instructions is not None:
+        system = (Message(Role.SYSTEM, plan.instructions),) if plan.instructions else ()
+    record = StepPlanRecord(number, model_name, names, choice, plan.instructions)
+    return Prepared(caller, system, defaults.messages, specs, offered, choice, record)

@@ -1,0 +1,177 @@
+"""Budgets besides ``max_steps``: tool calls, tokens, cost and wall time, as one immutable ``Limits`` and the pure
+checks the loop turns into stop signals.
+
+What a leg has spent is counted from the log (``Spent``): a retry after a failure starts a fresh budget, as it does
+for steps, while the run's usage on ``RunResult`` adds up across legs. The checks read no clock: the loop passes the
+elapsed time in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
+from stopwise.messages import Usage
+from stopwise.result import CompletionReason
+
+__all__ = ["LimitHit", "LimitKind", "Limits", "Spent", "calls_allowed", "exceeded", "time_left"]
+
+
+class LimitKind(StrEnum):
+    """Which budget ran out."""
+
+    TOOL_CALLS = "tool_calls"
+    INPUT_TOKENS = "input_tokens"
+    OUTPUT_TOKENS = "output_tokens"
+    TOTAL_TOKENS = "total_tokens"
+    COST = "cost"
+    RUN_TIME = "run_time"
+    STEP_TIME = "step_time"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Budgets for one run leg (a retry after a failure starts fresh ones). ``None`` leaves a budget unlimited.
+
+    A budget that runs out ends the run failed with its own reason (``tool_call_limit``, ``token_limit``,
+    ``cost_limit``, ``time_limit``) after the step that spent it; a final answer on that step still completes.
+    """
+
+    tool_calls: int | None = None
+    """Tool calls that may run. Checked before a batch runs: the calls past it are answered with an error row the
+    model reads (they never run), and the run ends with ``tool_call_limit``."""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    """Token budgets, checked after each model call against the usage the provider reported."""
+    cost: Decimal | float | None = None
+    """US dollars, priced by ``genai-prices`` (the ``stopwise[prices]`` extra) for the agent's model; a model it
+    has no price for is a ``ConfigError`` when the agent is defined, never a cost of zero."""
+    priced_as: str | None = None
+    """The model to price as (``"openai:gpt-4.1-mini"``); default: the agent's model's own name."""
+    run_seconds: float | None = None
+    """Wall time for the leg. A model call still running when it runs out is cancelled (``time_limit``,
+    retryable); between steps, a leg past it ends."""
+    step_seconds: float | None = None
+    """Wall time for one step's model call, and separately for its tools: a model call past it is cancelled
+    (``time_limit``, retryable); a tool call past it is answered with a timeout error row, as ``@tool(timeout=)``
+    does (a sync tool's worker thread cannot be stopped: it runs to its end and its result is dropped)."""
+
+    def __post_init__(self) -> None:
+        for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ConfigError(f"limits.{name}", f"must be an int >= 0 or None, got {value!r}")
+        for name in ("cost", "run_seconds", "step_seconds"):
+            value = getattr(self, name)
+            ok = isinstance(value, int | float | Decimal) and not isinstance(value, bool) and value > 0
+            if value is not None and not (ok and math.isfinite(float(value))):
+                raise ConfigError(f"limits.{name}", f"must be a positive number or None, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What a leg has used against its limits."""
+
+    tool_calls: int = 0
+    """Calls that ran (not those answered without running)."""
+    usage: Usage = field(default_factory=Usage)
+    cost: Decimal | None = None
+    """In US dollars, when the agent prices its model; None otherwise."""
+    seconds: float = 0.0
+    """Wall time since the leg began."""
+
+
+@dataclass(frozen=True, slots=True)
+class LimitHit:
+    """A budget that ran out: which, what it allowed, and what was used (or asked for)."""
+
+    kind: LimitKind
+    allowed: float | Decimal
+    used: float | Decimal
+
+    @property
+    def reason(self) -> CompletionReason:
+        return _REASONS[self.kind][0]
+
+    def error(self) -> ErrorDetail:
+        """The run's failure for this hit: a stable code per budget; only a time limit is worth retrying as is."""
+        _, code = _REASONS[self.kind]
+        noun = _NOUNS[self.kind]
+        message = f"{noun} limit ({_show(self.allowed)}) reached: {_show(self.used)} used"
+        if self.kind is LimitKind.TOOL_CALLS:
+            message = f"{noun} limit ({_show(self.allowed)}) reached: {_show(self.used)} asked for"
+        retryable = self.kind in (LimitKind.RUN_TIME, LimitKind.STEP_TIME)
+        facts: dict[str, Any] = {"limit": self.kind.value, "allowed": _json(self.allowed), "used": _json(self.used)}
+        return ErrorDetail(code, message, ErrorCategory.FRAMEWORK, retryable, facts)
+
+
+_REASONS = {
+    LimitKind.TOOL_CALLS: (CompletionReason.TOOL_CALL_LIMIT, ErrorCode.TOOL_CALL_LIMIT),
+    LimitKind.INPUT_TOKENS: (CompletionReason.TOKEN_LIMIT, ErrorCode.TOKEN_LIMIT),
+    LimitKind.OUTPUT_TOKENS: (CompletionReason.TOKEN_LIMIT, ErrorCode.TOKEN_LIMIT),
+    LimitKind.TOTAL_TOKENS: (CompletionReason.TOKEN_LIMIT, ErrorCode.TOKEN_LIMIT),
+    LimitKind.COST: (CompletionReason.COST_LIMIT, ErrorCode.COST_LIMIT),
+    LimitKind.RUN_TIME: (CompletionReason.TIME_LIMIT, ErrorCode.TIME_LIMIT),
+    LimitKind.STEP_TIME: (CompletionReason.TIME_LIMIT, ErrorCode.TIME_LIMIT),
+}
+_NOUNS = {
+    LimitKind.TOOL_CALLS: "Tool-call",
+    LimitKind.INPUT_TOKENS: "Input-token",
+    LimitKind.OUTPUT_TOKENS: "Output-token",
+    LimitKind.TOTAL_TOKENS: "Total-token",
+    LimitKind.COST: "Cost (USD)",
+    LimitKind.RUN_TIME: "Run time (s)",
+    LimitKind.STEP_TIME: "Step time (s)",
+}
+
+
+def _show(value: float | Decimal) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _json(value: float | Decimal) -> float | int | str:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def calls_allowed(limits: Limits | None, spent: Spent) -> int | None:
+    """How many more tool calls may run in this leg (None: no limit)."""
+    if limits is None or limits.tool_calls is None:
+        return None
+    return max(0, limits.tool_calls - spent.tool_calls)
+
+
+def exceeded(limits: Limits | None, spent: Spent) -> LimitHit | None:
+    """The first budget ``spent`` has gone past (tokens, cost, run time; in that order), or None. A budget is
+    past when more than it allows was used: reaching it exactly is still within it."""
+    if limits is None:
+        return None
+    usage = spent.usage
+    checks: tuple[tuple[LimitKind, float | Decimal | None, float | Decimal | None], ...] = (
+        (LimitKind.INPUT_TOKENS, limits.input_tokens, usage.input_tokens),
+        (LimitKind.OUTPUT_TOKENS, limits.output_tokens, usage.output_tokens),
+        (LimitKind.TOTAL_TOKENS, limits.total_tokens, usage.total_tokens),
+        (LimitKind.COST, limits.cost, spent.cost),
+        (LimitKind.RUN_TIME, limits.run_seconds, spent.seconds),
+    )
+    for kind, allowed, used in checks:
+        if allowed is not None and used is not None and Decimal(str(used)) > Decimal(str(allowed)):
+            return LimitHit(kind, allowed, used)
+    return None
+
+
+def time_left(limits: Limits | None, seconds: float) -> tuple[float, LimitKind] | None:
+    """How long the next model call may take, ``seconds`` into the leg, and which budget bounds it (None: no
+    time limit)."""
+    if limits is None:
+        return None
+    bounds = []
+    if limits.step_seconds is not None:
+        bounds.append((float(limits.step_seconds), LimitKind.STEP_TIME))
+    if limits.run_seconds is not None:
+        bounds.append((max(0.0, float(limits.run_seconds) - seconds), LimitKind.RUN_TIME))
+    return min(bounds, key=lambda b: b[0]) if bounds else None
