@@ -1,0 +1,514 @@
+"""Integrity: how strongly one untrusted text (a tool result) reads as instructions addressed to the agent.
+
+The ``RuleEvaluator`` asks ``score_text`` for the features of each tool result it scans and maps them to a
+probability with the ``integrity`` logistic map of ``rule_coefficients.json``. What a caller may rely on:
+
+- **Nothing is diluted.** The marker families (hand-written patterns of instructions to an agent) are searched in
+  the whole text read, and the learned model (``IntegrityModel``: hashed word n-grams) scores the text in
+  overlapping windows of ``window`` tokens and keeps the highest window: an injection late in a long bill scores
+  as it would alone. ``read_chars`` bounds what is read (the guardian's projection keeps ``result_chars``).
+- **Trivial results are no evidence.** An empty or structure-only result (``{}``, ``[]``, ``""``, ``null``,
+  ``{"items": []}``, a bare number or status word) has the single feature ``trivial`` and nothing else.
+- **Evasions are undone first**: invisible and tag characters, look-alike letters (``normalise_untrusted``), and
+  one-letter misspellings of the words injections rely on ("ignroe", "instrucitons"), counted as ``misspelt``.
+- Pure functions of the text and the model: no clock, no I/O, no randomness (CRC-32 hashing, not ``hash``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from typing import Any
+
+from stopwise.errors import ConfigError
+
+__all__ = [
+    "MARKER_FAMILIES",
+    "IntegrityModel",
+    "TextScore",
+    "integrity_markers",
+    "is_trivial",
+    "normalise_untrusted",
+    "score_text",
+    "tokens",
+]
+
+# Characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, bidi controls.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# Unicode "tag" characters mirror ASCII invisibly; decoding them shows the hidden text to the markers.
+_TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
+# Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
+_MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
+_HOMOGLYPHS = str.maketrans(
+    {
+        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+        "ԁ": "d", "һ": "h", "ո": "n", "ɡ": "g", "α": "a", "ο": "o", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
+        "А": "a", "Е": "e", "О": "o", "Р": "p", "С": "c", "Х": "x", "І": "i", "Ј": "j", "Ѕ": "s", "В": "b",
+        "К": "k", "М": "m", "Н": "h", "Т": "t",
+    }
+)  # fmt: skip
+
+
+def normalise_untrusted(text: str, limit: int = 8000) -> tuple[str, int]:
+    """Lower-cased text with invisible characters removed, tag characters decoded and look-alike letters mapped
+    to Latin, cut at ``limit`` characters; and how many such tricks were undone (a signal in itself)."""
+    text = text[:limit]
+    tricks = 0
+    if not text.isascii():
+        tricks += len(_MIXED_SCRIPT.findall(text))
+        text, n = _INVISIBLE.subn("", text)
+        tricks += n
+        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+        tricks += n
+        text = unicodedata.normalize("NFKC", text).translate(_HOMOGLYPHS)
+    return text.lower(), tricks
+
+# --------------------------------------------------------------------------------------------------------------
+# Trivial results
+
+# A string value (or a whole plain-text result) needs two words of letters to say anything to anyone.
+_TWO_WORDS = re.compile(r"[^\W\d_]{2,}[^\w]+[^\W\d_]{2,}")
+_TRIVIAL_TEXT = 16
+
+
+def is_trivial(text: str) -> bool:
+    """True when ``text`` cannot carry an instruction: empty or blank, a JSON value none of whose strings holds
+    two words (``{}``, ``[]``, ``""``, ``null``, ``{"items": []}``, ``{"ok": true, "id": "a1"}``), or a short
+    plain text without two words ("OK", "200", "done")."""
+    s = text.strip()
+    if not s:
+        return True
+    if s[0] in "[{\"" or s in ("null", "true", "false"):
+        if len(s) > 4000:
+            return False  # a long document is worth reading whatever its shape
+        try:
+            value = json.loads(s)
+        except ValueError:
+            return False
+        return not any(_TWO_WORDS.search(v) for v in _strings(value))
+    return len(s) <= _TRIVIAL_TEXT and not _TWO_WORDS.search(s)
+
+
+def _strings(value: Any) -> list[str]:
+    """The string values (not the keys) of a JSON value, at any depth."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Misspelt trigger words
+
+# The words most injections need. A token one edit away from one of them (insert, delete, substitute, swap two
+# neighbours) is read as that word: "ignroe all previus instrucitons" is "ignore all previous instructions".
+_TRIGGERS = (
+    "ignore", "disregard", "forget", "override", "bypass", "instructions", "instruction", "previous", "prior",
+    "earlier", "above", "system", "prompt", "assistant", "important", "urgent", "execute", "reveal", "password",
+    "passwords", "credentials", "respond", "directive", "directives", "guidelines", "attention", "admin",
+    "administrator", "developer", "confidential", "secret", "forward", "transfer", "delete",
+)
+_MIN_FUZZY = 5
+
+
+def _deletes(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _fuzzy_index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for word in _TRIGGERS:
+        for key in (word, *_deletes(word)):
+            index.setdefault(key, word)
+    return index
+
+
+_FUZZY = _fuzzy_index()
+_TRIGGER_SET = frozenset(_TRIGGERS)
+_FIRST_LETTERS = frozenset(w[0] for w in _TRIGGERS)
+
+
+def _fuzzy_match(token: str) -> str | None:
+    """The trigger word ``token`` misspells (one edit away), or None (also for the word itself or an inflection:
+    "ignored" and "prompts" are spelt right)."""
+    word = _FUZZY.get(token)
+    if word is None:
+        for key in _deletes(token):
+            word = _FUZZY.get(key)
+            if word is not None:
+                break
+        else:
+            return None
+    if token.startswith(word) or (word.startswith(token[:-1]) and token[-1] in "sd"):
+        return None
+    return word
+
+
+def _respell(words: list[str]) -> dict[str, str]:
+    """Misspelt trigger words among ``words`` -> the word they misspell."""
+    fixes: dict[str, str] = {}
+    for token in set(words):
+        if (
+            _MIN_FUZZY <= len(token) <= 14
+            and token[0] in _FIRST_LETTERS
+            and token not in _TRIGGER_SET
+            and token.isalpha()
+        ):
+            word = _fuzzy_match(token)
+            if word is not None:
+                fixes[token] = word
+    return fixes
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Markers
+
+_AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
+_INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
+# Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
+_PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
+
+# Each family is one feature (1.0 when any of its patterns matches). Weights live in rule_coefficients.json.
+_MARKER_SOURCES: dict[str, tuple[str, ...]] = {
+    "marker_override": (
+        rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|cancel)\b[^.\n]{{0,20}}{_PRIOR}\b[^.\n]{{0,20}}{_INSTR}",
+        r"\b(?:ignore|disregard|forget)\s+(?:everything|all|anything|what)\b[^.\n]{0,30}\b(?:above|before|earlier|previously|told|said|instructions?)",
+        r"\bnew (?:important |updated |urgent |real )?(?:instructions?|task|directive|rules|orders)\b",
+        r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
+        r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
+        r"\b(?:prior|previous|original) (?:task|request|instructions?) (?:is|are|has been|have been) (?:cancel|void|null|revoked|replaced|superseded|obsolete)",  # noqa: E501
+    ),
+    "marker_persona": (
+        # Not "you are now subscribed / logged in / eligible": those are notices to people.
+        r"\byou are now\b(?! (?:subscribed|unsubscribed|registered|logged|signed|enrolled|eligible|connected|part of|a member|on the|in the|ready|able|free to|booked|checked))",  # noqa: E501
+        r"\bfrom now on\b[^.\n]{0,20}\byou\b",
+        r"\bfor the rest of (?:this|the) (?:conversation|session|chat)\b",
+        r"\b(?:developer|debug|god|admin|jailbreak|unrestricted|dan) mode\b",
+        r"\bdo anything now\b|\bdan\b[^.\n]{0,20}\b(?:can|anything|no)\b",
+        r"\bpretend (?:that )?(?:you are|you're|to be)\b",
+        r"\b(?:no|without|free from all|free of|not subject to any) (?:restrictions|limits|limitations|filters|rules|constraints|guidelines|censorship|boundaries)\b",  # noqa: E501
+        r"\b(?:act|behave|respond|answer) as (?:if you were |though you were )?(?:an? )?(?:unrestricted|unfiltered|uncensored|evil|different)\b",  # noqa: E501
+        r"\bjailbr(?:eak|oken)\b",
+    ),
+    "marker_addressed": (
+        rf"\bas an? {_AGENT}\b",
+        rf"\b(?:dear|attention|hey|hello|hi|calling all|to the|(?:note|message|instructions?|notice|memo|request|reminder|p\.?s\.?) (?:to|for)) (?:the |any |all |an? |this |every )?(?:automated |ai |virtual |digital |autonomous )?{_AGENT}s?\b",  # noqa: E501
+        r"\bif you are an? (?:ai|llm|assistant|agent|language model|automated|bot|chatbot)\b",
+        rf"\b{_AGENT}s? (?:reading|processing|parsing|summari[sz]ing|analy[sz]ing|viewing|seeing|scanning) (?:this|these)\b",  # noqa: E501
+        rf"\b(?:any|all|every) (?:ai|llm|automated|autonomous|ai-powered) (?:{_AGENT}s?|systems?|tools?|readers?)\b",
+        r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
+    ),
+    "marker_chat_format": (
+        r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
+        r"<\|?(?:im_start|im_end|endoftext|system|user|assistant|eot_id|start_header_id)\|?>",
+        r"</?(?:system|user|assistant|instructions?|untrusted[\w-]*|tool[\w-]*|document|email|context)>",
+        r"\[/?(?:system|inst|sys|admin|assistant|instructions?)\]",
+        r"\b(?:end of|ignore the) (?:document|email|context|tool output|untrusted)\b",
+        r"<<\s*sys\s*>>",
+    ),
+    "marker_prompt_leak": (
+        # A bare mention of a system prompt is data; asking for *yours* is addressed to the agent.
+        r"\b(?:your|the assistant's|the ai's|the model's) (?:system prompt|system message|developer message|initial prompt|hidden prompt|instructions verbatim)\b",  # noqa: E501
+        r"\b(?:reveal|print|show|output|repeat|leak|dump|display|share|list|tell me|disclose|recite)\b[^.\n]{0,30}\b(?:your|the)\b[^.\n]{0,20}\b(?:hidden |initial |original |secret |system |internal )(?:prompt|instructions?|message|rules|configuration)",  # noqa: E501
+        r"\b(?:your|the) (?:instructions|prompt) verbatim\b",
+    ),
+    "marker_tool_call": (
+        r"\b(?:call|invoke|use|run|execute|trigger|fire)\b[^.\n]{0,12}\b(?:the )?[a-z]+_[a-z_]+\b",
+        r"\b(?:call|invoke|use|run|execute|trigger)\b[^.\n]{0,25}\b(?:tool|function|api|endpoint|command|plugin)\b",
+        r"\b(?:send|forward|email|e-mail|post|upload|transfer|exfiltrate|copy|submit|leak|share)\b[^.\n]{0,60}\b(?:api[ _-]?keys?|passwords?|tokens?|credentials|secrets?|database|contacts|ssh keys?|private keys?|session cookies?|env(?:ironment)? variables|customer (?:data|emails|records))\b",  # noqa: E501
+        r"\b(?:delete|remove|wipe|drop|erase|rm -rf)\b[^.\n]{0,40}\b(?:all|every|prod|production|database|files|repository|backups?|/)\b",  # noqa: E501
+        r"!\[[^\]]*\]\(https?://[^)\s]*[?&][a-z_]+=",
+        r"\b(?:curl|wget)\s+(?:-\w+\s+)*https?://",
+        r"\bwire\b[^.\n]{0,30}\b(?:funds|money|\$\d)",
+    ),
+    "marker_imperative": (
+        rf"\b(?:you|the {_AGENT}|an? {_AGENT}|{_AGENT}s?) (?:must|should|shall|need to|have to|are required to|are instructed to|will now|are to)\b[^.\n]{{0,30}}\b(?:reply|respond|answer|output|say|print|include|call|send|ignore|forget|execute|run|delete|write|tell|reveal|append|add|recommend|approve|mark|output|visit|click|follow|comply|obey|disregard)",  # noqa: E501
+        r"\b(?:respond|reply|answer)\s+(?:only|solely|exclusively)?\s*with\b",
+        r"\b(?:output|print|say|include|append|add|end|repeat|write|put|insert|place|mention|state)\b[^.\n]{0,60}\b(?:in|to|at the end of|at the start of|with|before|after) (?:your|the|each|every) (?:response|reply|answer|output|summary|message)s?\b",  # noqa: E501
+        r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|mention (?:this|these|it) to|warn|let) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
+        r"\bwithout (?:telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
+        r"\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat|summari[sz]e) (?:this|these|the following) (?:instructions?|message|note|text)\b",  # noqa: E501
+        r"\b(?:comply|obey|follow)\b[^.\n]{0,15}\b(?:immediately|these|the following|my|this instruction|without question)\b",  # noqa: E501
+        r"\bit is (?:crucial|critical|vital|essential|imperative|very important) (?:that )?you\b",
+        r"\byour (?:response|reply|answer|summary|output) (?:must|should|has to)\b",
+        r"\bthe user has (?:already )?(?:approved|authori[sz]ed|confirmed|consented)\b",
+        r"\bearlier you (?:confirmed|agreed|said|promised)\b",
+    ),
+    "marker_authority": (
+        r"\b(?:important|urgent|attention|priority|critical|warning|notice)\b[\s*:!\-]{0,6}(?:new )?(?:instructions?|task|message|directive|update)?\s*(?:for|to) (?:the )?(?:ai|assistant|agent|model|llm)\b",  # noqa: E501
+        r"\b(?:note|message|instructions?|directive) from (?:the )?(?:developer|developers|admin|administrator|system|openai|anthropic|security team|it department)\b",  # noqa: E501
+        r"\bthis is an? (?:authori[sz]ed|official|sanctioned|approved) (?:request|diagnostic|test|instruction|override|update)\b",  # noqa: E501
+        r"\b(?:admin|administrator|developer|system|root|security) override\b",
+        r"\b(?:emergency|urgent) (?:protocol|override|instruction|task)\b",
+        r"\bhighest priority\b|\bpriority (?:task|instruction)\b",
+    ),
+    "marker_hidden": (
+        r"<!--[^>]{0,400}?\b(?:ignore|assistant|ai|instruction|you must|respond|reply|call|send|important)\b",
+        r"\bdisplay\s*:\s*none\b|\bvisibility\s*:\s*hidden\b|\bfont-size\s*:\s*0|\bcolor\s*:\s*(?:white|#fff\b|#ffffff)",
+        r"\b(?:decode|decrypt|translate|unscramble|apply rot13|base64[- ]decode)\b[^.\n]{0,30}\b(?:and|then)\b[^.\n]{0,10}\b(?:follow|execute|comply|obey|run|do|act)\b",  # noqa: E501
+        r"\b(?:hidden|secret|invisible) (?:instructions?|message|text|command)s?\b",
+    ),
+    "marker_request": (
+        # A bare task for an assistant planted in a data field: no "ignore", no "assistant", just a request.
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:write|compose|draft|generate|create|translate|summari[sz]e|paraphrase|rewrite|explain|describe|recommend|suggest|analy[sz]e|compare|outline|calculate|convert|encode|decode|reverse|spell|brainstorm|provide|list|give|name)\s+(?:a|an|the|me|us|my|some|all|\d+|in|how|what|why|this|these|it|each|every|short|brief|detailed|step-by-step|tips|ways|insights|examples?|ideas|list|summary|story|poem|code|script|function|program|letter|essay|article|tweet|joke|song|command|recipe|overview)\b",
+        r"(?:^|[.!?:;\"\n>|]\s*)(?:show|tell|teach|help|give) me\b",
+        r"(?:^|[.!?:;\"\n>|]\s*)(?:how (?:can|do|should|would|could) (?:i|we)|what (?:are|is) the (?:best|top|main|major|key|benefits|risks|pros|latest|most)|(?:can|could|would|will) you (?:please )?(?:write|tell|give|help|explain|list|recommend|suggest|show|provide|create|generate|summari[sz]e|translate|find|send|forward|book|make))\b",  # noqa: E501
+        r"\b(?:in|into|to|throughout|within) (?:your|the|each) (?:response|reply|answer|output|summary)s?\b",
+        r"\b(?:respond|reply|answer)\b[^.\n]{0,30}\b(?:in|using|with) (?:base64|rot13|emojis?|reverse|morse|pig latin|caesar|all caps|uppercase|spanish|french|german|chinese|italian|japanese)\b",  # noqa: E501
+    ),
+}
+
+# Words of texts that talk about injections or give instructions to people: evidence against, weighted in data.
+_DISCUSSION = re.compile(
+    r"\b(?:prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
+    r"awareness|training module|red team|jailbreak(?:s|ing)? (?:prompts?|attempts?)|payloads?|mitigations?|"
+    r"detect(?:s|ed|ion|or)?|classifier|benchmark|dataset|corpus|taxonomy|we found|the paper|this article|"
+    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
+)
+
+_AGENT_WORDS = (
+    "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
+)
+
+# A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
+# keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
+# match; ``tests/test_rule_evaluator.py`` checks that gating never changes a marker on the development set.
+_ANCHORS: dict[str, frozenset[str]] = {
+    family: frozenset(words.split())
+    for family, words in {
+        "marker_override": "ignore disregard forget override overrule bypass skip drop abandon cancel new real actual "
+        "true updated instead prior previous original",
+        "marker_persona": "now rest mode dan pretend restrictions limits limitations filters rules constraints "
+        "guidelines censorship boundaries unrestricted unfiltered uncensored evil different jailbreak jailbroken",
+        "marker_addressed": _AGENT_WORDS + " i automated autonomous when",
+        "marker_chat_format": "system assistant user developer human im endoftext eot start instruction instructions "
+        "untrusted tool document email context inst sys admin end ignore",
+        "marker_prompt_leak": "system developer initial hidden instructions prompt reveal print show output repeat "
+        "leak dump display share list tell disclose recite verbatim",
+        "marker_tool_call": "call invoke use run execute trigger fire send forward email e post upload transfer "
+        "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire",
+        "marker_imperative": "must should shall need have required instructed will are respond reply answer "
+        "response output summary message responses replies answers outputs summaries messages user human "
+        "operator owner instruction instructions note text comply obey follow crucial critical vital essential "
+        "imperative important earlier",
+        "marker_authority": "important urgent attention priority critical warning notice from authorized "
+        "authorised official sanctioned approved override emergency",
+        "marker_hidden": "! display visibility font color decode decrypt translate unscramble rot13 base64 hidden "
+        "secret invisible",
+        "marker_request": "write compose draft generate create translate summarize summarise paraphrase rewrite "
+        "explain describe recommend suggest analyze analyse compare outline calculate convert encode decode reverse "
+        "spell brainstorm provide list give name show tell teach help how what can could would will in into to "
+        "throughout within respond reply answer",
+    }.items()
+}
+
+_MARKERS: tuple[tuple[str, frozenset[str], re.Pattern[str]], ...] = tuple(
+    (family, _ANCHORS[family], re.compile("|".join(f"(?:{p})" for p in patterns)))
+    for family, patterns in _MARKER_SOURCES.items()
+)
+MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
+"""The marker families, each one feature (1.0 when any of its patterns matches)."""
+
+_DISCUSSION_REACH = 400
+"""``discussion`` counts talk about injections within this many characters of a marker: an article that quotes
+an attack says so next to it, while a long page's far-away words say nothing about a planted instruction."""
+
+_WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
+
+
+def tokens(normalised: str) -> list[str]:
+    """The words of a normalised text as the model and the anchors see them (punctuation marks are words)."""
+    return _WORD.findall(normalised)
+
+
+def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
+    """The marker features of one untrusted text (its first ``limit`` characters): 1.0 per marker family found,
+    ``hidden_chars`` (hidden-text tricks undone, capped at 3), ``misspelt`` (misspelt trigger words, capped at 3)
+    and ``discussion`` (how much the text near a marker reads as talk *about* instructions, capped at 3)."""
+    norm, tricks = normalise_untrusted(text, limit)
+    norm, words, misspelt = _respelt(norm)
+    return _markers_of(norm, tricks, misspelt, _anchor_words(words))
+
+
+def _respelt(norm: str) -> tuple[str, list[str], int]:
+    """The text with misspelt trigger words spelt right, its tokens, and how many distinct misspellings."""
+    words = _WORD.findall(norm)
+    fixes = _respell(words)
+    if not fixes:
+        return norm, words, 0
+    rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
+    norm = rx.sub(lambda m: fixes[m.group()], norm)
+    return norm, _WORD.findall(norm), len(fixes)
+
+
+def _anchor_words(words: list[str]) -> set[str]:
+    # Tokens keep apostrophes ("'priority" after an opening quote); anchors are bare words.
+    return set(map(str.strip, words, repeat("'")))
+
+
+def _markers_of(norm: str, tricks: int, misspelt: int, words: set[str] | None) -> dict[str, float]:
+    """Marker features of normalised text; with ``words`` (its tokens), families without an anchor are skipped."""
+    features: dict[str, float] = {}
+    lo, hi = len(norm), 0
+    for family, anchors, rx in _MARKERS:
+        if words is not None and anchors.isdisjoint(words):
+            continue
+        m = rx.search(norm)
+        if m is not None:
+            features[family] = 1.0
+            lo, hi = min(lo, m.start()), max(hi, m.end())
+    if tricks:
+        features["hidden_chars"] = float(min(tricks, 3))
+    if misspelt:
+        features["misspelt"] = float(min(misspelt, 3))
+    if features:
+        # Only worth counting when something fired: it is evidence against a marker, not a signal alone.
+        near = norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
+        features["discussion"] = float(min(len(_DISCUSSION.findall(near)), 3))
+    return features
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The learned model, scored in windows
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityModel:
+    """Logistic regression over hashed word n-grams, applied to overlapping windows of a text; pure Python.
+
+    A window is ``window`` consecutive tokens (``tokens``), windows start every ``stride`` tokens and the last one
+    ends at the text's end; a text of at most ``window`` tokens is one window. A window's features are the
+    1..``ngram``-grams lying wholly inside it, each hashed with CRC-32 into ``2**bits`` buckets and *counted*; its
+    logit is ``bias + sum(weights[bucket] for each gram) / sqrt(number of grams)``. ``logit`` is the highest
+    window's. ``window_grams`` is the reference the training script (``evals/train_integrity.py``) builds its
+    matrix from; ``logit`` computes the same numbers with prefix sums, in time linear in the text.
+    """
+
+    version: str
+    bits: int
+    ngram: int
+    bias: float
+    weights: Mapping[int, float]
+    window: int = 64
+    stride: int = 32
+    _get: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_get", self.weights.get)
+
+    def grams(self, words: Sequence[str]) -> list[list[int]]:
+        """Per n (1..``ngram``), the bucket of the n-gram ending at each token (index ``i`` is the gram ending at
+        token ``i + n - 1``)."""
+        mask = (1 << self.bits) - 1
+        crc = zlib.crc32
+        # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
+        # as hashing the joined text, without joining it.
+        running = list(map(crc, map(str.encode, words)))
+        out = [list(map(mask.__and__, running))]
+        if self.ngram > 1 and len(words) > 1:
+            spaced = list(map(str.encode, map(" ".__add__, words)))
+            for n in range(2, self.ngram + 1):
+                running = list(map(crc, spaced[n - 1 :], running[:-1]))
+                out.append(list(map(mask.__and__, running)))
+        return out
+
+    def windows(self, n_tokens: int) -> list[tuple[int, int]]:
+        """The ``[start, end)`` token spans scored for a text of ``n_tokens`` tokens."""
+        if n_tokens <= self.window:
+            return [(0, n_tokens)]
+        spans = [(s, s + self.window) for s in range(0, n_tokens - self.window + 1, self.stride)]
+        if spans[-1][1] < n_tokens:
+            spans.append((n_tokens - self.window, n_tokens))
+        return spans
+
+    def window_grams(self, grams: list[list[int]], start: int, end: int) -> list[int]:
+        """The buckets of every gram inside tokens ``[start, end)``, one entry per occurrence."""
+        out: list[int] = []
+        for n, row in enumerate(grams, 1):
+            out.extend(row[start : max(start, end - n + 1)])
+        return out
+
+    def window_logits(self, words: Sequence[str]) -> list[tuple[int, float]]:
+        """``(start token, logit)`` of every window of a tokenised text."""
+        if not words:
+            return [(0, self.bias)]
+        grams = self.grams(words)
+        sums = [list(accumulate(map(self._get, row, repeat(0.0)), initial=0.0)) for row in grams]
+        out = []
+        for start, end in self.windows(len(words)):
+            total, count = 0.0, 0
+            for n, prefix in enumerate(sums, 1):
+                stop = max(start, end - n + 1)
+                total += prefix[stop] - prefix[start]
+                count += stop - start
+            out.append((start, self.bias + total / math.sqrt(count) if count else self.bias))
+        return out
+
+    def logit(self, words: Sequence[str]) -> float:
+        """The highest window logit of a tokenised, normalised text."""
+        return max(z for _, z in self.window_logits(words))
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> IntegrityModel:
+        version = data.get("version")
+        if not isinstance(version, str) or not version:
+            raise ConfigError("integrity_model.version", "must be a non-empty string")
+        bits, ngram = data.get("bits"), data.get("ngram")
+        if not isinstance(bits, int) or not 8 <= bits <= 24 or not isinstance(ngram, int) or not 1 <= ngram <= 3:
+            raise ConfigError("integrity_model", f"needs bits in 8..24 and ngram in 1..3, got {bits!r}, {ngram!r}")
+        window, stride = data.get("window", 64), data.get("stride", 32)
+        if not isinstance(window, int) or not isinstance(stride, int) or not 1 <= stride <= window:
+            raise ConfigError("integrity_model", f"needs 1 <= stride <= window, got {stride!r}, {window!r}")
+        raw = data.get("weights")
+        if not isinstance(raw, Mapping):
+            raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
+        weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
+        bias = _number("integrity_model.bias", data.get("bias"))
+        return cls(version, bits, ngram, bias, weights, window, stride)
+
+
+def _number(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(where, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One text
+
+
+@dataclass(frozen=True, slots=True)
+class TextScore:
+    """The integrity features of one text and where its most suspicious window starts."""
+
+    features: Mapping[str, float]
+    """Marker families, ``hidden_chars``, ``misspelt``, ``discussion``, ``model_logit``; or only ``trivial``."""
+    window_char: int
+    """Roughly where (a character offset into the text read) the highest-scoring window starts."""
+
+
+def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> TextScore:
+    """The features of the first ``read_chars`` characters of ``text`` (see the module docstring)."""
+    if is_trivial(text):
+        return TextScore({"trivial": 1.0}, 0)
+    norm, tricks = normalise_untrusted(text, read_chars)
+    norm, words, misspelt = _respelt(norm)
+    features = _markers_of(norm, tricks, misspelt, _anchor_words(words))
+    windows = model.window_logits(words)
+    start, z = max(windows, key=lambda w: w[1])
+    features["model_logit"] = z
+    # Tokens average a few characters; the offset only has to say "near the start" or "far in".
+    return TextScore(features, round(start * len(norm) / max(len(words), 1)))
