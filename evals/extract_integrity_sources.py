@@ -30,7 +30,8 @@ _WARNING = re.compile(r"<warning>.*?</warning>", re.DOTALL)
 
 
 def show(repo: str, path: str) -> str:
-    return subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], check=True, capture_output=True, text=True).stdout
+    done = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], check=True, capture_output=True, text=True)
+    return done.stdout
 
 
 def files(repo: str) -> list[str]:

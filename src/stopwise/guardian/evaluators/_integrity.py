@@ -138,7 +138,9 @@ def _fuzzy_index() -> dict[str, str]:
 
 _FUZZY = _fuzzy_index()
 _TRIGGER_SET = frozenset(_TRIGGERS)
-_FIRST_LETTERS = frozenset(w[0] for w in _TRIGGERS)
+# A misspelling keeps its first letter and a length within one of the word's: (first letter, length) pairs that
+# can be a trigger's, so most tokens are ruled out by one set look-up.
+_SHAPES = frozenset((w[0], n) for w in _TRIGGERS for n in (len(w) - 1, len(w), len(w) + 1))
 
 
 def _fuzzy_match(token: str) -> str | None:
@@ -161,12 +163,7 @@ def _respell(words: list[str]) -> dict[str, str]:
     """Misspelt trigger words among ``words`` -> the word they misspell."""
     fixes: dict[str, str] = {}
     for token in set(words):
-        if (
-            _MIN_FUZZY <= len(token) <= 14
-            and token[0] in _FIRST_LETTERS
-            and token not in _TRIGGER_SET
-            and token.isalpha()
-        ):
+        if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
             word = _fuzzy_match(token)
             if word is not None:
                 fixes[token] = word
@@ -263,10 +260,10 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "marker_request": (
         # A bare task for an assistant planted in a data field: no "ignore", no "assistant", just a request.
-        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:write|compose|draft|generate|create|translate|summari[sz]e|paraphrase|rewrite|explain|describe|recommend|suggest|analy[sz]e|compare|outline|calculate|convert|encode|decode|reverse|spell|brainstorm|provide|list|give|name)\s+(?:a|an|the|me|us|my|some|all|\d+|in|how|what|why|this|these|it|each|every|short|brief|detailed|step-by-step|tips|ways|insights|examples?|ideas|list|summary|story|poem|code|script|function|program|letter|essay|article|tweet|joke|song|command|recipe|overview)\b",
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:write|compose|draft|generate|create|translate|summari[sz]e|paraphrase|rewrite|explain|describe|recommend|suggest|analy[sz]e|compare|outline|calculate|convert|encode|decode|reverse|spell|brainstorm|provide|list|give)\s+(?:a|an|the|me|us|my|some|all|\d+|in|how|what|why|this|these|it|each|every|short|brief|detailed|step-by-step|tips|ways|insights|examples?|ideas|list|summary|story|poem|code|script|function|program|letter|essay|article|tweet|joke|song|command|recipe|overview)\b",
         r"(?:^|[.!?:;\"\n>|]\s*)(?:show|tell|teach|help|give) me\b",
         r"(?:^|[.!?:;\"\n>|]\s*)(?:how (?:can|do|should|would|could) (?:i|we)|what (?:are|is) the (?:best|top|main|major|key|benefits|risks|pros|latest|most)|(?:can|could|would|will) you (?:please )?(?:write|tell|give|help|explain|list|recommend|suggest|show|provide|create|generate|summari[sz]e|translate|find|send|forward|book|make))\b",  # noqa: E501
-        r"\b(?:in|into|to|throughout|within) (?:your|the|each) (?:response|reply|answer|output|summary)s?\b",
+        r"\b(?:in|into|to|throughout|within) (?:your|the|each) (?:response|reply|answer|summary)s?\b",
         r"\b(?:respond|reply|answer)\b[^.\n]{0,30}\b(?:in|using|with) (?:base64|rot13|emojis?|reverse|morse|pig latin|caesar|all caps|uppercase|spanish|french|german|chinese|italian|japanese)\b",  # noqa: E501
     ),
 }
@@ -310,8 +307,8 @@ _ANCHORS: dict[str, frozenset[str]] = {
         "secret invisible",
         "marker_request": "write compose draft generate create translate summarize summarise paraphrase rewrite "
         "explain describe recommend suggest analyze analyse compare outline calculate convert encode decode reverse "
-        "spell brainstorm provide list give name show tell teach help how what can could would will in into to "
-        "throughout within respond reply answer",
+        "spell brainstorm provide list give show tell teach help how what can could would will respond reply answer "
+        "response responses replies answers summary summaries",
     }.items()
 }
 
@@ -340,7 +337,7 @@ def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
     and ``discussion`` (how much the text near a marker reads as talk *about* instructions, capped at 3)."""
     norm, tricks = normalise_untrusted(text, limit)
     norm, words, misspelt = _respelt(norm)
-    return _markers_of(norm, tricks, misspelt, _anchor_words(words))
+    return _markers_of(norm, tricks, misspelt, words)
 
 
 def _respelt(norm: str) -> tuple[str, list[str], int]:
@@ -359,17 +356,44 @@ def _anchor_words(words: list[str]) -> set[str]:
     return set(map(str.strip, words, repeat("'")))
 
 
-def _markers_of(norm: str, tricks: int, misspelt: int, words: set[str] | None) -> dict[str, float]:
-    """Marker features of normalised text; with ``words`` (its tokens), families without an anchor are skipped."""
+_BLOCK = 500
+_OVERLAP = 300
+"""Long texts are searched in blocks of ``_BLOCK`` characters (cut at a space), each read ``_OVERLAP`` characters
+into the next so a marker that straddles a cut is still whole in one block; a family's patterns run only on the
+blocks holding one of its anchor words. That keeps a long result's scan linear and cheap: most blocks of ordinary
+output hold no anchor of most families."""
+
+
+def _blocks(norm: str, words: list[str]) -> list[tuple[int, str, set[str]]]:
+    """``(offset, text, anchor words)`` of each block of a normalised text (one block for a short text)."""
+    if len(norm) <= _BLOCK + _OVERLAP:
+        return [(0, norm, _anchor_words(words))]
+    out = []
+    start = 0
+    while start < len(norm):
+        cut = norm.find(" ", start + _BLOCK)
+        end = len(norm) if cut < 0 else cut
+        block = norm[start : end + _OVERLAP]
+        out.append((start, block, _anchor_words(_WORD.findall(block))))
+        start = end
+    return out
+
+
+def _markers_of(norm: str, tricks: int, misspelt: int, words: list[str] | None) -> dict[str, float]:
+    """Marker features of normalised text; with ``words`` (its tokens), a family's patterns run only on blocks
+    holding one of its anchors (``_blocks``); without, on the whole text (the reference the gating must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
+    blocks = _blocks(norm, words) if words is not None else [(0, norm, None)]
     for family, anchors, rx in _MARKERS:
-        if words is not None and anchors.isdisjoint(words):
-            continue
-        m = rx.search(norm)
-        if m is not None:
-            features[family] = 1.0
-            lo, hi = min(lo, m.start()), max(hi, m.end())
+        for offset, block, present in blocks:
+            if present is not None and anchors.isdisjoint(present):
+                continue
+            m = rx.search(block)
+            if m is not None:
+                features[family] = 1.0
+                lo, hi = min(lo, offset + m.start()), max(hi, offset + m.end())
+                break
     if tricks:
         features["hidden_chars"] = float(min(tricks, 3))
     if misspelt:
@@ -506,7 +530,7 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
         return TextScore({"trivial": 1.0}, 0)
     norm, tricks = normalise_untrusted(text, read_chars)
     norm, words, misspelt = _respelt(norm)
-    features = _markers_of(norm, tricks, misspelt, _anchor_words(words))
+    features = _markers_of(norm, tricks, misspelt, words)
     windows = model.window_logits(words)
     start, z = max(windows, key=lambda w: w[1])
     features["model_logit"] = z
