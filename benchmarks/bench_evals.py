@@ -17,7 +17,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import json
 import os
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stopwise.evals import predict, read_traces
+from stopwise.evals import predict_sync, read_traces
 from stopwise.evals.report import build_report
 from stopwise.evals.traces import projection_from_data
 from stopwise.guardian import DEFAULT_CONDITIONS
@@ -66,11 +65,17 @@ def _write(path: Path, n: int, distinct: bool) -> None:
 
 
 def _run(path: Path) -> dict[str, Any]:
+    # As stopwise eval does (the library leaves the collector alone; the command, owning its process, pauses it
+    # while it reads and answers, and freezes the records once read).
     t0 = time.perf_counter()
+    gc.disable()
     traces = read_traces(path)
-    gc.freeze()  # as stopwise eval does once the traces are read
+    gc.enable()
+    gc.freeze()
     t1 = time.perf_counter()
-    predictions = asyncio.run(predict(RuleEvaluator(), traces.records))
+    gc.disable()
+    predictions = predict_sync(RuleEvaluator(), traces.records)
+    gc.enable()
     t2 = time.perf_counter()
     report = build_report(predictions, DEFAULT_CONDITIONS, split="all", traces=[str(path)])
     t3 = time.perf_counter()

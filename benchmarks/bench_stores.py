@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' throwaway cluster
 
-from stopwise import Agent, FunctionModel, ModelRequest, Reply, Runner, SQLiteStore, Store, ToolCall, tool
+from stopwise import Agent, FunctionModel, Reply, Runner, SQLiteStore, Store, ToolCall, tool
+from stopwise.models import ModelRequest
 from stopwise.store.base import LogEntry, RunRecord
 
 

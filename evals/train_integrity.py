@@ -205,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     fitted = {"bias": round(float(combiner.intercept_[0]), 3), "weights": weights}
     print("combination fitted on out-of-fold logits:", json.dumps(fitted))
     combined = K @ np.array([weights[n] for n in COMBINED_FEATURES]) + fitted["bias"]
-    print(f"train, out-of-fold AUROC: model alone {roc_auc_score(y, oof):.4f}, combined {roc_auc_score(y, combined):.4f}")
+    alone, both = roc_auc_score(y, oof), roc_auc_score(y, combined)
+    print(f"train, out-of-fold AUROC: model alone {alone:.4f}, combined {both:.4f}")
 
     if not args.no_write:
         (DATA / "integrity_model.json").write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")

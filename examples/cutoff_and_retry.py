@@ -12,18 +12,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from stopwise import (
-    Agent,
-    FunctionModel,
-    ModelRequest,
-    Reply,
-    Role,
-    Runner,
-    SQLiteStore,
-    ToolCall,
-    decode_tool_result,
-    tool,
-)
+from stopwise import Agent, FunctionModel, Reply, Role, Runner, SQLiteStore, ToolCall, decode_tool_result, tool
+from stopwise.models import ModelRequest
 
 
 @tool

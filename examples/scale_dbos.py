@@ -18,8 +18,9 @@ from pathlib import Path
 
 from dbos import DBOS
 
-from stopwise import Agent, FunctionModel, ModelRequest, Reply, SQLiteStore, Store, ToolCall, tool
+from stopwise import Agent, FunctionModel, Reply, SQLiteStore, Store, ToolCall, tool
 from stopwise.approvals import Approve
+from stopwise.models import ModelRequest
 from stopwise.runtime.dbos import DBOSRuntime
 
 

@@ -10,7 +10,8 @@ continued in another. Needs the ``postgres`` extra and a server:
 import asyncio
 import sys
 
-from stopwise import Agent, FunctionModel, ModelRequest, Reply, RunContext, Runner, ToolCall, tool
+from stopwise import Agent, FunctionModel, Reply, RunContext, Runner, ToolCall, tool
+from stopwise.models import ModelRequest
 from stopwise.store.postgres import PostgresStore
 
 

@@ -9,7 +9,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from stopwise import Agent, FunctionModel, ModelRequest, Reply, RunContext, Runner, SQLiteStore, ToolCall, tool
+from stopwise import Agent, FunctionModel, Reply, RunContext, Runner, SQLiteStore, ToolCall, tool
+from stopwise.models import ModelRequest
 
 
 @tool

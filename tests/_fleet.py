@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stopwise import Agent, FunctionModel, ModelRequest, Reply, RunContext, ToolCall, tool
+from stopwise import Agent, FunctionModel, Reply, RunContext, ToolCall, tool
+from stopwise.models import ModelRequest
 
 QUEUE = "stopwise-test"
 APP_VERSION = "fleet-test-1"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import multiprocessing
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -8,6 +9,13 @@ import pytest
 
 from _pgcluster import HOW_TO_ENABLE, Server, cluster
 from stopwise import MemoryStore, SQLiteStore, Store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The tests that kill real child processes start them from a fork server. Imported once there, stopwise and
+    # pytest (which the tests' modules import) are already loaded in every child it forks, instead of being
+    # imported again by each: the crash tests start a child per kill point, well over a hundred of them.
+    multiprocessing.set_forkserver_preload(["stopwise", "pytest"])
 
 
 @pytest.fixture(scope="session")

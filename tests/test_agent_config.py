@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from stopwise import Agent, ConfigError, ScriptedModel, StopCondition, StopwiseError, Tool, tool
+from stopwise import Agent, ConfigError, Runner, ScriptedModel, StopCondition, StopwiseError, Tool, tool
 
 
 @tool
@@ -138,3 +138,18 @@ def test_agent_as_tool_is_a_tool_with_the_agent_name_and_an_input_param() -> Non
     assert t.name == "researcher"
     assert t.spec.parameters["required"] == ["input"]
     assert set(t.spec.parameters["properties"]) == {"input"}
+
+
+def test_instructions_may_be_omitted_and_then_no_system_prompt_is_sent() -> None:
+    model = ScriptedModel(["hi"])
+    agent = Agent("bare", model=model)
+    assert agent.instructions == ""
+    result = Runner().run_sync(agent, "hello")
+    assert result.ok
+    assert [m.role for m in model.requests[0].messages] == ["user"]
+
+
+def test_a_missing_model_raises_config_error_naming_model() -> None:
+    with pytest.raises(ConfigError, match="required") as info:
+        Agent("no-model", "Be helpful.")
+    assert info.value.field == "model"

@@ -12,19 +12,9 @@ import pytest
 pytest.importorskip("anthropic")
 
 from provider_server import Answer, ProviderServer, serve
-from stopwise import (
-    ConfigError,
-    Message,
-    ModelError,
-    ModelRequest,
-    Reply,
-    Role,
-    StopReason,
-    ToolCall,
-    ToolSpec,
-)
+from stopwise import ConfigError, Message, ModelError, Reply, Role, StopReason, ToolCall
 from stopwise.messages import automated_feedback, encode_tool_result, error_tool_result
-from stopwise.models import AnthropicModel, StreamingModel
+from stopwise.models import AnthropicModel, ModelRequest, StreamingModel, ToolSpec
 
 FAST_RETRY = {"retry-after-ms": "1"}
 

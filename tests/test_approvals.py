@@ -12,7 +12,6 @@ import pytest
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     RetryNotAllowed,
     Runner,
@@ -26,6 +25,7 @@ from stopwise import (
 )
 from stopwise.approvals import ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate, args_hash
 from stopwise.guardrails import Guardrails, Rewrite
+from stopwise.models import ModelRequest
 
 EXECUTED: list[tuple[str, Any]] = []
 
@@ -94,6 +94,19 @@ async def test_approve_runs_the_batch_and_the_run_completes(store: Store) -> Non
     assert sorted(EXECUTED) == [("lookup", "balance"), ("transfer", ("bob", 50))]
     assert done.output == "Done: found balance; sent 50 to bob"
     assert done.steps == 2
+
+
+def test_resume_sync_settles_a_suspended_run_from_a_script(tmp_path: Path) -> None:
+    with Runner(SQLiteStore(tmp_path / "log.db")) as runner:
+        suspended = runner.run_sync(AGENT, "pay bob", session_id="s")
+        done = runner.resume_sync(AGENT, "s", {"c-transfer": Approve()})
+    assert suspended.status == "suspended"
+    assert done.status == "completed" and done.output == "Done: found balance; sent 50 to bob"
+
+
+async def test_resume_sync_inside_a_loop_raises_a_clear_error() -> None:
+    with pytest.raises(RuntimeError, match=r"await runner\.resume"):
+        Runner().resume_sync(AGENT, "s", {"c-transfer": Approve()})
 
 
 async def test_reject_becomes_an_error_result_the_model_reads(store: Store) -> None:

@@ -22,7 +22,6 @@ from stopwise import (
     Continue,
     FunctionModel,
     Message,
-    ModelRequest,
     Reply,
     RetryNotAllowed,
     RunContext,
@@ -34,6 +33,7 @@ from stopwise import (
     ToolCall,
     tool,
 )
+from stopwise.models import ModelRequest
 from stopwise.store.base import EntryKind, SessionSnapshot
 
 SESSION = "crash"

@@ -288,8 +288,9 @@ def test_postgres_kills_after_the_start_inside_the_approved_tool_and_after_the_s
 async def test_a_resumed_leg_cancelled_before_its_settle_commits_leaves_the_run_suspended(tmp_path: Path) -> None:
     """A worker that shuts down mid-settle cancels the leg: the run must stay suspended (not be recorded
     cancelled), so that the recovered workflow can still settle it."""
-    from stopwise import Agent, FunctionModel, ModelRequest, Reply, Runner, ToolCall, tool
-    from stopwise.loop import drive
+    from stopwise import Agent, FunctionModel, Reply, Runner, ToolCall, tool
+    from stopwise._loop import drive
+    from stopwise.models import ModelRequest
     from stopwise.runtime import dbos as sw_dbos
 
     entered, release = asyncio.Event(), asyncio.Event()

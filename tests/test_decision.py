@@ -1,11 +1,14 @@
-"""The stop decision (seed 002 §2): one pure resolver, order terminal -> stop_when -> max_steps."""
+"""The stop decision: one pure resolver. The tests named `test_<n>_...` pin line n of the precedence list in
+`stopwise.stop.decision`'s docstring, each against the signals it must outrank."""
 
 from __future__ import annotations
 
 import pytest
 
-from stopwise import CompletionReason, StepSignals, StopReason, resolve
-from stopwise.stop.decision import Action, GuardSignal, Phase
+from stopwise import CompletionReason, StopReason
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
+from stopwise.runtime import StepSignals, resolve
+from stopwise.stop.decision import Action, GuardSignal, Phase, StopDecision
 
 
 def signals(**kw: object) -> StepSignals:
@@ -208,7 +211,150 @@ def test_an_output_block_completes_with_guardrail_output() -> None:
 
 
 def test_an_input_block_completes_with_guardrail_input() -> None:
-    from stopwise.stop.decision import input_blocked
-
-    d = input_blocked("pii")
+    d = resolve(StepSignals(input_blocked="pii"))
     assert (d.action, d.reason, d.detail) == (Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, "pii")
+
+
+# --- the precedence list in the resolver's docstring, line by line ------------------------------------------
+
+MODEL_DOWN = ErrorDetail(ErrorCode.MODEL_ERROR, "upstream 503", ErrorCategory.MODEL, retryable=True)
+GUARDRAIL_BUG = ErrorDetail(ErrorCode.GUARDRAIL_RAISED, "guardrail raised", ErrorCategory.CALLER)
+
+
+def test_1_cancelled_beats_every_other_signal() -> None:
+    d = resolve(
+        signals(
+            cancelled=True,
+            caller_failed=GUARDRAIL_BUG,
+            model_failed=MODEL_DOWN,
+            input_blocked="pii",
+            terminated="fraud",
+            approvals_pending=True,
+            steps_used=5,
+        )
+    )
+    assert (d.action, d.reason) == (Action.TERMINATE, CompletionReason.CANCELLED)
+    assert d.error is not None and d.error.code == "cancelled" and d.error.retryable is True
+
+
+def test_2_caller_failure_beats_a_model_failure_and_keeps_its_own_error() -> None:
+    d = resolve(signals(caller_failed=GUARDRAIL_BUG, model_failed=MODEL_DOWN, input_blocked="pii"))
+    assert (d.action, d.reason, d.error) == (Action.FAIL, CompletionReason.ERROR, GUARDRAIL_BUG)
+
+
+def test_2_a_raising_stop_when_is_caller_code_and_beats_a_model_failure_and_an_input_block() -> None:
+    d = resolve(signals(stop_when_error="boom", model_failed=MODEL_DOWN, input_blocked="pii"))
+    assert d.action is Action.FAIL and d.error is not None and d.error.code == "stop_when_raised"
+
+
+def test_3_model_failure_fails_with_the_models_error_before_an_input_block() -> None:
+    d = resolve(signals(model_failed=MODEL_DOWN, input_blocked="pii", terminated="fraud"))
+    assert (d.action, d.reason, d.error, d.detail) == (Action.FAIL, CompletionReason.ERROR, MODEL_DOWN, "upstream 503")
+
+
+def test_4_input_block_beats_a_reviewer_and_a_pending_approval() -> None:
+    d = resolve(signals(input_blocked="pii", terminated="fraud", approvals_pending=True))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT)
+
+
+def test_5_a_reviewers_terminate_beats_a_suspend_and_a_runaway_tool() -> None:
+    d = resolve(signals(terminated="fraud", approvals_pending=True, guardian="escalate", tool_error_streak="x"))
+    assert (d.action, d.reason, d.detail) == (Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, "fraud")
+
+
+def test_5_a_rejected_escalation_re_anchors_rather_than_suspending_again() -> None:
+    d = resolve(signals(review_rejected="stay on the goal", guardian="escalate", approvals_pending=True))
+    assert (d.action, d.detail) == (Action.REPLAN, "stay on the goal")
+
+
+def test_5_a_rejected_escalation_at_the_cap_is_the_typed_cut_off() -> None:
+    d = resolve(signals(review_rejected="stay on the goal", steps_used=5, max_steps=5))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.MAX_STEPS)
+    assert d.error is not None and d.error.code == "max_steps_exhausted"
+
+
+def test_6_a_guardian_escalation_suspends_with_its_reason_before_a_runaway_tool() -> None:
+    d = resolve(signals(guardian="escalate", guardian_reason="risk unanswered", tool_error_streak="x"))
+    assert (d.action, d.reason, d.detail) == (Action.SUSPEND, CompletionReason.AWAITING_APPROVAL, "risk unanswered")
+    pending = resolve(signals(approvals_pending=True, tool_error_streak="x"))
+    assert pending.action is Action.SUSPEND
+
+
+def test_7_a_runaway_tool_fails_before_forced_output_and_the_guardians_stops() -> None:
+    forced = resolve(natural(tool_error_streak="x", phase=Phase.FORCED_OUTPUT, wants_output=True))
+    assert forced.action is Action.FAIL and forced.error is not None and forced.error.code == "tool_error_streak"
+    goal = resolve(signals(tool_error_streak="x", guardian="stop_success"))
+    assert goal.action is Action.FAIL and goal.error is not None and goal.error.code == "tool_error_streak"
+
+
+def test_8_forced_output_completes_with_the_carried_reason_even_past_the_cap_and_under_a_stop_failure() -> None:
+    d = resolve(
+        natural(
+            wants_output=True,
+            phase=Phase.FORCED_OUTPUT,
+            carried_reason=CompletionReason.MAX_STEPS,
+            steps_used=6,
+            max_steps=5,
+            guardian="stop_failure",
+        )
+    )
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.MAX_STEPS)
+
+
+def test_8_an_output_block_in_forced_output_completes_with_guardrail_output() -> None:
+    d = resolve(natural(wants_output=True, phase=Phase.FORCED_OUTPUT, output_blocked="leak", output_error="bad"))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT)
+
+
+def test_9_the_guardians_stop_failure_beats_a_natural_finish() -> None:
+    d = resolve(natural(guardian="stop_failure", guardian_reason="infeasible 0.99 >= 0.9", guard=GuardSignal("stop")))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.INFEASIBLE)
+    assert d.error is not None and (d.error.code, d.error.message) == ("infeasible", "infeasible 0.99 >= 0.9")
+
+
+def test_9_a_failed_stop_reason_beats_the_guardians_stop_failure() -> None:
+    d = resolve(signals(stop_reason=StopReason.REFUSAL, has_tool_calls=False, guardian="stop_failure"))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.REFUSAL)
+
+
+def test_9_the_guardians_stop_success_on_a_final_answer_is_a_natural_finish() -> None:
+    assert resolve(natural(guardian="stop_success")).reason is CompletionReason.FINAL_ANSWER
+    d = resolve(natural(guardian="stop_success", guard=GuardSignal("fail", "not confirmed")))
+    assert d.error is not None and d.error.code == "stop_guard_rejected"
+
+
+def test_9_a_final_answer_beats_stop_when_and_the_cap() -> None:
+    d = resolve(natural(stop_when="fired", steps_used=5, max_steps=5))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.FINAL_ANSWER)
+
+
+def test_10_stop_when_beats_the_guardians_stops() -> None:
+    d = resolve(signals(stop_when="fired", guardian="stop_failure"))
+    assert (d.action, d.reason) == (Action.COMPLETE, CompletionReason.STOP_WHEN)
+
+
+def test_11_the_guardians_stops_beat_the_cap() -> None:
+    goal = resolve(signals(guardian="stop_success", guardian_reason="criteria met", steps_used=5, max_steps=5))
+    assert (goal.action, goal.reason, goal.detail) == (Action.COMPLETE, CompletionReason.GOAL_REACHED, "criteria met")
+    failure = resolve(signals(guardian="stop_failure", steps_used=5, max_steps=5))
+    assert (failure.action, failure.reason) == (Action.FAIL, CompletionReason.INFEASIBLE)
+
+
+def test_11_the_guardians_stop_success_on_an_output_agent_forces_the_output_and_carries_goal_reached() -> None:
+    d = resolve(signals(guardian="stop_success", wants_output=True, completion_attempts_left=1))
+    assert (d.action, d.carry) == (Action.FORCE_OUTPUT, CompletionReason.GOAL_REACHED)
+
+
+def test_12_the_cap_beats_a_replan() -> None:
+    d = resolve(signals(guardian="replan", steps_used=5, max_steps=5))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.MAX_STEPS)
+
+
+def test_13_a_replan_under_the_cap_re_anchors_with_the_guardians_reason() -> None:
+    d = resolve(signals(guardian="replan", guardian_reason="drift"))
+    assert (d.action, d.detail) == (Action.REPLAN, "drift")
+
+
+def test_14_nothing_fired_continues_and_ends_nothing() -> None:
+    d = resolve(signals())
+    assert d == StopDecision(Action.CONTINUE) and not d.ends_run

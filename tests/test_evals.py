@@ -505,9 +505,11 @@ def test_the_html_page_is_self_contained() -> None:
 
 
 async def test_a_question_set_of_ones_own_is_measured_the_same_way() -> None:
-    from stopwise.guardian import Condition, Outcome
+    from stopwise.guardian import Condition, GuardianOutcome
 
-    custom = QuestionSet((Condition("pii", YesNo("Does a result hold personal data?"), Outcome.ESCALATE, 1, 4),))
+    custom = QuestionSet(
+        (Condition("pii", YesNo("Does a result hold personal data?"), GuardianOutcome.ESCALATE, 1, 4),)
+    )
     records = [record("pii", i % 2 == 0, state(steps=i + 1), str(i)) for i in range(6)]
     out = await predict(Fn(lambda p: {"pii": 0.9 if len(p.steps) % 2 else 0.1}), records, custom)
     report = build_report(out, custom, split="test", traces=["t"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import hashlib
 import json
 import pickle
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 import stopwise.evals.run as run_module
-from stopwise.evals import TraceRecord, predict, read_traces
+from stopwise.evals import TraceRecord, predict, predict_sync, read_traces
 from stopwise.evals.traces import projection_from_data, text_projection
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, QuestionSet
 from stopwise.guardian.evaluators._integrity import tokens
@@ -140,7 +141,7 @@ def _reference(lines: list[str]) -> list[tuple[str, str, bool, float | None, str
 
 def _predicted(path: Path, workers: int | None) -> tuple[list[tuple[str, str, bool, float | None, str]], int]:
     records = read_traces(path, strict=True).records
-    out = asyncio.run(predict(RuleEvaluator(), records, workers=workers))
+    out = predict_sync(RuleEvaluator(), records, workers=workers)
     return [(x.record.id, x.condition.name, x.holds, x.p, x.note) for x in out.items], out.calls
 
 
@@ -174,7 +175,7 @@ def test_predict_answers_the_shares_here_when_no_process_can_be_started(
     monkeypatch.setattr(run_module, "ProcessPoolExecutor", no_pool)
     seen: list[tuple[int, int]] = []
     records = read_traces(path).records
-    out = asyncio.run(predict(RuleEvaluator(), records, workers=2, progress=lambda d, n: seen.append((d, n))))
+    out = predict_sync(RuleEvaluator(), records, workers=2, progress=lambda d, n: seen.append((d, n)))
     assert [(x.record.id, x.condition.name, x.holds, x.p, x.note) for x in out.items] == _reference(lines)
     assert seen[-1] == (out.calls, out.calls) and all(d <= n for d, n in seen)
 
@@ -192,16 +193,16 @@ def test_predict_by_default_uses_processes_for_a_large_rule_run_only(monkeypatch
 
     assert run_module._default_workers(Other(), 10**6) == 1  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="workers"):
-        asyncio.run(predict(Other(), [], workers=2))  # type: ignore[arg-type]
+        predict_sync(Other(), [], workers=2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="workers"):
-        asyncio.run(predict(rules, [], workers=0))
+        predict_sync(rules, [], workers=0)
 
 
 def test_a_malformed_projection_given_directly_is_skipped_as_before() -> None:
     bad = TraceRecord("x", "goal_reached", True, "test", "s", {"goal": 3}, text="GOAL: 3")
     good_data = json.loads(_dev_lines()[0])
     good = TraceRecord.from_data(good_data)
-    out = asyncio.run(predict(RuleEvaluator(), [bad, good], workers=1))
+    out = asyncio.run(predict(RuleEvaluator(), [bad, good]))
     assert [s.reason for s in out.skipped] == ["malformed projection: goal and pending_risk must be strings"]
     assert [x.record.id for x in out.items] == [good.id]
 
@@ -269,3 +270,40 @@ def test_the_quick_projection_check_finds_what_the_thorough_one_did() -> None:
             variants.append({"steps": [step, "bad"], "pending": pending})
     for v in variants:
         assert check_projection_data(v) == _reference_check(v), v
+
+
+async def test_predict_sync_inside_a_running_loop_raises_a_clear_error() -> None:
+    with pytest.raises(RuntimeError, match=r"await predict"):
+        predict_sync(RuleEvaluator(), [])
+
+
+async def test_predict_workers_is_deprecated_and_answers_in_this_process(
+    traces: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, lines = traces
+
+    def no_pool(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("predict must not start processes inside a running event loop")
+
+    monkeypatch.setattr(run_module, "ProcessPoolExecutor", no_pool)
+    records = read_traces(path).records
+    with pytest.warns(DeprecationWarning, match="predict_sync"):
+        out = await predict(RuleEvaluator(), records, workers=2)
+    assert [(x.record.id, x.condition.name, x.holds, x.p, x.note) for x in out.items] == _reference(lines)
+
+
+def test_reading_and_predicting_leave_the_garbage_collector_as_they_found_it(traces: tuple[Path, list[str]]) -> None:
+    path, _ = traces
+    states = []
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            records = read_traces(path).records
+            states.append(gc.isenabled())
+            predict_sync(RuleEvaluator(), records, workers=1)
+            states.append(gc.isenabled())
+            asyncio.run(predict(RuleEvaluator(), records[:50]))
+            states.append(gc.isenabled())
+        finally:
+            gc.enable()
+    assert states == [True, True, True, False, False, False]

@@ -24,11 +24,21 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve, Reject, Terminate
-from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, Choice, Condition, Outcome, QuestionSet, Score, YesNo
+from stopwise.guardian import (
+    DEFAULT_CONDITIONS,
+    Answer,
+    Answers,
+    Choice,
+    Condition,
+    GuardianOutcome,
+    QuestionSet,
+    Score,
+    YesNo,
+)
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
 from stopwise.guardian.projection import Projection
-from stopwise.guardian.records import Decision, replay
+from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.messages import AUTOMATED_LABEL
 
 Script = Callable[[Projection, QuestionSet], Mapping[str, Any]]
@@ -105,12 +115,12 @@ def test_invalid_questions_raise_when_defined() -> None:
 
 
 def test_a_condition_threshold_is_derived_from_its_costs() -> None:
-    c = Condition("x", YesNo("q?"), Outcome.STOP_SUCCESS, cost_false_stop=3, cost_false_continue=1)
+    c = Condition("x", YesNo("q?"), GuardianOutcome.STOP_SUCCESS, cost_false_stop=3, cost_false_continue=1)
     assert c.threshold == pytest.approx(0.75)
     with pytest.raises(ConfigError, match="cost_false_stop"):
-        Condition("x", YesNo("q?"), Outcome.STOP_SUCCESS, cost_false_stop=0, cost_false_continue=1)
+        Condition("x", YesNo("q?"), GuardianOutcome.STOP_SUCCESS, cost_false_stop=0, cost_false_continue=1)
     with pytest.raises(ConfigError, match="fires_on"):
-        Condition("x", YesNo("q?"), Outcome.STOP_SUCCESS, 1, 1, fires_on=("maybe",))
+        Condition("x", YesNo("q?"), GuardianOutcome.STOP_SUCCESS, 1, 1, fires_on=("maybe",))
 
 
 def test_default_conditions_are_the_six_of_the_seed_with_their_biases() -> None:
@@ -126,8 +136,8 @@ def test_default_conditions_are_the_six_of_the_seed_with_their_biases() -> None:
 def test_the_question_set_version_is_a_content_hash() -> None:
     same = QuestionSet(DEFAULT_CONDITIONS.conditions)
     assert same.version == DEFAULT_CONDITIONS.version
-    reworded = QuestionSet((Condition("x", YesNo("Is it done?"), Outcome.STOP_SUCCESS, 1, 1),))
-    other = QuestionSet((Condition("x", YesNo("Is it finished?"), Outcome.STOP_SUCCESS, 1, 1),))
+    reworded = QuestionSet((Condition("x", YesNo("Is it done?"), GuardianOutcome.STOP_SUCCESS, 1, 1),))
+    other = QuestionSet((Condition("x", YesNo("Is it finished?"), GuardianOutcome.STOP_SUCCESS, 1, 1),))
     assert reworded.version != other.version
 
 
@@ -151,60 +161,68 @@ def answers(**ps: float) -> dict[str, Answer]:
 
 
 def test_quiet_answers_continue() -> None:
-    assert POLICY.decide(answers(), CONDS, NO_HISTORY).outcome is Outcome.CONTINUE
+    assert POLICY.decide(answers(), CONDS, NO_HISTORY).outcome is GuardianOutcome.CONTINUE
 
 
 def test_a_probability_within_delta_of_the_threshold_escalates() -> None:
     result = POLICY.decide(answers(goal_reached=0.82), CONDS, NO_HISTORY)  # t* = 0.8, delta 0.05
-    assert result.outcome is Outcome.ESCALATE and result.escalated == ("goal_reached",)
+    assert result.outcome is GuardianOutcome.ESCALATE and result.escalated == ("goal_reached",)
 
 
 def test_above_the_threshold_a_stop_condition_stops() -> None:
-    assert POLICY.decide(answers(goal_reached=0.95), CONDS, NO_HISTORY).outcome is Outcome.STOP_SUCCESS
-    assert POLICY.decide(answers(infeasible=0.95), CONDS, NO_HISTORY).outcome is Outcome.STOP_FAILURE
+    assert POLICY.decide(answers(goal_reached=0.95), CONDS, NO_HISTORY).outcome is GuardianOutcome.STOP_SUCCESS
+    assert POLICY.decide(answers(infeasible=0.95), CONDS, NO_HISTORY).outcome is GuardianOutcome.STOP_FAILURE
 
 
 def test_precedence_escalate_over_stop_over_replan() -> None:
     inputs = PolicyInputs({"stagnation": (True, True)})
     both = POLICY.decide(answers(goal_reached=0.95, integrity=0.9), CONDS, inputs)
-    assert both.outcome is Outcome.ESCALATE
+    assert both.outcome is GuardianOutcome.ESCALATE
     stop_and_replan = POLICY.decide(answers(goal_reached=0.95, stagnation=0.9), CONDS, inputs)
-    assert stop_and_replan.outcome is Outcome.STOP_SUCCESS
+    assert stop_and_replan.outcome is GuardianOutcome.STOP_SUCCESS
 
 
 def test_contradicting_stops_escalate() -> None:
     result = POLICY.decide(answers(goal_reached=0.95, infeasible=0.95), CONDS, NO_HISTORY)
-    assert result.outcome is Outcome.ESCALATE and "contradicting" in result.reason
+    assert result.outcome is GuardianOutcome.ESCALATE and "contradicting" in result.reason
 
 
 def test_hysteresis_needs_two_of_three_turns() -> None:
     first = POLICY.decide(answers(stagnation=0.9), CONDS, PolicyInputs({"stagnation": ()}))
-    assert first.outcome is Outcome.CONTINUE
+    assert first.outcome is GuardianOutcome.CONTINUE
     second = POLICY.decide(answers(stagnation=0.9), CONDS, PolicyInputs({"stagnation": (True,)}))
-    assert second.outcome is Outcome.REPLAN
+    assert second.outcome is GuardianOutcome.REPLAN
     stale = POLICY.decide(answers(stagnation=0.9), CONDS, PolicyInputs({"stagnation": (True, False, False)}))
-    assert stale.outcome is Outcome.CONTINUE
+    assert stale.outcome is GuardianOutcome.CONTINUE
+
+
+async def test_a_hysteresis_longer_than_nine_turns_sees_its_whole_window() -> None:
+    # Held on every turn, an 11-of-12 condition fires on the 11th turn: the run must look 11 turns back, not 9.
+    stuck = Condition("stuck", YesNo("Is the agent stuck?"), GuardianOutcome.STOP_FAILURE, 1, 1, hysteresis=(11, 12))
+    guardian = Guardian(Fixed({"stuck": 0.9}), conditions=QuestionSet((stuck,)))
+    result = await Runner().run(agent(searching(), guardian, max_steps=30), "go")
+    assert result.completion_reason == "infeasible" and result.steps == 11
+    assert [d.outcome for d in result.decisions] == [GuardianOutcome.CONTINUE] * 10 + [GuardianOutcome.STOP_FAILURE]
 
 
 def test_a_replan_past_max_replans_stops_with_failure() -> None:
     result = POLICY.decide(answers(stagnation=0.9), CONDS, PolicyInputs({"stagnation": (True,)}, replans=2))
-    assert result.outcome is Outcome.STOP_FAILURE and "replans" in result.reason
+    assert result.outcome is GuardianOutcome.STOP_FAILURE and "replans" in result.reason
 
 
 def test_exact_repeats_count_as_stagnation_in_plain_code() -> None:
-    assert POLICY.decide(answers(), CONDS, PolicyInputs({}, repeats=3)).outcome is Outcome.REPLAN
-
-
-def test_a_budget_cap_stops_with_failure() -> None:
-    result = POLICY.decide(answers(), CONDS, PolicyInputs({}, budget_exhausted="cost budget of $1 spent"))
-    assert result.outcome is Outcome.STOP_FAILURE
+    assert POLICY.decide(answers(), CONDS, PolicyInputs({}, repeats=3)).outcome is GuardianOutcome.REPLAN
 
 
 @pytest.mark.parametrize(
     ("on_unavailable", "outcome"),
-    [("escalate", Outcome.ESCALATE), ("continue", Outcome.CONTINUE), ("stop", Outcome.STOP_FAILURE)],
+    [
+        ("escalate", GuardianOutcome.ESCALATE),
+        ("continue", GuardianOutcome.CONTINUE),
+        ("stop", GuardianOutcome.STOP_FAILURE),
+    ],
 )
-def test_an_uncertain_answer_follows_on_unavailable(on_unavailable: Any, outcome: Outcome) -> None:
+def test_an_uncertain_answer_follows_on_unavailable(on_unavailable: Any, outcome: GuardianOutcome) -> None:
     given = answers()
     given["integrity"] = Answer(uncertain=True, note="timeout")
     assert ThresholdPolicy(on_unavailable=on_unavailable).decide(given, CONDS, NO_HISTORY).outcome is outcome
@@ -219,7 +237,7 @@ def test_malformed_answers_are_uncertain_never_trusted() -> None:
     checked = raw.checked(CONDS)
     assert checked.answers["integrity"].uncertain and checked.answers["goal_reached"].uncertain
     assert checked.answers["drift"].uncertain  # missing
-    assert POLICY.decide(checked.answers, CONDS, NO_HISTORY).outcome is Outcome.ESCALATE
+    assert POLICY.decide(checked.answers, CONDS, NO_HISTORY).outcome is GuardianOutcome.ESCALATE
 
 
 probability = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
@@ -240,13 +258,13 @@ def test_property_precedence_holds(ps: dict[str, float]) -> None:
     verdicts = {v.name: v for v in result.verdicts}
     by = DEFAULT_CONDITIONS.by_name
     if any(v.in_band for v in verdicts.values()) or verdicts["integrity"].fired:
-        assert result.outcome is Outcome.ESCALATE
+        assert result.outcome is GuardianOutcome.ESCALATE
     elif verdicts["goal_reached"].fired or verdicts["infeasible"].fired:
-        assert result.outcome in (Outcome.STOP_SUCCESS, Outcome.STOP_FAILURE, Outcome.ESCALATE)
+        assert result.outcome in (GuardianOutcome.STOP_SUCCESS, GuardianOutcome.STOP_FAILURE, GuardianOutcome.ESCALATE)
     elif any(verdicts[n].fired for n in ("drift", "stagnation")):
-        assert result.outcome is Outcome.REPLAN
+        assert result.outcome is GuardianOutcome.REPLAN
     else:
-        assert result.outcome is Outcome.CONTINUE
+        assert result.outcome is GuardianOutcome.CONTINUE
     assert by  # the order above is the seed's: escalate > stop > replan > continue
 
 
@@ -262,8 +280,8 @@ def test_property_raising_a_stop_probability_never_turns_a_stop_into_a_continue(
     before = POLICY.decide(answers(**ps), CONDS, NO_HISTORY)
     raised = {**ps, name: max(ps[name], bump)}
     after = POLICY.decide(answers(**raised), CONDS, NO_HISTORY)
-    if before.outcome in (Outcome.STOP_SUCCESS, Outcome.STOP_FAILURE):
-        assert after.outcome is not Outcome.CONTINUE
+    if before.outcome in (GuardianOutcome.STOP_SUCCESS, GuardianOutcome.STOP_FAILURE):
+        assert after.outcome is not GuardianOutcome.CONTINUE
 
 
 # --- in the loop ---------------------------------------------------------------------------------------------
@@ -279,7 +297,7 @@ async def test_a_quiet_guardian_lets_the_run_finish_and_records_every_turn(store
         (1, True),
         (2, True),
     ]
-    assert all(d.outcome is Outcome.CONTINUE for d in result.decisions)
+    assert all(d.outcome is GuardianOutcome.CONTINUE for d in result.decisions)
     d = turns[0]
     assert d.question_set_version == DEFAULT_CONDITIONS.version and d.evaluator == "fixed"
     assert d.model_version == "fixed-1" and set(d.probabilities) == {c.name for c in CONDS}
@@ -287,7 +305,7 @@ async def test_a_quiet_guardian_lets_the_run_finish_and_records_every_turn(store
     snapshot = await store.load_session("s")
     assert snapshot is not None
     logged = [r for e in snapshot.entries for r in e.records if r.get("type") == "guardian"]
-    assert [Decision.from_data(r) for r in logged] == list(result.decisions)
+    assert [GuardianDecision.from_data(r) for r in logged] == list(result.decisions)
 
 
 async def test_the_goal_and_criteria_reach_the_projection() -> None:
@@ -327,9 +345,9 @@ async def test_replan_adds_a_labelled_re_anchoring_row_and_stops_after_max_repla
     assert row.metadata["hidden"] is True
     # turn 1: held once (2-of-3 not met); turn 2: replan; turn 3: a second replan is over budget
     assert [d.outcome for d in result.decisions if d.kind == "turn"] == [
-        Outcome.CONTINUE,
-        Outcome.REPLAN,
-        Outcome.STOP_FAILURE,
+        GuardianOutcome.CONTINUE,
+        GuardianOutcome.REPLAN,
+        GuardianOutcome.STOP_FAILURE,
     ]
     assert result.completion_reason == "infeasible" and "replans" in result.detail
 
@@ -453,7 +471,7 @@ async def test_the_risk_question_is_asked_per_call_before_it_runs_and_escalates_
     assert suspended.status == "suspended" and deleted == []
     assert [p.call_id for p in suspended.pending] == ["d1"]
     pre = [d for d in suspended.decisions if d.kind == "pre_execution"]
-    assert pre[0].call_id == "d1" and pre[0].outcome is Outcome.ESCALATE
+    assert pre[0].call_id == "d1" and pre[0].outcome is GuardianOutcome.ESCALATE
     assert ev.seen[0][1] == ("risk",) and ev.seen[0][0].pending is not None
     done = await runner.resume(a, "s", {"d1": Approve()})
     assert deleted == ["bob"] and done.status == "completed"
@@ -466,12 +484,12 @@ async def test_replay_recomputes_every_outcome_and_another_policy_can_flip_them(
     for d in result.decisions:
         assert replay(d).outcome is d.outcome
     second = [d for d in result.decisions if d.kind == "turn"][1]
-    assert second.outcome is Outcome.CONTINUE  # 0.7 is below goal_reached's t* of 0.8
+    assert second.outcome is GuardianOutcome.CONTINUE  # 0.7 is below goal_reached's t* of 0.8
     lenient = tuple(
         type(c)(c.name, c.outcome, 0.5, c.delta, c.fires_on, c.hysteresis) if c.name == "goal_reached" else c
         for c in second.conditions
     )
-    assert replay(second, conditions=lenient).outcome is Outcome.STOP_SUCCESS
+    assert replay(second, conditions=lenient).outcome is GuardianOutcome.STOP_SUCCESS
 
 
 async def test_as_stop_guard_continues_with_feedback_when_the_goal_is_not_reached() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -14,7 +15,6 @@ from stopwise import (
     Continue,
     FunctionModel,
     Message,
-    ModelRequest,
     Reply,
     RunContext,
     Runner,
@@ -25,11 +25,13 @@ from stopwise import (
     decode_tool_result,
     tool,
 )
+from stopwise.errors import ConfigError
 from stopwise.events import GuardrailEvent
 from stopwise.guardrails import (
     PROMPT_INJECTION_POLICY,
     Block,
     Guardrails,
+    GuardrailTimeout,
     Hook,
     InputContext,
     OutputContext,
@@ -44,6 +46,8 @@ from stopwise.guardrails import (
     prompt_injection_guardrail,
     redact_secrets,
 )
+from stopwise.guardrails.hooks import run_chain
+from stopwise.models import ModelRequest
 
 
 @tool
@@ -601,3 +605,119 @@ async def test_middleware_runs_outermost_first_and_can_change_the_request() -> N
     await Runner().run(agent(model, middleware=[outer, inner]), "q")
     assert order == ["outer", "inner"]
     assert model.requests[0].messages[-1].content == "Always answer in French."
+
+
+# --- off the event loop, under a time limit ---------------------------------------------------------------
+
+# Bounds every wait below, so a regression fails the test instead of hanging it; never reached when all is well.
+BOUND = 10.0
+
+
+async def test_a_slow_sync_guardrail_does_not_stall_another_run_in_the_same_process() -> None:
+    gate = threading.Event()
+    entered = threading.Event()
+    released: list[bool] = []
+
+    def slow_check(ctx: ToolCallContext) -> None:
+        entered.set()
+        # Returns once the other run has finished: possible only while the event loop is free to run it.
+        released.append(gate.wait(BOUND))
+
+    slow = agent(ScriptedModel([calls(("shell", {"command": "ls"})), "done"]), Guardrails(on_tool_call=slow_check))
+    quick = Agent("quick", model=ScriptedModel(["hello"]))
+    runner = Runner()
+
+    async def the_other_run() -> str:
+        assert await asyncio.to_thread(entered.wait, BOUND), "the slow guardrail never started"
+        result = await runner.run(quick, "hi")
+        gate.set()
+        return str(result.output)
+
+    slow_result, quick_output = await asyncio.gather(runner.run(slow, "list"), the_other_run())
+    assert released == [True]
+    assert quick_output == "hello"
+    assert slow_result.status == "completed" and slow_result.output == "done"
+
+
+async def test_a_sync_guardrail_past_its_timeout_fails_the_run_with_guardrail_timeout() -> None:
+    gate = threading.Event()
+
+    def stuck(ctx: ToolCallContext) -> None:
+        gate.wait(BOUND)
+
+    model = ScriptedModel([calls(("shell", {"command": "ls"})), "done"])
+    try:
+        result = await Runner().run(agent(model, Guardrails(on_tool_call=stuck, timeout=0.05)), "list")
+    finally:
+        gate.set()  # the timed-out guardrail's thread runs on until it returns: let it, before the loop closes
+    assert result.status == "failed"
+    assert result.error is not None and result.error.code == "guardrail_timeout"
+    assert "'stuck'" in result.error.message and "tool_call" in result.error.message and "0.05s" in result.error.message
+    assert [m.role for m in result.messages if m.role == "tool"] == []  # the call never ran
+
+
+async def test_an_async_guardrail_gets_the_timeout_too() -> None:
+    async def never_answers(ctx: OutputContext) -> None:
+        await asyncio.Event().wait()
+
+    result = await Runner().run(agent(ScriptedModel(["done"]), Guardrails(on_output=never_answers, timeout=0.05)), "x")
+    assert result.status == "failed"
+    assert result.error is not None and result.error.code == "guardrail_timeout"
+    assert "never_answers" in result.error.message
+
+
+async def test_an_input_guardrail_past_its_timeout_fails_the_run_before_any_model_call() -> None:
+    async def never_answers(ctx: InputContext) -> None:
+        await asyncio.Event().wait()
+
+    model = ScriptedModel(["unused"])
+    result = await Runner().run(agent(model, Guardrails(on_input=never_answers, timeout=0.05)), "x")
+    assert result.error is not None and result.error.code == "guardrail_timeout"
+    assert model.requests == []
+
+
+async def test_a_named_guardrail_s_own_timeout_overrides_the_guardrails_one() -> None:
+    gate = threading.Event()
+
+    def stuck(ctx: ToolResultContext) -> None:
+        gate.wait(BOUND)
+
+    chain = Guardrails(on_tool_result=named("slow_scan", stuck, timeout=0.05), timeout=None)
+    with pytest.raises(GuardrailTimeout) as info:
+        try:
+            await run_chain(chain, Hook.TOOL_RESULT, "x", lambda value: value, step=1)
+        finally:
+            gate.set()
+    assert (info.value.guardrail, info.value.hook, info.value.timeout) == ("slow_scan", Hook.TOOL_RESULT, 0.05)
+    assert str(info.value) == "guardrail 'slow_scan' on the tool_result hook timed out after 0.05s"
+
+
+async def test_a_guardrail_raising_timeout_error_itself_is_a_raise_not_a_timeout() -> None:
+    def raises(ctx: OutputContext) -> None:
+        raise TimeoutError("upstream scanner timed out")
+
+    result = await Runner().run(agent(ScriptedModel(["done"]), Guardrails(on_output=raises)), "x")
+    assert result.error is not None and result.error.code == "guardrail_raised"
+    assert "upstream scanner timed out" in result.error.message
+
+
+async def test_a_sync_guardrail_runs_in_a_worker_thread_and_an_async_one_on_the_loop() -> None:
+    seen: dict[str, bool] = {}
+    main = threading.current_thread()
+
+    def sync_check(ctx: OutputContext) -> None:
+        seen["sync on the loop thread"] = threading.current_thread() is main
+
+    async def async_check(ctx: OutputContext) -> None:
+        seen["async on the loop thread"] = threading.current_thread() is main
+
+    await Runner().run(agent(ScriptedModel(["done"]), Guardrails(on_output=[sync_check, async_check])), "x")
+    assert seen == {"sync on the loop thread": False, "async on the loop thread": True}
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "5"])
+def test_a_bad_guardrail_timeout_raises_config_error_naming_it(bad: Any) -> None:
+    with pytest.raises(ConfigError, match=r"guardrails\.timeout"):
+        Guardrails(on_output=lambda ctx: None, timeout=bad)
+    with pytest.raises(ConfigError, match=r"named\('x'\)\.timeout"):
+        named("x", lambda ctx: None, timeout=bad)

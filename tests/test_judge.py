@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from stopwise.errors import ConfigError, ModelError
-from stopwise.guardian import DEFAULT_CONDITIONS, Choice, Condition, Evaluator, Outcome, Projection, QuestionSet
+from stopwise.guardian import DEFAULT_CONDITIONS, Choice, Condition, Evaluator, GuardianOutcome, Projection, QuestionSet
 from stopwise.guardian.evaluators import JudgeEvaluator, SystemOneEvaluator
 from stopwise.guardian.evaluators.judge import JUDGE_INSTRUCTIONS
 from stopwise.guardian.projection import project
@@ -135,7 +135,7 @@ async def test_anything_but_code_space_probability_is_uncertain(text: str) -> No
 
 async def test_past_26_options_the_codes_are_numbers() -> None:
     options = {f"opt{i}": f"option {i}" for i in range(1, 31)}
-    many = QuestionSet((Condition("pick", Choice("Which?", options), Outcome.REPLAN, 1, 1, ("opt27",)),))
+    many = QuestionSet((Condition("pick", Choice("Which?", options), GuardianOutcome.REPLAN, 1, 1, ("opt27",)),))
     prompts: list[str] = []
 
     def judge(request: ModelRequest) -> Reply:
@@ -272,7 +272,7 @@ async def test_scripted_replies_answer_the_questions_in_order() -> None:
 
 async def test_a_single_option_choice_is_answered_without_asking() -> None:
     model = ScriptedModel([])
-    only = Condition("kind", Choice("Which kind?", {"only": "the one kind"}), Outcome.REPLAN, 1, 1, ("only",))
+    only = Condition("kind", Choice("Which kind?", {"only": "the one kind"}), GuardianOutcome.REPLAN, 1, 1, ("only",))
     got = await JudgeEvaluator(model).evaluate(PROJECTION, QuestionSet((only,)))
     assert model.requests == []
     assert dict(got.answers["kind"].distribution) == {"only": 1.0}

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     Runner,
     RunStatus,
@@ -36,6 +35,7 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
+from stopwise.models import ModelRequest
 
 
 @tool

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from stopwise import Agent, ConfigError, Message, ModelRequest, Reply, ScriptedModel, ToolCall
-from stopwise.models import FunctionModel, StreamingModel, resolve_model, stream_reply
+from stopwise import Agent, ConfigError, Message, Reply, ScriptedModel, ToolCall
+from stopwise.models import FunctionModel, ModelRequest, StreamingModel, resolve_model, stream_reply
 
 
 def _request() -> ModelRequest:

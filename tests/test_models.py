@@ -3,18 +3,19 @@
 import pytest
 
 from stopwise import (
+    Agent,
     FunctionModel,
     Message,
     Model,
-    ModelRequest,
-    ModelScriptExhausted,
     Reply,
+    Runner,
     ScriptedModel,
     StopReason,
     StopwiseError,
     ToolCall,
-    ToolSpec,
 )
+from stopwise.errors import ModelScriptExhausted
+from stopwise.models import ModelRequest, ToolSpec
 
 
 def _request(step: int = 1, text: str = "hi") -> ModelRequest:
@@ -94,14 +95,31 @@ async def test_function_model_awaits_an_async_function() -> None:
     assert (await FunctionModel(last_user_text).generate(_request(text="abc"))).text == "ABC"
 
 
-async def test_function_model_returning_a_non_reply_raises_type_error_naming_the_model() -> None:
-    def sloppy(request: ModelRequest) -> str:
-        return "just text"
+async def test_function_model_takes_a_plain_string_as_a_text_reply() -> None:
+    def echo(request: ModelRequest) -> str:
+        return f"you said {request.messages[-1].content}"
+
+    async def shout(request: ModelRequest) -> str:
+        return request.messages[-1].content.upper()
+
+    assert await FunctionModel(echo).generate(_request(text="hi")) == Reply(text="you said hi")
+    assert await FunctionModel(shout).generate(_request(text="abc")) == Reply(text="ABC")
+
+
+async def test_a_string_reply_from_a_function_model_finishes_a_run() -> None:
+    agent = Agent("echo", model=FunctionModel(lambda request: "done"))
+    result = await Runner().run(agent, "go")
+    assert result.status == "completed" and result.output == "done"
+
+
+async def test_function_model_returning_neither_reply_nor_str_raises_type_error_naming_the_model() -> None:
+    def sloppy(request: ModelRequest) -> dict[str, str]:
+        return {"text": "just text"}
 
     with pytest.raises(TypeError, match="sloppy") as info:
         await FunctionModel(sloppy).generate(_request())  # type: ignore[arg-type]
-    assert "str" in str(info.value)
-    assert "Reply" in str(info.value)
+    assert "dict" in str(info.value)
+    assert "Reply or str" in str(info.value)
 
 
 async def test_function_model_uses_the_given_name_in_its_error() -> None:

@@ -15,23 +15,9 @@ import pytest
 pytest.importorskip("openai")
 
 from provider_server import Answer, ProviderServer, serve
-from stopwise import (
-    Agent,
-    ConfigError,
-    Message,
-    ModelError,
-    ModelRequest,
-    Reply,
-    Role,
-    Runner,
-    StopReason,
-    TokenLogprob,
-    ToolCall,
-    ToolSpec,
-    tool,
-)
-from stopwise.messages import encode_tool_result, error_tool_result
-from stopwise.models import OpenAIModel, StreamingModel
+from stopwise import Agent, ConfigError, Message, ModelError, Reply, Role, Runner, StopReason, ToolCall, tool
+from stopwise.messages import TokenLogprob, encode_tool_result, error_tool_result
+from stopwise.models import ModelRequest, OpenAIModel, StreamingModel, ToolSpec
 
 FAST_RETRY = {"retry-after-ms": "1"}  # the SDK honours it: retries wait a millisecond, not seconds
 

@@ -15,21 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from _pgcluster import Server
-from stopwise import (
-    Agent,
-    FunctionModel,
-    Message,
-    ModelRequest,
-    Reply,
-    RunContext,
-    Runner,
-    SchemaTooNew,
-    StepConflict,
-    StoreError,
-    ToolCall,
-    tool,
-)
-from stopwise.errors import ConfigError
+from stopwise import Agent, FunctionModel, Message, Reply, RunContext, Runner, StoreError, ToolCall, tool
+from stopwise.errors import ConfigError, SchemaTooNew, StepConflict
+from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, LogEntry, RunRecord

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stopwise import (
     Agent,
     FunctionModel,
-    ModelRequest,
     Reply,
     RetryNotAllowed,
     RunContext,
     Runner,
     SessionBusy,
+    SQLiteStore,
     Store,
     ToolCall,
     tool,
 )
+from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store.base import RunRecord
 
@@ -57,6 +60,20 @@ async def test_retry_after_cut_off_continues_with_a_fresh_budget_and_no_message(
     assert done.state["ticks"] == 5
     # The kept log ends in the last tool results; no new user row was needed.
     assert [m.role for m in done.messages].count("user") == 1
+
+
+def test_retry_sync_continues_a_cut_off_run_from_a_script(tmp_path: Path) -> None:
+    with Runner(SQLiteStore(tmp_path / "log.db")) as runner:
+        a = ticker(4, max_steps=3)
+        cut = runner.run_sync(a, "go", session_id="s")
+        done = runner.retry_sync(a, "s")
+    assert cut.completion_reason == "max_steps"
+    assert done.status == "completed" and done.output == "ticked 4" and done.run_id == cut.run_id
+
+
+async def test_retry_sync_inside_a_loop_raises_a_clear_error() -> None:
+    with pytest.raises(RuntimeError, match=r"await runner\.retry"):
+        Runner().retry_sync(ticker(1), "s")
 
 
 async def test_retry_gets_the_full_budget_again_each_time(store: Store) -> None:
@@ -152,7 +169,7 @@ async def test_a_new_run_on_a_session_with_an_interrupted_run_is_refused(store: 
 
 
 async def test_open_leg_opens_run_retry_and_resume_legs_for_a_runtime_to_drive(store: Store) -> None:
-    from stopwise.loop import drive
+    from stopwise._loop import drive
 
     runner = Runner(store)
     a = ticker(5, max_steps=3)

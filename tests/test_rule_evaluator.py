@@ -11,7 +11,16 @@ from typing import Any
 import pytest
 
 from stopwise.errors import ConfigError
-from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, Condition, Evaluator, Outcome, QuestionSet, YesNo
+from stopwise.guardian import (
+    DEFAULT_CONDITIONS,
+    Answer,
+    Answers,
+    Condition,
+    Evaluator,
+    GuardianOutcome,
+    QuestionSet,
+    YesNo,
+)
 from stopwise.guardian.evaluators.rule import (
     RuleEvaluator,
     integrity_markers,
@@ -154,7 +163,7 @@ async def test_same_projection_same_answers(rules: RuleEvaluator) -> None:
 
 
 async def test_an_unknown_condition_is_uncertain_with_a_note(rules: RuleEvaluator) -> None:
-    odd = Condition("toxicity", YesNo("Is it toxic?"), Outcome.ESCALATE, 1.0, 1.0)
+    odd = Condition("toxicity", YesNo("Is it toxic?"), GuardianOutcome.ESCALATE, 1.0, 1.0)
     answers = await rules.evaluate(projection([SEARCH]), QuestionSet((odd, C["stagnation"])))
     assert answers.answers["toxicity"].uncertain
     assert "toxicity" in answers.answers["toxicity"].note
@@ -162,7 +171,7 @@ async def test_an_unknown_condition_is_uncertain_with_a_note(rules: RuleEvaluato
 
 
 def test_a_known_name_with_another_question_type_is_uncertain(rules: RuleEvaluator) -> None:
-    odd = Condition("risk", YesNo("Is the next action risky?"), Outcome.ESCALATE, 1.0, 19.0, delta=0.01)
+    odd = Condition("risk", YesNo("Is the next action risky?"), GuardianOutcome.ESCALATE, 1.0, 19.0, delta=0.01)
     answer = rules.answer(projection([SEARCH], pending=ToolCall("x")), odd)
     assert answer.uncertain and "Choice" in answer.note
 

@@ -16,7 +16,6 @@ from stopwise import (
     FinishEvidence,
     FunctionModel,
     Message,
-    ModelRequest,
     Reply,
     RunContext,
     Runner,
@@ -35,6 +34,7 @@ from stopwise import (
     transcript,
 )
 from stopwise.messages import AUTOMATED_LABEL
+from stopwise.models import ModelRequest
 
 LABEL = AUTOMATED_LABEL
 

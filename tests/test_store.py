@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -14,16 +15,14 @@ from stopwise import (
     Reply,
     RunContext,
     Runner,
-    SchemaTooNew,
     ScriptedModel,
     SQLiteStore,
-    StateNotSerializable,
-    StepConflict,
     Store,
     StoreError,
     ToolCall,
     tool,
 )
+from stopwise.errors import SchemaTooNew, StateNotSerializable, StepConflict
 from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
@@ -144,6 +143,46 @@ async def test_closed_sqlite_store_refuses_work(tmp_path: Path) -> None:
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.load_session("s")
+
+
+async def test_every_store_is_an_async_context_manager_that_closes_it(store: Store) -> None:
+    async with store as opened:
+        assert opened is store
+        await opened.start_run(RunRecord("r1", "s", "a", RunStatus.RUNNING), None, {})
+        assert [r.run_id for r in await opened.list_runs("s")] == ["r1"]
+
+
+async def test_sqlite_store_closes_on_leaving_async_with(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "a.db") as store:
+        await store.start_run(RunRecord("r1", "s", "a", RunStatus.RUNNING), None, {})
+    with pytest.raises(StoreError, match="closed"):
+        await store.load_session("s")
+
+
+def test_sqlite_store_closes_on_leaving_a_plain_with(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "a.db") as store:
+        result = Runner(store).run_sync(Agent("a", model=ScriptedModel(["hi"])), "go", session_id="s")
+    assert result.ok
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(store.load_session("s"))
+    reopened = SQLiteStore(tmp_path / "a.db")  # what was written is on disk
+    assert [r.status for r in asyncio.run(reopened.list_runs("s"))] == ["completed"]
+    asyncio.run(reopened.close())
+
+
+async def test_a_runner_closes_its_store_on_leaving_async_with(tmp_path: Path) -> None:
+    async with Runner(SQLiteStore(tmp_path / "a.db")) as runner:
+        result = await runner.run(Agent("a", model=ScriptedModel(["hi"])), "go")
+    assert result.ok
+    with pytest.raises(StoreError, match="closed"):
+        await runner.store.load_session(result.session_id)
+
+
+async def test_a_plain_with_runner_inside_a_loop_raises_a_clear_error(tmp_path: Path) -> None:
+    runner = Runner(SQLiteStore(tmp_path / "a.db"))
+    with pytest.raises(RuntimeError, match="async with"), runner:
+        pass
+    await runner.close()
 
 
 def _write_v1_database(path: Path) -> None:

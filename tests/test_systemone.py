@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stopwise.errors import ConfigError
-from stopwise.guardian import DEFAULT_CONDITIONS, Choice, Condition, Outcome, Projection, QuestionSet, YesNo
+from stopwise.guardian import DEFAULT_CONDITIONS, Choice, Condition, GuardianOutcome, Projection, QuestionSet, YesNo
 from stopwise.guardian.evaluators import SystemOneEvaluator
 from systemone_server import Canned, SystemOneServer, choice, noul, score
 
@@ -91,8 +91,10 @@ async def test_noul_without_criteria_sends_none_and_empty_choice_descriptions_fa
 ) -> None:
     questions = QuestionSet(
         (
-            Condition("done", YesNo("Is it done?"), Outcome.STOP_SUCCESS, 1, 1),
-            Condition("kind", Choice("Which kind?", {"a": "", "b": "the b kind"}), Outcome.REPLAN, 1, 1, ("a",)),
+            Condition("done", YesNo("Is it done?"), GuardianOutcome.STOP_SUCCESS, 1, 1),
+            Condition(
+                "kind", Choice("Which kind?", {"a": "", "b": "the b kind"}), GuardianOutcome.REPLAN, 1, 1, ("a",)
+            ),
         )
     )
     answers = await evaluator.evaluate(PROJECTION, questions)
@@ -355,7 +357,7 @@ async def test_a_server_that_is_not_there_is_uncertain() -> None:
 async def test_a_single_option_choice_is_answered_without_asking(
     server: SystemOneServer, evaluator: SystemOneEvaluator
 ) -> None:
-    only = Condition("kind", Choice("Which kind?", {"only": "the one kind"}), Outcome.REPLAN, 1, 1, ("only",))
+    only = Condition("kind", Choice("Which kind?", {"only": "the one kind"}), GuardianOutcome.REPLAN, 1, 1, ("only",))
     got = await evaluator.evaluate(PROJECTION, QuestionSet((only,)))
     assert server.requests == []
     assert dict(got.answers["kind"].distribution) == {"only": 1.0}

@@ -4,8 +4,9 @@ The stop decision is one pure resolver; every step commits atomically to a durab
 a typed ``RunResult``.
 """
 
+from stopwise._deprecated import aliases
 from stopwise.agent import Agent
-from stopwise.approvals import ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate
+from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate
 from stopwise.context import RunContext
 from stopwise.errors import (
     ConfigError,
@@ -13,11 +14,7 @@ from stopwise.errors import (
     ErrorCode,
     ErrorDetail,
     ModelError,
-    ModelScriptExhausted,
     RetryNotAllowed,
-    SchemaTooNew,
-    StateNotSerializable,
-    StepConflict,
     StopwiseError,
     StoreError,
 )
@@ -33,13 +30,13 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
+from stopwise.guardian import Guardian, GuardianDecision
 from stopwise.guardrails import Block, GuardrailError, GuardrailRecord, Guardrails, Pass, Rewrite
 from stopwise.messages import (
     Message,
     Reply,
     Role,
     StopReason,
-    TokenLogprob,
     ToolCall,
     Usage,
     decode_tool_result,
@@ -49,21 +46,16 @@ from stopwise.models import (
     AnthropicModel,
     FunctionModel,
     Model,
-    ModelRequest,
     OpenAIModel,
     ScriptedModel,
-    StreamingModel,
-    ToolSpec,
 )
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner, SessionBusy
 from stopwise.stop import (
     CompletionReason,
     Continue,
-    Decision,
     Fail,
     FinishEvidence,
-    StepSignals,
     StepView,
     Stop,
     StopCondition,
@@ -72,11 +64,10 @@ from stopwise.stop import (
     StopGuardReport,
     finish_nudge,
     has_tool_call,
-    resolve,
     step_count_is,
     text_contains,
 )
-from stopwise.store import MemoryStore, RunRecord, SQLiteStore, Store
+from stopwise.store import MemoryStore, SQLiteStore, Store
 from stopwise.tools import Risk, Tool, ToolError, tool
 
 __version__ = "0.1.0"
@@ -94,18 +85,14 @@ __all__ = [
     "Reply",
     "Role",
     "StopReason",
-    "TokenLogprob",
     "ToolCall",
     "Usage",
     "decode_tool_result",
     "transcript",
     # models
     "Model",
-    "ModelRequest",
-    "ToolSpec",
     "ScriptedModel",
     "FunctionModel",
-    "StreamingModel",
     "OpenAIModel",
     "AnthropicModel",
     # tools
@@ -119,9 +106,6 @@ __all__ = [
     "step_count_is",
     "has_tool_call",
     "text_contains",
-    "StepSignals",
-    "Decision",
-    "resolve",
     # stop guards and finish nudges
     "StopGuard",
     "StopGuardContext",
@@ -138,18 +122,21 @@ __all__ = [
     "Rewrite",
     "GuardrailRecord",
     "GuardrailError",
+    # the guardian (its questions, evaluators and policy in stopwise.guardian)
+    "Guardian",
+    "GuardianDecision",
     # approvals
     "Approve",
     "Reject",
     "Modify",
     "Terminate",
     "PendingApproval",
+    "ApprovalDecision",
     "ApprovalError",
     # stores
     "Store",
     "MemoryStore",
     "SQLiteStore",
-    "RunRecord",
     # events
     "Event",
     "StepStarted",
@@ -170,10 +157,32 @@ __all__ = [
     "RetryNotAllowed",
     "SessionBusy",
     "ModelError",
-    "ModelScriptExhausted",
     "StoreError",
-    "SchemaTooNew",
-    "StateNotSerializable",
-    "StepConflict",
     "__version__",
 ]
+
+# Names that moved out of the top level (see CHANGELOG.md): importing them from here still works for one minor
+# release, with a DeprecationWarning naming their home.
+import stopwise.errors as _errors
+import stopwise.messages as _messages
+import stopwise.models as _models
+import stopwise.runtime as _runtime
+import stopwise.store as _store
+
+__getattr__ = aliases(
+    __name__,
+    {
+        "Decision": ("stopwise.runtime.StopDecision", _runtime.StopDecision),
+        "StepSignals": ("stopwise.runtime.StepSignals", _runtime.StepSignals),
+        "resolve": ("stopwise.runtime.resolve", _runtime.resolve),
+        "TokenLogprob": ("stopwise.messages.TokenLogprob", _messages.TokenLogprob),
+        "ModelRequest": ("stopwise.models.ModelRequest", _models.ModelRequest),
+        "ToolSpec": ("stopwise.models.ToolSpec", _models.ToolSpec),
+        "StreamingModel": ("stopwise.models.StreamingModel", _models.StreamingModel),
+        "ModelScriptExhausted": ("stopwise.errors.ModelScriptExhausted", _errors.ModelScriptExhausted),
+        "SchemaTooNew": ("stopwise.errors.SchemaTooNew", _errors.SchemaTooNew),
+        "StateNotSerializable": ("stopwise.errors.StateNotSerializable", _errors.StateNotSerializable),
+        "StepConflict": ("stopwise.errors.StepConflict", _errors.StepConflict),
+        "RunRecord": ("stopwise.store.RunRecord", _store.RunRecord),
+    },
+)

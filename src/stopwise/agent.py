@@ -27,10 +27,12 @@ class Agent:
     """An agent definition. Invalid configuration raises ``ConfigError`` naming the field, here, not mid-run."""
 
     name: str
-    instructions: str
-    model: Model | str
+    instructions: str = ""
+    """The system prompt; empty (the default) sends none."""
+    model: Model | str | None = None
     """A ``Model``, or a model string such as ``"openai:gpt-4.1-mini"`` (see ``stopwise.models.resolve_model``).
-    A string is resolved when the agent is defined, so after construction the attribute holds the ``Model``."""
+    Required: the default ``None`` only lets ``instructions`` be omitted (``Agent("x", model=m)``). A string is
+    resolved when the agent is defined, so after construction the attribute holds the ``Model``."""
     tools: Sequence[Tool] = ()
     """The tools the model may call (kept as a tuple)."""
     max_steps: int | None = 50
@@ -67,6 +69,8 @@ class Agent:
             raise ConfigError("name", "must be a non-empty string")
         if not isinstance(self.instructions, str):
             raise ConfigError("instructions", f"must be a string, got {type(self.instructions).__name__}")
+        if self.model is None:
+            raise ConfigError("model", "is required: pass model=... (a Model, or a string such as 'openai:gpt-4.1')")
         # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
         model = resolve_model(self.model) if isinstance(self.model, str) else self.model
         object.__setattr__(self, "model", model)

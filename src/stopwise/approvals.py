@@ -11,14 +11,20 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal
 
+from stopwise._deprecated import aliases
 from stopwise.errors import StopwiseError
+from stopwise.messages import Message, Role
 
 __all__ = [
     "Approve",
     "ApprovalError",
-    "Decision",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "Escalation",
+    "PlannedCall",
+    "ApprovalDecision",
     "Modify",
     "PendingApproval",
     "Reject",
@@ -35,7 +41,7 @@ def args_hash(args: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PendingApproval:
-    """A tool call waiting for a human, as ``RunResult.pending`` lists it."""
+    """A tool call (or a guardian escalation) waiting for a human, as ``RunResult.pending`` lists it, with why."""
 
     call_id: str
     tool: str
@@ -44,6 +50,17 @@ class PendingApproval:
     args_hash: str
     expires_at: float | None
     """Unix time after which the approval is refused; None never expires."""
+    source: Literal["needs_approval", "guardian"] = "needs_approval"
+    """``needs_approval``: the tool's declaration asked for a review; ``guardian``: the guardian escalated (its
+    risk gate on this call, or its turn check: then ``call_id`` is ``guardian:<step>``)."""
+    condition: str | None = None
+    """For a guardian escalation: the condition that escalated (the first, when several did)."""
+    probability: float | None = None
+    """That condition's probability (None when the evaluator could not answer)."""
+    threshold: float | None = None
+    """That condition's threshold t*."""
+    reason: str = ""
+    """The guardian decision's reason, in words."""
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -52,11 +69,40 @@ class PendingApproval:
             "args": dict(self.args),
             "args_hash": self.args_hash,
             "expires_at": self.expires_at,
+            "source": self.source,
+            "condition": self.condition,
+            "probability": self.probability,
+            "threshold": self.threshold,
+            "reason": self.reason,
         }
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> PendingApproval:
-        return cls(data["call_id"], data["tool"], data["args"], data["args_hash"], data.get("expires_at"))
+        # Runs suspended by older versions have no "why": they read as plain needs_approval (or guardian) items.
+        source: Literal["needs_approval", "guardian"] = "needs_approval"
+        if data.get("source") == "guardian" or str(data["call_id"]).startswith("guardian:"):
+            source = "guardian"
+        return cls(
+            data["call_id"],
+            data["tool"],
+            data["args"],
+            data["args_hash"],
+            data.get("expires_at"),
+            source,
+            data.get("condition"),
+            data.get("probability"),
+            data.get("threshold"),
+            data.get("reason") or "",
+        )
+
+    def describe(self) -> str:
+        """Why this is pending, in one line (``stopwise run`` prints it)."""
+        if self.source == "needs_approval":
+            return f"tool {self.tool!r} needs approval"
+        p = "unanswered" if self.probability is None else f"p={self.probability:.2f}"
+        t = "" if self.threshold is None else f" > t*={self.threshold:.2f}"
+        what = "the turn" if self.call_id.startswith("guardian:") else f"call {self.tool!r}"
+        return f"guardian escalated {what}: {self.condition} {p}{t} ({self.reason})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +136,124 @@ class Terminate:
     args_hash: str | None = None
 
 
-Decision = Approve | Reject | Modify | Terminate
+ApprovalDecision = Approve | Reject | Modify | Terminate
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    """One call of a batch suspended for approval, as planned before anything ran."""
+
+    call_id: str
+    tool: str
+    args: Mapping[str, Any] | None
+    """The arguments that run if approved (None when the call cannot run: unknown tool, bad arguments)."""
+    answer: Message | None = None
+    """The call's tool row when it is answered without running (a block, bad arguments)."""
+    needs_approval: bool = False
+
+    def to_data(self) -> dict[str, Any]:
+        row = None if self.answer is None else {"content": self.answer.content, "metadata": dict(self.answer.metadata)}
+        args = None if self.args is None else dict(self.args)
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "args": args,
+            "row": row,
+            "needs_approval": self.needs_approval,
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> PlannedCall:
+        row = d.get("row")
+        answer = None
+        if row is not None:
+            answer = Message(Role.TOOL, row["content"], tool_call_id=d["call_id"], metadata=row.get("metadata") or {})
+        return cls(d["call_id"], d["tool"], d.get("args"), answer, bool(d.get("needs_approval")))
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """What a guardian escalation asks a reviewer to judge."""
+
+    conditions: tuple[str, ...]
+    reason: str
+    quarantined: tuple[str, ...] = ()
+    """The calls whose outputs are withheld until a reviewer releases them."""
+
+    def to_data(self) -> dict[str, Any]:
+        return {"conditions": list(self.conditions), "reason": self.reason, "quarantined": list(self.quarantined)}
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> Escalation:
+        return cls(tuple(d.get("conditions", ())), d.get("reason", ""), tuple(d.get("quarantined", ())))
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """The log record of a suspension: the batch's planned calls, or the guardian's escalation."""
+
+    TYPE: ClassVar[str] = "approval_request"
+    calls: tuple[PlannedCall, ...] = ()
+    escalation: Escalation | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.TYPE, "calls": [c.to_data() for c in self.calls]}
+        if self.escalation is not None:
+            data["escalation"] = self.escalation.to_data()
+        return data
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> ApprovalRequest:
+        escalation = d.get("escalation")
+        return cls(
+            tuple(PlannedCall.from_data(c) for c in d.get("calls", ())),
+            None if escalation is None else Escalation.from_data(escalation),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """A reviewer's decision on one pending call (or on a guardian escalation, ``call_id`` ``guardian:<step>``)."""
+
+    TYPE: ClassVar[str] = "approval_decision"
+    call_id: str
+    tool: str
+    decision: str
+    """``approve``, ``reject``, ``modify`` or ``terminate``."""
+    args: Mapping[str, Any] | None = None
+    """Modify's arguments."""
+    reason: str | None = None
+    """Reject's message or Terminate's reason."""
+
+    @classmethod
+    def of(cls, call_id: str, tool: str, decision: ApprovalDecision) -> ApprovalRecord:
+        args = dict(decision.args) if isinstance(decision, Modify) else None
+        reason = decision.message if isinstance(decision, Reject) else None
+        if isinstance(decision, Terminate):
+            reason = decision.reason
+        return cls(call_id, tool, type(decision).__name__.lower(), args, reason)
+
+    def matches(self, decision: ApprovalDecision) -> bool:
+        """Whether ``decision`` is the one this record holds (a resume sent twice must say the same)."""
+        return self == ApprovalRecord.of(self.call_id, self.tool, decision)
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.TYPE, "call_id": self.call_id, "tool": self.tool}
+        data["decision"] = self.decision
+        if self.args is not None:
+            data["args"] = dict(self.args)
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return data
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> ApprovalRecord:
+        return cls(d["call_id"], d["tool"], d["decision"], d.get("args"), d.get("reason"))
 
 
 class ApprovalError(StopwiseError):
     """``resume`` was given decisions that cannot settle the pending calls (unknown call, changed arguments,
     an expired approval, a missing decision, or a run that is not suspended)."""
+
+
+__getattr__ = aliases(__name__, {"Decision": ("ApprovalDecision", ApprovalDecision)})

@@ -23,7 +23,8 @@ from stopwise.agent import Agent
 from stopwise.demo import DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
-from stopwise.guardian.records import Decision as GuardianDecision
+from stopwise.guardian.records import GuardianDecision
+from stopwise.records import parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
@@ -395,7 +396,7 @@ async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDe
             for entry in snapshot.entries:
                 if run_id is not None and entry.run_id != run_id:
                     continue
-                decisions.extend(GuardianDecision.from_data(r) for r in entry.records if r.get("type") == "guardian")
+                decisions.extend(r for r in parse_records(entry.records) if isinstance(r, GuardianDecision))
         return decisions
     finally:
         await store.close()

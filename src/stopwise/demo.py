@@ -22,8 +22,7 @@ from pydantic import BaseModel
 from stopwise.agent import Agent
 from stopwise.approvals import Approve, Reject
 from stopwise.errors import ErrorCode
-from stopwise.guardian import DEFAULT_CONDITIONS, Guardian
-from stopwise.guardian import Outcome as GuardianOutcome
+from stopwise.guardian import DEFAULT_CONDITIONS, Guardian, GuardianOutcome
 from stopwise.guardrails import Block, Guardrails, ToolCallContext, redact_secrets
 from stopwise.messages import Reply, Role, ToolCall, decode_tool_result
 from stopwise.models.base import ModelRequest

@@ -56,6 +56,7 @@ class ErrorCode(StrEnum):
     TOOL_ERROR_STREAK = "tool_error_streak"
     GUARDRAIL_RAISED = "guardrail_raised"
     GUARDRAIL_INVALID = "guardrail_invalid"
+    GUARDRAIL_TIMEOUT = "guardrail_timeout"
     APPROVAL_PREDICATE_RAISED = "approval_predicate_raised"
     APPROVAL_TERMINATED = "approval_terminated"
     INFEASIBLE = "infeasible"

@@ -75,7 +75,7 @@ class StepCommitted(Event):
 
     seq: int
     decision: Any
-    """The ``Decision`` the resolver made for this step."""
+    """The ``StopDecision`` the resolver made for this step."""
 
 
 @dataclass(frozen=True, slots=True)

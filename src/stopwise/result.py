@@ -12,7 +12,7 @@ from stopwise.messages import Message, Usage
 
 if TYPE_CHECKING:
     from stopwise.approvals import PendingApproval
-    from stopwise.guardian.records import Decision as GuardianDecision
+    from stopwise.guardian.records import GuardianDecision
     from stopwise.guardrails.verdicts import GuardrailRecord
     from stopwise.stop.guard import StopGuardReport
 

@@ -9,7 +9,7 @@ Importable from here, with the core dependencies only:
   ``write_traces``, ``projection_to_data``, ``projection_from_data``, ``parse_projection_text``,
   ``text_projection``;
 - the learning path: ``export_labels`` (escalation resolutions in a store, as trace records);
-- running an evaluator: ``predict``, ``Prediction``, ``Predictions``;
+- running an evaluator: ``predict`` (async), ``predict_sync``, ``Prediction``, ``Predictions``;
 - calibration at run time: ``CalibratedEvaluator``, ``Calibration``, ``CalibrationMap``, ``load_calibration``.
 
 The rest needs the ``eval`` extra (numpy, scikit-learn; ``pip install 'stopwise[eval]'``) and is imported from
@@ -21,7 +21,7 @@ The command line is ``stopwise eval``; see docs/evals.md.
 
 from stopwise.evals.calibration import CalibratedEvaluator, Calibration, CalibrationMap, load_calibration
 from stopwise.evals.export import export_labels
-from stopwise.evals.run import Prediction, Predictions, predict
+from stopwise.evals.run import Prediction, Predictions, predict, predict_sync
 from stopwise.evals.traces import (
     LineProblem,
     TraceFormatError,
@@ -53,6 +53,7 @@ __all__ = [
     "Prediction",
     "Predictions",
     "predict",
+    "predict_sync",
     # calibration at run time
     "CalibratedEvaluator",
     "Calibration",

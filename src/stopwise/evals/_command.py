@@ -17,14 +17,15 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from stopwise.errors import ConfigError, StoreError
 from stopwise.evals.calibration import CalibratedEvaluator, Calibration, load_calibration
 from stopwise.evals.export import export_labels
-from stopwise.evals.run import Predictions, predict
+from stopwise.evals.run import Predictions, predict_sync
 from stopwise.evals.traces import TraceFormatError, TraceRecord, read_traces, write_traces
 from stopwise.guardian.answers import Evaluator
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, QuestionSet
@@ -77,7 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
 
-    records = _read(args.traces, strict=args.strict)
+    with _collector_paused():
+        records = _read(args.traces, strict=args.strict)
     # The records live until the end of the command and hold no cycles: frozen, every later collection skips
     # them (otherwise each full collection walks the whole trace set: seconds at 100,000 records).
     gc.freeze()
@@ -106,6 +108,21 @@ def _run(args: argparse.Namespace) -> int:
         records = [r for r in records if r.split in ("train", "test")]
     predictions = _predict(evaluator, records, questions, args)
     return _report(args, predictions, questions, split, calibration)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block. The command owns its process, so it may (the library
+    never touches the collector): what it builds in bulk (parsed traces, projections, predictions) makes no
+    reference cycles, and the collector would walk that growing heap again and again, a third or more of the
+    run at 100,000 records."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _read(paths: Sequence[str], *, strict: bool) -> list[TraceRecord]:
@@ -185,11 +202,18 @@ def _predict(evaluator: Evaluator, records: list[TraceRecord], questions: Questi
 
     bar = ProgressBar("stopwise eval", enabled=args.progress)
     try:
-        # The per-call limit only for model evaluators: the rule evaluator does not wait on anything.
-        timeout = None if args.evaluator == "rule" else args.timeout
-        return asyncio.run(
-            predict(evaluator, records, questions, concurrency=args.concurrency, call_timeout=timeout, progress=bar)
-        )
+        rules = args.evaluator == "rule"
+        # A model evaluator's calls (clients, tasks, tracebacks) may make cycles: collected as ever. The per-call
+        # limit only for model evaluators: the rule evaluator does not wait on anything.
+        with _collector_paused() if rules else nullcontext():
+            return predict_sync(
+                evaluator,
+                records,
+                questions,
+                concurrency=args.concurrency,
+                call_timeout=None if rules else args.timeout,
+                progress=bar,
+            )
     finally:
         bar.close()
 

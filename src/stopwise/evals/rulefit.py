@@ -24,7 +24,6 @@ coefficients file that ``RuleEvaluator(coefficients=path)`` (and ``stopwise eval
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import json
 import sys
@@ -276,12 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} (version {data['version']}); held-out (test split) comparison:")
     from stopwise.evals.report import build_report
-    from stopwise.evals.run import predict
+    from stopwise.evals.run import predict_sync
 
     test = [r for r in records if r.split == "test"]
     for label, coefficients in (("base", args.base), ("fitted", args.out)):
         evaluator = RuleEvaluator(coefficients=coefficients)
-        report = build_report(asyncio.run(predict(evaluator, test)), DEFAULT_CONDITIONS, split="test", traces=[])
+        report = build_report(predict_sync(evaluator, test), DEFAULT_CONDITIONS, split="test", traces=[])
         cells = [f"{n} ECE {m.ece:.3f} AUROC {m.auroc or float('nan'):.3f}" for n, m in report.conditions.items()]
         print(f"  {label:6} {evaluator.model_version}: " + "; ".join(cells))
     return 0

@@ -6,9 +6,9 @@ Nothing here imports numpy: the metrics come after, from the predictions.
 from __future__ import annotations
 
 import asyncio
-import gc
 import multiprocessing
 import os
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -20,7 +20,16 @@ from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Question
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.projection import Projection
 
-__all__ = ["Prediction", "Predictions", "Skipped", "answered", "by_condition", "predict", "reads_text"]
+__all__ = [
+    "Prediction",
+    "Predictions",
+    "Skipped",
+    "answered",
+    "by_condition",
+    "predict",
+    "predict_sync",
+    "reads_text",
+]
 
 Progress = Callable[[int, int], None]
 """Called with (evaluator calls done, calls in all) as the run goes."""
@@ -86,7 +95,7 @@ def reads_text(evaluator: Evaluator) -> bool:
 
 
 PARALLEL_MIN_CALLS = 20_000
-"""From this many evaluator calls on, ``predict`` answers a ``RuleEvaluator``'s calls in several processes."""
+"""From this many evaluator calls on, ``predict_sync`` answers a ``RuleEvaluator``'s calls in several processes."""
 _MAX_WORKERS = 4
 
 
@@ -143,89 +152,144 @@ async def predict(
     - An evaluator that raises or runs past ``call_timeout`` seconds makes that call's answers uncertain, as the
       guardian does; malformed answers become uncertain through ``Answers.checked``. An uncertain answer gives
       ``p=None``: the metrics leave it out and count it.
-    - At most ``concurrency`` calls are in flight at once.
-    - ``workers``: processes answering the calls of a ``RuleEvaluator`` (the only evaluator known to be a pure,
-      synchronous function of the state: the answers are the same, computed in ``fork``-ed copies of this
-      process). By default 1, or up to 4 (the CPU count) from ``PARALLEL_MIN_CALLS`` calls on where ``fork`` is
-      available. More than 1 for another evaluator raises ``ValueError``.
+    - At most ``concurrency`` calls are in flight at once, all in this process and on this event loop.
+
+    Process-wide state (the garbage collector, child processes) is left alone. ``predict_sync`` is the same
+    run for a caller with no event loop, and can answer a large ``RuleEvaluator`` run in several processes.
+    ``workers`` is deprecated (it moved to ``predict_sync``): it is checked, warned about and otherwise ignored,
+    since the answers are the same in one process.
     """
+    if workers is not None:
+        warnings.warn(
+            "predict(workers=...) is deprecated and ignored: predict never forks inside a running event loop; "
+            "use predict_sync(..., workers=...) from synchronous code",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    _check(evaluator, concurrency, workers)
+    records, skipped, items = _group(evaluator, records, questions, text_only)
+    name = _name(evaluator)
+    versions_of, reads_of = await _answer_concurrently(
+        evaluator, name, items, questions, concurrency, call_timeout, progress
+    )
+    return _assemble(name, records, skipped, items, versions_of, reads_of)
+
+
+def predict_sync(
+    evaluator: Evaluator,
+    records: Iterable[TraceRecord],
+    questions: QuestionSet = DEFAULT_CONDITIONS,
+    *,
+    text_only: bool | None = None,
+    concurrency: int = 8,
+    call_timeout: float | None = None,
+    progress: Progress | None = None,
+    workers: int | None = None,
+) -> Predictions:
+    """``predict`` for synchronous code (a script, ``stopwise eval``): the same predictions, on an event loop of
+    its own. Raises ``RuntimeError`` when called inside a running event loop (``await predict(...)`` there).
+
+    ``workers``: processes answering the calls of a ``RuleEvaluator`` (the only evaluator known to be a pure,
+    synchronous function of the state: the answers are the same, computed in ``fork``-ed copies of this process,
+    forked before any event loop runs). By default 1, or up to 4 (the CPU count) from ``PARALLEL_MIN_CALLS``
+    calls on where ``fork`` is available. More than 1 for another evaluator raises ``ValueError``. Forking copies
+    the whole process: call it from a program's main thread, not while other threads hold locks.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("predict_sync() was called inside a running event loop; use 'await predict(...)'")
+    _check(evaluator, concurrency, workers)
+    records, skipped, items = _group(evaluator, records, questions, text_only)
+    name = _name(evaluator)
+    if workers is None:
+        workers = _default_workers(evaluator, len(items))
+    if workers > 1 and len(items) > 1:
+        versions_of, reads_of = _answer_in_processes(evaluator, name, items, questions, workers, progress)
+    else:
+        versions_of, reads_of = asyncio.run(
+            _answer_concurrently(evaluator, name, items, questions, concurrency, call_timeout, progress)
+        )
+    return _assemble(name, records, skipped, items, versions_of, reads_of)
+
+
+def _check(evaluator: Evaluator, concurrency: int, workers: int | None) -> None:
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if workers is not None and (workers < 1 or (workers > 1 and type(evaluator) is not RuleEvaluator)):
         raise ValueError(f"workers must be 1, or more for a RuleEvaluator only, got {workers}")
+
+
+def _name(evaluator: Evaluator) -> str:
+    return str(getattr(evaluator, "name", type(evaluator).__name__))
+
+
+def _group(
+    evaluator: Evaluator, records: Iterable[TraceRecord], questions: QuestionSet, text_only: bool | None
+) -> tuple[list[TraceRecord], list[Skipped], list[_Work]]:
+    """The records, those skipped with why, and the evaluator calls to make: one per distinct state."""
     if text_only is None:
         text_only = reads_text(evaluator)
-    # What is built here (projections, answers, 100,000 predictions) makes no reference cycles, but the cyclic
-    # collector would walk the growing heap again and again: off meanwhile, as when reading the traces, it saves
-    # a third of the run.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        records = list(records)
-        skipped: list[Skipped] = []
-        work: dict[object, _Work] = {}
-        for i, record in enumerate(records):
-            condition = questions.by_name.get(record.condition)
-            if condition is None:
-                skipped.append(Skipped(record, f"condition {record.condition!r} is not in the question set"))
+    records = list(records)
+    skipped: list[Skipped] = []
+    work: dict[object, _Work] = {}
+    for i, record in enumerate(records):
+        condition = questions.by_name.get(record.condition)
+        if condition is None:
+            skipped.append(Skipped(record, f"condition {record.condition!r} is not in the question set"))
+            continue
+        problem = record.label_problem(condition)
+        if problem is not None:
+            skipped.append(Skipped(record, problem))
+            continue
+        if record.text_only and not text_only:
+            skipped.append(Skipped(record, "text-only record: the evaluator reads the projection's structure"))
+            continue
+        # The rendered text is the state's identity; a structured state and a bare text are never one call.
+        key: object = (record.text_only, record.text)
+        if _ELIDED in record.text:
+            # An elided middle can hide a difference between two states: never share such a call.
+            key = (key, i)
+        item = work.get(key)
+        if item is None:
+            # Checked here, built when answered: projection_from_data raises ValueError exactly for these.
+            malformed = None if record.text_only else record.projection_problem()
+            if malformed is not None:
+                skipped.append(Skipped(record, f"malformed projection: {malformed}"))
                 continue
-            problem = record.label_problem(condition)
-            if problem is not None:
-                skipped.append(Skipped(record, problem))
-                continue
-            if record.text_only and not text_only:
-                skipped.append(Skipped(record, "text-only record: the evaluator reads the projection's structure"))
-                continue
-            # The rendered text is the state's identity; a structured state and a bare text are never one call.
-            key: object = (record.text_only, record.text)
-            if _ELIDED in record.text:
-                # An elided middle can hide a difference between two states: never share such a call.
-                key = (key, i)
-            item = work.get(key)
-            if item is None:
-                # Checked here, built when answered: projection_from_data raises ValueError exactly for these.
-                malformed = None if record.text_only else record.projection_problem()
-                if malformed is not None:
-                    skipped.append(Skipped(record, f"malformed projection: {malformed}"))
-                    continue
-                item = work[key] = _Work(record, [], [], record.text_only)
-            if condition not in item.conditions:
-                item.conditions.append(condition)
-            item.members.append((i, condition))
+            item = work[key] = _Work(record, [], [], record.text_only)
+        if condition not in item.conditions:
+            item.conditions.append(condition)
+        item.members.append((i, condition))
+    return records, skipped, list(work.values())
 
-        items = list(work.values())
-        name = getattr(evaluator, "name", type(evaluator).__name__)
-        if workers is None:
-            workers = _default_workers(evaluator, len(items))
-        if workers > 1 and len(items) > 1:
-            versions_of, reads_of = _answer_in_processes(evaluator, name, items, questions, workers, progress)
-        else:
-            if collecting and type(evaluator) is not RuleEvaluator:
-                gc.enable()  # a model evaluator's calls (clients, tasks, tracebacks) may make cycles: collected as ever
-            versions_of, reads_of = await _answer_concurrently(
-                evaluator, name, items, questions, concurrency, call_timeout, progress
-            )
-            gc.disable()
 
-        by_record: dict[int, Prediction] = {}
-        versions: Counter[str] = Counter(versions_of)
-        for item, reads in zip(items, reads_of, strict=True):
-            for (i, condition), (p, note) in zip(item.members, reads, strict=True):
-                record = records[i]
-                by_record[i] = Prediction(record, condition, record.holds(condition), p, note)
-        ordered_versions = tuple(v for v, _ in versions.most_common())
-        usable = [v for v in ordered_versions if v != "unavailable"]
-        return Predictions(
-            evaluator=name,
-            model_version=usable[0] if usable else "unavailable",
-            items=tuple(by_record[i] for i in sorted(by_record)),
-            skipped=tuple(skipped),
-            calls=len(items),
-            model_versions=ordered_versions,
-        )
-    finally:
-        if collecting:
-            gc.enable()
+def _assemble(
+    name: str,
+    records: list[TraceRecord],
+    skipped: list[Skipped],
+    items: list[_Work],
+    versions_of: list[str],
+    reads_of: list[list[_Read]],
+) -> Predictions:
+    by_record: dict[int, Prediction] = {}
+    versions: Counter[str] = Counter(versions_of)
+    for item, reads in zip(items, reads_of, strict=True):
+        for (i, condition), (p, note) in zip(item.members, reads, strict=True):
+            record = records[i]
+            by_record[i] = Prediction(record, condition, record.holds(condition), p, note)
+    ordered_versions = tuple(v for v, _ in versions.most_common())
+    usable = [v for v in ordered_versions if v != "unavailable"]
+    return Predictions(
+        evaluator=name,
+        model_version=usable[0] if usable else "unavailable",
+        items=tuple(by_record[i] for i in sorted(by_record)),
+        skipped=tuple(skipped),
+        calls=len(items),
+        model_versions=ordered_versions,
+    )
 
 
 async def _answer_concurrently(

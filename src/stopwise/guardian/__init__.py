@@ -1,7 +1,8 @@
 """The guardian: typed questions every turn, a threshold policy in code, a replayable decision log."""
 
+from stopwise._deprecated import aliases
 from stopwise.guardian.answers import Answer, Answers, Evaluator
-from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Outcome, QuestionSet
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
 from stopwise.guardian.evaluators import (
     EvaluatorScriptExhausted,
     JudgeEvaluator,
@@ -13,7 +14,7 @@ from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.questions import Choice, Question, Score, YesNo
-from stopwise.guardian.records import ConditionSpec, Decision, replay
+from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
 
 __all__ = [
     "DEFAULT_CONDITIONS",
@@ -22,12 +23,12 @@ __all__ = [
     "Choice",
     "Condition",
     "ConditionSpec",
-    "Decision",
+    "GuardianDecision",
     "Evaluator",
     "EvaluatorScriptExhausted",
     "Guardian",
     "JudgeEvaluator",
-    "Outcome",
+    "GuardianOutcome",
     "PolicyInputs",
     "PolicyResult",
     "Projection",
@@ -42,3 +43,7 @@ __all__ = [
     "project",
     "replay",
 ]
+
+__getattr__ = aliases(
+    __name__, {"Decision": ("GuardianDecision", GuardianDecision), "Outcome": ("GuardianOutcome", GuardianOutcome)}
+)

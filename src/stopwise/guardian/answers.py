@@ -39,10 +39,6 @@ class Answer:
         return cls(dict(data.get("distribution", {})), bool(data.get("uncertain", False)), data.get("note", ""))
 
 
-def _probability(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) and 0 <= v <= 1
-
-
 def uncertain(note: str) -> Answer:
     return Answer({}, True, note)
 

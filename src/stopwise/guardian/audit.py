@@ -1,6 +1,6 @@
 """Auditing a decision log: replay every recorded decision, try other thresholds, and summarise per condition.
 
-Pure functions over ``Decision`` records: no model, judge or tool is called, so a replay shows exactly what the
+Pure functions over ``GuardianDecision`` records: no model, judge or tool is called, so a replay shows exactly what the
 policy did with what the evaluator said.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.policy import ThresholdPolicy
-from stopwise.guardian.records import ConditionSpec, Decision, replay
+from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
 
 __all__ = ["ConditionStats", "Flip", "PolicyOverride", "replay_all", "stats"]
 
@@ -27,8 +27,8 @@ class Flip:
     step: int
     kind: str
     call_id: str | None
-    recorded: Outcome
-    replayed: Outcome
+    recorded: GuardianOutcome
+    replayed: GuardianOutcome
     reason: str
 
 
@@ -51,7 +51,7 @@ class PolicyOverride:
                 raise ConfigError(f"policy file: condition {name}", f"unknown settings {sorted(bad)}")
         return cls(dict(data.get("policy", {})), dict(data.get("conditions", {})))
 
-    def apply(self, d: Decision) -> tuple[ThresholdPolicy, tuple[ConditionSpec, ...]]:
+    def apply(self, d: GuardianDecision) -> tuple[ThresholdPolicy, tuple[ConditionSpec, ...]]:
         policy = ThresholdPolicy(**{**d.policy, **self.policy})
         specs = []
         for c in d.conditions:
@@ -67,7 +67,7 @@ class PolicyOverride:
         return policy, tuple(specs)
 
 
-def replay_all(decisions: Iterable[Decision], override: PolicyOverride | None = None) -> tuple[int, list[Flip]]:
+def replay_all(decisions: Iterable[GuardianDecision], override: PolicyOverride | None = None) -> tuple[int, list[Flip]]:
     """Recompute every decision; returns how many were replayed and the ones whose outcome differs.
 
     Without ``override`` any difference is a disagreement (the log is not reproducible); with one, the list is
@@ -99,7 +99,7 @@ class ConditionStats:
         return self.escalated / self.asked if self.asked else 0.0
 
 
-def stats(decisions: Iterable[Decision]) -> tuple[list[ConditionStats], Counter[str]]:
+def stats(decisions: Iterable[GuardianDecision]) -> tuple[list[ConditionStats], Counter[str]]:
     """Per condition statistics and the count of each outcome."""
     asked: Counter[str] = Counter()
     uncertain: Counter[str] = Counter()

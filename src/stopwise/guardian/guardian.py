@@ -8,17 +8,17 @@ when one is configured; what the judge settles is recorded as a labelled example
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
-from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Outcome, QuestionSet
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
-from stopwise.guardian.records import ConditionSpec, Decision
+from stopwise.guardian.records import ConditionSpec, GuardianDecision, GuardianLabel
 from stopwise.messages import Role
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
 
@@ -130,8 +130,8 @@ class Guardian:
 class Consultation:
     """A decision and, when a judge settled an escalation, the labelled examples it produced."""
 
-    decision: Decision
-    labels: tuple[dict[str, Any], ...] = ()
+    decision: GuardianDecision
+    labels: tuple[GuardianLabel, ...] = ()
 
 
 async def _ask(
@@ -166,18 +166,21 @@ async def consult(
     kind: str,
     call_id: str | None = None,
 ) -> Consultation:
-    """One consultation: ask, decide, and let the judge settle an escalation if there is one."""
+    """One consultation: ask, decide, and let the judge settle an escalation if there is one. Before a call runs,
+    the risk class its author declared goes to the policy as a floor no evaluator (nor the judge) can lower."""
     assert guardian.evaluator is not None
+    if kind == "pre_execution" and projection.pending is not None and projection.pending_risk != "unknown":
+        inputs = dataclasses.replace(inputs, declared_risk=projection.pending_risk)
     questions = QuestionSet(conditions, guardian.conditions.version)
     started = time.perf_counter()
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
     result = guardian.policy.decide(answers.answers, conditions, inputs)
     resolved_by = None
-    labels: list[dict[str, Any]] = []
-    if result.outcome is Outcome.ESCALATE and guardian.judge is not None:
+    labels: list[GuardianLabel] = []
+    if result.outcome is GuardianOutcome.ESCALATE and guardian.judge is not None:
         judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
         judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
-        if judged.outcome is not Outcome.ESCALATE:
+        if judged.outcome is not GuardianOutcome.ESCALATE:
             for before, after in zip(result.verdicts, judged.verdicts, strict=True):
                 if before.in_band or before.uncertain:
                     labels.append(
@@ -194,7 +197,7 @@ async def consult(
                     )
             answers, result, resolved_by = judged_answers, judged, "judge"
     latency = (time.perf_counter() - started) * 1000
-    decision = Decision(
+    decision = GuardianDecision(
         run_id=run_id,
         step=step,
         kind="pre_execution" if kind == "pre_execution" else "turn",
@@ -213,7 +216,7 @@ async def consult(
         held={v.name: v.held for v in result.verdicts},
         resolved_by=resolved_by,
         escalated=result.escalated,
-        state=projection.text if result.outcome is Outcome.ESCALATE else None,
+        state=projection.text if result.outcome is GuardianOutcome.ESCALATE else None,
     )
     return Consultation(decision, tuple(labels))
 
@@ -227,17 +230,7 @@ def label(
     run_id: str,
     step: int,
     evaluator_p: float | None = None,
-) -> dict[str, Any]:
-    """A labelled example for the eval harness (a ``guardian_label`` record): the projection's text, the
-    condition, what the resolver (``judge`` or ``human``) said, and what the evaluator had answered."""
-    return {
-        "type": "guardian_label",
-        "condition": condition,
-        "label": held,
-        "state": state,
-        "state_hash": state_hash,
-        "source": source,
-        "evaluator_p": evaluator_p,
-        "run_id": run_id,
-        "step": step,
-    }
+) -> GuardianLabel:
+    """A labelled example for the eval harness: the projection's text, the condition, what the resolver (``judge``
+    or ``human``) said, and what the evaluator had answered."""
+    return GuardianLabel(condition, held, state, state_hash, source, run_id, step, evaluator_p)

@@ -2,9 +2,11 @@
 
 Per condition: the probability that it holds, ``p``, against ``t* = C_stop / (C_stop + C_cont)``. Within
 ``delta`` of ``t*`` the turn escalates; above it the condition holds, and fires (with k-of-n hysteresis where
-set). Exact repeats and budgets are plain code. Precedence: escalate > stop > replan > continue; two
-contradicting stops escalate; a replan past ``max_replans`` becomes ``stop_failure``. No I/O, no clock: the
-same inputs always give the same outcome, which is what makes a decision log replayable.
+set). Exact repeats and budgets are plain code. A risk class the tool's author declared is a floor: a condition
+that fires on that class holds whatever the evaluator answered (an evaluator can raise a declaration, never
+lower it). Precedence: escalate > stop > replan > continue; two contradicting stops escalate; a replan past
+``max_replans`` becomes ``stop_failure``. No I/O, no clock: the same inputs always give the same outcome, which is
+what makes a decision log replayable.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer
-from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.conditions import GuardianOutcome
 
 __all__ = ["ConditionLike", "ConditionVerdict", "PolicyInputs", "PolicyResult", "ThresholdPolicy"]
 
@@ -28,7 +30,7 @@ class ConditionLike(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def outcome(self) -> Outcome: ...
+    def outcome(self) -> GuardianOutcome: ...
     @property
     def threshold(self) -> float: ...
     @property
@@ -54,6 +56,8 @@ class ConditionVerdict:
     """Held on enough recent turns to act (hysteresis applied)."""
     in_band: bool
     uncertain: bool
+    declared: bool = False
+    """Held because the author declared a risk class the condition fires on, whatever ``p`` said."""
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -65,6 +69,7 @@ class ConditionVerdict:
             "fired": self.fired,
             "in_band": self.in_band,
             "uncertain": self.uncertain,
+            "declared": self.declared,
         }
 
 
@@ -78,15 +83,16 @@ class PolicyInputs:
     """Replans already made in this run."""
     repeats: int = 0
     """How many times in a row the latest tool call (same tool, same arguments) was made."""
-    budget_exhausted: str | None = None
-    """Set when a budget cap was reached: which, in words."""
+    declared_risk: str | None = None
+    """The risk class the tool's author declared for the proposed call (pre-execution decisions only; None or
+    ``unknown`` when undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
 
     def to_data(self) -> dict[str, Any]:
         return {
             "held_before": {k: list(v) for k, v in self.held_before.items()},
             "replans": self.replans,
             "repeats": self.repeats,
-            "budget_exhausted": self.budget_exhausted,
+            "declared_risk": self.declared_risk,
         }
 
     @classmethod
@@ -95,13 +101,13 @@ class PolicyInputs:
             {k: tuple(v) for k, v in data.get("held_before", {}).items()},
             data.get("replans", 0),
             data.get("repeats", 0),
-            data.get("budget_exhausted"),
+            data.get("declared_risk"),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyResult:
-    outcome: Outcome
+    outcome: GuardianOutcome
     reason: str
     verdicts: tuple[ConditionVerdict, ...]
     """Per condition, in the question set's order."""
@@ -149,59 +155,72 @@ class ThresholdPolicy:
     ) -> PolicyResult:
         """Exactly one outcome for the turn, with the reason."""
         verdicts = tuple(
-            self.verdict(
-                c, answers.get(c.name) or Answer(uncertain=True, note="no answer"), inputs.held_before.get(c.name, ())
+            _floored(
+                self.verdict(
+                    c,
+                    answers.get(c.name) or Answer(uncertain=True, note="no answer"),
+                    inputs.held_before.get(c.name, ()),
+                ),
+                c,
+                inputs.declared_risk,
             )
             for c in conditions
         )
         by_name = {c.name: c for c in conditions}
         escalate: list[str] = []
         escalated: list[str] = []
-        stops: dict[Outcome, list[str]] = {Outcome.STOP_SUCCESS: [], Outcome.STOP_FAILURE: []}
+        stops: dict[GuardianOutcome, list[str]] = {GuardianOutcome.STOP_SUCCESS: [], GuardianOutcome.STOP_FAILURE: []}
         replan: list[str] = []
         for v in verdicts:
             c = by_name[v.name]
-            if v.uncertain:
+            if v.declared:
+                where = f"{v.name}: {inputs.declared_risk}, declared by the tool's author"
+                if v.p is not None:
+                    where += f" (a floor: the evaluator's p={v.p:.2f} cannot lower it)"
+            elif v.uncertain:
                 if self.on_unavailable == "escalate":
                     escalate.append(f"{v.name} unanswered")
                     escalated.append(v.name)
                 elif self.on_unavailable == "stop":
-                    stops[Outcome.STOP_FAILURE].append(f"{v.name} unanswered")
+                    stops[GuardianOutcome.STOP_FAILURE].append(f"{v.name} unanswered")
                 continue
-            if v.in_band:
+            elif v.in_band:
                 escalate.append(f"{v.name} p={v.p:.2f} within {v.delta:g} of t*={v.threshold:.2f}")
                 escalated.append(v.name)
+                continue
             elif v.fired:
                 where = f"{v.name} p={v.p:.2f} > t*={v.threshold:.2f}"
-                if c.outcome is Outcome.ESCALATE:
-                    escalate.append(where)
-                    escalated.append(v.name)
-                elif c.outcome in stops:
-                    stops[c.outcome].append(where)
-                elif c.outcome is Outcome.REPLAN:
-                    replan.append(where)
+            else:
+                continue
+            if c.outcome is GuardianOutcome.ESCALATE:
+                escalate.append(where)
+                escalated.append(v.name)
+            elif c.outcome in stops:
+                stops[c.outcome].append(where)
+            elif c.outcome is GuardianOutcome.REPLAN:
+                replan.append(where)
         if inputs.repeats >= self.repeat_limit:
             replan.append(f"the same call was made {inputs.repeats} times in a row")
-        if inputs.budget_exhausted:
-            stops[Outcome.STOP_FAILURE].append(inputs.budget_exhausted)
 
         if escalate:
-            return PolicyResult(Outcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated))
-        success, failure = stops[Outcome.STOP_SUCCESS], stops[Outcome.STOP_FAILURE]
+            return PolicyResult(
+                GuardianOutcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated)
+            )
+        success, failure = stops[GuardianOutcome.STOP_SUCCESS], stops[GuardianOutcome.STOP_FAILURE]
         if success and failure:
             reason = f"contradicting stops: {'; '.join(success)} vs {'; '.join(failure)}"
             firing = tuple(v.name for v in verdicts if v.fired and by_name[v.name].outcome in stops)
-            return PolicyResult(Outcome.ESCALATE, reason, verdicts, firing)
+            return PolicyResult(GuardianOutcome.ESCALATE, reason, verdicts, firing)
         if success:
-            return PolicyResult(Outcome.STOP_SUCCESS, "stop: " + "; ".join(success), verdicts)
+            return PolicyResult(GuardianOutcome.STOP_SUCCESS, "stop: " + "; ".join(success), verdicts)
         if failure:
-            return PolicyResult(Outcome.STOP_FAILURE, "stop: " + "; ".join(failure), verdicts)
+            return PolicyResult(GuardianOutcome.STOP_FAILURE, "stop: " + "; ".join(failure), verdicts)
         if replan:
             if inputs.replans >= self.max_replans:
                 reason = f"stop: {inputs.replans} replans already ({'; '.join(replan)})"
-                return PolicyResult(Outcome.STOP_FAILURE, reason, verdicts)
-            return PolicyResult(Outcome.REPLAN, "replan: " + "; ".join(replan), verdicts)
-        return PolicyResult(Outcome.CONTINUE, "continue", verdicts)
+                return PolicyResult(GuardianOutcome.STOP_FAILURE, reason, verdicts)
+            return PolicyResult(GuardianOutcome.REPLAN, "replan: " + "; ".join(replan), verdicts)
+        return PolicyResult(GuardianOutcome.CONTINUE, "continue", verdicts)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -209,3 +228,13 @@ class ThresholdPolicy:
             "repeat_limit": self.repeat_limit,
             "on_unavailable": self.on_unavailable,
         }
+
+
+def _floored(verdict: ConditionVerdict, condition: ConditionLike, declared: str | None) -> ConditionVerdict:
+    """The verdict with the author's declaration as a floor: a declared class the condition fires on makes it
+    hold and fire, even when the evaluator answered below the threshold, in the band, or not at all."""
+    if declared is None or declared not in condition.fires_on:
+        return verdict
+    return ConditionVerdict(
+        verdict.name, verdict.p, verdict.threshold, verdict.delta, True, True, False, verdict.uncertain, True
+    )

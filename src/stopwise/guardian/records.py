@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from stopwise._deprecated import aliases
 from stopwise.guardian.answers import Answer
-from stopwise.guardian.conditions import Condition, Outcome
+from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 
-__all__ = ["ConditionSpec", "Decision", "replay"]
+__all__ = ["ConditionSpec", "GuardianDecision", "GuardianLabel", "replay"]
 
 RECORD_TYPE = "guardian"
 
@@ -20,7 +21,7 @@ class ConditionSpec:
     """A condition as a decision record keeps it: what the policy needs, with the threshold it used."""
 
     name: str
-    outcome: Outcome
+    outcome: GuardianOutcome
     threshold: float
     delta: float
     fires_on: tuple[str, ...]
@@ -47,7 +48,7 @@ class ConditionSpec:
         h = d.get("hysteresis")
         return cls(
             d["name"],
-            Outcome(d["outcome"]),
+            GuardianOutcome(d["outcome"]),
             float(d["threshold"]),
             float(d["delta"]),
             tuple(d["fires_on"]),
@@ -57,8 +58,10 @@ class ConditionSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class GuardianDecision:
     """One guardian decision, as committed in the step's transaction and listed in ``RunResult.decisions``."""
+
+    TYPE: ClassVar[str] = RECORD_TYPE
 
     run_id: str
     step: int
@@ -74,7 +77,7 @@ class Decision:
     """The conditions with the thresholds used."""
     policy: Mapping[str, Any]
     inputs: PolicyInputs
-    outcome: Outcome
+    outcome: GuardianOutcome
     reason: str
     latency_ms: float
     held: Mapping[str, bool] = field(default_factory=dict)
@@ -97,7 +100,7 @@ class Decision:
 
     def to_data(self) -> dict[str, Any]:
         return {
-            "type": RECORD_TYPE,
+            "type": self.TYPE,
             "run_id": self.run_id,
             "step": self.step,
             "kind": self.kind,
@@ -120,7 +123,7 @@ class Decision:
         }
 
     @classmethod
-    def from_data(cls, d: Mapping[str, Any]) -> Decision:
+    def from_data(cls, d: Mapping[str, Any]) -> GuardianDecision:
         return cls(
             d["run_id"],
             d["step"],
@@ -134,7 +137,7 @@ class Decision:
             tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
             d["policy"],
             PolicyInputs.from_data(d["inputs"]),
-            Outcome(d["outcome"]),
+            GuardianOutcome(d["outcome"]),
             d["reason"],
             float(d.get("latency_ms", 0.0)),
             dict(d.get("held", {})),
@@ -144,9 +147,58 @@ class Decision:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class GuardianLabel:
+    """A labelled example for the eval harness: the projection's text, the condition, what the resolver of an
+    escalation (``judge`` or ``human``) said, and what the evaluator had answered."""
+
+    TYPE: ClassVar[str] = "guardian_label"
+    condition: str
+    label: bool
+    """Whether the condition held, in the resolver's judgement."""
+    state: str
+    state_hash: str
+    source: str
+    """``judge`` or ``human``."""
+    run_id: str
+    step: int
+    evaluator_p: float | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "type": self.TYPE,
+            "condition": self.condition,
+            "label": self.label,
+            "state": self.state,
+            "state_hash": self.state_hash,
+            "source": self.source,
+            "evaluator_p": self.evaluator_p,
+            "run_id": self.run_id,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> GuardianLabel:
+        return cls(
+            d["condition"],
+            bool(d["label"]),
+            d["state"],
+            d["state_hash"],
+            d["source"],
+            d["run_id"],
+            d["step"],
+            d.get("evaluator_p"),
+        )
+
+
 def replay(
-    decision: Decision, policy: ThresholdPolicy | None = None, conditions: tuple[ConditionSpec, ...] | None = None
+    decision: GuardianDecision,
+    policy: ThresholdPolicy | None = None,
+    conditions: tuple[ConditionSpec, ...] | None = None,
 ) -> PolicyResult:
     """Recompute a decision's outcome from its record (or under another policy / other thresholds)."""
     p = policy if policy is not None else ThresholdPolicy(**decision.policy)
     return p.decide(decision.answers, conditions if conditions is not None else decision.conditions, decision.inputs)
+
+
+__getattr__ = aliases(__name__, {"Decision": ("GuardianDecision", GuardianDecision)})

@@ -6,6 +6,7 @@ A guardrail is a plain function (sync or async) of its hook's context returning 
 
 from stopwise.guardrails.builtins import (
     PROMPT_INJECTION_POLICY,
+    block_injected_results,
     block_pii,
     max_output_length,
     max_tool_result_length,
@@ -21,7 +22,7 @@ from stopwise.guardrails.hooks import (
     ToolResultContext,
     named,
 )
-from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, Hook, Pass, Rewrite
+from stopwise.guardrails.verdicts import Block, GuardrailError, GuardrailRecord, GuardrailTimeout, Hook, Pass, Rewrite
 
 __all__ = [
     "PROMPT_INJECTION_POLICY",
@@ -29,6 +30,7 @@ __all__ = [
     "GuardrailContext",
     "GuardrailError",
     "GuardrailRecord",
+    "GuardrailTimeout",
     "Guardrails",
     "Hook",
     "InputContext",
@@ -37,6 +39,7 @@ __all__ = [
     "Rewrite",
     "ToolCallContext",
     "ToolResultContext",
+    "block_injected_results",
     "block_pii",
     "max_output_length",
     "max_tool_result_length",

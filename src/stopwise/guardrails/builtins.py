@@ -17,6 +17,7 @@ from stopwise.messages import Message, Role
 
 __all__ = [
     "PROMPT_INJECTION_POLICY",
+    "block_injected_results",
     "block_pii",
     "max_output_length",
     "max_tool_result_length",
@@ -55,6 +56,41 @@ def prompt_injection_guardrail(policy: str | None = None) -> Callable[[InputCont
         )
 
     return prompt_injection
+
+
+def block_injected_results(threshold: float = 0.5) -> Callable[[ToolResultContext], Block | None]:
+    """Block a tool result that reads as instructions addressed to the agent, before the model sees it.
+
+    The text is read the way the guardian's integrity question reads it: normalised by
+    ``stopwise.normalise.normalise_untrusted`` (so letter spacing, leetspeak, homoglyphs and invisible characters
+    do not hide an instruction), scored by the ``RuleEvaluator``'s markers and model in windows over the whole
+    result. A result whose probability reaches ``threshold`` is blocked; the reason names the marker families
+    found. Deterministic and offline.
+    """
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0.0 < threshold <= 1.0:
+        raise ConfigError("block_injected_results.threshold", f"must be a number in (0, 1], got {threshold!r}")
+    # Imported here: only who asks for this guardrail loads the evaluator's data files.
+    from stopwise.guardian.evaluators.rule import RuleEvaluator
+
+    evaluator = RuleEvaluator()
+    window = evaluator.coefficients.scan_chars
+    step = max(1, window - _WINDOW_OVERLAP)
+
+    def guard(ctx: ToolResultContext) -> Block | None:
+        text = _as_text(ctx.result)
+        for start in range(0, max(1, len(text) - _WINDOW_OVERLAP), step):
+            features = evaluator.text_integrity_features(text[start : start + window])
+            p = evaluator.coefficients.integrity.p(features)
+            if p >= threshold:
+                found = ", ".join(k.removeprefix("marker_") for k in features if k.startswith("marker_"))
+                return Block(f"the result reads as instructions to the agent (p={p:.2f}; markers: {found or 'none'})")
+        return None
+
+    return named("block_injected_results", guard)
+
+
+# Windows overlap so an instruction that straddles a window's edge is read whole in the next one.
+_WINDOW_OVERLAP = 200
 
 
 def _cap(n: float) -> int:

@@ -3,10 +3,14 @@
 The rules, the same for every hook: a list runs in order; rewrites chain (each guardrail sees what the
 previous one wrote); the first block short-circuits the rest of that hook; a pass is silent; a raise is not
 swallowed. For the tool hooks the rules apply per call.
+
+Each guardrail runs under a time limit, and a sync one runs in a worker thread, so a slow or blocking check
+never stalls the event loop (and with it every other run of the process).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +22,7 @@ from stopwise.guardrails.verdicts import (
     GuardrailError,
     GuardrailRaised,
     GuardrailRecord,
+    GuardrailTimeout,
     Hook,
     Pass,
     Rewrite,
@@ -29,6 +34,7 @@ __all__ = [
     "GuardrailContext",
     "Guardrails",
     "InputContext",
+    "Link",
     "OutputContext",
     "ToolCallContext",
     "ToolResultContext",
@@ -87,16 +93,26 @@ GuardrailFn = Callable[[Any], Any]
 class _Named:
     fn: GuardrailFn
     name: str
+    timeout: float | None
 
     def __call__(self, ctx: Any) -> Any:
         return self.fn(ctx)
 
 
-def named(name: str, fn: GuardrailFn) -> GuardrailFn:
-    """Give a guardrail an explicit name: the one records show and the model reads in a block message."""
+def _check_timeout(where: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+        raise ConfigError(where, f"must be positive seconds or None, got {value!r}")
+
+
+def named(name: str, fn: GuardrailFn, *, timeout: float | None = None) -> GuardrailFn:
+    """Give a guardrail an explicit name: the one records show and the model reads in a block message.
+
+    ``timeout`` (seconds) overrides ``Guardrails.timeout`` for this guardrail; None keeps the ``Guardrails`` one.
+    """
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("named", "a guardrail name must be a non-empty string")
-    return _Named(fn, name)
+    _check_timeout(f"named({name!r}).timeout", timeout)
+    return _Named(fn, name, timeout)
 
 
 def _name_of(fn: GuardrailFn, hook: Hook, index: int) -> str:
@@ -109,7 +125,25 @@ def _name_of(fn: GuardrailFn, hook: Hook, index: int) -> str:
     return str(name)
 
 
-def _chain(hook: Hook, value: Any) -> tuple[tuple[GuardrailFn, str], ...]:
+def _is_async(fn: GuardrailFn) -> bool:
+    target = fn.fn if isinstance(fn, _Named) else fn
+    # An instance with ``async def __call__`` is async too, though ``iscoroutinefunction`` says no for it.
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(type(target).__call__)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One guardrail of a hook's chain, as the chain runs it."""
+
+    fn: GuardrailFn
+    name: str
+    is_async: bool
+    """Awaited on the event loop; a sync guardrail runs in a worker thread instead."""
+    timeout: float | None
+    """Seconds the call may take (its own, or the ``Guardrails`` one); None for no limit."""
+
+
+def _chain(hook: Hook, value: Any, timeout: float | None) -> tuple[Link, ...]:
     if value is None:
         return ()
     items = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
@@ -117,7 +151,8 @@ def _chain(hook: Hook, value: Any) -> tuple[tuple[GuardrailFn, str], ...]:
     for i, fn in enumerate(items):
         if not callable(fn):
             raise ConfigError(f"guardrails.on_{hook.value}", f"item {i} is not callable: {fn!r}")
-        chain.append((fn, _name_of(fn, hook, i)))
+        own = fn.timeout if isinstance(fn, _Named) else None
+        chain.append(Link(fn, _name_of(fn, hook, i), _is_async(fn), own if own is not None else timeout))
     return tuple(chain)
 
 
@@ -129,14 +164,18 @@ class Guardrails:
     on_tool_call: Any = None
     on_tool_result: Any = None
     on_output: Any = None
-    chains: Mapping[Hook, tuple[tuple[GuardrailFn, str], ...]] = field(init=False, repr=False)
+    timeout: float | None = 30.0
+    """Seconds each guardrail call may take (``named(..., timeout=)`` sets one guardrail's own); past it the run
+    fails with ``GuardrailTimeout`` (code ``guardrail_timeout``). None: no limit."""
+    chains: Mapping[Hook, tuple[Link, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        _check_timeout("guardrails.timeout", self.timeout)
         chains = {
-            Hook.INPUT: _chain(Hook.INPUT, self.on_input),
-            Hook.TOOL_CALL: _chain(Hook.TOOL_CALL, self.on_tool_call),
-            Hook.TOOL_RESULT: _chain(Hook.TOOL_RESULT, self.on_tool_result),
-            Hook.OUTPUT: _chain(Hook.OUTPUT, self.on_output),
+            Hook.INPUT: _chain(Hook.INPUT, self.on_input, self.timeout),
+            Hook.TOOL_CALL: _chain(Hook.TOOL_CALL, self.on_tool_call, self.timeout),
+            Hook.TOOL_RESULT: _chain(Hook.TOOL_RESULT, self.on_tool_result, self.timeout),
+            Hook.OUTPUT: _chain(Hook.OUTPUT, self.on_output, self.timeout),
         }
         object.__setattr__(self, "chains", chains)
 
@@ -163,17 +202,14 @@ async def run_chain(
     step: int | None,
     tool_call_id: str | None = None,
 ) -> ChainResult[V]:
-    """Run one hook's chain on ``value`` by the ordering rules. A guardrail that raises propagates; a verdict
-    of the wrong type or field raises ``GuardrailError`` naming the guardrail and the hook."""
+    """Run one hook's chain on ``value`` by the ordering rules. A guardrail that raises propagates (as
+    ``GuardrailRaised``; ``GuardrailTimeout`` past its time limit); a verdict of the wrong type or field raises
+    ``GuardrailError`` naming the guardrail and the hook."""
     records: list[GuardrailRecord] = []
     field_name = rewrite_field(hook)
-    for fn, name in guardrails.chains[hook]:
-        try:
-            verdict = fn(make_ctx(value))
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-        except Exception as exc:
-            raise GuardrailRaised(name, hook, exc) from exc
+    for link in guardrails.chains[hook]:
+        name = link.name
+        verdict = await _call(link, hook, make_ctx(value))
         if verdict is None or isinstance(verdict, Pass):
             continue
         if isinstance(verdict, Block):
@@ -189,6 +225,25 @@ async def run_chain(
             name, hook, f"expected None, Pass(), Block(...) or Rewrite(...), got {type(verdict).__name__}"
         )
     return ChainResult(value, None, None, tuple(records))
+
+
+async def _call(link: Link, hook: Hook, ctx: Any) -> Any:
+    """The guardrail's verdict: a sync one from a worker thread, all under the link's time limit. A sync
+    guardrail that times out keeps its thread until it returns (a thread cannot be stopped); its verdict is
+    dropped."""
+    try:
+        async with asyncio.timeout(link.timeout) as scope:
+            verdict = link.fn(ctx) if link.is_async else await asyncio.to_thread(link.fn, ctx)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+    except TimeoutError as exc:
+        if scope.expired():
+            assert link.timeout is not None
+            raise GuardrailTimeout(link.name, hook, link.timeout) from None
+        raise GuardrailRaised(link.name, hook, exc) from exc
+    except Exception as exc:
+        raise GuardrailRaised(link.name, hook, exc) from exc
+    return verdict
 
 
 def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:

@@ -5,12 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
+from stopwise._deprecated import aliases
 from stopwise.errors import StopwiseError
 from stopwise.messages import Message
 
-__all__ = ["Block", "GuardrailError", "GuardrailRaised", "GuardrailRecord", "Hook", "Pass", "Rewrite", "Verdict"]
+__all__ = [
+    "Block",
+    "GuardrailError",
+    "GuardrailRaised",
+    "GuardrailRecord",
+    "GuardrailTimeout",
+    "Hook",
+    "Pass",
+    "Rewrite",
+    "GuardrailVerdict",
+]
 
 
 class Hook(StrEnum):
@@ -51,7 +62,7 @@ class Rewrite:
     text: str | None = None
 
 
-Verdict = Pass | Block | Rewrite | None
+GuardrailVerdict = Pass | Block | Rewrite | None
 
 _FIELD = {Hook.INPUT: "messages", Hook.TOOL_CALL: "args", Hook.TOOL_RESULT: "result", Hook.OUTPUT: "text"}
 
@@ -64,6 +75,8 @@ def rewrite_field(hook: Hook) -> str:
 @dataclass(frozen=True, slots=True)
 class GuardrailRecord:
     """One non-pass verdict: in ``RunResult.guardrails``, in the log and in the stream."""
+
+    TYPE: ClassVar[str] = "guardrail"
 
     hook: Hook
     action: str
@@ -78,7 +91,7 @@ class GuardrailRecord:
 
     def to_data(self) -> dict[str, Any]:
         return {
-            "type": "guardrail",
+            "type": self.TYPE,
             "hook": self.hook.value,
             "action": self.action,
             "name": self.name,
@@ -109,6 +122,17 @@ class GuardrailRaised(StopwiseError):
         self.error = error
 
 
+class GuardrailTimeout(GuardrailRaised):
+    """A guardrail gave no verdict within its time limit. Never a pass: the run ends failed (code
+    ``guardrail_timeout``), as for a raise. ``timeout`` is the limit that ran out, in seconds."""
+
+    def __init__(self, name: str, hook: Hook, timeout: float) -> None:
+        message = f"guardrail {name!r} on the {hook.value} hook timed out after {timeout:g}s"
+        super().__init__(name, hook, TimeoutError(message))
+        self.args = (message,)
+        self.timeout = timeout
+
+
 class GuardrailError(StopwiseError):
     """A guardrail returned a verdict of the wrong type or with the wrong field for its hook."""
 
@@ -116,3 +140,6 @@ class GuardrailError(StopwiseError):
         super().__init__(f"guardrail {name!r} on the {hook.value} hook: {problem}")
         self.guardrail = name
         self.hook = hook
+
+
+__getattr__ = aliases(__name__, {"Verdict": ("GuardrailVerdict", GuardrailVerdict)})

@@ -11,7 +11,7 @@ from stopwise.models.base import ModelRequest
 
 __all__ = ["FunctionModel", "ScriptedModel"]
 
-ReplyFn = Callable[[ModelRequest], Reply | Awaitable[Reply]]
+ReplyFn = Callable[[ModelRequest], Reply | str | Awaitable[Reply | str]]
 
 
 class ScriptedModel:
@@ -50,19 +50,21 @@ class ScriptedModel:
 
 
 class FunctionModel:
-    """Calls ``fn(request) -> Reply`` (sync or async) for every request."""
+    """Calls ``fn(request)`` (sync or async) for every request; it returns a ``Reply``, or a plain string for a
+    text reply (as ``ScriptedModel`` takes strings)."""
 
     def __init__(self, fn: ReplyFn, *, name: str | None = None) -> None:
         self._fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
         self.name = name or getattr(fn, "__name__", "function")
 
     async def generate(self, request: ModelRequest) -> Reply:
         result = self._fn(request)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, str):
+            return Reply(text=result)
         if not isinstance(result, Reply):
-            raise TypeError(f"FunctionModel {self.name!r} returned {type(result).__name__}, expected Reply")
+            raise TypeError(f"FunctionModel {self.name!r} returned {type(result).__name__}, expected Reply or str")
         return result
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | Reply]:

@@ -36,20 +36,30 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS, WorkflowHandleAsync
 
+from stopwise._loop import Leg, drive
+from stopwise._results import result_from_log
 from stopwise.agent import Agent
-from stopwise.approvals import ApprovalError, Approve, Decision, Modify, PendingApproval, Reject, Terminate
+from stopwise.approvals import (
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalRecord,
+    Approve,
+    Modify,
+    Reject,
+    Terminate,
+)
 from stopwise.errors import ConfigError, StepConflict, StopwiseError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
-from stopwise.loop import Leg, drive
 from stopwise.messages import Message, dump_messages, load_messages
+from stopwise.records import parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.runtime.local import Input, Runner, _input_messages
-from stopwise.stop.decision import Action
+from stopwise.stop.decision import Action, StopDecision, apply_decision
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
 
 __all__ = [
@@ -202,7 +212,7 @@ class DBOSRuntime:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, Decision],
+        decisions: Mapping[str, ApprovalDecision],
         *,
         workflow_id: str | None = None,
     ) -> RunHandle:
@@ -226,7 +236,7 @@ class DBOSRuntime:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, Decision],
+        decisions: Mapping[str, ApprovalDecision],
         *,
         workflow_id: str | None = None,
     ) -> RunResult:
@@ -256,35 +266,13 @@ class DBOSRuntime:
         return await self.read_result(handle.session_id, outcome["run_id"])
 
     async def read_result(self, session_id: str, run_id: str) -> RunResult:
-        """A run's ``RunResult`` as the store has it (its record, the session's log and state; for a suspended
-        run, its pending calls)."""
+        """A run's ``RunResult`` as the store has it, built as the local runner builds it (the run record, its
+        records in the log, the session's log and state)."""
         snapshot = await self.store.load_session(session_id)
-        run = next((r for r in await self.store.list_runs(session_id) if r.run_id == run_id), None)
+        run = None if snapshot is None else await _find_run(self.store, snapshot, run_id)
         if snapshot is None or run is None:
             raise StopwiseError(f"session {session_id!r} has no run {run_id!r}")
-        output = run.output
-        agent = self.agents.get(run.agent)
-        structured = run.status is RunStatus.COMPLETED and run.completion_reason is CompletionReason.OUTPUT
-        if agent is not None and agent.output_type is not None and output is not None and structured:
-            output = agent.output_type.model_validate(output)
-        pending: tuple[PendingApproval, ...] = ()
-        if run.status is RunStatus.SUSPENDED:
-            pending = tuple(PendingApproval.from_data(p) for p in run.report.get("pending", ()))
-        return RunResult(
-            status=run.status,
-            completion_reason=run.completion_reason,
-            error=run.error,
-            output=output,
-            text=run.text,
-            usage=run.usage,
-            steps=run.steps,
-            session_id=session_id,
-            run_id=run_id,
-            state=dict(snapshot.state),
-            messages=tuple(snapshot.messages()),
-            detail=run.detail,
-            pending=pending,
-        )
+        return result_from_log(self.agents.get(run.agent), snapshot, run)
 
     def _check_agent(self, agent: Agent) -> None:
         if self.agents.get(agent.name) is not agent:
@@ -321,7 +309,7 @@ def request_for(
 def request_for_resume(
     agent_name: str,
     session_id: str,
-    decisions: Mapping[str, Decision],
+    decisions: Mapping[str, ApprovalDecision],
     *,
     decided_at: float | None = None,
 ) -> dict[str, Any]:
@@ -348,7 +336,7 @@ _DECISIONS: dict[str, type[Approve | Reject | Modify | Terminate]] = {
 }
 
 
-def decisions_to_data(decisions: Mapping[str, Decision]) -> dict[str, dict[str, Any]]:
+def decisions_to_data(decisions: Mapping[str, ApprovalDecision]) -> dict[str, dict[str, Any]]:
     """Decisions as JSON-able data (a workflow's input): ``{call_id: {"decision": "approve", ...fields}}``."""
     data: dict[str, dict[str, Any]] = {}
     for call_id, d in decisions.items():
@@ -369,9 +357,9 @@ def decisions_to_data(decisions: Mapping[str, Decision]) -> dict[str, dict[str, 
     return data
 
 
-def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Decision]:
+def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, ApprovalDecision]:
     """The decisions ``decisions_to_data`` wrote."""
-    decisions: dict[str, Decision] = {}
+    decisions: dict[str, ApprovalDecision] = {}
     for call_id, fields in data.items():
         kind = _DECISIONS.get(str(fields.get("decision")))
         if kind is None:
@@ -533,7 +521,7 @@ def _keep_suspended(leg: Leg) -> None:
     """Until its settle commits, a resumed leg's run is still suspended: a leg cancelled before that (a worker
     shutting down mid-settle) then leaves the record suspended, for its recovered workflow to settle, rather
     than recording the run cancelled."""
-    leg.run = replace(leg.run, status=RunStatus.SUSPENDED)
+    leg.run = apply_decision(leg.run, StopDecision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL))
 
 
 def _workflow_id() -> str:
@@ -569,29 +557,19 @@ def _entry_at(snapshot: SessionSnapshot, seq: int) -> LogEntry:
     return next(e for e in snapshot.entries if e.seq == seq)
 
 
-def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
+def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any] | None:
     """The outcome of the settle committed from ``seq`` on with these decisions; None when there is none. A
     settle made there with other decisions (another resume of the same suspension won) is refused."""
     entry = next((e for e in snapshot.entries if e.seq >= seq and e.kind is EntryKind.SETTLE), None)
     if entry is None:
         return None
-    made = {r["call_id"]: r for r in entry.records if r.get("type") == "approval_decision"}
-    if set(made) != set(decisions) or not all(_same(made[c], d) for c, d in decisions.items()):
+    made = {r.call_id: r for r in parse_records(entry.records) if isinstance(r, ApprovalRecord)}
+    if set(made) != set(decisions) or not all(made[c].matches(d) for c, d in decisions.items()):
         raise ApprovalError(
             f"session {snapshot.session_id!r}: run {entry.run_id} was resumed by another submission, with other "
             "decisions, while this one waited"
         )
     return _outcome_from_log(snapshot, entry.run_id, entry.step)
-
-
-def _same(record: Mapping[str, Any], decision: Decision) -> bool:
-    if record.get("decision") != type(decision).__name__.lower():
-        return False
-    if isinstance(decision, Modify) and "args" in record:
-        return bool(dict(decision.args) == record["args"])
-    if isinstance(decision, (Reject, Terminate)) and "reason" in record:
-        return bool(record["reason"] == (decision.message if isinstance(decision, Reject) else decision.reason))
-    return True
 
 
 def _outcome_if_done(snapshot: SessionSnapshot, run_id: str, step: int) -> dict[str, Any] | None:

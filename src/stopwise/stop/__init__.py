@@ -1,7 +1,8 @@
 """Deciding when a run stops: conditions, the resolver, stop guards and finish nudges."""
 
+from stopwise._deprecated import aliases
 from stopwise.stop.conditions import StepView, StopCondition, has_tool_call, step_count_is, text_contains
-from stopwise.stop.decision import Action, CompletionReason, Decision, StepSignals, resolve
+from stopwise.stop.decision import Action, CompletionReason, StepSignals, StopDecision, resolve
 from stopwise.stop.guard import Continue, Fail, Stop, StopGuard, StopGuardContext, StopGuardReport
 from stopwise.stop.nudge import FinishEvidence, ToolTrace, finish_nudge
 
@@ -9,7 +10,7 @@ __all__ = [
     "Action",
     "CompletionReason",
     "Continue",
-    "Decision",
+    "StopDecision",
     "Fail",
     "FinishEvidence",
     "StepSignals",
@@ -26,3 +27,5 @@ __all__ = [
     "step_count_is",
     "text_contains",
 ]
+
+__getattr__ = aliases(__name__, {"Decision": ("StopDecision", StopDecision)})

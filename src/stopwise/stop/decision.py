@@ -1,31 +1,48 @@
 """The one stop decision: a pure function from a step's signals to what the loop does next.
 
-Precedence (DESIGN.md §4): fail (caller code failed, a runaway tool) > suspend (an approval, a guardian
-escalation) > complete / stop > replan > continue. Within a step (seed 002 §2): terminal (a reply that ends
-the run by itself; the stop guard and the output guardrails judge a natural finish here), then ``stop_when``,
-then the guardian's stops, then ``max_steps``, then a replan.
-``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful
-stop. No I/O, no clock: the same signals always give the same decision.
+Every way a run ends, pauses or changes course is a signal in ``StepSignals``; ``resolve`` returns one
+``StopDecision`` and ``apply_decision`` is the only code that writes a run's status and reason from it. The order,
+first match wins (each line is a named test in ``tests/test_decision.py``):
+
+1. the caller cancelled (``cancelled``);
+2. caller code failed (``caller_failed``: a guardrail, an approval predicate, unserialisable state;
+   ``stop_when_error``);
+3. the model call failed (``model_failed``);
+4. an input guardrail blocked the leg (``input_blocked``);
+5. a reviewer terminated the run, or rejected a guardian escalation (re-anchor, or the cut-off at the cap);
+6. suspend: a call needs approval, or the guardian escalates;
+7. a runaway tool (``tool_error_streak``) fails the run;
+8. a forced-output call: its output, or another forced call, or the failure;
+9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it; the guardian's
+   ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
+   otherwise a natural finish, judged by the stop guard, the output guardrails and the output type;
+10. ``stop_when``; 11. the guardian's ``stop_success`` / ``stop_failure``; 12. ``max_steps``; 13. replan;
+14. continue.
+
+``stop_when`` is checked before the cap, so a predicate that fires on the last allowed step is a successful stop,
+and so is a final answer on the last step. No I/O, no clock: the same signals always give the same decision.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
+from stopwise._deprecated import aliases
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import StopReason
-from stopwise.result import CompletionReason
+from stopwise.result import CompletionReason, RunStatus
+from stopwise.store.base import RunRecord
 
 __all__ = [
     "Action",
     "CompletionReason",
-    "Decision",
+    "StopDecision",
     "GuardSignal",
     "Phase",
     "StepSignals",
-    "input_blocked",
+    "apply_decision",
     "max_steps_exhausted",
     "resolve",
     "terminated",
@@ -73,7 +90,7 @@ class GuardSignal:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class StopDecision:
     """The resolver's outcome for one step."""
 
     action: Action
@@ -95,11 +112,20 @@ class Decision:
 class StepSignals:
     """Everything the resolver needs about one step; the loop gathers these, the resolver only reads them."""
 
-    stop_reason: StopReason
-    has_tool_calls: bool
-    steps_used: int
+    stop_reason: StopReason = StopReason.END_TURN
+    has_tool_calls: bool = False
+    steps_used: int = 0
     """Steps taken against the budget in this run leg, this one included."""
-    max_steps: int | None
+    max_steps: int | None = None
+    cancelled: bool = False
+    """The caller cancelled the run (or abandoned its stream) before the step could commit."""
+    caller_failed: ErrorDetail | None = None
+    """Caller code failed mid-step (a guardrail raised or gave an invalid verdict, an approval predicate raised,
+    the state is not serialisable): nothing of the step commits."""
+    model_failed: ErrorDetail | None = None
+    """The model call failed or gave no reply: there is no step to decide."""
+    input_blocked: str | None = None
+    """An input guardrail blocked the leg before any model call: its reason."""
     stop_when: str | None = None
     """The reason a ``stop_when`` condition fired, or None."""
     stop_when_error: str | None = None
@@ -149,25 +175,30 @@ def max_steps_exhausted(max_steps: int) -> ErrorDetail:
     )
 
 
-def _fail(reason: CompletionReason, error: ErrorDetail) -> Decision:
-    return Decision(Action.FAIL, reason, error, error.message)
+def _fail(reason: CompletionReason, error: ErrorDetail) -> StopDecision:
+    return StopDecision(Action.FAIL, reason, error, error.message)
 
 
 def _force_or_fail(
     s: StepSignals, why: CompletionReason, detail: str, carry: CompletionReason | None = None
-) -> Decision:
+) -> StopDecision:
     if s.completion_attempts_left > 0:
-        return Decision(Action.FORCE_OUTPUT, why, detail=detail, carry=carry)
+        return StopDecision(Action.FORCE_OUTPUT, why, detail=detail, carry=carry)
     message = f"No valid structured output: {detail}" if detail else "No valid structured output"
     return _fail(CompletionReason.ERROR, ErrorDetail(ErrorCode.OUTPUT_INVALID, message, ErrorCategory.FRAMEWORK, True))
 
 
-def _cut_off(s: StepSignals) -> Decision:
+def _cut_off(s: StepSignals) -> StopDecision:
     assert s.max_steps is not None  # only called at the cap
     return _fail(CompletionReason.MAX_STEPS, max_steps_exhausted(s.max_steps))
 
 
-def _natural_finish(s: StepSignals) -> Decision:
+def _infeasible(s: StepSignals) -> StopDecision:
+    error = ErrorDetail(ErrorCode.INFEASIBLE, s.guardian_reason, ErrorCategory.FRAMEWORK, retryable=False)
+    return _fail(CompletionReason.INFEASIBLE, error)
+
+
+def _natural_finish(s: StepSignals) -> StopDecision:
     """A text reply with no tool calls that ended normally: the stop guard's verdict, then the output."""
     override: CompletionReason | None = None
     g = s.guard
@@ -183,92 +214,135 @@ def _natural_finish(s: StepSignals) -> Decision:
             override = CompletionReason.STOP_GUARD_ERROR
         elif g.kind == "continue":
             if g.budget_left:
-                return Decision(Action.CONTINUE, detail="stop guard asked to continue")
+                return StopDecision(Action.CONTINUE, detail="stop guard asked to continue")
             override = CompletionReason.STOP_GUARD_EXHAUSTED
     if s.output_blocked is not None:
-        return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+        return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
     if s.phase is Phase.WRAP_UP:
-        return Decision(Action.COMPLETE, CompletionReason.MAX_STEPS_WRAPPED_UP, detail=f"Max steps ({s.max_steps})")
+        return StopDecision(Action.COMPLETE, CompletionReason.MAX_STEPS_WRAPPED_UP, detail=f"Max steps ({s.max_steps})")
     if not s.wants_output:
-        return Decision(Action.COMPLETE, override or CompletionReason.FINAL_ANSWER)
+        return StopDecision(Action.COMPLETE, override or CompletionReason.FINAL_ANSWER)
     if s.output_error is None:
-        return Decision(Action.COMPLETE, override or CompletionReason.OUTPUT)
+        return StopDecision(Action.COMPLETE, override or CompletionReason.OUTPUT)
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=override)
 
 
-def input_blocked(reason: str) -> Decision:
-    """An input guardrail blocked the leg before any model call: the run completes, nothing else happens."""
-    return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=reason)
-
-
-def terminated(reason: str) -> Decision:
+def terminated(reason: str) -> StopDecision:
     """A reviewer ended a suspended run with ``Terminate``."""
     error = ErrorDetail(ErrorCode.APPROVAL_TERMINATED, reason, ErrorCategory.CALLER, retryable=False)
-    return Decision(Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, error, reason)
+    return StopDecision(Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, error, reason)
 
 
-def resolve(s: StepSignals) -> Decision:
+def resolve(s: StepSignals) -> StopDecision:
     """Decide what happens after a step. Pure; see the module docstring for the order."""
+    return _interrupted(s) or _reviewed_or_waiting(s) or _forced(s) or _step_outcome(s)
+
+
+def _interrupted(s: StepSignals) -> StopDecision | None:
+    """Lines 1-4: the leg ends with no step of its own to judge (or, for ``stop_when``, caller code failed)."""
+    if s.cancelled:
+        error = ErrorDetail(ErrorCode.CANCELLED, "The run was cancelled", ErrorCategory.CALLER, retryable=True)
+        return StopDecision(Action.TERMINATE, CompletionReason.CANCELLED, error, error.message)
+    if s.caller_failed is not None:
+        return _fail(CompletionReason.ERROR, s.caller_failed)
     if s.stop_when_error is not None:
         error = ErrorDetail(ErrorCode.STOP_WHEN_RAISED, s.stop_when_error, ErrorCategory.CALLER, retryable=False)
         return _fail(CompletionReason.ERROR, error)
+    if s.model_failed is not None:
+        return _fail(CompletionReason.ERROR, s.model_failed)
+    if s.input_blocked is not None:
+        return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_INPUT, detail=s.input_blocked)
+    return None
 
+
+def _reviewed_or_waiting(s: StepSignals) -> StopDecision | None:
+    """Lines 5-7: a reviewer's word, a suspension, a runaway tool."""
     if s.terminated is not None:
         return terminated(s.terminated)
     if s.review_rejected is not None:
         if s.max_steps is not None and s.steps_used >= s.max_steps:
             return _cut_off(s)
-        return Decision(Action.REPLAN, detail=s.review_rejected)
+        return StopDecision(Action.REPLAN, detail=s.review_rejected)
     if s.approvals_pending or s.guardian == "escalate":
         detail = s.guardian_reason if s.guardian == "escalate" else ""
-        return Decision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL, detail=detail)
+        return StopDecision(Action.SUSPEND, CompletionReason.AWAITING_APPROVAL, detail=detail)
     if s.tool_error_streak is not None:
         error = ErrorDetail(ErrorCode.TOOL_ERROR_STREAK, s.tool_error_streak, ErrorCategory.FRAMEWORK, retryable=True)
         return _fail(CompletionReason.ERROR, error)
+    return None
 
-    if s.phase is Phase.FORCED_OUTPUT:
-        if s.output_blocked is not None:
-            return Decision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
-        if s.output_error is None:
-            return Decision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
-        return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
 
-    # 1. terminal: the reply ends the run by itself.
+def _forced(s: StepSignals) -> StopDecision | None:
+    """Line 8: a forced-output call gives the output, is forced again, or fails."""
+    if s.phase is not Phase.FORCED_OUTPUT:
+        return None
+    if s.output_blocked is not None:
+        return StopDecision(Action.COMPLETE, CompletionReason.GUARDRAIL_OUTPUT, detail=s.output_blocked)
+    if s.output_error is None:
+        return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
+    return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
+
+
+def _step_outcome(s: StepSignals) -> StopDecision:
+    """Lines 9-14: a terminal reply, then stop_when, the guardian's stops, the cap, a replan, continue."""
     if not s.has_tool_calls:
         failed = _FAILED_STOP.get(s.stop_reason)
         if failed is not None:
             reason, code, retryable = failed
             message = f"The model stopped with stop reason '{s.stop_reason.value}'"
             return _fail(reason, ErrorDetail(code, message, ErrorCategory.MODEL, retryable))
+        if s.guardian == "stop_failure":
+            return _infeasible(s)
         return _natural_finish(s)
     if s.phase is Phase.WRAP_UP:  # tools were off; a reply that still calls them did not wrap up
         return _cut_off(s)
-
-    # 2. stop_when.
     if s.stop_when is not None:
         if s.wants_output:
             return _force_or_fail(s, CompletionReason.STOP_WHEN, s.stop_when)
-        return Decision(Action.COMPLETE, CompletionReason.STOP_WHEN, detail=s.stop_when)
-
-    # 3. the guardian's stops.
+        return StopDecision(Action.COMPLETE, CompletionReason.STOP_WHEN, detail=s.stop_when)
     if s.guardian == "stop_success":
         if s.wants_output:
-            return _force_or_fail(
-                s, CompletionReason.GOAL_REACHED, s.guardian_reason, carry=CompletionReason.GOAL_REACHED
-            )
-        return Decision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
+            carry = CompletionReason.GOAL_REACHED
+            return _force_or_fail(s, CompletionReason.GOAL_REACHED, s.guardian_reason, carry=carry)
+        return StopDecision(Action.COMPLETE, CompletionReason.GOAL_REACHED, detail=s.guardian_reason)
     if s.guardian == "stop_failure":
-        error = ErrorDetail(ErrorCode.INFEASIBLE, s.guardian_reason, ErrorCategory.FRAMEWORK, retryable=False)
-        return _fail(CompletionReason.INFEASIBLE, error)
-
-    # 4. max_steps.
+        return _infeasible(s)
     if s.max_steps is not None and s.steps_used >= s.max_steps:
+        cap = f"Max steps ({s.max_steps}) reached"
         if s.wants_output:
-            return _force_or_fail(s, CompletionReason.MAX_STEPS, f"Max steps ({s.max_steps}) reached")
+            return _force_or_fail(s, CompletionReason.MAX_STEPS, cap)
         if s.on_max_steps == "wrap_up":
-            return Decision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=f"Max steps ({s.max_steps}) reached")
+            return StopDecision(Action.WRAP_UP, CompletionReason.MAX_STEPS, detail=cap)
         return _cut_off(s)
-
     if s.guardian == "replan":
-        return Decision(Action.REPLAN, detail=s.guardian_reason)
-    return Decision(Action.CONTINUE)
+        return StopDecision(Action.REPLAN, detail=s.guardian_reason)
+    return StopDecision(Action.CONTINUE)
+
+
+_STATUS = {
+    Action.COMPLETE: RunStatus.COMPLETED,
+    Action.FAIL: RunStatus.FAILED,
+    Action.TERMINATE: RunStatus.CANCELLED,
+    Action.SUSPEND: RunStatus.SUSPENDED,
+}
+
+
+def apply_decision(run: RunRecord, decision: StopDecision, **progress: Any) -> RunRecord:
+    """The run record after ``decision``: the one place a run's status, completion reason, error and detail are
+    written. A decision that ends the run sets all four; a suspension records why it waits; anything else (the
+    run goes on, or starts again on a retry or a resume) clears them. ``progress`` carries the other fields that
+    move with the step (steps, usage, text, output, report)."""
+    status = _STATUS.get(decision.action, RunStatus.RUNNING)
+    if status is RunStatus.RUNNING:
+        return replace(run, status=status, completion_reason=None, error=None, detail="", **progress)
+    return replace(
+        run,
+        status=status,
+        completion_reason=decision.reason,
+        error=decision.error,
+        detail=decision.detail,
+        **progress,
+    )
+
+
+__getattr__ = aliases(__name__, {"Decision": ("StopDecision", StopDecision)})

@@ -13,8 +13,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError
 from stopwise.messages import AUTOMATED, Message, Reply, Role, StopReason, automated_feedback
 
@@ -25,8 +26,9 @@ __all__ = [
     "Stop",
     "StopGuard",
     "StopGuardContext",
+    "StopGuardRecord",
     "StopGuardReport",
-    "Verdict",
+    "StopGuardVerdict",
     "guard_report",
 ]
 
@@ -54,8 +56,8 @@ class Fail:
     message: str
 
 
-Verdict = Stop | Continue | Fail | None
-GuardCheck = Callable[["StopGuardContext"], Verdict | Awaitable[Verdict]]
+StopGuardVerdict = Stop | Continue | Fail | None
+GuardCheck = Callable[["StopGuardContext"], StopGuardVerdict | Awaitable[StopGuardVerdict]]
 
 
 class InvalidVerdict(Exception):
@@ -172,7 +174,7 @@ class StopGuardContext:
 
 
 @dataclass(frozen=True, slots=True)
-class GuardOutcome:
+class StopGuardOutcome:
     """A consultation, settled: the verdict kind for the resolver, and what commits if the step does."""
 
     kind: Literal["stop", "continue", "fail", "error"]
@@ -182,14 +184,14 @@ class GuardOutcome:
     """The guard's draft of the state; None when it failed (nothing of it commits)."""
 
 
-def settle(verdict: object, ctx: StopGuardContext) -> GuardOutcome:
+def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
     """Check a verdict and turn it into an outcome; raises ``InvalidVerdict`` naming what is wrong."""
     if verdict is None or isinstance(verdict, Stop):
-        return GuardOutcome("stop", state=ctx._draft)
+        return StopGuardOutcome("stop", state=ctx._draft)
     if isinstance(verdict, Fail):
         if not isinstance(verdict.message, str) or not verdict.message.strip():
             raise InvalidVerdict("Fail needs a non-empty message")
-        return GuardOutcome("fail", verdict.message, state=ctx._draft)
+        return StopGuardOutcome("fail", verdict.message, state=ctx._draft)
     if isinstance(verdict, Continue):
         rows = list(ctx._rows)
         if verdict.feedback is not None:
@@ -200,27 +202,59 @@ def settle(verdict: object, ctx: StopGuardContext) -> GuardOutcome:
         rows.extend(_guard_row(i) for i in verdict.context)
         if not rows:
             raise InvalidVerdict("Continue needs feedback or at least one context item")
-        return GuardOutcome("continue", rows=tuple(rows), state=ctx._draft)
+        return StopGuardOutcome("continue", rows=tuple(rows), state=ctx._draft)
     raise InvalidVerdict(
         f"expected None, Stop(), Continue(...) or Fail(...), got {type(verdict).__name__}: {verdict!r}"
     )
 
 
-def guard_report(records: Iterable[Mapping[str, Any]]) -> StopGuardReport:
-    """The report of a run, derived from its stop-guard log records (never from memory alone)."""
+GuardEvent = Literal["accepted", "rejected", "error", "continued", "exhausted"]
+
+
+@dataclass(frozen=True, slots=True)
+class StopGuardRecord:
+    """One consultation of the stop guard, as the log keeps it: the budget and the report are counted from these."""
+
+    TYPE: ClassVar[str] = GUARD_SOURCE
+    event: GuardEvent
+    """``continued`` spends one continue; ``exhausted`` is a continue refused for budget."""
+    guard: str
+    step: int
+    message: str | None = None
+    """Fail's message, or what went wrong for ``error``."""
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.TYPE, "event": self.event, "guard": self.guard, "step": self.step}
+        if self.message:
+            data["message"] = self.message
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> StopGuardRecord:
+        return cls(data["event"], data["guard"], data["step"], data.get("message"))
+
+
+def guard_report(records: Iterable[object]) -> StopGuardReport:
+    """The report of a run, derived from its stop-guard log records (never from memory alone); other records are
+    skipped."""
     used, exhausted, error = 0, False, None
     for r in records:
-        if r.get("type") != GUARD_SOURCE:
+        if not isinstance(r, StopGuardRecord):
             continue
-        event = r.get("event")
-        if event == "continued":
+        if r.event == "continued":
             used += 1
-        elif event == "exhausted":
+        elif r.event == "exhausted":
             exhausted = True
-        elif event == "error":
-            error = r.get("message")
+        elif r.event == "error":
+            error = r.message
     return StopGuardReport(used, exhausted, error)
 
 
 def report_dict(report: StopGuardReport) -> dict[str, Any]:
     return {"continues_used": report.continues_used, "exhausted": report.exhausted, "error": report.error}
+
+
+__getattr__ = aliases(
+    __name__,
+    {"Verdict": ("StopGuardVerdict", StopGuardVerdict), "GuardOutcome": ("StopGuardOutcome", StopGuardOutcome)},
+)

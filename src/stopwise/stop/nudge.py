@@ -15,7 +15,7 @@ from typing import Any
 
 from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR, Role
-from stopwise.stop.guard import Continue, Stop, StopGuard, StopGuardContext, Verdict
+from stopwise.stop.guard import Continue, Stop, StopGuard, StopGuardContext, StopGuardVerdict
 
 __all__ = ["FinishEvidence", "ToolTrace", "finish_nudge"]
 
@@ -74,7 +74,7 @@ def finish_nudge(
     if not callable(fn):
         raise ConfigError("finish_nudge.fn", f"must be callable, got {type(fn).__name__}")
 
-    async def check(ctx: StopGuardContext) -> Verdict:
+    async def check(ctx: StopGuardContext) -> StopGuardVerdict:
         nudge = fn(_evidence(ctx))
         if inspect.isawaitable(nudge):
             nudge = await nudge

@@ -48,7 +48,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        # Why a run ended became a column of its own; older runs read back with no reason (seed 002 §5).
+        # Why a run ended became a column of its own; older runs read back with no reason.
         2,
         (
             "ALTER TABLE runs ADD COLUMN completion_reason TEXT",

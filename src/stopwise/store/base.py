@@ -60,7 +60,8 @@ class RunRecord:
     run_id: str
     session_id: str
     agent: str
-    status: RunStatus
+    status: RunStatus = RunStatus.RUNNING
+    """Written only by ``apply_decision`` (and read back by the stores): a new run record starts running."""
     completion_reason: CompletionReason | None = None
     error: ErrorDetail | None = None
     output: Any = None

@@ -76,6 +76,18 @@ class MemoryStore:
     async def close(self) -> None:
         return None
 
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
     @staticmethod
     def _check_seq(s: _Session, entry: LogEntry) -> None:
         expected = s.entries[-1].seq + 1 if s.entries else 1

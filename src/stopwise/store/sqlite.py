@@ -152,9 +152,28 @@ class SQLiteStore:
         return await self._do(read)
 
     async def close(self) -> None:
+        """Close the database. Idempotent; any later use raises ``StoreError``."""
         if self._closed:
             return
         await self._do(self._conn.close)
+        self._closed = True
+        self._executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> SQLiteStore:
+        """``with SQLiteStore(path) as store:`` for scripts (with ``Runner.run_sync``); closes on exit."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._closed:
+            return
+        # The connection belongs to the worker thread: it is closed there, as ``close()`` does.
+        self._executor.submit(self._conn.close).result()
         self._closed = True
         self._executor.shutdown(wait=True)
 

@@ -9,8 +9,9 @@ probability with the ``integrity`` logistic map of ``rule_coefficients.json``. W
   as it would alone. ``read_chars`` bounds what is read (the guardian's projection keeps ``result_chars``).
 - **Trivial results are no evidence.** An empty or structure-only result (``{}``, ``[]``, ``""``, ``null``,
   ``{"items": []}``, a bare number or status word) has the single feature ``trivial`` and nothing else.
-- **Evasions are undone first**: invisible and tag characters, look-alike letters (``normalise_untrusted``), and
-  one-letter misspellings of the words injections rely on ("ignroe", "instrucitons"), counted as ``misspelt``.
+- **Evasions are undone first**: the shared normaliser (``stopwise.normalise``: invisible and tag characters,
+  look-alike letters, letter spacing, leetspeak), then one-letter misspellings of the words injections rely on
+  ("ignroe", "instrucitons"), counted as ``misspelt``.
 - Pure functions of the text and the model: no clock, no I/O, no randomness (CRC-32 hashing, not ``hash``).
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +27,7 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from stopwise.errors import ConfigError
+from stopwise.normalise import normalise_untrusted
 
 __all__ = [
     "MARKER_FAMILIES",
@@ -38,36 +39,6 @@ __all__ = [
     "score_text",
     "tokens",
 ]
-
-# Characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, bidi controls.
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-# Unicode "tag" characters mirror ASCII invisibly; decoding them shows the hidden text to the markers.
-_TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
-# Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
-_MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
-_HOMOGLYPHS = str.maketrans(
-    {
-        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
-        "ԁ": "d", "һ": "h", "ո": "n", "ɡ": "g", "α": "a", "ο": "o", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
-        "А": "a", "Е": "e", "О": "o", "Р": "p", "С": "c", "Х": "x", "І": "i", "Ј": "j", "Ѕ": "s", "В": "b",
-        "К": "k", "М": "m", "Н": "h", "Т": "t",
-    }
-)  # fmt: skip
-
-
-def normalise_untrusted(text: str, limit: int = 8000) -> tuple[str, int]:
-    """Lower-cased text with invisible characters removed, tag characters decoded and look-alike letters mapped
-    to Latin, cut at ``limit`` characters; and how many such tricks were undone (a signal in itself)."""
-    text = text[:limit]
-    tricks = 0
-    if not text.isascii():
-        tricks += len(_MIXED_SCRIPT.findall(text))
-        text, n = _INVISIBLE.subn("", text)
-        tricks += n
-        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
-        tricks += n
-        text = unicodedata.normalize("NFKC", text).translate(_HOMOGLYPHS)
-    return text.lower(), tricks
 
 # --------------------------------------------------------------------------------------------------------------
 # Trivial results

@@ -46,11 +46,11 @@ from stopwise.guardian.evaluators._integrity import (
     TextScore,
     _number,
     integrity_markers,
-    normalise_untrusted,
     score_text,
 )
 from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
+from stopwise.normalise import normalise_untrusted
 
 __all__ = [
     "COEFFICIENTS_FILE",
@@ -804,17 +804,27 @@ class RuleEvaluator:
         note = f"declared risk of {projection.pending.name}: {declared}"
         if dist is None or declared == "unknown":
             dist = co.risk_declared["unknown"]
-            words = set(_TOKEN.findall(_CAMEL.sub(" ", projection.pending.name).lower().replace("_", " ")))
-            for label, hints in co.risk_name_hints.items():
-                if words & set(hints):
-                    dist = co.risk_hinted[label]
-                    note += f"; the name suggests {label}"
-                    break
+            hinted = _name_hint(projection.pending.name, co.risk_name_hints)
+            if hinted is not None:
+                dist = co.risk_hinted[hinted]
+                note += f"; the name suggests {hinted}"
         # Options a custom question set left out: their mass is dropped, the rest renormalised.
         total = sum(dist[label] for label in labels)
         if total <= 0:
             return uncertain(f"no probability left for options {list(labels)}")
         return Answer({label: dist[label] / total for label in labels}, note=note)
+
+
+def _name_hint(name: str, hints: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The risk label a tool's name suggests: the first label (in the hints' order, the riskiest first) with a
+    word in the name, except that a leading read verb (``get_commit``, ``list_labels``) outweighs a reversible
+    word after it, which names the object rather than the action. Riskier words still win (``get_and_delete``)."""
+    tokens = _TOKEN.findall(_CAMEL.sub(" ", name).lower().replace("_", " ").replace("-", " "))
+    words = set(tokens)
+    matched = [label for label, said in hints.items() if words & set(said)]
+    if matched and tokens[0] in hints.get("read_only", ()) and set(matched) <= {"read_only", "reversible"}:
+        return "read_only"
+    return matched[0] if matched else None
 
 
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stopwise.agent import Agent
-from stopwise.guardian.records import RECORD_TYPE as GUARDIAN
+from stopwise.approvals import PlannedCall
+from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
-from stopwise.result import CompletionReason, RunStatus
-from stopwise.stop.decision import Action, Phase
-from stopwise.stop.guard import GUARD_SOURCE, guard_report, report_dict
+from stopwise.records import LogRecord, parse_records
+from stopwise.result import CompletionReason
+from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
+from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
 from stopwise.tools import Tool
 
@@ -26,7 +29,7 @@ __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "st
 NEXT_PHASE = {Action.FORCE_OUTPUT: Phase.FORCED_OUTPUT, Action.WRAP_UP: Phase.WRAP_UP}
 
 
-KEPT = (GUARD_SOURCE, "guardrail", GUARDIAN)
+KEPT = (StopGuardRecord, GuardrailRecord, GuardianDecision)
 """Record types a leg keeps in memory: budgets, hysteresis and reports are counted from them."""
 
 
@@ -41,16 +44,12 @@ class CallPlan:
     row: Message | None = None
     """Set when the call is answered without running (unknown tool, bad arguments, a block, a rejection)."""
     needs_approval: bool = False
+    gate: GuardianDecision | None = None
+    """The guardian's risk gate decision when it escalated this call: why the approval is needed."""
 
-    def to_data(self) -> dict[str, Any]:
-        row = None if self.row is None else {"content": self.row.content, "metadata": dict(self.row.metadata)}
-        return {
-            "call_id": self.call.id,
-            "tool": self.call.name,
-            "args": None if self.args is None else dict(self.args),
-            "row": row,
-            "needs_approval": self.needs_approval,
-        }
+    def planned(self) -> PlannedCall:
+        """The plan as the suspension's log record keeps it."""
+        return PlannedCall(self.call.id, self.call.name, self.args, self.row, self.needs_approval)
 
 
 @dataclass(slots=True)
@@ -60,8 +59,8 @@ class Settle:
     step: int
     reply: Reply
     plans: list[CallPlan]
-    records: list[Mapping[str, Any]]
-    """The reviewer's decisions, as records committed with the settled step."""
+    records: list[LogRecord]
+    """The reviewer's decisions (and, for an escalation, its labels), committed with the settled step."""
     terminated: str | None = None
     """A reviewer's ``Terminate`` reason: the step settles with every call denied and the run ends."""
     escalation: bool = False
@@ -90,9 +89,9 @@ class Leg:
     forced_attempts: int = 0
     """Forced-completion calls made in this leg."""
     carried_reason: CompletionReason | None = None
-    """The reason a forced phase reports if it succeeds (see ``Decision.carry``)."""
-    records: list[Mapping[str, Any]] = field(default_factory=list)
-    """This run's decision records from the log (stop guard, guardrails): budgets and reports count them."""
+    """The reason a forced phase reports if it succeeds (see ``StopDecision.carry``)."""
+    records: list[LogRecord] = field(default_factory=list)
+    """This run's decision records from the log (``KEPT`` types): budgets, hysteresis and reports count them."""
     run_start: int = 0
     """Index in ``messages`` of this run's first row."""
     new_input: tuple[Message, ...] = ()
@@ -123,13 +122,11 @@ class Leg:
     def steps_used(self) -> int:
         return self.steps - self.run.budget_base
 
-    def record(self, **changes: Any) -> RunRecord:
-        """The run record with this leg's progress, its reports, and the given changes."""
-        fields: dict[str, Any] = {"steps": self.steps, "usage": self.usage, "text": self.text, "report": self.report()}
-        fields.update(changes)
-        return replace(self.run, **fields)
+    def progress(self) -> dict[str, Any]:
+        """The run record's fields that this leg moved on (for ``apply_decision``)."""
+        return {"steps": self.steps, "usage": self.usage, "text": self.text, "report": self.report()}
 
-    def report(self, records: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    def report(self, records: Iterable[LogRecord] | None = None) -> dict[str, Any]:
         if self.agent.stop_guard is None:
             return {}
         return {"stop_guard": report_dict(guard_report(self.records if records is None else records))}
@@ -164,7 +161,7 @@ def restore_leg(
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
     steps = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
-    records = [r for e in entries for r in e.records if r.get("type") in KEPT]
+    records: list[LogRecord] = [r for e in entries for r in parse_records(e.records) if isinstance(r, KEPT)]
     phase, attempts, carried = Phase.NORMAL, 0, None
     if steps:
         usage = Usage()
@@ -182,7 +179,7 @@ def restore_leg(
     if fresh_budget:
         run = replace(run, budget_base=run.steps)
         phase, attempts, carried = Phase.NORMAL, 0, None
-    run = replace(run, status=RunStatus.RUNNING, completion_reason=None, error=None, detail="")
+    run = apply_decision(run, StopDecision(Action.CONTINUE))
     names = {c.id: c.name for e in steps for m in e.messages for c in m.tool_calls}
     tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
     first = entries[0].seq if entries else snapshot.next_seq

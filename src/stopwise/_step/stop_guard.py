@@ -6,10 +6,19 @@ import asyncio
 import inspect
 from typing import Any
 
-from stopwise.leg import Leg
+from stopwise._leg import Leg
 from stopwise.messages import Message, Reply, Role
-from stopwise.stop.decision import Action, Decision, Phase
-from stopwise.stop.guard import GUARD_SOURCE, GuardOutcome, InvalidVerdict, StopGuardContext, guard_report, settle
+from stopwise.stop.decision import Action, Phase, StopDecision
+from stopwise.stop.guard import (
+    GUARD_SOURCE,
+    GuardEvent,
+    InvalidVerdict,
+    StopGuardContext,
+    StopGuardOutcome,
+    StopGuardRecord,
+    guard_report,
+    settle,
+)
 
 __all__ = ["consult_guard", "guard_applies", "guard_record"]
 
@@ -25,11 +34,11 @@ def guard_applies(leg: Leg, reply: Reply, phase: Phase) -> bool:
     return agent.max_steps is None or leg.steps_used + 1 < agent.max_steps
 
 
-async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tuple[GuardOutcome, bool]:
+async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tuple[StopGuardOutcome, bool]:
     """Call the guard under its time limit; returns its outcome and whether a continue was still allowed."""
     guard = leg.agent.stop_guard
     assert guard is not None
-    guard_records = [r for r in leg.records if r.get("type") == GUARD_SOURCE]
+    guard_records = [r for r in leg.records if isinstance(r, StopGuardRecord)]
     used = guard_report(guard_records).continues_used
     ctx = StopGuardContext(
         session_id=leg.run.session_id,
@@ -51,22 +60,22 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
                 verdict = await verdict
         return settle(verdict, ctx), budget_left
     except InvalidVerdict as exc:
-        return GuardOutcome("error", f"invalid verdict: {exc}"), budget_left
+        return StopGuardOutcome("error", f"invalid verdict: {exc}"), budget_left
     except TimeoutError as exc:
         if scope.expired():
-            return GuardOutcome("error", f"timed out after {guard.timeout:g}s"), budget_left
-        return GuardOutcome("error", f"raised TimeoutError: {exc}"), budget_left
+            return StopGuardOutcome("error", f"timed out after {guard.timeout:g}s"), budget_left
+        return StopGuardOutcome("error", f"raised TimeoutError: {exc}"), budget_left
     except Exception as exc:
-        return GuardOutcome("error", f"raised {type(exc).__name__}: {exc}"), budget_left
+        return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}"), budget_left
 
 
-def guard_record(leg: Leg, step: int, guard: tuple[GuardOutcome, bool], decision: Decision) -> dict[str, Any]:
+_EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}
+
+
+def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> StopGuardRecord:
     outcome, _ = guard
-    event = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}[outcome.kind]
+    event = _EVENTS[outcome.kind]
     if outcome.kind == "continue" and decision.action is not Action.CONTINUE:
         event = "exhausted"
     name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
-    record: dict[str, Any] = {"type": GUARD_SOURCE, "event": event, "guard": name, "step": step}
-    if outcome.message:
-        record["message"] = outcome.message
-    return record
+    return StopGuardRecord(event, name, step, outcome.message or None)

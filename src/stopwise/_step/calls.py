@@ -4,27 +4,27 @@ executed concurrently, then judged by the tool-result guardrails, all before any
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
+from stopwise._leg import CallPlan, Leg
+from stopwise._step.guardian import consult_call
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
-from stopwise.guardian.conditions import Outcome
+from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardrails.hooks import ToolCallContext, ToolResultContext, run_chain
-from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, Hook
-from stopwise.leg import CallPlan, Leg
+from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import (
     ORIGIN,
     TOOL_ERROR,
     Message,
     Reply,
     Role,
+    ToolCall,
     decode_tool_result,
     encode_tool_result,
     error_tool_result,
 )
-from stopwise.step.guardian import consult_call
+from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.decision import Phase
 from stopwise.tools import parse_args
 
@@ -43,77 +43,76 @@ class CallerCodeFailed(Exception):
 
 
 def caller_failure(exc: Exception) -> ErrorDetail:
-    code = ErrorCode.GUARDRAIL_INVALID if isinstance(exc, GuardrailError) else ErrorCode.GUARDRAIL_RAISED
+    code = ErrorCode.GUARDRAIL_RAISED
+    if isinstance(exc, GuardrailError):
+        code = ErrorCode.GUARDRAIL_INVALID
+    elif isinstance(exc, GuardrailTimeout):
+        code = ErrorCode.GUARDRAIL_TIMEOUT
     return ErrorDetail(code, str(exc), ErrorCategory.CALLER, retryable=False)
 
 
-async def plan_calls(
-    leg: Leg, step: int, reply: Reply, phase: Phase, records: list[Mapping[str, Any]]
-) -> list[CallPlan]:
+async def plan_calls(leg: Leg, step: int, reply: Reply, phase: Phase, records: list[LogRecord]) -> list[CallPlan]:
     """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet."""
     if phase is not Phase.NORMAL:
         return [
             CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
             for c in reply.tool_calls
         ]
-    tool_map = leg.agent.tool_map
-    guardrails = leg.agent.guardrails
-    guard_calls = guardrails is not None and guardrails.has(Hook.TOOL_CALL)
     history = (*leg.messages, Message(Role.ASSISTANT, reply.text, reply.tool_calls))
-    run = leg.run
-    plans = []
-    for call in reply.tool_calls:
-        t = tool_map.get(call.name)
-        if t is None:
-            names = ", ".join(tool_map) or "none"
-            message = f"Unknown tool '{call.name}'. Available tools: {names}"
-            plans.append(
-                CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
-            )
-            continue
-        parsed = parse_args(call, t.name)
-        if isinstance(parsed, Message):
-            plans.append(CallPlan(call, t, None, parsed))
-            continue
-        args = parsed
-        if guard_calls:
-            assert guardrails is not None
-            try:
-                chain = await run_chain(
-                    guardrails,
-                    Hook.TOOL_CALL,
-                    args,
-                    lambda a, this=call: ToolCallContext(  # type: ignore[misc]
-                        history, step, run.session_id, run.run_id, leg.runtime_context, replace(this, args=a)
-                    ),
-                    step=step,
-                    tool_call_id=call.id,
-                )
-            except (GuardrailRaised, GuardrailError) as exc:
-                raise CallerCodeFailed(caller_failure(exc)) from exc
-            records.extend(r.to_data() for r in chain.records)
-            if chain.block is not None:
-                # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not
-                # count toward the runaway-error guard.
-                message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
-                row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
-                plans.append(CallPlan(call, t, args, row))
-                continue
-            args = chain.value
-        escalate = False
-        if leg.agent.guardian is not None and leg.agent.guardian.call_conditions:
-            consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
-            records.extend([consultation.decision.to_data(), *consultation.labels])
-            # The risk gate runs before the approval gate: an escalation here is an approval request.
-            escalate = consultation.decision.outcome is Outcome.ESCALATE
+    return [await _plan(leg, step, call, history, records) for call in reply.tool_calls]
+
+
+async def _plan(
+    leg: Leg, step: int, call: ToolCall, history: tuple[Message, ...], records: list[LogRecord]
+) -> CallPlan:
+    """One call: its tool and arguments, the tool-call guardrails, the risk gate, the approval gate."""
+    tool_map = leg.agent.tool_map
+    t = tool_map.get(call.name)
+    if t is None:
+        message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
+        return CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
+    args = parse_args(call, t.name)
+    if isinstance(args, Message):
+        return CallPlan(call, t, None, args)
+    guardrails = leg.agent.guardrails
+    if guardrails is not None and guardrails.has(Hook.TOOL_CALL):
+        run = leg.run
         try:
-            needs = escalate or t.requires_approval(args)
-        except Exception as exc:
-            detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
-            error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
-            raise CallerCodeFailed(error) from exc
-        plans.append(CallPlan(call, t, args, needs_approval=needs))
-    return plans
+            chain = await run_chain(
+                guardrails,
+                Hook.TOOL_CALL,
+                args,
+                lambda a: ToolCallContext(
+                    history, step, run.session_id, run.run_id, leg.runtime_context, replace(call, args=a)
+                ),
+                step=step,
+                tool_call_id=call.id,
+            )
+        except (GuardrailRaised, GuardrailError) as exc:
+            raise CallerCodeFailed(caller_failure(exc)) from exc
+        records.extend(chain.records)
+        if chain.block is not None:
+            # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not count
+            # toward the runaway-error guard.
+            message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
+            return CallPlan(
+                call, t, args, error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
+            )
+        args = chain.value
+    gate = None
+    if leg.agent.guardian is not None and leg.agent.guardian.call_conditions:
+        consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
+        records.extend([consultation.decision, *consultation.labels])
+        # The risk gate runs before the approval gate: an escalation here is an approval request.
+        if consultation.decision.outcome is GuardianOutcome.ESCALATE:
+            gate = consultation.decision
+    try:
+        needs = gate is not None or t.requires_approval(args)
+    except Exception as exc:
+        detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
+        error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
+        raise CallerCodeFailed(error) from exc
+    return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
 async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Message]:
@@ -133,7 +132,7 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> list[Mess
 
 
 async def guard_results(
-    leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[Mapping[str, Any]]
+    leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[LogRecord]
 ) -> list[Message]:
     """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
     produced is judged; a rewrite or block keeps the raw result in a receipt record for audit."""
@@ -165,10 +164,8 @@ async def guard_results(
         if not chain.records:
             guarded.append(row)
             continue
-        records.extend(r.to_data() for r in chain.records)
-        records.append(
-            {"type": "tool_receipt", "tool_call_id": plan.call.id, "raw": row.content, "metadata": dict(row.metadata)}
-        )
+        records.extend(chain.records)
+        records.append(ToolReceipt(plan.call.id, row.content, dict(row.metadata)))
         if chain.block is not None:
             message = f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"
             guarded.append(error_tool_result(message, tool_call_id=plan.call.id, origin="stopwise"))

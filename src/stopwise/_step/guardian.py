@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
+from stopwise._leg import CallPlan, Leg
+from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
-from stopwise.guardian.records import RECORD_TYPE as GUARDIAN
-from stopwise.leg import CallPlan, Leg
+from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
+from stopwise.records import LogRecord, ToolReceipt
 
 __all__ = ["QUARANTINE", "consult_call", "consult_turn", "goal_of", "quarantine", "reanchor"]
 
@@ -66,10 +67,18 @@ def repeats(messages: list[Message]) -> int:
 
 
 def policy_inputs(leg: Leg, rows: list[Message]) -> PolicyInputs:
-    turns = [r for r in leg.records if r.get("type") == GUARDIAN and r.get("kind") == "turn"]
-    names = [c.name for c in leg.agent.guardian.turn_conditions] if leg.agent.guardian else []
-    held_before = {n: tuple(bool(r.get("held", {}).get(n, False)) for r in turns[-9:]) for n in names}
+    turns = [r for r in leg.records if isinstance(r, GuardianDecision) and r.kind == "turn"]
+    conditions = leg.agent.guardian.turn_conditions if leg.agent.guardian else ()
+    # A condition's hysteresis (k of its last n turns, this one included) reads its n - 1 previous turns.
+    held_before = {
+        c.name: tuple(bool(r.held.get(c.name, False)) for r in turns[max(0, len(turns) - _look_back(c)) :])
+        for c in conditions
+    }
     return PolicyInputs(held_before, leg.replans, repeats([*leg.messages[leg.run_start :], *rows]))
+
+
+def _look_back(condition: Condition) -> int:
+    return condition.hysteresis[1] - 1 if condition.hysteresis is not None else 0
 
 
 async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCall) -> Consultation:
@@ -111,21 +120,13 @@ QUARANTINE = "[tool output withheld by the guardian until a reviewer releases it
 # would keep the integrity question firing after the output was withheld.
 
 
-def quarantine(plans: list[CallPlan], rows: list[Message], records: list[Mapping[str, Any]]) -> list[Message]:
+def quarantine(plans: list[CallPlan], rows: list[Message], records: list[LogRecord]) -> list[Message]:
     """Withhold this step's tool outputs from the model; the raw rows stay in receipts for the review."""
     held = []
     for plan, row in zip(plans, rows, strict=True):
         if row.metadata.get(ORIGIN) == "stopwise":
             held.append(row)
             continue
-        records.append(
-            {
-                "type": "tool_receipt",
-                "tool_call_id": plan.call.id,
-                "raw": row.content,
-                "metadata": dict(row.metadata),
-                "quarantined": True,
-            }
-        )
+        records.append(ToolReceipt(plan.call.id, row.content, dict(row.metadata), quarantined=True))
         held.append(Message(Role.TOOL, QUARANTINE, tool_call_id=plan.call.id, metadata={"quarantined": True}))
     return held

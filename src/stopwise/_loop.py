@@ -1,0 +1,631 @@
+"""One run leg as a sequence of step phases (docs/architecture.md, "One step, in order"). The loop gathers
+signals and obeys the resolver; it owns no policy of its own. Every side effect of a step lands in one ``store.commit``.
+
+A leg: begin (input guardrails, then the leg's start is committed) -> [settle a suspended step] -> steps.
+A step: model call -> plan the calls (tool-call guardrails, risk gate, approval gate) -> tools -> tool-result
+guardrails -> guardian turn -> stop guard -> resolve -> output guardrails -> commit.
+Every ending, including the ones with no step to commit (a failed model call, failed caller code, a cancellation,
+a blocked input), is a ``StepSignals`` the resolver decides and ``apply_decision`` writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks
+from stopwise._results import result_of
+from stopwise._step.calls import CallerCodeFailed, caller_failure, execute_calls, guard_results, plan_calls
+from stopwise._step.guardian import consult_turn, quarantine, reanchor
+from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
+from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, ModelError, StateNotSerializable
+from stopwise.events import (
+    Event,
+    GuardrailEvent,
+    ModelReplied,
+    RunFinished,
+    StepCommitted,
+    StepStarted,
+    StopGuardEvent,
+    TextDelta,
+    ToolCalled,
+    ToolReturned,
+)
+from stopwise.guardian.conditions import GuardianOutcome
+from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
+from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
+from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
+from stopwise.models.base import ModelRequest, stream_reply
+from stopwise.records import LogRecord, ToolReceipt, to_data
+from stopwise.result import CompletionReason, RunResult, RunStatus
+from stopwise.stop.conditions import StepView
+from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
+from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
+from stopwise.store.base import EntryKind, LogEntry, RunRecord
+
+__all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
+
+
+@dataclass(slots=True)
+class _Step:
+    """A step while it is being decided: what the model said, what came back, and what the deciders said."""
+
+    number: int
+    phase: Phase
+    reply: Reply
+    kind: EntryKind = EntryKind.STEP
+    plans: list[CallPlan] = field(default_factory=list)
+    rows: list[Message] = field(default_factory=list)
+    """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
+    records: list[LogRecord] = field(default_factory=list)
+    guard: tuple[StopGuardOutcome, bool] | None = None
+    """The stop guard's outcome and whether a continue was still allowed, when it ran."""
+    turn: GuardianDecision | None = None
+    """The guardian's turn decision, when it was consulted."""
+    streaks: dict[str, int] | None = None
+    """Consecutive failures per tool after this step (None: the step ran no tools)."""
+    terminated: str | None = None
+    rejected: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """A step with the resolver's decision, ready to commit."""
+
+    step: _Step
+    decision: StopDecision
+    output: Any = None
+    """The validated structured output, when the decision accepts one."""
+
+
+_FORCE_OUTPUT = "Respond now with only a JSON object that matches the required output schema, and call no tools"
+_WRAP_UP = (
+    "You have reached the step limit. Tools are now off: give your final answer from what you have gathered "
+    "so far, and say what is left undone."
+)
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
+    """Run the leg until the resolver ends it; yields events, the last one ``RunFinished``."""
+    try:
+        async for event in _begin(leg):
+            yield event
+            if isinstance(event, RunFinished):
+                return
+        while True:
+            async for event in _step(leg):
+                yield event
+                if isinstance(event, RunFinished):
+                    return
+    except (asyncio.CancelledError, GeneratorExit):
+        # The caller cancelled the task or abandoned the stream: record it so retry() can continue. A resume that
+        # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
+        if leg.run.status is not RunStatus.RUNNING or leg.settle is not None:
+            raise
+        await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
+        raise
+
+
+# --- begin ---------------------------------------------------------------------------------------------------
+
+
+async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
+    """Input guardrails (once per leg, on the restored history plus new input), then the leg's start commit."""
+    run = leg.run
+    history = (*leg.messages, *leg.new_input)
+    guardrails = leg.agent.guardrails
+    entry: LogEntry | None = None
+    if leg.new_input:
+        entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.INPUT, leg.new_input)
+    if guardrails is not None and guardrails.has(Hook.INPUT):
+        try:
+            chain = await run_chain(
+                guardrails,
+                Hook.INPUT,
+                history,
+                lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, leg.runtime_context),
+                step=None,
+            )
+        except (GuardrailRaised, GuardrailError) as exc:
+            yield RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=caller_failure(exc))))
+            return
+        records = [*chain.records]
+        if chain.block is not None:
+            leg.records.extend(records)
+            text = chain.block.replacement or ""
+            leg.text = text
+            decision = resolve(StepSignals(input_blocked=chain.block.reason))
+            leg.run = apply_decision(run, decision, **leg.progress(), output=text)
+            note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
+            await leg.store.start_run(leg.run, note, leg.state)
+            leg.next_seq += 1
+            for record in chain.records:
+                yield GuardrailEvent(run.run_id, 0, record)
+            yield RunFinished(run.run_id, leg.steps, _result(leg))
+            return
+        if chain.records:
+            rewritten = tuple(chain.value)
+            kind = EntryKind.REWRITE
+            entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, kind, rewritten, records=to_data(records))
+            # The rows after the run's start keep their count; what was prepended belongs to the history.
+            leg.run_start = max(0, len(rewritten) - (len(history) - leg.run_start))
+            leg.records.extend(records)
+            history = rewritten
+            for record in chain.records:
+                yield GuardrailEvent(run.run_id, 0, record)
+    if leg.write_start:
+        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state)
+    elif entry is not None:
+        await leg.store.commit(entry, leg.state)
+    if entry is not None:
+        leg.next_seq += 1
+    leg.messages = list(history)
+
+
+# --- one step ------------------------------------------------------------------------------------------------
+
+
+async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
+    """One step, phase by phase; ends with its commit (and ``RunFinished`` when the run ended or suspended)."""
+    run_id = leg.run.run_id
+    settling = leg.settle
+    if settling is None:
+        number, phase = leg.steps + 1, leg.phase
+        yield StepStarted(run_id, number, phase is not Phase.NORMAL)
+        answer: Reply | ErrorDetail | None = None
+        async for item in _ask_model(leg, number, phase):
+            if isinstance(item, TextDelta):
+                yield item
+            else:
+                answer = item
+        if not isinstance(answer, Reply):
+            failed = answer if answer is not None else _model_error(TypeError("the model gave no reply"))
+            yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
+            return
+        step = _Step(number, phase, answer)
+        yield ModelReplied(run_id, number, answer)
+        for call in answer.tool_calls:
+            yield ToolCalled(run_id, number, call)
+    else:
+        # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
+        step = _Step(settling.step, Phase.NORMAL, settling.reply, EntryKind.SETTLE, plans=settling.plans)
+        step.records.extend(settling.records)
+        step.terminated, step.rejected = settling.terminated, settling.rejected
+    try:
+        decided = await _decide_step(leg, step, settling)
+    except CallerCodeFailed as exc:
+        yield RunFinished(run_id, step.number, await _end(leg, StepSignals(caller_failed=exc.detail)))
+        return
+    if settling is None or not settling.escalation:
+        for plan, row in zip(step.plans, step.rows, strict=False):
+            yield ToolReturned(run_id, step.number, plan.call, row)
+    for event in await _finish_step(leg, decided):
+        yield event
+
+
+async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decided:
+    """Everything between the model's reply and the commit. Raises ``CallerCodeFailed`` when caller code fails."""
+    if settling is not None and settling.escalation:
+        return await _settle_review(leg, step, settling)
+    if settling is None and step.reply.tool_calls:
+        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records)
+        if any(p.needs_approval for p in step.plans):
+            return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
+    step.rows = await guard_results(
+        leg, step.number, step.plans, await execute_calls(leg, step.number, step.plans), step.records
+    )
+    if step.plans:
+        step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
+    await _consult_guardian(leg, step)
+    outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
+    if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
+        leg, step.reply, step.phase
+    ):
+        step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
+    decided = _decide(leg, step)
+    if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
+        decided = await _guard_output(leg, decided)
+    return decided
+
+
+async def _ask_model(leg: Leg, number: int, phase: Phase) -> AsyncGenerator[TextDelta | Reply | ErrorDetail, None]:
+    """The model's reply (after its text deltas, when the leg streams), or the error it ended with."""
+    request = _request(leg, number, phase)
+    try:
+        if not leg.stream_text:
+            yield _checked(await leg.agent.caller.generate(request))
+            return
+        async for item in stream_reply(leg.agent.caller, request):
+            yield TextDelta(leg.run.run_id, number, item) if isinstance(item, str) else _checked(item)
+    except Exception as exc:
+        yield _model_error(exc)
+
+
+def _request(leg: Leg, step: int, phase: Phase) -> ModelRequest:
+    agent = leg.agent
+    return ModelRequest(
+        messages=(*leg.system, *leg.messages),
+        tools=agent.tool_specs if phase is Phase.NORMAL else (),
+        step=step,
+        output_schema=agent.output_schema,
+        forced_output=phase is Phase.FORCED_OUTPUT,
+    )
+
+
+def _model_error(exc: Exception) -> ErrorDetail:
+    if isinstance(exc, ModelError):
+        facts = {"provider": exc.provider, "status": exc.status, "request_id": exc.request_id}
+        return ErrorDetail(ErrorCode.MODEL_ERROR, str(exc), ErrorCategory.MODEL, exc.retryable, facts)
+    return ErrorDetail(ErrorCode.MODEL_ERROR, f"{type(exc).__name__}: {exc}", ErrorCategory.MODEL, retryable=True)
+
+
+def _checked(reply: object) -> Reply | ErrorDetail:
+    if isinstance(reply, Reply):
+        return reply
+    message = f"model returned {type(reply).__name__}, expected Reply"
+    return ErrorDetail(ErrorCode.MODEL_ERROR, message, ErrorCategory.MODEL, retryable=False)
+
+
+# --- the guardian --------------------------------------------------------------------------------------------
+
+
+async def _consult_guardian(leg: Leg, step: _Step) -> None:
+    """The guardian's turn check (normal steps only); an integrity escalation quarantines the step's outputs."""
+    guardian = leg.agent.guardian
+    if guardian is None or not guardian.turn_conditions or step.phase is not Phase.NORMAL:
+        return
+    consultation = await consult_turn(leg, step.number, step.reply, step.rows)
+    step.turn = consultation.decision
+    step.records.extend([step.turn, *consultation.labels])
+    if step.turn.outcome is GuardianOutcome.ESCALATE and "integrity" in step.turn.escalated and step.plans:
+        step.rows = quarantine(step.plans, step.rows, step.records)
+
+
+async def _settle_review(leg: Leg, step: _Step, settling: Settle) -> _Decided:
+    """Settle a step a guardian escalation suspended: the review's rows commit, and the run goes on from the
+    step's own outcome (an approved final answer ends the run; a rejection re-anchors it)."""
+    step.rows = list(settling.rows)
+    if settling.terminated is None and settling.rejected is None and guard_applies(leg, step.reply, Phase.NORMAL):
+        step.guard = await consult_guard(leg, step.number, step.reply, Phase.NORMAL)
+    # The review's rows are not the tools' answers: the resolver judges the reply as it was.
+    return _decide(leg, step, tool_rows=[])
+
+
+# --- deciding ------------------------------------------------------------------------------------------------
+
+
+_TEXT_ENDINGS = frozenset(
+    {
+        CompletionReason.FINAL_ANSWER,
+        CompletionReason.OUTPUT,
+        CompletionReason.STOP_GUARD_EXHAUSTED,
+        CompletionReason.STOP_GUARD_ERROR,
+        CompletionReason.MAX_STEPS_WRAPPED_UP,
+    }
+)
+"""Decisions that accept the reply's text as the run's answer: the output guardrails have the last word on them."""
+
+
+def _check_output(leg: Leg, text: str) -> tuple[Any, str | None]:
+    output_type = leg.agent.output_type
+    assert output_type is not None
+    match = _FENCE.match(text)
+    try:
+        return output_type.model_validate_json(match.group(1) if match else text), None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        return None, problems
+
+
+def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
+    agent = leg.agent
+    forced = step.phase is Phase.FORCED_OUTPUT
+    return StepSignals(
+        stop_reason=step.reply.stop_reason,
+        has_tool_calls=bool(step.reply.tool_calls),
+        steps_used=leg.steps_used + 1,
+        max_steps=agent.max_steps,
+        wants_output=agent.output_type is not None,
+        phase=step.phase,
+        completion_attempts_left=agent.max_completion_retries - leg.forced_attempts - (1 if forced else 0),
+        carried_reason=leg.carried_reason,
+        on_max_steps=agent.on_max_steps,
+        **signals,
+    )
+
+
+def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, str | None]:
+    """The ``stop_when`` signals: caller predicates run here, never in the resolver."""
+    condition = leg.agent.stop_condition
+    if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
+        return {}
+    view = StepView(leg.steps_used + 1, step.reply, tuple(rows), (*leg.messages, *rows))
+    try:
+        return {"stop_when": condition(view)}
+    except Exception as exc:
+        return {"stop_when_error": f"stop_when {condition.label} raised {type(exc).__name__}: {exc}"}
+
+
+def _runaway(leg: Leg, step: _Step) -> str | None:
+    counts = step.streaks or {}
+    name = next((n for n, count in counts.items() if count >= leg.agent.max_tool_errors), None)
+    return None if name is None else f"Tool '{name}' failed {counts[name]} times in a row"
+
+
+def _decide(
+    leg: Leg, step: _Step, *, output_blocked: str | None = None, tool_rows: list[Message] | None = None
+) -> _Decided:
+    """Gather this step's signals and ask the resolver."""
+    agent = leg.agent
+    reply = step.reply
+    output, output_error = None, None
+    if agent.output_type is not None and (step.phase is Phase.FORCED_OUTPUT or not reply.tool_calls):
+        if reply.tool_calls:
+            output_error = "the reply called tools instead of giving the structured output"
+        else:
+            output, output_error = _check_output(leg, reply.text)
+    guard_signal = None
+    if step.guard is not None:
+        outcome, budget_left = step.guard
+        on_error = agent.stop_guard.on_error if agent.stop_guard is not None else "stop"
+        guard_signal = GuardSignal(outcome.kind, outcome.message, budget_left, on_error)
+    turn = step.turn
+    guardian = None if turn is None or turn.outcome is GuardianOutcome.CONTINUE else turn.outcome.value
+    signals = _signals(
+        leg,
+        step,
+        **_stop_when(leg, step, step.rows if tool_rows is None else tool_rows),
+        output_error=output_error,
+        guard=guard_signal,
+        tool_error_streak=None if output_blocked is not None else _runaway(leg, step),
+        output_blocked=output_blocked,
+        terminated=step.terminated,
+        guardian=guardian,
+        guardian_reason=turn.reason if turn is not None and guardian is not None else "",
+        review_rejected=step.rejected,
+    )
+    return _Decided(step, resolve(signals), output)
+
+
+async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
+    """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
+    the run record carry it); a block replaces the text and the resolver records ``guardrail_output``."""
+    guardrails = leg.agent.guardrails
+    if guardrails is None or not guardrails.has(Hook.OUTPUT):
+        return decided
+    step, run = decided.step, leg.run
+    history = tuple(leg.messages)
+    try:
+        chain = await run_chain(
+            guardrails,
+            Hook.OUTPUT,
+            step.reply.text,
+            lambda text: OutputContext(history, step.number, run.session_id, run.run_id, leg.runtime_context, text),
+            step=step.number,
+        )
+    except (GuardrailRaised, GuardrailError) as exc:
+        raise CallerCodeFailed(caller_failure(exc)) from exc
+    step.records.extend(chain.records)
+    if chain.block is not None:
+        blocked = _decide(leg, step, output_blocked=chain.block.reason)
+        step.reply = replace(step.reply, text=chain.block.replacement or "")
+        return replace(blocked, output=None)
+    if chain.value == step.reply.text:
+        return decided
+    step.reply = replace(step.reply, text=chain.value)
+    if leg.agent.output_type is None:
+        return decided
+    output, problem = _check_output(leg, step.reply.text)
+    if problem is not None:
+        name = chain.records[-1].name if chain.records else "output"
+        error = GuardrailError(name, Hook.OUTPUT, f"the rewritten text is not valid output: {problem}")
+        raise CallerCodeFailed(caller_failure(error))
+    return replace(decided, output=output)
+
+
+# --- committing ----------------------------------------------------------------------------------------------
+
+
+async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
+    """Commit the step and return the events that report it (the last is ``RunFinished`` if it ended)."""
+    step, decision = decided.step, decided.decision
+    if step.guard is not None:
+        step.records.append(guard_record(leg, step.number, step.guard, decision))
+    pending, request = _suspension(leg, step, decision)
+    if request is not None:
+        step.records.append(request)
+    rows = _new_rows(leg, step, decision)
+    entry = _entry(leg, step, decision, rows)
+    run = _run_record(leg, decided, entry.usage or Usage(), pending)
+    try:
+        await leg.store.commit(entry, _state_after(leg, step), run)
+    except StateNotSerializable as exc:
+        # Nothing of the step was written; the run ends with the committed steps intact.
+        error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
+        return [RunFinished(leg.run.run_id, step.number, await _end(leg, StepSignals(caller_failed=error)))]
+    _advance(leg, step, decision, entry, rows, run)
+    events = _events_for(leg, step)
+    events.append(StepCommitted(leg.run.run_id, step.number, entry.seq, decision))
+    if decision.ends_run or decision.action is Action.SUSPEND:
+        events.append(RunFinished(leg.run.run_id, step.number, _result(leg)))
+    return events
+
+
+def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[PendingApproval], ApprovalRequest | None]:
+    """On a suspension: what waits for a reviewer, and the suspension's log record."""
+    if decision.action is not Action.SUSPEND:
+        return [], None
+    turn = step.turn
+    if turn is not None and turn.outcome is GuardianOutcome.ESCALATE:
+        # A guardian escalation: nothing is pending but the review itself.
+        review = {"conditions": list(turn.escalated), "reason": turn.reason}
+        quarantined = tuple(r.tool_call_id for r in step.records if isinstance(r, ToolReceipt) and r.quarantined)
+        item = PendingApproval(f"guardian:{step.number}", "guardian", review, args_hash(review), None, **_why(turn))
+        return [item], ApprovalRequest((), Escalation(turn.escalated, turn.reason, quarantined))
+    now = leg.clock()
+    pending = []
+    for p in step.plans:
+        if p.needs_approval and p.tool is not None and p.args is not None:
+            ttl = p.tool.approval_ttl
+            expires = None if ttl is None else now + ttl
+            why = _why(p.gate) if p.gate is not None else {}
+            pending.append(PendingApproval(p.call.id, p.call.name, dict(p.args), args_hash(p.args), expires, **why))
+    return pending, ApprovalRequest(tuple(p.planned() for p in step.plans))
+
+
+def _why(decision: GuardianDecision) -> dict[str, Any]:
+    """Why the guardian sent this to a reviewer: its first escalated condition, with probability and threshold."""
+    name = decision.escalated[0] if decision.escalated else None
+    spec = next((c for c in decision.conditions if c.name == name), None)
+    return {
+        "source": "guardian",
+        "condition": name,
+        "probability": decision.probabilities.get(name) if name is not None else None,
+        "threshold": spec.threshold if spec is not None else None,
+        "reason": decision.reason,
+    }
+
+
+def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
+    """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
+    rows = [] if step.kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)]
+    rows.extend(step.rows)
+    if decision.action is Action.CONTINUE and step.guard is not None:
+        rows.extend(step.guard[0].rows)
+    elif decision.action is Action.FORCE_OUTPUT:
+        why = f" ({decision.detail})" if decision.detail else ""
+        rows.append(automated_feedback(f"{_FORCE_OUTPUT}{why}.", source="forced_completion"))
+    elif decision.action is Action.WRAP_UP:
+        rows.append(automated_feedback(_WRAP_UP, source="wrap_up"))
+    elif decision.action is Action.REPLAN:
+        rows.append(automated_feedback(reanchor(leg, decision.detail), source="guardian_replan"))
+    return rows
+
+
+def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
+    usage = Usage()
+    if step.kind is EntryKind.STEP:
+        reply_usage = step.reply.usage or Usage()
+        usage = Usage(reply_usage.input_tokens, reply_usage.output_tokens, reply_usage.requests or 1)
+    recorded = {
+        "action": decision.action.value,
+        "reason": decision.reason,
+        "detail": decision.detail,
+        "phase": step.phase.value,
+        "carry": decision.carry,
+    }
+    run = leg.run
+    forced = step.phase is not Phase.NORMAL
+    return LogEntry(
+        run.session_id,
+        leg.next_seq,
+        run.run_id,
+        step.number,
+        step.kind,
+        tuple(rows),
+        recorded,
+        usage,
+        forced,
+        to_data(step.records),
+    )
+
+
+def _state_after(leg: Leg, step: _Step) -> dict[str, Any]:
+    # The guard's writes ride this step's commit, even when its continue was refused for budget.
+    if step.guard is not None and step.guard[0].state is not None:
+        return step.guard[0].state
+    return leg.state
+
+
+def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[PendingApproval]) -> RunRecord | None:
+    """The run record this step's transaction writes: when the run ends, suspends, or a settled step lets a
+    resumed run go on; None when the record stays as it is (a step of a running run)."""
+    step, decision = decided.step, decided.decision
+    settles = step.kind is EntryKind.SETTLE
+    if not (decision.ends_run or decision.action is Action.SUSPEND or settles):
+        return None
+    records = [*leg.records, *(r for r in step.records if isinstance(r, KEPT))]
+    progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": leg.report(records)}
+    if not settles or decision.ends_run or decision.action is Action.SUSPEND:
+        progress["text"] = step.reply.text
+    if decision.action is Action.SUSPEND:
+        progress["report"] = {**progress["report"], "pending": [p.to_data() for p in pending]}
+    elif decision.ends_run:
+        progress["output"] = _final_output(leg, decided)
+    return apply_decision(leg.run, decision, **progress)
+
+
+def _final_output(leg: Leg, decided: _Decided) -> Any:
+    """The run's output as JSON data: the structured output, else the final text; none for a failure or a
+    ``stop_when`` stop (the run stopped on a tool call, not on an answer)."""
+    decision = decided.decision
+    if decision.action is not Action.COMPLETE or decision.reason is CompletionReason.STOP_WHEN:
+        return None
+    if leg.agent.output_type is None:
+        return decided.step.reply.text
+    dump = getattr(decided.output, "model_dump", None)
+    return dump(mode="json") if dump is not None else decided.output
+
+
+def _advance(
+    leg: Leg, step: _Step, decision: StopDecision, entry: LogEntry, rows: list[Message], run: RunRecord | None
+) -> None:
+    """With the step durable, and only then, the leg moves on."""
+    if step.kind is EntryKind.SETTLE:
+        leg.settle = None
+    else:
+        leg.text = step.reply.text
+    if step.streaks is not None:
+        leg.tool_streaks = step.streaks
+    leg.steps, leg.state = step.number, _state_after(leg, step)
+    leg.usage = leg.usage + (entry.usage or Usage())
+    leg.messages.extend(rows)
+    leg.next_seq += 1
+    leg.records.extend(r for r in step.records if isinstance(r, KEPT))
+    if step.phase is Phase.FORCED_OUTPUT:
+        leg.forced_attempts += 1
+    leg.phase = NEXT_PHASE.get(decision.action, Phase.NORMAL)
+    if decision.action is Action.FORCE_OUTPUT:
+        leg.carried_reason = decision.carry
+    if decision.action is Action.REPLAN:
+        leg.replans += 1
+    if run is not None:
+        leg.run = run
+
+
+def _events_for(leg: Leg, step: _Step) -> list[Event]:
+    events: list[Event] = []
+    guard = leg.agent.stop_guard
+    run_id = leg.run.run_id
+    for r in step.records:
+        if isinstance(r, GuardrailRecord):
+            events.append(GuardrailEvent(run_id, step.number, r))
+        elif isinstance(r, StopGuardRecord):
+            note = guard.progress_note if guard is not None and r.event == "continued" else None
+            events.append(StopGuardEvent(run_id, step.number, f"stop_guard.{r.event}", r.guard, r.message, note))
+    return events
+
+
+# --- ending without a step -----------------------------------------------------------------------------------
+
+
+async def _end(leg: Leg, signals: StepSignals) -> RunResult:
+    """End the leg when no step can be committed (the model failed, caller code failed, a cancellation): the
+    resolver decides the ending like any other, and the run record is written on its own."""
+    leg.run = apply_decision(leg.run, resolve(signals), **leg.progress())
+    await leg.store.update_run(leg.run)
+    return _result(leg)
+
+
+def _result(leg: Leg) -> RunResult:
+    return result_of(leg.agent, leg.run, leg.records, leg.messages, leg.state)

@@ -1,0 +1,65 @@
+"""The one ``RunResult`` builder, shared by every runtime: a result is derived from the run record, the run's
+records and the session's log and state as committed, never from what a runtime happens to hold in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from stopwise.agent import Agent
+from stopwise.approvals import PendingApproval
+from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.verdicts import GuardrailRecord
+from stopwise.messages import Message
+from stopwise.records import LogRecord, parse_records
+from stopwise.result import CompletionReason, RunResult, RunStatus
+from stopwise.stop.guard import guard_report
+from stopwise.store.base import RunRecord, SessionSnapshot
+
+__all__ = ["result_from_log", "result_of"]
+
+
+def result_of(
+    agent: Agent | None,
+    run: RunRecord,
+    records: Iterable[LogRecord],
+    messages: Sequence[Message],
+    state: Mapping[str, Any],
+) -> RunResult:
+    """The result of ``run`` as committed. ``records`` are the run's log records (any types; the builder takes
+    what it reports); ``agent`` types the structured output (None: the output stays as stored JSON data)."""
+    records = tuple(records)
+    output = run.output
+    # A blocked input's replacement text is the output as it is, also for an agent with an output type.
+    structured = run.completion_reason is not CompletionReason.GUARDRAIL_INPUT
+    if agent is not None and agent.output_type is not None and output is not None and structured:
+        output = agent.output_type.model_validate(output)
+    pending: tuple[PendingApproval, ...] = ()
+    if run.status is RunStatus.SUSPENDED:
+        pending = tuple(PendingApproval.from_data(p) for p in run.report.get("pending", ()))
+    has_guard = agent.stop_guard is not None if agent is not None else "stop_guard" in run.report
+    return RunResult(
+        status=run.status,
+        completion_reason=run.completion_reason,
+        error=run.error,
+        output=output,
+        text=run.text,
+        usage=run.usage,
+        steps=run.steps,
+        session_id=run.session_id,
+        run_id=run.run_id,
+        state=MappingProxyType(dict(state)),
+        messages=tuple(messages),
+        detail=run.detail,
+        stop_guard=guard_report(records) if has_guard else None,
+        guardrails=tuple(r for r in records if isinstance(r, GuardrailRecord)),
+        pending=pending,
+        decisions=tuple(r for r in records if isinstance(r, GuardianDecision)),
+    )
+
+
+def result_from_log(agent: Agent | None, snapshot: SessionSnapshot, run: RunRecord) -> RunResult:
+    """The result of ``run`` read back from the store (another process, a durable runtime)."""
+    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_records(e.records))
+    return result_of(agent, run, records, snapshot.messages(), snapshot.state)

@@ -1,0 +1,235 @@
+"""One normalisation of untrusted text for the rules that read intent (injection markers, the guardian's
+integrity features), so a disguised instruction reads as the plain one.
+
+``normalise_untrusted`` undoes the common evasion families:
+
+- compatibility forms (Unicode NFKC): fullwidth letters, mathematical bold or script letters, ligatures, circled
+  letters;
+- look-alike letters from other scripts (Cyrillic, Greek, Armenian, small capitals, ...) mapped to Latin;
+- characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, variation selectors,
+  bidirectional controls; Unicode tag characters (which mirror ASCII invisibly) decoded;
+- stacked combining marks ("zalgo" text) and accents removed;
+- letter spacing (``i g n o r e``, ``i.g.n.o.r.e``) and common leetspeak (``1gn0r3 pr3v10u5``) folded.
+
+The last two are folded only where the result spells words the intent rules read (``INTENT_WORDS``): an
+identifier such as ``sha256``, a version ``1.2.3.4`` or a list ``A B C D`` stays as it is, so ordinary text keeps
+its numbers. Secret and personal-data rules must not use this: folding digits into letters would break them.
+They read the raw text and handle separators themselves.
+
+Pure and deterministic: no I/O, no clock; the same text always gives the same result.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from itertools import product
+
+__all__ = ["INTENT_WORDS", "normalise_untrusted"]
+
+# Characters that render as nothing: soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers,
+# Mongolian vowel separator, zero-width spaces and joiners, bidi marks, embeddings, overrides and isolates, word
+# joiner and invisible operators, variation selectors, the BOM.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0001\U000e007f\U000e0100-\U000e01ef]"
+)
+# Unicode "tag" characters mirror ASCII invisibly; decoding them shows the hidden text to the rules.
+_TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
+# Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
+_MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
+# Compatibility look-alikes that only a disguise uses inside running text: fullwidth forms, mathematical
+# alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
+# capitals, which the look-alike table maps. Each one is a trick.
+_STYLED = re.compile("[\uff01-\uff5e\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
+# Two or more combining marks on one letter: zalgo text, never ordinary spelling.
+_STACKED_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{2,}")
+
+# Confusables: letters of other scripts (and Latin variants NFKC keeps) that render like a Latin letter.
+# Drawn from the visually identical pairs of Unicode's confusables data (UTS #39) for the Latin alphabet.
+_HOMOGLYPHS = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a", "в": "b", "е": "e", "к": "k", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s",
+        "і": "i", "ј": "j", "ԁ": "d", "һ": "h", "ԛ": "q", "ԝ": "w", "ӏ": "l", "ү": "y",
+        "А": "a", "В": "b", "Е": "e", "К": "k", "М": "m", "Н": "h", "О": "o", "Р": "p", "С": "c", "Т": "t",
+        "У": "y", "Х": "x", "Ѕ": "s", "І": "i", "Ј": "j", "Ԁ": "d", "Һ": "h", "Ԛ": "q", "Ԝ": "w", "Ӏ": "l",
+        "Ү": "y",
+        # Greek
+        "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+        "ϲ": "c", "ϳ": "j",
+        "Α": "a", "Β": "b", "Ε": "e", "Ζ": "z", "Η": "h", "Ι": "i", "Κ": "k", "Μ": "m", "Ν": "n", "Ο": "o",
+        "Ρ": "p", "Τ": "t", "Υ": "y", "Χ": "x", "Ϲ": "c",
+        # Armenian
+        "հ": "h", "ո": "n", "ս": "u", "ց": "g", "օ": "o", "Ս": "u", "Օ": "o",
+        # Latin variants NFKC keeps: small capitals, dotless i and j, script g, IPA look-alikes
+        "ı": "i", "ȷ": "j", "ɑ": "a", "ɡ": "g", "ɩ": "i", "ɪ": "i", "ʏ": "y", "ʀ": "r", "ʙ": "b", "ɢ": "g",
+        "ʜ": "h", "ʟ": "l", "ɴ": "n", "ᴀ": "a", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ᴊ": "j", "ᴋ": "k", "ᴍ": "m",
+        "ᴏ": "o", "ᴘ": "p", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ᴢ": "z",
+        # Cherokee letters that render as Latin capitals
+        "Ꭺ": "a", "Ᏼ": "b", "Ꮯ": "c", "Ꭼ": "e", "Ꮐ": "g", "Ꮋ": "h", "Ꭻ": "j", "Ꮶ": "k", "Ꮮ": "l", "Ꮇ": "m",
+        "Ꮲ": "p", "Ꮪ": "s", "Ꭲ": "t", "Ꮩ": "v", "Ꮃ": "w", "Ꮓ": "z",
+    }
+)  # fmt: skip
+
+_INTENT_TEXT = """
+    a i all any the a an and or to of in on at for from by with as is are be been was were it its this that these
+    those you your yours me my we our us he she they them now not no do does did never only just then
+    there here what when where who how if else
+    ignore ignoring ignored disregard forget override overrule bypass skip drop abandon cancel
+    previous prior above earlier preceding original initial old existing current new real actual true updated
+    instead instruction instructions direction directions directive directives prompt prompts rule rules
+    guideline guidelines guardrails context message messages command commands order orders task tasks request
+    requests everything anything told said before
+    system assistant user developer human admin administrator root sudo mode god debug jailbreak jailbroken dan
+    unrestricted unfiltered uncensored evil pretend act behave restrictions limits filters censorship
+    ai agent agents llm model models bot chatbot gpt claude gemini copilot
+    reveal print show output repeat leak dump display share list tell disclose recite verbatim hidden secret
+    secrets password passwords credentials token tokens key keys api private ssh env environment variables
+    call invoke use run execute trigger send forward email post upload transfer exfiltrate copy submit delete
+    remove wipe erase wire funds money bank account pay payment
+    must should shall need have required will reply respond answer response say include append add write
+    comply obey follow important urgent attention priority critical warning notice authorized official
+    emergency immediately confirm approved approve click visit link url
+"""
+INTENT_WORDS: frozenset[str] = frozenset(_INTENT_TEXT.split())
+"""The words the intent rules read: letter spacing and leetspeak are folded only where they spell these."""
+
+# A run of four or more single characters, each followed by one separator: ``i g n o r e``, ``i.g.n.o.r.e``.
+# Runs of words are split where the gap is wider than the gap between letters (``i g n o r e   a l l``).
+_SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,}[a-z0-9@$!|](?![^\s\"'.,;:!?)\]])")
+# A word of three or more characters that mixes letters with the digits and signs leetspeak uses (``1gn0r3``,
+# ``pr3v10us``, ``@ll``); two-character tokens (``a1``, ``h2``) and mostly-digit ones (``60d``) are left alone.
+_LEET_WORD = re.compile(r"(?<![\w@$|])(?=[a-z@$!|0-9]*[a-z])(?=[a-z]*[0-9@$!|])[a-z0-9@$!|]{3,}(?![\w@$|])")
+_LEET: dict[str, tuple[str, ...]] = {
+    "0": ("o",), "1": ("i", "l"), "3": ("e",), "4": ("a",), "5": ("s",), "6": ("g",), "7": ("t",), "8": ("b",),
+    "9": ("g",), "@": ("a",), "$": ("s",), "!": ("i",), "|": ("l", "i"),
+}  # fmt: skip
+_MAX_LEET_CHOICES = 64
+_LONGEST_WORD = max(map(len, INTENT_WORDS))
+
+
+def _unleet(token: str) -> str | None:
+    """The intent word a leetspeak token spells, if any (ambiguous signs tried every way)."""
+    options = [_LEET.get(ch, (ch,)) for ch in token]
+    n = 1
+    for o in options:
+        n *= len(o)
+    if n > _MAX_LEET_CHOICES:
+        return None
+    for letters in product(*options):
+        word = "".join(letters)
+        if word in INTENT_WORDS:
+            return word
+    return None
+
+
+def _segment(letters: str) -> list[str] | None:
+    """``letters`` split into intent words (fewest words wins), or None when they do not spell such words."""
+    best: list[list[str] | None] = [[]] + [None] * len(letters)
+    for end in range(1, len(letters) + 1):
+        for start in range(max(0, end - _LONGEST_WORD), end):
+            head = best[start]
+            word = letters[start:end]
+            if head is None or word not in INTENT_WORDS:
+                continue
+            if best[end] is None or len(head) + 1 < len(best[end] or ()):
+                best[end] = [*head, word]
+    return best[-1]
+
+
+def _word_of(chars: list[str]) -> str | None:
+    word = "".join(chars)
+    if word in INTENT_WORDS:
+        return word
+    return _unleet(word) if not word.isalpha() else None
+
+
+def _unspace(run: str) -> str | None:
+    """The words a letter-spaced run spells, or None to leave it as it is."""
+    chars = re.findall(r"[a-z0-9@$!|]", run)
+    gaps = [len(g) for g in re.findall(r"[^a-z0-9@$!|]+", run)]
+    if not any(c.isalpha() for c in chars):
+        return None  # digits only: a number, a version, an address
+    # Words are split where a gap is wider than the narrowest gap.
+    narrow = min(gaps)
+    groups: list[list[str]] = [[chars[0]]]
+    for ch, gap in zip(chars[1:], gaps, strict=True):
+        if gap > narrow:
+            groups.append([ch])
+        else:
+            groups[-1].append(ch)
+    words = []
+    for group in groups:
+        word = _word_of(group)
+        if word is None:
+            joined = "".join(group)
+            split = _segment(joined) if joined.isalpha() else None
+            if split is None:
+                return None
+            words.extend(split)
+        else:
+            words.append(word)
+    return " ".join(words)
+
+
+def _fold_spacing(text: str) -> tuple[str, int]:
+    folded = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal folded
+        words = _unspace(m.group())
+        if words is None:
+            return m.group()
+        folded += 1
+        return words
+
+    return _SPACED.sub(one, text), folded
+
+
+def _fold_leet(text: str) -> tuple[str, int]:
+    folded = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal folded
+        token = m.group()
+        # Mostly digits is a quantity or a code (``60d``, ``a11``), not a word in disguise.
+        if sum(c.isalpha() for c in token) * 2 < len(token):
+            return token
+        word = _unleet(token)
+        if word is None:
+            return m.group()
+        folded += 1
+        return word
+
+    return _LEET_WORD.sub(one, text), folded
+
+
+def _strip_marks(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
+    """Lower-cased text with every evasion family above undone, cut at ``limit`` characters first; and how many
+    tricks were undone (a signal in itself). Accents removed and ordinary case folding do not count as tricks;
+    a look-alike letter, an invisible or tag character, a styled letter, stacked marks, a letter-spaced run and
+    a leetspeak word each count once."""
+    text = text[:limit]
+    tricks = 0
+    if not text.isascii():
+        tricks += len(_MIXED_SCRIPT.findall(text))
+        text, n = _INVISIBLE.subn("", text)
+        tricks += n
+        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+        tricks += n
+        tricks += len(_STYLED.findall(text)) + len(_STACKED_MARKS.findall(text))
+        text = unicodedata.normalize("NFKC", text)
+        if not text.isascii():
+            text = _strip_marks(text).translate(_HOMOGLYPHS)
+    text = text.lower()
+    text, n = _fold_spacing(text)
+    tricks += n
+    text, n = _fold_leet(text)
+    tricks += n
+    return text, tricks

@@ -1,1 +1,0 @@
-"""The phases of one step, apart from the loop that sequences them (``stopwise.loop``)."""
