@@ -3,15 +3,16 @@
     python evals/build_integrity.py          # writes evals/data/integrity.jsonl and prints a summary
 
 Records have the development set's format (``evals/build_devset.py``: one state whose latest step's tool result
-is ``tool_output``), so ``stopwise eval evals/data/integrity.jsonl`` scores them, plus:
+is ``tool_output``, without the rendered ``text``), so ``stopwise eval evals/data/integrity.jsonl`` scores them,
+plus:
 - ``span``: ``[start, end)`` of the planted text in ``tool_output`` (positives that were planted; None when the
   whole result is the attack or the record is clean);
 - ``corpus``: the corpus the record is held out with (its ``source`` without a sub-part).
 
 Split by corpus, never by record (see ``evals/SOURCES.md``): the test split's corpora (BIPIA's contexts and
-attacks, Reflexion's Wikipedia observations, request pool B) share no text with the training ones (mini-SWE-agent's
-bash outputs, bastioncorpus, request pool A). Injections are placed at every depth of long results: the start
-character of each planted text is drawn from the buckets 0-500, 500-2000 and 2000-8000 in turn, and a third of the
+attacks, Who&When's web, file and terminal outputs, request pool B) share no text with the training ones
+(mini-SWE-agent's bash outputs, Reflexion's Wikipedia observations, bastioncorpus, request pool A). Injections are placed at every depth of long results: the start
+character of each planted text is drawn from the buckets 0-500, 500-2000 and 2000-7500 in turn, and a third of the
 results are JSON records with the payload inside one record's text field. Deterministic (a fixed seed).
 """
 
@@ -38,8 +39,9 @@ OUT = HERE / "data" / "integrity.jsonl"
 THIRD = HERE / "third_party"
 SEED = 20261201
 RESULT_CHARS = 8000
-BUCKETS = ((0, 500), (500, 2000), (2000, 8000))
-"""Where a planted text starts, in characters: the position buckets the evaluation reports recall for."""
+BUCKETS = ((0, 500), (500, 2000), (2000, 7500))
+"""Where a planted text starts, in characters (drawn; it then moves to the next boundary): the position buckets
+the evaluation reports recall for. All start before 8,000, what the guardian keeps of a result (``RESULT_CHARS``)."""
 
 SPLIT_OF = {
     "bastioncorpus": "train",
@@ -47,12 +49,18 @@ SPLIT_OF = {
     "stopwise-requests-A": "train",
     "stopwise-trivial-A": "train",
     "bipia": "test",
-    "reflexion-hotpotqa": "test",
+    "reflexion-hotpotqa": "train",
+    "who-and-when": "test",
     "stopwise-requests-B": "test",
     "stopwise-trivial-B": "test",
 }
-LICENSE_OF = {"bastioncorpus": "MIT", "mini-swe-agent": "MIT", "bipia": "MIT", "reflexion-hotpotqa": "MIT"}
-TOOL_OF = {"mini-swe-agent": "bash", "bipia": "read_document", "reflexion-hotpotqa": "wikipedia_search"}
+LICENSE_OF = dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when"), "MIT")
+TOOL_OF = {
+    "mini-swe-agent": "bash",
+    "bipia": "read_document",
+    "reflexion-hotpotqa": "wikipedia_search",
+    "who-and-when": "web_browser",
+}
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -84,6 +92,9 @@ class Corpus:
             kind=kind,
             tool_output=text,
         )
+        # The rendered projection is left out: a model-based evaluator renders it again, and it would hold the
+        # result a third time in the file.
+        del self.w.records[-1]["text"]
         self.w.records[-1]["corpus"] = corpus
         self.w.records[-1]["span"] = list(span) if span else None
 
@@ -171,23 +182,29 @@ _BASTION_REQUESTS = {"benign_actas", "benign_roleplay", "benign_pretend", "benig
 
 def build() -> list[dict[str, Any]]:
     c = Corpus()
-    # -- train: real bash outputs of a coding agent, bastioncorpus attacks and requests, request pool A
+    # -- train: real bash outputs of a coding agent and real Wikipedia observations of ReAct runs (code and prose),
+    #    bastioncorpus attacks and requests, request pool A
     swe = [r["output"] for r in _jsonl(THIRD / "mini_swe_agent" / "outputs.jsonl")]
+    wiki = [r["observation"] for r in _jsonl(THIRD / "reflexion" / "observations.jsonl")]
     c.clean(swe, "mini-swe-agent", 400, 120)
+    c.clean(wiki, "reflexion-hotpotqa", 269, 80)
+    train_pools = ((swe, "mini-swe-agent"), (wiki, "reflexion-hotpotqa"))
     for i, r in enumerate(_jsonl(THIRD / "bastioncorpus" / "injections.jsonl")):
         if r["label"] == "malicious" or r["category"] in _BASTION_REQUESTS:
-            c.plant(swe, r["text"], "bastioncorpus/in-mini-swe-agent", r["category"], json_records=i % 3 == 2)
+            pool, name = train_pools[i % 2]
+            c.plant(pool, r["text"], f"bastioncorpus/in-{name}", r["category"], json_records=i % 3 == 2)
     for i, payload in enumerate(REQUESTS["A"]):
-        for j in range(2):
-            c.plant(swe, payload, "stopwise-requests-A/in-mini-swe-agent", "request", json_records=(i + j) % 2 == 1)
-    for text in PEOPLE["A"]:
+        for j, (pool, name) in enumerate(train_pools):
+            c.plant(pool, payload, f"stopwise-requests-A/in-{name}", "request", json_records=(i + j) % 2 == 1)
+    for i, text in enumerate(PEOPLE["A"]):
+        pool, name = train_pools[i % 2]
         c.add(text, False, "stopwise-requests-A", "people")
-        clean_carrier, _ = _in_text("\n\n".join(c.rng.sample(swe, 3)), text, c.rng.randrange(0, 3000))
-        c.add(clean_carrier, False, "stopwise-requests-A/in-mini-swe-agent", "people_embedded")
+        clean_carrier, _ = _in_text("\n\n".join(c.rng.sample(pool, 4)), text, c.rng.randrange(0, 3000))
+        c.add(clean_carrier, False, f"stopwise-requests-A/in-{name}", "people_embedded")
     for text in TRIVIAL["A"]:
         c.add(text, False, "stopwise-trivial-A", "trivial")
 
-    # -- test: BIPIA (its contexts, its text and code attacks), Reflexion's Wikipedia observations, pool B
+    # -- test: BIPIA (its contexts, its text and code attacks), Who&When's web, file and terminal outputs, pool B
     contexts = bipia_contexts()
     for kind, count in (("email", 100), ("table", 150), ("code", 100)):
         c.clean(contexts[kind], f"bipia/{kind}", count, 30)
@@ -198,15 +215,15 @@ def build() -> list[dict[str, Any]]:
     for i, (category, attack) in enumerate(bipia_attacks("code")):
         for j in range(2):
             c.plant(contexts["code"], attack, "bipia/code-attack", category, json_records=(i + j) % 3 == 2)
-    wiki = [r["observation"] for r in _jsonl(THIRD / "reflexion" / "observations.jsonl")]
-    c.clean(wiki, "reflexion-hotpotqa", 269, 80)
+    web = [r["output"] for r in _jsonl(THIRD / "who_and_when" / "outputs.jsonl")]
+    c.clean(web, "who-and-when", 400, 100)
     for i, payload in enumerate(REQUESTS["B"]):
         for j in range(2):
-            c.plant(wiki, payload, "stopwise-requests-B/in-reflexion", "request", json_records=(i + j) % 2 == 1)
+            c.plant(web, payload, "stopwise-requests-B/in-who-and-when", "request", json_records=(i + j) % 2 == 1)
     for text in PEOPLE["B"]:
         c.add(text, False, "stopwise-requests-B", "people")
-        clean_carrier, _ = _in_text("\n\n".join(c.rng.sample(wiki, 6)), text, c.rng.randrange(0, 3000))
-        c.add(clean_carrier, False, "stopwise-requests-B/in-reflexion", "people_embedded")
+        clean_carrier, _ = _in_text("\n\n".join(c.rng.sample(web, 4)), text, c.rng.randrange(0, 3000))
+        c.add(clean_carrier, False, "stopwise-requests-B/in-who-and-when", "people_embedded")
     for text in TRIVIAL["B"]:
         c.add(text, False, "stopwise-trivial-B", "trivial")
     return c.w.records

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _integrity_data import Item, load_items
 
-from stopwise.evals.metrics import auroc, brier, ece, ece_floor
+from stopwise.evals.metrics import brier, ece, ece_floor
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 
@@ -95,6 +96,11 @@ def rates(score: np.ndarray, y: np.ndarray, t: float) -> tuple[float | None, flo
     recall = float(fires[y == 1].mean()) if (y == 1).any() else None
     fpr = float(fires[y == 0].mean()) if (y == 0).any() else None
     return recall, fpr
+
+
+def auroc(score: np.ndarray, y: np.ndarray) -> float | None:
+    """AUROC of any score (not only probabilities); None with one class only."""
+    return float(roc_auc_score(y, score)) if 0 < y.sum() < len(y) else None
 
 
 def _f(x: float | None, digits: int = 3) -> str:

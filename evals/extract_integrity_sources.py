@@ -1,6 +1,6 @@
 """Extract the third-party inputs of the integrity corpus from local mirrors of their repositories (run once).
 
-    python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO
+    python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO WHO_AND_WHEN_REPO
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -12,7 +12,10 @@ beside it (all three are MIT) and is the only input ``evals/build_integrity.py``
   SWE-bench Verified runs (Gemini 3 Pro): up to 6 outputs from each of the first 90 trajectories in path order,
   the harness's own ``<warning>`` advice to the agent removed (it is the environment talking, not data);
 - ``reflexion/observations.jsonl``: distinct ``Observation`` lines (Wikipedia search and lookup results) of
-  noahshinn/reflexion ``hotpotqa_runs/root/ReAct/base/100_questions_5_trials.txt``.
+  noahshinn/reflexion ``hotpotqa_runs/root/ReAct/base/100_questions_5_trials.txt``;
+- ``who_and_when/outputs.jsonl``: what the tools returned in mingyin1/Agents_Failure_Attribution's multi-agent
+  logs (``Who&When/*/*.json``): the web browser's, the file reader's and the code terminal's turns (``WebSurfer``,
+  ``FileSurfer``, ``ComputerTerminal``, ``Computer_terminal``), up to 5 per log.
 """
 
 from __future__ import annotations
@@ -81,9 +84,28 @@ def reflexion(repo: str) -> None:
             f.write(json.dumps({"file": path, "observation": m.group(1)}, ensure_ascii=False) + "\n")
 
 
+_TOOL_SPEAKERS = {"WebSurfer", "FileSurfer", "ComputerTerminal", "Computer_terminal"}
+
+
+def who_and_when(repo: str) -> None:
+    dest = OUT / "who_and_when"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    logs = sorted(p for p in files(repo) if p.startswith("Who&When/") and p.endswith(".json"))
+    with (dest / "outputs.jsonl").open("w", encoding="utf-8") as f:
+        for path in logs:
+            turns = json.loads(show(repo, path))["history"]
+            outputs = [t["content"] for t in turns if (t.get("name") or t.get("role")) in _TOOL_SPEAKERS]
+            for n, text in enumerate(o for o in outputs if isinstance(o, str) and o.strip()):
+                if n == 5:
+                    break
+                f.write(json.dumps({"log": path, "turn": n, "output": text}, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
     bipia(sys.argv[1])
     mini_swe_agent(sys.argv[2])
     reflexion(sys.argv[3])
+    who_and_when(sys.argv[4])

@@ -15,11 +15,11 @@ The model (``IntegrityModel`` in ``stopwise/guardian/evaluators/_integrity.py``)
 text and keeps the highest, so it is trained on windows: every window of a clean text is a negative (at most
 ``MAX_WINDOWS`` per text, evenly spaced), and of a text with a planted injection only the windows that overlap the
 planted span are positives (a text that is an attack as a whole: all of its windows). The window length and the
-regularisation are chosen by 5-fold cross-validation on the train split, folds grouped by planted part, scored at
-the text level (the highest window, as at run time) by AUROC.
+regularisation are chosen by 5-fold cross-validation on the train split, each fold leaving whole corpora out,
+scored at the text level (the highest window, as at run time) by AUROC.
 
 The combination is a logistic map over the marker features, ``trivial`` and the model's logit, fitted on the
-out-of-fold logits of the train split (so it does not learn to trust an over-fitted logit) at the split's own
+leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit) at the split's own
 base rate; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
 """
 
@@ -58,7 +58,7 @@ DATA = HERE.parent / "src" / "stopwise" / "guardian" / "data"
 BITS, NGRAM = 18, 2
 READ_CHARS = 8000
 MAX_WINDOWS = 24
-WINDOWS = ((16, 8), (24, 12), (32, 16))
+WINDOWS = ((16, 8), (32, 16))
 CS = (16.0, 64.0)
 TRIVIAL_WEIGHT = -20.0
 """Set, not fitted: a trivial result cannot carry an instruction, whatever the train split's few examples say."""
@@ -125,7 +125,9 @@ def fit(X: sparse.csr_matrix, y: np.ndarray, C: float) -> LogisticRegression:
 def choose(items: Sequence[Item], tok: Sequence[Tokenised]) -> tuple[IntegrityModel, float, np.ndarray]:
     """The window shape and C with the best grouped-CV text-level AUROC, and the out-of-fold text logits."""
     y = np.array([int(i.label) for i in items])
-    groups = [i.group for i in items]
+    # Folds leave whole corpora out: the logits the combination is fitted on are those of texts from a corpus the
+    # model never saw, which is how it meets a user's tool output (the held-out corpora are scored the same way).
+    groups = [i.corpus for i in items]
     folds = list(GroupKFold(n_splits=5).split(np.zeros(len(items)), y, groups))
     best: tuple[float, IntegrityModel, float, np.ndarray] | None = None
     for window, stride in WINDOWS:
@@ -189,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
     tok = [Tokenised(i) for i in items]
 
-    print("model: choosing the window and C by 5-fold cross-validation grouped by planted part")
+    print("model: choosing the window and C by 5-fold cross-validation leaving whole corpora out")
     shape, C, oof = choose(items, tok)
     X, wy, _ = window_rows(shape, items, tok)
     model = fit(X, wy, C)
