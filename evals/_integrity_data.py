@@ -25,8 +25,6 @@ class Item:
     """The unit of holding out: the record's source without its sub-part (``bipia``, ``mini-swe-agent``...)."""
     source: str
     kind: str
-    group: str
-    """Records sharing a planted part (cross-validation keeps a group in one fold)."""
     span: tuple[int, int] | None
     """Where the planted text lies in ``text``; None when the whole text is the attack, or for clean records."""
 
@@ -55,7 +53,6 @@ def load_items(split: str | None = None) -> list[Item]:
                     str(r.get("corpus") or source.split("/")[0]),
                     source,
                     str(r["kind"]),
-                    str(r.get("group") or r["id"]),
                     (int(span[0]), int(span[1])) if isinstance(span, list) else None,
                 )
             )

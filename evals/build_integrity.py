@@ -11,9 +11,10 @@ plus:
 
 Split by corpus, never by record (see ``evals/SOURCES.md``): the test split's corpora (BIPIA's contexts and
 attacks, Who&When's web, file and terminal outputs, request pool B) share no text with the training ones
-(mini-SWE-agent's bash outputs, Reflexion's Wikipedia observations, bastioncorpus, request pool A). Injections are placed at every depth of long results: the start
-character of each planted text is drawn from the buckets 0-500, 500-2000 and 2000-7500 in turn, and a third of the
-results are JSON records with the payload inside one record's text field. Deterministic (a fixed seed).
+(mini-SWE-agent's bash outputs, Reflexion's Wikipedia observations, bastioncorpus, request pool A). Injections are
+placed at every depth of long results: the start character of each planted text is drawn from the buckets 0-500,
+500-2000 and 2000-7500 in turn, and a third of the results (half for the request pools) are JSON records with the
+payload inside one record's text field. Deterministic (a fixed seed).
 """
 
 from __future__ import annotations

@@ -43,6 +43,12 @@ from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 
 MAX_FPR = 0.05
+# BIPIA attack categories some of whose texts were read while the marker families were written (the first
+# examples printed when the corpus was fetched): BIPIA is reported with and without them.
+BIPIA_READ = (
+    "Task Automation", "Business Intelligence", "Conversational Agent", "Research Assistance",
+    "Emoji Substitution", "Scams & Fraud", "Data Eavesdropping",
+)  # fmt: skip
 BUCKETS = ((0, 500), (500, 2000), (2000, 8000), (8000, 10**9))
 _KEYWORDS = re.compile(
     r"\b(?:ignore|disregard|instructions?|assistant|system|prompt|you must|important|urgent|override|forget)\b",
@@ -134,8 +140,11 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
           "recall / FPR at the pooled threshold")
     names = list(systems)
     print(f"{'corpus':26} {'n':>5} {'pos':>4} " + " ".join(f"{n[:18]:>22}" for n in names))
-    for corpus in corpora:
-        idx = np.array([i.corpus == corpus for i in items])
+    rows = [(c, np.array([i.corpus == c for i in items])) for c in corpora]
+    if "bipia" in corpora:
+        unread = np.array([i.corpus == "bipia" and not i.kind.startswith(BIPIA_READ) for i in items])
+        rows.append(("bipia (categories unread)", unread))
+    for corpus, idx in rows:
         yc = y[idx]
         cells = []
         for name in names:

@@ -19,8 +19,8 @@ regularisation are chosen by 5-fold cross-validation on the train split, each fo
 scored at the text level (the highest window, as at run time) by AUROC.
 
 The combination is a logistic map over the marker features, ``trivial`` and the model's logit, fitted on the
-leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit) at the split's own
-base rate; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
+leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit), its intercept
+then moved to the base rate ``BASE_RATE``; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,11 +47,10 @@ from _integrity_data import Item, load_items
 from stopwise.guardian.evaluators._integrity import (
     MARKER_FAMILIES,
     IntegrityModel,
-    _respelt,
+    _read,
     integrity_markers,
     is_trivial,
     normalise_untrusted,
-    tokens,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -59,7 +59,12 @@ BITS, NGRAM = 18, 2
 READ_CHARS = 8000
 MAX_WINDOWS = 24
 WINDOWS = ((16, 8), (32, 16))
-CS = (16.0, 64.0)
+CS = (2.0, 16.0)
+BASE_RATE = 0.05
+"""The share of injected results the shipped probabilities assume. The train split holds far more (about 17%): the
+fitted intercept is moved from its rate to this one (the prior correction of a logistic model), so a result with
+no evidence answers about 2-3%, below the integrity condition's uncertain band (t* 0.10 +- 0.05), instead of
+sitting in it."""
 TRIVIAL_WEIGHT = -20.0
 """Set, not fitted: a trivial result cannot carry an instruction, whatever the train split's few examples say."""
 COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion", "trivial", "model_logit")
@@ -70,13 +75,12 @@ class Tokenised:
 
     def __init__(self, item: Item) -> None:
         self.trivial = is_trivial(item.text)
-        norm, _ = normalise_untrusted(item.text, READ_CHARS)
-        norm, self.words, _ = _respelt(norm)
+        self.words = _read(normalise_untrusted(item.text, READ_CHARS)[0]).words
         self.span: tuple[int, int] | None = None
         if item.span is not None:
             # Token offsets of the planted part: the tokens of the text before it, and up to its end.
-            lo = len(tokens(_respelt(normalise_untrusted(item.text[: item.span[0]], READ_CHARS)[0])[0]))
-            hi = len(tokens(_respelt(normalise_untrusted(item.text[: item.span[1]], READ_CHARS)[0])[0]))
+            lo = len(_read(normalise_untrusted(item.text[: item.span[0]], READ_CHARS)[0]).words)
+            hi = len(_read(normalise_untrusted(item.text[: item.span[1]], READ_CHARS)[0]).words)
             self.span = (lo, max(hi, lo + 1))
 
 
@@ -122,18 +126,20 @@ def fit(X: sparse.csr_matrix, y: np.ndarray, C: float) -> LogisticRegression:
     return LogisticRegression(C=C, class_weight="balanced", max_iter=5000).fit(X, y)
 
 
-def choose(items: Sequence[Item], tok: Sequence[Tokenised]) -> tuple[IntegrityModel, float, np.ndarray]:
-    """The window shape and C with the best grouped-CV text-level AUROC, and the out-of-fold text logits."""
+def choose(
+    items: Sequence[Item], tok: Sequence[Tokenised], grid: Sequence[tuple[int, int, float]]
+) -> tuple[IntegrityModel, float, np.ndarray]:
+    """The window shape and C of ``grid`` with the best grouped-CV text-level AUROC, and the out-of-fold logits."""
     y = np.array([int(i.label) for i in items])
     # Folds leave whole corpora out: the logits the combination is fitted on are those of texts from a corpus the
     # model never saw, which is how it meets a user's tool output (the held-out corpora are scored the same way).
     groups = [i.corpus for i in items]
     folds = list(GroupKFold(n_splits=5).split(np.zeros(len(items)), y, groups))
     best: tuple[float, IntegrityModel, float, np.ndarray] | None = None
-    for window, stride in WINDOWS:
+    for window, stride in dict.fromkeys((w, s) for w, s, _ in grid):
         shape = IntegrityModel("shape", BITS, NGRAM, 0.0, {}, window, stride)
         X, wy, owner = window_rows(shape, items, tok)
-        for C in CS:
+        for C in (c for w, s, c in grid if (w, s) == (window, stride)):
             oof = np.zeros(len(items))
             for tr, te in folds:
                 in_tr = np.isin(owner, tr)
@@ -183,7 +189,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-write", action="store_true", help="do not write integrity_model.json")
     parser.add_argument("--write-coefficients", action="store_true", help="write the fitted combination too")
+    parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
     args = parser.parse_args(argv)
+    grid = [(w, s, c) for w, s in WINDOWS for c in CS]
+    if args.only:
+        w, s, c = args.only.split("/")
+        grid = [(int(w), int(s), float(c))]
 
     items = load_items("train")
     y = np.array([int(i.label) for i in items])
@@ -192,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     tok = [Tokenised(i) for i in items]
 
     print("model: choosing the window and C by 5-fold cross-validation leaving whole corpora out")
-    shape, C, oof = choose(items, tok)
+    shape, C, oof = choose(items, tok, grid)
     X, wy, _ = window_rows(shape, items, tok)
     model = fit(X, wy, C)
     data = model_data(shape, model, C)
@@ -204,7 +215,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     combiner = LogisticRegression(C=1.0, max_iter=5000).fit(K[fit_rows], y[fit_rows])
     weights = {n: round(float(w), 3) for n, w in zip(COMBINED_FEATURES, combiner.coef_[0], strict=True)}
     weights["trivial"] = TRIVIAL_WEIGHT
-    fitted = {"bias": round(float(combiner.intercept_[0]), 3), "weights": weights}
+    train_rate = float(y[fit_rows].mean())
+    shift = math.log(BASE_RATE / (1 - BASE_RATE)) - math.log(train_rate / (1 - train_rate))
+    fitted = {"bias": round(float(combiner.intercept_[0]) + shift, 3), "weights": weights}
+    print(f"combination: intercept moved by {shift:+.3f} from the train split's rate {train_rate:.3f} to {BASE_RATE}")
     print("combination fitted on out-of-fold logits:", json.dumps(fitted))
     combined = K @ np.array([weights[n] for n in COMBINED_FEATURES]) + fitted["bias"]
     alone, both = roc_auc_score(y, oof), roc_auc_score(y, combined)

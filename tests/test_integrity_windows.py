@@ -25,35 +25,35 @@ def _inside(carrier: str, at: int, payload: str = INJECTION) -> str:
 
 
 def test_integrity_the_long_bill_alone_is_clean(rules: RuleEvaluator) -> None:
-    assert len(bill(100)) > 7000
-    assert p_injected(rules, bill(100)) < T_STAR
+    assert len(bill(115)) > 7000
+    assert p_injected(rules, bill(115)) < T_STAR
 
 
 @pytest.mark.parametrize("at", [100, 1500, 3000, 6500])
 def test_integrity_an_injection_is_caught_wherever_it_starts_in_a_long_result(rules: RuleEvaluator, at: int) -> None:
-    assert p_injected(rules, _inside(bill(100), at)) > T_STAR
+    assert p_injected(rules, _inside(bill(115), at)) > T_STAR
 
 
 def test_integrity_an_injection_past_character_2000_is_read(rules: RuleEvaluator) -> None:
-    text = _inside(bill(100), 5000)
+    text = _inside(bill(115), 5000)
     assert text.index(INJECTION) > 5000
     assert p_injected(rules, text) > T_STAR
 
 
 def test_integrity_the_same_block_scores_about_the_same_alone_and_inside_a_long_bill(rules: RuleEvaluator) -> None:
     alone = rules.text_integrity_features(INJECTION)["model_logit"]
-    inside = rules.text_integrity_features(_inside(bill(100), 4000))["model_logit"]
+    inside = rules.text_integrity_features(_inside(bill(115), 4000))["model_logit"]
     # The highest window holds the block and little else: the surrounding bill cannot dilute it.
     assert inside >= alone - 1.0
 
 
 def test_integrity_the_note_says_how_far_in_the_suspicious_window_starts(rules: RuleEvaluator) -> None:
-    scored = score_text(_inside(bill(100), 5000), rules.integrity_model)
+    scored = score_text(_inside(bill(115), 5000), rules.integrity_model)
     assert 4000 <= scored.window_char <= 6000
 
 
 def test_integrity_a_result_is_read_up_to_the_read_limit_and_no_further(rules: RuleEvaluator) -> None:
-    text = _inside(bill(100), 6000)
+    text = _inside(bill(115), 6000)
     early = score_text(text, rules.integrity_model, read_chars=3000)
     full = score_text(text, rules.integrity_model, read_chars=8000)
     assert "marker_override" in full.features and "marker_override" not in early.features

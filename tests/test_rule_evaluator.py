@@ -498,6 +498,6 @@ def test_integrity_anchor_gating_never_changes_a_marker() -> None:
     assert len(texts) > 2500
     for text in texts:
         norm, tricks = normalise_untrusted(text)
-        norm, words, misspelt = _integrity._respelt(norm)
-        gated = _integrity._markers_of(norm, tricks, misspelt, words)
-        assert gated == _integrity._markers_of(norm, tricks, misspelt, None), text
+        read = _integrity._read(norm)
+        gated = _integrity._markers_of(read.norm, tricks, read.misspelt, read.blocks)
+        assert gated == _integrity._markers_of(read.norm, tricks, read.misspelt, None), text

@@ -23,8 +23,9 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from typing import Any
+from itertools import accumulate, chain, repeat
+from operator import add, sub
+from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
 from stopwise.normalise import normalise_untrusted
@@ -230,12 +231,20 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\b(?:hidden|secret|invisible) (?:instructions?|message|text|command)s?\b",
     ),
     "marker_request": (
-        # A bare task for an assistant planted in a data field: no "ignore", no "assistant", just a request.
-        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:write|compose|draft|generate|create|translate|summari[sz]e|paraphrase|rewrite|explain|describe|recommend|suggest|analy[sz]e|compare|outline|calculate|convert|encode|decode|reverse|spell|brainstorm|provide|list|give)\s+(?:a|an|the|me|us|my|some|all|\d+|in|how|what|why|this|these|it|each|every|short|brief|detailed|step-by-step|tips|ways|insights|examples?|ideas|list|summary|story|poem|code|script|function|program|letter|essay|article|tweet|joke|song|command|recipe|overview)\b",
-        r"(?:^|[.!?:;\"\n>|]\s*)(?:show|tell|teach|help|give) me\b",
-        r"(?:^|[.!?:;\"\n>|]\s*)(?:how (?:can|do|should|would|could) (?:i|we)|what (?:are|is) the (?:best|top|main|major|key|benefits|risks|pros|latest|most)|(?:can|could|would|will) you (?:please )?(?:write|tell|give|help|explain|list|recommend|suggest|show|provide|create|generate|summari[sz]e|translate|find|send|forward|book|make))\b",  # noqa: E501
+        # A bare task planted in a data field: no "ignore", no "assistant", only a request, at a sentence's start.
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:"
+        r"(?:write|compose|draft|generate|create|translate|summari[sz]e|paraphrase|rewrite|explain|describe|recommend|suggest|analy[sz]e|compare|outline|calculate|convert|encode|decode|reverse|spell|brainstorm|provide|list|give)\s+(?:a|an|the|me|us|my|some|all|\d+|in|how|what|why|this|these|it|each|every|short|brief|detailed|step-by-step|tips|ways|insights|examples?|ideas|list|summary|story|poem|code|script|function|program|letter|essay|article|tweet|joke|song|command|recipe|overview)\b"
+        r"|(?:show|tell|teach|help|give) me\b"
+        r"|how (?:can|do|should|would|could) (?:i|we)\b"
+        r"|what (?:are|is) the (?:best|top|main|major|key|benefits|risks|pros|latest|most)\b"
+        r"|(?:can|could|would|will) you (?:please )?(?:write|tell|give|help|explain|list|recommend|suggest|show|provide|create|generate|summari[sz]e|translate|find|send|forward|book|make)\b"  # noqa: E501
+        r")",
         r"\b(?:in|into|to|throughout|within) (?:your|the|each) (?:response|reply|answer|summary)s?\b",
-        r"\b(?:respond|reply|answer)\b[^.\n]{0,30}\b(?:in|using|with) (?:base64|rot13|emojis?|reverse|morse|pig latin|caesar|all caps|uppercase|spanish|french|german|chinese|italian|japanese)\b",  # noqa: E501
+    ),
+    "marker_action": (
+        # An order to act, alone at the start of a sentence or of a data field (a transaction subject, a review, a
+        # calendar description): what an injected task looks like when it names no assistant at all.
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:send|forward|transfer|wire|pay|move|delete|remove|drop|disable|grant|add|invite|share|publish|post|upload|copy|change|update|reset|cancel|approve|merge|rename|unsubscribe|book|reserve|buy|order|schedule|email|text|leave|mark|close|open|set)\s+(?:a|an|the|all|every|each|this|these|those|my|our|your|its|their|his|her|it|them|me|us|everyone|everybody|everything|\d[\d,.]*)\b",
     ),
 }
 
@@ -280,6 +289,9 @@ _ANCHORS: dict[str, frozenset[str]] = {
         "explain describe recommend suggest analyze analyse compare outline calculate convert encode decode reverse "
         "spell brainstorm provide list give show tell teach help how what can could would will respond reply answer "
         "response responses replies answers summary summaries",
+        "marker_action": "send forward transfer wire pay move delete remove drop disable grant add invite share "
+        "publish post upload copy change update reset cancel approve merge rename unsubscribe book reserve buy order "
+        "schedule email text leave mark close open set",
     }.items()
 }
 
@@ -307,24 +319,62 @@ def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
     ``hidden_chars`` (hidden-text tricks undone, capped at 3), ``misspelt`` (misspelt trigger words, capped at 3)
     and ``discussion`` (how much the text near a marker reads as talk *about* instructions, capped at 3)."""
     norm, tricks = normalise_untrusted(text, limit)
-    norm, words, misspelt = _respelt(norm)
-    return _markers_of(norm, tricks, misspelt, words)
+    read = _read(norm)
+    return _markers_of(read.norm, tricks, read.misspelt, read.blocks)
 
 
-def _respelt(norm: str) -> tuple[str, list[str], int]:
-    """The text with misspelt trigger words spelt right, its tokens, and how many distinct misspellings."""
-    words = _WORD.findall(norm)
+class _Read(NamedTuple):
+    """A normalised text ready for the markers and the model."""
+
+    norm: str
+    """Misspelt trigger words spelt right."""
+    words: list[str]
+    """Its tokens (``tokens``)."""
+    misspelt: int
+    """How many distinct misspellings were undone."""
+    blocks: list[tuple[int, int, set[str]]]
+    """``(start, end, anchor words)`` of the blocks the marker families search (see ``_BLOCK``)."""
+
+
+def _read(norm: str) -> _Read:
+    spans = _segments(norm)
+    parts = [_WORD.findall(norm, start, end) for start, end in spans]
+    words = list(chain.from_iterable(parts))
     fixes = _respell(words)
-    if not fixes:
-        return norm, words, 0
-    rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
-    norm = rx.sub(lambda m: fixes[m.group()], norm)
-    return norm, _WORD.findall(norm), len(fixes)
+    if fixes:
+        rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
+        norm = rx.sub(lambda m: fixes[m.group()], norm)
+        spans = _segments(norm)
+        parts = [_WORD.findall(norm, start, end) for start, end in spans]
+        words = list(chain.from_iterable(parts))
+    # A block is a segment read _OVERLAP characters into the next: its anchors, those of both (a superset, so the
+    # gating may search more than it needs, never less).
+    present = [_anchor_words(p) for p in parts]
+    blocks = [
+        (start, min(end + _OVERLAP, len(norm)), present[k] | present[k + 1] if k + 1 < len(spans) else present[k])
+        for k, (start, end) in enumerate(spans)
+    ]
+    return _Read(norm, words, len(fixes), blocks)
+
+
+def _segments(norm: str) -> list[tuple[int, int]]:
+    """Cuts of a text into spans of about ``_BLOCK`` characters, at spaces (no token spans a space)."""
+    out = []
+    start = 0
+    while start < len(norm):
+        cut = norm.find(" ", start + _BLOCK) if len(norm) > start + _BLOCK + _OVERLAP else -1
+        end = len(norm) if cut < 0 else cut
+        out.append((start, end))
+        start = end
+    return out or [(0, 0)]
 
 
 def _anchor_words(words: list[str]) -> set[str]:
-    # Tokens keep apostrophes ("'priority" after an opening quote); anchors are bare words.
-    return set(map(str.strip, words, repeat("'")))
+    """The distinct tokens, and the parts of those holding an apostrophe ("'priority" after an opening quote,
+    "response's"): anchors are bare words."""
+    present = set(words)
+    present.update([part for w in present if "'" in w for part in w.split("'")])
+    return present
 
 
 _BLOCK = 500
@@ -335,35 +385,23 @@ blocks holding one of its anchor words. That keeps a long result's scan linear a
 output hold no anchor of most families."""
 
 
-def _blocks(norm: str, words: list[str]) -> list[tuple[int, str, set[str]]]:
-    """``(offset, text, anchor words)`` of each block of a normalised text (one block for a short text)."""
-    if len(norm) <= _BLOCK + _OVERLAP:
-        return [(0, norm, _anchor_words(words))]
-    out = []
-    start = 0
-    while start < len(norm):
-        cut = norm.find(" ", start + _BLOCK)
-        end = len(norm) if cut < 0 else cut
-        block = norm[start : end + _OVERLAP]
-        out.append((start, block, _anchor_words(_WORD.findall(block))))
-        start = end
-    return out
-
-
-def _markers_of(norm: str, tricks: int, misspelt: int, words: list[str] | None) -> dict[str, float]:
-    """Marker features of normalised text; with ``words`` (its tokens), a family's patterns run only on blocks
-    holding one of its anchors (``_blocks``); without, on the whole text (the reference the gating must match)."""
+def _markers_of(
+    norm: str, tricks: int, misspelt: int, blocks: list[tuple[int, int, set[str]]] | None
+) -> dict[str, float]:
+    """Marker features of normalised text; with ``blocks`` (``_read``), a family's patterns run only on blocks
+    holding one of its anchors; without, on the whole text (the reference the gating must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    blocks = _blocks(norm, words) if words is not None else [(0, norm, None)]
+    searched: list[tuple[int, int, set[str] | None]] = [(0, len(norm), None)] if blocks is None else list(blocks)
     for family, anchors, rx in _MARKERS:
-        for offset, block, present in blocks:
+        for start, stop, present in searched:
             if present is not None and anchors.isdisjoint(present):
                 continue
-            m = rx.search(block)
+            # Searched in place, not in a slice: "^" and look-behinds see the text before the block as it is.
+            m = rx.search(norm, start, stop)
             if m is not None:
                 features[family] = 1.0
-                lo, hi = min(lo, offset + m.start()), max(hi, offset + m.end())
+                lo, hi = min(lo, m.start()), max(hi, m.end())
                 break
     if tricks:
         features["hidden_chars"] = float(min(tricks, 3))
@@ -437,20 +475,36 @@ class IntegrityModel:
         return out
 
     def window_logits(self, words: Sequence[str]) -> list[tuple[int, float]]:
-        """``(start token, logit)`` of every window of a tokenised text."""
-        if not words:
+        """``(start token, logit)`` of every window of a tokenised text, in the order of ``windows``."""
+        n = len(words)
+        if not n:
             return [(0, self.bias)]
-        grams = self.grams(words)
-        sums = [list(accumulate(map(self._get, row, repeat(0.0)), initial=0.0)) for row in grams]
-        out = []
-        for start, end in self.windows(len(words)):
-            total, count = 0.0, 0
-            for n, prefix in enumerate(sums, 1):
-                stop = max(start, end - n + 1)
-                total += prefix[stop] - prefix[start]
-                count += stop - start
-            out.append((start, self.bias + total / math.sqrt(count) if count else self.bias))
+        # Prefix sums of the weights per n-gram order: a window's total is a difference of two of them per order.
+        prefix = [list(accumulate(map(self._get, row, repeat(0.0)), initial=0.0)) for row in self.grams(words)]
+        spans = self.windows(n)
+        if n <= self.window:
+            return [(0, self._window_logit(prefix, 0, n))]
+        width, step = self.window, self.stride
+        # The regular windows start every ``stride`` tokens; every one holds the same number of grams.
+        starts = range(0, n - width + 1, step)
+        totals = [0.0] * len(starts)
+        for k, p in enumerate(prefix, 1):
+            ends = p[width - k + 1 : n - k + 2 : step]
+            totals = list(map(add, totals, map(sub, ends, p[: n - width + 1 : step])))
+        scale = 1.0 / math.sqrt(sum(width - k + 1 for k in range(1, len(prefix) + 1)))
+        out = [(s, self.bias + t * scale) for s, t in zip(starts, totals, strict=True)]
+        if len(spans) > len(out):  # the last window, ending at the text's end
+            s, e = spans[-1]
+            out.append((s, self._window_logit(prefix, s, e)))
         return out
+
+    def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
+        total, count = 0.0, 0
+        for k, p in enumerate(prefix, 1):
+            stop = max(start, end - k + 1)
+            total += p[stop] - p[start]
+            count += stop - start
+        return self.bias + total / math.sqrt(count) if count else self.bias
 
     def logit(self, words: Sequence[str]) -> float:
         """The highest window logit of a tokenised, normalised text."""
@@ -500,8 +554,9 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
     if is_trivial(text):
         return TextScore({"trivial": 1.0}, 0)
     norm, tricks = normalise_untrusted(text, read_chars)
-    norm, words, misspelt = _respelt(norm)
-    features = _markers_of(norm, tricks, misspelt, words)
+    read = _read(norm)
+    features = _markers_of(read.norm, tricks, read.misspelt, read.blocks)
+    words, norm = read.words, read.norm
     windows = model.window_logits(words)
     start, z = max(windows, key=lambda w: w[1])
     features["model_logit"] = z
