@@ -8,7 +8,8 @@ it sees a result; it then remembers it).
 Texts: the tool results of ``evals/data/integrity.jsonl`` (real bash outputs, Wikipedia observations, BIPIA's
 emails, tables and code, JSON records; clean and injected), bucketed by length; the ``8000`` bucket is each long
 text cut at exactly 8,000 characters (the guardian's ``result_chars``). The process is pinned to one CPU where the
-platform allows; each bucket is timed in several rounds and the round whose median is the median of the rounds is
+platform allows and times are CPU time of this process (``time.process_time``: on a shared machine, other
+processes' load does not count); each bucket is timed in several rounds and the round whose median is the median of the rounds is
 reported, so a burst of load from another process skews one round, not the figure.
 
 Usage:
@@ -54,9 +55,9 @@ def timings(score: Callable[[str], Any], texts: Sequence[str], rounds: int) -> t
     for _ in range(rounds):
         ms = []
         for t in texts:
-            start = time.perf_counter()
+            start = time.process_time()
             score(t)
-            ms.append((time.perf_counter() - start) * 1000.0)
+            ms.append((time.process_time() - start) * 1000.0)
         ms.sort()
         per_round.append((statistics.median(ms), ms[int(0.95 * (len(ms) - 1))]))
     per_round.sort()
