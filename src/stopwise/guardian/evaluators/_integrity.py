@@ -323,6 +323,14 @@ def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
     return _markers_of(read.norm, tricks, read.misspelt, read.blocks)
 
 
+_BLOCK = 500
+_OVERLAP = 300
+"""Long texts are searched in blocks of ``_BLOCK`` characters (cut at a space), each read ``_OVERLAP`` characters
+into the next so a marker that straddles a cut is still whole in one block; a family's patterns run only on the
+blocks holding one of its anchor words. That keeps a long result's scan linear and cheap: most blocks of ordinary
+output hold no anchor of most families."""
+
+
 class _Read(NamedTuple):
     """A normalised text ready for the markers and the model."""
 
@@ -375,14 +383,6 @@ def _anchor_words(words: list[str]) -> set[str]:
     present = set(words)
     present.update([part for w in present if "'" in w for part in w.split("'")])
     return present
-
-
-_BLOCK = 500
-_OVERLAP = 300
-"""Long texts are searched in blocks of ``_BLOCK`` characters (cut at a space), each read ``_OVERLAP`` characters
-into the next so a marker that straddles a cut is still whole in one block; a family's patterns run only on the
-blocks holding one of its anchor words. That keeps a long result's scan linear and cheap: most blocks of ordinary
-output hold no anchor of most families."""
 
 
 def _markers_of(

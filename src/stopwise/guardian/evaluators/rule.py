@@ -2,8 +2,9 @@
 
 It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals computed on the ``Projection``:
 
-- ``integrity``: hand-written markers of instructions addressed to the agent inside tool results, combined with a
-  small linear model over hashed word n-grams (trained offline by ``evals/train_integrity.py``);
+- ``integrity``: hand-written markers of instructions addressed to the agent inside tool results (bare requests and
+  orders in data fields included), combined with a small linear model over hashed word n-grams scored in windows
+  (trained offline by ``evals/train_integrity.py``); trivial results are no evidence (``_integrity``);
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
   leans cautious, nudged by the tool's name);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
