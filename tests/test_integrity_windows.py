@@ -94,3 +94,26 @@ def test_integrity_windows_cover_every_token_and_end_at_the_text_end() -> None:
         covered = set().union(*(range(s, e) for s, e in spans))
         assert covered == set(range(n)) and spans[-1][1] == n
         assert all(e - s == min(16, n) for s, e in spans)
+
+
+# -- a real run under the default guardian ---------------------------------------------------------------------
+
+
+async def test_integrity_a_run_under_the_default_guardian_escalates_on_an_injection_past_character_2000() -> None:
+    from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
+    from stopwise.guardian import Guardian
+
+    long_bill = _inside(bill(115), 5000)
+
+    @tool(risk="read_only")
+    def read_bill(month: str) -> str:
+        """Read the utility bill of a month."""
+        return long_bill
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("read_bill", {"month": "march"}, id="b1")]), "All normal."])
+    agent = Agent("bills", "", model, tools=[read_bill], guardian=Guardian())
+    result = await Runner().run(agent, "Summarise this month's bill.", session_id="s")
+    assert result.status == "suspended"
+    turn = next(d for d in result.decisions if d.kind == "turn")
+    assert turn.answers["integrity"].p(("yes",)) > T_STAR
+    assert "from about character" in turn.answers["integrity"].note
