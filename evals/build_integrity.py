@@ -23,7 +23,7 @@ import json
 import random
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from _integrity_requests import PEOPLE, REQUESTS, TRIVIAL  # noqa: E402
 from _integrity_texts import GOALS_BY_GENRE  # noqa: E402
-from build_devset import OWN_LICENSE, Writer, messages_of  # noqa: E402
+from build_devset import OWN_LICENSE, Writer, _jsonl, messages_of  # noqa: E402
 
 from stopwise.guardian.projection import project  # noqa: E402
 
@@ -62,13 +62,6 @@ TOOL_OF = {
     "reflexion-hotpotqa": "wikipedia_search",
     "who-and-when": "web_browser",
 }
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
 
 class Corpus:
