@@ -1,5 +1,5 @@
 """Cost of the integrity check per tool result, by the result's length, on one core; optionally beside
-stackone-defender (a published detector with a MiniLM model in its wheel) on the same texts.
+stackone-defender (a published detector with a MiniLM model in its wheel; the ``bench`` extra) on the same texts.
 
 Target: at most 2 ms per tool result of up to 8,000 characters (median and p95 of the 2,000-8,000 bucket), with
 nothing cached: every text is scored by a fresh call of ``score_text`` (what ``RuleEvaluator`` does the first time

@@ -1,7 +1,7 @@
 """Score the integrity check on the held-out corpora, beside trivial baselines and a published neural detector.
 
     python evals/eval_integrity.py                       # stopwise and the baselines
-    python evals/eval_integrity.py --stackone            # and stackone-defender: pip install 'stackone-defender[onnx]'
+    python evals/eval_integrity.py --stackone            # and stackone-defender (pip install -e '.[bench]')
     python evals/eval_integrity.py --json out.json       # the figures as JSON too
 
 Reads the ``test`` split of ``evals/_integrity_data.py`` (corpora never used in training: see
