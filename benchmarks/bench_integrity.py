@@ -9,8 +9,8 @@ Texts: the tool results of ``evals/data/integrity.jsonl`` (real bash outputs, Wi
 emails, tables and code, JSON records; clean and injected), bucketed by length; the ``8000`` bucket is each long
 text cut at exactly 8,000 characters (the guardian's ``result_chars``). The process is pinned to one CPU where the
 platform allows and times are CPU time of this process (``time.process_time``: on a shared machine, other
-processes' load does not count); each bucket is timed in several rounds and the round whose median is the median of the rounds is
-reported, so a burst of load from another process skews one round, not the figure.
+processes' load does not count); each bucket is timed in several rounds and the round whose median is the median
+of the rounds is reported, so a burst of load from another process skews one round, not the figure.
 
 Usage:
     python benchmarks/bench_integrity.py [--per-bucket 200] [--rounds 5] [--stackone] [--json PATH] [--strict]
