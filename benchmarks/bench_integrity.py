@@ -5,7 +5,7 @@ Target: at most 2 ms per tool result of up to 8,000 characters (median and p95 o
 nothing cached: every text is scored by a fresh call of ``score_text`` (what ``RuleEvaluator`` does the first time
 it sees a result; it then remembers it).
 
-Texts: the tool results of ``evals/data/integrity.jsonl`` (real bash outputs, Wikipedia observations, BIPIA's
+Texts: the tool results of ``evals/data/integrity.jsonl`` (real bash, web and Wikipedia outputs, BIPIA's
 emails, tables and code, JSON records; clean and injected), bucketed by length; the ``8000`` bucket is each long
 text cut at exactly 8,000 characters (the guardian's ``result_chars``). The process is pinned to one CPU where the
 platform allows and times are CPU time of this process (``time.process_time``: on a shared machine, other
