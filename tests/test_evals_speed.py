@@ -1,7 +1,7 @@
 """The eval harness's speed-ups change no number: each fast path checked against a slow reference path.
 
-- ``IntegrityModel.features`` / ``logit`` (n-gram CRCs chained instead of joined, weights summed with ``map``)
-  against the joined-text formula, bit for bit;
+- ``IntegrityModel.grams`` (n-gram CRCs chained instead of joined) against the joined-text formula, bit for bit
+  (the windowed logit against its per-window formula: ``tests/test_integrity_windows.py``);
 - ``Projection.text`` / ``state_hash`` (rendered on first read) against a render at construction;
 - ``predict`` (projections built when answered, a ``RuleEvaluator``'s calls shared out to forked processes)
   against the RuleEvaluator asked record by record on projections rebuilt from the JSON: the same probabilities
@@ -16,7 +16,6 @@ import gc
 import hashlib
 import itertools
 import json
-import math
 import pickle
 import zlib
 from pathlib import Path
@@ -28,8 +27,8 @@ import stopwise.evals.run as run_module
 from stopwise.evals import TraceRecord, predict, predict_sync, read_traces
 from stopwise.evals.traces import projection_from_data, text_projection
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, QuestionSet
+from stopwise.guardian.evaluators._integrity import tokens
 from stopwise.guardian.evaluators.rule import (
-    _WORD,
     IntegrityModel,
     RuleEvaluator,
     load_integrity_model,
@@ -70,36 +69,24 @@ def _results(lines: list[str]) -> list[str]:
 # -- the integrity model --------------------------------------------------------------------------------------
 
 
-def _reference_features(model: IntegrityModel, words: list[str]) -> set[int]:
+def _reference_grams(model: IntegrityModel, words: list[str]) -> list[list[int]]:
     mask = (1 << model.bits) - 1
-    out = {zlib.crc32(w.encode()) & mask for w in words}
-    for n in range(2, model.ngram + 1):
-        out.update(zlib.crc32(" ".join(words[i : i + n]).encode()) & mask for i in range(len(words) - n + 1))
-    return out
-
-
-def _reference_logit(model: IntegrityModel, words: list[str]) -> float:
-    buckets = _reference_features(model, words)
-    if not buckets:
-        return model.bias
-    get = model.weights.get
-    return model.bias + sum(get(b, 0.0) for b in buckets) / math.sqrt(len(buckets))
+    return [
+        [zlib.crc32(" ".join(words[i : i + n]).encode()) & mask for i in range(len(words) - n + 1)]
+        for n in range(1, model.ngram + 1)
+        if n == 1 or len(words) > 1
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ngram", [1, 2, 3])
-def test_integrity_buckets_and_logit_are_those_of_the_joined_ngrams(ngram: int) -> None:
+def test_integrity_buckets_are_those_of_the_joined_ngrams(ngram: int) -> None:
     shipped = load_integrity_model()
     model = IntegrityModel(shipped.version, shipped.bits, ngram, shipped.bias, shipped.weights)
     texts = [*_results(_dev_lines()), "", "one", "two words", "ünïcödé  text, with: punctuation! 'quoted' 123"]
     for text in texts:
-        norm, _ = normalise_untrusted(text)
-        words = _WORD.findall(norm)
-        fast, slow = model.features(norm, words), _reference_features(model, words)
-        # The same set, iterated in the same order (the order the logit sums in).
-        assert fast == slow and list(fast) == list(slow)
-        assert model.logit(norm, words) == _reference_logit(model, words)
-        assert model.logit(norm) == model.logit(norm, words)
+        words = tokens(normalise_untrusted(text)[0])
+        assert model.grams(words) == _reference_grams(model, words)
 
 
 # -- the projection's text ------------------------------------------------------------------------------------

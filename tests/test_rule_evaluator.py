@@ -486,16 +486,18 @@ async def test_scripted_passes_answers_through_and_rejects_a_float_for_a_choice(
 
 
 def test_integrity_anchor_gating_never_changes_a_marker() -> None:
-    """Marker families run only on texts holding one of their anchor words: on every tool output of the
-    development set, gated and ungated scans must agree."""
-    from stopwise.guardian.evaluators import rule
+    """Marker families run only on the blocks of a text holding one of their anchor words: on every tool output of
+    the development set and of the integrity corpus, gated and ungated scans must agree."""
+    from stopwise.guardian.evaluators import _integrity
 
-    devset = Path(__file__).resolve().parents[1] / "evals" / "data" / "devset.jsonl"
-    if not devset.exists():
-        pytest.skip("evals/data/devset.jsonl is not there (python evals/build_devset.py builds it)")
-    texts = [r["tool_output"] for r in map(json.loads, devset.open(encoding="utf-8")) if "tool_output" in r]
-    assert len(texts) > 500
+    data = Path(__file__).resolve().parents[1] / "evals" / "data"
+    paths = [data / "devset.jsonl", data / "integrity.jsonl"]
+    if not all(p.exists() for p in paths):
+        pytest.skip("evals/data is not built (python evals/build_devset.py; python evals/build_integrity.py)")
+    texts = [r["tool_output"] for p in paths for r in map(json.loads, p.open(encoding="utf-8")) if "tool_output" in r]
+    assert len(texts) > 2500
     for text in texts:
         norm, tricks = normalise_untrusted(text)
-        gated = rule._markers_of(norm, tricks, rule._anchor_words(rule._WORD.findall(norm)))
-        assert gated == rule._markers_of(norm, tricks, None), text
+        read = _integrity._read(norm)
+        gated = _integrity._markers_of(read.norm, tricks, read.misspelt, read.blocks)
+        assert gated == _integrity._markers_of(read.norm, tricks, read.misspelt, None), text

@@ -56,8 +56,10 @@ class Guardian:
     """Seconds the judge may take: a System 2 model answering every question is slower than the evaluator."""
     history_steps: int = 6
     """Steps of the run the projection shows."""
-    result_chars: int = 2000
-    """Characters of each tool result the projection keeps (an instruction late in a long page must show)."""
+    result_chars: int = 8000
+    """Characters of each tool result the projection keeps: the rule evaluator's integrity check reads them all,
+    in windows, so an instruction late in a long page shows (a model-based evaluator sees the rendered text,
+    capped at ``max_chars``)."""
     max_chars: int = 8000
 
     def __post_init__(self) -> None:

@@ -2,8 +2,9 @@
 
 It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals computed on the ``Projection``:
 
-- ``integrity``: hand-written markers of instructions addressed to the agent inside tool results, combined with a
-  small linear model over hashed word n-grams (trained offline by ``evals/train_integrity.py``);
+- ``integrity``: hand-written markers of instructions addressed to the agent inside tool results (bare requests and
+  orders in data fields included), combined with a small linear model over hashed word n-grams scored in windows
+  (trained offline by ``evals/train_integrity.py``); trivial results are no evidence (``_integrity``);
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
   leans cautious, nudged by the tool's name: a leading read verb, or a read, write, destructive or money word);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
@@ -34,24 +35,31 @@ import json
 import math
 import re
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
+from stopwise.guardian.evaluators._integrity import (
+    MARKER_FAMILIES,
+    IntegrityModel,
+    TextScore,
+    _number,
+    integrity_markers,
+    score_text,
+)
 from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
     "COEFFICIENTS_FILE",
+    "MARKER_FAMILIES",
     "INTEGRITY_MODEL_FILE",
     "IntegrityModel",
     "OUTCOME_FEATURES",
@@ -88,12 +96,6 @@ def _read_data(name: str, path: str | Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(str(path or name), "must hold a JSON object")
     return data
-
-
-def _number(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(where, f"must be a finite number, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,7 @@ class RuleCoefficients:
     scan_steps: int
     """Integrity reads the tool results of this many latest steps (earlier ones were read on their own turn)."""
     scan_chars: int
-    """Integrity reads at most this many characters of each result."""
+    """Integrity reads at most this many characters of each result, in windows (see ``_integrity``)."""
     history_steps: int
     """Stagnation and infeasibility look back at most this many steps: enough to see a loop or a refusal that
     keeps coming back, and it bounds the cost of a turn whatever the history's length."""
@@ -192,7 +194,7 @@ class RuleCoefficients:
             int(limits.get("window", 2)),
             _number("limits.near_jaccard", limits.get("near_jaccard", 0.6)),
             int(limits.get("scan_steps", 3)),
-            int(limits.get("scan_chars", 2000)),
+            int(limits.get("scan_chars", 8000)),
             int(limits.get("history_steps", 24)),
             int(limits.get("flow_steps", 6)),
             LogisticMap.from_data("goal_reached_open", data["goal_reached_open"])
@@ -223,232 +225,6 @@ def load_coefficients(path: str | Path | None = None) -> RuleCoefficients:
 
 # --------------------------------------------------------------------------------------------------------------
 # Integrity: normalisation, markers, and the hashed n-gram model
-
-# ``normalise_untrusted`` lives in ``stopwise.normalise``, shared with the guardrails; re-exported here, where the
-# integrity features have always imported it from.
-
-
-_AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
-_INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
-# Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
-_PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
-
-# Each family is one feature (1.0 when any of its patterns matches). Weights live in rule_coefficients.json.
-_MARKER_SOURCES: dict[str, tuple[str, ...]] = {
-    "marker_override": (
-        rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|cancel)\b[^.\n]{{0,20}}{_PRIOR}\b[^.\n]{{0,20}}{_INSTR}",
-        r"\b(?:ignore|disregard|forget)\s+(?:everything|all|anything|what)\b[^.\n]{0,30}\b(?:above|before|earlier|previously|told|said|instructions?)",
-        r"\bnew (?:important |updated |urgent |real )?(?:instructions?|task|directive|rules|orders)\b",
-        r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
-        r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
-        r"\b(?:prior|previous|original) (?:task|request|instructions?) (?:is|are|has been|have been) (?:cancel|void|null|revoked|replaced|superseded|obsolete)",  # noqa: E501
-    ),
-    "marker_persona": (
-        # Not "you are now subscribed / logged in / eligible": those are notices to people.
-        r"\byou are now\b(?! (?:subscribed|unsubscribed|registered|logged|signed|enrolled|eligible|connected|part of|a member|on the|in the|ready|able|free to|booked|checked))",  # noqa: E501
-        r"\bfrom now on\b[^.\n]{0,20}\byou\b",
-        r"\bfor the rest of (?:this|the) (?:conversation|session|chat)\b",
-        r"\b(?:developer|debug|god|admin|jailbreak|unrestricted|dan) mode\b",
-        r"\bdo anything now\b|\bdan\b[^.\n]{0,20}\b(?:can|anything|no)\b",
-        r"\bpretend (?:that )?(?:you are|you're|to be)\b",
-        r"\b(?:no|without|free from all|free of|not subject to any) (?:restrictions|limits|limitations|filters|rules|constraints|guidelines|censorship|boundaries)\b",  # noqa: E501
-        r"\b(?:act|behave|respond|answer) as (?:if you were |though you were )?(?:an? )?(?:unrestricted|unfiltered|uncensored|evil|different)\b",  # noqa: E501
-        r"\bjailbr(?:eak|oken)\b",
-    ),
-    "marker_addressed": (
-        rf"\bas an? {_AGENT}\b",
-        rf"\b(?:dear|attention|hey|hello|hi|calling all|to the|(?:note|message|instructions?|notice|memo|request|reminder|p\.?s\.?) (?:to|for)) (?:the |any |all |an? |this |every )?(?:automated |ai |virtual |digital |autonomous )?{_AGENT}s?\b",  # noqa: E501
-        r"\bif you are an? (?:ai|llm|assistant|agent|language model|automated|bot|chatbot)\b",
-        rf"\b{_AGENT}s? (?:reading|processing|parsing|summari[sz]ing|analy[sz]ing|viewing|seeing|scanning) (?:this|these)\b",  # noqa: E501
-        rf"\b(?:any|all|every) (?:ai|llm|automated|autonomous|ai-powered) (?:{_AGENT}s?|systems?|tools?|readers?)\b",
-        r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
-    ),
-    "marker_chat_format": (
-        r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
-        r"<\|?(?:im_start|im_end|endoftext|system|user|assistant|eot_id|start_header_id)\|?>",
-        r"</?(?:system|user|assistant|instructions?|untrusted[\w-]*|tool[\w-]*|document|email|context)>",
-        r"\[/?(?:system|inst|sys|admin|assistant|instructions?)\]",
-        r"\b(?:end of|ignore the) (?:document|email|context|tool output|untrusted)\b",
-        r"<<\s*sys\s*>>",
-    ),
-    "marker_prompt_leak": (
-        # A bare mention of a system prompt is data; asking for *yours* is addressed to the agent.
-        r"\b(?:your|the assistant's|the ai's|the model's) (?:system prompt|system message|developer message|initial prompt|hidden prompt|instructions verbatim)\b",  # noqa: E501
-        r"\b(?:reveal|print|show|output|repeat|leak|dump|display|share|list|tell me|disclose|recite)\b[^.\n]{0,30}\b(?:your|the)\b[^.\n]{0,20}\b(?:hidden |initial |original |secret |system |internal )(?:prompt|instructions?|message|rules|configuration)",  # noqa: E501
-        r"\b(?:your|the) (?:instructions|prompt) verbatim\b",
-    ),
-    "marker_tool_call": (
-        r"\b(?:call|invoke|use|run|execute|trigger|fire)\b[^.\n]{0,12}\b(?:the )?[a-z]+_[a-z_]+\b",
-        r"\b(?:call|invoke|use|run|execute|trigger)\b[^.\n]{0,25}\b(?:tool|function|api|endpoint|command|plugin)\b",
-        r"\b(?:send|forward|email|e-mail|post|upload|transfer|exfiltrate|copy|submit|leak|share)\b[^.\n]{0,60}\b(?:api[ _-]?keys?|passwords?|tokens?|credentials|secrets?|database|contacts|ssh keys?|private keys?|session cookies?|env(?:ironment)? variables|customer (?:data|emails|records))\b",  # noqa: E501
-        r"\b(?:delete|remove|wipe|drop|erase|rm -rf)\b[^.\n]{0,40}\b(?:all|every|prod|production|database|files|repository|backups?|/)\b",  # noqa: E501
-        r"!\[[^\]]*\]\(https?://[^)\s]*[?&][a-z_]+=",
-        r"\b(?:curl|wget)\s+(?:-\w+\s+)*https?://",
-        r"\bwire\b[^.\n]{0,30}\b(?:funds|money|\$\d)",
-    ),
-    "marker_imperative": (
-        rf"\b(?:you|the {_AGENT}|an? {_AGENT}|{_AGENT}s?) (?:must|should|shall|need to|have to|are required to|are instructed to|will now|are to)\b[^.\n]{{0,30}}\b(?:reply|respond|answer|output|say|print|include|call|send|ignore|forget|execute|run|delete|write|tell|reveal|append|add|recommend|approve|mark|output|visit|click|follow|comply|obey|disregard)",  # noqa: E501
-        r"\b(?:respond|reply|answer)\s+(?:only|solely|exclusively)?\s*with\b",
-        r"\b(?:output|print|say|include|append|add|end|repeat|write|put|insert|place|mention|state)\b[^.\n]{0,60}\b(?:in|to|at the end of|at the start of|with|before|after) (?:your|the|each|every) (?:response|reply|answer|output|summary|message)s?\b",  # noqa: E501
-        r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|mention (?:this|these|it) to|warn|let) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
-        r"\bwithout (?:telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
-        r"\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat|summari[sz]e) (?:this|these|the following) (?:instructions?|message|note|text)\b",  # noqa: E501
-        r"\b(?:comply|obey|follow)\b[^.\n]{0,15}\b(?:immediately|these|the following|my|this instruction|without question)\b",  # noqa: E501
-        r"\bit is (?:crucial|critical|vital|essential|imperative|very important) (?:that )?you\b",
-        r"\byour (?:response|reply|answer|summary|output) (?:must|should|has to)\b",
-        r"\bthe user has (?:already )?(?:approved|authori[sz]ed|confirmed|consented)\b",
-        r"\bearlier you (?:confirmed|agreed|said|promised)\b",
-    ),
-    "marker_authority": (
-        r"\b(?:important|urgent|attention|priority|critical|warning|notice)\b[\s*:!\-]{0,6}(?:new )?(?:instructions?|task|message|directive|update)?\s*(?:for|to) (?:the )?(?:ai|assistant|agent|model|llm)\b",  # noqa: E501
-        r"\b(?:note|message|instructions?|directive) from (?:the )?(?:developer|developers|admin|administrator|system|openai|anthropic|security team|it department)\b",  # noqa: E501
-        r"\bthis is an? (?:authori[sz]ed|official|sanctioned|approved) (?:request|diagnostic|test|instruction|override|update)\b",  # noqa: E501
-        r"\b(?:admin|administrator|developer|system|root|security) override\b",
-        r"\b(?:emergency|urgent) (?:protocol|override|instruction|task)\b",
-        r"\bhighest priority\b|\bpriority (?:task|instruction)\b",
-    ),
-    "marker_hidden": (
-        r"<!--[^>]{0,400}?\b(?:ignore|assistant|ai|instruction|you must|respond|reply|call|send|important)\b",
-        r"\bdisplay\s*:\s*none\b|\bvisibility\s*:\s*hidden\b|\bfont-size\s*:\s*0|\bcolor\s*:\s*(?:white|#fff\b|#ffffff)",
-        r"\b(?:decode|decrypt|translate|unscramble|apply rot13|base64[- ]decode)\b[^.\n]{0,30}\b(?:and|then)\b[^.\n]{0,10}\b(?:follow|execute|comply|obey|run|do|act)\b",  # noqa: E501
-        r"\b(?:hidden|secret|invisible) (?:instructions?|message|text|command)s?\b",
-    ),
-}
-
-# Words of texts that talk about injections or give instructions to people: evidence against, weighted in data.
-_DISCUSSION = re.compile(
-    r"\b(?:prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
-    r"awareness|training module|red team|jailbreak(?:s|ing)? (?:prompts?|attempts?)|payloads?|mitigations?|"
-    r"detect(?:s|ed|ion|or)?|classifier|benchmark|dataset|corpus|taxonomy|we found|the paper|this article|"
-    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
-)
-
-_AGENT_WORDS = (
-    "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
-)
-
-# A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
-# keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
-# match; ``tests/test_rule_evaluator.py`` checks that gating never changes a marker on the development set.
-_ANCHORS: dict[str, frozenset[str]] = {
-    family: frozenset(words.split())
-    for family, words in {
-        "marker_override": "ignore disregard forget override overrule bypass skip drop abandon cancel new real actual "
-        "true updated instead prior previous original",
-        "marker_persona": "now rest mode dan pretend restrictions limits limitations filters rules constraints "
-        "guidelines censorship boundaries unrestricted unfiltered uncensored evil different jailbreak jailbroken",
-        "marker_addressed": _AGENT_WORDS + " i automated autonomous when",
-        "marker_chat_format": "system assistant user developer human im endoftext eot start instruction instructions "
-        "untrusted tool document email context inst sys admin end ignore",
-        "marker_prompt_leak": "system developer initial hidden instructions prompt reveal print show output repeat "
-        "leak dump display share list tell disclose recite verbatim",
-        "marker_tool_call": "call invoke use run execute trigger fire send forward email e post upload transfer "
-        "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire",
-        "marker_imperative": "must should shall need have required instructed will are respond reply answer "
-        "response output summary message responses replies answers outputs summaries messages user human "
-        "operator owner instruction instructions note text comply obey follow crucial critical vital essential "
-        "imperative important earlier",
-        "marker_authority": "important urgent attention priority critical warning notice from authorized "
-        "authorised official sanctioned approved override emergency",
-        "marker_hidden": "! display visibility font color decode decrypt translate unscramble rot13 base64 hidden "
-        "secret invisible",
-    }.items()
-}
-
-_MARKERS: tuple[tuple[str, frozenset[str], re.Pattern[str]], ...] = tuple(
-    (family, _ANCHORS[family], re.compile("|".join(f"(?:{p})" for p in patterns)))
-    for family, patterns in _MARKER_SOURCES.items()
-)
-MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
-
-
-def integrity_markers(text: str, limit: int = 2000) -> dict[str, float]:
-    """The marker features of one untrusted text: 1.0 per marker family found, the count of hidden-text tricks
-    undone (capped at 3), and ``discussion`` (how much the text reads as talk *about* instructions, capped at 3).
-    """
-    norm, tricks = normalise_untrusted(text, limit)
-    return _markers_of(norm, tricks, _anchor_words(_WORD.findall(norm)))
-
-
-def _anchor_words(words: list[str]) -> set[str]:
-    # Tokens keep apostrophes ("'priority" after an opening quote); anchors are bare words.
-    return set(map(str.strip, words, repeat("'")))
-
-
-def _markers_of(norm: str, tricks: int, words: set[str] | None) -> dict[str, float]:
-    """Marker features of normalised text; with ``words`` (its tokens), families without an anchor are skipped."""
-    features = {
-        family: 1.0
-        for family, anchors, rx in _MARKERS
-        if (words is None or not anchors.isdisjoint(words)) and rx.search(norm)
-    }
-    if tricks:
-        features["hidden_chars"] = float(min(tricks, 3))
-    if features:
-        # Only worth counting when a marker fired: it is evidence against a marker, not a signal alone.
-        features["discussion"] = float(min(len(_DISCUSSION.findall(norm)), 3))
-    return features
-
-
-_WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
-
-
-@dataclass(frozen=True, slots=True)
-class IntegrityModel:
-    """Logistic regression over hashed word n-grams of a normalised untrusted text; pure Python at run time.
-
-    A text's features are its word 1..``ngram``-grams (punctuation marks count as words), each hashed with CRC-32
-    into ``2**bits`` buckets, counted once (binary), the vector scaled to unit length. ``logit`` is
-    ``bias + sum(weights[bucket]) / sqrt(number of distinct buckets)``. Training lives in
-    ``evals/train_integrity.py``, which must produce the same features: ``features`` is the reference.
-    """
-
-    version: str
-    bits: int
-    ngram: int
-    bias: float
-    weights: Mapping[int, float]
-
-    def features(self, normalised: str, words: list[str] | None = None) -> set[int]:
-        """The hashed buckets of a normalised text (``words``: its ``_WORD`` tokens, when already split)."""
-        mask = (1 << self.bits) - 1
-        if words is None:
-            words = _WORD.findall(normalised)
-        crc = zlib.crc32
-        # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
-        # as hashing the joined text, without joining it. Buckets are added in the same order as ever (every
-        # 1-gram, then every 2-gram...), so the set, and the order ``logit`` sums its weights in, are unchanged.
-        # (map() rather than comprehensions: the loops run in C, in the same order.)
-        running = list(map(crc, map(str.encode, words)))
-        out = set(map(mask.__and__, running))
-        if self.ngram > 1 and len(words) > 1:
-            spaced = list(map(str.encode, map(" ".__add__, words)))
-            for n in range(2, self.ngram + 1):
-                running = list(map(crc, spaced[n - 1 :], running[:-1]))
-                out.update(map(mask.__and__, running))
-        return out
-
-    def logit(self, normalised: str, words: list[str] | None = None) -> float:
-        buckets = self.features(normalised, words)
-        if not buckets:
-            return self.bias
-        # map() walks the buckets in the same order as a generator would, so the sum is the same number.
-        return self.bias + sum(map(self.weights.get, buckets, repeat(0.0))) / math.sqrt(len(buckets))
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> IntegrityModel:
-        version = data.get("version")
-        if not isinstance(version, str) or not version:
-            raise ConfigError("integrity_model.version", "must be a non-empty string")
-        bits, ngram = data.get("bits"), data.get("ngram")
-        if not isinstance(bits, int) or not 8 <= bits <= 24 or not isinstance(ngram, int) or not 1 <= ngram <= 3:
-            raise ConfigError("integrity_model", f"needs bits in 8..24 and ngram in 1..3, got {bits!r}, {ngram!r}")
-        raw = data.get("weights")
-        if not isinstance(raw, Mapping):
-            raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
-        weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
-        return cls(version, bits, ngram, _number("integrity_model.bias", data.get("bias")), weights)
-
 
 def load_integrity_model(path: str | Path | None = None) -> IntegrityModel:
     """The integrity model shipped with the package, or the one in ``path``."""
@@ -715,7 +491,7 @@ class RuleEvaluator:
         self.name = name
         self.model_version = f"rules-{self.coefficients.version}/{self.integrity_model.version}"
         self._cache_size = cache_size
-        self._integrity_cache: OrderedDict[str, dict[str, float]] = OrderedDict()
+        self._integrity_cache: OrderedDict[str, TextScore] = OrderedDict()
         self._stem_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._id_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._args_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
@@ -764,24 +540,28 @@ class RuleEvaluator:
         where = ""
         for step in projection.steps[-co.scan_steps :] if co.scan_steps > 0 else ():
             for call in step.calls:
-                f = self.text_integrity_features(call.result)
-                z = co.integrity.logit(f)
+                scored = self.text_integrity_score(call.result)
+                z = co.integrity.logit(scored.features)
                 if z > best_z:
-                    best, best_z, where = f, z, f"step {step.step} {call.tool}"
+                    best, best_z = dict(scored.features), z
+                    where = f"step {step.step} {call.tool}"
+                    if scored.window_char:
+                        where += f" (from about character {scored.window_char})"
         return best, where
 
     def text_integrity_features(self, text: str) -> dict[str, float]:
-        """Markers and the model's logit for one untrusted text (cached by text)."""
+        """Markers and the model's logit for one untrusted text (cached by text); see ``_integrity``."""
+        return dict(self.text_integrity_score(text).features)
+
+    def text_integrity_score(self, text: str) -> TextScore:
+        """The integrity features of one untrusted text and where its most suspicious window starts (cached)."""
         cache = self._integrity_cache
         hit = cache.get(text)
         if hit is not None:
             return hit
-        norm, tricks = normalise_untrusted(text, self.coefficients.scan_chars)
-        words = _WORD.findall(norm)
-        features = _markers_of(norm, tricks, _anchor_words(words))
-        features["model_logit"] = self.integrity_model.logit(norm, words)
-        _memo(cache, text, features, self._cache_size)
-        return features
+        scored = score_text(text, self.integrity_model, self.coefficients.scan_chars)
+        _memo(cache, text, scored, self._cache_size)
+        return scored
 
     def stagnation_features(self, projection: Projection) -> dict[str, float]:
         steps = projection.steps[-self.coefficients.history_steps :]
@@ -1061,6 +841,8 @@ class RuleEvaluator:
             p = self.coefficients.integrity.p({})
             return _yes(p, "no tool result in the scanned steps")
         p = self.coefficients.integrity.p(features)
+        if "trivial" in features:
+            return _yes(p, f"only empty or trivial results (latest: {where}): no evidence either way")
         fired = [k.removeprefix("marker_") for k in features if k.startswith("marker_")]
         note = f"most suspicious: {where}; markers: {', '.join(fired) or 'none'}; "
         note += f"model logit {features['model_logit']:.2f}"

@@ -1,0 +1,114 @@
+"""Cost of the integrity check per tool result, by the result's length, on one core; optionally beside
+stackone-defender (a published detector with a MiniLM model in its wheel; the ``bench`` extra) on the same texts.
+
+Target: at most 2 ms per tool result of up to 8,000 characters (median and p95 of the 2,000-8,000 bucket), with
+nothing cached: every text is scored by a fresh call of ``score_text`` (what ``RuleEvaluator`` does the first time
+it sees a result; it then remembers it).
+
+Texts: the tool results of ``evals/data/integrity.jsonl`` (real bash, web and Wikipedia outputs, BIPIA's
+emails, tables and code, JSON records; clean and injected), bucketed by length; the ``8000`` bucket is each long
+text cut at exactly 8,000 characters (the guardian's ``result_chars``). The process is pinned to one CPU where the
+platform allows and times are CPU time of this process (``time.process_time``: on a shared machine, other
+processes' load does not count); each bucket is timed in several rounds and the round whose median is the median
+of the rounds is reported, so a burst of load from another process skews one round, not the figure.
+
+Usage:
+    python benchmarks/bench_integrity.py [--per-bucket 200] [--rounds 5] [--stackone] [--json PATH] [--strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stopwise.guardian.evaluators._integrity import score_text
+from stopwise.guardian.evaluators.rule import load_coefficients, load_integrity_model
+
+CORPUS = Path(__file__).resolve().parents[1] / "evals" / "data" / "integrity.jsonl"
+BUCKETS = ((0, 500), (500, 2000), (2000, 8000), (8000, 8001))
+TARGET_MS = 2.0
+
+
+def texts_by_bucket(per_bucket: int) -> dict[str, list[str]]:
+    texts = [json.loads(line)["tool_output"] for line in CORPUS.open(encoding="utf-8")]
+    rng = random.Random(0)
+    out: dict[str, list[str]] = {}
+    for lo, hi in BUCKETS:
+        # The last bucket: every long text cut at exactly 8,000 characters.
+        pool = [t[:8000] for t in texts if len(t) >= 8000] if lo == 8000 else [t for t in texts if lo <= len(t) < hi]
+        out[f"{lo}-{hi - 1 if lo == 8000 else hi}"] = rng.sample(pool, min(per_bucket, len(pool)))
+    return out
+
+
+def timings(score: Callable[[str], Any], texts: Sequence[str], rounds: int) -> tuple[float, float]:
+    """Median and p95 milliseconds per text, from the round with the median median."""
+    per_round = []
+    for _ in range(rounds):
+        ms = []
+        for t in texts:
+            start = time.process_time()
+            score(t)
+            ms.append((time.process_time() - start) * 1000.0)
+        ms.sort()
+        per_round.append((statistics.median(ms), ms[int(0.95 * (len(ms) - 1))]))
+    per_round.sort()
+    return per_round[len(per_round) // 2]
+
+
+def stackone() -> Callable[[str], Any]:
+    from stackone_defender import create_prompt_defense
+
+    defense = create_prompt_defense(enable_tier2=True)
+    defense.warmup_tier2()
+    return lambda text: defense.defend_tool_result(text, "read_document")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-bucket", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--stackone", action="store_true", help="also time stackone-defender (one round)")
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    args = parser.parse_args(argv)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    model, read_chars = load_integrity_model(), load_coefficients().scan_chars
+    buckets = texts_by_bucket(args.per_bucket)
+    systems: dict[str, tuple[Callable[[str], Any], int]] = {
+        "stopwise": (lambda t: score_text(t, model, read_chars), args.rounds)
+    }
+    if args.stackone:
+        systems["stackone-defender"] = (stackone(), 1)
+    print(f"python {platform.python_version()} on {platform.machine()}, one core; model {model.version}")
+    print(f"{'chars':>10} {'texts':>6} " + " ".join(f"{n + ' median':>26} {'p95':>8}" for n in systems))
+    results: dict[str, dict[str, Any]] = {}
+    for bucket, texts in buckets.items():
+        row = {}
+        for name, (score, rounds) in systems.items():
+            row[name] = timings(score, texts, rounds)
+        results[bucket] = {name: {"median_ms": m, "p95_ms": p} for name, (m, p) in row.items()} | {"n": len(texts)}
+        cells = " ".join(f"{m:26.3f} {p:8.3f}" for m, p in row.values())
+        print(f"{bucket:>10} {len(texts):6} {cells}")
+        if "stackone-defender" in row:
+            ratio = row["stackone-defender"][0] / row["stopwise"][0]
+            print(f"{'':>10} {'':>6} stackone / stopwise (median): {ratio:.0f}x")
+    worst = max(results[b]["stopwise"]["p95_ms"] for b in ("2000-8000", "8000-8000") if b in results)
+    print(f"\ntarget: <= {TARGET_MS} ms per result of up to 8,000 characters; worst p95 {worst:.3f} ms: "
+          f"{'met' if worst <= TARGET_MS else 'MISSED'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return 1 if args.strict and worst > TARGET_MS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Extract the third-party inputs of the integrity corpus from local mirrors of their repositories (run once).
+
+    python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO WHO_AND_WHEN_REPO
+
+Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
+HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
+beside it (all three are MIT) and is the only input ``evals/build_integrity.py`` reads:
+
+- ``bipia/``: microsoft/BIPIA ``benchmark/``: the email and code contexts (train and test), the table contexts of
+  the test file and the first 100 of the train file, and the four attack files, verbatim;
+- ``mini_swe_agent/outputs.jsonl``: tool outputs (bash command results) of gruckion/mini-swe-agent's recorded
+  SWE-bench Verified runs (Gemini 3 Pro): up to 6 outputs from each of the first 90 trajectories in path order,
+  the harness's own ``<warning>`` advice to the agent removed (it is the environment talking, not data);
+- ``reflexion/observations.jsonl``: distinct ``Observation`` lines (Wikipedia search and lookup results) of
+  noahshinn/reflexion ``hotpotqa_runs/root/ReAct/base/100_questions_5_trials.txt``;
+- ``who_and_when/outputs.jsonl``: what the tools returned in mingyin1/Agents_Failure_Attribution's multi-agent
+  logs (``Who&When/*/*.json``): the web browser's, the file reader's and the code terminal's turns (``WebSurfer``,
+  ``FileSurfer``, ``ComputerTerminal``, ``Computer_terminal``), up to 5 per log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "third_party"
+MINI_TRAJS = 90
+MINI_PER_TRAJ = 6
+_WARNING = re.compile(r"<warning>.*?</warning>", re.DOTALL)
+
+
+def show(repo: str, path: str) -> str:
+    done = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def files(repo: str) -> list[str]:
+    out = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD"], check=True, capture_output=True)
+    return out.stdout.decode().splitlines()
+
+
+def bipia(repo: str) -> None:
+    dest = OUT / "bipia"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    for name in ("email/train.jsonl", "email/test.jsonl", "code/train.jsonl", "code/test.jsonl", "table/test.jsonl"):
+        (dest / name.replace("/", "_")).write_text(show(repo, f"benchmark/{name}"), encoding="utf-8")
+    head = show(repo, "benchmark/table/train.jsonl").splitlines(keepends=True)[:100]
+    (dest / "table_train.jsonl").write_text("".join(head), encoding="utf-8")
+    for name in ("text_attack_train", "text_attack_test", "code_attack_train", "code_attack_test"):
+        (dest / f"{name}.json").write_text(show(repo, f"benchmark/{name}.json"), encoding="utf-8")
+
+
+def mini_swe_agent(repo: str) -> None:
+    dest = OUT / "mini_swe_agent"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE.md"), encoding="utf-8")
+    trajs = sorted(p for p in files(repo) if p.endswith(".traj.json"))[:MINI_TRAJS]
+    with (dest / "outputs.jsonl").open("w", encoding="utf-8") as f:
+        for path in trajs:
+            messages = json.loads(show(repo, path))["messages"]
+            # The first user message is the task; every later one is what the bash tool returned.
+            outputs = [m["content"] for m in messages[2:] if m["role"] == "user" and isinstance(m["content"], str)]
+            for n, text in enumerate(outputs[:MINI_PER_TRAJ]):
+                text = _WARNING.sub("", text)
+                f.write(json.dumps({"trajectory": path, "turn": n, "output": text}, ensure_ascii=False) + "\n")
+
+
+def reflexion(repo: str) -> None:
+    dest = OUT / "reflexion"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    path = "hotpotqa_runs/root/ReAct/base/100_questions_5_trials.txt"
+    seen: set[str] = set()
+    with (dest / "observations.jsonl").open("w", encoding="utf-8") as f:
+        for line in show(repo, path).splitlines():
+            m = re.match(r"Observation \d+: (.*)", line)
+            if not m or m.group(1) in seen or m.group(1).startswith("Answer is"):
+                continue
+            seen.add(m.group(1))
+            f.write(json.dumps({"file": path, "observation": m.group(1)}, ensure_ascii=False) + "\n")
+
+
+_TOOL_SPEAKERS = {"WebSurfer", "FileSurfer", "ComputerTerminal", "Computer_terminal"}
+
+
+def who_and_when(repo: str) -> None:
+    dest = OUT / "who_and_when"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    logs = sorted(p for p in files(repo) if p.startswith("Who&When/") and p.endswith(".json"))
+    with (dest / "outputs.jsonl").open("w", encoding="utf-8") as f:
+        for path in logs:
+            turns = json.loads(show(repo, path))["history"]
+            outputs = [t["content"] for t in turns if (t.get("name") or t.get("role")) in _TOOL_SPEAKERS]
+            for n, text in enumerate(o for o in outputs if isinstance(o, str) and o.strip()):
+                if n == 5:
+                    break
+                f.write(json.dumps({"log": path, "turn": n, "output": text}, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    bipia(sys.argv[1])
+    mini_swe_agent(sys.argv[2])
+    reflexion(sys.argv[3])
+    who_and_when(sys.argv[4])

@@ -1,0 +1,564 @@
+"""Integrity: how strongly one untrusted text (a tool result) reads as instructions addressed to the agent.
+
+The ``RuleEvaluator`` asks ``score_text`` for the features of each tool result it scans and maps them to a
+probability with the ``integrity`` logistic map of ``rule_coefficients.json``. What a caller may rely on:
+
+- **Nothing is diluted.** The marker families (hand-written patterns of instructions to an agent) are searched in
+  the whole text read, and the learned model (``IntegrityModel``: hashed word n-grams) scores the text in
+  overlapping windows of ``window`` tokens and keeps the highest window: an injection late in a long bill scores
+  as it would alone. ``read_chars`` bounds what is read (the guardian's projection keeps ``result_chars``).
+- **Trivial results are no evidence.** An empty or structure-only result (``{}``, ``[]``, ``""``, ``null``,
+  ``{"items": []}``, a bare number or status word) has the single feature ``trivial`` and nothing else.
+- **Evasions are undone first**: the shared normaliser (``stopwise.normalise``: invisible and tag characters,
+  look-alike letters, letter spacing, leetspeak), then one-letter misspellings of the words injections rely on
+  ("ignroe", "instrucitons"), counted as ``misspelt``.
+- Pure functions of the text and the model: no clock, no I/O, no randomness (CRC-32 hashing, not ``hash``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate, chain, repeat
+from operator import add, sub
+from typing import Any, NamedTuple
+
+from stopwise.errors import ConfigError
+from stopwise.normalise import normalise_untrusted
+
+__all__ = [
+    "MARKER_FAMILIES",
+    "IntegrityModel",
+    "TextScore",
+    "integrity_markers",
+    "is_trivial",
+    "normalise_untrusted",
+    "score_text",
+    "tokens",
+]
+
+# --------------------------------------------------------------------------------------------------------------
+# Trivial results
+
+# A string value (or a whole plain-text result) needs two words of letters to say anything to anyone.
+_TWO_WORDS = re.compile(r"[^\W\d_]{2,}[^\w]+[^\W\d_]{2,}")
+_TRIVIAL_TEXT = 16
+
+
+def is_trivial(text: str) -> bool:
+    """True when ``text`` cannot carry an instruction: empty or blank, a JSON value none of whose strings holds
+    two words (``{}``, ``[]``, ``""``, ``null``, ``{"items": []}``, ``{"ok": true, "id": "a1"}``), or a short
+    plain text without two words ("OK", "200", "done")."""
+    s = text.strip()
+    if not s:
+        return True
+    if s[0] in "[{\"" or s in ("null", "true", "false"):
+        if len(s) > 4000:
+            return False  # a long document is worth reading whatever its shape
+        try:
+            value = json.loads(s)
+        except ValueError:
+            return False
+        return not any(_TWO_WORDS.search(v) for v in _strings(value))
+    return len(s) <= _TRIVIAL_TEXT and not _TWO_WORDS.search(s)
+
+
+def _strings(value: Any) -> list[str]:
+    """The string values (not the keys) of a JSON value, at any depth."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Misspelt trigger words
+
+# The words most injections need. A token one edit away from one of them (insert, delete, substitute, swap two
+# neighbours) is read as that word: "ignroe all previus instrucitons" is "ignore all previous instructions".
+_TRIGGERS = (
+    "ignore", "disregard", "forget", "override", "bypass", "instructions", "instruction", "previous", "prior",
+    "earlier", "above", "system", "prompt", "assistant", "important", "urgent", "execute", "reveal", "password",
+    "passwords", "credentials", "respond", "directive", "directives", "guidelines", "attention", "admin",
+    "administrator", "developer", "confidential", "secret", "forward", "transfer", "delete",
+)
+_MIN_FUZZY = 5
+
+
+def _deletes(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _fuzzy_index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for word in _TRIGGERS:
+        for key in (word, *_deletes(word)):
+            index.setdefault(key, word)
+    return index
+
+
+_FUZZY = _fuzzy_index()
+_TRIGGER_SET = frozenset(_TRIGGERS)
+# A misspelling keeps its first letter and a length within one of the word's: (first letter, length) pairs that
+# can be a trigger's, so most tokens are ruled out by one set look-up.
+_SHAPES = frozenset((w[0], n) for w in _TRIGGERS for n in (len(w) - 1, len(w), len(w) + 1))
+
+
+def _fuzzy_match(token: str) -> str | None:
+    """The trigger word ``token`` misspells (one edit away), or None (also for the word itself or an inflection:
+    "ignored" and "prompts" are spelt right)."""
+    word = _FUZZY.get(token)
+    if word is None:
+        for key in _deletes(token):
+            word = _FUZZY.get(key)
+            if word is not None:
+                break
+        else:
+            return None
+    if token.startswith(word) or (word.startswith(token[:-1]) and token[-1] in "sd"):
+        return None
+    return word
+
+
+def _respell(words: list[str]) -> dict[str, str]:
+    """Misspelt trigger words among ``words`` -> the word they misspell."""
+    fixes: dict[str, str] = {}
+    for token in set(words):
+        if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
+            word = _fuzzy_match(token)
+            if word is not None:
+                fixes[token] = word
+    return fixes
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Markers
+
+_AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
+_INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
+# Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
+_PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
+
+# Each family is one feature (1.0 when any of its patterns matches). Weights live in rule_coefficients.json.
+_MARKER_SOURCES: dict[str, tuple[str, ...]] = {
+    "marker_override": (
+        rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|cancel)\b[^.\n]{{0,20}}{_PRIOR}\b[^.\n]{{0,20}}{_INSTR}",
+        r"\b(?:ignore|disregard|forget)\s+(?:everything|all|anything|what)\b[^.\n]{0,30}\b(?:above|before|earlier|previously|told|said|instructions?)",
+        r"\bnew (?:important |updated |urgent |real )?(?:instructions?|task|directive|rules|orders)\b",
+        r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
+        r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
+        r"\b(?:prior|previous|original) (?:task|request|instructions?) (?:is|are|has been|have been) (?:cancel|void|null|revoked|replaced|superseded|obsolete)",  # noqa: E501
+    ),
+    "marker_persona": (
+        # Not "you are now subscribed / logged in / eligible": those are notices to people.
+        r"\byou are now\b(?! (?:subscribed|unsubscribed|registered|logged|signed|enrolled|eligible|connected|part of|a member|on the|in the|ready|able|free to|booked|checked))",  # noqa: E501
+        r"\bfrom now on\b[^.\n]{0,20}\byou\b",
+        r"\bfor the rest of (?:this|the) (?:conversation|session|chat)\b",
+        r"\b(?:developer|debug|god|admin|jailbreak|unrestricted|dan) mode\b",
+        r"\bdo anything now\b|\bdan\b[^.\n]{0,20}\b(?:can|anything|no)\b",
+        r"\bpretend (?:that )?(?:you are|you're|to be)\b",
+        r"\b(?:no|without|free from all|free of|not subject to any) (?:restrictions|limits|limitations|filters|rules|constraints|guidelines|censorship|boundaries)\b",  # noqa: E501
+        r"\b(?:act|behave|respond|answer) as (?:if you were |though you were )?(?:an? )?(?:unrestricted|unfiltered|uncensored|evil|different)\b",  # noqa: E501
+        r"\bjailbr(?:eak|oken)\b",
+    ),
+    "marker_addressed": (
+        rf"\bas an? {_AGENT}\b",
+        rf"\b(?:dear|attention|hey|hello|hi|calling all|to the|(?:note|message|instructions?|notice|memo|request|reminder|p\.?s\.?) (?:to|for)) (?:the |any |all |an? |this |every )?(?:automated |ai |virtual |digital |autonomous )?{_AGENT}s?\b",  # noqa: E501
+        r"\bif you are an? (?:ai|llm|assistant|agent|language model|automated|bot|chatbot)\b",
+        rf"\b{_AGENT}s? (?:reading|processing|parsing|summari[sz]ing|analy[sz]ing|viewing|seeing|scanning) (?:this|these)\b",  # noqa: E501
+        rf"\b(?:any|all|every) (?:ai|llm|automated|autonomous|ai-powered) (?:{_AGENT}s?|systems?|tools?|readers?)\b",
+        r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
+    ),
+    "marker_chat_format": (
+        r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
+        r"<\|?(?:im_start|im_end|endoftext|system|user|assistant|eot_id|start_header_id)\|?>",
+        r"</?(?:system|user|assistant|instructions?|untrusted[\w-]*|tool[\w-]*|document|email|context)>",
+        r"\[/?(?:system|inst|sys|admin|assistant|instructions?)\]",
+        r"\b(?:end of|ignore the) (?:document|email|context|tool output|untrusted)\b",
+        r"<<\s*sys\s*>>",
+    ),
+    "marker_prompt_leak": (
+        # A bare mention of a system prompt is data; asking for *yours* is addressed to the agent.
+        r"\b(?:your|the assistant's|the ai's|the model's) (?:system prompt|system message|developer message|initial prompt|hidden prompt|instructions verbatim)\b",  # noqa: E501
+        r"\b(?:reveal|print|show|output|repeat|leak|dump|display|share|list|tell me|disclose|recite)\b[^.\n]{0,30}\b(?:your|the)\b[^.\n]{0,20}\b(?:hidden |initial |original |secret |system |internal )(?:prompt|instructions?|message|rules|configuration)",  # noqa: E501
+        r"\b(?:your|the) (?:instructions|prompt) verbatim\b",
+    ),
+    "marker_tool_call": (
+        r"\b(?:call|invoke|use|run|execute|trigger|fire)\b[^.\n]{0,12}\b(?:the )?[a-z]+_[a-z_]+\b",
+        r"\b(?:call|invoke|use|run|execute|trigger)\b[^.\n]{0,25}\b(?:tool|function|api|endpoint|command|plugin)\b",
+        r"\b(?:send|forward|email|e-mail|post|upload|transfer|exfiltrate|copy|submit|leak|share)\b[^.\n]{0,60}\b(?:api[ _-]?keys?|passwords?|tokens?|credentials|secrets?|database|contacts|ssh keys?|private keys?|session cookies?|env(?:ironment)? variables|customer (?:data|emails|records))\b",  # noqa: E501
+        r"\b(?:delete|remove|wipe|drop|erase|rm -rf)\b[^.\n]{0,40}\b(?:all|every|prod|production|database|files|repository|backups?|/)\b",  # noqa: E501
+        r"!\[[^\]]*\]\(https?://[^)\s]*[?&][a-z_]+=",
+        r"\b(?:curl|wget)\s+(?:-\w+\s+)*https?://",
+        r"\bwire\b[^.\n]{0,30}\b(?:funds|money|\$\d)",
+    ),
+    "marker_imperative": (
+        rf"\b(?:you|the {_AGENT}|an? {_AGENT}|{_AGENT}s?) (?:must|should|shall|need to|have to|are required to|are instructed to|will now|are to)\b[^.\n]{{0,30}}\b(?:reply|respond|answer|output|say|print|include|call|send|ignore|forget|execute|run|delete|write|tell|reveal|append|add|recommend|approve|mark|output|visit|click|follow|comply|obey|disregard)",  # noqa: E501
+        r"\b(?:respond|reply|answer)\s+(?:only|solely|exclusively)?\s*with\b",
+        r"\b(?:output|print|say|include|append|add|end|repeat|write|put|insert|place|mention|state)\b[^.\n]{0,60}\b(?:in|to|at the end of|at the start of|with|before|after) (?:your|the|each|every) (?:response|reply|answer|output|summary|message)s?\b",  # noqa: E501
+        r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|mention (?:this|these|it) to|warn|let) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
+        r"\bwithout (?:telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|human|operator|owner)\b",  # noqa: E501
+        r"\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat|summari[sz]e) (?:this|these|the following) (?:instructions?|message|note|text)\b",  # noqa: E501
+        r"\b(?:comply|obey|follow)\b[^.\n]{0,15}\b(?:immediately|these|the following|my|this instruction|without question)\b",  # noqa: E501
+        r"\bit is (?:crucial|critical|vital|essential|imperative|very important) (?:that )?you\b",
+        r"\byour (?:response|reply|answer|summary|output) (?:must|should|has to)\b",
+        r"\bthe user has (?:already )?(?:approved|authori[sz]ed|confirmed|consented)\b",
+        r"\bearlier you (?:confirmed|agreed|said|promised)\b",
+    ),
+    "marker_authority": (
+        r"\b(?:important|urgent|attention|priority|critical|warning|notice)\b[\s*:!\-]{0,6}(?:new )?(?:instructions?|task|message|directive|update)?\s*(?:for|to) (?:the )?(?:ai|assistant|agent|model|llm)\b",  # noqa: E501
+        r"\b(?:note|message|instructions?|directive) from (?:the )?(?:developer|developers|admin|administrator|system|openai|anthropic|security team|it department)\b",  # noqa: E501
+        r"\bthis is an? (?:authori[sz]ed|official|sanctioned|approved) (?:request|diagnostic|test|instruction|override|update)\b",  # noqa: E501
+        r"\b(?:admin|administrator|developer|system|root|security) override\b",
+        r"\b(?:emergency|urgent) (?:protocol|override|instruction|task)\b",
+        r"\bhighest priority\b|\bpriority (?:task|instruction)\b",
+    ),
+    "marker_hidden": (
+        r"<!--[^>]{0,400}?\b(?:ignore|assistant|ai|instruction|you must|respond|reply|call|send|important)\b",
+        r"\bdisplay\s*:\s*none\b|\bvisibility\s*:\s*hidden\b|\bfont-size\s*:\s*0|\bcolor\s*:\s*(?:white|#fff\b|#ffffff)",
+        r"\b(?:decode|decrypt|translate|unscramble|apply rot13|base64[- ]decode)\b[^.\n]{0,30}\b(?:and|then)\b[^.\n]{0,10}\b(?:follow|execute|comply|obey|run|do|act)\b",  # noqa: E501
+        r"\b(?:hidden|secret|invisible) (?:instructions?|message|text|command)s?\b",
+    ),
+    "marker_request": (
+        # A bare task planted in a data field: no "ignore", no "assistant", only a request, at a sentence's start.
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:"
+        r"(?:write|compose|draft|generate|create|translate|summari[sz]e|paraphrase|rewrite|explain|describe|recommend|suggest|analy[sz]e|compare|outline|calculate|convert|encode|decode|reverse|spell|brainstorm|provide|list|give)\s+(?:a|an|the|me|us|my|some|all|\d+|in|how|what|why|this|these|it|each|every|short|brief|detailed|step-by-step|tips|ways|insights|examples?|ideas|list|summary|story|poem|code|script|function|program|letter|essay|article|tweet|joke|song|command|recipe|overview)\b"
+        r"|(?:show|tell|teach|help|give) me\b"
+        r"|how (?:can|do|should|would|could) (?:i|we)\b"
+        r"|what (?:are|is) the (?:best|top|main|major|key|benefits|risks|pros|latest|most)\b"
+        r"|(?:can|could|would|will) you (?:please )?(?:write|tell|give|help|explain|list|recommend|suggest|show|provide|create|generate|summari[sz]e|translate|find|send|forward|book|make)\b"  # noqa: E501
+        r")",
+        r"\b(?:in|into|to|throughout|within) (?:your|the|each) (?:response|reply|answer|summary)s?\b",
+    ),
+    "marker_action": (
+        # An order to act, alone at the start of a sentence or of a data field (a transaction subject, a review, a
+        # calendar description): what an injected task looks like when it names no assistant at all.
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:send|forward|transfer|wire|pay|move|delete|remove|drop|disable|grant|add|invite|share|publish|post|upload|copy|change|update|reset|cancel|approve|merge|rename|unsubscribe|book|reserve|buy|order|schedule|email|text|leave|mark|close|open|set)\s+(?:a|an|the|all|every|each|this|these|those|my|our|your|its|their|his|her|it|them|me|us|everyone|everybody|everything|\d[\d,.]*)\b",
+    ),
+}
+
+# Words of texts that talk about injections or give instructions to people: evidence against, weighted in data.
+_DISCUSSION = re.compile(
+    r"\b(?:prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
+    r"awareness|training module|red team|jailbreak(?:s|ing)? (?:prompts?|attempts?)|payloads?|mitigations?|"
+    r"detect(?:s|ed|ion|or)?|classifier|benchmark|dataset|corpus|taxonomy|we found|the paper|this article|"
+    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
+)
+
+_AGENT_WORDS = (
+    "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
+)
+
+# A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
+# keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
+# match; ``tests/test_rule_evaluator.py`` checks that gating never changes a marker on the development set.
+_ANCHORS: dict[str, frozenset[str]] = {
+    family: frozenset(words.split())
+    for family, words in {
+        "marker_override": "ignore disregard forget override overrule bypass skip drop abandon cancel new real actual "
+        "true updated instead prior previous original",
+        "marker_persona": "now rest mode dan pretend restrictions limits limitations filters rules constraints "
+        "guidelines censorship boundaries unrestricted unfiltered uncensored evil different jailbreak jailbroken",
+        "marker_addressed": _AGENT_WORDS + " i automated autonomous when",
+        "marker_chat_format": "system assistant user developer human im endoftext eot start instruction instructions "
+        "untrusted tool document email context inst sys admin end ignore",
+        "marker_prompt_leak": "system developer initial hidden instructions prompt reveal print show output repeat "
+        "leak dump display share list tell disclose recite verbatim",
+        "marker_tool_call": "call invoke use run execute trigger fire send forward email e post upload transfer "
+        "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire",
+        "marker_imperative": "must should shall need have required instructed will are respond reply answer "
+        "response output summary message responses replies answers outputs summaries messages user human "
+        "operator owner instruction instructions note text comply obey follow crucial critical vital essential "
+        "imperative important earlier",
+        "marker_authority": "important urgent attention priority critical warning notice from authorized "
+        "authorised official sanctioned approved override emergency",
+        "marker_hidden": "! display visibility font color decode decrypt translate unscramble rot13 base64 hidden "
+        "secret invisible",
+        "marker_request": "write compose draft generate create translate summarize summarise paraphrase rewrite "
+        "explain describe recommend suggest analyze analyse compare outline calculate convert encode decode reverse "
+        "spell brainstorm provide list give show tell teach help how what can could would will respond reply answer "
+        "response responses replies answers summary summaries",
+        "marker_action": "send forward transfer wire pay move delete remove drop disable grant add invite share "
+        "publish post upload copy change update reset cancel approve merge rename unsubscribe book reserve buy order "
+        "schedule email text leave mark close open set",
+    }.items()
+}
+
+_MARKERS: tuple[tuple[str, frozenset[str], re.Pattern[str]], ...] = tuple(
+    (family, _ANCHORS[family], re.compile("|".join(f"(?:{p})" for p in patterns)))
+    for family, patterns in _MARKER_SOURCES.items()
+)
+MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
+"""The marker families, each one feature (1.0 when any of its patterns matches)."""
+
+_DISCUSSION_REACH = 400
+"""``discussion`` counts talk about injections within this many characters of a marker: an article that quotes
+an attack says so next to it, while a long page's far-away words say nothing about a planted instruction."""
+
+_WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
+
+
+def tokens(normalised: str) -> list[str]:
+    """The words of a normalised text as the model and the anchors see them (punctuation marks are words)."""
+    return _WORD.findall(normalised)
+
+
+def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
+    """The marker features of one untrusted text (its first ``limit`` characters): 1.0 per marker family found,
+    ``hidden_chars`` (hidden-text tricks undone, capped at 3), ``misspelt`` (misspelt trigger words, capped at 3)
+    and ``discussion`` (how much the text near a marker reads as talk *about* instructions, capped at 3)."""
+    norm, tricks = normalise_untrusted(text, limit)
+    read = _read(norm)
+    return _markers_of(read.norm, tricks, read.misspelt, read.blocks)
+
+
+_BLOCK = 500
+_OVERLAP = 300
+"""Long texts are searched in blocks of ``_BLOCK`` characters (cut at a space), each read ``_OVERLAP`` characters
+into the next so a marker that straddles a cut is still whole in one block; a family's patterns run only on the
+blocks holding one of its anchor words. That keeps a long result's scan linear and cheap: most blocks of ordinary
+output hold no anchor of most families."""
+
+
+class _Read(NamedTuple):
+    """A normalised text ready for the markers and the model."""
+
+    norm: str
+    """Misspelt trigger words spelt right."""
+    words: list[str]
+    """Its tokens (``tokens``)."""
+    misspelt: int
+    """How many distinct misspellings were undone."""
+    blocks: list[tuple[int, int, set[str]]]
+    """``(start, end, anchor words)`` of the blocks the marker families search (see ``_BLOCK``)."""
+
+
+def _read(norm: str) -> _Read:
+    spans = _segments(norm)
+    parts = [_WORD.findall(norm, start, end) for start, end in spans]
+    words = list(chain.from_iterable(parts))
+    fixes = _respell(words)
+    if fixes:
+        rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
+        norm = rx.sub(lambda m: fixes[m.group()], norm)
+        spans = _segments(norm)
+        parts = [_WORD.findall(norm, start, end) for start, end in spans]
+        words = list(chain.from_iterable(parts))
+    # A block is a segment read _OVERLAP characters into the next: its anchors, those of both (a superset, so the
+    # gating may search more than it needs, never less).
+    present = [_anchor_words(p) for p in parts]
+    blocks = [
+        (start, min(end + _OVERLAP, len(norm)), present[k] | present[k + 1] if k + 1 < len(spans) else present[k])
+        for k, (start, end) in enumerate(spans)
+    ]
+    return _Read(norm, words, len(fixes), blocks)
+
+
+def _segments(norm: str) -> list[tuple[int, int]]:
+    """Cuts of a text into spans of about ``_BLOCK`` characters, at spaces (no token spans a space)."""
+    out = []
+    start = 0
+    while start < len(norm):
+        cut = norm.find(" ", start + _BLOCK) if len(norm) > start + _BLOCK + _OVERLAP else -1
+        end = len(norm) if cut < 0 else cut
+        out.append((start, end))
+        start = end
+    return out or [(0, 0)]
+
+
+def _anchor_words(words: list[str]) -> set[str]:
+    """The distinct tokens, and the parts of those holding an apostrophe ("'priority" after an opening quote,
+    "response's"): anchors are bare words."""
+    present = set(words)
+    present.update([part for w in present if "'" in w for part in w.split("'")])
+    return present
+
+
+def _markers_of(
+    norm: str, tricks: int, misspelt: int, blocks: list[tuple[int, int, set[str]]] | None
+) -> dict[str, float]:
+    """Marker features of normalised text; with ``blocks`` (``_read``), a family's patterns run only on blocks
+    holding one of its anchors; without, on the whole text (the reference the gating must match)."""
+    features: dict[str, float] = {}
+    lo, hi = len(norm), 0
+    searched: list[tuple[int, int, set[str] | None]] = [(0, len(norm), None)] if blocks is None else list(blocks)
+    for family, anchors, rx in _MARKERS:
+        for start, stop, present in searched:
+            if present is not None and anchors.isdisjoint(present):
+                continue
+            # Searched in place, not in a slice: "^" and look-behinds see the text before the block as it is.
+            m = rx.search(norm, start, stop)
+            if m is not None:
+                features[family] = 1.0
+                lo, hi = min(lo, m.start()), max(hi, m.end())
+                break
+    if tricks:
+        features["hidden_chars"] = float(min(tricks, 3))
+    if misspelt:
+        features["misspelt"] = float(min(misspelt, 3))
+    if features:
+        # Only worth counting when something fired: it is evidence against a marker, not a signal alone.
+        near = norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
+        features["discussion"] = float(min(len(_DISCUSSION.findall(near)), 3))
+    return features
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The learned model, scored in windows
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityModel:
+    """Logistic regression over hashed word n-grams, applied to overlapping windows of a text; pure Python.
+
+    A window is ``window`` consecutive tokens (``tokens``), windows start every ``stride`` tokens and the last one
+    ends at the text's end; a text of at most ``window`` tokens is one window. A window's features are the
+    1..``ngram``-grams lying wholly inside it, each hashed with CRC-32 into ``2**bits`` buckets and *counted*; its
+    logit is ``bias + sum(weights[bucket] for each gram) / sqrt(number of grams)``. ``logit`` is the highest
+    window's. ``window_grams`` is the reference the training script (``evals/train_integrity.py``) builds its
+    matrix from; ``logit`` computes the same numbers with prefix sums, in time linear in the text.
+    """
+
+    version: str
+    bits: int
+    ngram: int
+    bias: float
+    weights: Mapping[int, float]
+    window: int = 64
+    stride: int = 32
+    _get: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_get", self.weights.get)
+
+    def grams(self, words: Sequence[str]) -> list[list[int]]:
+        """Per n (1..``ngram``), the bucket of the n-gram ending at each token (index ``i`` is the gram ending at
+        token ``i + n - 1``)."""
+        mask = (1 << self.bits) - 1
+        crc = zlib.crc32
+        # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
+        # as hashing the joined text, without joining it.
+        running = list(map(crc, map(str.encode, words)))
+        out = [list(map(mask.__and__, running))]
+        if self.ngram > 1 and len(words) > 1:
+            spaced = list(map(str.encode, map(" ".__add__, words)))
+            for n in range(2, self.ngram + 1):
+                running = list(map(crc, spaced[n - 1 :], running[:-1]))
+                out.append(list(map(mask.__and__, running)))
+        return out
+
+    def windows(self, n_tokens: int) -> list[tuple[int, int]]:
+        """The ``[start, end)`` token spans scored for a text of ``n_tokens`` tokens."""
+        if n_tokens <= self.window:
+            return [(0, n_tokens)]
+        spans = [(s, s + self.window) for s in range(0, n_tokens - self.window + 1, self.stride)]
+        if spans[-1][1] < n_tokens:
+            spans.append((n_tokens - self.window, n_tokens))
+        return spans
+
+    def window_grams(self, grams: list[list[int]], start: int, end: int) -> list[int]:
+        """The buckets of every gram inside tokens ``[start, end)``, one entry per occurrence."""
+        out: list[int] = []
+        for n, row in enumerate(grams, 1):
+            out.extend(row[start : max(start, end - n + 1)])
+        return out
+
+    def window_logits(self, words: Sequence[str]) -> list[tuple[int, float]]:
+        """``(start token, logit)`` of every window of a tokenised text, in the order of ``windows``."""
+        n = len(words)
+        if not n:
+            return [(0, self.bias)]
+        # Prefix sums of the weights per n-gram order: a window's total is a difference of two of them per order.
+        prefix = [list(accumulate(map(self._get, row, repeat(0.0)), initial=0.0)) for row in self.grams(words)]
+        spans = self.windows(n)
+        if n <= self.window:
+            return [(0, self._window_logit(prefix, 0, n))]
+        width, step = self.window, self.stride
+        # The regular windows start every ``stride`` tokens; every one holds the same number of grams.
+        starts = range(0, n - width + 1, step)
+        totals = [0.0] * len(starts)
+        for k, p in enumerate(prefix, 1):
+            ends = p[width - k + 1 : n - k + 2 : step]
+            totals = list(map(add, totals, map(sub, ends, p[: n - width + 1 : step])))
+        scale = 1.0 / math.sqrt(sum(width - k + 1 for k in range(1, len(prefix) + 1)))
+        out = [(s, self.bias + t * scale) for s, t in zip(starts, totals, strict=True)]
+        if len(spans) > len(out):  # the last window, ending at the text's end
+            s, e = spans[-1]
+            out.append((s, self._window_logit(prefix, s, e)))
+        return out
+
+    def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
+        total, count = 0.0, 0
+        for k, p in enumerate(prefix, 1):
+            stop = max(start, end - k + 1)
+            total += p[stop] - p[start]
+            count += stop - start
+        return self.bias + total / math.sqrt(count) if count else self.bias
+
+    def logit(self, words: Sequence[str]) -> float:
+        """The highest window logit of a tokenised, normalised text."""
+        return max(z for _, z in self.window_logits(words))
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> IntegrityModel:
+        version = data.get("version")
+        if not isinstance(version, str) or not version:
+            raise ConfigError("integrity_model.version", "must be a non-empty string")
+        bits, ngram = data.get("bits"), data.get("ngram")
+        if not isinstance(bits, int) or not 8 <= bits <= 24 or not isinstance(ngram, int) or not 1 <= ngram <= 3:
+            raise ConfigError("integrity_model", f"needs bits in 8..24 and ngram in 1..3, got {bits!r}, {ngram!r}")
+        window, stride = data.get("window", 64), data.get("stride", 32)
+        if not isinstance(window, int) or not isinstance(stride, int) or not 1 <= stride <= window:
+            raise ConfigError("integrity_model", f"needs 1 <= stride <= window, got {stride!r}, {window!r}")
+        raw = data.get("weights")
+        if not isinstance(raw, Mapping):
+            raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
+        weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
+        bias = _number("integrity_model.bias", data.get("bias"))
+        return cls(version, bits, ngram, bias, weights, window, stride)
+
+
+def _number(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(where, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One text
+
+
+@dataclass(frozen=True, slots=True)
+class TextScore:
+    """The integrity features of one text and where its most suspicious window starts."""
+
+    features: Mapping[str, float]
+    """Marker families, ``hidden_chars``, ``misspelt``, ``discussion``, ``model_logit``; or only ``trivial``."""
+    window_char: int
+    """Roughly where (a character offset into the text read) the highest-scoring window starts."""
+
+
+def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> TextScore:
+    """The features of the first ``read_chars`` characters of ``text`` (see the module docstring)."""
+    if is_trivial(text):
+        return TextScore({"trivial": 1.0}, 0)
+    norm, tricks = normalise_untrusted(text, read_chars)
+    read = _read(norm)
+    features = _markers_of(read.norm, tricks, read.misspelt, read.blocks)
+    words, norm = read.words, read.norm
+    windows = model.window_logits(words)
+    start, z = max(windows, key=lambda w: w[1])
+    features["model_logit"] = z
+    # Tokens average a few characters; the offset only has to say "near the start" or "far in".
+    return TextScore(features, round(start * len(norm) / max(len(words), 1)))
