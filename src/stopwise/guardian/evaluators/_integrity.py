@@ -243,8 +243,9 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "marker_action": (
         # An order to act, alone at the start of a sentence or of a data field (a transaction subject, a review, a
-        # calendar description): what an injected task looks like when it names no assistant at all.
-        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:send|forward|transfer|wire|pay|move|delete|remove|drop|disable|grant|add|invite|share|publish|post|upload|copy|change|update|reset|cancel|approve|merge|rename|unsubscribe|book|reserve|buy|order|schedule|email|text|leave|mark|close|open|set)\s+(?:a|an|the|all|every|each|this|these|those|my|our|your|its|their|his|her|it|them|me|us|everyone|everybody|everything|\d[\d,.]*)\b",
+        # calendar description): what an injected task looks like when it names no assistant at all. The object
+        # must follow as a word ("Transfer the funds", "pay 800 EUR"), so a label like "order A-17:" is not one.
+        r"(?:^|[.!?:;\"\n>|]\s*|\bplease\s+)(?:send|forward|transfer|wire|pay|move|delete|remove|drop|disable|grant|add|invite|share|publish|post|upload|copy|change|update|reset|cancel|approve|merge|rename|unsubscribe|book|reserve|buy|order|schedule|email|text|leave|mark|close|open|set)\s+(?:(?:a|an|the|all|every|each|this|these|those|my|our|your|its|their|his|her|it|them|me|us|everyone|everybody|everything)\s+[\w$€£]|\d[\d,.]*\s)",
     ),
 }
 
