@@ -26,7 +26,7 @@ from stopwise._cli.runs import RunFilter, add_filters
 from stopwise._load import LoadError, load_agent, with_model
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
-from stopwise.demo import DemoReport, new_db_path, run_demo
+from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
 from stopwise.guardian.records import GuardianDecision
@@ -62,10 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="run the bundled scripted scenarios offline and check how each one ends",
         description=(
-            "Run the bundled scenarios (a final answer, a stop_when stop, a max_steps cut-off, a retry of "
-            "it with a fresh budget, forced structured output) with scripted models, offline, on a SQLite "
-            "file, and print how each one ended. Exit code 0 when every scenario ended as expected, 1 when "
-            "one did not, 2 when the database cannot be used."
+            f"Run the {len(SCENARIOS)} bundled scenarios ({', '.join(s.name for s in SCENARIOS)}) with scripted "
+            "models, offline, on a SQLite file, and print how each one ended. Exit code 0 when every scenario "
+            "ended as expected, 1 when one did not, 2 when the database cannot be used."
         ),
     )
     demo.add_argument(
@@ -431,6 +430,11 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
         except (OSError, ValueError) as exc:
             raise _UsageError(f"--policy {policy_file}: {exc}") from exc
     decisions = asyncio.run(_guardian_decisions(path, run_id))
+    unknown = [] if override is None else override.unknown_conditions(decisions)
+    if unknown:
+        known = sorted({c.name for d in decisions for c in d.conditions})
+        names = ", ".join(unknown)
+        raise _UsageError(f"--policy {policy_file}: no condition named {names} in the log (it has {known})")
     if not decisions:
         where = f"run {run_id}" if run_id else str(path)
         print(f"stopwise replay: no guardian decisions in {terminal_safe(where)}", file=sys.stderr)
