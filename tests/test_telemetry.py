@@ -14,9 +14,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.trace import StatusCode
 
-from stopwise import Agent, Reply, Runner, ScriptedModel, SQLiteStore, ToolCall, Usage, tool
+from stopwise import Agent, Reply, Runner, ScriptedModel, SQLiteStore, ToolCall, Usage, telemetry, tool
 from stopwise.demo import SCENARIOS
-from stopwise import telemetry
 from stopwise.telemetry import RunTracer
 
 
