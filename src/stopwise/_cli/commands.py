@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from stopwise._cli import control, show
+from stopwise._cli import control, serve, show
 
 __all__ = ["COMMANDS", "add_commands", "dispatch"]
 
 DEFAULT_DB = "stopwise.db"
 """The file ``stopwise run`` writes without ``--db``: these commands read it by default too."""
 
-COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry"})
+COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "serve"})
 
 
 def _db(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +106,29 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--message", metavar="TEXT", help="a new user message to add before continuing")
     _db(p)
 
+    p = commands.add_parser(
+        "serve",
+        help="a local web page: the runs, each run's view, and pending approvals to settle",
+        description=(
+            "Serve a SQLite log as web pages until interrupted: the latest runs, each run as `stopwise report` "
+            "draws it, and the pending calls of a suspended run with a form to approve, reject, modify or "
+            "terminate them (the run then continues with its --agent). Listens on 127.0.0.1 unless --host says "
+            "otherwise; beyond loopback it needs an access token (--token, or one it prints in the URL). Every "
+            "form carries a CSRF token. Prints the URL; exit code 0 when interrupted, 2 when it cannot start."
+        ),
+    )
+    p.add_argument("db", metavar="DB", help="an existing SQLite file written by stopwise")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)")
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="FILE.py:NAME",
+        help="an agent whose suspended runs can be settled from the page (repeatable; matched by agent name)",
+    )
+    p.add_argument("--token", metavar="TOKEN", help="the access token beyond loopback (default: a new one, printed)")
+
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run the subcommand ``args`` names (one of ``COMMANDS``); its exit code."""
@@ -127,4 +150,6 @@ def dispatch(args: argparse.Namespace) -> int:
             terminate=args.terminate,
             message=args.message,
         )
+    if args.command == "serve":
+        return serve.serve(args.db, args.host, args.port, args.agent, args.token)
     return control.retry(args.db, args.target, args.session, args.message)

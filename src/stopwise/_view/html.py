@@ -14,7 +14,7 @@ from typing import Any
 
 from stopwise._view.timeline import ConditionSeries, RunView, StepView
 
-__all__ = ["render_html"]
+__all__ = ["page", "render_html"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#1d232b;padding:0 16px}
@@ -44,14 +44,26 @@ _OUTCOME_COLOUR = {
 }
 
 
-def render_html(view: RunView) -> str:
-    """The page for ``view``: a whole HTML document as a string."""
+def page(title: str, body: str) -> str:
+    """A whole document around ``body`` (already HTML), with the report's style and a policy that loads nothing:
+    no script, no image, no font, no request but a form's own."""
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n{body}\n</body></html>"
+    )
+
+
+def render_html(view: RunView, *, nav: str = "", actions: str = "") -> str:
+    """The page for ``view``: a whole HTML document as a string. ``nav`` (HTML) goes first; ``actions`` (HTML,
+    e.g. ``stopwise serve``'s decision form) goes under the pending calls."""
+    return page(f"stopwise run {view.run.run_id}", nav + _body(view, actions))
+
+
+def _body(view: RunView, actions: str) -> str:
     run = view.run
     reason = "" if run.completion_reason is None else run.completion_reason.value
     parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        f"<title>stopwise run {_e(run.run_id)}</title><style>{_CSS}</style></head><body>",
         "<section id='summary'>",
         f"<h1>Run {_e(run.run_id)}</h1>",
         f"<div class='meta'>session {_e(run.session_id)} · agent {_e(run.agent)} · {run.steps} steps · "
@@ -73,6 +85,7 @@ def render_html(view: RunView) -> str:
                 f"<div class='pending' data-call='{_e(p.call_id)}'><b>{_e(p.tool)}</b> <code>{_e(p.call_id)}"
                 f"</code><br>{_e(p.describe())}<pre>{_e(_json(p.args))}</pre></div>"
             )
+        parts.append(actions)
         parts.append("</section>")
     if view.series:
         parts.append("<section id='guardian'><h2>Guardian: probability per turn against the threshold</h2>")
@@ -90,7 +103,6 @@ def render_html(view: RunView) -> str:
     parts.append("</section>")
     if run.output is not None:
         parts.append(f"<section id='output'><h2>Output</h2><div class='text'>{_e(_json(run.output))}</div></section>")
-    parts.append("</body></html>")
     return "\n".join(parts)
 
 
