@@ -66,7 +66,8 @@ def _body(view: RunView, actions: str) -> str:
     parts = [
         "<section id='summary'>",
         f"<h1>Run {_e(run.run_id)}</h1>",
-        f"<div class='meta'>session {_e(run.session_id)} · agent {_e(run.agent)} · {run.steps} step{'' if run.steps == 1 else 's'} · "
+        f"<div class='meta'>session {_e(run.session_id)} · agent {_e(run.agent)} · "
+        f"{run.steps} step{'' if run.steps == 1 else 's'} · "
         f"{run.usage.input_tokens} tokens in / {run.usage.output_tokens} out</div>",
         f"<p><span class='badge {_e(run.status.value)}' id='status'>{_e(run.status.value)}</span> "
         f"completion reason <b id='reason'>{_e(reason) or '-'}</b></p>",
