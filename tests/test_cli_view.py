@@ -237,3 +237,43 @@ def test_runs_pages_through_sessions_without_overlap(demo_db: Path, capsys: pyte
 def _all_runs(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
     main(["runs", "--db", str(demo_db), "--limit", "100"])
     return listed(capsys.readouterr().out)
+
+
+# --- errors that say what to do -----------------------------------------------------------------------------
+
+
+def test_replay_with_a_misspelled_condition_is_one_line_and_exit_2(
+    demo_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"conditions": {"drfit": {"threshold": 0.3}}}))
+    assert main(["replay", str(demo_db), "--policy", str(policy)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no condition named drfit" in err and "'drift'" in err
+
+
+def test_eval_on_a_file_that_is_neither_a_log_nor_jsonl_is_exit_2(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("just some notes\nnot traces\n")
+    result = stopwise_cmd("eval", str(notes), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.endswith("file is not a database written by stopwise nor JSONL traces\n")
+
+
+def test_the_dbos_runtime_without_its_extra_names_the_install(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['dbos'] = None; import stopwise.runtime.dbos"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "ModuleNotFoundError: stopwise.runtime.dbos needs the dbos extra: pip install 'stopwise[dbos]'" in (
+        result.stderr
+    )
+
+
+def test_demo_help_names_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    from stopwise.demo import SCENARIOS
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"Run the {len(SCENARIOS)} bundled scenarios" in text
+    assert all(s.name in text for s in SCENARIOS)
