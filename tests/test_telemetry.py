@@ -158,3 +158,15 @@ def test_the_gen_ai_attribute_names_are_the_semantic_conventions() -> None:
 
 def test_tracing_is_off_unless_a_tracer_is_given() -> None:
     assert Runner().on_event is None
+
+
+async def test_an_observer_that_raises_ends_the_run_cancelled_and_the_error_reaches_the_caller() -> None:
+    def broken(agent: Agent, event: object) -> None:
+        raise ValueError("observer bug")
+
+    runner = Runner(on_event=broken)
+    agent = Agent(name="a", model=ScriptedModel(["hello"]))
+    with pytest.raises(ValueError, match="observer bug"):
+        await runner.run(agent, "hi", session_id="s")
+    [run] = await runner.store.list_runs("s")
+    assert run.status.value == "cancelled"

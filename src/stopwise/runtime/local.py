@@ -67,8 +67,9 @@ class Runner:
 
     ``on_event``, if given, is called with the agent and each event of every run leg this runner drives (``run``,
     ``retry``, ``resume`` and ``stream``), in order, as it happens: an observer (``stopwise.telemetry`` turns the
-    events into OpenTelemetry spans). It must not raise; what it raises ends the run as a caller failure would.
-    None (the default) costs nothing.
+    events into OpenTelemetry spans). It should not raise: an exception it raises propagates to the caller and the
+    run is recorded as cancelled, as when a stream is left early (``retry`` continues it). None (the default)
+    costs nothing: the events reach the caller as they did without it.
     """
 
     def __init__(
