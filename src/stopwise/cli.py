@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TextIO
 
 from stopwise import __version__
-from stopwise._cli._common import UsageError
+from stopwise._cli._common import DEFAULT_DB, UsageError
+from stopwise._cli._common import existing_db as _existing_db
 from stopwise._cli.commands import COMMANDS, add_commands, dispatch
 from stopwise._cli.control import print_pending
 from stopwise._cli.runs import RunFilter, add_filters
@@ -42,7 +43,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 _DETAIL_WIDTH = 64
-DEFAULT_RUN_DB = "stopwise.db"
+DEFAULT_RUN_DB = DEFAULT_DB
 """Where ``stopwise run`` keeps its log without ``--db``: a file in the current directory, kept between runs."""
 
 
@@ -366,15 +367,6 @@ def _writable_db(db: str) -> Path:
     parent = path.parent
     if not parent.is_dir():
         raise _UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
-    return path
-
-
-def _existing_db(db: str) -> Path:
-    path = Path(db)
-    if not path.exists():
-        raise _UsageError(f"--db {db}: no such file")
-    if not path.is_file():
-        raise _UsageError(f"--db {db}: not a file")
     return path
 
 

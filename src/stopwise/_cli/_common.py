@@ -7,7 +7,10 @@ from pathlib import Path
 from stopwise.store.base import RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
 
-__all__ = ["UsageError", "existing_db", "find_run"]
+__all__ = ["DEFAULT_DB", "UsageError", "existing_db", "find_run"]
+
+DEFAULT_DB = "stopwise.db"
+"""The log ``stopwise run`` writes without ``--db`` (in the current directory); the other commands read it too."""
 
 
 class UsageError(Exception):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 
 from stopwise._cli import control, serve, show
+from stopwise._cli._common import DEFAULT_DB
 
 __all__ = ["COMMANDS", "add_commands", "dispatch"]
-
-DEFAULT_DB = "stopwise.db"
-"""The file ``stopwise run`` writes without ``--db``: these commands read it by default too."""
 
 COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "serve"})
 
