@@ -17,21 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from _agent_file import AGENTS
+from _cli_fixtures import AGENTS, stopwise_cmd
 from stopwise import SQLiteStore
 from stopwise.cli import main
 from stopwise.demo import run_demo
-
-
-def stopwise_cmd(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stopwise", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture

@@ -15,21 +15,10 @@ from typing import Any
 
 import pytest
 
-from _agent_file import AGENTS
 from _browser import browser  # noqa: F401  (the fixture)
+from _cli_fixtures import AGENTS, stopwise_cmd
 
 Server = tuple[subprocess.Popen[str], str]
-
-
-def stopwise_cmd(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stopwise", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture

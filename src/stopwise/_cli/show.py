@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from stopwise._cli._common import UsageError, existing_db, find_run
 from stopwise._terminal import terminal_safe
-from stopwise._view.timeline import RunView, StepView, run_view
+from stopwise._view.timeline import RunView, StepView, readings, run_view
 from stopwise.store.sqlite import SQLiteStore
 
 __all__ = ["load_view", "render_text", "report", "show"]
@@ -58,6 +58,12 @@ def report(db: str, ref: str, out: str) -> int:
 # escape sequence in a model's answer prints as the characters it is.
 
 _ACTION_STYLE = {"continue": "cyan", "complete": "green", "fail": "red", "suspend": "yellow", "cancel": "red"}
+_CALL_MARK = {
+    "denied": ("denied", "red"),
+    "error": ("error", "red"),
+    "not run": ("not run", "yellow"),
+    "ok": ("->", "green"),
+}
 _OUTCOME_STYLE = {
     "continue": "cyan",
     "stop_success": "green",
@@ -133,14 +139,7 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
     if step.text:
         line(("  model: ", "dim"), _clip(step.text, full))
     for call in step.tool_calls:
-        if call.denied:
-            mark, style = "denied", "red"
-        elif call.error:
-            mark, style = "error", "red"
-        elif call.result is None:
-            mark, style = "not run", "yellow"
-        else:
-            mark, style = "->", "green"
+        mark, style = _CALL_MARK[call.state]
         result = "" if call.result is None else _clip(_json(call.result), full)
         line(f"  tool {call.tool}({_clip(_json(call.args), full)}) ", (mark, style), f" {result}".rstrip())
     for g in step.guardrails:
@@ -160,18 +159,12 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
             (d.outcome.value, _OUTCOME_STYLE.get(d.outcome.value, "")),
             "" if d.reason == d.outcome.value else f"  {_one_line(d.reason)}",
         )
-        probabilities = d.probabilities
-        for spec in d.conditions:
-            if spec.name not in d.answers:
-                continue
-            p = probabilities.get(spec.name)
-            shown = "unanswered" if p is None else f"{p:.2f}"
-            over = p is not None and p > spec.threshold
-            band = p is not None and abs(p - spec.threshold) <= spec.delta
-            mark = " escalated" if spec.name in d.escalated else (" in band" if band else "")
+        for r in readings(d):
+            shown = "unanswered" if r.p is None else f"{r.p:.2f}"
+            mark = " escalated" if r.escalated else (" in band" if r.in_band else "")
             line(
-                f"    {spec.name:<22} p={shown:<10} t*={spec.threshold:.2f} ±{spec.delta:.2f}",
-                (" over" if over else "", "bold"),
+                f"    {r.name:<22} p={shown:<10} t*={r.threshold:.2f} ±{r.delta:.2f}",
+                (" over" if r.over else "", "bold"),
                 (mark, "yellow"),
             )
     for a in step.approvals:

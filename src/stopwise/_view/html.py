@@ -12,7 +12,7 @@ import json
 from html import escape
 from typing import Any
 
-from stopwise._view.timeline import ConditionSeries, RunView, StepView
+from stopwise._view.timeline import ConditionSeries, RunView, StepView, readings
 
 __all__ = ["page", "render_html"]
 
@@ -119,14 +119,8 @@ def _step(step: StepView) -> str:
     if step.text:
         out.append(f"<div class='text'>{_e(step.text)}</div>")
     for call in step.tool_calls:
-        if call.denied:
-            mark = "<span class='err'>denied</span>"
-        elif call.error:
-            mark = "<span class='err'>error</span>"
-        elif call.result is None:
-            mark = "not run"
-        else:
-            mark = "<span class='ok'>ok</span>"
+        css = {"denied": "err", "error": "err", "ok": "ok"}.get(call.state, "")
+        mark = f"<span class='{css}'>{call.state}</span>"
         out.append(
             f"<details class='tool' data-call='{_e(call.call_id)}'><summary>tool <b>{_e(call.tool)}</b> {mark}"
             f"</summary><div>arguments</div><pre>{_e(_json(call.args))}</pre>"
@@ -148,21 +142,12 @@ def _step(step: StepView) -> str:
     for d in step.guardian:
         about = "turn" if d.call_id is None else f"call {d.call_id}"
         rows = []
-        probabilities = d.probabilities
-        for spec in d.conditions:
-            if spec.name not in d.answers:
-                continue
-            p = probabilities.get(spec.name)
-            cls = ""
-            if p is not None and abs(p - spec.threshold) <= spec.delta:
-                cls = "band"
-            if p is not None and p > spec.threshold:
-                cls += " over"
-            esc = " escalated" if spec.name in d.escalated else ""
-            shown = "unanswered" if p is None else f"{p:.2f}"
+        for r in readings(d):
+            cls = ("band" if r.in_band else "") + (" over" if r.over else "")
+            shown = "unanswered" if r.p is None else f"{r.p:.2f}"
             rows.append(
-                f"<tr class='{cls.strip()}'><td>{_e(spec.name)}</td><td>{shown}</td>"
-                f"<td>{spec.threshold:.2f} ± {spec.delta:.2f}</td><td>{esc}</td></tr>"
+                f"<tr class='{cls.strip()}'><td>{_e(r.name)}</td><td>{shown}</td>"
+                f"<td>{r.threshold:.2f} ± {r.delta:.2f}</td><td>{' escalated' if r.escalated else ''}</td></tr>"
             )
         out.append(
             f"<div class='rec guardian'><span class='tag'>guardian</span>{_e(about)}: "

@@ -17,7 +17,16 @@ from stopwise.records import parse_records
 from stopwise.stop.guard import StopGuardRecord
 from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot
 
-__all__ = ["ConditionPoint", "ConditionSeries", "RunView", "StepView", "ToolCallView", "run_view"]
+__all__ = [
+    "ConditionPoint",
+    "ConditionReading",
+    "ConditionSeries",
+    "RunView",
+    "StepView",
+    "ToolCallView",
+    "readings",
+    "run_view",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +41,15 @@ class ToolCallView:
     """The tool row is an error row (the tool failed, or the call never reached it)."""
     denied: bool = False
     """The call never ran: a guardrail blocked it or a reviewer rejected it."""
+
+    @property
+    def state(self) -> str:
+        """``denied``, ``error``, ``not run`` (no tool row yet: a suspended call) or ``ok``."""
+        if self.denied:
+            return "denied"
+        if self.error:
+            return "error"
+        return "not run" if self.result is None else "ok"
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -202,18 +220,44 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
     return RunView(run, tuple(inputs), tuple(steps), _series(decisions), pending)
 
 
+@dataclass(frozen=True, slots=True)
+class ConditionReading:
+    """One condition in one guardian decision, as a person reads it against its threshold."""
+
+    name: str
+    p: float | None
+    """None when the evaluator could not answer."""
+    threshold: float
+    delta: float
+    escalated: bool
+
+    @property
+    def over(self) -> bool:
+        return self.p is not None and self.p > self.threshold
+
+    @property
+    def in_band(self) -> bool:
+        """Within the uncertain band t* ± delta."""
+        return self.p is not None and abs(self.p - self.threshold) <= self.delta
+
+
+def readings(d: GuardianDecision) -> tuple[ConditionReading, ...]:
+    """The conditions ``d`` asked about, in the order it lists them."""
+    probabilities = d.probabilities
+    return tuple(
+        ConditionReading(spec.name, probabilities.get(spec.name), spec.threshold, spec.delta, spec.name in d.escalated)
+        for spec in d.conditions
+        if spec.name in d.answers
+    )
+
+
 def _series(decisions: list[GuardianDecision]) -> tuple[ConditionSeries, ...]:
     specs: dict[str, tuple[float, float]] = {}
     points: dict[str, list[ConditionPoint]] = {}
     for d in decisions:
-        probabilities = d.probabilities
-        for spec in d.conditions:
-            if spec.name not in d.answers:
-                continue
-            specs[spec.name] = (spec.threshold, spec.delta)
-            points.setdefault(spec.name, []).append(
-                ConditionPoint(d.step, d.kind, probabilities.get(spec.name), d.outcome.value, spec.name in d.escalated)
-            )
+        for r in readings(d):
+            specs[r.name] = (r.threshold, r.delta)
+            points.setdefault(r.name, []).append(ConditionPoint(d.step, d.kind, r.p, d.outcome.value, r.escalated))
     return tuple(ConditionSeries(name, *specs[name], tuple(points[name])) for name in points)
 
 

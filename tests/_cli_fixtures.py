@@ -1,6 +1,13 @@
-"""An agent file the CLI tests load with FILE.py:NAME: a refund that needs approval (and logs its effect to
+"""What the CLI tests share: ``stopwise_cmd`` (the command as a real process) and an agent file they load with
+FILE.py:NAME: a refund that needs approval (and logs its effect to
 ``effects.log`` in the working directory), and a pager cut off by ``max_steps=2`` that finishes on its third
 look. Both models answer from the history alone, so every process that loads the file sees the same agent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 AGENTS = '''
 from stopwise import Agent, FunctionModel, Reply, ToolCall, tool
@@ -47,3 +54,15 @@ def _pager(request):
 refunder = Agent(name="refunder", model=FunctionModel(_refund), tools=(issue_refund,))
 pager = Agent(name="pager", model=FunctionModel(_pager), tools=(lookup,), max_steps=2)
 '''
+
+
+def stopwise_cmd(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m stopwise ARGS`` in ``cwd``, no stdin, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "stopwise", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
