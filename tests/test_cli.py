@@ -372,32 +372,6 @@ def readme_python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
-@pytest.mark.slow
-def test_every_readme_code_sample_runs(tmp_path: Path) -> None:
-    """Each ```python block of the README, pasted into a script of its own, runs (all at once, in parallel)."""
-    blocks = readme_python_blocks()
-    assert len(blocks) >= 5
-    procs = []
-    for number, block in enumerate(blocks, 1):
-        cwd = tmp_path / f"block{number}"
-        cwd.mkdir()
-        script = cwd / "sample.py"
-        script.write_text(block, encoding="utf-8")
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, str(script)],
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    for number, (block, proc) in enumerate(zip(blocks, procs, strict=True), 1):
-        _, stderr = proc.communicate(timeout=120)
-        assert proc.returncode == 0, f"README python block {number} failed:\n{block}\n{stderr}"
-
-
 def test_readme_setup_commands() -> None:
     text = README.read_text(encoding="utf-8")
     assert "python -m pip install -e . && stopwise demo\n" in text

@@ -13,15 +13,21 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from stopwise import __version__
+from stopwise._cli._common import DEFAULT_DB, UsageError
+from stopwise._cli._common import existing_db as _existing_db
+from stopwise._cli.commands import COMMANDS, add_commands, dispatch
+from stopwise._cli.control import print_pending
+from stopwise._cli.runs import RunFilter, add_filters
 from stopwise._load import LoadError, load_agent, with_model
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
-from stopwise.demo import DemoReport, new_db_path, run_demo
+from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
 from stopwise.guardian.records import GuardianDecision
@@ -37,7 +43,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 _DETAIL_WIDTH = 64
-DEFAULT_RUN_DB = "stopwise.db"
+DEFAULT_RUN_DB = DEFAULT_DB
 """Where ``stopwise run`` keeps its log without ``--db``: a file in the current directory, kept between runs."""
 
 
@@ -57,10 +63,9 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="run the bundled scripted scenarios offline and check how each one ends",
         description=(
-            "Run the bundled scenarios (a final answer, a stop_when stop, a max_steps cut-off, a retry of "
-            "it with a fresh budget, forced structured output) with scripted models, offline, on a SQLite "
-            "file, and print how each one ended. Exit code 0 when every scenario ended as expected, 1 when "
-            "one did not, 2 when the database cannot be used."
+            f"Run the {len(SCENARIOS)} bundled scenarios ({', '.join(s.name for s in SCENARIOS)}) with scripted "
+            "models, offline, on a SQLite file, and print how each one ended. Exit code 0 when every scenario "
+            "ended as expected, 1 when one did not, 2 when the database cannot be used."
         ),
     )
     demo.add_argument(
@@ -87,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--limit", type=int, default=20, metavar="N", help="sessions to list without --session (default 20)"
     )
+    add_filters(runs)
 
     run = commands.add_parser(
         "run",
@@ -135,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     stats_parser.add_argument("db", metavar="DB", help="an existing SQLite file written by stopwise")
     stats_parser.add_argument("--run", metavar="ID", help="only this run's decisions")
     _eval_parser(commands)
+    add_commands(commands)
     return parser
 
 
@@ -202,12 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from stopwise.evals._command import run as run_eval
 
             return run_eval(args)
-        return _runs(args.db, args.session, args.limit)
+        if args.command in COMMANDS:
+            return dispatch(args)
+        return _runs(args.db, args.session, args.limit, RunFilter.from_args(args, time.time()))
     except BrokenPipeError:
         # The reader went away (``stopwise demo | head``): not an error of ours; stop writing quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except (_UsageError, StoreError, OSError) as exc:
+    except (_UsageError, UsageError, StoreError, OSError) as exc:
         print(f"stopwise {args.command}: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
@@ -254,11 +263,11 @@ def _render_demo(report: DemoReport, *, fresh: bool, out: TextIO, err: TextIO) -
 # --- runs -------------------------------------------------------------------------------------------------
 
 
-def _runs(db: str, session_id: str | None, limit: int) -> int:
+def _runs(db: str, session_id: str | None, limit: int, only: RunFilter) -> int:
     if limit < 1:
         raise _UsageError(f"--limit must be at least 1, got {limit}")
     path = _existing_db(db)
-    records = asyncio.run(_list_runs(path, session_id, limit))
+    records = only.apply(asyncio.run(_list_runs(path, session_id, limit, only.page)))
     if not records:
         where = f"session {session_id!r} of {path}" if session_id is not None else str(path)
         print(f"stopwise runs: no runs in {terminal_safe(where)}", file=sys.stderr)
@@ -280,10 +289,14 @@ def _runs(db: str, session_id: str | None, limit: int) -> int:
     return EXIT_OK
 
 
-async def _list_runs(path: Path, session_id: str | None, limit: int) -> list[RunRecord]:
+async def _list_runs(path: Path, session_id: str | None, limit: int, page: int = 1) -> list[RunRecord]:
     store = SQLiteStore(path)
     try:
-        sessions = [session_id] if session_id is not None else await store.list_sessions(limit)
+        # Paging over sessions, most recently written first: page P is sessions (P-1)*limit+1 .. P*limit.
+        if session_id is not None:
+            sessions = [session_id]
+        else:
+            sessions = (await store.list_sessions(limit * page))[(page - 1) * limit :]
         return [run for s in sessions for run in await store.list_runs(s)]
     finally:
         await store.close()
@@ -317,6 +330,7 @@ def _run(target: str, prompt: str, model: str | None, db: str) -> int:
     if result.status is RunStatus.COMPLETED:
         output = result.output if isinstance(result.output, str) else _json(result.output)
         print(f"output: {terminal_safe(output)}")
+    print_pending(result, sys.stdout)
     session = terminal_safe(result.session_id)
     print(f"session: {session} (stopwise runs --db {path} --session {session})")
     return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_FAILED
@@ -358,15 +372,6 @@ def _writable_db(db: str) -> Path:
     parent = path.parent
     if not parent.is_dir():
         raise _UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
-    return path
-
-
-def _existing_db(db: str) -> Path:
-    path = Path(db)
-    if not path.exists():
-        raise _UsageError(f"--db {db}: no such file")
-    if not path.is_file():
-        raise _UsageError(f"--db {db}: not a file")
     return path
 
 
@@ -426,6 +431,11 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
         except (OSError, ValueError) as exc:
             raise _UsageError(f"--policy {policy_file}: {exc}") from exc
     decisions = asyncio.run(_guardian_decisions(path, run_id))
+    unknown = [] if override is None else override.unknown_conditions(decisions)
+    if unknown:
+        known = sorted({c.name for d in decisions for c in d.conditions})
+        names = ", ".join(unknown)
+        raise _UsageError(f"--policy {policy_file}: no condition named {names} in the log (it has {known})")
     if not decisions:
         where = f"run {run_id}" if run_id else str(path)
         print(f"stopwise replay: no guardian decisions in {terminal_safe(where)}", file=sys.stderr)

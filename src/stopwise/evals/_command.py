@@ -142,6 +142,9 @@ def _read(paths: Sequence[str], *, strict: bool) -> list[TraceRecord]:
             raise UsageError(f"{path}: {len(exc.problems)} malformed line(s)") from None
         except UnicodeDecodeError as exc:
             raise UsageError(f"{path}: not a UTF-8 JSONL file ({exc.reason})") from None
+        if traces.problems and not traces.records:
+            # Not one line read: not a trace file at all (the other commands say the same of a non-database).
+            raise UsageError(f"{path}: file is not a database written by stopwise nor JSONL traces")
         for problem in traces.problems:
             print(f"{problem} (skipped)", file=sys.stderr)
         records.extend(traces.records)

@@ -51,6 +51,11 @@ class PolicyOverride:
                 raise ConfigError(f"policy file: condition {name}", f"unknown settings {sorted(bad)}")
         return cls(dict(data.get("policy", {})), dict(data.get("conditions", {})))
 
+    def unknown_conditions(self, decisions: Iterable[GuardianDecision]) -> list[str]:
+        """The condition names this override sets that none of ``decisions`` has (a misspelling, most often)."""
+        known = {c.name for d in decisions for c in d.conditions}
+        return sorted(set(self.conditions) - known)
+
     def apply(self, d: GuardianDecision) -> tuple[ThresholdPolicy, tuple[ConditionSpec, ...]]:
         policy = ThresholdPolicy(**{**d.policy, **self.policy})
         specs = []

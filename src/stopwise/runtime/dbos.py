@@ -39,7 +39,12 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS, WorkflowHandleAsync
+try:
+    from dbos import DBOS, WorkflowHandleAsync
+except ImportError as exc:  # a ModuleNotFoundError that says what to install, not just "no module named 'dbos'"
+    raise ModuleNotFoundError(
+        f"stopwise.runtime.dbos needs the dbos extra: pip install 'stopwise[dbos]' ({exc})", name="dbos"
+    ) from exc
 
 from stopwise._loop import Leg, drive
 from stopwise._results import result_from_log

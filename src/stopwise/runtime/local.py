@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
@@ -73,11 +73,24 @@ class Runner:
     was cancelled, or was interrupted by a crash; ``resume`` settles a run suspended for approval;
     ``stream`` yields the typed events of a run as it goes. ``runtime_context`` is handed to every tool and
     guardrail of the run and is never persisted. ``clock`` (Unix seconds) dates approvals.
+
+    ``on_event``, if given, is called with the agent and each event of every run leg this runner drives (``run``,
+    ``retry``, ``resume`` and ``stream``), in order, as it happens: an observer (``stopwise.telemetry`` turns the
+    events into OpenTelemetry spans). It should not raise: an exception it raises propagates to the caller and the
+    run is recorded as cancelled, as when a stream is left early (``retry`` continues it). None (the default)
+    costs nothing: the events reach the caller as they did without it.
     """
 
-    def __init__(self, store: Store | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_event: Callable[[Agent, Event], None] | None = None,
+    ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.clock = clock
+        self.on_event = on_event
 
     async def run(
         self,
@@ -89,7 +102,8 @@ class Runner:
         runtime_context: Any = None,
     ) -> RunResult:
         """Run ``agent`` on ``input`` until the stop decision ends (or suspends) the run."""
-        return await _finish(drive(await self._start(agent, input, session_id, state, runtime_context)))
+        leg = await self._start(agent, input, session_id, state, runtime_context)
+        return await _finish(self._observed(agent, drive(leg)))
 
     async def retry(
         self,
@@ -106,7 +120,8 @@ class Runner:
         appended as new input. Raises ``RetryNotAllowed`` when the last run completed, is suspended, or there
         is none.
         """
-        return await _finish(drive(await self._retry(agent, session_id, message, runtime_context)))
+        leg = await self._retry(agent, session_id, message, runtime_context)
+        return await _finish(self._observed(agent, drive(leg)))
 
     async def resume(
         self,
@@ -128,7 +143,7 @@ class Runner:
         suspended it.
         """
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {})
-        return await _finish(drive(leg))
+        return await _finish(self._observed(agent, drive(leg)))
 
     async def stream(
         self,
@@ -147,7 +162,7 @@ class Runner:
         """
         leg = await self._start(agent, input, session_id, state, runtime_context)
         leg.stream_text = True
-        events = drive(leg)
+        events = self._observed(agent, drive(leg))
         try:
             async for event in events:
                 yield event
@@ -197,6 +212,22 @@ class Runner:
             lambda: self.resume(agent, session_id, decisions, results=results, runtime_context=runtime_context),
             "resume_sync() was called inside a running event loop; use 'await runner.resume(...)'",
         )
+
+    def _observed(self, agent: Agent, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
+        """``events``, each shown to ``on_event`` first; ``events`` itself when there is no observer."""
+        on_event = self.on_event
+        if on_event is None:
+            return events
+
+        async def observed() -> AsyncGenerator[Event, None]:
+            try:
+                async for event in events:
+                    on_event(agent, event)
+                    yield event
+            finally:
+                await events.aclose()
+
+        return observed()
 
     async def close(self) -> None:
         """Close the runner's store (the one it was given, or the ``MemoryStore`` it made)."""

@@ -200,6 +200,7 @@ def run_from(row: Row) -> RunRecord:
         budget_base=row["budget_base"],
         detail=row["detail"],
         report=load_json(row["report"]) or {},
+        started_at=row["created_at"],
     )
 
 

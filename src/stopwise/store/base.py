@@ -77,6 +77,9 @@ class RunRecord:
     report: Mapping[str, Any] = field(default_factory=dict)
     """The run's reports as JSON data (the stop guard's, guardrail records, pending approvals), so another
     process reading the run sees what its caller saw."""
+    started_at: float | None = field(default=None, compare=False)
+    """Unix time the store first wrote the record, as the database stores read it back (None from the memory
+    store, and on a record not yet written). Never written from here: the store dates a run itself."""
 
 
 @dataclass(frozen=True, slots=True)

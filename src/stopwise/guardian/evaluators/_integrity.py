@@ -56,7 +56,7 @@ def is_trivial(text: str) -> bool:
     s = text.strip()
     if not s:
         return True
-    if s[0] in "[{\"" or s in ("null", "true", "false"):
+    if s[0] in '[{"' or s in ("null", "true", "false"):
         if len(s) > 4000:
             return False  # a long document is worth reading whatever its shape
         try:
@@ -88,10 +88,40 @@ def _strings(value: Any) -> list[str]:
 # The words most injections need. A token one edit away from one of them (insert, delete, substitute, swap two
 # neighbours) is read as that word: "ignroe all previus instrucitons" is "ignore all previous instructions".
 _TRIGGERS = (
-    "ignore", "disregard", "forget", "override", "bypass", "instructions", "instruction", "previous", "prior",
-    "earlier", "above", "system", "prompt", "assistant", "important", "urgent", "execute", "reveal", "password",
-    "passwords", "credentials", "respond", "directive", "directives", "guidelines", "attention", "admin",
-    "administrator", "developer", "confidential", "secret", "forward", "transfer", "delete",
+    "ignore",
+    "disregard",
+    "forget",
+    "override",
+    "bypass",
+    "instructions",
+    "instruction",
+    "previous",
+    "prior",
+    "earlier",
+    "above",
+    "system",
+    "prompt",
+    "assistant",
+    "important",
+    "urgent",
+    "execute",
+    "reveal",
+    "password",
+    "passwords",
+    "credentials",
+    "respond",
+    "directive",
+    "directives",
+    "guidelines",
+    "attention",
+    "admin",
+    "administrator",
+    "developer",
+    "confidential",
+    "secret",
+    "forward",
+    "transfer",
+    "delete",
 )
 _MIN_FUZZY = 5
 

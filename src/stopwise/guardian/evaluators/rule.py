@@ -226,6 +226,7 @@ def load_coefficients(path: str | Path | None = None) -> RuleCoefficients:
 # --------------------------------------------------------------------------------------------------------------
 # Integrity: normalisation, markers, and the hashed n-gram model
 
+
 def load_integrity_model(path: str | Path | None = None) -> IntegrityModel:
     """The integrity model shipped with the package, or the one in ``path``."""
     return IntegrityModel.from_data(_read_data(INTEGRITY_MODEL_FILE, path))

@@ -1,0 +1,153 @@
+"""The parsers of the inspecting and settling subcommands, and their dispatch."""
+
+from __future__ import annotations
+
+import argparse
+
+from stopwise._cli import control, serve, show
+from stopwise._cli._common import DEFAULT_DB
+
+__all__ = ["COMMANDS", "add_commands", "dispatch"]
+
+COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "serve"})
+
+
+def _db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", metavar="PATH", default=DEFAULT_DB, help=f"the SQLite log (default: {DEFAULT_DB} in this directory)"
+    )
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser(
+        "show",
+        help="one run: its input, steps, tool calls, guardrail verdicts, stop-guard continues, guardian decisions",
+        description=(
+            "Print one run from a SQLite log: how it ended, its input, each step's reply, tool calls and results "
+            "(collapsed to one line; --full prints them whole), the decision and every decider record (guardrail "
+            "verdicts, stop-guard consultations, the guardian's probabilities against their thresholds, reviewer "
+            "decisions), the pending calls with why, and the output. Exit code 0, or 2 when the run or the "
+            "database cannot be found."
+        ),
+    )
+    p.add_argument("run", metavar="RUN", help="a run id, or a session id (its last run)")
+    _db(p)
+    p.add_argument("--json", action="store_true", help="print the run as JSON (one document) instead")
+    p.add_argument("--full", action="store_true", help="do not collapse long texts, arguments and results")
+
+    p = commands.add_parser(
+        "report",
+        help="write one run as a self-contained HTML page (steps, tool calls, verdicts, guardian plots)",
+        description=(
+            "Write one run as a single HTML file that needs no network: the step timeline, tool calls and "
+            "results (collapsed), verdicts and continues, and per guardian condition a plot of its probability "
+            "per turn with the threshold, the uncertain band and the outcomes. Exit code 0, or 2."
+        ),
+    )
+    p.add_argument("run", metavar="RUN", help="a run id, or a session id (its last run)")
+    _db(p)
+    p.add_argument("-o", "--output", metavar="FILE", default="run.html", help="the HTML file (default run.html)")
+
+    for kind, what in (
+        ("approve", "run the pending calls as they are"),
+        ("reject", "answer the pending calls with an error the model reads (--message), without running them"),
+        ("terminate", "end the suspended run (recorded as cancelled, approval_terminated)"),
+    ):
+        p = commands.add_parser(
+            kind,
+            help=f"{what}, and continue the run",
+            description=(
+                f"Settle pending calls of SESSION's suspended run: {what}. The run then continues with the agent "
+                "of --agent, as `stopwise run` would, and its status is printed. Every pending call needs a "
+                "decision (name them all, or use `stopwise resume` to give each its own). Exit code 0 when "
+                "the run completed, 1 when it did not (suspended again, failed, cancelled), 2 when the agent, "
+                "the database or the decisions cannot be used."
+            ),
+        )
+        p.add_argument("session", metavar="SESSION", help="the session of the suspended run")
+        p.add_argument("calls", nargs="+", metavar="CALL", help="pending call ids (stopwise show SESSION lists them)")
+        p.add_argument("--agent", required=True, metavar="FILE.py:NAME", help="the agent that runs the session")
+        _db(p)
+        if kind != "approve":
+            p.add_argument("--message", metavar="TEXT", help="the reviewer's message (reject) or reason (terminate)")
+
+    p = commands.add_parser(
+        "resume",
+        help="settle a suspended run's pending calls, one decision each, and continue it",
+        description=(
+            "Load the Agent NAME from FILE.py, settle every pending call of SESSION's suspended run with the "
+            "decision given for it, and continue the run. Exit codes as for `stopwise approve`."
+        ),
+    )
+    p.add_argument("target", metavar="FILE.py:NAME", help="a Python file and the name of an Agent defined in it")
+    p.add_argument("session", metavar="SESSION", help="the session of the suspended run")
+    p.add_argument("--approve", action="append", default=[], metavar="CALL", help="run this call (repeatable)")
+    p.add_argument("--reject", action="append", default=[], metavar="CALL", help="do not run it (repeatable)")
+    p.add_argument(
+        "--modify", action="append", default=[], nargs=2, metavar=("CALL", "JSON"), help="run it with these arguments"
+    )
+    p.add_argument("--terminate", action="append", default=[], metavar="CALL", help="end the run (repeatable)")
+    p.add_argument("--message", metavar="TEXT", help="the rejection's message or the termination's reason")
+    _db(p)
+
+    p = commands.add_parser(
+        "retry",
+        help="continue a session's failed, cancelled or interrupted run from its last committed step",
+        description=(
+            "Load the Agent NAME from FILE.py and continue SESSION's last run from its log: after a failure or "
+            "a cancellation with a fresh step budget, after a crash where it stopped. Exit code 0 when the run "
+            "completed, 1 when it did not, 2 when there is nothing to retry or the agent cannot be loaded."
+        ),
+    )
+    p.add_argument("target", metavar="FILE.py:NAME", help="a Python file and the name of an Agent defined in it")
+    p.add_argument("session", metavar="SESSION", help="the session whose last run to continue")
+    p.add_argument("--message", metavar="TEXT", help="a new user message to add before continuing")
+    _db(p)
+
+    p = commands.add_parser(
+        "serve",
+        help="a local web page: the runs, each run's view, and pending approvals to settle",
+        description=(
+            "Serve a SQLite log as web pages until interrupted: the latest runs, each run as `stopwise report` "
+            "draws it, and the pending calls of a suspended run with a form to approve, reject, modify or "
+            "terminate them (the run then continues with its --agent). Listens on 127.0.0.1 unless --host says "
+            "otherwise; beyond loopback it needs an access token (--token, or one it prints in the URL). Every "
+            "form carries a CSRF token. Prints the URL; exit code 0 when interrupted, 2 when it cannot start."
+        ),
+    )
+    p.add_argument("db", metavar="DB", help="an existing SQLite file written by stopwise")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)")
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="FILE.py:NAME",
+        help="an agent whose suspended runs can be settled from the page (repeatable; matched by agent name)",
+    )
+    p.add_argument("--token", metavar="TOKEN", help="the access token beyond loopback (default: a new one, printed)")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the subcommand ``args`` names (one of ``COMMANDS``); its exit code."""
+    if args.command == "show":
+        return show.show(args.db, args.run, as_json=args.json, full=args.full)
+    if args.command == "report":
+        return show.report(args.db, args.run, args.output)
+    if args.command in ("approve", "reject", "terminate"):
+        message = getattr(args, "message", None)
+        return control.decide(args.command, args.db, args.agent, args.session, args.calls, message)
+    if args.command == "resume":
+        return control.resume(
+            args.db,
+            args.target,
+            args.session,
+            approve=args.approve,
+            reject=args.reject,
+            modify=args.modify,
+            terminate=args.terminate,
+            message=args.message,
+        )
+    if args.command == "serve":
+        return serve.serve(args.db, args.host, args.port, args.agent, args.token)
+    return control.retry(args.db, args.target, args.session, args.message)

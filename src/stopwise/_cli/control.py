@@ -1,0 +1,142 @@
+"""``stopwise approve|reject|terminate|resume|retry``: settle a suspended run, or continue a cut-off one, from
+the command line, through ``Runner.resume`` and ``Runner.retry`` on the SQLite log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from stopwise._cli._common import UsageError, existing_db
+from stopwise._load import LoadError, load_agent
+from stopwise._terminal import terminal_safe
+from stopwise.agent import Agent
+from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, Reject, Terminate
+from stopwise.errors import ConfigError, RetryNotAllowed
+from stopwise.result import RunResult, RunStatus
+from stopwise.runtime import Runner, SessionBusy
+from stopwise.store.sqlite import SQLiteStore
+
+__all__ = ["decide", "print_outcome", "print_pending", "resume", "retry"]
+
+
+def decide(kind: str, db: str, target: str, session: str, calls: Sequence[str], message: str | None) -> int:
+    """``approve``, ``reject`` or ``terminate`` every call in ``calls`` of the session's suspended run."""
+    decision: ApprovalDecision
+    if kind == "approve":
+        decision = Approve()
+    elif kind == "reject":
+        decision = Reject(message) if message is not None else Reject()
+    else:
+        decision = Terminate(message) if message is not None else Terminate()
+    return _settle(db, target, session, dict.fromkeys(calls, decision))
+
+
+def resume(
+    db: str,
+    target: str,
+    session: str,
+    *,
+    approve: Sequence[str],
+    reject: Sequence[str],
+    modify: Sequence[Sequence[str]],
+    terminate: Sequence[str],
+    message: str | None,
+) -> int:
+    """Settle the pending calls with one decision each (``--approve``, ``--reject``, ``--modify``,
+    ``--terminate``) and continue the run."""
+    decisions: dict[str, ApprovalDecision] = {}
+
+    def put(call: str, decision: ApprovalDecision) -> None:
+        if call in decisions:
+            raise UsageError(f"call {call!r} is given two decisions")
+        decisions[call] = decision
+
+    for call in approve:
+        put(call, Approve())
+    for call in reject:
+        put(call, Reject(message) if message is not None else Reject())
+    for call, raw in modify:
+        try:
+            args = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f"--modify {call}: the arguments are not JSON ({exc})") from None
+        if not isinstance(args, dict):
+            raise UsageError(f"--modify {call}: the arguments must be a JSON object")
+        put(call, Modify(args))
+    for call in terminate:
+        put(call, Terminate(message) if message is not None else Terminate())
+    if not decisions:
+        raise UsageError("give a decision for each pending call: --approve, --reject, --modify or --terminate CALL")
+    return _settle(db, target, session, decisions)
+
+
+def retry(db: str, target: str, session: str, message: str | None) -> int:
+    """Continue the session's last run (failed, cancelled or interrupted) from its last committed step."""
+    agent = _agent(target)
+    path = existing_db(db)
+
+    async def go() -> RunResult:
+        async with Runner(SQLiteStore(path)) as runner:
+            return await runner.retry(agent, session, message)
+
+    try:
+        result = asyncio.run(go())
+    except (RetryNotAllowed, SessionBusy) as exc:
+        raise UsageError(str(exc)) from None
+    return print_outcome(result, path, sys.stdout)
+
+
+def _settle(db: str, target: str, session: str, decisions: Mapping[str, ApprovalDecision]) -> int:
+    agent = _agent(target)
+    path = existing_db(db)
+
+    async def go() -> RunResult:
+        async with Runner(SQLiteStore(path)) as runner:
+            return await runner.resume(agent, session, decisions)
+
+    try:
+        result = asyncio.run(go())
+    except (ApprovalError, SessionBusy) as exc:
+        raise UsageError(str(exc)) from None
+    return print_outcome(result, path, sys.stdout)
+
+
+def _agent(target: str) -> Agent:
+    try:
+        return load_agent(target)
+    except (LoadError, ConfigError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def print_outcome(result: RunResult, path: Path, out: TextIO) -> int:
+    """How the run stands now, what is pending and why, and how to go on; the exit code ``stopwise`` returns
+    for it (0 completed, 1 otherwise)."""
+    reason = "" if result.completion_reason is None else result.completion_reason.value
+
+    def say(text: str) -> None:
+        print(text, file=out)
+
+    say(f"status: {result.status.value}")
+    say(f"completion reason: {reason}")
+    if result.error is not None:
+        say(terminal_safe(f"error: {result.error.code}: {' '.join(result.error.message.split())}"))
+    print_pending(result, out)
+    if result.status is RunStatus.COMPLETED:
+        output = result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False)
+        say(f"output: {terminal_safe(str(output))}")
+    session = terminal_safe(result.session_id)
+    say(f"session: {session} (stopwise show {session} --db {path})")
+    return 0 if result.status is RunStatus.COMPLETED else 1
+
+
+def print_pending(result: RunResult, out: TextIO) -> None:
+    """One line per pending call of a suspended run: its id, its tool and why it waits; then how to settle it."""
+    for p in result.pending:
+        print(terminal_safe(f"pending: {p.call_id}  {p.tool}  {p.describe()}"), file=out)
+    if result.pending:
+        session = terminal_safe(result.session_id)
+        print(f"settle: stopwise approve|reject|terminate {session} CALL... --agent FILE.py:NAME", file=out)

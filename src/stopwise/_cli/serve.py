@@ -1,0 +1,315 @@
+"""``stopwise serve DB``: a local web page over a SQLite log. The runs, one run's view (the report's page), and
+the pending approvals, which a person approves, rejects, modifies or terminates from the page.
+
+Safety, since the page can make tools run:
+
+- It listens on loopback (127.0.0.1) unless ``--host`` says otherwise, and answers only requests whose ``Host``
+  header names the address it listens on (a page elsewhere cannot reach it through DNS rebinding).
+- Every form carries a CSRF token minted when the server starts; a POST without it, or with another, is refused
+  (403) before anything is read. Decisions are POSTs only; GETs change nothing.
+- Beyond loopback it also needs an access token (``--token``, or one it mints and prints): the first request
+  presents it as ``?token=...``, then an HttpOnly, SameSite=Strict cookie carries it. Anything else gets 401.
+- Every stored string is escaped (``html.escape``); pages load no script and nothing from elsewhere.
+
+Settling a run continues it, so the server needs the run's agent: ``--agent FILE.py:NAME`` (repeatable), matched
+to a run by the agent's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import secrets
+import sys
+from collections.abc import Mapping
+from html import escape
+from http import HTTPStatus
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from stopwise._cli._common import UsageError, existing_db, find_run
+from stopwise._load import LoadError, load_agent
+from stopwise._view.html import page, render_html
+from stopwise._view.timeline import RunView, run_view
+from stopwise.agent import Agent
+from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, Reject, Terminate
+from stopwise.errors import ConfigError, StopwiseError
+from stopwise.result import RunStatus
+from stopwise.runtime import Runner
+from stopwise.store.base import RunRecord
+from stopwise.store.sqlite import SQLiteStore
+
+__all__ = ["Viewer", "serve"]
+
+_COOKIE = "stopwise_token"
+_SESSIONS_LISTED = 50
+
+
+class Viewer:
+    """What the pages show and do, apart from HTTP: reads the log, renders, settles pending calls."""
+
+    def __init__(self, db: Path, agents: Mapping[str, Agent], csrf: str) -> None:
+        self.db = db
+        self.agents = dict(agents)
+        self.csrf = csrf
+
+    def runs_page(self) -> str:
+        runs = asyncio.run(self._latest_runs())
+        rows = []
+        for r in runs:
+            reason = "" if r.completion_reason is None else r.completion_reason.value
+            rows.append(
+                f"<tr data-run='{_e(r.run_id)}' class='{_e(r.status.value)}-row'><td><a href='/runs/{quote(r.run_id)}'>"
+                f"{_e(r.run_id[:12])}</a></td><td>{_e(r.session_id)}</td><td>{_e(r.agent)}</td>"
+                f"<td><span class='badge {_e(r.status.value)}'>{_e(r.status.value)}</span></td><td>{_e(reason)}</td>"
+                f"<td>{r.steps}</td></tr>"
+            )
+        waiting = sum(1 for r in runs if r.status is RunStatus.SUSPENDED)
+        body = (
+            f"<h1>Runs in {_e(self.db.name)}</h1><p class='meta' id='waiting'>{waiting} waiting for a decision</p>"
+            "<table id='runs'><tr><th>run</th><th>session</th><th>agent</th><th>status</th><th>reason</th>"
+            f"<th>steps</th></tr>{''.join(rows)}</table>"
+        )
+        return page("stopwise runs", body)
+
+    def run_page(self, ref: str, notice: str = "") -> str:
+        view = asyncio.run(self._view(ref))
+        nav = "<p><a href='/'>&larr; all runs</a></p>"
+        if notice:
+            nav += f"<p class='err' id='notice'>{_e(notice)}</p>"
+        return render_html(view, nav=nav, actions=self._form(view))
+
+    def decide(self, ref: str, form: Mapping[str, str]) -> str:
+        """Settle the run's pending calls with the form's decisions and continue it; an empty string when done,
+        else what was wrong (shown on the page)."""
+        view = asyncio.run(self._view(ref))
+        agent = self.agents.get(view.run.agent)
+        if agent is None:
+            return f"no agent named {view.run.agent!r}: start stopwise serve with --agent FILE.py:NAME"
+        decisions: dict[str, ApprovalDecision] = {}
+        message = form.get("message", "").strip()
+        for p in view.pending:
+            choice = form.get(f"decision:{p.call_id}", "")
+            if choice == "approve":
+                decisions[p.call_id] = Approve(args_hash=p.args_hash)
+            elif choice == "reject":
+                decisions[p.call_id] = Reject(message) if message else Reject()
+            elif choice == "terminate":
+                decisions[p.call_id] = Terminate(message) if message else Terminate()
+            elif choice == "modify":
+                try:
+                    args = json.loads(form.get(f"args:{p.call_id}", ""))
+                except ValueError as exc:
+                    return f"{p.call_id}: the arguments are not JSON ({exc})"
+                if not isinstance(args, dict):
+                    return f"{p.call_id}: the arguments must be a JSON object"
+                decisions[p.call_id] = Modify(args)
+            else:
+                return f"{p.call_id}: choose approve, reject, modify or terminate"
+        try:
+            asyncio.run(self._resume(agent, view.run.session_id, decisions))
+        except (ApprovalError, StopwiseError) as exc:
+            return str(exc)
+        return ""
+
+    def _form(self, view: RunView) -> str:
+        if not view.pending:
+            return ""
+        if view.run.agent not in self.agents:
+            return (
+                f"<p class='meta' id='no-agent'>To settle this run from here, start stopwise serve with "
+                f"--agent FILE.py:NAME for the agent {_e(view.run.agent)}.</p>"
+            )
+        fields = []
+        for p in view.pending:
+            name = _e(p.call_id)
+            options = "".join(
+                f"<label><input type='radio' name='decision:{name}' value='{v}'{' checked' if v == 'approve' else ''}>"
+                f" {v}</label> "
+                for v in ("approve", "reject", "modify", "terminate")
+            )
+            fields.append(
+                f"<fieldset data-call='{name}'><legend>{_e(p.tool)} <code>{name}</code></legend>{options}"
+                f"<br><label>arguments for modify<br><textarea name='args:{name}' rows='3' cols='60'>"
+                f"{_e(json.dumps(dict(p.args), ensure_ascii=False))}</textarea></label></fieldset>"
+            )
+        return (
+            f"<form method='post' action='/runs/{quote(view.run.run_id)}/decide' id='decide'>"
+            f"<input type='hidden' name='csrf' value='{_e(self.csrf)}'>{''.join(fields)}"
+            "<p><label>message (reject) or reason (terminate)<br><input name='message' size='60'></label></p>"
+            "<p><button type='submit'>Submit decisions and continue the run</button></p></form>"
+        )
+
+    async def _latest_runs(self) -> list[RunRecord]:
+        store = SQLiteStore(self.db)
+        try:
+            sessions = await store.list_sessions(_SESSIONS_LISTED)
+            return [r for s in sessions for r in reversed(await store.list_runs(s))]
+        finally:
+            await store.close()
+
+    async def _view(self, ref: str) -> RunView:
+        store = SQLiteStore(self.db)
+        try:
+            snapshot, run = await find_run(store, ref)
+            return run_view(snapshot, run)
+        finally:
+            await store.close()
+
+    async def _resume(self, agent: Agent, session: str, decisions: Mapping[str, ApprovalDecision]) -> None:
+        async with Runner(SQLiteStore(self.db)) as runner:
+            await runner.resume(agent, session, decisions)
+
+
+def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) -> type[BaseHTTPRequestHandler]:
+    """The request handler. ``hosts``: the Host headers accepted (None: any, when a token guards the server)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "stopwise"
+        sys_version = ""
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            if not self._allowed(url.query):
+                return
+            if url.path == "/":
+                self._html(viewer.runs_page())
+            elif url.path.startswith("/runs/") and url.path.count("/") == 2:
+                self._run_page(url.path.removeprefix("/runs/"))
+            else:
+                self._plain(HTTPStatus.NOT_FOUND, "not found")
+
+        def do_POST(self) -> None:
+            url = urlsplit(self.path)
+            if not self._allowed(""):
+                return
+            parts = url.path.split("/")
+            if len(parts) != 4 or parts[1] != "runs" or parts[3] != "decide":
+                self._plain(HTTPStatus.NOT_FOUND, "not found")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > 1_000_000:
+                self._plain(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too large")
+                return
+            form = {k: v[-1] for k, v in parse_qs(self.rfile.read(length).decode("utf-8", "replace")).items()}
+            if not hmac.compare_digest(form.get("csrf", ""), viewer.csrf):
+                self._plain(HTTPStatus.FORBIDDEN, "missing or wrong CSRF token")
+                return
+            ref = parts[2]
+            try:
+                problem = viewer.decide(ref, form)
+            except UsageError as exc:
+                self._plain(HTTPStatus.NOT_FOUND, str(exc))
+                return
+            if problem:
+                self._run_page(ref, problem, HTTPStatus.CONFLICT)
+                return
+            self.send_response(HTTPStatus.SEE_OTHER)
+            self.send_header("Location", f"/runs/{quote(ref)}")
+            self.end_headers()
+
+        def _run_page(self, ref: str, notice: str = "", status: HTTPStatus = HTTPStatus.OK) -> None:
+            try:
+                self._html(viewer.run_page(ref, notice), status)
+            except UsageError as exc:
+                self._plain(HTTPStatus.NOT_FOUND, str(exc))
+
+        def _allowed(self, query: str) -> bool:
+            if hosts is not None and self.headers.get("Host", "") not in hosts:
+                self._plain(HTTPStatus.MISDIRECTED_REQUEST, "unexpected Host header")
+                return False
+            if token is None:
+                return True
+            given = parse_qs(query).get("token", [""])[-1]
+            cookie = SimpleCookie(self.headers.get("Cookie", ""))
+            held = cookie[_COOKIE].value if _COOKIE in cookie else ""
+            if hmac.compare_digest(given, token) or hmac.compare_digest(held, token):
+                self._set_cookie = given == token
+                return True
+            self._plain(HTTPStatus.UNAUTHORIZED, "access token required: open the URL stopwise serve printed")
+            return False
+
+        _set_cookie = False
+
+        def _html(self, body: str, status: HTTPStatus = HTTPStatus.OK) -> None:
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Frame-Options", "DENY")
+            self.send_header("Referrer-Policy", "no-referrer")
+            self.send_header("Cache-Control", "no-store")
+            if self._set_cookie and token is not None:
+                self.send_header("Set-Cookie", f"{_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _plain(self, status: HTTPStatus, text: str) -> None:
+            data = (text + "\n").encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the terminal shows the URL and warnings, not a line per request
+
+    return Handler
+
+
+def serve(db: str, host: str, port: int, targets: list[str], token: str | None) -> int:
+    path = existing_db(db)
+    agents: dict[str, Agent] = {}
+    for target in targets:
+        try:
+            agent = load_agent(target)
+        except (LoadError, ConfigError) as exc:
+            raise UsageError(str(exc)) from None
+        agents[agent.name] = agent
+    loopback = _is_loopback(host)
+    if not loopback and token is None:
+        token = secrets.token_urlsafe(24)
+    viewer = Viewer(path, agents, secrets.token_urlsafe(32))
+    # Bound first: the port (0 picks a free one) is part of the Host names the handler accepts.
+    server = ThreadingHTTPServer((host, port), BaseHTTPRequestHandler)
+    bound_port = server.server_address[1]
+    # On loopback, the Host check keeps a page on another site from reaching the server by DNS rebinding; beyond
+    # it, clients name the machine in ways the server cannot list, and the access token does that job.
+    hosts = frozenset(f"{h}:{bound_port}" for h in (host, "localhost", "127.0.0.1")) if loopback else None
+    server.RequestHandlerClass = _handler(viewer, hosts, token)
+    url = f"http://{host}:{bound_port}/"
+    if token is not None:
+        url += f"?token={quote(token)}"
+    if not loopback:
+        print(
+            f"stopwise serve: warning: listening on {host}, beyond this machine; anyone with the URL (its token) "
+            "can approve tool calls",
+            file=sys.stderr,
+        )
+    print(f"stopwise serve: {url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _e(text: str) -> str:
+    return escape(text, quote=True)

@@ -1,0 +1,104 @@
+"""Docs that run: every ```python block of README.md and docs/*.md runs as written, pasted into a script of its
+own, unless its fence says ```python fragment (a piece that needs a key, a server or names defined around it);
+a fragment must still parse. Also the one exit-code table of the command line, checked against the code."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# A fence may be indented (a block inside a list item); its closing fence has the same indent.
+_BLOCK = re.compile(r"^([ \t]*)```python( fragment)?[ \t]*\n(.*?)^\1```", re.DOTALL | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Block:
+    file: Path
+    line: int
+    code: str
+    fragment: bool
+
+    def __str__(self) -> str:
+        return f"{self.file.relative_to(ROOT)}:{self.line}"
+
+
+def blocks() -> list[Block]:
+    found = []
+    for file in DOCS:
+        text = file.read_text(encoding="utf-8")
+        for m in _BLOCK.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(Block(file, line, textwrap.dedent(m.group(3)), m.group(2) is not None))
+    return found
+
+
+def test_every_python_fence_is_found() -> None:
+    """The extractor sees every ```python fence, so none escapes the runner by its layout."""
+    fences = sum(len(re.findall(r"^[ \t]*```python", f.read_text(encoding="utf-8"), re.MULTILINE)) for f in DOCS)
+    assert len(blocks()) == fences
+
+
+def test_fragments_parse() -> None:
+    for block in blocks():
+        # top-level await is allowed in a fragment (it shows code that lives inside an async function)
+        compile(block.code, str(block), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+
+@pytest.mark.slow
+def test_every_python_block_of_the_docs_runs_as_written(tmp_path: Path) -> None:
+    """Each runnable block in a fresh directory, as a script of its own (all at once, in parallel)."""
+    runnable = [b for b in blocks() if not b.fragment]
+    assert len(runnable) >= 20
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # offline, as a new user's shell
+    procs = []
+    for number, block in enumerate(runnable):
+        cwd = tmp_path / f"block{number}"
+        cwd.mkdir()
+        (cwd / "sample.py").write_text(block.code, encoding="utf-8")
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "sample.py"],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    failed = []
+    for block, proc in zip(runnable, procs, strict=True):
+        _, stderr = proc.communicate(timeout=180)
+        if proc.returncode != 0:
+            failed.append(f"{block}:\n{block.code}\n{stderr}")
+    assert not failed, "\n\n".join(failed)
+
+
+def _command_section() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8").split("## Command line", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_command_table_lists_every_subcommand() -> None:
+    from stopwise.cli import _parser
+
+    commands = next(a for a in _parser()._actions if a.dest == "command")
+    table = _command_section()
+    for name in commands.choices:  # type: ignore[union-attr]
+        assert re.search(rf"^\| `stopwise [^`]*\b{name}\b", table, re.MULTILINE), name
+
+
+def test_one_exit_code_table_names_the_codes_the_command_returns() -> None:
+    from stopwise import cli
+
+    rows = re.findall(r"^\| (\d+) \| ", _command_section(), re.MULTILINE)
+    assert [int(r) for r in rows] == [cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_USAGE, 130]
