@@ -105,10 +105,52 @@ class Agent:
     """Prices the run's usage when ``limits`` has a cost budget (or names ``priced_as``); None otherwise."""
 
     def __post_init__(self) -> None:
+        # Checked when the agent is defined, in the order a reader meets the fields; each helper names the field.
+        self._check_settings()
+        model = self._resolve_model()
+        self._check_hooks(model)
+        self._check_tools()
+        self._check_limits(model)
+        condition = None if self.stop_when is None else as_condition(self.stop_when)
+        object.__setattr__(self, "stop_condition", condition)
+        schema = None
+        if self.output_type is not None:
+            if not (isinstance(self.output_type, type) and issubclass(self.output_type, BaseModel)):
+                raise ConfigError("output_type", f"must be a pydantic model class, got {self.output_type!r}")
+            schema = TypeAdapter(self.output_type).json_schema()
+        object.__setattr__(self, "output_schema", schema)
+
+    def _check_settings(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError("name", "must be a non-empty string")
         if not isinstance(self.instructions, str):
             raise ConfigError("instructions", f"must be a string, got {type(self.instructions).__name__}")
+        if self.max_steps is not None:
+            _check_int("max_steps", self.max_steps, 1, " or None")
+        _check_int("max_completion_retries", self.max_completion_retries, 0)
+        _check_int("forced_calls_at_cap", self.forced_calls_at_cap, 0)
+        _check_int("max_tool_errors", self.max_tool_errors, 1)
+        if self.on_max_steps not in ("fail", "wrap_up") and not callable(self.on_max_steps):
+            raise ConfigError(
+                "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
+            )
+        for field_name, cls in (
+            ("stop_guard", StopGuard),
+            ("guardrails", Guardrails),
+            ("guardian", Guardian),
+            ("limits", Limits),
+        ):
+            value = getattr(self, field_name)
+            if value is not None and not isinstance(value, cls):
+                raise ConfigError(field_name, f"must be a {cls.__name__}(...), got {type(value).__name__}")
+        if not isinstance(self.reply_limits, ReplyLimits):
+            raise ConfigError("reply_limits", f"must be a ReplyLimits(...), got {type(self.reply_limits).__name__}")
+        if self.end_strategy not in ("early", "exhaustive"):
+            raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
+        if self.prepare_step is not None and not callable(self.prepare_step):
+            raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
+
+    def _resolve_model(self) -> Model:
         if self.model is None:
             raise ConfigError("model", "is required: pass model=... (a Model, or a string such as 'openai:gpt-4.1')")
         # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
@@ -118,48 +160,25 @@ class Agent:
             raise ConfigError(
                 "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
             )
-        if self.max_steps is not None and (
-            isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
-        ):
-            raise ConfigError("max_steps", f"must be an int >= 1 or None, got {self.max_steps!r}")
-        retries = self.max_completion_retries
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ConfigError("max_completion_retries", f"must be an int >= 0, got {self.max_completion_retries!r}")
-        if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
-            raise ConfigError("stop_guard", f"must be a StopGuard, got {type(self.stop_guard).__name__}")
-        if self.on_max_steps not in ("fail", "wrap_up") and not callable(self.on_max_steps):
-            raise ConfigError(
-                "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
-            )
-        cap_calls = self.forced_calls_at_cap
-        if isinstance(cap_calls, bool) or not isinstance(cap_calls, int) or cap_calls < 0:
-            raise ConfigError("forced_calls_at_cap", f"must be an int >= 0, got {cap_calls!r}")
-        if self.guardrails is not None and not isinstance(self.guardrails, Guardrails):
-            raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
-        if self.guardian is not None and not isinstance(self.guardian, Guardian):
-            raise ConfigError("guardian", f"must be a Guardian(...), got {type(self.guardian).__name__}")
-        errors = self.max_tool_errors
-        if isinstance(errors, bool) or not isinstance(errors, int) or errors < 1:
-            raise ConfigError("max_tool_errors", f"must be an int >= 1, got {errors!r}")
-        if not isinstance(self.reply_limits, ReplyLimits):
-            raise ConfigError("reply_limits", f"must be a ReplyLimits(...), got {type(self.reply_limits).__name__}")
+        return model
+
+    def _check_hooks(self, model: Model) -> None:
         object.__setattr__(self, "middleware", tuple(self.middleware))
-        validators = tuple(self.output_validators) if isinstance(self.output_validators, Iterable) else None
-        if validators is None or not all(callable(v) for v in validators):
-            raise ConfigError("output_validators", "must be a list of functions of the output")
-        object.__setattr__(self, "output_validators", validators)
-        processors = tuple(self.history_processors) if isinstance(self.history_processors, Iterable) else None
-        if processors is None or not all(callable(p) for p in processors):
-            raise ConfigError("history_processors", "must be a list of functions of the messages")
-        object.__setattr__(self, "history_processors", processors)
+        for field_name, what in (("output_validators", "the output"), ("history_processors", "the messages")):
+            value = getattr(self, field_name)
+            functions = tuple(value) if isinstance(value, Iterable) else None
+            if functions is None or not all(callable(f) for f in functions):
+                raise ConfigError(field_name, f"must be a list of functions of {what}")
+            object.__setattr__(self, field_name, functions)
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
+
+    def _check_tools(self) -> None:
         tools = tuple(self.tools) if isinstance(self.tools, Iterable) else None
         if tools is None:
             raise ConfigError("tools", "must be a list of tools")
         tool_map: dict[str, Tool] = {}
         sources = tuple(t for t in tools if isinstance(t, ToolSource))
-        tools = tuple(t for t in tools if not isinstance(t, ToolSource))
-        for t in tools:
+        for t in (t for t in tools if not isinstance(t, ToolSource)):
             if not isinstance(t, Tool):
                 raise ConfigError(
                     "tools", f"{t!r} is not a Tool: decorate the function with @tool (or pass a source: an MCPServer)"
@@ -172,23 +191,12 @@ class Agent:
         object.__setattr__(self, "tool_map", tool_map)
         object.__setattr__(self, "tool_specs", tuple(t.spec for t in tool_map.values()))
         object.__setattr__(self, "stop_at_tools", _stop_at_names(self.stop_at_tools, tool_map))
-        if self.prepare_step is not None and not callable(self.prepare_step):
-            raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
-        if self.limits is not None and not isinstance(self.limits, Limits):
-            raise ConfigError("limits", f"must be a Limits(...), got {type(self.limits).__name__}")
-        priced = self.limits is not None and (self.limits.cost is not None or self.limits.priced_as is not None)
-        pricer = pricer_for(model, self.limits.priced_as) if priced and self.limits is not None else None
+
+    def _check_limits(self, model: Model) -> None:
+        limits = self.limits
+        priced = limits is not None and (limits.cost is not None or limits.priced_as is not None)
+        pricer = pricer_for(model, limits.priced_as) if priced and limits is not None else None
         object.__setattr__(self, "pricer", pricer)
-        if self.end_strategy not in ("early", "exhaustive"):
-            raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
-        condition = None if self.stop_when is None else as_condition(self.stop_when)
-        object.__setattr__(self, "stop_condition", condition)
-        schema = None
-        if self.output_type is not None:
-            if not (isinstance(self.output_type, type) and issubclass(self.output_type, BaseModel)):
-                raise ConfigError("output_type", f"must be a pydantic model class, got {self.output_type!r}")
-            schema = TypeAdapter(self.output_type).json_schema()
-        object.__setattr__(self, "output_schema", schema)
 
     def output_validator(self, fn: OutputValidator) -> OutputValidator:
         """Decorator: add ``fn`` to ``output_validators``. Register validators while defining the agent, before
@@ -225,6 +233,11 @@ class Agent:
         run_agent.__name__ = name or self.name
         doc = description or f"Delegate a task to the agent {self.name!r}. Pass the task as `input`."
         return _build(run_agent, name or self.name, doc, timeout, risk, needs_approval)
+
+
+def _check_int(field_name: str, value: object, least: int, or_else: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(field_name, f"must be an int >= {least}{or_else}, got {value!r}")
 
 
 def _stop_at_names(value: object, tool_map: Mapping[str, Tool]) -> tuple[str, ...] | Literal["any"] | None:
