@@ -224,6 +224,25 @@ def _build(
             f"tool {tool_name!r}.risk", f"must be one of {[r.value for r in Risk]}, got {risk!r}"
         ) from None
 
+    summary, fields, context_param = _signature(fn, tool_name)
+    args_model = create_model(f"{tool_name}_arguments", __base__=_ArgsBase, **fields)
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else summary,
+        fn=fn,
+        args_model=args_model,
+        timeout=timeout,
+        risk=risk,
+        context_param=context_param,
+        needs_approval=needs_approval,
+        approval_ttl=approval_ttl,
+        client=client,
+    )
+
+
+def _signature(fn: Callable[..., Any], tool_name: str) -> tuple[str, dict[str, Any], str | None]:
+    """The tool's description from its docstring, its argument fields, and the parameter that takes the
+    ``RunContext`` (if any)."""
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params}
     summary = "\n\n".join(s for s in (doc.short_description, doc.long_description) if s)
@@ -247,19 +266,7 @@ def _build(
             raise ConfigError(f"tool {tool_name!r}", f"*args/**kwargs parameter {pname!r} is not supported")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
-    args_model = create_model(f"{tool_name}_arguments", __base__=_ArgsBase, **fields)
-    return Tool(
-        name=tool_name,
-        description=description if description is not None else summary,
-        fn=fn,
-        args_model=args_model,
-        timeout=timeout,
-        risk=risk,
-        context_param=context_param,
-        needs_approval=needs_approval,
-        approval_ttl=approval_ttl,
-        client=client,
-    )
+    return summary, fields, context_param
 
 
 @overload
