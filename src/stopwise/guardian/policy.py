@@ -12,7 +12,7 @@ what makes a decision log replayable.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from stopwise.errors import ConfigError
@@ -115,6 +115,19 @@ class PolicyResult:
     """The conditions that made the outcome an escalation."""
 
 
+@dataclass(slots=True)
+class _Reasons:
+    """A turn's verdicts sorted by what they ask for, in words (the policy's working state, never returned)."""
+
+    escalate: list[str] = field(default_factory=list)
+    escalated: list[str] = field(default_factory=list)
+    success: list[str] = field(default_factory=list)
+    failure: list[str] = field(default_factory=list)
+    stopping: list[str] = field(default_factory=list)
+    """Conditions that fired a stop (named when contradicting stops escalate)."""
+    replan: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True)
 class ThresholdPolicy:
     """Thresholds come from each condition's costs; this holds the plain-code rules around them."""
@@ -166,60 +179,67 @@ class ThresholdPolicy:
             )
             for c in conditions
         )
+        return self._outcome(self._reasons(verdicts, conditions, inputs), verdicts, inputs)
+
+    def _reasons(
+        self, verdicts: tuple[ConditionVerdict, ...], conditions: Sequence[ConditionLike], inputs: PolicyInputs
+    ) -> _Reasons:
+        """What each verdict asks for, in words, grouped by the outcome it asks for."""
         by_name = {c.name: c for c in conditions}
-        escalate: list[str] = []
-        escalated: list[str] = []
-        stops: dict[GuardianOutcome, list[str]] = {GuardianOutcome.STOP_SUCCESS: [], GuardianOutcome.STOP_FAILURE: []}
-        replan: list[str] = []
+        r = _Reasons()
+        stops = {GuardianOutcome.STOP_SUCCESS: r.success, GuardianOutcome.STOP_FAILURE: r.failure}
         for v in verdicts:
-            c = by_name[v.name]
+            outcome = by_name[v.name].outcome
             if v.declared:
                 where = f"{v.name}: {inputs.declared_risk}, declared by the tool's author"
                 if v.p is not None:
                     where += f" (a floor: the evaluator's p={v.p:.2f} cannot lower it)"
             elif v.uncertain:
                 if self.on_unavailable == "escalate":
-                    escalate.append(f"{v.name} unanswered")
-                    escalated.append(v.name)
+                    r.escalate.append(f"{v.name} unanswered")
+                    r.escalated.append(v.name)
                 elif self.on_unavailable == "stop":
-                    stops[GuardianOutcome.STOP_FAILURE].append(f"{v.name} unanswered")
+                    r.failure.append(f"{v.name} unanswered")
                 continue
             elif v.in_band:
-                escalate.append(f"{v.name} p={v.p:.2f} within {v.delta:g} of t*={v.threshold:.2f}")
-                escalated.append(v.name)
+                r.escalate.append(f"{v.name} p={v.p:.2f} within {v.delta:g} of t*={v.threshold:.2f}")
+                r.escalated.append(v.name)
                 continue
             elif v.fired:
                 where = f"{v.name} p={v.p:.2f} > t*={v.threshold:.2f}"
             else:
                 continue
-            if c.outcome is GuardianOutcome.ESCALATE:
-                escalate.append(where)
-                escalated.append(v.name)
-            elif c.outcome in stops:
-                stops[c.outcome].append(where)
-            elif c.outcome is GuardianOutcome.REPLAN:
-                replan.append(where)
+            if outcome is GuardianOutcome.ESCALATE:
+                r.escalate.append(where)
+                r.escalated.append(v.name)
+            elif outcome in stops:
+                stops[outcome].append(where)
+                if v.fired:
+                    r.stopping.append(v.name)
+            elif outcome is GuardianOutcome.REPLAN:
+                r.replan.append(where)
         if inputs.repeats >= self.repeat_limit:
-            replan.append(f"the same call was made {inputs.repeats} times in a row")
+            r.replan.append(f"the same call was made {inputs.repeats} times in a row")
+        return r
 
-        if escalate:
+    def _outcome(self, r: _Reasons, verdicts: tuple[ConditionVerdict, ...], inputs: PolicyInputs) -> PolicyResult:
+        """The precedence: escalate > contradicting stops (escalate) > stop > replan (or stop past max_replans)."""
+        if r.escalate:
             return PolicyResult(
-                GuardianOutcome.ESCALATE, "escalate: " + "; ".join(escalate), verdicts, tuple(escalated)
+                GuardianOutcome.ESCALATE, "escalate: " + "; ".join(r.escalate), verdicts, tuple(r.escalated)
             )
-        success, failure = stops[GuardianOutcome.STOP_SUCCESS], stops[GuardianOutcome.STOP_FAILURE]
-        if success and failure:
-            reason = f"contradicting stops: {'; '.join(success)} vs {'; '.join(failure)}"
-            firing = tuple(v.name for v in verdicts if v.fired and by_name[v.name].outcome in stops)
-            return PolicyResult(GuardianOutcome.ESCALATE, reason, verdicts, firing)
-        if success:
-            return PolicyResult(GuardianOutcome.STOP_SUCCESS, "stop: " + "; ".join(success), verdicts)
-        if failure:
-            return PolicyResult(GuardianOutcome.STOP_FAILURE, "stop: " + "; ".join(failure), verdicts)
-        if replan:
+        if r.success and r.failure:
+            reason = f"contradicting stops: {'; '.join(r.success)} vs {'; '.join(r.failure)}"
+            return PolicyResult(GuardianOutcome.ESCALATE, reason, verdicts, tuple(r.stopping))
+        if r.success:
+            return PolicyResult(GuardianOutcome.STOP_SUCCESS, "stop: " + "; ".join(r.success), verdicts)
+        if r.failure:
+            return PolicyResult(GuardianOutcome.STOP_FAILURE, "stop: " + "; ".join(r.failure), verdicts)
+        if r.replan:
             if inputs.replans >= self.max_replans:
-                reason = f"stop: {inputs.replans} replans already ({'; '.join(replan)})"
+                reason = f"stop: {inputs.replans} replans already ({'; '.join(r.replan)})"
                 return PolicyResult(GuardianOutcome.STOP_FAILURE, reason, verdicts)
-            return PolicyResult(GuardianOutcome.REPLAN, "replan: " + "; ".join(replan), verdicts)
+            return PolicyResult(GuardianOutcome.REPLAN, "replan: " + "; ".join(r.replan), verdicts)
         return PolicyResult(GuardianOutcome.CONTINUE, "continue", verdicts)
 
     def to_data(self) -> dict[str, Any]:
