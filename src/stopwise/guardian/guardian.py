@@ -194,17 +194,14 @@ async def consult(
     open_ = tuple(
         c
         for c in conditions
-        if not before[c.name].declared
-        and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
+        if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
     )
     if guardian.judge is not None and open_:
         asked = QuestionSet(open_, guardian.conditions.version)
         judged_answers = await _ask(guardian.judge, projection, asked, open_, guardian.judge_timeout)
         judged = guardian.policy.decide(judged_answers.answers, open_, inputs)
         # A deferred answer is the judge's, whatever it says; an open one only when the judge is clear about it.
-        settled = [
-            v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)
-        ]
+        settled = [v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)]
         if settled:
             merged = {**answers.answers, **{v.name: judged_answers.answers[v.name] for v in settled}}
             answers = Answers(answers.evaluator, answers.model_version, merged)
