@@ -625,9 +625,9 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     rows.extend(step.rows)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
-    if decision.action is Action.CONTINUE and step.guard is not None:
+    if step.guard is not None and (step.guard[0].kind != "continue" or decision.action is Action.CONTINUE):
         rows.extend(step.guard[0].rows)
-    elif decision.action is Action.FORCE_OUTPUT:
+    if decision.action is Action.FORCE_OUTPUT:
         why = f" ({decision.detail})" if decision.detail else ""
         rows.append(automated_feedback(f"{_FORCE_OUTPUT}{why}.", source="forced_completion"))
     elif decision.action is Action.WRAP_UP:
