@@ -413,7 +413,7 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     return StepSignals(
         stop_reason=step.reply.stop_reason,
         has_tool_calls=bool(step.reply.tool_calls),
-        steps_used=leg.steps_used + 1,
+        steps_used=_steps_used(leg, step),
         max_steps=agent.max_steps,
         wants_output=agent.output_type is not None,
         phase=step.phase,
@@ -424,13 +424,19 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     )
 
 
+def _steps_used(leg: Leg, step: _Step) -> int:
+    """Steps counted against ``max_steps`` once this one commits. A settle step finishes the suspended step under
+    its own number, so an approval costs no step of its own (seed 003)."""
+    return step.number - leg.run.budget_base
+
+
 def _attempts_left(leg: Leg, step: _Step) -> int:
     """Forced-output calls (and validator retries) still allowed after this step; past the cap, at most
     ``forced_calls_at_cap`` of them in all."""
     agent = leg.agent
     forced = step.phase is Phase.FORCED_OUTPUT
     left = agent.max_completion_retries - leg.forced_attempts - leg.output_retries - (1 if forced else 0)
-    used = leg.steps_used + 1
+    used = _steps_used(leg, step)
     if agent.max_steps is not None and used >= agent.max_steps:
         left = min(left, agent.forced_calls_at_cap - (used - agent.max_steps))
     return left
