@@ -8,6 +8,7 @@ from typing import Any
 
 from stopwise import Agent, Reply, Runner, ScriptedModel, Store, ToolCall, tool
 from stopwise.approvals import Approve
+from stopwise.guardrails import Block, Guardrails, InputContext, ToolResultContext
 
 ran: list[str] = []
 
@@ -44,3 +45,57 @@ async def test_an_approval_does_not_cost_a_step_of_max_steps(store: Store) -> No
     done = await runner.resume(agent, "s", {"p1": Approve()})
     assert (done.status, done.completion_reason, done.output) == ("completed", "final_answer", "done")
     assert done.steps == 3
+
+
+async def test_on_a_resume_the_approved_call_runs_and_settles_before_an_input_guardrail_can_end_the_run(
+    store: Store,
+) -> None:
+    ran.clear()
+    blocking = {"on": False}
+
+    def tenant_check(ctx: InputContext) -> Block | None:
+        return Block("tenant suspended", replacement="Sorry.") if blocking["on"] else None
+
+    agent = paying(guardrails=Guardrails(on_input=tenant_check))
+    runner = Runner(store)
+    suspended = await runner.run(agent, "pay", session_id="s")
+    assert suspended.status == "suspended" and ran == []
+    blocking["on"] = True
+    ended = await runner.resume(agent, "s", {"p1": Approve()})
+    assert (ended.status, ended.completion_reason) == ("completed", "guardrail_input")
+    assert ran == ["paid 5"]
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    rows = [m for e in snapshot.entries for m in e.messages]
+    called = {c.id for m in rows for c in m.tool_calls}
+    answered = {m.tool_call_id for m in rows if m.role == "tool"}
+    assert called == answered == {"l1", "p1"}
+
+
+async def test_a_tool_result_guardrail_that_raises_after_the_tool_ran_still_logs_the_step(store: Store) -> None:
+    ran.clear()
+
+    def broken(ctx: ToolResultContext) -> None:
+        raise RuntimeError("scanner down")
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("charge", {"amount": 7}, id="c1")]), "done"])
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        ran.append(f"charged {amount}")
+        return "card 4111 charged"
+
+    agent = Agent("a", "", model, tools=[charge], guardrails=Guardrails(on_tool_result=broken))
+    result = await Runner(store).run(agent, "charge", session_id="s")
+    assert result.status == "failed" and result.error is not None and "scanner down" in result.error.message
+    assert ran == ["charged 7"]
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    step = next(e for e in snapshot.entries if e.kind == "step")
+    assert [c.id for c in step.messages[0].tool_calls] == ["c1"]
+    tool_row = step.messages[1]
+    assert tool_row.tool_call_id == "c1" and "withheld" in tool_row.content and "4111" not in tool_row.content
+    receipts = [r for r in step.records if r.get("type") == "tool_receipt" and r["tool_call_id"] == "c1"]
+    # Never checked, so never kept in clear (unless the guardrails opt in to clear receipts).
+    assert len(receipts) == 1 and "raw" not in receipts[0]
