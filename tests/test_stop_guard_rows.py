@@ -19,6 +19,7 @@ from stopwise import (
     StopGuard,
     StopGuardContext,
     Store,
+    finish_nudge,
 )
 from stopwise.errors import StopGuardExpired
 from stopwise.messages import AUTOMATED_LABEL
@@ -96,3 +97,10 @@ async def test_a_sync_guard_that_timed_out_has_its_late_writes_discarded(store: 
     snapshot = await store.load_session("s")
     assert snapshot is not None and "late" not in snapshot.state
     assert guard_rows([m for e in snapshot.entries for m in e.messages]) == []
+
+
+async def test_a_finish_nudge_with_no_function_accepts_every_finish() -> None:
+    guard = finish_nudge(None)
+    result = await Runner().run(agent(ScriptedModel(["answer"]), guard), "q")
+    assert (result.status, result.completion_reason, result.output) == ("completed", "final_answer", "answer")
+    assert result.stop_guard is not None and result.stop_guard.continues_used == 0
