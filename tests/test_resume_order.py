@@ -8,7 +8,7 @@ from typing import Any
 
 from stopwise import Agent, Reply, Runner, ScriptedModel, Store, ToolCall, tool
 from stopwise.approvals import Approve
-from stopwise.guardrails import Block, Guardrails, InputContext, ToolResultContext
+from stopwise.guardrails import Block, Guardrails, InputContext, Rewrite, ToolResultContext
 
 ran: list[str] = []
 
@@ -99,3 +99,21 @@ async def test_a_tool_result_guardrail_that_raises_after_the_tool_ran_still_logs
     receipts = [r for r in step.records if r.get("type") == "tool_receipt" and r["tool_call_id"] == "c1"]
     # Never checked, so never kept in clear (unless the guardrails opt in to clear receipts).
     assert len(receipts) == 1 and "raw" not in receipts[0]
+
+
+async def test_calls_run_while_a_resume_settles_go_through_the_tool_result_guardrails(store: Store) -> None:
+    ran.clear()
+    seen: list[tuple[str, object]] = []
+
+    def audit(ctx: ToolResultContext) -> Rewrite | None:
+        seen.append((ctx.tool_call.name, ctx.result))
+        return Rewrite(result="paid (amount hidden)") if ctx.tool_call.name == "pay" else None
+
+    agent = paying(guardrails=Guardrails(on_tool_result=audit))
+    runner = Runner(store)
+    await runner.run(agent, "pay", session_id="s")
+    done = await runner.resume(agent, "s", {"p1": Approve()})
+    assert done.status == "completed" and ran == ["paid 5"]
+    assert seen == [("look", "seen"), ("pay", "paid")]
+    row = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "p1")
+    assert row.content == "paid (amount hidden)"
