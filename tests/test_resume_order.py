@@ -1,6 +1,6 @@
 """Seed 003, approvals and guardrails on a resume: an approval does not cost a step, the approved calls run and
 settle before the resumed leg's input guardrails, and a tool-result guardrail that raises after its tool ran
-still leaves the step's effect in the log."""
+still leaves the step's effect in the log; a blocked client-tool call is answered, never left pending."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from stopwise import Agent, Reply, Runner, ScriptedModel, Store, ToolCall, tool
 from stopwise.approvals import Approve
-from stopwise.guardrails import Block, Guardrails, InputContext, Rewrite, ToolResultContext
+from stopwise.guardrails import Block, Guardrails, InputContext, Rewrite, ToolCallContext, ToolResultContext
 
 ran: list[str] = []
 
@@ -117,3 +117,20 @@ async def test_calls_run_while_a_resume_settles_go_through_the_tool_result_guard
     assert seen == [("look", "seen"), ("pay", "paid")]
     row = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "p1")
     assert row.content == "paid (amount hidden)"
+
+
+async def test_a_blocked_client_tool_call_is_answered_in_the_same_turn_not_left_pending() -> None:
+    @tool(client=True)
+    def ask_user(question: str) -> str:
+        """Ask the user."""
+        raise AssertionError("a client tool runs on the caller's side")
+
+    def no_questions(ctx: ToolCallContext) -> Block | None:
+        return Block("no questions in batch mode") if ctx.tool_call.name == "ask_user" else None
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("ask_user", {"question": "city?"}, id="q1")]), "guessing"])
+    agent = Agent("a", "", model, tools=[ask_user], guardrails=Guardrails(on_tool_call=no_questions))
+    result = await Runner().run(agent, "plan a trip")
+    assert (result.status, result.output, tuple(result.pending)) == ("completed", "guessing", ())
+    row = next(m for m in result.messages if m.role == "tool")
+    assert row.tool_call_id == "q1" and "Blocked by guardrail 'no_questions'" in row.content
