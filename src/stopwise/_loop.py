@@ -1,7 +1,8 @@
 """One run leg as a sequence of step phases (docs/architecture.md, "One step, in order"). The loop gathers
 signals and obeys the resolver; it owns no policy of its own. Every side effect of a step lands in one ``store.commit``.
 
-A leg: begin (input guardrails, then the leg's start is committed) -> [settle a suspended step] -> steps.
+A leg: begin (input guardrails, then the leg's start is committed) -> steps; on a resume: begin -> settle the
+suspended step -> input guardrails -> steps.
 A step: model call -> plan the calls (tool-call guardrails, risk gate, approval gate) -> tools -> tool-result
 guardrails -> guardian turn -> stop guard -> resolve -> output guardrails -> commit.
 Every ending, including the ones with no step to commit (a failed model call, failed caller code, a cancellation,
@@ -127,6 +128,11 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
             yield event
             if isinstance(event, RunFinished):
                 return
+        if leg.settle is not None:
+            async for event in _settle_first(leg):
+                yield event
+                if isinstance(event, RunFinished):
+                    return
         while True:
             async for event in _step(leg):
                 yield event
@@ -144,51 +150,33 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
 # --- begin ---------------------------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _InputChecked:
+    """The input guardrails' verdict on a leg's history: the events to yield, the history they let through (and
+    the entry that records it), or ``finished`` when they ended the run (the last event is ``RunFinished``)."""
+
+    events: list[Event]
+    history: tuple[Message, ...]
+    entry: LogEntry | None
+    finished: bool = False
+
+
 async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
-    """Input guardrails (once per leg, on the restored history plus new input), then the leg's start commit."""
+    """Input guardrails (once per leg, on the restored history plus new input), then the leg's start commit. On a
+    resume the input guardrails wait until the suspended step has settled (``_settle_first``)."""
     run = leg.run
     leg.started = leg.clock()
     history = (*leg.messages, *leg.new_input)
-    guardrails = leg.agent.guardrails
     entry: LogEntry | None = None
     if leg.new_input:
         entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.INPUT, leg.new_input)
-    if guardrails is not None and guardrails.has(Hook.INPUT):
-        try:
-            chain = await run_chain(
-                guardrails,
-                Hook.INPUT,
-                history,
-                lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, leg.runtime_context),
-                step=None,
-            )
-        except (GuardrailRaised, GuardrailError) as exc:
-            yield RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=caller_failure(exc))))
+    if leg.settle is None:
+        checked = await _check_input(leg, history, entry)
+        for event in checked.events:
+            yield event
+        if checked.finished:
             return
-        records = [*chain.records]
-        if chain.block is not None:
-            leg.records.extend(records)
-            text = chain.block.replacement or ""
-            leg.text = text
-            decision = resolve(StepSignals(input_blocked=chain.block.reason))
-            leg.run = apply_decision(run, decision, **leg.progress(), output=text)
-            note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
-            await leg.store.start_run(leg.run, note, leg.state)
-            leg.next_seq += 1
-            for record in chain.records:
-                yield GuardrailEvent(run.run_id, 0, record)
-            yield RunFinished(run.run_id, leg.steps, _result(leg))
-            return
-        if chain.records:
-            rewritten = tuple(chain.value)
-            kind = EntryKind.REWRITE
-            entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, kind, rewritten, records=to_data(records))
-            # The rows after the run's start keep their count; what was prepended belongs to the history.
-            leg.run_start = max(0, len(rewritten) - (len(history) - leg.run_start))
-            leg.records.extend(records)
-            history = rewritten
-            for record in chain.records:
-                yield GuardrailEvent(run.run_id, 0, record)
+        history, entry = checked.history, checked.entry
     if leg.write_start:
         await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state)
     elif entry is not None:
@@ -200,6 +188,65 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     failed = await list_sources(leg)
     if failed is not None:
         yield RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=failed)))
+
+
+async def _settle_first(leg: Leg) -> AsyncGenerator[Event, None]:
+    """A resume: the approved calls run and their step settles, then the leg's input guardrails (seed 003). An
+    input block on the resume can end the run, never strand an approved call without its result."""
+    async for event in _step(leg):
+        yield event
+        if isinstance(event, RunFinished):
+            return
+    checked = await _check_input(leg, tuple(leg.messages), None)
+    for event in checked.events:
+        yield event
+    if checked.finished:
+        return
+    if checked.entry is not None:
+        await leg.store.commit(checked.entry, leg.state)
+        leg.next_seq += 1
+    leg.messages = list(checked.history)
+
+
+async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry | None) -> _InputChecked:
+    """Run the input guardrails on ``history``; a block ends the run here (its note committed with the record),
+    a rewrite replaces ``entry`` with one that records the rewritten history."""
+    run = leg.run
+    guardrails = leg.agent.guardrails
+    if guardrails is None or not guardrails.has(Hook.INPUT):
+        return _InputChecked([], history, entry)
+    try:
+        chain = await run_chain(
+            guardrails,
+            Hook.INPUT,
+            history,
+            lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, leg.runtime_context),
+            step=None,
+        )
+    except (GuardrailRaised, GuardrailError) as exc:
+        ended = RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=caller_failure(exc))))
+        return _InputChecked([ended], history, entry, finished=True)
+    records = [*chain.records]
+    events: list[Event] = [GuardrailEvent(run.run_id, 0, record) for record in chain.records]
+    if chain.block is not None:
+        leg.records.extend(records)
+        text = chain.block.replacement or ""
+        leg.text = text
+        decision = resolve(StepSignals(input_blocked=chain.block.reason))
+        leg.run = apply_decision(leg.run, decision, **leg.progress(), output=text)
+        note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
+        await leg.store.start_run(leg.run, note, leg.state)
+        leg.next_seq += 1
+        return _InputChecked([*events, RunFinished(run.run_id, leg.steps, _result(leg))], history, entry, True)
+    if not chain.records:
+        return _InputChecked(events, history, entry)
+    rewritten = tuple(chain.value)
+    kind = EntryKind.REWRITE
+    entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, kind, rewritten, records=to_data(records))
+    # The rows after the run's start keep their count; what was prepended belongs to the history.
+    leg.run_start = max(0, len(rewritten) - (len(history) - leg.run_start))
+    leg.records.extend(records)
+    return _InputChecked(events, rewritten, entry)
 
 
 # --- one step ------------------------------------------------------------------------------------------------
@@ -264,7 +311,10 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     step.plans, step.refused = plan_batch(leg, step.plans)
     step.ran = sum(1 for p in step.plans if p.row is None)
     rows, step.sub_usage = await execute_calls(leg, step.number, step.plans)
-    step.rows = await guard_results(leg, step.number, step.plans, rows, step.records)
+    step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
+    if failed is not None:
+        # The tools ran: the step commits (their results withheld) as the run's ending, never vanishes.
+        return _Decided(step, resolve(_signals(leg, step, caller_failed=failed)))
     step.tool_output = tool_output(leg, step.plans, step.rows)
     if step.plans:
         step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
@@ -413,7 +463,7 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     return StepSignals(
         stop_reason=step.reply.stop_reason,
         has_tool_calls=bool(step.reply.tool_calls),
-        steps_used=leg.steps_used + 1,
+        steps_used=_steps_used(leg, step),
         max_steps=agent.max_steps,
         wants_output=agent.output_type is not None,
         phase=step.phase,
@@ -424,13 +474,19 @@ def _signals(leg: Leg, step: _Step, **signals: Any) -> StepSignals:
     )
 
 
+def _steps_used(leg: Leg, step: _Step) -> int:
+    """Steps counted against ``max_steps`` once this one commits. A settle step finishes the suspended step under
+    its own number, so an approval costs no step of its own (seed 003)."""
+    return step.number - leg.run.budget_base
+
+
 def _attempts_left(leg: Leg, step: _Step) -> int:
     """Forced-output calls (and validator retries) still allowed after this step; past the cap, at most
     ``forced_calls_at_cap`` of them in all."""
     agent = leg.agent
     forced = step.phase is Phase.FORCED_OUTPUT
     left = agent.max_completion_retries - leg.forced_attempts - leg.output_retries - (1 if forced else 0)
-    used = leg.steps_used + 1
+    used = _steps_used(leg, step)
     if agent.max_steps is not None and used >= agent.max_steps:
         left = min(left, agent.forced_calls_at_cap - (used - agent.max_steps))
     return left
@@ -625,9 +681,9 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     rows.extend(step.rows)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
-    if decision.action is Action.CONTINUE and step.guard is not None:
+    if step.guard is not None and (step.guard[0].kind != "continue" or decision.action is Action.CONTINUE):
         rows.extend(step.guard[0].rows)
-    elif decision.action is Action.FORCE_OUTPUT:
+    if decision.action is Action.FORCE_OUTPUT:
         why = f" ({decision.detail})" if decision.detail else ""
         rows.append(automated_feedback(f"{_FORCE_OUTPUT}{why}.", source="forced_completion"))
     elif decision.action is Action.WRAP_UP:

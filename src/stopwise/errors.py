@@ -23,6 +23,7 @@ __all__ = [
     "SchemaTooNew",
     "StateNotSerializable",
     "StepConflict",
+    "StopGuardExpired",
     "StopwiseError",
     "StoreError",
     "StoreRefused",
@@ -177,6 +178,11 @@ class SchemaTooNew(StoreError):
 
 class StateNotSerializable(StopwiseError, TypeError):
     """The session state holds a value that is not JSON-serialisable, so it cannot be committed."""
+
+
+class StopGuardExpired(StopwiseError, RuntimeError):
+    """A stop guard wrote to its context after its consultation ended (it timed out, or a task it started
+    outlived it): the write is discarded, since the run has moved on without it."""
 
 
 class StepConflict(StoreError):

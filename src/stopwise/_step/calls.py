@@ -11,8 +11,8 @@ from stopwise._step.guardian import consult_call
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
-from stopwise.guardrails.hooks import ToolCallContext, ToolResultContext, run_chain
-from stopwise.guardrails.receipts import tool_receipt
+from stopwise.guardrails.hooks import Guardrails, ToolCallContext, ToolResultContext, run_chain
+from stopwise.guardrails.receipts import tool_receipt, withheld_receipt
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import (
     ORIGIN,
@@ -198,18 +198,26 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[lis
 
 async def guard_results(
     leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[LogRecord]
-) -> list[Message]:
+) -> tuple[list[Message], ErrorDetail | None]:
     """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
-    produced is judged; a rewrite or block leaves a receipt record for audit (``guardrails.receipts``)."""
+    produced is judged; a rewrite or block leaves a receipt record for audit (``guardrails.receipts``).
+
+    A guardrail that raises cannot end the step unlogged: its tools ran. That result and every later unjudged
+    one are withheld (a notice row for the model, a receipt record for audit), and the failure comes back with
+    the rows for the step to commit as the run's ending (seed 003)."""
     guardrails = leg.agent.guardrails
     if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
-        return rows
+        return rows, None
     run = leg.run
     history = tuple(leg.messages)
-    guarded = []
+    guarded: list[Message] = []
+    failed: ErrorDetail | None = None
     for plan, row in zip(plans, rows, strict=True):
         if plan.row is not None or row.metadata.get(ORIGIN) == "stopwise":
             guarded.append(row)
+            continue
+        if failed is not None:
+            guarded.append(_withheld(guardrails, plan, row, records))
             continue
         is_error = bool(row.metadata.get(TOOL_ERROR))
         this = replace(plan.call, args=dict(plan.args or {}))
@@ -225,7 +233,9 @@ async def guard_results(
                 tool_call_id=plan.call.id,
             )
         except (GuardrailRaised, GuardrailError) as exc:
-            raise CallerCodeFailed(caller_failure(exc)) from exc
+            failed = caller_failure(exc)
+            guarded.append(_withheld(guardrails, plan, row, records))
+            continue
         if not chain.records:
             guarded.append(row)
             continue
@@ -239,4 +249,12 @@ async def guard_results(
             if is_error:
                 new = replace(new, metadata={**new.metadata, TOOL_ERROR: True, ORIGIN: "tool"})
             guarded.append(new)
-    return guarded
+    return guarded, failed
+
+
+_WITHHELD = "The tool ran, but its result is withheld: the tool-result guardrails could not check it."
+
+
+def _withheld(guardrails: Guardrails, plan: CallPlan, row: Message, records: list[LogRecord]) -> Message:
+    records.append(withheld_receipt(guardrails, plan.call.id, row))
+    return error_tool_result(_WITHHELD, tool_call_id=plan.call.id, origin="stopwise")

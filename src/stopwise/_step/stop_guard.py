@@ -59,7 +59,8 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
 
 async def ask_guard(guard: StopGuard, ctx: StopGuardContext) -> StopGuardOutcome:
     """The guard's verdict under its time limit; a raise, a timeout or an invalid verdict is an ``error``
-    outcome (what that means for the run is the resolver's call, after ``on_error``)."""
+    outcome (what that means for the run is the resolver's call, after ``on_error``). The context is closed when
+    this returns: a sync guard that timed out keeps running in its thread, but its late writes are discarded."""
     try:
         async with asyncio.timeout(guard.timeout) as scope:
             verdict: Any = guard.check(ctx) if guard.is_async else await asyncio.to_thread(guard.check, ctx)
@@ -74,6 +75,9 @@ async def ask_guard(guard: StopGuard, ctx: StopGuardContext) -> StopGuardOutcome
         return StopGuardOutcome("error", f"raised TimeoutError: {exc}")
     except Exception as exc:
         return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}")
+    finally:
+        # Whatever the guard (or a thread or task it left running) writes from now on is discarded.
+        ctx.close()
 
 
 _EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error": "error", "continue": "continued"}

@@ -1,8 +1,9 @@
 """``Guardian``: the configuration of an agent's independent evaluator, and one consultation of it.
 
 A consultation projects the run, asks the evaluator the conditions' typed questions under a time limit (a raise
-or a timeout makes every answer uncertain), and lets the pure policy decide. An escalation goes to the judge
-when one is configured; what the judge settles is recorded as a labelled example.
+or a timeout makes every answer uncertain), and lets the pure policy decide. The conditions the evaluator left
+open (in the uncertain band, unanswered, deferred) go to the judge when one is configured; what the judge settles
+is recorded as a labelled example. A clear answer is never the judge's to overturn.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class Guardian:
     criteria: Sequence[str] = ()
     """Acceptance criteria of the task, if stated."""
     judge: Evaluator | None = None
-    """Resolves escalations (a System 2 judge); without one an escalation suspends the run for a human."""
+    """Settles what the evaluator left open (the uncertain band, unanswered or deferred questions), a System 2
+    judge; it never overturns a clear answer. Without one an escalation suspends the run for a human."""
     on_unavailable: OnUnavailable | None = None
     """Overrides ``policy.on_unavailable``: what an unanswered question does (default: escalate, fail closed)."""
     timeout: float = 2.0
@@ -171,9 +173,13 @@ async def consult(
     kind: str,
     call_id: str | None = None,
 ) -> Consultation:
-    """One consultation: ask, decide, and let the judge settle an escalation, or answer in place of an evaluator
-    that deferred (it could not tell), if there is a judge. Before a call runs, the risk class its author declared
-    goes to the policy as a floor no evaluator (nor the judge) can lower."""
+    """One consultation: ask, decide, and let the judge settle what the evaluator could not.
+
+    The judge is asked only about the conditions the evaluator left open: an answer in the uncertain band, an
+    unanswered question, or an answer the evaluator deferred. What the evaluator answered clearly stands, so a
+    clear fire (a risk gate, an injection detection, two contradicting stops) is never the judge's to clear: it
+    escalates to a human. A declared risk class is a floor no evaluator (nor the judge) can lower. Each condition
+    the judge settles (its answer outside the band) is recorded as a labelled example."""
     assert guardian.evaluator is not None
     if kind == "pre_execution" and projection.pending is not None and projection.pending_risk != "unknown":
         inputs = dataclasses.replace(inputs, declared_risk=projection.pending_risk)
@@ -184,26 +190,38 @@ async def consult(
     resolved_by = None
     labels: list[GuardianLabel] = []
     deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
-    if guardian.judge is not None and (result.outcome is GuardianOutcome.ESCALATE or deferred):
-        judged_answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
-        judged = guardian.policy.decide(judged_answers.answers, conditions, inputs)
-        # An escalation stands unless the judge settles it; a deferred answer is the judge's, whatever it says.
-        if judged.outcome is not GuardianOutcome.ESCALATE or result.outcome is not GuardianOutcome.ESCALATE:
-            for before, after in zip(result.verdicts, judged.verdicts, strict=True):
-                if before.in_band or before.uncertain or before.name in deferred:
-                    labels.append(
-                        label(
-                            before.name,
-                            after.held,
-                            projection.text,
-                            projection.state_hash,
-                            "judge",
-                            run_id,
-                            step,
-                            before.p,
-                        )
-                    )
-            answers, result, resolved_by = judged_answers, judged, "judge"
+    before = {v.name: v for v in result.verdicts}
+    open_ = tuple(
+        c
+        for c in conditions
+        if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
+    )
+    if guardian.judge is not None and open_:
+        asked = QuestionSet(open_, guardian.conditions.version)
+        judged_answers = await _ask(guardian.judge, projection, asked, open_, guardian.judge_timeout)
+        judged = guardian.policy.decide(judged_answers.answers, open_, inputs)
+        # A deferred answer is the judge's, whatever it says; an open one only when the judge is clear about it.
+        settled = [v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)]
+        if settled:
+            merged = {**answers.answers, **{v.name: judged_answers.answers[v.name] for v in settled}}
+            answers = Answers(answers.evaluator, answers.model_version, merged)
+            result = guardian.policy.decide(merged, conditions, inputs)
+            resolved_by = "judge"
+            after = {v.name: v for v in result.verdicts}
+            labels.extend(
+                label(
+                    v.name,
+                    after[v.name].held,
+                    projection.text,
+                    projection.state_hash,
+                    "judge",
+                    run_id,
+                    step,
+                    before[v.name].p,
+                )
+                for v in settled
+                if not v.in_band
+            )
     latency = (time.perf_counter() - started) * 1000
     decision = GuardianDecision(
         run_id=run_id,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from stopwise.guardrails.hooks import ChainResult, Guardrails
 from stopwise.messages import Message, encode_tool_result
 
-__all__ = ["HMAC_PREFIX", "ToolReceipt", "raw_result_hmac", "receipt_matches", "tool_receipt"]
+__all__ = ["HMAC_PREFIX", "ToolReceipt", "raw_result_hmac", "receipt_matches", "tool_receipt", "withheld_receipt"]
 
 HMAC_PREFIX = "hmac-sha256:"
 
@@ -83,6 +83,16 @@ def tool_receipt(guardrails: Guardrails, call_id: str, row: Message, chain: Chai
         return ToolReceipt(call_id, None, {}, redacted=True, raw_hmac=digest)
     copy = encode_tool_result(chain.clean, tool_call_id=call_id)
     return ToolReceipt(call_id, None, dict(copy.metadata), redacted=True, redacted_copy=copy.content, raw_hmac=digest)
+
+
+def withheld_receipt(guardrails: Guardrails, call_id: str, row: Message) -> ToolReceipt:
+    """The receipt of a tool row no guardrail could judge (one raised): the tool ran, so the log keeps that it did,
+    but the raw result is kept in clear only where the guardrails allow it (it was never checked), else its HMAC."""
+    if guardrails.store_redacted_results_in_clear:
+        return ToolReceipt(call_id, row.content, dict(row.metadata))
+    key = guardrails.receipt_hmac_key
+    digest = raw_result_hmac(key, row.content) if key is not None else None
+    return ToolReceipt(call_id, None, {}, redacted=True, raw_hmac=digest)
 
 
 def receipt_matches(receipt: Mapping[str, Any], result: Any, key: bytes) -> bool:

@@ -16,8 +16,8 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
-from stopwise.errors import ConfigError
-from stopwise.messages import AUTOMATED, Message, Reply, Role, StopReason, automated_feedback
+from stopwise.errors import ConfigError, StopGuardExpired
+from stopwise.messages import AUTOMATED, AUTOMATED_LABEL, Message, Reply, Role, StopReason, automated_feedback
 
 __all__ = [
     "Continue",
@@ -118,7 +118,9 @@ def _guard_row(item: str | Message) -> Message:
         if item.role is not Role.USER:
             raise InvalidVerdict(f"a context message must have role 'user', got {item.role.value!r}")
         meta = {**item.metadata, AUTOMATED: True, "hidden": True, "external_input": True, "source": GUARD_SOURCE}
-        return Message(Role.USER, item.content, metadata=meta)
+        # The model must never read a guard's words as the user's: a message gets the same label as feedback.
+        content = item.content if item.content.startswith(AUTOMATED_LABEL) else AUTOMATED_LABEL + item.content
+        return Message(Role.USER, content, metadata=meta)
     raise InvalidVerdict(f"a context item must be a str or a user Message, got {type(item).__name__}")
 
 
@@ -161,16 +163,30 @@ class StopGuardContext:
         self.continues_used = continues_used
         self.continues_left = max(0, max_continues - continues_used)
         self._rows: list[Message] = []
+        self._closed = False
 
     def update_state(self, fn: Callable[[dict[str, Any]], None]) -> None:
-        """Apply ``fn`` to a draft of the state; the draft commits with the step unless the guard fails."""
+        """Apply ``fn`` to a draft of the state; the draft commits with the step unless the guard fails. Raises
+        ``StopGuardExpired`` once the consultation has ended (a sync guard still running after its timeout)."""
+        self._check_open()
         fn(self._draft)
 
     def add_context(self, items: Iterable[str | Message]) -> None:
-        """Rows for the model's next call: strings become labelled feedback rows; messages must be user-role."""
+        """Rows for the model's next call: strings become labelled feedback rows; user-role messages get the same
+        label. Raises ``StopGuardExpired`` once the consultation has ended."""
+        self._check_open()
         if isinstance(items, (str, Message)):
             items = [items]
         self._rows.extend(_guard_row(i) for i in items)
+
+    def close(self) -> None:
+        """End the consultation: later writes raise ``StopGuardExpired`` and never reach the run. A sync guard
+        cannot be cancelled in its thread, so this is what keeps a timed-out one from changing the run."""
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StopGuardExpired(f"stop guard consultation {self.guard_key} has ended; this write is discarded")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +196,8 @@ class StopGuardOutcome:
     kind: Literal["stop", "continue", "fail", "error"]
     message: str = ""
     rows: tuple[Message, ...] = ()
+    """The rows the guard added: they commit with the step whatever it decided, except a continue refused for
+    budget (nobody would act on them) and a failed guard (nothing of it commits)."""
     state: dict[str, Any] | None = None
     """The guard's draft of the state; None when it failed (nothing of it commits)."""
 
@@ -187,11 +205,11 @@ class StopGuardOutcome:
 def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
     """Check a verdict and turn it into an outcome; raises ``InvalidVerdict`` naming what is wrong."""
     if verdict is None or isinstance(verdict, Stop):
-        return StopGuardOutcome("stop", state=ctx._draft)
+        return StopGuardOutcome("stop", rows=tuple(ctx._rows), state=ctx._draft)
     if isinstance(verdict, Fail):
         if not isinstance(verdict.message, str) or not verdict.message.strip():
             raise InvalidVerdict("Fail needs a non-empty message")
-        return StopGuardOutcome("fail", verdict.message, state=ctx._draft)
+        return StopGuardOutcome("fail", verdict.message, rows=tuple(ctx._rows), state=ctx._draft)
     if isinstance(verdict, Continue):
         rows = list(ctx._rows)
         if verdict.feedback is not None:

@@ -60,7 +60,7 @@ def _evidence(ctx: StopGuardContext) -> FinishEvidence:
 
 
 def finish_nudge(
-    fn: NudgeFn,
+    fn: NudgeFn | None,
     max_nudges: int = 2,
     progress_note: str = "verifying before finishing",
     *,
@@ -69,12 +69,15 @@ def finish_nudge(
     """A stop guard that sends ``fn(evidence)`` back to the model as a nudge, at most ``max_nudges`` times.
 
     The nudge reaches the model as a labelled, hidden row marked as external input; the user-facing stream
-    shows ``progress_note`` instead. ``max_nudges=0`` never nudges.
+    shows ``progress_note`` instead. ``max_nudges=0`` never nudges. ``fn=None`` accepts every finish (seed 004:
+    a guard wired with nothing to check is inert, not broken).
     """
-    if not callable(fn):
-        raise ConfigError("finish_nudge.fn", f"must be callable, got {type(fn).__name__}")
+    if fn is not None and not callable(fn):
+        raise ConfigError("finish_nudge.fn", f"must be callable or None, got {type(fn).__name__}")
 
     async def check(ctx: StopGuardContext) -> StopGuardVerdict:
+        if fn is None:
+            return Stop()
         nudge = fn(_evidence(ctx))
         if inspect.isawaitable(nudge):
             nudge = await nudge
