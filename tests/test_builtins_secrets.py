@@ -106,6 +106,7 @@ def test_every_rule_has_keywords_and_a_unique_id() -> None:
     assert all(r.keywords and all(k == k.lower() for k in r.keywords) for r in SECRET_RULES)
 
 
+@pytest.mark.slow
 def test_at_most_one_percent_of_ordinary_lines_are_flagged() -> None:
     corpus = _evals_module("ordinary_text").ordinary_lines(per_kind=800)
     lines = [line for kind in corpus.values() for line in kind]

@@ -22,6 +22,9 @@ from stopwise import SQLiteStore
 from stopwise.cli import main
 from stopwise.demo import run_demo
 
+# Slow: each test runs the command line in a process of its own. `pytest -m "not slow"` leaves them out; CI runs them.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:

@@ -26,6 +26,9 @@ from stopwise.mcp import MCPServer, MCPTool, ToolHints, risk_of
 from stopwise.models import ModelRequest
 from stopwise.tools import Risk, tool
 
+# Slow: real MCP server processes. `pytest -m "not slow"` leaves them out; CI runs them.
+pytestmark = pytest.mark.slow
+
 SERVER = Path(__file__).resolve().parents[1] / "examples" / "mcp_notes_server.py"
 
 

@@ -17,6 +17,9 @@ from stopwise import Agent, FunctionModel, Reply, Runner, SQLiteStore, ToolCall,
 from stopwise.cli import main
 from stopwise.demo import run_demo
 
+# Slow: a headless browser. `pytest -m "not slow"` leaves them out; CI runs them.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:

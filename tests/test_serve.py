@@ -18,6 +18,9 @@ import pytest
 from _browser import browser  # noqa: F401  (the fixture)
 from _cli_fixtures import AGENTS, stopwise_cmd
 
+# Slow: a server process and a browser. `pytest -m "not slow"` leaves them out; CI runs them.
+pytestmark = pytest.mark.slow
+
 Server = tuple[subprocess.Popen[str], str]
 
 
