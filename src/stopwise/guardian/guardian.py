@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
-from stopwise.guardian.policy import OnUnavailable, PolicyInputs, ThresholdPolicy
+from stopwise.guardian.policy import OnUnavailable, PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, GuardianLabel
 from stopwise.messages import Role
@@ -187,41 +187,12 @@ async def consult(
     started = time.perf_counter()
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
     result = guardian.policy.decide(answers.answers, conditions, inputs)
+    judged = await _judge_open(guardian, projection, conditions, inputs, answers, result, run_id, step)
     resolved_by = None
-    labels: list[GuardianLabel] = []
-    deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
-    before = {v.name: v for v in result.verdicts}
-    open_ = tuple(
-        c
-        for c in conditions
-        if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
-    )
-    if guardian.judge is not None and open_:
-        asked = QuestionSet(open_, guardian.conditions.version)
-        judged_answers = await _ask(guardian.judge, projection, asked, open_, guardian.judge_timeout)
-        judged = guardian.policy.decide(judged_answers.answers, open_, inputs)
-        # A deferred answer is the judge's, whatever it says; an open one only when the judge is clear about it.
-        settled = [v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)]
-        if settled:
-            merged = {**answers.answers, **{v.name: judged_answers.answers[v.name] for v in settled}}
-            answers = Answers(answers.evaluator, answers.model_version, merged)
-            result = guardian.policy.decide(merged, conditions, inputs)
-            resolved_by = "judge"
-            after = {v.name: v for v in result.verdicts}
-            labels.extend(
-                label(
-                    v.name,
-                    after[v.name].held,
-                    projection.text,
-                    projection.state_hash,
-                    "judge",
-                    run_id,
-                    step,
-                    before[v.name].p,
-                )
-                for v in settled
-                if not v.in_band
-            )
+    labels: tuple[GuardianLabel, ...] = ()
+    if judged is not None:
+        answers, result, labels = judged
+        resolved_by = "judge"
     latency = (time.perf_counter() - started) * 1000
     decision = GuardianDecision(
         run_id=run_id,
@@ -244,7 +215,48 @@ async def consult(
         escalated=result.escalated,
         state=projection.text if result.outcome is GuardianOutcome.ESCALATE else None,
     )
-    return Consultation(decision, tuple(labels))
+    return Consultation(decision, labels)
+
+
+async def _judge_open(
+    guardian: Guardian,
+    projection: Projection,
+    conditions: tuple[Condition, ...],
+    inputs: PolicyInputs,
+    answers: Answers,
+    result: PolicyResult,
+    run_id: str,
+    step: int,
+) -> tuple[Answers, PolicyResult, tuple[GuardianLabel, ...]] | None:
+    """Ask the judge about the conditions the evaluator left open (in the band, unanswered, deferred); the merged
+    answers, the new result and the labelled examples when it settled any, else None."""
+    deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
+    before = {v.name: v for v in result.verdicts}
+    open_ = tuple(
+        c
+        for c in conditions
+        if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
+    )
+    if guardian.judge is None or not open_:
+        return None
+    asked = QuestionSet(open_, guardian.conditions.version)
+    judged_answers = await _ask(guardian.judge, projection, asked, open_, guardian.judge_timeout)
+    judged = guardian.policy.decide(judged_answers.answers, open_, inputs)
+    # A deferred answer is the judge's, whatever it says; an open one only when the judge is clear about it.
+    settled = [v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)]
+    if not settled:
+        return None
+    merged = {**answers.answers, **{v.name: judged_answers.answers[v.name] for v in settled}}
+    result = guardian.policy.decide(merged, conditions, inputs)
+    after = {v.name: v for v in result.verdicts}
+    labels = tuple(
+        label(
+            v.name, after[v.name].held, projection.text, projection.state_hash, "judge", run_id, step, before[v.name].p
+        )
+        for v in settled
+        if not v.in_band
+    )
+    return Answers(answers.evaluator, answers.model_version, merged), result, labels
 
 
 def label(
