@@ -54,7 +54,7 @@ from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, Guardr
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
 from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
-from stopwise.records import LogRecord, ToolReceipt, to_data
+from stopwise.records import LogRecord, StepIntent, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
@@ -79,6 +79,12 @@ class _Step:
     rows: list[Message] = field(default_factory=list)
     """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
     records: list[LogRecord] = field(default_factory=list)
+    """Records this step's last commit writes."""
+    written: list[LogRecord] = field(default_factory=list)
+    """Records already committed with the step's write-ahead intent (they are reported with the step)."""
+    intent: bool = False
+    """The reply and its planned calls are committed (``_write_intent``): the step's own commit is its results,
+    a ``SETTLE`` entry."""
     guard: tuple[StopGuardOutcome, bool] | None = None
     """The stop guard's outcome and whether a continue was still allowed, when it ran."""
     turn: GuardianDecision | None = None
@@ -135,7 +141,7 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
     except (asyncio.CancelledError, GeneratorExit):
         # The caller cancelled the task or abandoned the stream: record it so retry() can continue. A resume that
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
-        if leg.run.status is not RunStatus.RUNNING or leg.settle is not None:
+        if leg.run.status is not RunStatus.RUNNING or (leg.settle is not None and not leg.settle.intent):
             raise
         await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
         raise
@@ -237,7 +243,11 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield ToolCalled(run_id, number, call)
     else:
         # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
-        step = _Step(settling.step, Phase.NORMAL, settling.reply, EntryKind.SETTLE, plans=settling.plans)
+        step = _Step(settling.step, settling.phase, settling.reply, EntryKind.SETTLE, plans=settling.plans)
+        for plan in step.plans:
+            # The plans were read back from the log before the leg listed its tool sources.
+            if plan.tool is None and plan.row is None:
+                plan.tool = leg.tools.get(plan.call.name)
         step.records.extend(settling.records)
         step.terminated, step.rejected = settling.terminated, settling.rejected
     try:
@@ -261,6 +271,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
         if any(p.needs_approval for p in step.plans):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
+        if any(p.row is None for p in step.plans):
+            await _write_intent(leg, step)
     step.plans, step.refused = plan_batch(leg, step.plans)
     step.ran = sum(1 for p in step.plans if p.row is None)
     rows, step.sub_usage = await execute_calls(leg, step.number, step.plans)
@@ -285,6 +297,33 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
         decided = await _guard_output(leg, decided)
     return decided
+
+
+async def _write_intent(leg: Leg, step: _Step) -> None:
+    """Write-ahead: commit the reply and its planned calls before any of them runs. A re-run after a crash finds
+    this intent without results and carries out the same plans, with the same call ids (``restore_leg``); the
+    step's own commit then holds only its results. The leg's counters move on at that commit, as for any step."""
+    run = leg.run
+    intent = StepIntent(tuple(p.planned() for p in step.plans), step.phase)
+    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
+    records = [*step.records, intent]
+    usage = _reply_usage(step.reply)
+    forced = step.phase is not Phase.NORMAL
+    entry = LogEntry(
+        run.session_id,
+        leg.next_seq,
+        run.run_id,
+        step.number,
+        EntryKind.INTENT,
+        (row,),
+        None,
+        usage,
+        forced,
+        to_data(records),
+    )
+    await leg.store.commit(entry, leg.state)
+    leg.next_seq += 1
+    step.written, step.records, step.intent = step.records, [], True
 
 
 async def _ask_model(
@@ -571,7 +610,7 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
     entry = _entry(leg, step, decision, rows)
     run = _run_record(leg, decided, entry.usage or Usage(), pending)
     try:
-        await leg.store.commit(entry, _state_after(leg, step), run)
+        await leg.store.commit(_results(entry) if step.intent else entry, _state_after(leg, step), run)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
@@ -638,10 +677,7 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
 
 
 def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
-    usage = Usage()
-    if step.kind is EntryKind.STEP:
-        reply_usage = step.reply.usage or Usage()
-        usage = Usage(reply_usage.input_tokens, reply_usage.output_tokens, reply_usage.requests or 1)
+    usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
     recorded: dict[str, Any] = {
         "action": decision.action.value,
         "reason": decision.reason,
@@ -668,6 +704,16 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
     )
 
 
+def _reply_usage(reply: Reply) -> Usage:
+    usage = reply.usage or Usage()
+    return Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
+
+
+def _results(entry: LogEntry) -> LogEntry:
+    """A step's entry as its results after a write-ahead intent: the reply and its usage are in the intent."""
+    return replace(entry, kind=EntryKind.SETTLE, messages=entry.messages[1:], usage=Usage())
+
+
 def _state_after(leg: Leg, step: _Step) -> dict[str, Any]:
     # The guard's writes ride this step's commit, even when its continue was refused for budget.
     if step.guard is not None and step.guard[0].state is not None:
@@ -682,7 +728,7 @@ def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[Pending
     settles = step.kind is EntryKind.SETTLE
     if not (decision.ends_run or decision.action is Action.SUSPEND or settles):
         return None
-    records = [*leg.records, *(r for r in step.records if isinstance(r, KEPT))]
+    records = [*leg.records, *(r for r in (*step.written, *step.records) if isinstance(r, KEPT))]
     report = leg.report(records, leg.sub_usage + step.sub_usage)
     progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": report}
     if not settles or decision.ends_run or decision.action is Action.SUSPEND:
@@ -725,7 +771,7 @@ def _advance(
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1
-    leg.records.extend(r for r in step.records if isinstance(r, KEPT))
+    leg.records.extend(r for r in (*step.written, *step.records) if isinstance(r, KEPT))
     if step.phase is Phase.FORCED_OUTPUT:
         leg.forced_attempts += 1
     leg.phase = NEXT_PHASE.get(decision.action, Phase.NORMAL)
@@ -743,7 +789,7 @@ def _events_for(leg: Leg, step: _Step) -> list[Event]:
     events: list[Event] = []
     guard = leg.agent.stop_guard
     run_id = leg.run.run_id
-    for r in step.records:
+    for r in (*step.written, *step.records):
         if isinstance(r, GuardrailRecord):
             events.append(GuardrailEvent(run_id, step.number, r))
         elif isinstance(r, StopGuardRecord):

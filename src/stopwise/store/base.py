@@ -24,7 +24,11 @@ class EntryKind(StrEnum):
     STEP = "step"
     """One model call and everything it caused."""
     SETTLE = "settle"
-    """The rest of a step that suspended for approval: its tool rows, committed when the run resumes."""
+    """The rest of a step whose reply committed earlier (an ``INTENT``, or a step suspended for approval): its
+    tool rows and its decision."""
+    INTENT = "intent"
+    """A step's reply and its planned tool calls (a ``StepIntent`` record), committed before any of them runs
+    (write-ahead); the step counts as committed only with its ``SETTLE`` entry."""
     REWRITE = "rewrite"
     """The whole history, replaced (an input guardrail's rewrite): readers start over from its rows."""
     NOTE = "note"
