@@ -76,8 +76,9 @@ class Settle:
     """For an escalation: the reviewer's rejection message."""
     phase: Phase = Phase.NORMAL
     intent: bool = False
-    """The step is a write-ahead intent with no results (a crash, or a leg that ended mid-step): its recorded
-    plans run again with the same call ids; no reviewer is involved and the run is not suspended."""
+    """The step is a write-ahead intent with no results: its recorded plans run with the same call ids, and the
+    step commits as the uninterrupted one would have (its reply joins the history then); no reviewer is involved
+    and the run is not suspended."""
 
 
 @dataclass(slots=True)
@@ -215,11 +216,12 @@ def restore_leg(
     are kept either way: a retry keeps the stop guard's count.
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-    steps = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
-    replies = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.INTENT)]
-    counted = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE, EntryKind.INTENT)]
     records: list[LogRecord] = [r for e in entries for r in parse_records(e.records) if isinstance(r, KEPT)]
     open_intent = _open_intent(entries, run, new_input)
+    # An intent without results counts for nothing yet: its step runs again from its recorded plans.
+    counted = [e for e in entries if e.kind is not EntryKind.INPUT and e is not open_intent]
+    steps = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    replies = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.INTENT)]
     phase, attempts, carried = Phase.NORMAL, 0, None
     if counted:
         usage = Usage()
@@ -273,7 +275,8 @@ def restore_leg(
 
 
 def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Message, ...]) -> LogEntry | None:
-    """The run's last entry when it is a write-ahead intent without results: the next step carries it out."""
+    """The run's last entry when it is a write-ahead intent without results (a crash, or a leg that ended
+    mid-step): the next step carries it out."""
     last = next((e for e in reversed(entries) if e.kind is not EntryKind.NOTE), None)
     if last is None or last.kind is not EntryKind.INTENT:
         return None

@@ -83,8 +83,8 @@ class _Step:
     written: list[LogRecord] = field(default_factory=list)
     """Records already committed with the step's write-ahead intent (they are reported with the step)."""
     intent: bool = False
-    """The reply and its planned calls are committed (``_write_intent``): the step's own commit is its results,
-    a ``SETTLE`` entry."""
+    """The reply and its planned calls are committed (``_write_intent``, or a recorded intent carried out after
+    a crash): the step's own commit writes only its results, as a ``SETTLE`` entry."""
     guard: tuple[StopGuardOutcome, bool] | None = None
     """The stop guard's outcome and whether a continue was still allowed, when it ran."""
     turn: GuardianDecision | None = None
@@ -243,7 +243,8 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield ToolCalled(run_id, number, call)
     else:
         # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
-        step = _Step(settling.step, settling.phase, settling.reply, EntryKind.SETTLE, plans=settling.plans)
+        kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
+        step = _Step(settling.step, settling.phase, settling.reply, kind, plans=settling.plans, intent=settling.intent)
         for plan in step.plans:
             # The plans were read back from the log before the leg listed its tool sources.
             if plan.tool is None and plan.row is None:
@@ -757,9 +758,8 @@ def _advance(
     leg: Leg, step: _Step, decision: StopDecision, entry: LogEntry, rows: list[Message], run: RunRecord | None
 ) -> None:
     """With the step durable, and only then, the leg moves on."""
-    if step.kind is EntryKind.SETTLE:
-        leg.settle = None
-    else:
+    leg.settle = None
+    if step.kind is not EntryKind.SETTLE:
         leg.text = step.reply.text
     if step.streaks is not None:
         leg.tool_streaks = step.streaks

@@ -100,12 +100,14 @@ class SessionSnapshot:
         return self.entries[-1].seq + 1 if self.entries else 1
 
     def messages(self) -> list[Message]:
-        """The history as the model sees it: every entry's rows, starting over at each rewrite."""
+        """The history as the model sees it: every entry's rows, starting over at each rewrite. A write-ahead
+        intent's reply joins the history only once its results commit (a ``SETTLE`` entry of the same step)."""
+        settled = {(e.run_id, e.step) for e in self.entries if e.kind is EntryKind.SETTLE}
         rows: list[Message] = []
         for e in self.entries:
             if e.kind is EntryKind.REWRITE:
                 rows = list(e.messages)
-            else:
+            elif e.kind is not EntryKind.INTENT or (e.run_id, e.step) in settled:
                 rows.extend(e.messages)
         return rows
 
