@@ -303,7 +303,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
 async def _write_intent(leg: Leg, step: _Step) -> None:
     """Write-ahead: commit the reply and its planned calls before any of them runs. A re-run after a crash finds
     this intent without results and carries out the same plans, with the same call ids (``restore_leg``); the
-    step's own commit then holds only its results. The leg's counters move on at that commit, as for any step."""
+    step's own commit then holds only its results. The leg moves on (steps, usage, history) only at that commit,
+    as for any step: until then the intent is not a committed step."""
     run = leg.run
     intent = StepIntent(tuple(p.planned() for p in step.plans), step.phase)
     row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)

@@ -1,10 +1,10 @@
 """The typed records a step commits with its rows: one tagged union, and its one decoder.
 
 Each decider owns the typed form of its records (``GuardrailRecord``, ``ToolReceipt``, ``StopGuardRecord``,
-``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``; the loop's own ``StepIntent``
-lives here); this module names the union and
-converts at the store's boundary: the store keeps records as JSON data with a ``"type"`` tag
-(``LogEntry.records``), and everything above it reads them through ``parse_records``. A record of a type this
+``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); the loop's own record, the
+write-ahead ``StepIntent``, lives here. This module names the union and converts at the store's boundary: the
+store keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and everything above it reads them
+through ``parse_records``. A record of a type this
 version does not know (a newer writer) is kept as ``UnknownRecord`` and written back unchanged.
 """
 
