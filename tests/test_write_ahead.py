@@ -8,7 +8,20 @@ from typing import Any
 
 import pytest
 
-from stopwise import Agent, FunctionModel, Reply, RetryNotAllowed, RunContext, Runner, Store, ToolCall, tool
+from stopwise import (
+    Agent,
+    FunctionModel,
+    Guardrails,
+    Reply,
+    RetryNotAllowed,
+    Rewrite,
+    RunContext,
+    Runner,
+    Store,
+    ToolCall,
+    tool,
+)
+from stopwise.guardrails import InputContext
 from stopwise.models import ModelRequest
 from stopwise.records import StepIntent, parse_records
 from stopwise.store.base import EntryKind
@@ -123,3 +136,23 @@ async def test_retry_with_a_message_while_an_intent_awaits_its_results_is_refuse
     await runner.run(agent, "go", session_id="s")
     with pytest.raises(RetryNotAllowed, match="without a message"):
         await runner.retry(agent, "s", message="also pay 3")
+
+
+async def test_an_input_rewrite_on_the_retry_leg_keeps_the_reply_right_before_its_results(store: Store) -> None:
+    def keep(ctx: InputContext) -> Rewrite:
+        return Rewrite(messages=list(ctx.messages))  # rewrites on every leg, the retry's included
+
+    ledger, asked = _Ledger(), list[ModelRequest]()
+    agent = Agent("payer", "", _minting_model(asked), tools=[ledger.tool()], guardrails=Guardrails(on_input=keep))
+    runner = Runner(store)
+    await runner.run(agent, "go", session_id="s")
+    done = await runner.retry(agent, "s")
+    assert done.status == "completed" and len(asked) == 2
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    kinds = [e.kind for e in snapshot.entries]
+    assert kinds.index(EntryKind.INTENT) < kinds.index(EntryKind.REWRITE, 2) < kinds.index(EntryKind.SETTLE)
+    shape = [("user", None), ("assistant", None), ("tool", "call_1"), ("assistant", None)]
+    assert [(m.role, m.tool_call_id) for m in snapshot.messages()] == shape
+    assert [(m.role, m.tool_call_id) for m in asked[1].messages if m.role != "system"] == shape[:3]
+    assert snapshot.messages()[1].tool_calls[0].id == "call_1"

@@ -101,13 +101,18 @@ class SessionSnapshot:
 
     def messages(self) -> list[Message]:
         """The history as the model sees it: every entry's rows, starting over at each rewrite. A write-ahead
-        intent's reply joins the history only once its results commit (a ``SETTLE`` entry of the same step)."""
-        settled = {(e.run_id, e.step) for e in self.entries if e.kind is EntryKind.SETTLE}
+        intent's reply joins the history with its results, right before them (the ``SETTLE`` entry of the same
+        step); an intent without results is not in it."""
+        intents: dict[tuple[str, int], tuple[Message, ...]] = {}
         rows: list[Message] = []
         for e in self.entries:
             if e.kind is EntryKind.REWRITE:
                 rows = list(e.messages)
-            elif e.kind is not EntryKind.INTENT or (e.run_id, e.step) in settled:
+            elif e.kind is EntryKind.INTENT:
+                intents[(e.run_id, e.step)] = e.messages
+            else:
+                if e.kind is EntryKind.SETTLE:
+                    rows.extend(intents.pop((e.run_id, e.step), ()))
                 rows.extend(e.messages)
         return rows
 
