@@ -154,7 +154,8 @@ async def test_demo_writes_its_runs_to_the_sqlite_file(
         # The cut-off is still in the log: step 3's recorded decision failed the run with max_steps.
         snapshot = await store.load_session(by_name["archive"])
         assert snapshot is not None
-        steps = [e for e in snapshot.entries if e.kind is EntryKind.STEP]
+        # A step's decision is in its STEP entry, or in its SETTLE entry after a write-ahead intent.
+        steps = [e for e in snapshot.entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
         assert [e.step for e in steps] == [1, 2, 3, 4, 5, 6]
         assert steps[2].decision is not None
         assert {k: steps[2].decision[k] for k in ("action", "reason", "detail")} == {

@@ -12,6 +12,7 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +92,45 @@ GUARDED = Agent(
     max_steps=20,
     stop_guard=StopGuard(_insist, max_continues=2),
 )
-SCENARIOS = {"adder": AGENT, "guarded": GUARDED}
+_ledger = {"path": ""}
+"""The payment provider's ledger (a file): ``ask``, ``attempt`` and ``paid`` lines."""
 
 
-def _child(db: str, kill_at: int, scenario: str = "adder") -> None:
+def _log(line: str) -> None:
+    with open(_ledger["path"], "a") as f:
+        f.write(line + "\n")
+
+
+@tool
+def pay(amount: int, ctx: RunContext) -> str:
+    """Pay an amount: an effect outside the log, done once per idempotency key (the tool author's half)."""
+    _tick()
+    key = ctx.idempotency_key
+    _log(f"attempt {key}")
+    if f"paid {key}" not in Path(_ledger["path"]).read_text().splitlines():
+        _log(f"paid {key}")
+    _tick()
+    return f"paid {amount}"
+
+
+def _pay_reply(request: ModelRequest) -> Reply:
+    """Like a real provider, mints new call ids on every call: asking again would change the idempotency keys."""
+    _tick()
+    asked = sum(1 for m in request.messages if m.role == "assistant")
+    _log(f"ask {asked}")
+    plan = [[10, 20], [30]]
+    if asked >= len(plan):
+        return Reply(f"made {asked} payment steps")
+    return Reply(tool_calls=[ToolCall("pay", {"amount": a}, id=f"call_{uuid.uuid4().hex[:12]}") for a in plan[asked]])
+
+
+PAYER = Agent("payer", "Pay things.", FunctionModel(_pay_reply), tools=[pay], max_steps=10)
+SCENARIOS = {"adder": AGENT, "guarded": GUARDED, "payer": PAYER}
+
+
+def _child(db: str, kill_at: int, scenario: str = "adder", ledger: str = "") -> None:
     _ticks["kill_at"] = kill_at
+    _ledger["path"] = ledger
     store = SQLiteStore(db)
     store._conn.set_trace_callback(lambda sql: _tick())
     asyncio.run(Runner(store).run(SCENARIOS[scenario], "go", session_id=SESSION, state={"total": 0}))
@@ -106,17 +141,27 @@ def _shape(messages: tuple[Message, ...] | list[Message]) -> list[tuple[Any, ...
 
 
 def _assert_log_whole(snapshot: SessionSnapshot) -> None:
-    """Entries are gap-free and each step holds its reply with one result per call."""
-    assert [e.seq for e in snapshot.entries] == list(range(1, len(snapshot.entries) + 1))
-    steps = [e.step for e in snapshot.entries if e.kind is EntryKind.STEP]
+    """Entries are gap-free and each step commits once with its reply and one result per call: in one STEP
+    entry, or in a write-ahead INTENT and the SETTLE right after it (the last intent may still lack it)."""
+    entries = snapshot.entries
+    assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
+    steps = [e.step for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     assert steps == list(range(1, len(steps) + 1)), "a step was lost or duplicated"
-    for e in snapshot.entries:
+    for i, e in enumerate(entries):
         if e.kind is EntryKind.STEP:
             reply, *rows = e.messages
-            results = [r for r in rows if r.role == "tool"]
-            assert reply.role == "assistant" and len(results) == len(reply.tool_calls)
-            assert [r.tool_call_id for r in results] == [c.id for c in reply.tool_calls]
-            assert all(r.role == "tool" or r.metadata.get("automated") for r in rows)
+        elif e.kind is EntryKind.INTENT:
+            if i + 1 == len(entries):
+                continue  # killed before its results committed: retry carries it out
+            results = entries[i + 1]
+            assert results.kind is EntryKind.SETTLE and results.step == e.step, "an intent's results went missing"
+            (reply,), rows = e.messages, list(results.messages)
+        else:
+            continue
+        results = [r for r in rows if r.role == "tool"]
+        assert reply.role == "assistant" and len(results) == len(reply.tool_calls)
+        assert [r.tool_call_id for r in results] == [c.id for c in reply.tool_calls]
+        assert all(r.role == "tool" or r.metadata.get("automated") for r in rows)
 
 
 async def _reference(tmp_path: Path, agent: Agent = AGENT) -> RunResult:
@@ -222,3 +267,78 @@ def test_retry_after_the_run_completed_in_the_child_is_refused(tmp_path: Path) -
             await store.close()
 
     asyncio.run(check())
+
+
+def _canonical(messages: tuple[Message, ...] | list[Message]) -> list[tuple[Any, ...]]:
+    """The transcript with each call id replaced by its order of appearance (the provider mints random ids)."""
+    ids: dict[str, str] = {}
+
+    def name(call_id: str | None) -> str | None:
+        return None if call_id is None else ids.setdefault(call_id, f"#{len(ids)}")
+
+    return [
+        (m.role, m.content, [(name(c.id), c.name, c.args) for c in m.tool_calls], name(m.tool_call_id))
+        for m in messages
+    ]
+
+
+def _open_intent(snapshot: SessionSnapshot | None) -> int | None:
+    """The step whose intent is the log's last entry (its results not committed), if any."""
+    if snapshot is None or not snapshot.entries or snapshot.entries[-1].kind is not EntryKind.INTENT:
+        return None
+    return snapshot.entries[-1].step
+
+
+def _load(db: Path) -> SessionSnapshot:
+    async def load() -> SessionSnapshot:
+        store = SQLiteStore(db)
+        try:
+            snapshot = await store.load_session(SESSION)
+        finally:
+            await store.close()
+        assert snapshot is not None
+        return snapshot
+
+    return asyncio.run(load())
+
+
+@pytest.mark.slow
+def test_sigkill_between_intent_and_results_runs_each_call_once_with_its_recorded_id(tmp_path: Path) -> None:
+    """Write-ahead: a step's reply and planned calls commit before any tool runs. A kill anywhere, and above all
+    between that intent and the results' commit, then ``retry()``: the recorded calls run again with the same
+    ids (so the same ``idempotency_key``), the model is not asked that step again, a tool that dedupes on the key
+    pays each amount exactly once, and the transcript is the uninterrupted run's."""
+    _ledger["path"] = str(tmp_path / "reference.ledger")
+    reference = asyncio.run(_reference(tmp_path, PAYER))
+    assert reference.status == "completed" and reference.steps == 3
+    _ledger["path"] = str(tmp_path / "count.ledger")
+    total = asyncio.run(_count_ticks(tmp_path, PAYER))
+
+    ctx = multiprocessing.get_context("forkserver")
+    between = reattempted = 0
+    for kill_at in range(1, total + 1):
+        db, ledger = tmp_path / f"pay-{kill_at}.db", tmp_path / f"pay-{kill_at}.ledger"
+        ledger.touch()
+        child = ctx.Process(target=_child, args=(str(db), kill_at, "payer", str(ledger)))
+        child.start()
+        child.join(30)
+        assert child.exitcode == -signal.SIGKILL, f"kill point {kill_at}: child exited {child.exitcode}"
+
+        _ledger["path"] = str(ledger)
+        before, result = asyncio.run(_recover(db, PAYER))
+        assert result.status == "completed", f"kill point {kill_at}: {result.error}"
+        assert _canonical(result.messages) == _canonical(reference.messages), f"kill point {kill_at}"
+        lines = ledger.read_text().splitlines()
+        paid = [line.split()[1] for line in lines if line.startswith("paid ")]
+        calls = [(e.step, c) for e in _load(db).entries for m in e.messages for c in m.tool_calls]
+        keys = [f"{result.run_id}:{step}:{c.id}" for step, c in calls]
+        assert sorted(paid) == sorted(keys) and len(paid) == 3, f"kill point {kill_at}: paid {paid}, calls {keys}"
+        step = _open_intent(before)
+        if step is not None:
+            between += 1
+            asks = [line for line in lines if line == f"ask {step - 1}"]
+            assert len(asks) == 1, f"kill point {kill_at}: the model was asked step {step} again"
+            attempts = [line.split()[1] for line in lines if line.startswith("attempt ")]
+            reattempted += len(attempts) > len(set(attempts))
+    assert between >= 4, f"only {between} kill points fell between an intent and its results"
+    assert reattempted >= 1, "no kill point re-ran a call whose effect had already happened"

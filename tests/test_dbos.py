@@ -88,7 +88,7 @@ def test_two_workers_50_runs_one_killed_mid_run_every_run_completes_exactly_once
                 assert len(runs) == 1 and runs[0].status == "completed", f"run {i}: {runs}"
                 assert runs[0].run_id == f"run-{i}"  # a new run is named after its workflow
                 assert [e.seq for e in snapshot.entries] == list(range(1, len(snapshot.entries) + 1))
-                steps = [e.step for e in snapshot.entries if e.kind is EntryKind.STEP]
+                steps = [e.step for e in snapshot.entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
                 assert steps == [1, 2, 3, 4, 5, 6], f"run {i}: a step was lost or duplicated: {steps}"
                 assert _shape(snapshot.messages()) == _shape(reference[i].messages), f"run {i}: transcript differs"
                 assert dict(snapshot.state) == dict(reference[i].state)

@@ -197,8 +197,13 @@ async def test_200_concurrent_runs_on_one_store_keep_every_log_whole(pg_server: 
         for i, result in enumerate(results):
             snapshot = await store.load_session(f"s{i}")
             assert snapshot is not None
-            assert [e.seq for e in snapshot.entries] == [1, 2, 3, 4, 5, 6]
-            assert [e.step for e in snapshot.entries] == [0, 1, 2, 3, 4, 5]
+            # Each tool step is its write-ahead intent and its results; the answer is one step entry.
+            assert [e.seq for e in snapshot.entries] == list(range(1, 11))
+            assert [(e.step, e.kind) for e in snapshot.entries] == [
+                (0, EntryKind.INPUT),
+                *((n, kind) for n in (1, 2, 3, 4) for kind in (EntryKind.INTENT, EntryKind.SETTLE)),
+                (5, EntryKind.STEP),
+            ]
             assert {e.run_id for e in snapshot.entries} == {result.run_id}  # nothing from another run
             assert snapshot.messages()[0].content == f"job {i}"
             assert snapshot.messages()[-1].content == f"done with job {i}"

@@ -14,16 +14,17 @@ from typing import Any
 from stopwise.agent import Agent
 from stopwise.approvals import PlannedCall
 from stopwise.call_ids import SessionCallIds
+from stopwise.errors import RetryNotAllowed
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
-from stopwise.records import LogRecord, parse_records
+from stopwise.records import LogRecord, StepIntent, parse_records
 from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import Spent
-from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tools import Tool
 
 __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks", "usage_data"]
@@ -57,7 +58,8 @@ class CallPlan:
 
 @dataclass(slots=True)
 class Settle:
-    """A suspended step to finish when the run resumes: its reply and its calls, decisions applied."""
+    """A step whose reply is in the log but whose results are not: a suspended step to finish when the run
+    resumes (its calls with the reviewer's decisions applied), or a write-ahead intent to carry out."""
 
     step: int
     reply: Reply
@@ -72,6 +74,11 @@ class Settle:
     """For an escalation: rows the review adds (released quarantined outputs)."""
     rejected: str | None = None
     """For an escalation: the reviewer's rejection message."""
+    phase: Phase = Phase.NORMAL
+    intent: bool = False
+    """The step is a write-ahead intent with no results: its recorded plans run with the same call ids, and the
+    step commits as the uninterrupted one would have (its reply joins the history then); no reviewer is involved
+    and the run is not suspended."""
 
 
 @dataclass(slots=True)
@@ -209,16 +216,21 @@ def restore_leg(
     are kept either way: a retry keeps the stop guard's count.
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-    steps = [e for e in entries if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     records: list[LogRecord] = [r for e in entries for r in parse_records(e.records) if isinstance(r, KEPT)]
+    open_intent = _open_intent(entries, run, new_input)
+    # An intent without results counts for nothing yet: its step runs again from its recorded plans.
+    counted = [e for e in entries if e.kind is not EntryKind.INPUT and e is not open_intent]
+    steps = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    replies = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.INTENT)]
     phase, attempts, carried = Phase.NORMAL, 0, None
-    if steps:
+    if counted:
         usage = Usage()
-        for e in steps:
+        for e in counted:
             usage = usage + (e.usage or Usage())
+        run = replace(run, usage=usage, text=replies[-1].messages[0].content if replies else "")
+    if steps:
         last = steps[-1]
-        replies = [e for e in steps if e.kind is EntryKind.STEP]
-        run = replace(run, steps=last.step, usage=usage, text=replies[-1].messages[0].content if replies else "")
+        run = replace(run, steps=last.step)
         decision = last.decision or {}
         phase = NEXT_PHASE.get(Action(decision.get("action", Action.CONTINUE)), Phase.NORMAL)
         carried = CompletionReason(decision["carry"]) if decision.get("carry") else None
@@ -230,10 +242,11 @@ def restore_leg(
         phase, attempts, carried = Phase.NORMAL, 0, None
     budgeted = [e for e in steps if e.step > run.budget_base]
     budget_usage = Usage()
-    for e in budgeted:
-        budget_usage = budget_usage + (e.usage or Usage())
+    for e in counted:
+        if e.step > run.budget_base:
+            budget_usage = budget_usage + (e.usage or Usage())
     run = apply_decision(run, StopDecision(Action.CONTINUE))
-    names = {c.id: c.name for e in steps for m in e.messages for c in m.tool_calls}
+    names = {c.id: c.name for e in replies for m in e.messages for c in m.tool_calls}
     tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
     first = entries[0].seq if entries else snapshot.next_seq
     return Leg(
@@ -257,4 +270,33 @@ def restore_leg(
         output_retries=sum(1 for e in budgeted if (e.decision or {}).get("action") == Action.RETRY_OUTPUT),
         budget_sub_usage=_sub_usage(budgeted),
         sub_usage=_sub_usage(steps),
+        settle=None if open_intent is None else _carry_out(agent, open_intent),
     )
+
+
+def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Message, ...]) -> LogEntry | None:
+    """The run's last entry when it is a write-ahead intent without results (a crash, or a leg that ended
+    mid-step): the next step carries it out."""
+    last = next((e for e in reversed(entries) if e.kind is not EntryKind.NOTE), None)
+    if last is None or last.kind is not EntryKind.INTENT:
+        return None
+    if new_input:
+        # The step's results must follow its reply in the history, before anything the caller adds.
+        raise RetryNotAllowed(
+            f"session {run.session_id!r}: run {run.run_id} stopped between step {last.step}'s planned tool calls "
+            "and their results; call retry() without a message first to carry them out"
+        )
+    return last
+
+
+def _carry_out(agent: Agent, entry: LogEntry) -> Settle:
+    """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids."""
+    intent = next(r for r in parse_records(entry.records) if isinstance(r, StepIntent))
+    assistant = entry.messages[0]
+    reply = Reply(assistant.content, assistant.tool_calls)
+    by_id = {c.call_id: c for c in intent.calls}
+    plans = []
+    for call in reply.tool_calls:
+        planned = by_id[call.id]
+        plans.append(CallPlan(call, agent.tool_map.get(call.name), planned.args, planned.answer))
+    return Settle(entry.step, reply, plans, [], phase=intent.phase, intent=True)

@@ -55,7 +55,7 @@ from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, Guardr
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
 from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
-from stopwise.records import LogRecord, ToolReceipt, to_data
+from stopwise.records import LogRecord, StepIntent, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
@@ -80,6 +80,12 @@ class _Step:
     rows: list[Message] = field(default_factory=list)
     """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
     records: list[LogRecord] = field(default_factory=list)
+    """Records this step's last commit writes."""
+    written: list[LogRecord] = field(default_factory=list)
+    """Records already committed with the step's write-ahead intent (they are reported with the step)."""
+    intent: bool = False
+    """The reply and its planned calls are committed (``_write_intent``, or a recorded intent carried out after
+    a crash): the step's own commit writes only its results, as a ``SETTLE`` entry."""
     guard: tuple[StopGuardOutcome, bool] | None = None
     """The stop guard's outcome and whether a continue was still allowed, when it ran."""
     turn: GuardianDecision | None = None
@@ -141,7 +147,7 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
     except (asyncio.CancelledError, GeneratorExit):
         # The caller cancelled the task or abandoned the stream: record it so retry() can continue. A resume that
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
-        if leg.run.status is not RunStatus.RUNNING or leg.settle is not None:
+        if leg.run.status is not RunStatus.RUNNING or (leg.settle is not None and not leg.settle.intent):
             raise
         await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
         raise
@@ -284,7 +290,12 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield ToolCalled(run_id, number, call)
     else:
         # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
-        step = _Step(settling.step, Phase.NORMAL, settling.reply, EntryKind.SETTLE, plans=settling.plans)
+        kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
+        step = _Step(settling.step, settling.phase, settling.reply, kind, plans=settling.plans, intent=settling.intent)
+        for plan in step.plans:
+            # The plans were read back from the log before the leg listed its tool sources.
+            if plan.tool is None and plan.row is None:
+                plan.tool = leg.tools.get(plan.call.name)
         step.records.extend(settling.records)
         step.terminated, step.rejected = settling.terminated, settling.rejected
     try:
@@ -308,6 +319,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
         if any(p.needs_approval for p in step.plans):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
+        if any(p.row is None for p in step.plans):
+            await _write_intent(leg, step)
     step.plans, step.refused = plan_batch(leg, step.plans)
     step.ran = sum(1 for p in step.plans if p.row is None)
     rows, step.sub_usage = await execute_calls(leg, step.number, step.plans)
@@ -335,6 +348,34 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
         decided = await _guard_output(leg, decided)
     return decided
+
+
+async def _write_intent(leg: Leg, step: _Step) -> None:
+    """Write-ahead: commit the reply and its planned calls before any of them runs. A re-run after a crash finds
+    this intent without results and carries out the same plans, with the same call ids (``restore_leg``); the
+    step's own commit then holds only its results. The leg moves on (steps, usage, history) only at that commit,
+    as for any step: until then the intent is not a committed step."""
+    run = leg.run
+    intent = StepIntent(tuple(p.planned() for p in step.plans), step.phase)
+    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
+    records = [*step.records, intent]
+    usage = _reply_usage(step.reply)
+    forced = step.phase is not Phase.NORMAL
+    entry = LogEntry(
+        run.session_id,
+        leg.next_seq,
+        run.run_id,
+        step.number,
+        EntryKind.INTENT,
+        (row,),
+        None,
+        usage,
+        forced,
+        to_data(records),
+    )
+    await leg.store.commit(entry, leg.state)
+    leg.next_seq += 1
+    step.written, step.records, step.intent = step.records, [], True
 
 
 async def _ask_model(
@@ -627,7 +668,7 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
     entry = _entry(leg, step, decision, rows)
     run = _run_record(leg, decided, entry.usage or Usage(), pending)
     try:
-        await leg.store.commit(entry, _state_after(leg, step), run)
+        await leg.store.commit(_results(entry) if step.intent else entry, _state_after(leg, step), run)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
@@ -694,10 +735,7 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
 
 
 def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
-    usage = Usage()
-    if step.kind is EntryKind.STEP:
-        reply_usage = step.reply.usage or Usage()
-        usage = Usage(reply_usage.input_tokens, reply_usage.output_tokens, reply_usage.requests or 1)
+    usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
     recorded: dict[str, Any] = {
         "action": decision.action.value,
         "reason": decision.reason,
@@ -724,6 +762,16 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
     )
 
 
+def _reply_usage(reply: Reply) -> Usage:
+    usage = reply.usage or Usage()
+    return Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
+
+
+def _results(entry: LogEntry) -> LogEntry:
+    """A step's entry as its results after a write-ahead intent: the reply and its usage are in the intent."""
+    return replace(entry, kind=EntryKind.SETTLE, messages=entry.messages[1:], usage=Usage())
+
+
 def _state_after(leg: Leg, step: _Step) -> dict[str, Any]:
     # The guard's writes ride this step's commit, even when its continue was refused for budget.
     if step.guard is not None and step.guard[0].state is not None:
@@ -738,7 +786,7 @@ def _run_record(leg: Leg, decided: _Decided, usage: Usage, pending: list[Pending
     settles = step.kind is EntryKind.SETTLE
     if not (decision.ends_run or decision.action is Action.SUSPEND or settles):
         return None
-    records = [*leg.records, *(r for r in step.records if isinstance(r, KEPT))]
+    records = [*leg.records, *(r for r in (*step.written, *step.records) if isinstance(r, KEPT))]
     report = leg.report(records, leg.sub_usage + step.sub_usage)
     progress: dict[str, Any] = {"steps": step.number, "usage": leg.usage + usage, "report": report}
     if not settles or decision.ends_run or decision.action is Action.SUSPEND:
@@ -767,9 +815,8 @@ def _advance(
     leg: Leg, step: _Step, decision: StopDecision, entry: LogEntry, rows: list[Message], run: RunRecord | None
 ) -> None:
     """With the step durable, and only then, the leg moves on."""
-    if step.kind is EntryKind.SETTLE:
-        leg.settle = None
-    else:
+    leg.settle = None
+    if step.kind is not EntryKind.SETTLE:
         leg.text = step.reply.text
     if step.streaks is not None:
         leg.tool_streaks = step.streaks
@@ -781,7 +828,7 @@ def _advance(
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1
-    leg.records.extend(r for r in step.records if isinstance(r, KEPT))
+    leg.records.extend(r for r in (*step.written, *step.records) if isinstance(r, KEPT))
     if step.phase is Phase.FORCED_OUTPUT:
         leg.forced_attempts += 1
     leg.phase = NEXT_PHASE.get(decision.action, Phase.NORMAL)
@@ -799,7 +846,7 @@ def _events_for(leg: Leg, step: _Step) -> list[Event]:
     events: list[Event] = []
     guard = leg.agent.stop_guard
     run_id = leg.run.run_id
-    for r in step.records:
+    for r in (*step.written, *step.records):
         if isinstance(r, GuardrailRecord):
             events.append(GuardrailEvent(run_id, step.number, r))
         elif isinstance(r, StopGuardRecord):

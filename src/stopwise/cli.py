@@ -336,6 +336,10 @@ def _run(target: str, prompt: str, model: str | None, db: str) -> int:
     return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_FAILED
 
 
+_DECIDED = (EntryKind.STEP, EntryKind.SETTLE)
+"""The entries that carry a step's decision (a write-ahead intent has none: its results entry does)."""
+
+
 async def _run_on_sqlite(agent: Agent, prompt: str, path: Path) -> tuple[RunResult, list[LogEntry]]:
     """Run the agent, then read back the run's step entries: their recorded decisions are what is printed."""
     store = SQLiteStore(path)
@@ -343,7 +347,7 @@ async def _run_on_sqlite(agent: Agent, prompt: str, path: Path) -> tuple[RunResu
         result = await Runner(store).run(agent, prompt)
         snapshot = await store.load_session(result.session_id)
         entries = [] if snapshot is None else list(snapshot.entries)
-        return result, [e for e in entries if e.run_id == result.run_id and e.kind is EntryKind.STEP]
+        return result, [e for e in entries if e.run_id == result.run_id and e.kind in _DECIDED]
     finally:
         await store.close()
 

@@ -1,9 +1,10 @@
 """The typed records a step commits with its rows: one tagged union, and its one decoder.
 
 Each decider owns the typed form of its records (``GuardrailRecord``, ``ToolReceipt``, ``StopGuardRecord``,
-``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); this module names the union and
-converts at the store's boundary: the store keeps records as JSON data with a ``"type"`` tag
-(``LogEntry.records``), and everything above it reads them through ``parse_records``. A record of a type this
+``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); the loop's own record, the
+write-ahead ``StepIntent``, lives here. This module names the union and converts at the store's boundary: the
+store keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and everything above it reads them
+through ``parse_records``. A record of a type this
 version does not know (a newer writer) is kept as ``UnknownRecord`` and written back unchanged.
 """
 
@@ -11,18 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from stopwise.approvals import ApprovalRecord, ApprovalRequest
+from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
 from stopwise.step_plan import StepPlanRecord
+from stopwise.stop.decision import Phase
 from stopwise.stop.guard import StopGuardRecord
 
 __all__ = [
     "LogRecord",
+    "StepIntent",
     "ToolReceipt",
     "UnknownRecord",
     "parse_record",
@@ -45,6 +48,25 @@ class UnknownRecord:
         return dict(self.data)
 
 
+@dataclass(frozen=True, slots=True)
+class StepIntent:
+    """The loop's write-ahead record: a step's planned tool calls, committed with its reply before any runs.
+
+    A re-run after a crash executes these plans (same call ids, same arguments, so the same
+    ``RunContext.idempotency_key``) instead of asking the model again."""
+
+    TYPE: ClassVar[str] = "step_intent"
+    calls: tuple[PlannedCall, ...]
+    phase: Phase = Phase.NORMAL
+
+    def to_data(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "calls": [c.to_data() for c in self.calls], "phase": self.phase.value}
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> StepIntent:
+        return cls(tuple(PlannedCall.from_data(c) for c in d.get("calls", ())), Phase(d.get("phase", "normal")))
+
+
 LogRecord = (
     GuardrailRecord
     | StopGuardRecord
@@ -55,6 +77,7 @@ LogRecord = (
     | ToolReceipt
     | StepPlanRecord
     | HistoryRecord
+    | StepIntent
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -73,6 +96,7 @@ _TYPES: dict[str, Any] = {
 }
 _TYPES[StepPlanRecord.TYPE] = StepPlanRecord
 _TYPES[HistoryRecord.TYPE] = HistoryRecord
+_TYPES[StepIntent.TYPE] = StepIntent
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

@@ -181,8 +181,9 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
         slot = by_step.setdefault(
             entry.step, {"text": "", "calls": [], "decision": None, "forced": False, "records": []}
         )
-        if entry.kind is EntryKind.STEP:
-            slot["decision"] = entry.decision
+        if entry.kind in (EntryKind.STEP, EntryKind.SETTLE) and slot["decision"] is None:
+            slot["decision"] = entry.decision  # a suspended step shows its suspension
+        if entry.kind in (EntryKind.STEP, EntryKind.INTENT):
             slot["forced"] = entry.forced
             for m in entry.messages:
                 if m.role is Role.ASSISTANT:

@@ -591,9 +591,9 @@ def _outcome_if_done(snapshot: SessionSnapshot, run_id: str, step: int) -> dict[
 
 
 def _outcome_from_log(snapshot: SessionSnapshot, run_id: str, step: int) -> dict[str, Any]:
-    committed = max(
-        (e.step for e in snapshot.entries if e.run_id == run_id and e.kind is not EntryKind.INPUT), default=0
-    )
+    # An intent is not a committed step: the step commits with its results.
+    done = (EntryKind.STEP, EntryKind.SETTLE)
+    committed = max((e.step for e in snapshot.entries if e.run_id == run_id and e.kind in done), default=0)
     last = snapshot.last_run
     status = last.status if last is not None and last.run_id == run_id else RunStatus.RUNNING
     return _outcome(run_id, committed, status)

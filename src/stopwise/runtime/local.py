@@ -40,7 +40,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord, ToolReceipt, parse_records
 from stopwise.result import RunResult, RunStatus
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
@@ -395,16 +395,19 @@ class Runner:
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
         _check_decisions(pending, decisions, self.clock())
-        step_entry = next(e for e in reversed(snapshot.entries) if e.run_id == last.run_id and e.kind is EntryKind.STEP)
+        entries = [e for e in snapshot.entries if e.run_id == last.run_id]
+        # The suspension's entry is the step's (or, after a write-ahead intent, its results'); the reply is in the
+        # step's entry or its intent.
+        step_entry = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.SETTLE))
+        assistant = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.INTENT)).messages[0]
         records = parse_records(step_entry.records)
         request = next(r for r in records if isinstance(r, ApprovalRequest))
-        assistant = step_entry.messages[0]
         reply = Reply(assistant.content, assistant.tool_calls)
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
         leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
         leg.write_start = False  # the run stays suspended until its step is settled
         if request.escalation is not None:
-            leg.settle = _settle_review(step_entry, records, request.escalation, decisions, last.run_id)
+            leg.settle = _settle_review(step_entry.step, reply, records, request.escalation, decisions, last.run_id)
         else:
             plans, made = _settle_plans(agent, reply, request.calls, decisions, results)
             leg.settle = Settle(step_entry.step, reply, plans, made, terminate.reason if terminate else None)
@@ -469,7 +472,8 @@ def _check_decisions(
 
 
 def _settle_review(
-    entry: LogEntry,
+    step: int,
+    reply: Reply,
     records: Sequence[LogRecord],
     escalation: Escalation,
     decisions: Mapping[str, ApprovalDecision],
@@ -479,14 +483,12 @@ def _settle_review(
     (decision,) = decisions.values()
     if isinstance(decision, Modify):
         raise ApprovalError("a guardian escalation takes Approve, Reject or Terminate, not Modify")
-    assistant = entry.messages[0]
-    reply = Reply(assistant.content, assistant.tool_calls)
     turn = next(r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn")
     held = not isinstance(decision, Approve)
     made: list[LogRecord] = [
-        ApprovalRecord.of(f"guardian:{entry.step}", "guardian", decision),
+        ApprovalRecord.of(f"guardian:{step}", "guardian", decision),
         *(
-            label(name, held, turn.state or "", turn.state_hash, "human", run_id, entry.step)
+            label(name, held, turn.state or "", turn.state_hash, "human", run_id, step)
             for name in escalation.conditions
         ),
     ]
@@ -499,7 +501,7 @@ def _settle_review(
             rows.append(automated_feedback(text, source="guardian_release"))
     rejected = decision.message if isinstance(decision, Reject) else None
     terminated = decision.reason if isinstance(decision, Terminate) else None
-    return Settle(entry.step, reply, [], made, terminated, escalation=True, rows=tuple(rows), rejected=rejected)
+    return Settle(step, reply, [], made, terminated, escalation=True, rows=tuple(rows), rejected=rejected)
 
 
 def _settle_plans(

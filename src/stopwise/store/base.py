@@ -24,7 +24,11 @@ class EntryKind(StrEnum):
     STEP = "step"
     """One model call and everything it caused."""
     SETTLE = "settle"
-    """The rest of a step that suspended for approval: its tool rows, committed when the run resumes."""
+    """The rest of a step whose reply committed earlier (an ``INTENT``, or a step suspended for approval): its
+    tool rows and its decision."""
+    INTENT = "intent"
+    """A step's reply and its planned tool calls (a ``StepIntent`` record), committed before any of them runs
+    (write-ahead); the step counts as committed only with its ``SETTLE`` entry."""
     REWRITE = "rewrite"
     """The whole history, replaced (an input guardrail's rewrite): readers start over from its rows."""
     NOTE = "note"
@@ -96,12 +100,19 @@ class SessionSnapshot:
         return self.entries[-1].seq + 1 if self.entries else 1
 
     def messages(self) -> list[Message]:
-        """The history as the model sees it: every entry's rows, starting over at each rewrite."""
+        """The history as the model sees it: every entry's rows, starting over at each rewrite. A write-ahead
+        intent's reply joins the history with its results, right before them (the ``SETTLE`` entry of the same
+        step); an intent without results is not in it."""
+        intents: dict[tuple[str, int], tuple[Message, ...]] = {}
         rows: list[Message] = []
         for e in self.entries:
             if e.kind is EntryKind.REWRITE:
                 rows = list(e.messages)
+            elif e.kind is EntryKind.INTENT:
+                intents[(e.run_id, e.step)] = e.messages
             else:
+                if e.kind is EntryKind.SETTLE:
+                    rows.extend(intents.pop((e.run_id, e.step), ()))
                 rows.extend(e.messages)
         return rows
 

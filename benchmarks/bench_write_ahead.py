@@ -1,0 +1,114 @@
+"""What the write-ahead step costs: per-step time with and without the intent commit, in one run.
+
+The scripted conversation of ``bench_step_overhead.py`` (an instant model asks for one call of an instant tool
+on every step but the last), so a run's time is stopwise's own overhead. Each tool step commits its intent (the
+reply and planned call) before the tool runs, then its results: one more store commit per tool step. The
+"without" arm replaces ``stopwise._loop._write_intent`` with a no-op, which is the loop as it was before the
+write-ahead step (the step then commits as one STEP entry). The arms run in interleaved rounds, order swapped
+every round, on the in-memory store and on SQLite (a file in a temporary directory, the store's default
+``synchronous=NORMAL`` WAL settings).
+
+Prints per-step medians for each store and arm, the added cost per step (median of the per-round difference),
+and checks the SQLite step against the performance target of ``bench_step_overhead.py`` (SQLite adds at most
+1 ms per step over memory).
+
+Usage:
+  python benchmarks/bench_write_ahead.py [--steps 200] [--runs 7] [--json PATH] [--strict]
+"""
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _frameworks import Adapter, StopwiseMemory, StopwiseSQLite, median
+
+import stopwise._loop as loop
+
+SQLITE_TARGET_MS = 1.0
+
+
+@contextmanager
+def without_intent() -> Iterator[None]:
+    """The loop as it was before the write-ahead step: no intent commit, the step commits in one entry."""
+    original = loop._write_intent
+
+    async def skip(leg: Any, step: Any) -> None:
+        return None
+
+    loop._write_intent = skip  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        loop._write_intent = original  # type: ignore[assignment]
+
+
+async def timed(adapter: Adapter, write_ahead: bool) -> float:
+    """Seconds per step of one run."""
+    gc.collect()
+    if write_ahead:
+        start = time.perf_counter()
+        await adapter.run_once()
+    else:
+        with without_intent():
+            start = time.perf_counter()
+            await adapter.run_once()
+    return (time.perf_counter() - start) / adapter.steps
+
+
+async def main(args: argparse.Namespace) -> tuple[bool, dict[str, Any]]:
+    """Whether the SQLite target was met, and the figures."""
+    stores: dict[str, Adapter] = {"memory": StopwiseMemory(args.steps), "sqlite": StopwiseSQLite(args.steps)}
+    samples: dict[tuple[str, bool], list[float]] = {(s, w): [] for s in stores for w in (False, True)}
+    for adapter in stores.values():
+        await adapter.build()
+        await adapter.run_once()  # warm-up
+        with without_intent():
+            await adapter.run_once()
+    for r in range(args.runs):
+        for name, adapter in stores.items():
+            for write_ahead in (True, False) if r % 2 else (False, True):
+                samples[(name, write_ahead)].append(await timed(adapter, write_ahead))
+    for adapter in stores.values():
+        await adapter.aclose()
+
+    ms = {k: [x * 1000 for x in v] for k, v in samples.items()}
+    print(f"write-ahead cost: {args.steps} steps/run ({args.steps - 1} with a tool call), {args.runs} rounds")
+    print(f"{'store':<8} {'without intent':>15} {'with intent':>12} {'added/step':>11} {'added':>7}")
+    figures: dict[str, Any] = {"steps": args.steps, "runs": args.runs}
+    for name in stores:
+        before, after = ms[(name, False)], ms[(name, True)]
+        added = median([a - b for a, b in zip(after, before, strict=True)])
+        rel = added / median(before) * 100
+        print(f"{name:<8} {median(before):>12.3f} ms {median(after):>9.3f} ms {added:>8.3f} ms {rel:>6.1f}%")
+        figures[name] = {"without_ms": median(before), "with_ms": median(after), "added_ms": added}
+    sqlite_over = median([s - m for s, m in zip(ms[("sqlite", True)], ms[("memory", True)], strict=True)])
+    met = sqlite_over <= SQLITE_TARGET_MS
+    print(
+        f"SQLite over memory, with intent: {sqlite_over:.3f} ms/step "
+        f"(target <= {SQLITE_TARGET_MS} ms: {'met' if met else 'MISSED'})"
+    )
+    figures["sqlite_over_memory_ms"] = sqlite_over
+    return met, figures
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json")
+    parser.add_argument("--strict", action="store_true")
+    arguments = parser.parse_args()
+    target_met, measured = asyncio.run(main(arguments))
+    if arguments.json:
+        with open(arguments.json, "w") as f:
+            json.dump(measured, f, indent=2)
+    sys.exit(1 if arguments.strict and not target_met else 0)
