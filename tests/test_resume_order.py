@@ -92,11 +92,13 @@ async def test_a_tool_result_guardrail_that_raises_after_the_tool_ran_still_logs
     assert ran == ["charged 7"]
     snapshot = await store.load_session("s")
     assert snapshot is not None
-    step = next(e for e in snapshot.entries if e.kind == "step")
-    assert [c.id for c in step.messages[0].tool_calls] == ["c1"]
-    tool_row = step.messages[1]
-    assert tool_row.tool_call_id == "c1" and "withheld" in tool_row.content and "4111" not in tool_row.content
-    receipts = [r for r in step.records if r.get("type") == "tool_receipt" and r["tool_call_id"] == "c1"]
+    # The reply committed as the step's intent before the tool ran; the results (withheld) committed after it.
+    intent = next(e for e in snapshot.entries if e.kind == "intent")
+    assert [c.id for c in intent.messages[0].tool_calls] == ["c1"]
+    results = next(e for e in snapshot.entries if e.kind == "settle" and e.step == intent.step)
+    tool_row = next(m for m in results.messages if m.tool_call_id == "c1")
+    assert "withheld" in tool_row.content and "4111" not in tool_row.content
+    receipts = [r for r in results.records if r.get("type") == "tool_receipt" and r["tool_call_id"] == "c1"]
     # Never checked, so never kept in clear (unless the guardrails opt in to clear receipts).
     assert len(receipts) == 1 and "raw" not in receipts[0]
 
