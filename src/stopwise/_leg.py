@@ -105,6 +105,9 @@ class Leg:
     replans: int = 0
     """Replans made in this run (from the log's recorded decisions)."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
+    step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
+    """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
+    count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
     """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
     clock: Callable[[], float] = time.time
