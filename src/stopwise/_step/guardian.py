@@ -34,7 +34,8 @@ def goal_of(leg: Leg) -> str:
     guardian = leg.agent.guardian
     if guardian is not None and guardian.goal:
         return guardian.goal
-    first = next((m for m in leg.messages[leg.run_start :] if m.role is Role.USER), None)
+    rows = leg.messages
+    first = next((rows[i] for i in range(leg.run_start, len(rows)) if rows[i].role is Role.USER), None)
     return first.content if first is not None else ""
 
 
