@@ -96,7 +96,14 @@ async def _one(config: str, steps: int, sqlite: bool) -> dict[str, float]:
     gaps = [b - a for a, b in zip(script, script[1:], strict=False)]
     first = statistics.median(gaps[:EDGE])
     last = statistics.median(gaps[-EDGE:])
-    return {"first_us": first * 1e6, "last_us": last * 1e6, "ratio": last / first, "total_s": total}
+    out = {"first_us": first * 1e6, "last_us": last * 1e6, "ratio": last / first, "total_s": total}
+    # The latency the guardian records for its turn decisions, first and last steps: it should cover the
+    # whole consultation, so it tracks the gap rather than staying flat while the gap grows.
+    turns = [d.latency_ms for d in getattr(result, "decisions", ()) if d.kind == "turn"]
+    if turns:
+        out["turn_latency_first_us"] = statistics.median(turns[:EDGE]) * 1e3
+        out["turn_latency_last_us"] = statistics.median(turns[-EDGE:]) * 1e3
+    return out
 
 
 def measure(steps_list: list[int], configs: list[str], memory_only: bool) -> dict[str, dict[str, float]]:
@@ -114,6 +121,12 @@ def _cell(r: dict[str, float] | None) -> str:
     if r is None:
         return "-"
     return f"{r['first_us']:>7,.0f} -> {r['last_us']:>7,.0f} us  x{r['ratio']:.2f}  ({r['total_s']:.1f} s)"
+
+
+def _latency(r: dict[str, float] | None) -> str:
+    if r is None or "turn_latency_first_us" not in r:
+        return "-"
+    return f"{r['turn_latency_first_us']:>7,.0f} -> {r['turn_latency_last_us']:>7,.0f} us recorded"
 
 
 def main() -> None:
@@ -148,6 +161,11 @@ def main() -> None:
     print("run".ljust(22) + "".join(t[-40:].ljust(46) for t in trees))
     for key in keys:
         print(key.ljust(22) + "".join(_cell(results[t].get(key)).ljust(46) for t in trees))
+    print()
+    print("guardian turn decisions: recorded latency_ms, median of the first vs the last steps")
+    for key in keys:
+        if any("turn_latency_first_us" in results[t].get(key, {}) for t in trees):
+            print(key.ljust(22) + "".join(_latency(results[t].get(key)).ljust(46) for t in trees))
     last = results[trees[-1]]
     worst = max(r["ratio"] for r in last.values())
     print()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -124,6 +125,7 @@ def _look_back(condition: Condition) -> int:
 
 async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCall) -> Consultation:
     """The pre-execution questions (risk) about one proposed call, before it runs."""
+    started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
     projection = projection_for(leg, history, pending=call)
@@ -136,11 +138,13 @@ async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCa
         step=step,
         kind="pre_execution",
         call_id=call.id,
+        started=started,
     )
 
 
 async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -> Consultation:
     """The turn's questions, after its tools ran: one evaluator call for every turn condition."""
+    started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
     step_rows = [Message(Role.ASSISTANT, reply.text, reply.tool_calls), *rows]
@@ -153,6 +157,7 @@ async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -
         run_id=leg.run.run_id,
         step=step,
         kind="turn",
+        started=started,
     )
 
 

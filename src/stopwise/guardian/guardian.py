@@ -170,15 +170,21 @@ async def consult(
     step: int,
     kind: str,
     call_id: str | None = None,
+    started: float | None = None,
 ) -> Consultation:
     """One consultation: ask, decide, and let the judge settle an escalation, or answer in place of an evaluator
     that deferred (it could not tell), if there is a judge. Before a call runs, the risk class its author declared
-    goes to the policy as a floor no evaluator (nor the judge) can lower."""
+    goes to the policy as a floor no evaluator (nor the judge) can lower.
+
+    The decision's ``latency_ms`` is the whole consultation: from ``started`` (a ``time.perf_counter()`` reading
+    the caller took before building the projection and the policy inputs; now when None) until the record is
+    ready, the projection's rendering and hash included."""
     assert guardian.evaluator is not None
     if kind == "pre_execution" and projection.pending is not None and projection.pending_risk != "unknown":
         inputs = dataclasses.replace(inputs, declared_risk=projection.pending_risk)
+    if started is None:
+        started = time.perf_counter()
     questions = QuestionSet(conditions, guardian.conditions.version)
-    started = time.perf_counter()
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
     result = guardian.policy.decide(answers.answers, conditions, inputs)
     resolved_by = None
@@ -204,18 +210,19 @@ async def consult(
                         )
                     )
             answers, result, resolved_by = judged_answers, judged, "judge"
+    state_hash, specs = projection.state_hash, tuple(ConditionSpec.of(c) for c in conditions)
     latency = (time.perf_counter() - started) * 1000
     decision = GuardianDecision(
         run_id=run_id,
         step=step,
         kind="pre_execution" if kind == "pre_execution" else "turn",
         call_id=call_id,
-        state_hash=projection.state_hash,
+        state_hash=state_hash,
         question_set_version=guardian.conditions.version,
         evaluator=answers.evaluator,
         model_version=answers.model_version,
         answers=dict(answers.answers),
-        conditions=tuple(ConditionSpec.of(c) for c in conditions),
+        conditions=specs,
         policy=guardian.policy.to_data(),
         inputs=inputs,
         outcome=result.outcome,
