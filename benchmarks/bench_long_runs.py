@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import os
 import statistics
@@ -93,7 +94,7 @@ async def _one(config: str, steps: int, sqlite: bool) -> dict[str, float]:
                 out = close()
                 if asyncio.iscoroutine(out):
                     await out
-    gaps = [b - a for a, b in zip(script, script[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(script)]
     first = statistics.median(gaps[:EDGE])
     last = statistics.median(gaps[-EDGE:])
     out = {"first_us": first * 1e6, "last_us": last * 1e6, "ratio": last / first, "total_s": total}
