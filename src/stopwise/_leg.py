@@ -106,10 +106,10 @@ class Leg:
     """Replans made in this run (from the log's recorded decisions)."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
-    snapshot: tuple[list[Message] | None, tuple[Message, ...]] = (None, ())
-    """``messages`` as a tuple, with the list it was taken of (``history()``)."""
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
     count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
+    snapshot: tuple[list[Message] | None, tuple[Message, ...]] = (None, ())
+    """``messages`` as a tuple, with the list it was taken of (``history()``)."""
     """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
     clock: Callable[[], float] = time.time
