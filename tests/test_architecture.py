@@ -102,3 +102,13 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
         warnings.simplefilter("error")
         with pytest.raises(AttributeError, match="no attribute 'Nonsense'"):
             stopwise.Nonsense  # noqa: B018
+
+
+def test_import_stopwise_leaves_the_system_one_client_and_httpx_unloaded() -> None:
+    import subprocess
+    import sys
+
+    names = ("httpx", "stopwise.guardian.evaluators.systemone")
+    code = f"import stopwise, sys; print(sorted(m for m in {names!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -80,3 +80,24 @@ async def test_guardian_stats_prints_counts_histograms_and_escalation_rates(tmp_
 def test_replay_of_a_missing_file_is_exit_2(tmp_path: Path) -> None:
     result = cli("replay", str(tmp_path / "nope.db"))
     assert result.returncode == 2 and "no such file" in result.stderr
+
+
+async def test_stats_and_replay_of_one_run_read_only_its_session(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = await _log(tmp_path)  # session "s": 7 decisions
+    store = SQLiteStore(db)
+    ev = Fixed(QUIET)
+    other = await Runner(store).run(agent(searching(2), Guardian(ev)), "go", session_id="other")
+    await store.close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE log SET records='not json' WHERE session_id='s'")  # session "s" is now unreadable
+    conn.commit()
+    conn.close()
+    stats = cli("guardian", "stats", str(db), "--run", other.run_id)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.startswith("3 decisions: continue 3") and stats.stderr == ""
+    replayed = cli("replay", str(db), "--run", other.run_id)
+    assert replayed.returncode == 0 and "replayed 3 decisions" in replayed.stdout and replayed.stderr == ""
+    whole = cli("guardian", "stats", str(db))
+    assert whole.stdout.startswith("3 decisions") and "the session is skipped" in whole.stderr  # and said so

@@ -244,6 +244,21 @@ def test_a_database_with_a_newer_schema_is_refused_untouched(tmp_path: Path) -> 
     assert path.read_bytes() == before
 
 
+async def test_the_most_recent_sessions_are_listed_by_index_without_sorting_every_session(tmp_path: Path) -> None:
+    from stopwise.store._sql import SESSIONS_RECENT
+
+    path = tmp_path / "many.db"
+    store = SQLiteStore(path)
+    for i in range(3):
+        await Runner(store).run(Agent("a", "", ScriptedModel(["ok"])), "hi", session_id=f"s{i}")
+    assert await store.list_sessions(2) == ["s2", "s1"]
+    await store.close()
+    conn = sqlite3.connect(path)
+    plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + SESSIONS_RECENT, {"limit": 20}))
+    conn.close()
+    assert "USING INDEX sessions_by_update" in plan and "TEMP B-TREE" not in plan, plan
+
+
 def test_migrations_are_numbered_in_order_without_gaps() -> None:
     assert [v for v, _ in MIGRATIONS] == list(range(1, LATEST + 1))
 

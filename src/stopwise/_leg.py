@@ -112,6 +112,11 @@ class Leg:
     replans: int = 0
     """Replans made in this run (from the log's recorded decisions)."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
+    step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
+    """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
+    count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
+    snapshot: tuple[list[Message] | None, tuple[Message, ...]] = (None, ())
+    """``messages`` as a tuple, with the list it was taken of (``history()``)."""
     """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
     clock: Callable[[], float] = time.time
@@ -147,6 +152,22 @@ class Leg:
         self.steps = self.run.steps
         self.usage = self.run.usage
         self.text = self.run.text
+
+    def history(self) -> tuple[Message, ...]:
+        """``messages`` as a tuple, taken once per commit and shared by everything a step hands the history to
+        (the model request, the guardrail contexts, the step plan): a step makes one copy, not one per reader.
+        ``messages`` only grows between commits (rows are appended, never changed), so a snapshot of the same
+        list and length is current."""
+        rows, snapshot = self.snapshot
+        if rows is not self.messages or len(snapshot) != len(self.messages):
+            snapshot = tuple(self.messages)
+            self.snapshot = (self.messages, snapshot)
+        return snapshot
+
+    def history_with(self, rows: Iterable[Message]) -> tuple[Message, ...]:
+        """``history()`` followed by ``rows`` (a step's rows not committed yet)."""
+        # Tuple concatenation copies at C speed; unpacking (*a, *b) iterates, 4x slower on a long history.
+        return self.history() + tuple(rows)
 
     @property
     def steps_used(self) -> int:

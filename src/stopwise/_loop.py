@@ -431,7 +431,7 @@ def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
 def _request(leg: Leg, step: int, phase: Phase, prepared: Prepared) -> ModelRequest:
     normal = phase is Phase.NORMAL
     return ModelRequest(
-        messages=(*prepared.system, *prepared.messages),
+        messages=prepared.system + prepared.messages,
         tools=prepared.tools if normal else (),
         step=step,
         output_schema=leg.agent.output_schema,
@@ -539,7 +539,7 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
-    view = StepView(leg.steps_used + 1, step.reply, tuple(rows), (*leg.messages, *rows))
+    view = StepView(leg.steps_used + 1, step.reply, tuple(rows), leg.history_with(rows))
     try:
         return {"stop_when": await condition.evaluate(view)}
     except Exception as exc:
@@ -624,7 +624,7 @@ async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
     if guardrails is None or not guardrails.has(Hook.OUTPUT):
         return decided
     step, run = decided.step, leg.run
-    history = tuple(leg.messages)
+    history = leg.history()
     try:
         chain = await run_chain(
             guardrails,

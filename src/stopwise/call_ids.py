@@ -35,13 +35,15 @@ def unique_call_ids(reply: Reply, taken: Iterable[str]) -> Reply:
     used). The first use of an id keeps it; each later use gets a fresh id, with the provider's id in
     ``wire_id``. Returns ``reply`` itself when every id is already unique. Pure: no I/O, no clock (a fresh id is
     random, never derived from the clock)."""
-    used = set(taken)
+    # The session's ids are only looked up, never copied: a reply holds a few calls, a session many thousands.
+    seen = taken if isinstance(taken, (set, frozenset)) else set(taken)
+    used: set[str] = set()
     calls = list(reply.tool_calls)
     changed = False
     for i, call in enumerate(calls):
-        if call.id in used:
+        if call.id in used or call.id in seen:
             new_id = fresh_call_id()
-            while new_id in used:  # pragma: no cover - 96 random bits
+            while new_id in used or new_id in seen:  # pragma: no cover - 96 random bits
                 new_id = fresh_call_id()
             calls[i] = replace(call, id=new_id, wire_id=call.wire_id or call.id)
             changed = True

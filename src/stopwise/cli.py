@@ -405,11 +405,22 @@ def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Col
 # --- replay and guardian stats --------------------------------------------------------------------------------
 
 
+_EVERY_SESSION = 2**62
+"""A limit no database reaches: reading every session skips none."""
+
+
 async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDecision]:
+    """The guardian decisions of one run (read from its own session only, found by the run's key), or of every
+    session in the database."""
     store = SQLiteStore(path)
     try:
         decisions: list[GuardianDecision] = []
-        for session in await store.list_sessions(limit=1_000_000):
+        if run_id is not None:
+            run = await store.get_run(run_id)
+            sessions = [] if run is None else [run.session_id]
+        else:
+            sessions = await store.list_sessions(limit=_EVERY_SESSION)
+        for session in sessions:
             try:
                 snapshot = await store.load_session(session)
             except UnreadableEntry as exc:

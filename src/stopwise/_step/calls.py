@@ -100,7 +100,10 @@ async def plan_calls(
             CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
             for c in reply.tool_calls
         ]
-    history = (*leg.messages, Message(Role.ASSISTANT, reply.text, reply.tool_calls))
+    row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
+    guardrails = leg.agent.guardrails
+    # Only a tool-call guardrail reads the whole history: without one, the step copies none of it.
+    history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
     plans = []
     for call in reply.tool_calls:
         if offered is not None and call.name not in offered and call.name in leg.tools:
@@ -108,14 +111,21 @@ async def plan_calls(
             row = error_tool_result(message, tool_call_id=call.id, origin="stopwise")
             plans.append(CallPlan(call, None, None, row))
         else:
-            plans.append(await _plan(leg, step, call, history, records))
+            plans.append(await _plan(leg, step, call, row, history, records))
     return plans
 
 
 async def _plan(
-    leg: Leg, step: int, call: ToolCall, history: tuple[Message, ...], records: list[LogRecord]
+    leg: Leg,
+    step: int,
+    call: ToolCall,
+    row: Message,
+    history: tuple[Message, ...] | None,
+    records: list[LogRecord],
 ) -> CallPlan:
-    """One call: its tool and arguments, the tool-call guardrails, the risk gate, the approval gate."""
+    """One call of the step's reply ``row``: its tool and arguments, the tool-call guardrails (which read
+    ``history``, the session's rows up to ``row``; given when there are any), the risk gate, the approval
+    gate."""
     tool_map = leg.tools
     t = tool_map.get(call.name)
     if t is None:
@@ -125,7 +135,7 @@ async def _plan(
     if isinstance(args, Message):
         return CallPlan(call, t, None, args)
     guardrails = leg.agent.guardrails
-    if guardrails is not None and guardrails.has(Hook.TOOL_CALL):
+    if guardrails is not None and history is not None:
         run = leg.run
         try:
             chain = await run_chain(
@@ -151,7 +161,7 @@ async def _plan(
         args = chain.value
     gate = None
     if leg.agent.guardian is not None and leg.agent.guardian.call_conditions:
-        consultation = await consult_call(leg, step, [history[-1]], replace(call, args=dict(args)))
+        consultation = await consult_call(leg, step, [row], replace(call, args=dict(args)))
         records.extend([consultation.decision, *consultation.labels])
         # The risk gate runs before the approval gate: an escalation here is an approval request.
         if consultation.decision.outcome is GuardianOutcome.ESCALATE:
@@ -209,7 +219,7 @@ async def guard_results(
     if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
         return rows, None
     run = leg.run
-    history = tuple(leg.messages)
+    history = leg.history()
     guarded: list[Message] = []
     failed: ErrorDetail | None = None
     for plan, row in zip(plans, rows, strict=True):

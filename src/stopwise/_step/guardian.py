@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
 from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import project
+from stopwise.guardian.projection import project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
@@ -33,15 +35,21 @@ def goal_of(leg: Leg) -> str:
     guardian = leg.agent.guardian
     if guardian is not None and guardian.goal:
         return guardian.goal
-    first = next((m for m in leg.messages[leg.run_start :] if m.role is Role.USER), None)
+    rows = leg.messages
+    first = next((rows[i] for i in range(leg.run_start, len(rows)) if rows[i].role is Role.USER), None)
     return first.content if first is not None else ""
 
 
 def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = None, final: str | None = None) -> Any:
+    """The guardian's projection of the run with ``rows`` (this step's, not committed yet) after it. Reads only
+    the committed rows of the last ``history_steps`` steps: its cost does not grow with the run."""
     guardian = leg.agent.guardian
     assert guardian is not None
+    committed = leg.messages
+    start = tail_start(committed, guardian.history_steps, lo=leg.run_start)
+    shown = sum(1 for i in range(start, len(committed)) if committed[i].role is Role.ASSISTANT)
     return project(
-        [*leg.messages[leg.run_start :], *rows],
+        [*committed[start:], *rows],
         goal=goal_of(leg),
         criteria=guardian.criteria,
         last_k=guardian.history_steps,
@@ -50,31 +58,65 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
         pending=pending,
         final=final,
         max_chars=guardian.max_chars,
+        steps_before=run_steps(leg) - shown,
     )
 
 
-def repeats(messages: list[Message]) -> int:
-    """How many times in a row the latest call (same tool, same arguments) was made."""
-    calls = [(c.name, json.dumps(c.args, sort_keys=True, default=str)) for m in messages for c in m.tool_calls]
-    if not calls:
-        return 0
-    count = 0
-    for c in reversed(calls):
-        if c != calls[-1]:
-            break
-        count += 1
+def run_steps(leg: Leg) -> int:
+    """The run's assistant rows in ``leg.messages`` (the steps a projection numbers), counting only the rows
+    committed since the last call: the count is kept on the leg, keyed to the list it counted."""
+    rows, counted, count = leg.step_rows
+    end = len(leg.messages)
+    if rows is not leg.messages or not leg.run_start <= counted <= end:
+        counted, count = leg.run_start, 0
+    count += sum(1 for i in range(counted, end) if leg.messages[i].role is Role.ASSISTANT)
+    leg.step_rows = (leg.messages, end, count)
     return count
 
 
+def repeats(newest_first: Iterable[Message]) -> int:
+    """How many times in a row the latest call (same tool, same arguments) was made, given the run's rows newest
+    first. Reads back only as far as the repeat goes."""
+    latest: tuple[str, str] | None = None
+    count = 0
+    for m in newest_first:
+        for c in reversed(m.tool_calls):
+            if latest is None:
+                latest = (c.name, _args_key(c.args))
+            elif c.name != latest[0] or _args_key(c.args) != latest[1]:
+                return count
+            count += 1
+    return count
+
+
+def _args_key(args: Any) -> str:
+    return json.dumps(args, sort_keys=True, default=str)
+
+
 def policy_inputs(leg: Leg, rows: list[Message]) -> PolicyInputs:
-    turns = [r for r in leg.records if isinstance(r, GuardianDecision) and r.kind == "turn"]
     conditions = leg.agent.guardian.turn_conditions if leg.agent.guardian else ()
-    # A condition's hysteresis (k of its last n turns, this one included) reads its n - 1 previous turns.
+    # A condition's hysteresis (k of its last n turns, this one included) reads its n - 1 previous turns: only
+    # that many of the latest turn decisions are read, walking back from the newest record.
+    wanted = max((_look_back(c) for c in conditions), default=0)
+    turns: list[GuardianDecision] = []
+    for i in range(len(leg.records) - 1, -1, -1):
+        if len(turns) >= wanted:
+            break
+        r = leg.records[i]
+        if isinstance(r, GuardianDecision) and r.kind == "turn":
+            turns.append(r)
+    turns.reverse()
     held_before = {
         c.name: tuple(bool(r.held.get(c.name, False)) for r in turns[max(0, len(turns) - _look_back(c)) :])
         for c in conditions
     }
-    return PolicyInputs(held_before, leg.replans, repeats([*leg.messages[leg.run_start :], *rows]))
+    return PolicyInputs(held_before, leg.replans, repeats(_newest_first(leg, rows)))
+
+
+def _newest_first(leg: Leg, rows: list[Message]) -> Iterator[Message]:
+    yield from reversed(rows)
+    for i in range(len(leg.messages) - 1, leg.run_start - 1, -1):
+        yield leg.messages[i]
 
 
 def _look_back(condition: Condition) -> int:
@@ -83,6 +125,7 @@ def _look_back(condition: Condition) -> int:
 
 async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCall) -> Consultation:
     """The pre-execution questions (risk) about one proposed call, before it runs."""
+    started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
     projection = projection_for(leg, history, pending=call)
@@ -95,11 +138,13 @@ async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCa
         step=step,
         kind="pre_execution",
         call_id=call.id,
+        started=started,
     )
 
 
 async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -> Consultation:
     """The turn's questions, after its tools ran: one evaluator call for every turn condition."""
+    started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
     step_rows = [Message(Role.ASSISTANT, reply.text, reply.tool_calls), *rows]
@@ -112,6 +157,7 @@ async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -
         run_id=leg.run.run_id,
         step=step,
         kind="turn",
+        started=started,
     )
 
 

@@ -51,7 +51,7 @@ async def prepare(leg: Leg, number: int, phase: Phase) -> Prepared:
 
 
 async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
-    history = tuple(leg.messages)
+    history = leg.history()
     messages = history
     for fn in leg.agent.history_processors:
         name = getattr(fn, "__name__", type(fn).__name__)
@@ -76,12 +76,12 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
 
 async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
     agent = leg.agent
-    defaults = Prepared(agent.caller, leg.system, tuple(leg.messages), leg.tool_specs)
+    defaults = Prepared(agent.caller, leg.system, leg.history(), leg.tool_specs)
     fn = agent.prepare_step
     if fn is None:
         return defaults
     ctx = StepContext(
-        number, leg.steps_used, tuple(leg.messages), MappingProxyType(dict(leg.state)), phase is not Phase.NORMAL
+        number, leg.steps_used, leg.history(), MappingProxyType(dict(leg.state)), phase is not Phase.NORMAL
     )
     try:
         plan = fn(ctx)

@@ -47,7 +47,7 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
         step=step,
         attempt=len(guard_records) + 1,
         reply=reply,
-        messages=(*leg.messages, Message(Role.ASSISTANT, reply.text)),
+        messages=leg.history_with([Message(Role.ASSISTANT, reply.text)]),
         run_start=leg.run_start,
         state=leg.state,
         continues_used=used,

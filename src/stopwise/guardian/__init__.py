@@ -1,20 +1,19 @@
 """The guardian: typed questions every turn, a threshold policy in code, a replayable decision log."""
 
+from typing import TYPE_CHECKING
+
 from stopwise._deprecated import aliases
 from stopwise.guardian.answers import Answer, Answers, Evaluator
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
-from stopwise.guardian.evaluators import (
-    EvaluatorScriptExhausted,
-    JudgeEvaluator,
-    RuleEvaluator,
-    ScriptedEvaluator,
-    SystemOneEvaluator,
-)
+from stopwise.guardian.evaluators import EvaluatorScriptExhausted, JudgeEvaluator, RuleEvaluator, ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.questions import Choice, Question, Score, YesNo
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
+
+if TYPE_CHECKING:
+    from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
 
 __all__ = [
     "DEFAULT_CONDITIONS",
@@ -44,6 +43,14 @@ __all__ = [
     "replay",
 ]
 
-__getattr__ = aliases(
+_renamed = aliases(
     __name__, {"Decision": ("GuardianDecision", GuardianDecision), "Outcome": ("GuardianOutcome", GuardianOutcome)}
 )
+
+
+def __getattr__(name: str) -> object:
+    if name == "SystemOneEvaluator":  # loaded when first named (it imports httpx): see ``guardian.evaluators``
+        from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
+
+        return SystemOneEvaluator
+    return _renamed(name)

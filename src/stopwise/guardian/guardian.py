@@ -172,6 +172,7 @@ async def consult(
     step: int,
     kind: str,
     call_id: str | None = None,
+    started: float | None = None,
 ) -> Consultation:
     """One consultation: ask, decide, and let the judge settle what the evaluator could not.
 
@@ -179,12 +180,17 @@ async def consult(
     unanswered question, or an answer the evaluator deferred. What the evaluator answered clearly stands, so a
     clear fire (a risk gate, an injection detection, two contradicting stops) is never the judge's to clear: it
     escalates to a human. A declared risk class is a floor no evaluator (nor the judge) can lower. Each condition
-    the judge settles (its answer outside the band) is recorded as a labelled example."""
+    the judge settles (its answer outside the band) is recorded as a labelled example.
+
+    The decision's ``latency_ms`` is the whole consultation: from ``started`` (a ``time.perf_counter()`` reading
+    the caller took before building the projection and the policy inputs; now when None) until the record is
+    ready, the projection's rendering and hash included."""
     assert guardian.evaluator is not None
     if kind == "pre_execution" and projection.pending is not None and projection.pending_risk != "unknown":
         inputs = dataclasses.replace(inputs, declared_risk=projection.pending_risk)
+    if started is None:
+        started = time.perf_counter()
     questions = QuestionSet(conditions, guardian.conditions.version)
-    started = time.perf_counter()
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
     result = guardian.policy.decide(answers.answers, conditions, inputs)
     judged = await _judge_open(guardian, projection, conditions, inputs, answers, result, run_id, step)
@@ -193,18 +199,19 @@ async def consult(
     if judged is not None:
         answers, result, labels = judged
         resolved_by = "judge"
+    state_hash, specs = projection.state_hash, tuple(ConditionSpec.of(c) for c in conditions)
     latency = (time.perf_counter() - started) * 1000
     decision = GuardianDecision(
         run_id=run_id,
         step=step,
         kind="pre_execution" if kind == "pre_execution" else "turn",
         call_id=call_id,
-        state_hash=projection.state_hash,
+        state_hash=state_hash,
         question_set_version=guardian.conditions.version,
         evaluator=answers.evaluator,
         model_version=answers.model_version,
         answers=dict(answers.answers),
-        conditions=tuple(ConditionSpec.of(c) for c in conditions),
+        conditions=specs,
         policy=guardian.policy.to_data(),
         inputs=inputs,
         outcome=result.outcome,

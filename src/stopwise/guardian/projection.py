@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 
-__all__ = ["ProjectedStep", "Projection", "project"]
+__all__ = ["ProjectedStep", "Projection", "project", "tail_start"]
 
 UNTRUSTED_OPEN = "<untrusted-tool-output>"
 UNTRUSTED_CLOSE = "</untrusted-tool-output>"
@@ -114,12 +114,20 @@ def project(
     pending: ToolCall | None = None,
     final: str | None = None,
     max_chars: int = 8000,
+    steps_before: int = 0,
 ) -> Projection:
-    """Project a run's rows (from its input onwards) onto the last ``last_k`` steps."""
+    """Project a run's rows onto the last ``last_k`` steps.
+
+    ``messages`` is the run from its input onwards, or any tail of it that starts at a step (an assistant row):
+    ``steps_before`` then says how many steps of the run come before that tail, so the steps keep their numbers.
+    The work is bounded by the rows from the oldest step kept onwards, not by the run's length."""
     risks = risks or {}
-    results = {m.tool_call_id: m for m in messages if m.role is Role.TOOL}
+    start = tail_start(messages, last_k)
+    before = steps_before + sum(1 for i in range(start) if messages[i].role is Role.ASSISTANT) if last_k else 0
+    window = messages[start:]
+    results = {m.tool_call_id: m for m in window if m.role is Role.TOOL}
     steps: list[ProjectedStep] = []
-    for m in messages:
+    for m in window:
         if m.role is not Role.ASSISTANT:
             continue
         calls = tuple(
@@ -133,16 +141,31 @@ def project(
             )
             for c in m.tool_calls
         )
-        steps.append(ProjectedStep(len(steps) + 1, _truncate(m.content, result_chars), calls))
+        steps.append(ProjectedStep(before + len(steps) + 1, _truncate(m.content, result_chars), calls))
     return Projection(
         goal,
         tuple(criteria),
-        tuple(steps[-last_k:]) if last_k else (),
+        tuple(steps),
         pending,
         risks.get(pending.name, "unknown") if pending is not None else "unknown",
         final,
         max_chars,
     )
+
+
+def tail_start(messages: Sequence[Message], last_k: int, lo: int = 0) -> int:
+    """The index in ``messages`` of the oldest of its last ``last_k`` steps (assistant rows) at or after ``lo``,
+    walking back only that far; ``len(messages)`` when ``last_k`` is 0, ``lo`` when there are fewer steps. A
+    step's tool results follow it, so the rows from there on hold everything a projection shows of them."""
+    if not last_k:
+        return len(messages)
+    seen = 0
+    for i in range(len(messages) - 1, lo - 1, -1):
+        if messages[i].role is Role.ASSISTANT:
+            seen += 1
+            if seen == last_k:
+                return i
+    return lo
 
 
 def _result_text(row: Message | None, n: int) -> str:

@@ -64,6 +64,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE runs ADD COLUMN report TEXT",
         ),
     ),
+    (
+        # The most recent sessions (``list_sessions``) by index, not by sorting every session.
+        4,
+        ("CREATE INDEX sessions_by_update ON sessions(updated_at)",),
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]
