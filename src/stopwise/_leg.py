@@ -243,24 +243,7 @@ def restore_leg(
     counted = [e for e in entries if e.kind is not EntryKind.INPUT and e is not open_intent]
     steps = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     replies = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.INTENT)]
-    phase, attempts, carried = Phase.NORMAL, 0, None
-    if counted:
-        usage = Usage()
-        for e in counted:
-            usage = usage + (e.usage or Usage())
-        run = replace(run, usage=usage, text=replies[-1].messages[0].content if replies else "")
-    if steps:
-        last = steps[-1]
-        run = replace(run, steps=last.step)
-        decision = last.decision or {}
-        phase = NEXT_PHASE.get(Action(decision.get("action", Action.CONTINUE)), Phase.NORMAL)
-        carried = CompletionReason(decision["carry"]) if decision.get("carry") else None
-        attempts = sum(
-            1 for e in steps if e.step > run.budget_base and (e.decision or {}).get("phase") == Phase.FORCED_OUTPUT
-        )
-    if fresh_budget:
-        run = replace(run, budget_base=run.steps)
-        phase, attempts, carried = Phase.NORMAL, 0, None
+    run, phase, attempts, carried = _progress(run, counted, steps, replies, fresh_budget)
     budgeted = [e for e in steps if e.step > run.budget_base]
     budget_usage = Usage()
     for e in counted:
@@ -293,6 +276,32 @@ def restore_leg(
         sub_usage=_sub_usage(steps),
         settle=None if open_intent is None else _carry_out(agent, open_intent),
     )
+
+
+def _progress(
+    run: RunRecord, counted: list[LogEntry], steps: list[LogEntry], replies: list[LogEntry], fresh_budget: bool
+) -> tuple[RunRecord, Phase, int, CompletionReason | None]:
+    """The run's progress as its log has it (steps, usage, last text), and the phase it is in: forced completion
+    or wrap-up, with the forced calls made and the reason carried; a fresh budget starts over in the normal phase."""
+    phase, attempts, carried = Phase.NORMAL, 0, None
+    if counted:
+        usage = Usage()
+        for e in counted:
+            usage = usage + (e.usage or Usage())
+        run = replace(run, usage=usage, text=replies[-1].messages[0].content if replies else "")
+    if steps:
+        last = steps[-1]
+        run = replace(run, steps=last.step)
+        decision = last.decision or {}
+        phase = NEXT_PHASE.get(Action(decision.get("action", Action.CONTINUE)), Phase.NORMAL)
+        carried = CompletionReason(decision["carry"]) if decision.get("carry") else None
+        attempts = sum(
+            1 for e in steps if e.step > run.budget_base and (e.decision or {}).get("phase") == Phase.FORCED_OUTPUT
+        )
+    if fresh_budget:
+        run = replace(run, budget_base=run.steps)
+        phase, attempts, carried = Phase.NORMAL, 0, None
+    return run, phase, attempts, carried
 
 
 def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Message, ...]) -> LogEntry | None:
