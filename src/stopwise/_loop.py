@@ -173,7 +173,7 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
             decision = resolve(StepSignals(input_blocked=chain.block.reason))
             leg.run = apply_decision(run, decision, **leg.progress(), output=text)
             note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
-            await leg.store.start_run(leg.run, note, leg.state)
+            await leg.store.start_run(leg.run, note, leg.state, leg.lease)
             leg.next_seq += 1
             for record in chain.records:
                 yield GuardrailEvent(run.run_id, 0, record)
@@ -190,7 +190,7 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
             for record in chain.records:
                 yield GuardrailEvent(run.run_id, 0, record)
     if leg.write_start:
-        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state)
+        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease)
     elif entry is not None:
         await leg.store.commit(entry, leg.state)
     if entry is not None:

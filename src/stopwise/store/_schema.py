@@ -64,6 +64,15 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE runs ADD COLUMN report TEXT",
         ),
     ),
+    (
+        # Leases: the worker driving a run and until when (Unix seconds by its runner's clock). Older runs read
+        # back with none, so a run that was running when the database was upgraded can be retried at once.
+        4,
+        (
+            "ALTER TABLE runs ADD COLUMN lease_owner TEXT",
+            "ALTER TABLE runs ADD COLUMN lease_expires REAL",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]
