@@ -15,7 +15,7 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ from _pgcluster import HOW_TO_ENABLE
 from stopwise import Agent, Approve, FunctionModel, Reply, Runner, SQLiteStore, Store, ToolCall, tool
 from stopwise.errors import RunLeased, StepConflict
 from stopwise.models import ModelRequest
+from stopwise.result import RunStatus
+from stopwise.store.base import Lease
 
 SESSION = "leased"
 LEASE = 60.0
@@ -280,3 +282,36 @@ def test_two_resumes_of_one_approval_at_once_run_the_approved_call_once(race: Ra
     race.open_gate()
     assert race.outcomes.get(timeout=_WAIT) == ("finished", winner, "completed")
     assert race.paid() == [f"{winner} paid ana"]
+
+
+async def _suspended_run(store: Store) -> None:
+    result = await Runner(store).run(APPROVED, "go", session_id=SESSION)
+    assert result.status == "suspended"
+
+
+async def test_a_claim_is_refused_while_another_lease_is_live_and_taken_once_it_lapsed(store: Store) -> None:
+    await _suspended_run(store)
+    snapshot = await store.load_session(SESSION)
+    assert snapshot is not None and snapshot.last_run is not None
+    run, last_seq = snapshot.last_run, snapshot.next_seq - 1
+    await store.claim(run, last_seq, Lease(run.run_id, "a", 100.0), now=10.0)
+    with pytest.raises(RunLeased) as refused:
+        await store.claim(run, last_seq, Lease(run.run_id, "b", 150.0), now=50.0)
+    assert (refused.value.owner, refused.value.until) == ("a", 100.0)
+    await store.claim(run, last_seq, Lease(run.run_id, "b", 200.0), now=100.0)  # a's lease lapsed at 100
+    assert not await store.renew(Lease(run.run_id, "a", 300.0)), "a lease taken over is not renewed"
+    await store.release(Lease(run.run_id, "b", 200.0))
+    await store.claim(run, last_seq, Lease(run.run_id, "c", 300.0), now=0.0)  # released: free at any time
+
+
+async def test_a_claim_on_a_run_read_before_its_log_moved_on_is_a_step_conflict(store: Store) -> None:
+    await _suspended_run(store)
+    snapshot = await store.load_session(SESSION)
+    assert snapshot is not None and snapshot.last_run is not None
+    run = snapshot.last_run
+    with pytest.raises(StepConflict):
+        await store.claim(run, snapshot.next_seq - 2, Lease(run.run_id, "a", 100.0), now=0.0)
+    with pytest.raises(StepConflict):
+        await store.claim(
+            replace(run, status=RunStatus.FAILED), snapshot.next_seq - 1, Lease(run.run_id, "a", 1.0), 0.0
+        )
