@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
@@ -27,7 +28,7 @@ from stopwise.approvals import (
     Terminate,
 )
 from stopwise.context import RunContext
-from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError
+from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
@@ -265,7 +266,10 @@ class Runner:
         finally:
             await events.aclose()
             if not released:
-                await self.store.release(lease)
+                # The leg is ending early (an error, a cancellation): a store failure here must not hide why. A
+                # lease that could not be dropped lapses after lease_seconds.
+                with contextlib.suppress(StoreError):
+                    await self.store.release(lease)
 
     def _observed(self, agent: Agent, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """``events``, each shown to ``on_event`` first; ``events`` itself when there is no observer."""
