@@ -157,7 +157,8 @@ class Runner:
         ``Terminate(reason)``; ``results`` maps a pending client-side tool call (``@tool(client=True)``) to the
         result the caller got by running it (a ``ToolError`` instance for a failure), or such a call takes a
         ``Reject`` or ``Terminate``. Raises ``ApprovalError`` for an unknown or missing call, a decision whose
-        ``args_hash`` no longer matches, an expired approval, a result for a call that is not a client tool's, or
+        ``args_hash`` no longer matches, an ``Approve`` or ``Modify`` past the call's ``approval_ttl`` (``Reject``
+        and ``Terminate`` are still accepted then), a result for a call that is not a client tool's, or
         a run that is not suspended. Any ``Runner`` on the same store can resume a run, whichever process
         suspended it. The run is claimed atomically before any call runs: of two resumes at once, one goes on and
         the other raises ``RunLeased`` (or ``StepConflict`` when the first already moved the run on).
@@ -525,9 +526,11 @@ def _check_decisions(
                 f"call {call_id} ({p.tool}): the arguments changed since they were reviewed "
                 f"(args_hash {decision.args_hash} != {p.args_hash})"
             )
-        if p.expires_at is not None and now > p.expires_at:
+        # Past its expiry a call may no longer run, but it can still be turned down, so the session never strands.
+        if p.expires_at is not None and now > p.expires_at and isinstance(decision, Approve | Modify):
             raise ApprovalError(
-                f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f})"
+                f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f}); "
+                "it can still be rejected or terminated"
             )
         if isinstance(decision, Modify) and not isinstance(decision.args, Mapping):
             raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
