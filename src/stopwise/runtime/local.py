@@ -29,7 +29,7 @@ from stopwise.approvals import (
 )
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreError
-from stopwise.events import Event, RunFinished
+from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import (
@@ -85,8 +85,8 @@ class Runner:
 
     Leases: while this runner drives a run it holds a lease on it in the store, naming ``owner`` (by default
     host, process id and a random tag) until ``clock() + lease_seconds``. It takes the lease with the run's
-    record (``run``), or claims it atomically before anything executes (``retry``, ``resume``), renews it as
-    events pass once half of it is spent, and drops it when the leg ends. Another runner's ``retry`` or ``resume``
+    record (``run``), or claims it atomically before anything executes (``retry``, ``resume``), renews it after a
+    step commits once half of it is spent, and drops it when the leg ends. Another runner's ``retry`` or ``resume``
     of that run is refused with ``RunLeased`` until the lease lapses: after a crash, the run is continued once
     ``lease_seconds`` have passed. A step longer than ``lease_seconds`` (a slow model call or tool) lets another
     worker take the run over; that worker's commit or this one's then fails with ``StepConflict``.
@@ -253,12 +253,8 @@ class Runner:
         released = False
         try:
             async for event in events:
-                now = self.clock()
-                if now >= lease.expires_at - self.lease_seconds / 2:
-                    lease = Lease(lease.run_id, lease.owner, now + self.lease_seconds)
-                    # A lost lease (another worker took the run over after it lapsed) is not raised here: ending
-                    # this leg would write over that worker's run record. Its next commit conflicts instead.
-                    await self.store.renew(lease)
+                if isinstance(event, StepCommitted):  # the clock is read once a step, not once an event
+                    lease = await self._renewed(lease)
                 if isinstance(event, RunFinished):
                     # Before the caller sees the result: once a run is over, another worker may continue it.
                     await self.store.release(lease)
@@ -271,6 +267,17 @@ class Runner:
                 # lease that could not be dropped lapses after lease_seconds.
                 with contextlib.suppress(StoreError):
                     await self.store.release(lease)
+
+    async def _renewed(self, lease: Lease) -> Lease:
+        """The lease, renewed in the store once half of it is spent."""
+        now = self.clock()
+        if now < lease.expires_at - self.lease_seconds / 2:
+            return lease
+        renewed = Lease(lease.run_id, lease.owner, now + self.lease_seconds)
+        # A lost lease (another worker took the run over after it lapsed) is not raised here: ending this leg
+        # would write over that worker's run record. Its next commit conflicts instead.
+        await self.store.renew(renewed)
+        return renewed
 
     def _observed(self, agent: Agent, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """``events``, each shown to ``on_event`` first; ``events`` itself when there is no observer."""
