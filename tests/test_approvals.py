@@ -168,6 +168,24 @@ async def test_an_expired_approval_is_refused() -> None:
         await runner.resume(AGENT, "s", {"c-transfer": Approve()})
 
 
+@pytest.mark.parametrize(
+    ("decision", "status"),
+    [(Reject("too late"), "completed"), (Terminate("too late"), "cancelled")],
+)
+async def test_an_expired_approval_still_takes_reject_and_terminate_so_the_session_is_not_stranded(
+    decision: Any, status: str
+) -> None:
+    now = [1000.0]
+    runner = Runner(clock=lambda: now[0])
+    await runner.run(AGENT, "pay bob", session_id="s")
+    now[0] += 3601
+    result = await runner.resume(AGENT, "s", {"c-transfer": decision})
+    assert result.status == status
+    assert [tool for tool, _ in EXECUTED if tool == "transfer"] == [], "the expired call never ran"
+    again = await runner.run(AGENT, "pay bob", session_id="s")
+    assert again.run_id != result.run_id, "the session takes new runs (no SessionBusy)"
+
+
 async def test_resume_of_a_run_that_is_not_suspended_is_refused() -> None:
     runner = Runner()
     await runner.run(Agent("banker", "", ScriptedModel(["hi"])), "q", session_id="s")

@@ -350,7 +350,7 @@ async def test_run_time_limit_counts_from_the_legs_start(store: SQLiteStore) -> 
 async def test_a_leg_past_its_run_time_ends_after_the_step_that_went_past(store: SQLiteStore) -> None:
     """``Limits(run_seconds=)`` is also checked when a step is decided: the step that went past commits, with the
     run's failure, and no further model call is made."""
-    now = _clock(0.0, 1.0, 9.0)
+    now = _clock(0.0, 0.0, 1.0, 9.0)  # the first reading dates the runner's lease on the run
     model = ScriptedModel([lookups(1), "never asked"])
     agent = Agent("a", "", model, tools=[log_visit], limits=Limits(run_seconds=5))
     result = await Runner(store, clock=now).run(agent, "go", session_id="s")

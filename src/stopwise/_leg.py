@@ -24,7 +24,7 @@ from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import Spent
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tools import Tool
 
 __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks", "usage_data"]
@@ -109,6 +109,8 @@ class Leg:
     write_start: bool = True
     """Whether beginning the leg writes the run record (a resume leaves it suspended until its step settles)."""
     settle: Settle | None = None
+    lease: Lease | None = None
+    """The lease the runner holds on the run while it drives this leg; the run's start writes it with the record."""
     replans: int = 0
     """Replans made in this run (from the log's recorded decisions)."""
     tool_streaks: dict[str, int] = field(default_factory=dict)

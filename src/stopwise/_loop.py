@@ -184,7 +184,7 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
             return
         history, entry = checked.history, checked.entry
     if leg.write_start:
-        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state)
+        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease)
     elif entry is not None:
         await leg.store.commit(entry, leg.state)
     if entry is not None:
@@ -241,7 +241,7 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
         decision = resolve(StepSignals(input_blocked=chain.block.reason))
         leg.run = apply_decision(leg.run, decision, **leg.progress(), output=text)
         note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
-        await leg.store.start_run(leg.run, note, leg.state)
+        await leg.store.start_run(leg.run, note, leg.state, leg.lease)
         leg.next_seq += 1
         return _InputChecked([*events, RunFinished(run.run_id, leg.steps, _result(leg))], history, entry, True)
     if not chain.records:

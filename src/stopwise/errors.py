@@ -20,6 +20,7 @@ __all__ = [
     "ModelError",
     "ModelScriptExhausted",
     "RetryNotAllowed",
+    "RunLeased",
     "SchemaTooNew",
     "StateNotSerializable",
     "StepConflict",
@@ -129,6 +130,23 @@ class ModelError(StopwiseError):
 
 class RetryNotAllowed(StopwiseError):
     """``retry()`` was asked for a session that has nothing to continue."""
+
+
+class RunLeased(StopwiseError):
+    """``retry()`` or ``resume()`` was refused before anything ran: another worker holds the run's lease.
+
+    ``owner`` names the holder and ``until`` (Unix seconds, by the clock of the runner that took it) is when the
+    lease lapses unless its holder renews it. A run whose worker crashed is continued by ``retry()`` once then.
+    """
+
+    def __init__(self, run_id: str, owner: str, until: float) -> None:
+        super().__init__(
+            f"run {run_id} is leased to {owner} until {until:.3f} (Unix time): it is live in that worker; "
+            "if that worker crashed, retry() continues the run once the lease has lapsed"
+        )
+        self.run_id = run_id
+        self.owner = owner
+        self.until = until
 
 
 class ModelScriptExhausted(StopwiseError):

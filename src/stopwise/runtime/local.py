@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
@@ -25,8 +28,8 @@ from stopwise.approvals import (
     Terminate,
 )
 from stopwise.context import RunContext
-from stopwise.errors import RetryNotAllowed, StopwiseError
-from stopwise.events import Event, RunFinished
+from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreError
+from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import (
@@ -40,7 +43,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord, ToolReceipt, parse_records
 from stopwise.result import RunResult, RunStatus
-from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
@@ -79,6 +82,14 @@ class Runner:
     events into OpenTelemetry spans). It should not raise: an exception it raises propagates to the caller and the
     run is recorded as cancelled, as when a stream is left early (``retry`` continues it). None (the default)
     costs nothing: the events reach the caller as they did without it.
+
+    Leases: while this runner drives a run it holds a lease on it in the store, naming ``owner`` (by default
+    host, process id and a random tag) until ``clock() + lease_seconds``. It takes the lease with the run's
+    record (``run``), or claims it atomically before anything executes (``retry``, ``resume``), renews it after a
+    step commits once half of it is spent, and drops it when the leg ends. Another runner's ``retry`` or ``resume``
+    of that run is refused with ``RunLeased`` until the lease lapses: after a crash, the run is continued once
+    ``lease_seconds`` have passed. A step longer than ``lease_seconds`` (a slow model call or tool) lets another
+    worker take the run over; that worker's commit or this one's then fails with ``StepConflict``.
     """
 
     def __init__(
@@ -87,10 +98,16 @@ class Runner:
         *,
         clock: Callable[[], float] = time.time,
         on_event: Callable[[Agent, Event], None] | None = None,
+        lease_seconds: float = 300.0,
+        owner: str | None = None,
     ) -> None:
+        if not lease_seconds > 0:
+            raise ConfigError("lease_seconds", f"must be a positive number of seconds, got {lease_seconds!r}")
         self.store: Store = store if store is not None else MemoryStore()
         self.clock = clock
         self.on_event = on_event
+        self.lease_seconds = float(lease_seconds)
+        self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     async def run(
         self,
@@ -103,7 +120,8 @@ class Runner:
     ) -> RunResult:
         """Run ``agent`` on ``input`` until the stop decision ends (or suspends) the run."""
         leg = await self._start(agent, input, session_id, state, runtime_context)
-        return await _finish(self._observed(agent, drive(leg)))
+        leg.lease = self._lease(leg.run.run_id)
+        return await _finish(self._observed(agent, self._leased(leg)))
 
     async def retry(
         self,
@@ -118,10 +136,11 @@ class Runner:
         After a failure or a cancellation the budget starts afresh; after a crash (the run still reads
         ``running``) the run resumes where its log ends, with the budget it had. ``message``, if given, is
         appended as new input. Raises ``RetryNotAllowed`` when the last run completed, is suspended, or there
-        is none.
+        is none; ``RunLeased`` (who holds it, until when) while another worker's lease on the run is live, and
+        ``StepConflict`` when another worker continued it since it was read. Either way nothing ran.
         """
-        leg = await self._retry(agent, session_id, message, runtime_context)
-        return await _finish(self._observed(agent, drive(leg)))
+        leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
+        return await _finish(self._observed(agent, self._leased(leg)))
 
     async def resume(
         self,
@@ -138,12 +157,14 @@ class Runner:
         ``Terminate(reason)``; ``results`` maps a pending client-side tool call (``@tool(client=True)``) to the
         result the caller got by running it (a ``ToolError`` instance for a failure), or such a call takes a
         ``Reject`` or ``Terminate``. Raises ``ApprovalError`` for an unknown or missing call, a decision whose
-        ``args_hash`` no longer matches, an expired approval, a result for a call that is not a client tool's, or
+        ``args_hash`` no longer matches, an ``Approve`` or ``Modify`` past the call's ``approval_ttl`` (``Reject``
+        and ``Terminate`` are still accepted then), a result for a call that is not a client tool's, or
         a run that is not suspended. Any ``Runner`` on the same store can resume a run, whichever process
-        suspended it.
+        suspended it. The run is claimed atomically before any call runs: of two resumes at once, one goes on and
+        the other raises ``RunLeased`` (or ``StepConflict`` when the first already moved the run on).
         """
-        leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {})
-        return await _finish(self._observed(agent, drive(leg)))
+        leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
+        return await _finish(self._observed(agent, self._leased(leg)))
 
     async def stream(
         self,
@@ -162,7 +183,8 @@ class Runner:
         """
         leg = await self._start(agent, input, session_id, state, runtime_context)
         leg.stream_text = True
-        events = self._observed(agent, drive(leg))
+        leg.lease = self._lease(leg.run.run_id)
+        events = self._observed(agent, self._leased(leg))
         try:
             async for event in events:
                 yield event
@@ -212,6 +234,50 @@ class Runner:
             lambda: self.resume(agent, session_id, decisions, results=results, runtime_context=runtime_context),
             "resume_sync() was called inside a running event loop; use 'await runner.resume(...)'",
         )
+
+    def _lease(self, run_id: str) -> Lease:
+        return Lease(run_id, self.owner, self.clock() + self.lease_seconds)
+
+    async def _claim(self, leg: Leg, last: RunRecord, snapshot: SessionSnapshot) -> None:
+        """Claim ``last`` for this runner as of ``snapshot`` (the log the leg was restored from): the leg holds the
+        lease. Raises ``RunLeased`` or ``StepConflict`` before anything ran."""
+        lease = self._lease(last.run_id)
+        await self.store.claim(last, snapshot.next_seq - 1, lease, self.clock())
+        leg.lease = lease
+
+    async def _leased(self, leg: Leg) -> AsyncGenerator[Event, None]:
+        """``drive(leg)``, renewing the leg's lease as events pass and dropping it when the leg ends."""
+        lease = leg.lease
+        assert lease is not None, "a runner's leg holds a lease"
+        events = drive(leg)
+        released = False
+        try:
+            async for event in events:
+                if isinstance(event, StepCommitted):  # the clock is read once a step, not once an event
+                    lease = await self._renewed(lease)
+                if isinstance(event, RunFinished):
+                    # Before the caller sees the result: once a run is over, another worker may continue it.
+                    await self.store.release(lease)
+                    released = True
+                yield event
+        finally:
+            await events.aclose()
+            if not released:
+                # The leg is ending early (an error, a cancellation): a store failure here must not hide why. A
+                # lease that could not be dropped lapses after lease_seconds.
+                with contextlib.suppress(StoreError):
+                    await self.store.release(lease)
+
+    async def _renewed(self, lease: Lease) -> Lease:
+        """The lease, renewed in the store once half of it is spent."""
+        now = self.clock()
+        if now < lease.expires_at - self.lease_seconds / 2:
+            return lease
+        renewed = Lease(lease.run_id, lease.owner, now + self.lease_seconds)
+        # A lost lease (another worker took the run over after it lapsed) is not raised here: ending this leg
+        # would write over that worker's run record. Its next commit conflicts instead.
+        await self.store.renew(renewed)
+        return renewed
 
     def _observed(self, agent: Agent, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """``events``, each shown to ``on_event`` first; ``events`` itself when there is no observer."""
@@ -352,7 +418,9 @@ class Runner:
             )
         return snapshot, last
 
-    async def _retry(self, agent: Agent, session_id: str, message: str | Message | None, runtime_context: Any) -> Leg:
+    async def _retry(
+        self, agent: Agent, session_id: str, message: str | Message | None, runtime_context: Any, claim: bool = False
+    ) -> Leg:
         snapshot, last = await self._last_run(agent, session_id)
         if last.status is RunStatus.COMPLETED:
             raise RetryNotAllowed(
@@ -375,6 +443,8 @@ class Runner:
             fresh_budget=last.status is not RunStatus.RUNNING,
             new_input=new_input,
         )
+        if claim:
+            await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
 
     async def _resume(
@@ -384,6 +454,7 @@ class Runner:
         decisions: Mapping[str, ApprovalDecision],
         runtime_context: Any,
         results: Mapping[str, Any] | None = None,
+        claim: bool = False,
     ) -> Leg:
         try:
             snapshot, last = await self._last_run(agent, session_id)
@@ -411,6 +482,8 @@ class Runner:
         else:
             plans, made = _settle_plans(agent, reply, request.calls, decisions, results)
             leg.settle = Settle(step_entry.step, reply, plans, made, terminate.reason if terminate else None)
+        if claim:
+            await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
 
 
@@ -463,9 +536,11 @@ def _check_decisions(
                 f"call {call_id} ({p.tool}): the arguments changed since they were reviewed "
                 f"(args_hash {decision.args_hash} != {p.args_hash})"
             )
-        if p.expires_at is not None and now > p.expires_at:
+        # Past its expiry a call may no longer run, but it can still be turned down, so the session never strands.
+        if p.expires_at is not None and now > p.expires_at and isinstance(decision, Approve | Modify):
             raise ApprovalError(
-                f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f})"
+                f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f}); "
+                "it can still be rejected or terminated"
             )
         if isinstance(decision, Modify) and not isinstance(decision.args, Mapping):
             raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")

@@ -65,8 +65,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        # The most recent sessions (``list_sessions``) by index, not by sorting every session.
+        # Leases: the worker driving a run and until when (Unix seconds by its runner's clock). Older runs read
+        # back with none, so a run that was running when the database was upgraded can be retried at once.
         4,
+        (
+            "ALTER TABLE runs ADD COLUMN lease_owner TEXT",
+            "ALTER TABLE runs ADD COLUMN lease_expires REAL",
+        ),
+    ),
+    (
+        # The most recent sessions (``list_sessions``) by index, not by sorting every session.
+        5,
         ("CREATE INDEX sessions_by_update ON sessions(updated_at)",),
     ),
 )

@@ -16,16 +16,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from stopwise.errors import SchemaTooNew, StepConflict, UnreadableEntry
+from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry
 from stopwise.messages import dump_messages, load_messages
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import storable
 from stopwise.store._codec import dump_error, dump_json, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
 
 __all__ = [
+    "CLAIM_RUN",
     "LAST_RUN",
+    "LEASE_OF_RUN",
+    "RELEASE_LEASE",
+    "RENEW_LEASE",
     "RUNS_OF_SESSION",
     "RUN_BY_ID",
     "SESSIONS_RECENT",
@@ -33,8 +37,11 @@ __all__ = [
     "SESSION_STATE",
     "Op",
     "check_append",
+    "claim_params",
+    "claim_refused",
     "commit_ops",
     "entry_from",
+    "lease_params",
     "pending_migrations",
     "run_from",
     "snapshot_from",
@@ -89,6 +96,23 @@ APPEND_ENTRY = (
     "SELECT :session_id, :seq, :run_id, :step, :kind, :messages, :decision, :usage, :forced, :records, :now "
     "WHERE :seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = :session_id) "
     "ON CONFLICT (session_id, seq) DO NOTHING"
+)
+
+# Leases. A claim is one conditional update: it takes the run only while the run still has the status the
+# caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
+# claims serialise on the run's row (SQLite's write lock; PostgreSQL re-checks the WHERE on the row the winner
+# updated), so exactly one gets a row. Expiry is compared with the claimer's clock, passed in as :now.
+SET_LEASE = "UPDATE runs SET lease_owner = :owner, lease_expires = :until WHERE run_id = :run_id"
+CLAIM_RUN = (
+    "UPDATE runs SET lease_owner = :owner, lease_expires = :until "
+    "WHERE run_id = :run_id AND status = :status "
+    "AND (lease_owner IS NULL OR lease_expires <= :now) "
+    "AND (SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = :session_id) = :last_seq"
+)
+LEASE_OF_RUN = "SELECT status, lease_owner, lease_expires FROM runs WHERE run_id = :run_id"
+RENEW_LEASE = "UPDATE runs SET lease_expires = :until WHERE run_id = :run_id AND lease_owner = :owner"
+RELEASE_LEASE = (
+    "UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = :run_id AND lease_owner = :owner"
 )
 
 SESSION_STATE = "SELECT state FROM sessions WHERE session_id = :session_id"
@@ -154,13 +178,48 @@ def _append_op(e: LogEntry, now: float) -> Op:
     return Op(APPEND_ENTRY, params, appends=e)
 
 
-def start_run_ops(run: RunRecord, entry: LogEntry | None, state_json: str, now: float) -> list[Op]:
-    """``Store.start_run``: the session (created if new) with its state, the run record, the input entry."""
+def lease_params(lease: Lease) -> dict[str, Any]:
+    """The parameters of ``SET_LEASE``, ``RENEW_LEASE`` and ``RELEASE_LEASE``."""
+    return {"run_id": lease.run_id, "owner": lease.owner, "until": lease.expires_at}
+
+
+def claim_params(run: RunRecord, last_seq: int, lease: Lease, now: float) -> dict[str, Any]:
+    """The parameters of ``CLAIM_RUN`` (``Store.claim``)."""
+    return {
+        **lease_params(lease),
+        "status": run.status.value,
+        "session_id": run.session_id,
+        "last_seq": last_seq,
+        "now": now,
+    }
+
+
+def claim_refused(run: RunRecord, row: Row | None, now: float) -> StopwiseError:
+    """Why a claim that updated no row was refused, from the run's ``LEASE_OF_RUN`` row read in its transaction:
+    ``RunLeased`` while another worker's lease is live, else ``StepConflict`` (the run or its log moved on)."""
+    if row is not None and row["lease_owner"] is not None and row["lease_expires"] > now:
+        return RunLeased(run.run_id, row["lease_owner"], row["lease_expires"])
+    status = "gone" if row is None else row["status"]
+    return StepConflict(
+        f"run {run.run_id} changed since it was read (it was {run.status.value}, it is {status}, or its log moved "
+        "on): load the session again",
+        operation="claim",
+        session_id=run.session_id,
+    )
+
+
+def start_run_ops(
+    run: RunRecord, entry: LogEntry | None, state_json: str, now: float, lease: Lease | None = None
+) -> list[Op]:
+    """``Store.start_run``: the session (created if new) with its state, the run record (holding ``lease``, if
+    given), the input entry."""
     run = storable(run, where=f"run {run.run_id}")
     ops = [
         Op(UPSERT_SESSION, {"session_id": run.session_id, "state": state_json, "now": now}),
         Op(UPSERT_RUN, _run_params(run, now)),
     ]
+    if lease is not None:
+        ops.append(Op(SET_LEASE, lease_params(lease)))
     if entry is not None:
         ops.append(_append_op(entry, now))
     return ops

@@ -15,7 +15,7 @@ from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, Usage
 from stopwise.result import CompletionReason, RunStatus
 
-__all__ = ["EntryKind", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
+__all__ = ["EntryKind", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
 
 
 class EntryKind(StrEnum):
@@ -87,6 +87,16 @@ class RunRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Lease:
+    """A worker's hold on a run while it drives it: ``owner`` (free text naming the worker) until ``expires_at``
+    (Unix seconds by that worker's runner clock). While it is live no other worker may continue the run."""
+
+    run_id: str
+    owner: str
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
     """A session as of its last committed entry."""
 
@@ -128,8 +138,29 @@ class Store(Protocol):
         """The session as last committed, or None when it does not exist."""
         ...
 
-    async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
-        """Create or update the run record, create the session if new, and append the input entry."""
+    async def start_run(
+        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+    ) -> None:
+        """Create or update the run record, create the session if new, and append the input entry; with
+        ``lease``, the run record holds it from the same transaction on."""
+        ...
+
+    async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
+        """Take ``lease`` on ``run`` in one conditional update, before a worker continues the run.
+
+        It succeeds only while the stored run still has ``run.status``, the session's log still ends at
+        ``last_seq`` (nobody moved it on since the caller read it), and no other lease is live at ``now`` (none
+        held, or its ``expires_at <= now``). Raises ``RunLeased`` (owner, until) when one is live, and
+        ``StepConflict`` when the run or its log changed; either way nothing was written.
+        """
+        ...
+
+    async def renew(self, lease: Lease) -> bool:
+        """Move the lease's expiry to ``lease.expires_at`` if its owner still holds it; False when it does not."""
+        ...
+
+    async def release(self, lease: Lease) -> None:
+        """Drop the lease if its owner still holds it (a no-op otherwise)."""
         ...
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:

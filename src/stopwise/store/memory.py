@@ -9,8 +9,9 @@ from typing import Any
 
 from stopwise.errors import StepConflict
 from stopwise.storable import storable
+from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
 
 __all__ = ["MemoryStore"]
 
@@ -29,6 +30,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
         self._runs: dict[str, RunRecord] = {}
+        self._leases: dict[str, Lease] = {}
 
     async def load_session(self, session_id: str) -> SessionSnapshot | None:
         s = self._sessions.get(session_id)
@@ -37,7 +39,9 @@ class MemoryStore:
         last = self._runs[s.runs[-1]] if s.runs else None
         return SessionSnapshot(session_id, tuple(s.entries), json.loads(s.state_json), last)
 
-    async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
+    async def start_run(
+        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+    ) -> None:
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
         state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
         run = storable(run, where=f"run {run.run_id}")
@@ -53,6 +57,31 @@ class MemoryStore:
         if entry is not None:
             s.entries.append(entry)
         s.state_json = state_json
+        if lease is not None:
+            self._leases[run.run_id] = lease
+
+    async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
+        stored = self._runs.get(run.run_id)
+        held = self._leases.get(run.run_id)
+        s = self._sessions.get(run.session_id)
+        log_end = s.entries[-1].seq if s is not None and s.entries else 0
+        free = held is None or held.expires_at <= now
+        if stored is None or stored.status is not run.status or log_end != last_seq or not free:
+            row = None if stored is None else _lease_row(stored, held)
+            raise _sql.claim_refused(run, row, now)
+        self._leases[run.run_id] = lease
+
+    async def renew(self, lease: Lease) -> bool:
+        held = self._leases.get(lease.run_id)
+        if held is None or held.owner != lease.owner:
+            return False
+        self._leases[lease.run_id] = lease
+        return True
+
+    async def release(self, lease: Lease) -> None:
+        held = self._leases.get(lease.run_id)
+        if held is not None and held.owner == lease.owner:
+            del self._leases[lease.run_id]
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
@@ -103,3 +132,12 @@ class MemoryStore:
             raise StepConflict(
                 f"session {entry.session_id!r}: entry seq {entry.seq} conflicts (next free seq is {expected})"
             )
+
+
+def _lease_row(run: RunRecord, lease: Lease | None) -> dict[str, Any]:
+    """The run's lease as the database stores' ``LEASE_OF_RUN`` row reads, for ``_sql.claim_refused``."""
+    return {
+        "status": run.status.value,
+        "lease_owner": None if lease is None else lease.owner,
+        "lease_expires": None if lease is None else lease.expires_at,
+    }

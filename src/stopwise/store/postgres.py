@@ -23,7 +23,7 @@ from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable
 from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -253,9 +253,41 @@ class PostgresStore:
                         await conn.set_isolation_level(None)
         return _sql.snapshot_from(session_id, state, log, last)
 
-    async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
+    async def start_run(
+        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+    ) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
-        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now), "start_run", run.session_id)
+        await self._write(
+            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
+        )
+
+    async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
+        pool = await self._pool_ready()
+        with self._translated("claim", run.session_id):
+            async with pool.connection() as conn, conn.transaction():
+                # READ COMMITTED: a second claim on the same row waits for the first's transaction, then
+                # re-checks its WHERE on the row as the first left it (lease taken), and updates nothing.
+                cur = await conn.execute(_placeholders(_sql.CLAIM_RUN), _sql.claim_params(run, last_seq, lease, now))
+                taken = cur.rowcount
+                row = None
+                if not taken:
+                    read = await conn.execute(_placeholders(_sql.LEASE_OF_RUN), {"run_id": run.run_id})
+                    row = await read.fetchone()
+        if not taken:
+            raise _sql.claim_refused(run, row, now)
+
+    async def renew(self, lease: Lease) -> bool:
+        return await self._count(_sql.RENEW_LEASE, _sql.lease_params(lease), "renew") == 1
+
+    async def release(self, lease: Lease) -> None:
+        await self._count(_sql.RELEASE_LEASE, _sql.lease_params(lease), "release")
+
+    async def _count(self, sql: str, params: Mapping[str, Any], operation: str) -> int:
+        """Run one write statement in its own transaction; the rows it touched."""
+        pool = await self._pool_ready()
+        with self._translated(operation, None):
+            async with pool.connection() as conn, conn.transaction():
+                return (await conn.execute(_placeholders(sql), params)).rowcount
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))

@@ -21,7 +21,7 @@ from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavaila
 from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
 
 __all__ = ["SQLiteStore"]
 
@@ -126,9 +126,41 @@ class SQLiteStore:
 
         return await self._do(read, "load_session", session_id)
 
-    async def start_run(self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any]) -> None:
+    async def start_run(
+        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+    ) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
-        await self._write(lambda now: _sql.start_run_ops(run, entry, state_json, now), "start_run", run.session_id)
+        await self._write(
+            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
+        )
+
+    async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
+        def claim() -> None:
+            # BEGIN IMMEDIATE: the write lock is taken before the conditions are read, so two processes claiming
+            # at once are serialised and the second sees the first's lease.
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                taken = conn.execute(_sql.CLAIM_RUN, _sql.claim_params(run, last_seq, lease, now)).rowcount
+                row = None if taken else conn.execute(_sql.LEASE_OF_RUN, {"run_id": run.run_id}).fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if not taken:
+                raise _sql.claim_refused(run, row, now)
+
+        await self._do(claim, "claim", run.session_id)
+
+    async def renew(self, lease: Lease) -> bool:
+        def renew() -> bool:
+            return bool(self._conn.execute(_sql.RENEW_LEASE, _sql.lease_params(lease)).rowcount)
+
+        return await self._do(renew, "renew")
+
+    async def release(self, lease: Lease) -> None:
+        await self._do(lambda: self._conn.execute(_sql.RELEASE_LEASE, _sql.lease_params(lease)), "release")
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
