@@ -233,14 +233,21 @@ async def test_a_tool_call_rewrite_reaches_the_approval_request() -> None:
 
 
 async def test_decisions_are_recorded_in_the_log(store: Store) -> None:
-    runner = Runner(store)
+    runner = Runner(store, clock=lambda: 1500.0)
     await runner.run(AGENT, "pay bob", session_id="s")
     await runner.resume(AGENT, "s", {"c-transfer": Reject("no")})
     snapshot = await store.load_session("s")
     assert snapshot is not None
     decisions = [r for e in snapshot.entries for r in e.records if r.get("type") == "approval_decision"]
     assert decisions == [
-        {"type": "approval_decision", "call_id": "c-transfer", "tool": "transfer", "decision": "reject", "reason": "no"}
+        {
+            "type": "approval_decision",
+            "call_id": "c-transfer",
+            "tool": "transfer",
+            "decision": "reject",
+            "reason": "no",
+            "decided_at": 1500.0,
+        }
     ]
 
 
@@ -302,3 +309,26 @@ async def test_cancelling_a_resume_before_its_step_settles_leaves_the_run_suspen
     gate.set()
     done = await runner.resume(a, "s", {"t1": Approve()})
     assert done.status == "completed"
+
+
+async def test_every_decision_records_who_made_it_and_when(store: Store) -> None:
+    """Issue 12 point 5: a reviewer's decision names the reviewer (free text) and the time it was settled."""
+    runner = Runner(store, clock=lambda: 2000.0)
+    await runner.run(AGENT, "pay bob", session_id="s")
+    done = await runner.resume(AGENT, "s", {"c-transfer": Approve(reviewer="ana@example.com")})
+    assert done.status == "completed"
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    made = [r for e in snapshot.entries for r in e.records if r.get("type") == "approval_decision"]
+    assert [(r["call_id"], r["decision"], r["reviewer"], r["decided_at"]) for r in made] == [
+        ("c-transfer", "approve", "ana@example.com", 2000.0)
+    ]
+
+
+async def test_a_decision_without_a_reviewer_records_none_and_old_records_still_read() -> None:
+    from stopwise.approvals import ApprovalRecord
+
+    old = {"type": "approval_decision", "call_id": "c1", "tool": "transfer", "decision": "reject", "reason": "no"}
+    record = ApprovalRecord.from_data(old)
+    assert (record.reviewer, record.decided_at) == (None, None) and record.to_data() == old
+    assert record.matches(Reject("no"))

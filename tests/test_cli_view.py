@@ -72,13 +72,17 @@ def test_run_that_suspends_prints_each_pending_call_with_why_and_how_to_settle(w
 
 def test_approve_runs_the_pending_call_once_and_completes_the_run(workdir: Path) -> None:
     session = suspended_refund(workdir)
-    approve = stopwise_cmd("approve", session, "refund-1", "--agent", "agents.py:refunder", cwd=workdir)
+    approve = stopwise_cmd(
+        "approve", session, "refund-1", "--agent", "agents.py:refunder", "--reviewer", "ana", cwd=workdir
+    )
     assert approve.returncode == 0, approve.stderr
     assert "status: completed" in approve.stdout
     assert "output: Done: refunded 5 EUR on A-1" in approve.stdout
     assert (workdir / "effects.log").read_text() == "refund A-1 5\n"
     shown = stopwise_cmd("show", session, cwd=workdir)
     assert "reviewer approve refund-1 (issue_refund)" in shown.stdout
+    as_json = stopwise_cmd("show", session, "--json", cwd=workdir)
+    assert '"reviewer": "ana"' in as_json.stdout  # who decided is in the log
     again = stopwise_cmd("approve", session, "refund-1", "--agent", "agents.py:refunder", cwd=workdir)
     assert again.returncode == 2 and again.stderr.startswith("stopwise approve: error:")
     assert (workdir / "effects.log").read_text() == "refund A-1 5\n"

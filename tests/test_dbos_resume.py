@@ -77,8 +77,10 @@ def test_decisions_round_trip_as_json_data() -> None:
         "c": Reject("no"),
         "d": Modify({"to": "bob", "amount": 1}, args_hash="h"),
         "e": Terminate("stop"),
+        "f": Reject("over budget", reviewer="ana"),
     }
     data = decisions_to_data(decisions)
+    assert data["f"]["reviewer"] == "ana" and "reviewer" not in data["a"]
     assert data["d"] == {"decision": "modify", "args": {"to": "bob", "amount": 1}, "args_hash": "h"}
     assert decisions_from_data(data) == decisions
     with pytest.raises(ApprovalError, match="must be Approve, Reject, Modify or Terminate"):

@@ -359,12 +359,14 @@ async def test_an_escalation_without_a_judge_suspends_for_a_human_and_resume_con
     suspended = await runner.run(a, "go", session_id="s")
     assert suspended.status == "suspended" and suspended.pending[0].call_id == "guardian:1"
     assert suspended.pending[0].args["conditions"] == ["goal_reached"]
-    done = await runner.resume(a, "s", {"guardian:1": Approve()})
+    done = await runner.resume(a, "s", {"guardian:1": Approve(reviewer="ops-oncall")})
     assert done.status == "completed" and done.steps == 3
     snapshot = await store.load_session("s")
     assert snapshot is not None
     labels = [r for e in snapshot.entries for r in e.records if r.get("type") == "guardian_label"]
-    assert [(x["condition"], x["label"], x["source"]) for x in labels] == [("goal_reached", False, "human")]
+    assert [(x["condition"], x["label"], x["source"], x["reviewer"]) for x in labels] == [
+        ("goal_reached", False, "human", "ops-oncall")
+    ]
     assert labels[0]["state"].startswith("GOAL: go")
 
 

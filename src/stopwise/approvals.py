@@ -115,6 +115,8 @@ class Approve:
     """Run the call as it is pending. ``args_hash``, if given, must match the pending call's."""
 
     args_hash: str | None = None
+    reviewer: str | None = None
+    """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,8 @@ class Reject:
 
     message: str = "The reviewer rejected this call."
     args_hash: str | None = None
+    reviewer: str | None = None
+    """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +135,8 @@ class Modify:
 
     args: Mapping[str, Any]
     args_hash: str | None = None
+    reviewer: str | None = None
+    """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +145,8 @@ class Terminate:
 
     reason: str = "Terminated by the reviewer."
     args_hash: str | None = None
+    reviewer: str | None = None
+    """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
 
 
 ApprovalDecision = Approve | Reject | Modify | Terminate
@@ -229,18 +237,22 @@ class ApprovalRecord:
     """Modify's arguments."""
     reason: str | None = None
     """Reject's message or Terminate's reason."""
+    reviewer: str | None = None
+    """Who decided, as the decision said (None when it did not say)."""
+    decided_at: float | None = None
+    """When the runner settled it (Unix seconds, by the runner's clock)."""
 
     @classmethod
-    def of(cls, call_id: str, tool: str, decision: ApprovalDecision) -> ApprovalRecord:
+    def of(cls, call_id: str, tool: str, decision: ApprovalDecision, decided_at: float | None = None) -> ApprovalRecord:
         args = dict(decision.args) if isinstance(decision, Modify) else None
         reason = decision.message if isinstance(decision, Reject) else None
         if isinstance(decision, Terminate):
             reason = decision.reason
-        return cls(call_id, tool, type(decision).__name__.lower(), args, reason)
+        return cls(call_id, tool, type(decision).__name__.lower(), args, reason, decision.reviewer, decided_at)
 
     def matches(self, decision: ApprovalDecision) -> bool:
         """Whether ``decision`` is the one this record holds (a resume sent twice must say the same)."""
-        return self == ApprovalRecord.of(self.call_id, self.tool, decision)
+        return self == ApprovalRecord.of(self.call_id, self.tool, decision, self.decided_at)
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.TYPE, "call_id": self.call_id, "tool": self.tool}
@@ -249,11 +261,23 @@ class ApprovalRecord:
             data["args"] = dict(self.args)
         if self.reason is not None:
             data["reason"] = self.reason
+        if self.reviewer is not None:
+            data["reviewer"] = self.reviewer
+        if self.decided_at is not None:
+            data["decided_at"] = self.decided_at
         return data
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> ApprovalRecord:
-        return cls(d["call_id"], d["tool"], d["decision"], d.get("args"), d.get("reason"))
+        return cls(
+            d["call_id"],
+            d["tool"],
+            d["decision"],
+            d.get("args"),
+            d.get("reason"),
+            d.get("reviewer"),
+            d.get("decided_at"),
+        )
 
 
 class ApprovalError(StopwiseError):

@@ -12,6 +12,9 @@ __all__ = ["COMMANDS", "add_commands", "dispatch"]
 COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "serve"})
 
 
+_REVIEWER = "who decides (free text), recorded with each decision in the log"
+
+
 def _db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db", metavar="PATH", default=DEFAULT_DB, help=f"the SQLite log (default: {DEFAULT_DB} in this directory)"
@@ -67,6 +70,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         p.add_argument("session", metavar="SESSION", help="the session of the suspended run")
         p.add_argument("calls", nargs="+", metavar="CALL", help="pending call ids (stopwise show SESSION lists them)")
         p.add_argument("--agent", required=True, metavar="FILE.py:NAME", help="the agent that runs the session")
+        p.add_argument("--reviewer", metavar="NAME", help=_REVIEWER)
         _db(p)
         if kind != "approve":
             p.add_argument("--message", metavar="TEXT", help="the reviewer's message (reject) or reason (terminate)")
@@ -88,6 +92,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--terminate", action="append", default=[], metavar="CALL", help="end the run (repeatable)")
     p.add_argument("--message", metavar="TEXT", help="the rejection's message or the termination's reason")
+    p.add_argument("--reviewer", metavar="NAME", help=_REVIEWER)
     _db(p)
 
     p = commands.add_parser(
@@ -136,7 +141,7 @@ def dispatch(args: argparse.Namespace) -> int:
         return show.report(args.db, args.run, args.output)
     if args.command in ("approve", "reject", "terminate"):
         message = getattr(args, "message", None)
-        return control.decide(args.command, args.db, args.agent, args.session, args.calls, message)
+        return control.decide(args.command, args.db, args.agent, args.session, args.calls, message, args.reviewer)
     if args.command == "resume":
         return control.resume(
             args.db,
@@ -147,6 +152,7 @@ def dispatch(args: argparse.Namespace) -> int:
             modify=args.modify,
             terminate=args.terminate,
             message=args.message,
+            reviewer=args.reviewer,
         )
     if args.command == "serve":
         return serve.serve(args.db, args.host, args.port, args.agent, args.token)

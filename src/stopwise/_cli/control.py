@@ -23,15 +23,24 @@ from stopwise.store.sqlite import SQLiteStore
 __all__ = ["decide", "print_outcome", "print_pending", "resume", "retry"]
 
 
-def decide(kind: str, db: str, target: str, session: str, calls: Sequence[str], message: str | None) -> int:
-    """``approve``, ``reject`` or ``terminate`` every call in ``calls`` of the session's suspended run."""
+def decide(
+    kind: str,
+    db: str,
+    target: str,
+    session: str,
+    calls: Sequence[str],
+    message: str | None,
+    reviewer: str | None = None,
+) -> int:
+    """``approve``, ``reject`` or ``terminate`` every call in ``calls`` of the session's suspended run, as
+    ``reviewer`` (recorded with each decision)."""
     decision: ApprovalDecision
     if kind == "approve":
-        decision = Approve()
+        decision = Approve(reviewer=reviewer)
     elif kind == "reject":
-        decision = Reject(message) if message is not None else Reject()
+        decision = Reject(message, reviewer=reviewer) if message is not None else Reject(reviewer=reviewer)
     else:
-        decision = Terminate(message) if message is not None else Terminate()
+        decision = Terminate(message, reviewer=reviewer) if message is not None else Terminate(reviewer=reviewer)
     return _settle(db, target, session, dict.fromkeys(calls, decision))
 
 
@@ -45,6 +54,7 @@ def resume(
     modify: Sequence[Sequence[str]],
     terminate: Sequence[str],
     message: str | None,
+    reviewer: str | None = None,
 ) -> int:
     """Settle the pending calls with one decision each (``--approve``, ``--reject``, ``--modify``,
     ``--terminate``) and continue the run."""
@@ -56,9 +66,9 @@ def resume(
         decisions[call] = decision
 
     for call in approve:
-        put(call, Approve())
+        put(call, Approve(reviewer=reviewer))
     for call in reject:
-        put(call, Reject(message) if message is not None else Reject())
+        put(call, Reject(message, reviewer=reviewer) if message is not None else Reject(reviewer=reviewer))
     for call, raw in modify:
         try:
             args = json.loads(raw)
@@ -66,9 +76,9 @@ def resume(
             raise UsageError(f"--modify {call}: the arguments are not JSON ({exc})") from None
         if not isinstance(args, dict):
             raise UsageError(f"--modify {call}: the arguments must be a JSON object")
-        put(call, Modify(args))
+        put(call, Modify(args, reviewer=reviewer))
     for call in terminate:
-        put(call, Terminate(message) if message is not None else Terminate())
+        put(call, Terminate(message, reviewer=reviewer) if message is not None else Terminate(reviewer=reviewer))
     if not decisions:
         raise UsageError("give a decision for each pending call: --approve, --reject, --modify or --terminate CALL")
     return _settle(db, target, session, decisions)

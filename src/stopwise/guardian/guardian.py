@@ -275,7 +275,8 @@ def label(
     run_id: str,
     step: int,
     evaluator_p: float | None = None,
+    reviewer: str | None = None,
 ) -> GuardianLabel:
     """A labelled example for the eval harness: the projection's text, the condition, what the resolver (``judge``
-    or ``human``) said, and what the evaluator had answered."""
-    return GuardianLabel(condition, held, state, state_hash, source, run_id, step, evaluator_p)
+    or ``human``, and which reviewer) said, and what the evaluator had answered."""
+    return GuardianLabel(condition, held, state, state_hash, source, run_id, step, evaluator_p, reviewer)

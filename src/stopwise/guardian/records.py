@@ -163,10 +163,13 @@ class GuardianLabel:
     run_id: str
     step: int
     evaluator_p: float | None = None
+    reviewer: str | None = None
+    """For a human's label: who decided, when the decision said."""
 
     def to_data(self) -> dict[str, Any]:
         return {
             "type": self.TYPE,
+            "reviewer": self.reviewer,
             "condition": self.condition,
             "label": self.label,
             "state": self.state,
@@ -188,6 +191,7 @@ class GuardianLabel:
             d["run_id"],
             d["step"],
             d.get("evaluator_p"),
+            d.get("reviewer"),
         )
 
 

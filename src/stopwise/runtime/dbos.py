@@ -348,17 +348,31 @@ def decisions_to_data(decisions: Mapping[str, ApprovalDecision]) -> dict[str, di
         if isinstance(d, Approve):
             data[call_id] = {"decision": "approve", "args_hash": d.args_hash}
         elif isinstance(d, Reject):
-            data[call_id] = {"decision": "reject", "message": d.message, "args_hash": d.args_hash}
+            data[call_id] = {
+                "decision": "reject",
+                "message": d.message,
+                "args_hash": d.args_hash,
+            }
         elif isinstance(d, Modify):
             if not isinstance(d.args, Mapping):
                 raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
-            data[call_id] = {"decision": "modify", "args": dict(d.args), "args_hash": d.args_hash}
+            data[call_id] = {
+                "decision": "modify",
+                "args": dict(d.args),
+                "args_hash": d.args_hash,
+            }
         elif isinstance(d, Terminate):
-            data[call_id] = {"decision": "terminate", "reason": d.reason, "args_hash": d.args_hash}
+            data[call_id] = {
+                "decision": "terminate",
+                "reason": d.reason,
+                "args_hash": d.args_hash,
+            }
         else:
             raise ApprovalError(
                 f"decision for {call_id} must be Approve, Reject, Modify or Terminate, got {type(d).__name__}"
             )
+        if d.reviewer is not None:
+            data[call_id]["reviewer"] = d.reviewer
     return data
 
 

@@ -478,9 +478,11 @@ class Runner:
         leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
         leg.write_start = False  # the run stays suspended until its step is settled
         if request.escalation is not None:
-            leg.settle = _settle_review(step_entry.step, reply, records, request.escalation, decisions, last.run_id)
+            leg.settle = _settle_review(
+                step_entry.step, reply, records, request.escalation, decisions, last.run_id, self.clock()
+            )
         else:
-            plans, made = _settle_plans(agent, reply, request.calls, decisions, results)
+            plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock())
             leg.settle = Settle(step_entry.step, reply, plans, made, terminate.reason if terminate else None)
         if claim:
             await self._claim(leg, last, snapshot)
@@ -553,6 +555,7 @@ def _settle_review(
     escalation: Escalation,
     decisions: Mapping[str, ApprovalDecision],
     run_id: str,
+    now: float,
 ) -> Settle:
     """A guardian escalation's review: released outputs, the reviewer's word, and labelled examples."""
     (decision,) = decisions.values()
@@ -561,9 +564,9 @@ def _settle_review(
     turn = next(r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn")
     held = not isinstance(decision, Approve)
     made: list[LogRecord] = [
-        ApprovalRecord.of(f"guardian:{step}", "guardian", decision),
+        ApprovalRecord.of(f"guardian:{step}", "guardian", decision, now),
         *(
-            label(name, held, turn.state or "", turn.state_hash, "human", run_id, step)
+            label(name, held, turn.state or "", turn.state_hash, "human", run_id, step, reviewer=decision.reviewer)
             for name in escalation.conditions
         ),
     ]
@@ -585,6 +588,7 @@ def _settle_plans(
     calls: Sequence[PlannedCall],
     decisions: Mapping[str, ApprovalDecision],
     results: Mapping[str, Any],
+    now: float,
 ) -> tuple[list[CallPlan], list[LogRecord]]:
     """The suspended step's calls with the reviewer's decisions and the client tools' results applied, and the
     decisions as records (a client tool's result is its tool row)."""
@@ -608,7 +612,7 @@ def _settle_plans(
         elif row is None and call.id in results:
             row = _client_row(results[call.id], call.id)
         if decision is not None and call.id not in results:
-            made.append(ApprovalRecord.of(call.id, call.name, decision))
+            made.append(ApprovalRecord.of(call.id, call.name, decision, now))
         plans.append(CallPlan(call, agent.tool_map.get(call.name), args, row))
     return plans, made
 
