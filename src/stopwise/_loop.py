@@ -49,7 +49,7 @@ from stopwise.events import (
     ToolReturned,
 )
 from stopwise.guardian.conditions import GuardianOutcome
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
@@ -597,7 +597,7 @@ def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
     if leg.agent.limits is None:
         return None
     own = step.reply.usage if step.kind is EntryKind.STEP else None
-    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage))
+    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage, judge_usage((*step.written, *step.records))))
 
 
 async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
@@ -825,6 +825,7 @@ def _advance(
     leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
     leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
     leg.sub_usage = leg.sub_usage + step.sub_usage
+    leg.budget_judge_usage = leg.budget_judge_usage + judge_usage((*step.written, *step.records))
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1

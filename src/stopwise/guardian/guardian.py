@@ -20,7 +20,7 @@ from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Guardian
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, GuardianLabel
-from stopwise.messages import Role
+from stopwise.messages import Role, Usage
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
 
 __all__ = ["Consultation", "Guardian"]
@@ -192,8 +192,10 @@ async def consult(
         started = time.perf_counter()
     questions = QuestionSet(conditions, guardian.conditions.version)
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
+    usage = answers.usage
     result = guardian.policy.decide(answers.answers, conditions, inputs)
-    judged = await _judge_open(guardian, projection, conditions, inputs, answers, result, run_id, step)
+    judged, judge_usage = await _judge_open(guardian, projection, conditions, inputs, answers, result, run_id, step)
+    usage = usage + judge_usage
     resolved_by = None
     labels: tuple[GuardianLabel, ...] = ()
     if judged is not None:
@@ -221,6 +223,7 @@ async def consult(
         resolved_by=resolved_by,
         escalated=result.escalated,
         state=projection.text if result.outcome is GuardianOutcome.ESCALATE else None,
+        usage=usage,
     )
     return Consultation(decision, labels)
 
@@ -234,9 +237,10 @@ async def _judge_open(
     result: PolicyResult,
     run_id: str,
     step: int,
-) -> tuple[Answers, PolicyResult, tuple[GuardianLabel, ...]] | None:
+) -> tuple[tuple[Answers, PolicyResult, tuple[GuardianLabel, ...]] | None, Usage]:
     """Ask the judge about the conditions the evaluator left open (in the band, unanswered, deferred); the merged
-    answers, the new result and the labelled examples when it settled any, else None."""
+    answers, the new result and the labelled examples when it settled any, else None; and what the judge's
+    calls spent (counted whether or not it settled anything)."""
     deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
     before = {v.name: v for v in result.verdicts}
     open_ = tuple(
@@ -245,14 +249,15 @@ async def _judge_open(
         if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
     )
     if guardian.judge is None or not open_:
-        return None
+        return None, Usage()
     asked = QuestionSet(open_, guardian.conditions.version)
     judged_answers = await _ask(guardian.judge, projection, asked, open_, guardian.judge_timeout)
+    spent = judged_answers.usage
     judged = guardian.policy.decide(judged_answers.answers, open_, inputs)
     # A deferred answer is the judge's, whatever it says; an open one only when the judge is clear about it.
     settled = [v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)]
     if not settled:
-        return None
+        return None, spent
     merged = {**answers.answers, **{v.name: judged_answers.answers[v.name] for v in settled}}
     result = guardian.policy.decide(merged, conditions, inputs)
     after = {v.name: v for v in result.verdicts}
@@ -263,7 +268,7 @@ async def _judge_open(
         for v in settled
         if not v.in_band
     )
-    return Answers(answers.evaluator, answers.model_version, merged), result, labels
+    return (Answers(answers.evaluator, answers.model_version, merged), result, labels), spent
 
 
 def label(

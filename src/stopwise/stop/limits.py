@@ -60,6 +60,12 @@ class Limits:
     """Wall time for one step's model call, and separately for its tools: a model call past it is cancelled
     (``time_limit``, retryable); a tool call past it is answered with a timeout error row, as ``@tool(timeout=)``
     does (a sync tool's worker thread cannot be stopped: it runs to its end and its result is dropped)."""
+    count_judges: bool = True
+    """Whether the token budgets count the guardian's model calls (an LLM judge, any evaluator that reports
+    usage). They are reported apart either way, as ``RunResult.judge_usage``."""
+    count_sub_agents: bool = True
+    """Whether the token budgets count the sub-agents' model calls (``Agent.as_tool``). Reported apart either way,
+    as ``RunResult.sub_usage``."""
 
     def __post_init__(self) -> None:
         for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
@@ -71,6 +77,9 @@ class Limits:
             ok = isinstance(value, int | float | Decimal) and not isinstance(value, bool) and value > 0
             if value is not None and not (ok and math.isfinite(float(value))):
                 raise ConfigError(f"limits.{name}", f"must be a positive number or None, got {value!r}")
+        for name in ("count_judges", "count_sub_agents"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"limits.{name}", f"must be True or False, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True, slots=True)
