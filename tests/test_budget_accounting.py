@@ -19,6 +19,8 @@ from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import project
 from stopwise.guardian.records import GuardianDecision
 from stopwise.models import FunctionModel, ModelRequest
+from stopwise.records import parse_records
+from stopwise.stop.guard import Continue, StopGuard, StopGuardContext, StopGuardRecord
 
 DRIFT = DEFAULT_CONDITIONS.only(["drift"])
 JUDGED = Usage(100, 2, 1)
@@ -186,3 +188,31 @@ async def test_count_sub_agents_false_leaves_sub_agents_out_of_the_budget_but_st
     result = await Runner(store).run(lead(Limits(total_tokens=100, count_sub_agents=False)), "go", session_id="s")
     assert result.ok and result.output == "done"
     assert result.sub_usage == Usage(110, 7, 2) and result.total_usage == Usage(130, 17, 4)
+
+
+async def test_guardian_as_stop_guard_reports_its_judges_usage(store: SQLiteStore) -> None:
+    """``Guardian.as_stop_guard()`` with an LLM evaluator asks ``goal_reached`` at the finish: one request, counted
+    in ``judge_usage`` and on the stop guard's record."""
+    guardian = Guardian(evaluator=JudgeEvaluator(judge_model("yes 0.99")), conditions=DEFAULT_CONDITIONS)
+    agent = Agent("a", "", actor("the answer"), stop_guard=guardian.as_stop_guard())
+    result = await Runner(store).run(agent, "answer", session_id="s")
+    assert result.ok and result.judge_usage == JUDGED
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    records = [r for e in snapshot.entries for r in parse_records(e.records) if isinstance(r, StopGuardRecord)]
+    assert [(r.event, r.usage) for r in records] == [("accepted", JUDGED)]
+
+
+async def test_a_stop_guards_reported_usage_counts_toward_the_budget_on_its_own_step(store: SQLiteStore) -> None:
+    """A stop guard that asks an LLM reports what it spent with ``ctx.report_usage``: the budget counts it on the
+    step it judged: the continue it asked for is not granted, the run ends ``token_limit`` with no second call."""
+
+    def llm_guard(ctx: StopGuardContext) -> Continue | None:
+        ctx.report_usage(Usage(300, 10, 1))
+        return Continue("check once more") if ctx.continues_used == 0 else None
+
+    model = actor("first try", "second try")
+    agent = Agent("a", "", model, stop_guard=StopGuard(llm_guard, max_continues=3), limits=Limits(total_tokens=200))
+    result = await Runner(store).run(agent, "go")
+    assert result.error is not None and result.error.code == "token_limit" and result.steps == 1
+    assert result.judge_usage == Usage(300, 10, 1) and model.remaining == 1

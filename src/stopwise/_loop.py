@@ -597,7 +597,9 @@ def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
     if leg.agent.limits is None:
         return None
     own = step.reply.usage if step.kind is EntryKind.STEP else None
-    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage, judge_usage((*step.written, *step.records))))
+    # The stop guard's record is written when the step commits, after this: its usage is read off its outcome.
+    judged = judge_usage((*step.written, *step.records)) + (step.guard[0].usage if step.guard else Usage())
+    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage, judged))
 
 
 async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:

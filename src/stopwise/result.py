@@ -119,9 +119,10 @@ class RunResult:
     """Model usage of the sub-agents this run's tools ran (``Agent.as_tool``), all legs; not in ``usage``. The
     token budgets of ``Limits`` count it (unless ``Limits.count_sub_agents`` is off)."""
     judge_usage: Usage = field(default_factory=Usage)
-    """Model usage of the guardian's consultations (an LLM judge, any evaluator that reports usage), all legs,
-    counted from its decision records; not in ``usage``. The token budgets of ``Limits`` count it (unless
-    ``Limits.count_judges`` is off)."""
+    """Model usage of the run's judges, all legs, counted from their log records; not in ``usage``: the guardian's
+    consultations (an LLM judge, any evaluator that reports usage, ``Guardian.as_stop_guard``) and a stop guard's
+    calls as it reported them (``StopGuardContext.report_usage``). The token budgets of ``Limits`` count it
+    (unless ``Limits.count_judges`` is off)."""
     cost: Decimal | None = None
     """US dollars for ``usage`` (all legs), when the agent prices its model (``Limits(cost=...)``); else None."""
 

@@ -108,9 +108,11 @@ class Guardian:
             questions = QuestionSet(conditions, guardian.conditions.version)
             assert guardian.evaluator is not None
             answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
+            ctx.report_usage(answers.usage)
             answer = answers.answers[condition.name]
             if answer.defer and not answer.uncertain and guardian.judge is not None:
                 answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
+                ctx.report_usage(answers.usage)
                 answer = answers.answers[condition.name]
             # An evaluator that could not tell (a deferred base rate, no judge to ask) is no reason to send it back.
             if (

@@ -11,6 +11,7 @@ from stopwise.guardian.answers import Answer
 from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.messages import Usage
+from stopwise.stop.guard import StopGuardRecord
 
 __all__ = ["ConditionSpec", "GuardianDecision", "GuardianLabel", "judge_usage", "replay"]
 
@@ -153,11 +154,12 @@ class GuardianDecision:
 
 
 def judge_usage(records: Iterable[object]) -> Usage:
-    """What the guardian's consultations among ``records`` spent on model calls, from their decision records
-    (other records count nothing): how a run counts its judge's usage from the log."""
+    """What the judges of a run spent on model calls, from their records among ``records``: the guardian's
+    consultations (``GuardianDecision``) and the stop guard's (``StopGuardRecord``, as the guard reported it);
+    other records count nothing. How a run counts its judges' usage from the log."""
     total = Usage()
     for r in records:
-        if isinstance(r, GuardianDecision):
+        if isinstance(r, GuardianDecision | StopGuardRecord):
             total = total + r.usage
     return total
 
