@@ -70,11 +70,7 @@ class Guardian:
         if not isinstance(self.conditions, QuestionSet):
             raise ConfigError("guardian.conditions", "must be a QuestionSet")
         if self.on_unavailable is not None:
-            object.__setattr__(
-                self,
-                "policy",
-                ThresholdPolicy(self.policy.max_replans, self.policy.repeat_limit, self.on_unavailable),
-            )
+            object.__setattr__(self, "policy", dataclasses.replace(self.policy, on_unavailable=self.on_unavailable))
         for name in ("timeout", "judge_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -245,10 +241,13 @@ async def _judge_open(
     calls spent (counted whether or not it settled anything)."""
     deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
     before = {v.name: v for v in result.verdicts}
+    # A condition the policy settled itself (a declared floor; a stop taken because the budget is nearly spent) is
+    # not open.
     open_ = tuple(
         c
         for c in conditions
-        if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
+        if not (before[c.name].declared or before[c.name].budget)
+        and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
     )
     if guardian.judge is None or not open_:
         return None, Usage()
