@@ -347,6 +347,7 @@ class Runner:
         decisions: Mapping[str, ApprovalDecision] | None = None,
         runtime_context: Any = None,
         run_id: str | None = None,
+        results: Mapping[str, Any] | None = None,
     ) -> Leg:
         """Open a run leg without driving it, for a runtime that drives ``stopwise._loop.drive(leg)`` itself
         (the DBOS runtime does, one durable step per stopwise step).
@@ -363,7 +364,7 @@ class Runner:
         if mode == "retry":
             return await self._retry(agent, session_id, message, runtime_context)
         if mode == "resume":
-            return await self._resume(agent, session_id, decisions or {}, runtime_context)
+            return await self._resume(agent, session_id, decisions or {}, runtime_context, results or {})
         raise ValueError(f"mode must be 'run', 'retry' or 'resume', got {mode!r}")
 
     def _leg(self, leg: Leg, runtime_context: Any) -> Leg:
