@@ -4,6 +4,7 @@ budget already past is left to the stop decision, whose reason is never relabell
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from pathlib import Path
 
@@ -186,3 +187,13 @@ async def test_in_the_loop_a_replan_near_the_budget_waits_for_a_reviewer(store: 
     result = await Runner(store).run(agent, "go")
     assert result.status == "suspended" and result.pending[0].call_id == "guardian:1"
     assert "a replan is called for" in result.decisions[0].reason
+
+
+def test_a_probable_goal_with_hysteresis_stops_only_once_it_held_on_enough_turns() -> None:
+    """k-of-n hysteresis still applies near the budget: until the goal held on k turns, the answer in its band
+    escalates as it would have."""
+    slow = dataclasses.replace(GOAL, hysteresis=(2, 3))
+    first = ThresholdPolicy().decide({"goal_reached": PROBABLE}, [slow], budget(0.95))
+    assert first.outcome is GuardianOutcome.ESCALATE and not first.verdicts[0].budget
+    held = PolicyInputs({"goal_reached": (True,)}, 0, 0, None, 0.95, "total_tokens")
+    assert ThresholdPolicy().decide({"goal_reached": PROBABLE}, [slow], held).outcome is GuardianOutcome.STOP_SUCCESS

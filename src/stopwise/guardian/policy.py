@@ -232,8 +232,6 @@ class ThresholdPolicy:
                 if v.p is not None:
                     where += f" (a floor: the evaluator's p={v.p:.2f} cannot lower it)"
             elif v.budget:
-                if not v.fired:
-                    continue
                 assert v.p is not None
                 where = (
                     f"{v.name} p={v.p:.2f} >= t*={v.threshold:.2f} (within {v.delta:g}) with the {inputs.budget} "
@@ -306,7 +304,8 @@ def _budgeted(
     verdict: ConditionVerdict, condition: ConditionLike, nearly_spent: bool, held_before: Sequence[bool]
 ) -> ConditionVerdict:
     """The verdict with a nearly spent budget applied: a ``stop_success`` condition inside its band with ``p`` at
-    or above its threshold holds (hysteresis still applies), where it would have escalated."""
+    or above its threshold holds and fires, where it would have escalated; with k-of-n hysteresis only once it has
+    held on enough turns (until then it escalates, as it would have)."""
     if (
         not nearly_spent
         or condition.outcome is not GuardianOutcome.STOP_SUCCESS
@@ -316,7 +315,9 @@ def _budgeted(
         or verdict.p < verdict.threshold
     ):
         return verdict
-    return dataclasses.replace(verdict, held=True, fired=_fires(condition, held_before, True), budget=True)
+    if not _fires(condition, held_before, True):
+        return verdict
+    return dataclasses.replace(verdict, held=True, fired=True, budget=True)
 
 
 def _fires(condition: ConditionLike, held_before: Sequence[bool], held: bool) -> bool:
