@@ -216,3 +216,31 @@ async def test_a_stop_guards_reported_usage_counts_toward_the_budget_on_its_own_
     result = await Runner(store).run(agent, "go")
     assert result.error is not None and result.error.code == "token_limit" and result.steps == 1
     assert result.judge_usage == Usage(300, 10, 1) and model.remaining == 1
+
+
+async def test_a_resumed_run_keeps_a_stop_guards_reported_usage_in_the_budget(tmp_path: Path) -> None:
+    """Step 1 (15 tokens) is a finish the guard sends back, reporting 170 tokens of its own; step 2 (15) asks for
+    approval, at exactly the budget. After the resume, in a new runner, step 3's 15 tokens go past 200 only if the
+    guard's usage was counted from its record in the log."""
+
+    def llm_guard(ctx: StopGuardContext) -> Continue | None:
+        ctx.report_usage(Usage(170, 0, 1))
+        return Continue("publish it first")
+
+    def agent(model: ScriptedModel) -> Agent:
+        guard = StopGuard(llm_guard, max_continues=3)
+        return Agent("a", "", model, tools=[lookup, publish], stop_guard=guard, limits=Limits(total_tokens=200))
+
+    db = tmp_path / "log.db"
+    first = SQLiteStore(db)
+    suspended = await Runner(first).run(agent(actor("draft", call("publish", "a", "p1"))), "go", session_id="s")
+    await first.close()
+    assert suspended.status == "suspended" and suspended.judge_usage == Usage(170, 0, 1)
+    second = SQLiteStore(db)
+    try:
+        model = actor(call("lookup", "b", "c3"), "done")
+        resumed = await Runner(second).resume(agent(model), "s", {"p1": Approve()})
+    finally:
+        await second.close()
+    assert resumed.error is not None and resumed.error.code == "token_limit" and resumed.steps == 3
+    assert model.remaining == 1

@@ -134,8 +134,9 @@ class Leg:
     sub_usage: Usage = field(default_factory=Usage)
     """Its sub-agents' usage over the whole run, all legs (``RunResult.sub_usage``)."""
     budget_judge_usage: Usage = field(default_factory=Usage)
-    """The guardian's model usage since the budget began, from its decision records: the token budgets count it
-    (unless ``Limits.count_judges`` is off), the cost budget does not (a judge may run another model)."""
+    """The judges' model usage since the budget began (the guardian's and the stop guard's, from their records):
+    the token budgets count it (unless ``Limits.count_judges`` is off), the cost budget does not (a judge may run
+    another model)."""
     budget_tool_calls: int = 0
     """Tool calls that ran since this run's budget began, from the log."""
     output_retries: int = 0
@@ -290,7 +291,7 @@ def restore_leg(
         budget_sub_usage=_sub_usage(budgeted),
         sub_usage=_sub_usage(steps),
         budget_judge_usage=judge_usage(
-            r for r in records if isinstance(r, GuardianDecision) and r.step > run.budget_base
+            r for r in records if isinstance(r, GuardianDecision | StopGuardRecord) and r.step > run.budget_base
         ),
         settle=None if open_intent is None else _carry_out(agent, open_intent),
     )
