@@ -432,3 +432,11 @@ def test_13_a_replan_under_the_cap_re_anchors_with_the_guardians_reason() -> Non
 def test_14_nothing_fired_continues_and_ends_nothing() -> None:
     d = resolve(signals())
     assert d == StopDecision(Action.CONTINUE) and not d.ends_run
+
+
+def test_12_a_spent_budget_outranks_the_guardians_replan_and_keeps_its_own_reason() -> None:
+    """The guardian's policy reads budgets only while they are not past: a spent one ends the run with its reason,
+    never relabelled as a replan (or anything the guardian asked for below a stop)."""
+    d = resolve(signals(limit_hit=TOKENS, guardian="replan", guardian_reason="replan: drift"))
+    assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
+    assert d.error is not None and d.error.code == ErrorCode.TOKEN_LIMIT

@@ -184,3 +184,33 @@ async def test_open_leg_opens_run_retry_and_resume_legs_for_a_runtime_to_drive(s
         await runner.open_leg(a, "run", session_id="t")
     with pytest.raises(RetryNotAllowed):
         await runner.open_leg(a, "retry", session_id="s")
+
+
+@tool(client=True)
+def ask_user(question: str) -> str:
+    """Ask the user (the application answers; the body never runs)."""
+    raise AssertionError("a client tool's body never runs")
+
+
+def _ask_on_the_last_step(req: ModelRequest) -> Reply:
+    """Step 1 ticks, step 2 (the last allowed) asks the user, then it answers with what the user said."""
+    results = [m.content for m in req.messages if m.role == "tool"]
+    if not results:
+        return Reply(tool_calls=[ToolCall("tick", {}, id="t1")])
+    if len(results) == 1:
+        return Reply(tool_calls=[ToolCall("ask_user", {"question": "where to?"}, id="q1")])
+    return Reply(f"going to {results[-1]}")
+
+
+async def test_a_retried_resume_cut_off_before_a_model_call_keeps_the_client_tools_result(store: Store) -> None:
+    """Seed 002 §3: a client tool called on the last allowed step suspends the run; the resume enters at the cap
+    and is cut off before it calls the model; ``retry()`` keeps the resume's entry, the submitted result
+    included, and continues from it."""
+    agent = Agent("asker", "Plan.", FunctionModel(_ask_on_the_last_step), tools=[tick, ask_user], max_steps=2)
+    suspended = await Runner(store).run(agent, "plan a trip", session_id="s")
+    assert (suspended.status, suspended.steps, [p.call_id for p in suspended.pending]) == ("suspended", 2, ["q1"])
+    cut = await Runner(store).resume(agent, "s", results={"q1": "Oslo"})
+    assert cut.completion_reason == "max_steps" and cut.steps == 2  # no model call after the result
+    done = await Runner(store).retry(agent, "s")
+    assert done.status == "completed" and done.output == "going to Oslo"
+    assert done.run_id == suspended.run_id and done.steps == 3

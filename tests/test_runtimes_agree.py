@@ -41,6 +41,7 @@ from stopwise.guardian.projection import Projection
 from stopwise.guardrails import OutputContext, Rewrite
 from stopwise.models import ModelRequest
 from stopwise.stop import Continue
+from stopwise.tools import ToolError
 
 pytest.importorskip("dbos")
 
@@ -105,6 +106,18 @@ def _pay_bob(request: ModelRequest) -> Reply:
     return Reply("settled: " + _tool_results(request)[0], usage=USAGE)
 
 
+@tool(client=True)
+def ask_user(question: str) -> str:
+    """Ask the user (the application answers; the body never runs)."""
+    raise AssertionError("a client tool's body never runs")
+
+
+def _ask_then_answer(request: ModelRequest) -> Reply:
+    if not _tool_results(request):
+        return Reply(tool_calls=[ToolCall("ask_user", {"question": "where to?"}, id="q1")], usage=USAGE)
+    return Reply("going to " + _tool_results(request)[0], usage=USAGE)
+
+
 class Quiet:
     """A guardian evaluator that answers every question with "nothing fired", from the question alone."""
 
@@ -133,7 +146,8 @@ REWRITTEN = Agent(
 )
 WATCHED = Agent("watched", "Answer.", FunctionModel(_lookup_then_answer), tools=[lookup], guardian=Guardian(Quiet()))
 PAYER = Agent("payer", "Pay.", FunctionModel(_pay_bob), tools=[pay])
-AGENTS = [ANSWERER, CUT_OFF, STRUCTURED, GUARDED, REWRITTEN, WATCHED, PAYER]
+ASKER = Agent("asker", "Plan.", FunctionModel(_ask_then_answer), tools=[ask_user])
+AGENTS = [ANSWERER, CUT_OFF, STRUCTURED, GUARDED, REWRITTEN, WATCHED, PAYER, ASKER]
 
 _TIMING = {"latency_ms", "expires_at"}
 
@@ -239,4 +253,30 @@ async def test_a_suspended_run_and_its_resume_give_the_same_results_on_both_runt
     local_done = await runner.resume(PAYER, "approval", {"p1": Approve()})
     durable_done = await runtime.resume(PAYER, "approval", {"p1": Approve()})
     assert (local_done.status, local_done.text) == ("completed", "settled: paid 50 to bob")
+    _assert_agree(local_done, durable_done)
+
+
+@pytest.mark.parametrize(
+    ("result", "text"),
+    [
+        ({"city": "Oslo"}, 'going to {"city":"Oslo"}'),
+        (ToolError("the user left"), 'going to {"error": "the user left"}'),
+    ],
+    ids=["value", "tool_error"],
+)
+async def test_a_client_tools_result_resumes_the_same_on_both_runtimes(
+    runtimes: tuple[Runner, DBOSRuntime], result: object, text: str
+) -> None:
+    """``resume(..., results={call_id: value})`` on the DBOS runtime: the result travels in the workflow's input
+    and settles the client call as the local runner does (a ``ToolError`` as a failed call the model reads)."""
+    runner, runtime = runtimes
+    session = f"client-{type(result).__name__}"
+    local = await runner.run(ASKER, "plan a trip", session_id=session)
+    durable = await runtime.run(ASKER, "plan a trip", session_id=session)
+    assert [(p.call_id, p.source) for p in local.pending] == [("q1", "client")]
+    _assert_agree(local, durable)
+
+    local_done = await runner.resume(ASKER, session, results={"q1": result})
+    durable_done = await runtime.resume(ASKER, session, results={"q1": result})
+    assert (local_done.status, local_done.text) == ("completed", text)
     _assert_agree(local_done, durable_done)

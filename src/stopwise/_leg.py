@@ -15,7 +15,7 @@ from stopwise.agent import Agent
 from stopwise.approvals import PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
@@ -133,6 +133,10 @@ class Leg:
     sub-agent may run another model; give it ``Limits(cost=)`` of its own)."""
     sub_usage: Usage = field(default_factory=Usage)
     """Its sub-agents' usage over the whole run, all legs (``RunResult.sub_usage``)."""
+    budget_judge_usage: Usage = field(default_factory=Usage)
+    """The judges' model usage since the budget began (the guardian's and the stop guard's, from their records):
+    the token budgets count it (unless ``Limits.count_judges`` is off), the cost budget does not (a judge may run
+    another model)."""
     budget_tool_calls: int = 0
     """Tool calls that ran since this run's budget began, from the log."""
     output_retries: int = 0
@@ -175,13 +179,23 @@ class Leg:
     def steps_used(self) -> int:
         return self.steps - self.run.budget_base
 
-    def spent(self, step_usage: Usage | None = None, step_sub_usage: Usage | None = None) -> Spent:
-        """What this leg has used against ``Agent.limits`` so far, plus a step not yet committed (its own usage and
-        its sub-agents')."""
+    def spent(
+        self,
+        step_usage: Usage | None = None,
+        step_sub_usage: Usage | None = None,
+        step_judge_usage: Usage | None = None,
+    ) -> Spent:
+        """What this leg has used against ``Agent.limits`` so far, plus a step not yet committed (its own usage, its
+        sub-agents' and the guardian's, the last two as ``Limits.count_sub_agents`` / ``count_judges`` say)."""
         own = self.budget_usage + (step_usage or Usage())
         pricer = self.agent.pricer
         cost = pricer.price(own) if pricer is not None else None
-        usage = own + self.budget_sub_usage + (step_sub_usage or Usage())
+        usage = own
+        limits = self.agent.limits
+        if limits is None or limits.count_sub_agents:
+            usage = usage + self.budget_sub_usage + (step_sub_usage or Usage())
+        if limits is None or limits.count_judges:
+            usage = usage + self.budget_judge_usage + (step_judge_usage or Usage())
         return Spent(self.budget_tool_calls, usage, cost, self.clock() - self.started)
 
     def progress(self) -> dict[str, Any]:
@@ -201,7 +215,7 @@ class Leg:
 
 def usage_data(usage: Usage) -> dict[str, int]:
     """``usage`` as JSON data (a log entry's ``sub_usage``, a run record's report)."""
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests}
+    return usage.to_data()
 
 
 def _sub_usage(entries: Iterable[Any]) -> Usage:
@@ -276,6 +290,9 @@ def restore_leg(
         output_retries=sum(1 for e in budgeted if (e.decision or {}).get("action") == Action.RETRY_OUTPUT),
         budget_sub_usage=_sub_usage(budgeted),
         sub_usage=_sub_usage(steps),
+        budget_judge_usage=judge_usage(
+            r for r in records if isinstance(r, GuardianDecision | StopGuardRecord) and r.step > run.budget_base
+        ),
         settle=None if open_intent is None else _carry_out(agent, open_intent),
     )
 

@@ -49,7 +49,7 @@ from stopwise.events import (
     ToolReturned,
 )
 from stopwise.guardian.conditions import GuardianOutcome
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
@@ -60,7 +60,7 @@ from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
-from stopwise.stop.limits import LimitHit, LimitKind, exceeded, time_left
+from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -456,7 +456,8 @@ async def _consult_guardian(leg: Leg, step: _Step) -> None:
     guardian = leg.agent.guardian
     if guardian is None or not guardian.turn_conditions or step.phase is not Phase.NORMAL:
         return
-    consultation = await consult_turn(leg, step.number, step.reply, step.rows)
+    budget = budget_used(leg.agent.limits, _spent(leg, step)) if leg.agent.limits is not None else None
+    consultation = await consult_turn(leg, step.number, step.reply, step.rows, budget)
     step.turn = consultation.decision
     step.records.extend([step.turn, *consultation.labels])
     if step.turn.outcome is GuardianOutcome.ESCALATE and "integrity" in step.turn.escalated and step.plans:
@@ -596,8 +597,16 @@ def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
         return step.refused
     if leg.agent.limits is None:
         return None
+    return exceeded(leg.agent.limits, _spent(leg, step))
+
+
+def _spent(leg: Leg, step: _Step) -> Spent:
+    """What the leg has used against its budgets with this step's own usage, sub-agents, judges and tool calls."""
     own = step.reply.usage if step.kind is EntryKind.STEP else None
-    return exceeded(leg.agent.limits, leg.spent(own, step.sub_usage))
+    # The stop guard's record is written when the step commits, after this: its usage is read off its outcome.
+    judged = judge_usage((*step.written, *step.records)) + (step.guard[0].usage if step.guard else Usage())
+    spent = leg.spent(own, step.sub_usage, judged)
+    return replace(spent, tool_calls=spent.tool_calls + step.ran)
 
 
 async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
@@ -825,6 +834,7 @@ def _advance(
     leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
     leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
     leg.sub_usage = leg.sub_usage + step.sub_usage
+    leg.budget_judge_usage = leg.budget_judge_usage + judge_usage((*step.written, *step.records))
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1

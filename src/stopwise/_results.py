@@ -9,7 +9,7 @@ from typing import Any
 
 from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
 from stopwise.records import LogRecord, parse_records
@@ -57,6 +57,7 @@ def result_of(
         pending=pending,
         decisions=tuple(r for r in records if isinstance(r, GuardianDecision)),
         sub_usage=Usage(**run.report.get("sub_usage", {})),
+        judge_usage=judge_usage(records),
         cost=agent.pricer.price(run.usage) if agent is not None and agent.pricer is not None else None,
     )
 

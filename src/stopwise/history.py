@@ -55,6 +55,29 @@ class HistoryRecord:
     def from_data(cls, data: Mapping[str, Any]) -> HistoryRecord:
         return cls(data["step"], tuple(data.get("dropped", ())), data.get("added", 0), data.get("sent", 0))
 
+    def describe(self) -> str:
+        """One line for a reader: what the model call was sent of the history, and what it was not."""
+        parts = [f"{self.sent} rows sent"]
+        if self.dropped:
+            parts.append(f"{len(self.dropped)} not sent ({_spans(self.dropped)})")
+        if self.added:
+            parts.append(f"{self.added} added by a processor")
+        return ", ".join(parts)
+
+
+def _spans(positions: Sequence[int]) -> str:
+    """``0, 1, 2, 5`` as ``rows 0-2, 5``: dropped rows come in runs (whole steps), so a long run reads short."""
+    spans: list[str] = []
+    start = prev = positions[0]
+    for p in [*positions[1:], None]:
+        if p is not None and p == prev + 1:
+            prev = p
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if p is not None:
+            start = prev = p
+    return "rows " + ", ".join(spans)
+
 
 def _steps(messages: Sequence[Message]) -> tuple[list[Message], list[list[Message]]]:
     """The opening input (rows before the first reply) and the steps: each reply with the rows after it."""

@@ -116,6 +116,10 @@ class Usage:
             self.requests + other.requests,
         )
 
+    def to_data(self) -> dict[str, int]:
+        """As JSON data (``Usage(**data)`` reads it back)."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "requests": self.requests}
+
 
 @dataclass(frozen=True, slots=True)
 class TokenLogprob:

@@ -117,9 +117,20 @@ class RunResult:
     """The guardian's decision records of this run, in order (also in the log)."""
     sub_usage: Usage = field(default_factory=Usage)
     """Model usage of the sub-agents this run's tools ran (``Agent.as_tool``), all legs; not in ``usage``. The
-    token budgets of ``Limits`` count it."""
+    token budgets of ``Limits`` count it (unless ``Limits.count_sub_agents`` is off)."""
+    judge_usage: Usage = field(default_factory=Usage)
+    """Model usage of the run's judges, all legs, counted from their log records; not in ``usage``: the guardian's
+    consultations (an LLM judge, any evaluator that reports usage, ``Guardian.as_stop_guard``) and a stop guard's
+    calls as it reported them (``StopGuardContext.report_usage``). The token budgets of ``Limits`` count it
+    (unless ``Limits.count_judges`` is off)."""
     cost: Decimal | None = None
     """US dollars for ``usage`` (all legs), when the agent prices its model (``Limits(cost=...)``); else None."""
+
+    @property
+    def total_usage(self) -> Usage:
+        """Everything this run's model calls spent: its own (``usage``), the guardian's (``judge_usage``) and its
+        sub-agents' (``sub_usage``)."""
+        return self.usage + self.judge_usage + self.sub_usage
 
     @property
     def ok(self) -> bool:

@@ -29,8 +29,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "Print one run from a SQLite log: how it ended, its input, each step's reply, tool calls and results "
             "(collapsed to one line; --full prints them whole), the decision and every decider record (guardrail "
             "verdicts, stop-guard consultations, the guardian's probabilities against their thresholds, reviewer "
-            "decisions), the pending calls with why, and the output. Exit code 0, or 2 when the run or the "
-            "database cannot be found."
+            "decisions, what prepare_step chose, which history rows the model was not sent), the pending calls "
+            "with why, and the output. Exit code 0, or 2 when the run or the database cannot be found."
         ),
     )
     p.add_argument("run", metavar="RUN", help="a run id, or a session id (its last run)")

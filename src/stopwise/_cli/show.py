@@ -136,6 +136,10 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
     elif step.guardrails or step.guardian:
         line()
         line(("before step 1", "bold"))
+    if step.plan is not None:
+        line(("  prepare_step: ", "magenta"), _clip(step.plan.describe(), full))
+    if step.history is not None:
+        line(("  history: ", "magenta"), step.history.describe())
     if step.text:
         line(("  model: ", "dim"), _clip(step.text, full))
     for call in step.tool_calls:

@@ -15,6 +15,7 @@ from stopwise.guardian.projection import project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
+from stopwise.stop.limits import LimitKind
 
 __all__ = ["QUARANTINE", "consult_call", "consult_turn", "goal_of", "quarantine", "reanchor"]
 
@@ -93,7 +94,7 @@ def _args_key(args: Any) -> str:
     return json.dumps(args, sort_keys=True, default=str)
 
 
-def policy_inputs(leg: Leg, rows: list[Message]) -> PolicyInputs:
+def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind] | None = None) -> PolicyInputs:
     conditions = leg.agent.guardian.turn_conditions if leg.agent.guardian else ()
     # A condition's hysteresis (k of its last n turns, this one included) reads its n - 1 previous turns: only
     # that many of the latest turn decisions are read, walking back from the newest record.
@@ -110,7 +111,10 @@ def policy_inputs(leg: Leg, rows: list[Message]) -> PolicyInputs:
         c.name: tuple(bool(r.held.get(c.name, False)) for r in turns[max(0, len(turns) - _look_back(c)) :])
         for c in conditions
     }
-    return PolicyInputs(held_before, leg.replans, repeats(_newest_first(leg, rows)))
+    used, kind = budget if budget is not None else (None, None)
+    return PolicyInputs(
+        held_before, leg.replans, repeats(_newest_first(leg, rows)), None, used, None if kind is None else kind.value
+    )
 
 
 def _newest_first(leg: Leg, rows: list[Message]) -> Iterator[Message]:
@@ -142,8 +146,11 @@ async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCa
     )
 
 
-async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -> Consultation:
-    """The turn's questions, after its tools ran: one evaluator call for every turn condition."""
+async def consult_turn(
+    leg: Leg, step: int, reply: Reply, rows: list[Message], budget: tuple[float, LimitKind] | None = None
+) -> Consultation:
+    """The turn's questions, after its tools ran: one evaluator call for every turn condition. ``budget``: the
+    largest fraction of a ``Limits`` budget used, this step included, and which (``stop.limits.budget_used``)."""
     started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
@@ -153,7 +160,7 @@ async def consult_turn(leg: Leg, step: int, reply: Reply, rows: list[Message]) -
         guardian,
         projection_for(leg, step_rows, final=final),
         guardian.turn_conditions,
-        policy_inputs(leg, step_rows),
+        policy_inputs(leg, step_rows, budget),
         run_id=leg.run.run_id,
         step=step,
         kind="turn",

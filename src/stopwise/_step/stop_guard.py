@@ -68,13 +68,13 @@ async def ask_guard(guard: StopGuard, ctx: StopGuardContext) -> StopGuardOutcome
                 verdict = await verdict
         return settle(verdict, ctx)
     except InvalidVerdict as exc:
-        return StopGuardOutcome("error", f"invalid verdict: {exc}")
+        return StopGuardOutcome("error", f"invalid verdict: {exc}", usage=ctx.usage)
     except TimeoutError as exc:
         if scope.expired():
-            return StopGuardOutcome("error", f"timed out after {guard.timeout:g}s")
-        return StopGuardOutcome("error", f"raised TimeoutError: {exc}")
+            return StopGuardOutcome("error", f"timed out after {guard.timeout:g}s", usage=ctx.usage)
+        return StopGuardOutcome("error", f"raised TimeoutError: {exc}", usage=ctx.usage)
     except Exception as exc:
-        return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}")
+        return StopGuardOutcome("error", f"raised {type(exc).__name__}: {exc}", usage=ctx.usage)
     finally:
         # Whatever the guard (or a thread or task it left running) writes from now on is discarded.
         ctx.close()
@@ -86,7 +86,7 @@ _EVENTS: dict[str, GuardEvent] = {"stop": "accepted", "fail": "rejected", "error
 def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> StopGuardRecord:
     outcome, _ = guard
     name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
-    return StopGuardRecord(guard_event(outcome.kind, decision), name, step, outcome.message or None)
+    return StopGuardRecord(guard_event(outcome.kind, decision), name, step, outcome.message or None, outcome.usage)
 
 
 def guard_event(kind: str, decision: StopDecision) -> GuardEvent:

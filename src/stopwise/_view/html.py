@@ -116,6 +116,10 @@ def _step(step: StepView) -> str:
     out.append(f"<div><b>{title}</b>{forced} <span class='decision'>{_e(decision)}</span></div>")
     if step.detail:
         out.append(f"<div class='meta'>{_e(step.detail)}</div>")
+    if step.plan is not None:
+        out.append(f"<div class='rec plan'><span class='tag'>prepare_step</span>{_e(step.plan.describe())}</div>")
+    if step.history is not None:
+        out.append(f"<div class='rec history'><span class='tag'>history</span>{_e(step.history.describe())}</div>")
     if step.text:
         out.append(f"<div class='text'>{_e(step.text)}</div>")
     for call in step.tool_calls:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from stopwise._results import result_from_log
 from stopwise.approvals import ApprovalRecord, PendingApproval
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
+from stopwise.history import HistoryRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Role, decode_tool_result
 from stopwise.records import parse_records
+from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.guard import StopGuardRecord
 from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot
 
@@ -27,6 +29,8 @@ __all__ = [
     "readings",
     "run_view",
 ]
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,11 @@ class StepView:
     stop_guard: tuple[StopGuardRecord, ...]
     guardian: tuple[GuardianDecision, ...]
     approvals: tuple[ApprovalRecord, ...]
+    plan: StepPlanRecord | None = None
+    """What ``prepare_step`` chose for this step's model call (None: no plan, the agent's defaults)."""
+    history: HistoryRecord | None = None
+    """What of the history the agent's history processors kept from this step's model call (None: no
+    processors)."""
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -94,6 +103,8 @@ class StepView:
             "stop_guard": [r.to_data() for r in self.stop_guard],
             "guardian": [_guardian_summary(d) for d in self.guardian],
             "approvals": [r.to_data() for r in self.approvals],
+            "plan": None if self.plan is None else self.plan.to_data(),
+            "history": None if self.history is None else self.history.to_data(),
         }
 
 
@@ -214,11 +225,18 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
                 stop_guard=tuple(r for r in records if isinstance(r, StopGuardRecord)),
                 guardian=tuple(r for r in records if isinstance(r, GuardianDecision)),
                 approvals=tuple(r for r in records if isinstance(r, ApprovalRecord)),
+                plan=_last(records, StepPlanRecord),
+                history=_last(records, HistoryRecord),
             )
         )
     decisions = [d for s in steps for d in s.guardian]
     pending = result_from_log(None, snapshot, run).pending
     return RunView(run, tuple(inputs), tuple(steps), _series(decisions), pending)
+
+
+def _last(records: list[Any], kind: type[_R]) -> _R | None:
+    """The last record of ``kind`` among a step's records (one model call a step: there is at most one)."""
+    return next((r for r in reversed(records) if isinstance(r, kind)), None)
 
 
 @dataclass(frozen=True, slots=True)

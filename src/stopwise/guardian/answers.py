@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from stopwise.guardian.conditions import Condition, QuestionSet
 from stopwise.guardian.projection import Projection
+from stopwise.messages import Usage
 
 __all__ = ["Answer", "Answers", "Evaluator", "uncertain"]
 
@@ -65,6 +66,9 @@ class Answers:
     model_version: str
     answers: Mapping[str, Answer]
     latency_ms: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    """The model usage this call spent (an LLM judge's requests and tokens); zero for an evaluator without a
+    model. The run's token budgets count it and ``RunResult.judge_usage`` reports it."""
 
     def checked(self, conditions: tuple[Condition, ...]) -> Answers:
         """Every asked condition present and well-formed; anything else becomes uncertain, with a note."""
@@ -90,7 +94,7 @@ class Answers:
                 fixed[c.name] = uncertain(f"probabilities for {c.name} sum to {sum(values):.3f}, not 1")
             else:
                 fixed[c.name] = a
-        return Answers(self.evaluator, self.model_version, fixed, self.latency_ms)
+        return Answers(self.evaluator, self.model_version, fixed, self.latency_ms, self.usage)
 
 
 @runtime_checkable

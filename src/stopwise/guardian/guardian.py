@@ -20,7 +20,7 @@ from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Guardian
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, GuardianLabel
-from stopwise.messages import Role
+from stopwise.messages import Role, Usage
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
 
 __all__ = ["Consultation", "Guardian"]
@@ -70,11 +70,7 @@ class Guardian:
         if not isinstance(self.conditions, QuestionSet):
             raise ConfigError("guardian.conditions", "must be a QuestionSet")
         if self.on_unavailable is not None:
-            object.__setattr__(
-                self,
-                "policy",
-                ThresholdPolicy(self.policy.max_replans, self.policy.repeat_limit, self.on_unavailable),
-            )
+            object.__setattr__(self, "policy", dataclasses.replace(self.policy, on_unavailable=self.on_unavailable))
         for name in ("timeout", "judge_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -108,9 +104,11 @@ class Guardian:
             questions = QuestionSet(conditions, guardian.conditions.version)
             assert guardian.evaluator is not None
             answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
+            ctx.report_usage(answers.usage)
             answer = answers.answers[condition.name]
             if answer.defer and not answer.uncertain and guardian.judge is not None:
                 answers = await _ask(guardian.judge, projection, questions, conditions, guardian.judge_timeout)
+                ctx.report_usage(answers.usage)
                 answer = answers.answers[condition.name]
             # An evaluator that could not tell (a deferred base rate, no judge to ask) is no reason to send it back.
             if (
@@ -192,8 +190,10 @@ async def consult(
         started = time.perf_counter()
     questions = QuestionSet(conditions, guardian.conditions.version)
     answers = await _ask(guardian.evaluator, projection, questions, conditions, guardian.timeout)
+    usage = answers.usage
     result = guardian.policy.decide(answers.answers, conditions, inputs)
-    judged = await _judge_open(guardian, projection, conditions, inputs, answers, result, run_id, step)
+    judged, judge_usage = await _judge_open(guardian, projection, conditions, inputs, answers, result, run_id, step)
+    usage = usage + judge_usage
     resolved_by = None
     labels: tuple[GuardianLabel, ...] = ()
     if judged is not None:
@@ -221,6 +221,7 @@ async def consult(
         resolved_by=resolved_by,
         escalated=result.escalated,
         state=projection.text if result.outcome is GuardianOutcome.ESCALATE else None,
+        usage=usage,
     )
     return Consultation(decision, labels)
 
@@ -234,25 +235,30 @@ async def _judge_open(
     result: PolicyResult,
     run_id: str,
     step: int,
-) -> tuple[Answers, PolicyResult, tuple[GuardianLabel, ...]] | None:
+) -> tuple[tuple[Answers, PolicyResult, tuple[GuardianLabel, ...]] | None, Usage]:
     """Ask the judge about the conditions the evaluator left open (in the band, unanswered, deferred); the merged
-    answers, the new result and the labelled examples when it settled any, else None."""
+    answers, the new result and the labelled examples when it settled any, else None; and what the judge's
+    calls spent (counted whether or not it settled anything)."""
     deferred = {name for name, a in answers.answers.items() if a.defer and not a.uncertain}
     before = {v.name: v for v in result.verdicts}
+    # A condition the policy settled itself (a declared floor; a stop taken because the budget is nearly spent) is
+    # not open.
     open_ = tuple(
         c
         for c in conditions
-        if not before[c.name].declared and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
+        if not (before[c.name].declared or before[c.name].budget)
+        and (before[c.name].in_band or before[c.name].uncertain or c.name in deferred)
     )
     if guardian.judge is None or not open_:
-        return None
+        return None, Usage()
     asked = QuestionSet(open_, guardian.conditions.version)
     judged_answers = await _ask(guardian.judge, projection, asked, open_, guardian.judge_timeout)
+    spent = judged_answers.usage
     judged = guardian.policy.decide(judged_answers.answers, open_, inputs)
     # A deferred answer is the judge's, whatever it says; an open one only when the judge is clear about it.
     settled = [v for v in judged.verdicts if not v.uncertain and (not v.in_band or v.name in deferred)]
     if not settled:
-        return None
+        return None, spent
     merged = {**answers.answers, **{v.name: judged_answers.answers[v.name] for v in settled}}
     result = guardian.policy.decide(merged, conditions, inputs)
     after = {v.name: v for v in result.verdicts}
@@ -263,7 +269,7 @@ async def _judge_open(
         for v in settled
         if not v.in_band
     )
-    return Answers(answers.evaluator, answers.model_version, merged), result, labels
+    return (Answers(answers.evaluator, answers.model_version, merged), result, labels), spent
 
 
 def label(

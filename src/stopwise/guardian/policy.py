@@ -5,12 +5,15 @@ Per condition: the probability that it holds, ``p``, against ``t* = C_stop / (C_
 set). Exact repeats and budgets are plain code. A risk class the tool's author declared is a floor: a condition
 that fires on that class holds whatever the evaluator answered (an evaluator can raise a declaration, never
 lower it). Precedence: escalate > stop > replan > continue; two contradicting stops escalate; a replan past
-``max_replans`` becomes ``stop_failure``. No I/O, no clock: the same inputs always give the same outcome, which is
-what makes a decision log replayable.
+``max_replans`` becomes ``stop_failure``. The run's budgets are an input too (``PolicyInputs.budget_used``): when
+one is nearly spent, a ``stop_success`` condition at or above its threshold but inside its band stops instead of
+escalating, and a replan escalates instead (there is no budget left to act on it). No I/O, no clock: the same
+inputs always give the same outcome, which is what makes a decision log replayable.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -58,6 +61,9 @@ class ConditionVerdict:
     uncertain: bool
     declared: bool = False
     """Held because the author declared a risk class the condition fires on, whatever ``p`` said."""
+    budget: bool = False
+    """Held, though in its band, because the run's budget is nearly spent (a ``stop_success`` condition with ``p``
+    at or above its threshold): see ``ThresholdPolicy.budget_nearly_spent``."""
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,7 @@ class ConditionVerdict:
             "in_band": self.in_band,
             "uncertain": self.uncertain,
             "declared": self.declared,
+            "budget": self.budget,
         }
 
 
@@ -86,14 +93,23 @@ class PolicyInputs:
     declared_risk: str | None = None
     """The risk class the tool's author declared for the proposed call (set on pre-execution decisions; None when
     undeclared). A condition whose ``fires_on`` names it holds: the declaration is a floor."""
+    budget_used: float | None = None
+    """The largest fraction of any of the run's ``Limits`` budgets used so far, this step's usage included (1.0 is
+    all of it); None when the agent sets no budget. The loop passes it in (set on turn decisions)."""
+    budget: str | None = None
+    """Which budget ``budget_used`` is (``total_tokens``, ``cost``, ``tool_calls``, ``run_time``...)."""
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "held_before": {k: list(v) for k, v in self.held_before.items()},
             "replans": self.replans,
             "repeats": self.repeats,
             "declared_risk": self.declared_risk,
         }
+        # Written only when set: a decision without budgets keeps the record it had before they were an input.
+        if self.budget_used is not None:
+            data |= {"budget_used": self.budget_used, "budget": self.budget}
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> PolicyInputs:
@@ -102,6 +118,8 @@ class PolicyInputs:
             data.get("replans", 0),
             data.get("repeats", 0),
             data.get("declared_risk"),
+            data.get("budget_used"),
+            data.get("budget"),
         )
 
 
@@ -138,6 +156,13 @@ class ThresholdPolicy:
     """The same call, with the same arguments, this many times in a row counts as stagnation without asking."""
     on_unavailable: OnUnavailable = "escalate"
     """What an uncertain answer (evaluator timeout, error, malformed output) does: ``escalate`` fails closed."""
+    budget_nearly_spent: float | None = 0.9
+    """From this fraction of a budget used (``PolicyInputs.budget_used``) up to all of it, the budget is nearly
+    spent: a ``stop_success`` condition inside its band with ``p`` at or above its threshold stops the run instead
+    of escalating (the goal is probably reached, and neither a review nor another step is worth the last of the
+    budget), and a replan escalates instead (no budget is left to carry it out). Once a budget is past (over
+    1.0) the policy ignores it: the stop decision ends the run with that budget's own reason. None: budgets are
+    not read."""
 
     def __post_init__(self) -> None:
         if self.max_replans < 0:
@@ -148,6 +173,16 @@ class ThresholdPolicy:
             raise ConfigError(
                 "ThresholdPolicy.on_unavailable", f"must be escalate, continue or stop, got {self.on_unavailable!r}"
             )
+        nearly = self.budget_nearly_spent
+        if nearly is not None and (
+            isinstance(nearly, bool) or not isinstance(nearly, int | float) or not 0 < nearly <= 1
+        ):
+            raise ConfigError("ThresholdPolicy.budget_nearly_spent", f"must be in (0, 1] or None, got {nearly!r}")
+
+    def nearly_spent(self, inputs: PolicyInputs) -> bool:
+        """Whether ``inputs`` say a budget is nearly spent but not past: from ``budget_nearly_spent`` to 1.0."""
+        used, nearly = inputs.budget_used, self.budget_nearly_spent
+        return used is not None and nearly is not None and nearly <= used <= 1.0
 
     def verdict(self, condition: ConditionLike, answer: Answer, held_before: Sequence[bool]) -> ConditionVerdict:
         t, delta = condition.threshold, condition.delta
@@ -156,26 +191,28 @@ class ThresholdPolicy:
         p = answer.p(condition.fires_on)
         in_band = abs(p - t) <= delta
         held = p > t and not in_band
-        fired = held
-        if condition.hysteresis is not None:
-            k, n = condition.hysteresis
-            window = [*list(held_before)[-(n - 1) :], held] if n > 1 else [held]
-            fired = held and sum(window) >= k
+        fired = _fires(condition, held_before, held)
         return ConditionVerdict(condition.name, p, t, delta, held, fired, in_band, False)
 
     def decide(
         self, answers: Mapping[str, Answer], conditions: Sequence[ConditionLike], inputs: PolicyInputs
     ) -> PolicyResult:
         """Exactly one outcome for the turn, with the reason."""
+        nearly_spent = self.nearly_spent(inputs)
         verdicts = tuple(
-            _floored(
-                self.verdict(
+            _budgeted(
+                _floored(
+                    self.verdict(
+                        c,
+                        answers.get(c.name) or Answer(uncertain=True, note="no answer"),
+                        inputs.held_before.get(c.name, ()),
+                    ),
                     c,
-                    answers.get(c.name) or Answer(uncertain=True, note="no answer"),
-                    inputs.held_before.get(c.name, ()),
+                    inputs.declared_risk,
                 ),
                 c,
-                inputs.declared_risk,
+                nearly_spent,
+                inputs.held_before.get(c.name, ()),
             )
             for c in conditions
         )
@@ -194,6 +231,12 @@ class ThresholdPolicy:
                 where = f"{v.name}: {inputs.declared_risk}, declared by the tool's author"
                 if v.p is not None:
                     where += f" (a floor: the evaluator's p={v.p:.2f} cannot lower it)"
+            elif v.budget:
+                assert v.p is not None
+                where = (
+                    f"{v.name} p={v.p:.2f} >= t*={v.threshold:.2f} (within {v.delta:g}) with the {inputs.budget} "
+                    f"budget {inputs.budget_used:.0%} used"
+                )
             elif v.uncertain:
                 if self.on_unavailable == "escalate":
                     r.escalate.append(f"{v.name} unanswered")
@@ -239,6 +282,12 @@ class ThresholdPolicy:
             if inputs.replans >= self.max_replans:
                 reason = f"stop: {inputs.replans} replans already ({'; '.join(r.replan)})"
                 return PolicyResult(GuardianOutcome.STOP_FAILURE, reason, verdicts)
+            if self.nearly_spent(inputs):
+                reason = (
+                    f"escalate: a replan is called for ({'; '.join(r.replan)}) but the {inputs.budget} budget is "
+                    f"{inputs.budget_used:.0%} used, too little is left to act on it"
+                )
+                return PolicyResult(GuardianOutcome.ESCALATE, reason, verdicts)
             return PolicyResult(GuardianOutcome.REPLAN, "replan: " + "; ".join(r.replan), verdicts)
         return PolicyResult(GuardianOutcome.CONTINUE, "continue", verdicts)
 
@@ -247,7 +296,38 @@ class ThresholdPolicy:
             "max_replans": self.max_replans,
             "repeat_limit": self.repeat_limit,
             "on_unavailable": self.on_unavailable,
+            "budget_nearly_spent": self.budget_nearly_spent,
         }
+
+
+def _budgeted(
+    verdict: ConditionVerdict, condition: ConditionLike, nearly_spent: bool, held_before: Sequence[bool]
+) -> ConditionVerdict:
+    """The verdict with a nearly spent budget applied: a ``stop_success`` condition inside its band with ``p`` at
+    or above its threshold holds and fires, where it would have escalated; with k-of-n hysteresis only once it has
+    held on enough turns (until then it escalates, as it would have)."""
+    if (
+        not nearly_spent
+        or condition.outcome is not GuardianOutcome.STOP_SUCCESS
+        or not verdict.in_band
+        or verdict.declared
+        or verdict.p is None
+        or verdict.p < verdict.threshold
+    ):
+        return verdict
+    if not _fires(condition, held_before, True):
+        return verdict
+    return dataclasses.replace(verdict, held=True, fired=True, budget=True)
+
+
+def _fires(condition: ConditionLike, held_before: Sequence[bool], held: bool) -> bool:
+    """Whether a condition that ``held`` on this turn fires: with k-of-n hysteresis, when it held on k of its last n
+    turns, this one included."""
+    if not held or condition.hysteresis is None:
+        return held
+    k, n = condition.hysteresis
+    window = [*list(held_before)[-(n - 1) :], held] if n > 1 else [held]
+    return sum(window) >= k
 
 
 def _floored(verdict: ConditionVerdict, condition: ConditionLike, declared: str | None) -> ConditionVerdict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -10,8 +10,10 @@ from stopwise._deprecated import aliases
 from stopwise.guardian.answers import Answer
 from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
+from stopwise.messages import Usage
+from stopwise.stop.guard import StopGuardRecord
 
-__all__ = ["ConditionSpec", "GuardianDecision", "GuardianLabel", "replay"]
+__all__ = ["ConditionSpec", "GuardianDecision", "GuardianLabel", "judge_usage", "replay"]
 
 RECORD_TYPE = "guardian"
 
@@ -88,6 +90,9 @@ class GuardianDecision:
     """The conditions that made this decision escalate (in the band, unanswered, or firing an escalation)."""
     state: str | None = None
     """The projection's text, kept only on escalations: the review's resolution labels it for the eval harness."""
+    usage: Usage = field(default_factory=Usage)
+    """What this consultation's model calls spent (the evaluator's and the judge's, when they report usage): the
+    run's token budgets count it, and ``RunResult.judge_usage`` adds it up."""
 
     @property
     def probabilities(self) -> dict[str, float | None]:
@@ -120,7 +125,7 @@ class GuardianDecision:
             "resolved_by": self.resolved_by,
             "escalated": list(self.escalated),
             "state": self.state,
-        }
+        } | ({"usage": self.usage.to_data()} if self.usage != Usage() else {})
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> GuardianDecision:
@@ -144,7 +149,19 @@ class GuardianDecision:
             d.get("resolved_by"),
             tuple(d.get("escalated", ())),
             d.get("state"),
+            Usage(**d.get("usage", {})),
         )
+
+
+def judge_usage(records: Iterable[object]) -> Usage:
+    """What the judges of a run spent on model calls, from their records among ``records``: the guardian's
+    consultations (``GuardianDecision``) and the stop guard's (``StopGuardRecord``, as the guard reported it);
+    other records count nothing. How a run counts its judges' usage from the log."""
+    total = Usage()
+    for r in records:
+        if isinstance(r, GuardianDecision | StopGuardRecord):
+            total = total + r.usage
+    return total
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,12 +60,13 @@ from stopwise.approvals import (
 )
 from stopwise.errors import ConfigError, StepConflict, StopwiseError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
-from stopwise.messages import Message, dump_messages, load_messages
+from stopwise.messages import Message, decode_tool_result, dump_messages, load_messages
 from stopwise.records import parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus
-from stopwise.runtime.local import Input, Runner, _input_messages
+from stopwise.runtime.local import Input, Runner, _client_row, _input_messages
 from stopwise.stop.decision import Action, StopDecision, apply_decision
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.tools import ToolError
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -76,6 +77,8 @@ __all__ = [
     "decisions_to_data",
     "request_for",
     "request_for_resume",
+    "results_from_data",
+    "results_to_data",
 ]
 
 WORKFLOW_NAME = "stopwise.run"
@@ -217,8 +220,9 @@ class DBOSRuntime:
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, ApprovalDecision],
+        decisions: Mapping[str, ApprovalDecision] | None = None,
         *,
+        results: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
     ) -> RunHandle:
         """Put the settle of a run suspended for approval on the queue; any worker continues the run from there.
@@ -229,24 +233,31 @@ class DBOSRuntime:
         are raised here, before anything is submitted. An approval's expiry is judged at this moment: a resume
         that waits in the queue past ``expires_at`` still settles. The run suspended in whichever process; any
         runtime on the same store and DBOS database resumes it. ``workflow_id`` makes the submission idempotent
-        (see ``enqueue``).
+        (see ``enqueue``). ``results`` maps a pending client-side tool call to its result, as for
+        ``Runner.resume``: it travels in the workflow's input (as JSON data, see ``results_to_data``), so a
+        recovered workflow settles with the same result.
         """
         self._check_agent(agent)
         now = time.time()
+        decisions = decisions or {}
         runner = Runner(self.store, clock=lambda: now)
-        await runner.open_leg(agent, "resume", session_id=session_id, decisions=decisions)  # checks only
-        return await self._submit(request_for_resume(agent.name, session_id, decisions, decided_at=now), workflow_id)
+        # Checks only; the results go through the request's JSON form first, so what is checked is what settles.
+        settled = results_from_data(results_to_data(results or {}))
+        await runner.open_leg(agent, "resume", session_id=session_id, decisions=decisions, results=settled)
+        request = request_for_resume(agent.name, session_id, decisions, results=results, decided_at=now)
+        return await self._submit(request, workflow_id)
 
     async def resume(
         self,
         agent: Agent,
         session_id: str,
-        decisions: Mapping[str, ApprovalDecision],
+        decisions: Mapping[str, ApprovalDecision] | None = None,
         *,
+        results: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
     ) -> RunResult:
         """``enqueue_resume`` and wait for the result: the run as it ended (or suspended again)."""
-        handle = await self.enqueue_resume(agent, session_id, decisions, workflow_id=workflow_id)
+        handle = await self.enqueue_resume(agent, session_id, decisions, results=results, workflow_id=workflow_id)
         return await self.result(handle)
 
     async def run(
@@ -316,13 +327,16 @@ def request_for_resume(
     session_id: str,
     decisions: Mapping[str, ApprovalDecision],
     *,
+    results: Mapping[str, Any] | None = None,
     decided_at: float | None = None,
 ) -> dict[str, Any]:
     """The workflow argument of a resume, for a ``DBOSClient`` (see ``request_for``). Nothing is checked here:
     a refused resume ends its workflow with ``ApprovalError`` (to check first, ``await
     Runner(store).open_leg(agent, "resume", session_id=..., decisions=...)`` raises the same errors and writes
-    nothing). ``decided_at`` (Unix seconds, default now) is the moment an approval's expiry is judged at."""
-    return {
+    nothing). ``decided_at`` (Unix seconds, default now) is the moment an approval's expiry is judged at.
+    ``results``: client-side tool calls' results, as for ``Runner.resume`` (kept as ``results_to_data`` writes
+    them)."""
+    request = {
         "agent": agent_name,
         "session_id": session_id,
         "mode": "resume",
@@ -331,6 +345,9 @@ def request_for_resume(
         "decisions": decisions_to_data(decisions),
         "decided_at": time.time() if decided_at is None else decided_at,
     }
+    if results:
+        request["results"] = results_to_data(results)
+    return request
 
 
 _DECISIONS: dict[str, type[Approve | Reject | Modify | Terminate]] = {
@@ -374,6 +391,24 @@ def decisions_to_data(decisions: Mapping[str, ApprovalDecision]) -> dict[str, di
         if d.reviewer is not None:
             data[call_id]["reviewer"] = d.reviewer
     return data
+
+
+def results_to_data(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Client tools' results as JSON-able data (a resume workflow's ``"results"``): ``{call_id: {"value": data}}``
+    with the value as its tool row will carry it (a pydantic model as its JSON), or ``{call_id: {"error":
+    message}}`` for a ``ToolError``. Raises ``ApprovalError`` for a value that cannot be serialised to JSON."""
+    data: dict[str, dict[str, Any]] = {}
+    for call_id, value in results.items():
+        if isinstance(value, ToolError):
+            data[call_id] = {"error": str(value)}
+            continue
+        data[call_id] = {"value": decode_tool_result(_client_row(value, call_id))}
+    return data
+
+
+def results_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The results ``results_to_data`` wrote (a failure as a ``ToolError``)."""
+    return {call_id: ToolError(r["error"]) if "error" in r else r["value"] for call_id, r in data.items()}
 
 
 def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, ApprovalDecision]:
@@ -465,7 +500,11 @@ async def _settle(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
     # workflow settles later; the leg itself dates any new approvals by the wall clock.
     decided_at = float(request["decided_at"])
     leg = await Runner(rt.store, clock=lambda: decided_at).open_leg(
-        rt.agent(request["agent"]), "resume", session_id=session_id, decisions=decisions
+        rt.agent(request["agent"]),
+        "resume",
+        session_id=session_id,
+        decisions=decisions,
+        results=results_from_data(request.get("results", {})),
     )
     leg.clock = time.time
     _keep_suspended(leg)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
+from stopwise._results import result_from_log
 from stopwise.agent import Agent
 from stopwise.approvals import (
     ApprovalDecision,
@@ -36,7 +37,6 @@ from stopwise.messages import (
     ORIGIN,
     Message,
     Reply,
-    Usage,
     automated_feedback,
     encode_tool_result,
     error_tool_result,
@@ -323,15 +323,12 @@ class Runner:
         last = None if snapshot is None else snapshot.last_run
         if last is None:
             result = await self.run(agent, input, session_id=session_id, runtime_context=ctx.runtime_context)
-            status, output, error = result.status, result.output, result.error
-            usage = result.usage + result.sub_usage
         elif last.status is RunStatus.RUNNING:
             result = await self.retry(agent, session_id, runtime_context=ctx.runtime_context)
-            status, output, error = result.status, result.output, result.error
-            usage = result.usage + result.sub_usage
         else:
-            status, output, error = last.status, last.output, last.error
-            usage = last.usage + Usage(**last.report.get("sub_usage", {}))
+            assert snapshot is not None
+            result = result_from_log(agent, snapshot, last)
+        status, output, error, usage = result.status, result.output, result.error, result.total_usage
         # The parent's step records this, so its budgets and its report count the child's model calls.
         ctx.sub_usage = ctx.sub_usage + usage
         if status is RunStatus.COMPLETED:
@@ -350,6 +347,7 @@ class Runner:
         decisions: Mapping[str, ApprovalDecision] | None = None,
         runtime_context: Any = None,
         run_id: str | None = None,
+        results: Mapping[str, Any] | None = None,
     ) -> Leg:
         """Open a run leg without driving it, for a runtime that drives ``stopwise._loop.drive(leg)`` itself
         (the DBOS runtime does, one durable step per stopwise step).
@@ -366,7 +364,7 @@ class Runner:
         if mode == "retry":
             return await self._retry(agent, session_id, message, runtime_context)
         if mode == "resume":
-            return await self._resume(agent, session_id, decisions or {}, runtime_context)
+            return await self._resume(agent, session_id, decisions or {}, runtime_context, results or {})
         raise ValueError(f"mode must be 'run', 'retry' or 'resume', got {mode!r}")
 
     def _leg(self, leg: Leg, runtime_context: Any) -> Leg:

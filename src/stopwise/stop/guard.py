@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError, StopGuardExpired
-from stopwise.messages import AUTOMATED, AUTOMATED_LABEL, Message, Reply, Role, StopReason, automated_feedback
+from stopwise.messages import AUTOMATED, AUTOMATED_LABEL, Message, Reply, Role, StopReason, Usage, automated_feedback
 
 __all__ = [
     "Continue",
@@ -164,6 +164,21 @@ class StopGuardContext:
         self.continues_left = max(0, max_continues - continues_used)
         self._rows: list[Message] = []
         self._closed = False
+        self._usage = Usage()
+
+    @property
+    def usage(self) -> Usage:
+        """The model usage this guard reported (``report_usage``) so far."""
+        return self._usage
+
+    def report_usage(self, usage: Usage) -> None:
+        """Say what a model call the guard made spent (a guard that asks an LLM): it is recorded with the
+        consultation, counts toward the run's token budgets (``Limits.count_judges``) and is reported in
+        ``RunResult.judge_usage``. Raises ``StopGuardExpired`` once the consultation has ended."""
+        self._check_open()
+        if not isinstance(usage, Usage):
+            raise TypeError(f"report_usage() takes a Usage, got {type(usage).__name__}")
+        self._usage = self._usage + usage
 
     def update_state(self, fn: Callable[[dict[str, Any]], None]) -> None:
         """Apply ``fn`` to a draft of the state; the draft commits with the step unless the guard fails. Raises
@@ -200,16 +215,18 @@ class StopGuardOutcome:
     budget (nobody would act on them) and a failed guard (nothing of it commits)."""
     state: dict[str, Any] | None = None
     """The guard's draft of the state; None when it failed (nothing of it commits)."""
+    usage: Usage = field(default_factory=Usage)
+    """What the guard's own model calls spent, as it reported them (``StopGuardContext.report_usage``)."""
 
 
 def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
     """Check a verdict and turn it into an outcome; raises ``InvalidVerdict`` naming what is wrong."""
     if verdict is None or isinstance(verdict, Stop):
-        return StopGuardOutcome("stop", rows=tuple(ctx._rows), state=ctx._draft)
+        return StopGuardOutcome("stop", rows=tuple(ctx._rows), state=ctx._draft, usage=ctx.usage)
     if isinstance(verdict, Fail):
         if not isinstance(verdict.message, str) or not verdict.message.strip():
             raise InvalidVerdict("Fail needs a non-empty message")
-        return StopGuardOutcome("fail", verdict.message, rows=tuple(ctx._rows), state=ctx._draft)
+        return StopGuardOutcome("fail", verdict.message, rows=tuple(ctx._rows), state=ctx._draft, usage=ctx.usage)
     if isinstance(verdict, Continue):
         rows = list(ctx._rows)
         if verdict.feedback is not None:
@@ -220,7 +237,7 @@ def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
         rows.extend(_guard_row(i) for i in verdict.context)
         if not rows:
             raise InvalidVerdict("Continue needs feedback or at least one context item")
-        return StopGuardOutcome("continue", rows=tuple(rows), state=ctx._draft)
+        return StopGuardOutcome("continue", rows=tuple(rows), state=ctx._draft, usage=ctx.usage)
     raise InvalidVerdict(
         f"expected None, Stop(), Continue(...) or Fail(...), got {type(verdict).__name__}: {verdict!r}"
     )
@@ -240,16 +257,20 @@ class StopGuardRecord:
     step: int
     message: str | None = None
     """Fail's message, or what went wrong for ``error``."""
+    usage: Usage = field(default_factory=Usage)
+    """What the guard's model calls spent, as it reported them."""
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.TYPE, "event": self.event, "guard": self.guard, "step": self.step}
         if self.message:
             data["message"] = self.message
+        if self.usage != Usage():
+            data["usage"] = self.usage.to_data()
         return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> StopGuardRecord:
-        return cls(data["event"], data["guard"], data["step"], data.get("message"))
+        return cls(data["event"], data["guard"], data["step"], data.get("message"), Usage(**data.get("usage", {})))
 
 
 def guard_report(records: Iterable[object]) -> StopGuardReport:

@@ -18,7 +18,7 @@ from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import Usage
 from stopwise.result import CompletionReason
 
-__all__ = ["LimitHit", "LimitKind", "Limits", "Spent", "calls_allowed", "exceeded", "time_left"]
+__all__ = ["LimitHit", "LimitKind", "Limits", "Spent", "budget_used", "calls_allowed", "exceeded", "time_left"]
 
 
 class LimitKind(StrEnum):
@@ -60,6 +60,12 @@ class Limits:
     """Wall time for one step's model call, and separately for its tools: a model call past it is cancelled
     (``time_limit``, retryable); a tool call past it is answered with a timeout error row, as ``@tool(timeout=)``
     does (a sync tool's worker thread cannot be stopped: it runs to its end and its result is dropped)."""
+    count_judges: bool = True
+    """Whether the token budgets count the guardian's model calls (an LLM judge, any evaluator that reports
+    usage). They are reported apart either way, as ``RunResult.judge_usage``."""
+    count_sub_agents: bool = True
+    """Whether the token budgets count the sub-agents' model calls (``Agent.as_tool``). Reported apart either way,
+    as ``RunResult.sub_usage``."""
 
     def __post_init__(self) -> None:
         for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
@@ -71,6 +77,9 @@ class Limits:
             ok = isinstance(value, int | float | Decimal) and not isinstance(value, bool) and value > 0
             if value is not None and not (ok and math.isfinite(float(value))):
                 raise ConfigError(f"limits.{name}", f"must be a positive number or None, got {value!r}")
+        for name in ("count_judges", "count_sub_agents"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"limits.{name}", f"must be True or False, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +171,32 @@ def exceeded(limits: Limits | None, spent: Spent) -> LimitHit | None:
         if allowed is not None and used is not None and Decimal(str(used)) > Decimal(str(allowed)):
             return LimitHit(kind, allowed, used)
     return None
+
+
+def budget_used(limits: Limits | None, spent: Spent) -> tuple[float, LimitKind] | None:
+    """The largest fraction of any budget ``spent`` has used (1.0: all of it; more: past it), with which budget;
+    None when ``limits`` sets none. What the guardian's policy reads (``PolicyInputs.budget_used``). The step-time
+    budget is per call, not for the run, so it is not one of them. A budget of zero is all used from the start."""
+    if limits is None:
+        return None
+    usage = spent.usage
+    budgets: tuple[tuple[LimitKind, float | Decimal | None, float | Decimal | None], ...] = (
+        (LimitKind.TOOL_CALLS, limits.tool_calls, spent.tool_calls),
+        (LimitKind.INPUT_TOKENS, limits.input_tokens, usage.input_tokens),
+        (LimitKind.OUTPUT_TOKENS, limits.output_tokens, usage.output_tokens),
+        (LimitKind.TOTAL_TOKENS, limits.total_tokens, usage.total_tokens),
+        (LimitKind.COST, limits.cost, spent.cost),
+        (LimitKind.RUN_TIME, limits.run_seconds, spent.seconds),
+    )
+    worst: tuple[float, LimitKind] | None = None
+    for kind, allowed, used in budgets:
+        if allowed is None or used is None:
+            continue
+        # Past a zero budget reads as twice it: any figure over 1.0 means the same, and JSON has no infinity.
+        fraction = round(float(used) / float(allowed), 4) if allowed else (1.0 if not used else 2.0)
+        if worst is None or fraction > worst[0]:
+            worst = (fraction, kind)
+    return worst
 
 
 def time_left(limits: Limits | None, seconds: float) -> tuple[float, LimitKind] | None:

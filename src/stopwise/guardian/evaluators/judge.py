@@ -34,7 +34,7 @@ from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
 from stopwise.guardian.projection import UNTRUSTED_CLOSE, UNTRUSTED_OPEN, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
-from stopwise.messages import Message, Reply, StopReason, TokenLogprob
+from stopwise.messages import Message, Reply, StopReason, TokenLogprob, Usage
 from stopwise.models.base import Model, ModelRequest
 
 __all__ = ["JUDGE_INSTRUCTIONS", "JudgeEvaluator"]
@@ -81,6 +81,8 @@ class JudgeEvaluator:
       identifier: its ``model`` attribute (``OpenAIModel``), else its ``name`` (``FunctionModel``), else its
       class name.
     - A choice with a single option is answered without asking: its label, with probability 1.
+    - ``Answers.usage`` adds up the usage of every request made, the failed ones included (a request whose reply
+      reported no usage counts as one request with no tokens): the run's token budgets count it.
     """
 
     def __init__(self, model: Model, *, name: str | None = None) -> None:
@@ -105,13 +107,15 @@ class JudgeEvaluator:
         step = projection.steps[-1].step if projection.steps else 1
         results = await asyncio.gather(*(self._ask(projection.text, c, step) for c in conditions))
         latency = (time.perf_counter() - started) * 1000
-        answers = {c.name: a for c, a in zip(conditions, results, strict=True)}
-        return Answers(self.name, self.model_version, answers, latency).checked(conditions)
+        answers = {c.name: a for c, (a, _) in zip(conditions, results, strict=True)}
+        usage = sum((u for _, u in results), Usage())
+        return Answers(self.name, self.model_version, answers, latency, usage).checked(conditions)
 
-    async def _ask(self, state: str, condition: Condition, step: int) -> Answer:
+    async def _ask(self, state: str, condition: Condition, step: int) -> tuple[Answer, Usage]:
+        """The answer to one question, and the usage its request spent."""
         q = condition.question
         if isinstance(q, Choice) and len(q.options) == 1:
-            return Answer({q.labels[0]: 1.0}, note="a single option: answered without asking")
+            return Answer({q.labels[0]: 1.0}, note="a single option: answered without asking"), Usage()
         codes = _codes(condition)
         request = ModelRequest(
             messages=(Message.system(JUDGE_INSTRUCTIONS), Message.user(_prompt(state, condition, codes))),
@@ -121,8 +125,10 @@ class JudgeEvaluator:
         try:
             reply = await self.model.generate(request)
         except Exception as exc:  # a judge that fails leaves the question open; the policy decides what that means
-            return uncertain(f"{self.name}: the model failed on {condition.name}: {type(exc).__name__}: {exc}")
-        return _read(reply, condition, codes, self.name)
+            note = f"{self.name}: the model failed on {condition.name}: {type(exc).__name__}: {exc}"
+            return uncertain(note), Usage(requests=1)
+        usage = reply.usage or Usage()
+        return _read(reply, condition, codes, self.name), Usage(usage.input_tokens, usage.output_tokens, 1)
 
 
 def _model_id(model: Model) -> str:
