@@ -16,6 +16,7 @@ from stopwise.approvals import PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.hooks import Guardrails
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
@@ -121,6 +122,8 @@ class Leg:
     """``messages`` as a tuple, with the list it was taken of (``history()``)."""
     """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
+    agent_path: tuple[str, ...] = ()
+    """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""
     clock: Callable[[], float] = time.time
     stream_text: bool = False
     """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
@@ -138,6 +141,9 @@ class Leg:
     output_retries: int = 0
     """Retries an output validator asked for since this run's budget began (``Action.RETRY_OUTPUT``), from the log."""
     system: tuple[Message, ...] = field(init=False)
+    guardrails: Guardrails | None = field(init=False)
+    """The guardrails this loop runs: the agent's own, or for a sub-agent its own under its parent's
+    (``guardrails.hooks.for_sub_agent``; the runner sets them)."""
     tools: dict[str, Tool] = field(init=False)
     """The tools of this leg: the agent's own, then those its sources listed when the leg began."""
     tool_specs: tuple[ToolSpec, ...] = field(init=False)
@@ -149,6 +155,7 @@ class Leg:
 
     def __post_init__(self) -> None:
         self.system = (Message(Role.SYSTEM, self.agent.instructions),) if self.agent.instructions else ()
+        self.guardrails = self.agent.guardrails
         self.tools = dict(self.agent.tool_map)
         self.tool_specs = self.agent.tool_specs
         self.steps = self.run.steps

@@ -218,7 +218,7 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
     """Run the input guardrails on ``history``; a block ends the run here (its note committed with the record),
     a rewrite replaces ``entry`` with one that records the rewritten history."""
     run = leg.run
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.INPUT):
         return _InputChecked([], history, entry)
     try:
@@ -226,7 +226,9 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
             guardrails,
             Hook.INPUT,
             history,
-            lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, leg.runtime_context),
+            lambda msgs: InputContext(
+                msgs, None, run.session_id, run.run_id, leg.runtime_context, agent_path=leg.agent_path
+            ),
             step=None,
         )
     except (GuardrailRaised, GuardrailError) as exc:
@@ -620,7 +622,7 @@ async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
 async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
     """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
     the run record carry it); a block replaces the text and the resolver records ``guardrail_output``."""
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.OUTPUT):
         return decided
     step, run = decided.step, leg.run
@@ -630,7 +632,9 @@ async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
             guardrails,
             Hook.OUTPUT,
             step.reply.text,
-            lambda text: OutputContext(history, step.number, run.session_id, run.run_id, leg.runtime_context, text),
+            lambda text: OutputContext(
+                history, step.number, run.session_id, run.run_id, leg.runtime_context, text, agent_path=leg.agent_path
+            ),
             step=step.number,
         )
     except (GuardrailRaised, GuardrailError) as exc:

@@ -219,16 +219,24 @@ class Agent:
         timeout: float | None = None,
         risk: Risk | str = Risk.UNKNOWN,
         needs_approval: bool = False,
+        inherit_guardrails: bool = True,
     ) -> Tool:
         """This agent as a tool of another. It runs on the parent's runner and store, in a child session
         keyed on the parent's session and call, so a re-run step reuses a child that already finished.
 
+        The child sees the parent's ``runtime_context``, and its guardrail contexts carry its sub-agent path
+        (``agent_path``). With ``inherit_guardrails`` (the default) the parent loop's tool-call and tool-result
+        guardrails run in the child's loop before its own (``guardrails.hooks.for_sub_agent``); ``False`` keeps
+        only the child's own.
+
         A child that fails (a cut-off included) reaches the parent's model as ``{"error": message}``.
         """
         child = self
+        if not isinstance(inherit_guardrails, bool):
+            raise ConfigError("as_tool.inherit_guardrails", f"must be True or False, got {inherit_guardrails!r}")
 
         async def run_agent(input: str, ctx: RunContext) -> Any:
-            return await ctx.runner.run_child(child, input, ctx)
+            return await ctx.runner.run_child(child, input, ctx, inherit_guardrails=inherit_guardrails)
 
         run_agent.__name__ = name or self.name
         doc = description or f"Delegate a task to the agent {self.name!r}. Pass the task as `input`."

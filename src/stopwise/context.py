@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import Usage
+
+if TYPE_CHECKING:
+    from stopwise.guardrails.hooks import Guardrails
 
 __all__ = ["RunContext"]
 
@@ -30,6 +33,10 @@ class RunContext:
     sub_usage: Usage = field(default_factory=Usage)
     """Model usage of the sub-agents this call ran (``Agent.as_tool`` adds it): the parent's token budgets count
     it, and ``RunResult.sub_usage`` reports it apart from the parent's own ``usage``."""
+    agent_path: tuple[str, ...] = ()
+    """The sub-agent path of the loop that called the tool; empty in a root run (``GuardrailContext.agent_path``)."""
+    guardrails: Guardrails | None = None
+    """The guardrails of the loop that called the tool: what a sub-agent it runs inherits (``Agent.as_tool``)."""
 
     @property
     def idempotency_key(self) -> str:

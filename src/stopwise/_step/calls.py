@@ -101,7 +101,7 @@ async def plan_calls(
             for c in reply.tool_calls
         ]
     row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history: without one, the step copies none of it.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
     plans = []
@@ -134,7 +134,7 @@ async def _plan(
     args = parse_args(call, t.name)
     if isinstance(args, Message):
         return CallPlan(call, t, None, args)
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is not None and history is not None:
         run = leg.run
         try:
@@ -143,7 +143,13 @@ async def _plan(
                 Hook.TOOL_CALL,
                 args,
                 lambda a: ToolCallContext(
-                    history, step, run.session_id, run.run_id, leg.runtime_context, replace(call, args=a)
+                    history,
+                    step,
+                    run.session_id,
+                    run.run_id,
+                    leg.runtime_context,
+                    replace(call, args=a),
+                    agent_path=leg.agent_path,
                 ),
                 step=step,
                 tool_call_id=call.id,
@@ -188,7 +194,17 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[lis
         if plan.row is not None:
             return plan.row
         assert plan.tool is not None and plan.args is not None
-        ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
+        ctx = RunContext(
+            run.session_id,
+            run.run_id,
+            step,
+            plan.call.id,
+            leg.state,
+            leg.runner,
+            leg.runtime_context,
+            agent_path=leg.agent_path,
+            guardrails=leg.guardrails,
+        )
         contexts.append(ctx)
         try:
             return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
@@ -215,7 +231,7 @@ async def guard_results(
     A guardrail that raises cannot end the step unlogged: its tools ran. That result and every later unjudged
     one are withheld (a notice row for the model, a receipt record for audit), and the failure comes back with
     the rows for the step to commit as the run's ending (seed 003)."""
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
         return rows, None
     run = leg.run
@@ -237,7 +253,15 @@ async def guard_results(
                 Hook.TOOL_RESULT,
                 decode_tool_result(row),
                 lambda value, this=this, is_error=is_error: ToolResultContext(  # type: ignore[misc]
-                    history, step, run.session_id, run.run_id, leg.runtime_context, this, value, is_error
+                    history,
+                    step,
+                    run.session_id,
+                    run.run_id,
+                    leg.runtime_context,
+                    this,
+                    value,
+                    is_error,
+                    agent_path=leg.agent_path,
                 ),
                 step=step,
                 tool_call_id=plan.call.id,

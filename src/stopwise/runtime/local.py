@@ -32,6 +32,7 @@ from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreEr
 from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.hooks import for_sub_agent
 from stopwise.messages import (
     ORIGIN,
     Message,
@@ -312,21 +313,26 @@ class Runner:
     def __exit__(self, *exc: object) -> None:
         _sync(self.close, "'with Runner(...)' inside a running event loop; use 'async with Runner(...)'")
 
-    async def run_child(self, agent: Agent, input: str, ctx: RunContext) -> Any:
+    async def run_child(self, agent: Agent, input: str, ctx: RunContext, *, inherit_guardrails: bool = True) -> Any:
         """Run a sub-agent for a tool call of a parent run (see ``Agent.as_tool``).
 
         The child session is keyed on the parent's session and call, so when the parent's step is re-run
-        after a crash, a child that already finished is not run again and an interrupted one is resumed.
+        after a crash, a child that already finished is not run again and an interrupted one is resumed. The
+        child's loop has the parent's ``runtime_context``, the sub-agent path ``ctx.agent_path + (agent.name,)``
+        and, with ``inherit_guardrails``, its guardrails under the parent loop's.
         """
         session_id = f"{ctx.session_id}/{ctx.tool_call_id}"
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
-        if last is None:
-            result = await self.run(agent, input, session_id=session_id, runtime_context=ctx.runtime_context)
-            status, output, error = result.status, result.output, result.error
-            usage = result.usage + result.sub_usage
-        elif last.status is RunStatus.RUNNING:
-            result = await self.retry(agent, session_id, runtime_context=ctx.runtime_context)
+        if last is None or last.status is RunStatus.RUNNING:
+            if last is None:
+                leg = await self._start(agent, input, session_id, None, ctx.runtime_context)
+                leg.lease = self._lease(leg.run.run_id)
+            else:
+                leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
+            leg.agent_path = (*ctx.agent_path, agent.name)
+            leg.guardrails = for_sub_agent(agent.guardrails, ctx.guardrails if inherit_guardrails else None)
+            result = await _finish(self._observed(agent, self._leased(leg)))
             status, output, error = result.status, result.output, result.error
             usage = result.usage + result.sub_usage
         else:
