@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, 
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
+from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise.agent import Agent
 from stopwise.approvals import (
@@ -28,7 +29,7 @@ from stopwise.approvals import (
     Terminate,
 )
 from stopwise.context import RunContext
-from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreError
+from stopwise.errors import ConfigError, ForkNotAllowed, RetryNotAllowed, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
@@ -142,6 +143,51 @@ class Runner:
         """
         leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
         return await _finish(self._observed(agent, self._leased(leg)))
+
+    async def fork(
+        self,
+        agent: Agent,
+        session_id: str,
+        at_step: int,
+        *,
+        new_session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        message: str | Message | None = None,
+        runtime_context: Any = None,
+    ) -> RunResult:
+        """Continue the session's last run from its committed step ``at_step``, in a new session; the source
+        session is not touched (the log is append-only). A rewind is a fork at an earlier step.
+
+        The new session (``new_session_id``, else a fresh id) starts with a copy of the source's log up to that
+        step's commit and a note recording the fork (``stopwise.records.ForkRecord``); the forked run has a run
+        id of its own and continues as a run restored after a crash: its steps, usage, phase and decision
+        records (the stop guard's continues among them) are the log's at that step, so what the dropped steps
+        used is refunded. The log keeps no state per step: the fork starts from ``state``, else the source
+        session's current state. ``message``, if given, is appended as new input. The forked run holds this
+        runner's lease from its first write.
+
+        Raises ``RetryNotAllowed`` as ``retry()`` does for a session with no run of this agent, and
+        ``ForkNotAllowed`` for a step that is not committed or that suspended for approval, or a
+        ``new_session_id`` that exists. Either way nothing was written.
+        """
+        snapshot, last = await self._last_run(agent, session_id)
+        new_session_id = new_session_id or uuid.uuid4().hex
+        planned = plan_fork(snapshot, last, at_step, new_session_id, uuid.uuid4().hex)
+        if await self.store.load_session(new_session_id) is not None:
+            raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session")
+        fork_state = dict(snapshot.state if state is None else state)
+        lease = self._lease(planned.run.run_id)
+        first, *rest = planned.entries
+        # Entry by entry: a fork cut short reads as incomplete (no note) and retry() refuses it.
+        await self.store.start_run(planned.run, first, fork_state, lease)
+        for entry in rest:
+            await self.store.commit(entry, fork_state, planned.run if entry is planned.entries[-1] else None)
+        forked = await self.store.load_session(new_session_id)
+        assert forked is not None and forked.last_run is not None
+        new_input = _input_messages(message) if message is not None else ()
+        leg = restore_leg(agent, self.store, self, forked, forked.last_run, fresh_budget=False, new_input=new_input)
+        leg.lease = lease
+        return await _finish(self._observed(agent, self._leased(self._leg(leg, runtime_context))))
 
     async def resume(
         self,
@@ -436,6 +482,12 @@ class Runner:
         if last.status is RunStatus.SUSPENDED:
             raise RetryNotAllowed(
                 f"session {session_id!r}: run {last.run_id} is suspended for approval; call resume() instead"
+            )
+        fork = incomplete_fork(snapshot, last)
+        if fork is not None:
+            raise ForkNotAllowed(
+                f"session {session_id!r}: the fork of session {fork.source_session_id!r} at step {fork.at_step} "
+                "was not completely written; fork again into a new session"
             )
         new_input = _input_messages(message) if message is not None else ()
         # A crash (the record still reads running) resumes with the budget it had; a failure or a cancellation
