@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 
 from stopwise.errors import ForkNotAllowed
 from stopwise.records import ForkRecord, parse_records, to_data
-from stopwise.result import RunStatus
 from stopwise.stop.decision import Action
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 
@@ -54,11 +53,11 @@ def plan_fork(snapshot: SessionSnapshot, run: RunRecord, at_step: int, new_sessi
     )
     record = ForkRecord(run.session_id, run.run_id, at_step, cut)
     note = LogEntry(new_session_id, cut + 1, new_run_id, at_step, EntryKind.NOTE, (), records=to_data([record]))
+    # A new record reads running, as a run's start does (only apply_decision moves a status on).
     forked = RunRecord(
         new_run_id,
         new_session_id,
         run.agent,
-        RunStatus.RUNNING,
         steps=at_step,
         # A retry's fresh budget granted after the fork point is not the fork's; before it, it is kept.
         budget_base=min(run.budget_base, at_step),
