@@ -26,6 +26,7 @@ from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import Spent
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
 
 __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks", "usage_data"]
@@ -34,7 +35,7 @@ __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "st
 NEXT_PHASE = {Action.FORCE_OUTPUT: Phase.FORCED_OUTPUT, Action.WRAP_UP: Phase.WRAP_UP}
 
 
-KEPT = (StopGuardRecord, GuardrailRecord, GuardianDecision)
+KEPT = (StopGuardRecord, GuardrailRecord, GuardianDecision, ToolSwitchRecord)
 """Record types a leg keeps in memory: budgets, hysteresis and reports are counted from them."""
 
 
@@ -161,6 +162,10 @@ class Leg:
         self.steps = self.run.steps
         self.usage = self.run.usage
         self.text = self.run.text
+
+    def tools_off(self) -> frozenset[str]:
+        """The tools switched off in this run (``stopwise.tool_switches``), from its records."""
+        return switched_off(self.records)
 
     def history(self) -> tuple[Message, ...]:
         """``messages`` as a tuple, taken once per commit and shared by everything a step hands the history to

@@ -37,6 +37,17 @@ class RunContext:
     """The sub-agent path of the loop that called the tool; empty in a root run (``GuardrailContext.agent_path``)."""
     guardrails: Guardrails | None = None
     """The guardrails of the loop that called the tool: what a sub-agent it runs inherits (``Agent.as_tool``)."""
+    switched_off: list[str] = field(default_factory=list)
+    """Tools this call switched off (``switch_off``); they commit with the step's results."""
+
+    def switch_off(self, *names: str) -> None:
+        """Switch the named tools off for the rest of the run, from the step after this one (seed 000: a tool may
+        only switch tools off; a stop guard may switch them back on, ``stopwise.tool_switches``). Raises
+        ``TypeError`` for a name that is not a non-empty string."""
+        bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+        if bad or not names:
+            raise TypeError(f"switch_off takes tool names, got {names!r}")
+        self.switched_off.extend(names)
 
     @property
     def idempotency_key(self) -> str:

@@ -22,6 +22,7 @@ from stopwise.history import HistoryRecord
 from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.decision import Phase
 from stopwise.stop.guard import StopGuardRecord
+from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = [
     "ForkRecord",
@@ -106,6 +107,7 @@ LogRecord = (
     | HistoryRecord
     | StepIntent
     | ForkRecord
+    | ToolSwitchRecord
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -126,6 +128,7 @@ _TYPES[StepPlanRecord.TYPE] = StepPlanRecord
 _TYPES[HistoryRecord.TYPE] = HistoryRecord
 _TYPES[StepIntent.TYPE] = StepIntent
 _TYPES[ForkRecord.TYPE] = ForkRecord
+_TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

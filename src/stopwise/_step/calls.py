@@ -28,6 +28,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
+from stopwise.tool_switches import ToolSwitchRecord
 from stopwise.tools import ToolUnavailable, parse_args
 
 __all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "list_sources", "plan_calls"]
@@ -181,10 +182,13 @@ async def _plan(
     return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
-async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[list[Message], Usage]:
+async def execute_calls(
+    leg: Leg, step: int, plans: list[CallPlan], records: list[LogRecord] | None = None
+) -> tuple[list[Message], Usage]:
     """Run every call that has no answer yet, concurrently; answers keep the calls' order. Also returns the usage
-    of the sub-agents the calls ran (``RunContext.sub_usage``). Raises ``CallerCodeFailed`` (``tool_unavailable``)
-    when a tool's server could not be reached."""
+    of the sub-agents the calls ran (``RunContext.sub_usage``), and adds to ``records`` a ``ToolSwitchRecord`` per
+    call that switched tools off (``RunContext.switch_off``), in call order. Raises ``CallerCodeFailed``
+    (``tool_unavailable``) when a tool's server could not be reached."""
     run = leg.run
     limits = leg.agent.limits
     step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
@@ -219,6 +223,12 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[lis
     sub_usage = Usage()
     for ctx in contexts:
         sub_usage = sub_usage + ctx.sub_usage
+    if records is not None:
+        by_call = {ctx.tool_call_id: ctx for ctx in contexts}
+        switched = [by_call[p.call.id] for p in plans if p.call.id in by_call and by_call[p.call.id].switched_off]
+        records.extend(
+            ToolSwitchRecord("tool", step, off=tuple(c.switched_off), tool_call_id=c.tool_call_id) for c in switched
+        )
     return [row for row in rows if isinstance(row, Message)], sub_usage
 
 
