@@ -8,6 +8,7 @@ import os
 import socket
 import time
 import uuid
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
@@ -110,6 +111,7 @@ class Runner:
         self.on_event = on_event
         self.lease_seconds = float(lease_seconds)
         self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._companion_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     async def run(
         self,
@@ -359,20 +361,54 @@ class Runner:
     def __exit__(self, *exc: object) -> None:
         _sync(self.close, "'with Runner(...)' inside a running event loop; use 'async with Runner(...)'")
 
-    async def run_child(self, agent: Agent, input: str, ctx: RunContext, *, inherit_guardrails: bool = True) -> Any:
+    async def run_child(
+        self,
+        agent: Agent,
+        input: str,
+        ctx: RunContext,
+        *,
+        inherit_guardrails: bool = True,
+        companion: str | None = None,
+    ) -> Any:
         """Run a sub-agent for a tool call of a parent run (see ``Agent.as_tool``).
 
         The child session is keyed on the parent's session and call, so when the parent's step is re-run
         after a crash, a child that already finished is not run again and an interrupted one is resumed. The
         child's loop has the parent's ``runtime_context``, the sub-agent path ``ctx.agent_path + (agent.name,)``
         and, with ``inherit_guardrails``, its guardrails under the parent loop's.
+
+        With ``companion`` (a name: ``as_tool(persistent=True)`` passes the tool's) the child is a persistent
+        companion: each call is a new run in the companion's one session, so it remembers earlier rounds, and the
+        call's run is keyed on the parent's call (``ctx.idempotency_key``), so a re-run parent step finds it. A
+        companion whose last run did not complete (a cut-off fails it) is not continued: the next call re-spawns
+        it in a fresh session, without its memory (seed 002).
         """
+        if companion is not None:
+            # Calls of one batch to one companion take turns: each is a run of the companion's one session.
+            lock = self._companion_locks.setdefault(f"{ctx.session_id}/{companion}", asyncio.Lock())
+            async with lock:
+                session_id, run_id, last = await self._companion(companion, ctx)
+                return await self._child(agent, input, ctx, inherit_guardrails, session_id, run_id, last)
         session_id = f"{ctx.session_id}/{ctx.tool_call_id}"
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
+        return await self._child(agent, input, ctx, inherit_guardrails, session_id, None, last)
+
+    async def _child(
+        self,
+        agent: Agent,
+        input: str,
+        ctx: RunContext,
+        inherit_guardrails: bool,
+        session_id: str,
+        run_id: str | None,
+        last: RunRecord | None,
+    ) -> Any:
+        """The sub-agent's call in ``session_id``: a new run (``last`` None), its crashed run continued, or the
+        finished run's output."""
         if last is None or last.status is RunStatus.RUNNING:
             if last is None:
-                leg = await self._start(agent, input, session_id, None, ctx.runtime_context)
+                leg = await self._start(agent, input, session_id, None, ctx.runtime_context, run_id)
                 leg.lease = self._lease(leg.run.run_id)
             else:
                 leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
@@ -389,6 +425,24 @@ class Runner:
         if status is RunStatus.COMPLETED:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
+
+    async def _companion(self, name: str, ctx: RunContext) -> tuple[str, str, RunRecord | None]:
+        """Where a persistent companion's call runs: its session, its run id, and its run when the parent's step
+        is re-run (None: start it). The companion's session is ``"{parent_session}/companion:{name}"``; once its
+        last run did not complete, the call goes to the next generation's (``...#2``, ``#3``): a fresh one."""
+        run_id = uuid.uuid5(uuid.NAMESPACE_URL, f"stopwise-companion:{ctx.idempotency_key}").hex
+        own = await self.store.get_run(run_id)
+        if own is not None:
+            return own.session_id, run_id, own
+        base = f"{ctx.session_id}/companion:{name}"
+        generation = 1
+        while True:
+            session_id = base if generation == 1 else f"{base}#{generation}"
+            snapshot = await self.store.load_session(session_id)
+            last = None if snapshot is None else snapshot.last_run
+            if last is None or last.status is RunStatus.COMPLETED:
+                return session_id, run_id, None
+            generation += 1
 
     async def open_leg(
         self,
