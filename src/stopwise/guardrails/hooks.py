@@ -212,7 +212,7 @@ def for_sub_agent(own: Guardrails | None, parent: Guardrails | None) -> Guardrai
     reaches the parent as a tool result, which the parent's tool-result hook judges. Receipts follow the
     sub-agent's settings, or the parent's when it has no guardrails of its own.
     """
-    if parent is None:
+    if parent is None or not any(parent.chains[h] for h in _INHERITED):
         return own
     base = own if own is not None else parent
     inherited = {h: parent.chains[h] + (own.chains[h] if own is not None else ()) for h in _INHERITED}
