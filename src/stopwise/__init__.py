@@ -71,6 +71,7 @@ from stopwise.stop import (
     text_contains,
 )
 from stopwise.store import MemoryStore, SQLiteStore, Store
+from stopwise.tool_switches import ToolSwitch
 from stopwise.tools import Risk, Tool, ToolError, tool
 
 __version__ = "0.1.0"
@@ -121,6 +122,7 @@ __all__ = [
     "StopGuardReport",
     "finish_nudge",
     "FinishEvidence",
+    "ToolSwitch",
     # guardrails (built-ins in stopwise.guardrails)
     "Guardrails",
     "Pass",

@@ -16,6 +16,7 @@ from stopwise.approvals import PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.guardian.records import GuardianDecision, judge_usage
+from stopwise.guardrails.hooks import Guardrails
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
@@ -25,6 +26,7 @@ from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import Spent
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
 
 __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "streaks", "usage_data"]
@@ -33,7 +35,7 @@ __all__ = ["KEPT", "NEXT_PHASE", "CallPlan", "Leg", "Settle", "restore_leg", "st
 NEXT_PHASE = {Action.FORCE_OUTPUT: Phase.FORCED_OUTPUT, Action.WRAP_UP: Phase.WRAP_UP}
 
 
-KEPT = (StopGuardRecord, GuardrailRecord, GuardianDecision)
+KEPT = (StopGuardRecord, GuardrailRecord, GuardianDecision, ToolSwitchRecord)
 """Record types a leg keeps in memory: budgets, hysteresis and reports are counted from them."""
 
 
@@ -121,6 +123,8 @@ class Leg:
     """``messages`` as a tuple, with the list it was taken of (``history()``)."""
     """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
+    agent_path: tuple[str, ...] = ()
+    """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""
     clock: Callable[[], float] = time.time
     stream_text: bool = False
     """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
@@ -142,6 +146,9 @@ class Leg:
     output_retries: int = 0
     """Retries an output validator asked for since this run's budget began (``Action.RETRY_OUTPUT``), from the log."""
     system: tuple[Message, ...] = field(init=False)
+    guardrails: Guardrails | None = field(init=False)
+    """The guardrails this loop runs: the agent's own, or for a sub-agent its own under its parent's
+    (``guardrails.hooks.for_sub_agent``; the runner sets them)."""
     tools: dict[str, Tool] = field(init=False)
     """The tools of this leg: the agent's own, then those its sources listed when the leg began."""
     tool_specs: tuple[ToolSpec, ...] = field(init=False)
@@ -153,11 +160,16 @@ class Leg:
 
     def __post_init__(self) -> None:
         self.system = (Message(Role.SYSTEM, self.agent.instructions),) if self.agent.instructions else ()
+        self.guardrails = self.agent.guardrails
         self.tools = dict(self.agent.tool_map)
         self.tool_specs = self.agent.tool_specs
         self.steps = self.run.steps
         self.usage = self.run.usage
         self.text = self.run.text
+
+    def tools_off(self) -> frozenset[str]:
+        """The tools switched off in this run (``stopwise.tool_switches``), from its records."""
+        return switched_off(self.records)
 
     def history(self) -> tuple[Message, ...]:
         """``messages`` as a tuple, taken once per commit and shared by everything a step hands the history to

@@ -33,7 +33,7 @@ from stopwise._step.calls import (
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.output import run_max_steps_handler, run_validators
 from stopwise._step.prepare import Prepared, prepare
-from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record
+from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
 from stopwise.events import (
@@ -218,7 +218,7 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
     """Run the input guardrails on ``history``; a block ends the run here (its note committed with the record),
     a rewrite replaces ``entry`` with one that records the rewritten history."""
     run = leg.run
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.INPUT):
         return _InputChecked([], history, entry)
     try:
@@ -226,7 +226,9 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
             guardrails,
             Hook.INPUT,
             history,
-            lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, leg.runtime_context),
+            lambda msgs: InputContext(
+                msgs, None, run.session_id, run.run_id, leg.runtime_context, agent_path=leg.agent_path
+            ),
             step=None,
         )
     except (GuardrailRaised, GuardrailError) as exc:
@@ -323,7 +325,7 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
             await _write_intent(leg, step)
     step.plans, step.refused = plan_batch(leg, step.plans)
     step.ran = sum(1 for p in step.plans if p.row is None)
-    rows, step.sub_usage = await execute_calls(leg, step.number, step.plans)
+    rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
     step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
     if failed is not None:
         # The tools ran: the step commits (their results withheld) as the run's ending, never vanishes.
@@ -629,7 +631,7 @@ async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
 async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
     """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
     the run record carry it); a block replaces the text and the resolver records ``guardrail_output``."""
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.OUTPUT):
         return decided
     step, run = decided.step, leg.run
@@ -639,7 +641,9 @@ async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
             guardrails,
             Hook.OUTPUT,
             step.reply.text,
-            lambda text: OutputContext(history, step.number, run.session_id, run.run_id, leg.runtime_context, text),
+            lambda text: OutputContext(
+                history, step.number, run.session_id, run.run_id, leg.runtime_context, text, agent_path=leg.agent_path
+            ),
             step=step.number,
         )
     except (GuardrailRaised, GuardrailError) as exc:
@@ -670,6 +674,8 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
     step, decision = decided.step, decided.decision
     if step.guard is not None:
         step.records.append(guard_record(leg, step.number, step.guard, decision))
+        if guard_rows_kept(step.guard, decision):
+            step.records.extend(guard_switches(step.number, step.guard))
     pending, request = _suspension(leg, step, decision)
     if request is not None:
         step.records.append(request)
@@ -731,7 +737,7 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     rows.extend(step.rows)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
-    if step.guard is not None and (step.guard[0].kind != "continue" or decision.action is Action.CONTINUE):
+    if step.guard is not None and guard_rows_kept(step.guard, decision):
         rows.extend(step.guard[0].rows)
     if decision.action is Action.FORCE_OUTPUT:
         why = f" ({decision.detail})" if decision.detail else ""

@@ -219,16 +219,33 @@ class Agent:
         timeout: float | None = None,
         risk: Risk | str = Risk.UNKNOWN,
         needs_approval: bool = False,
+        inherit_guardrails: bool = True,
+        persistent: bool = False,
     ) -> Tool:
         """This agent as a tool of another. It runs on the parent's runner and store, in a child session
         keyed on the parent's session and call, so a re-run step reuses a child that already finished.
 
+        The child sees the parent's ``runtime_context``, and its guardrail contexts carry its sub-agent path
+        (``agent_path``). With ``inherit_guardrails`` (the default) the parent loop's tool-call and tool-result
+        guardrails run in the child's loop before its own (``guardrails.hooks.for_sub_agent``); ``False`` keeps
+        only the child's own.
+
+        ``persistent=True`` makes the child a persistent companion of the parent's session: every call is a new
+        run in one companion session, so the child remembers earlier rounds; a companion whose last run did not
+        complete (a cut-off fails it) is re-spawned fresh, without that memory, on the next call (seed 002).
+
         A child that fails (a cut-off included) reaches the parent's model as ``{"error": message}``.
         """
         child = self
+        for flag, value in (("inherit_guardrails", inherit_guardrails), ("persistent", persistent)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"as_tool.{flag}", f"must be True or False, got {value!r}")
+        companion = (name or self.name) if persistent else None
 
         async def run_agent(input: str, ctx: RunContext) -> Any:
-            return await ctx.runner.run_child(child, input, ctx)
+            return await ctx.runner.run_child(
+                child, input, ctx, inherit_guardrails=inherit_guardrails, companion=companion
+            )
 
         run_agent.__name__ = name or self.name
         doc = description or f"Delegate a task to the agent {self.name!r}. Pass the task as `input`."

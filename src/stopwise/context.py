@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import Usage
+
+if TYPE_CHECKING:
+    from stopwise.guardrails.hooks import Guardrails
 
 __all__ = ["RunContext"]
 
@@ -30,6 +33,21 @@ class RunContext:
     sub_usage: Usage = field(default_factory=Usage)
     """Model usage of the sub-agents this call ran (``Agent.as_tool`` adds it): the parent's token budgets count
     it, and ``RunResult.sub_usage`` reports it apart from the parent's own ``usage``."""
+    agent_path: tuple[str, ...] = ()
+    """The sub-agent path of the loop that called the tool; empty in a root run (``GuardrailContext.agent_path``)."""
+    guardrails: Guardrails | None = None
+    """The guardrails of the loop that called the tool: what a sub-agent it runs inherits (``Agent.as_tool``)."""
+    switched_off: list[str] = field(default_factory=list)
+    """Tools this call switched off (``switch_off``); they commit with the step's results."""
+
+    def switch_off(self, *names: str) -> None:
+        """Switch the named tools off for the rest of the run, from the step after this one (seed 000: a tool may
+        only switch tools off; a stop guard may switch them back on, ``stopwise.tool_switches``). Raises
+        ``TypeError`` for a name that is not a non-empty string."""
+        bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+        if bad or not names:
+            raise TypeError(f"switch_off takes tool names, got {names!r}")
+        self.switched_off.extend(names)
 
     @property
     def idempotency_key(self) -> str:

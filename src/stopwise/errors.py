@@ -17,6 +17,7 @@ __all__ = [
     "ErrorCategory",
     "ErrorCode",
     "ErrorDetail",
+    "ForkNotAllowed",
     "ModelError",
     "ModelScriptExhausted",
     "RetryNotAllowed",
@@ -130,6 +131,11 @@ class ModelError(StopwiseError):
 
 class RetryNotAllowed(StopwiseError):
     """``retry()`` was asked for a session that has nothing to continue."""
+
+
+class ForkNotAllowed(RetryNotAllowed):
+    """``fork()`` was asked for a step the run cannot be continued from (not committed, or suspended), into a
+    session that already exists, or ``retry()`` for a fork that was not completely written. Nothing was written."""
 
 
 class RunLeased(StopwiseError):

@@ -1,10 +1,10 @@
 """The typed records a step commits with its rows: one tagged union, and its one decoder.
 
 Each decider owns the typed form of its records (``GuardrailRecord``, ``ToolReceipt``, ``StopGuardRecord``,
-``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); the loop's own record, the
-write-ahead ``StepIntent``, lives here. This module names the union and converts at the store's boundary: the
-store keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and everything above it reads them
-through ``parse_records``. A record of a type this
+``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); the loop's own records, the
+write-ahead ``StepIntent`` and a forked session's ``ForkRecord``, live here. This module names the union and
+converts at the store's boundary: the store keeps records as JSON data with a ``"type"`` tag
+(``LogEntry.records``), and everything above it reads them through ``parse_records``. A record of a type this
 version does not know (a newer writer) is kept as ``UnknownRecord`` and written back unchanged.
 """
 
@@ -22,8 +22,10 @@ from stopwise.history import HistoryRecord
 from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.decision import Phase
 from stopwise.stop.guard import StopGuardRecord
+from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = [
+    "ForkRecord",
     "LogRecord",
     "StepIntent",
     "ToolReceipt",
@@ -67,6 +69,32 @@ class StepIntent:
         return cls(tuple(PlannedCall.from_data(c) for c in d.get("calls", ())), Phase(d.get("phase", "normal")))
 
 
+@dataclass(frozen=True, slots=True)
+class ForkRecord:
+    """Where a forked session came from (``Runner.fork``): its log up to ``source_seq`` is a copy of the source
+    session's, which ends with the commit of ``at_step`` of the source run. The last entry of a fork's copy
+    (a ``note``) carries it; a forked session without it was not completely written."""
+
+    TYPE: ClassVar[str] = "fork"
+    source_session_id: str
+    source_run_id: str
+    at_step: int
+    source_seq: int
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "type": self.TYPE,
+            "source_session_id": self.source_session_id,
+            "source_run_id": self.source_run_id,
+            "at_step": self.at_step,
+            "source_seq": self.source_seq,
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> ForkRecord:
+        return cls(str(d["source_session_id"]), str(d["source_run_id"]), int(d["at_step"]), int(d["source_seq"]))
+
+
 LogRecord = (
     GuardrailRecord
     | StopGuardRecord
@@ -78,6 +106,8 @@ LogRecord = (
     | StepPlanRecord
     | HistoryRecord
     | StepIntent
+    | ForkRecord
+    | ToolSwitchRecord
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -97,6 +127,8 @@ _TYPES: dict[str, Any] = {
 _TYPES[StepPlanRecord.TYPE] = StepPlanRecord
 _TYPES[HistoryRecord.TYPE] = HistoryRecord
 _TYPES[StepIntent.TYPE] = StepIntent
+_TYPES[ForkRecord.TYPE] = ForkRecord
+_TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

@@ -35,6 +35,8 @@ class StepContext:
     """The session's custom state (read-only)."""
     forced: bool
     """The call is a forced-output or wrap-up call: tools are off whatever the plan says."""
+    tools_off: frozenset[str] = frozenset()
+    """The tools switched off in this run (``stopwise.tool_switches``): not offered whatever the plan says."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
+from stopwise.tool_switches import ToolSwitchRecord
 from stopwise.tools import ToolUnavailable, parse_args
 
 __all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "list_sources", "plan_calls"]
@@ -101,7 +102,7 @@ async def plan_calls(
             for c in reply.tool_calls
         ]
     row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history: without one, the step copies none of it.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
     plans = []
@@ -134,7 +135,7 @@ async def _plan(
     args = parse_args(call, t.name)
     if isinstance(args, Message):
         return CallPlan(call, t, None, args)
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is not None and history is not None:
         run = leg.run
         try:
@@ -143,7 +144,13 @@ async def _plan(
                 Hook.TOOL_CALL,
                 args,
                 lambda a: ToolCallContext(
-                    history, step, run.session_id, run.run_id, leg.runtime_context, replace(call, args=a)
+                    history,
+                    step,
+                    run.session_id,
+                    run.run_id,
+                    leg.runtime_context,
+                    replace(call, args=a),
+                    agent_path=leg.agent_path,
                 ),
                 step=step,
                 tool_call_id=call.id,
@@ -175,10 +182,13 @@ async def _plan(
     return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
-async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[list[Message], Usage]:
+async def execute_calls(
+    leg: Leg, step: int, plans: list[CallPlan], records: list[LogRecord] | None = None
+) -> tuple[list[Message], Usage]:
     """Run every call that has no answer yet, concurrently; answers keep the calls' order. Also returns the usage
-    of the sub-agents the calls ran (``RunContext.sub_usage``). Raises ``CallerCodeFailed`` (``tool_unavailable``)
-    when a tool's server could not be reached."""
+    of the sub-agents the calls ran (``RunContext.sub_usage``), and adds to ``records`` a ``ToolSwitchRecord`` per
+    call that switched tools off (``RunContext.switch_off``), in call order. Raises ``CallerCodeFailed``
+    (``tool_unavailable``) when a tool's server could not be reached."""
     run = leg.run
     limits = leg.agent.limits
     step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
@@ -188,7 +198,17 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[lis
         if plan.row is not None:
             return plan.row
         assert plan.tool is not None and plan.args is not None
-        ctx = RunContext(run.session_id, run.run_id, step, plan.call.id, leg.state, leg.runner, leg.runtime_context)
+        ctx = RunContext(
+            run.session_id,
+            run.run_id,
+            step,
+            plan.call.id,
+            leg.state,
+            leg.runner,
+            leg.runtime_context,
+            agent_path=leg.agent_path,
+            guardrails=leg.guardrails,
+        )
         contexts.append(ctx)
         try:
             return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
@@ -203,6 +223,12 @@ async def execute_calls(leg: Leg, step: int, plans: list[CallPlan]) -> tuple[lis
     sub_usage = Usage()
     for ctx in contexts:
         sub_usage = sub_usage + ctx.sub_usage
+    if records is not None:
+        by_call = {ctx.tool_call_id: ctx for ctx in contexts}
+        switched = [by_call[p.call.id] for p in plans if p.call.id in by_call and by_call[p.call.id].switched_off]
+        records.extend(
+            ToolSwitchRecord("tool", step, off=tuple(c.switched_off), tool_call_id=c.tool_call_id) for c in switched
+        )
     return [row for row in rows if isinstance(row, Message)], sub_usage
 
 
@@ -215,7 +241,7 @@ async def guard_results(
     A guardrail that raises cannot end the step unlogged: its tools ran. That result and every later unjudged
     one are withheld (a notice row for the model, a receipt record for audit), and the failure comes back with
     the rows for the step to commit as the run's ending (seed 003)."""
-    guardrails = leg.agent.guardrails
+    guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
         return rows, None
     run = leg.run
@@ -237,7 +263,15 @@ async def guard_results(
                 Hook.TOOL_RESULT,
                 decode_tool_result(row),
                 lambda value, this=this, is_error=is_error: ToolResultContext(  # type: ignore[misc]
-                    history, step, run.session_id, run.run_id, leg.runtime_context, this, value, is_error
+                    history,
+                    step,
+                    run.session_id,
+                    run.run_id,
+                    leg.runtime_context,
+                    this,
+                    value,
+                    is_error,
+                    agent_path=leg.agent_path,
                 ),
                 step=step,
                 tool_call_id=plan.call.id,

@@ -44,10 +44,20 @@ async def prepare(leg: Leg, number: int, phase: Phase) -> Prepared:
     """The call's settings. Raises ``CallerCodeFailed`` (``prepare_step_failed``) when ``prepare_step`` raises or
     returns something that is not a valid ``StepPlan``, and (``history_processor_failed``) when a history processor
     raises or returns anything but messages."""
-    prepared = await _planned(leg, number, phase)
+    prepared = _switched(leg, await _planned(leg, number, phase))
     if not leg.agent.history_processors:
         return prepared
     return await _bounded(leg, number, prepared)
+
+
+def _switched(leg: Leg, prepared: Prepared) -> Prepared:
+    """``prepared`` without the tools switched off in this run (``stopwise.tool_switches``)."""
+    off = leg.tools_off()
+    if not off:
+        return prepared
+    offered = frozenset(prepared.offered if prepared.offered is not None else leg.tools) - off
+    specs = tuple(s for s in prepared.tools if s.name in offered)
+    return replace(prepared, tools=specs, offered=offered)
 
 
 async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
@@ -81,7 +91,12 @@ async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
     if fn is None:
         return defaults
     ctx = StepContext(
-        number, leg.steps_used, leg.history(), MappingProxyType(dict(leg.state)), phase is not Phase.NORMAL
+        number,
+        leg.steps_used,
+        leg.history(),
+        MappingProxyType(dict(leg.state)),
+        phase is not Phase.NORMAL,
+        leg.tools_off(),
     )
     try:
         plan = fn(ctx)

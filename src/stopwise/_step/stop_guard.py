@@ -20,8 +20,17 @@ from stopwise.stop.guard import (
     guard_report,
     settle,
 )
+from stopwise.tool_switches import ToolSwitchRecord
 
-__all__ = ["ask_guard", "consult_guard", "guard_applies", "guard_event", "guard_record"]
+__all__ = [
+    "ask_guard",
+    "consult_guard",
+    "guard_applies",
+    "guard_event",
+    "guard_record",
+    "guard_rows_kept",
+    "guard_switches",
+]
 
 
 def guard_applies(leg: Leg, reply: Reply, phase: Phase) -> bool:
@@ -54,7 +63,14 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
         max_continues=guard.max_continues,
     )
     budget_left = used < guard.max_continues and phase is Phase.NORMAL
-    return await ask_guard(guard, ctx), budget_left
+    outcome = await ask_guard(guard, ctx)
+    unknown = sorted({n for s in outcome.switches for n in (*s.on, *s.off)} - leg.tools.keys())
+    if unknown:
+        # An invalid verdict: like any other, nothing of the consultation commits.
+        outcome = StopGuardOutcome(
+            "error", f"invalid verdict: ToolSwitch names tools the agent does not have: {unknown}"
+        )
+    return outcome, budget_left
 
 
 async def ask_guard(guard: StopGuard, ctx: StopGuardContext) -> StopGuardOutcome:
@@ -87,6 +103,17 @@ def guard_record(leg: Leg, step: int, guard: tuple[StopGuardOutcome, bool], deci
     outcome, _ = guard
     name = leg.agent.stop_guard.name if leg.agent.stop_guard is not None else GUARD_SOURCE
     return StopGuardRecord(guard_event(outcome.kind, decision), name, step, outcome.message or None, outcome.usage)
+
+
+def guard_rows_kept(guard: tuple[StopGuardOutcome, bool], decision: StopDecision) -> bool:
+    """Whether the guard's rows and tool switches commit with the step: whatever it decided, except a continue
+    refused for budget (nobody would act on them)."""
+    return guard[0].kind != "continue" or decision.action is Action.CONTINUE
+
+
+def guard_switches(step: int, guard: tuple[StopGuardOutcome, bool]) -> list[ToolSwitchRecord]:
+    """The guard's tool switches, as the step's records."""
+    return [ToolSwitchRecord("stop_guard", step, s.on, s.off) for s in guard[0].switches]
 
 
 def guard_event(kind: str, decision: StopDecision) -> GuardEvent:

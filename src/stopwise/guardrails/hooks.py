@@ -37,6 +37,7 @@ __all__ = [
     "OutputContext",
     "ToolCallContext",
     "ToolResultContext",
+    "for_sub_agent",
     "named",
 ]
 
@@ -55,7 +56,11 @@ class GuardrailContext:
     session_id: str
     run_id: str
     runtime_context: Any
-    """The caller's per-run object from ``run(..., runtime_context=...)``: never persisted or serialised."""
+    """The caller's per-run object from ``run(..., runtime_context=...)``: never persisted or serialised. A
+    sub-agent's loop sees its parent's."""
+    agent_path: tuple[str, ...] = field(default=(), kw_only=True)
+    """The sub-agent path of the evaluating loop: the names of the agents from the root run's sub-agent down to
+    the agent whose loop asks (``("researcher", "fetcher")``); empty at the root run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +200,38 @@ class Guardrails:
 
     def has(self, hook: Hook) -> bool:
         return bool(self.chains[hook])
+
+
+def for_sub_agent(own: Guardrails | None, parent: Guardrails | None) -> Guardrails | None:
+    """The guardrails of a sub-agent's loop: its ``own``, under the ``parent`` loop's (seed 003: guardrails are
+    a run-level option, so a delegated task never silently drops a defence).
+
+    On the tool-call and tool-result hooks the parent's chain runs first, then the sub-agent's own (a parent's
+    block short-circuits the rest); each link keeps its name and time limit. The input and output hooks stay
+    the sub-agent's own: the input hook runs once per run leg, not once per sub-agent, and the sub-agent's answer
+    reaches the parent as a tool result, which the parent's tool-result hook judges. Receipts follow the
+    sub-agent's settings, or the parent's when it has no guardrails of its own.
+    """
+    if parent is None or not any(parent.chains[h] for h in _INHERITED):
+        return own
+    base = own if own is not None else parent
+    inherited = {h: parent.chains[h] + (own.chains[h] if own is not None else ()) for h in _INHERITED}
+    merged = Guardrails(
+        on_input=None if own is None else own.on_input,
+        on_tool_call=tuple(link.fn for link in inherited[Hook.TOOL_CALL]) or None,
+        on_tool_result=tuple(link.fn for link in inherited[Hook.TOOL_RESULT]) or None,
+        on_output=None if own is None else own.on_output,
+        timeout=base.timeout,
+        receipt_hmac_key=base.receipt_hmac_key,
+        store_redacted_results_in_clear=base.store_redacted_results_in_clear,
+    )
+    # The chains built from the merged lists would renumber an anonymous rule and give every link one limit.
+    object.__setattr__(merged, "chains", {**merged.chains, **inherited})
+    return merged
+
+
+_INHERITED = (Hook.TOOL_CALL, Hook.TOOL_RESULT)
+"""The hooks a sub-agent's loop takes from its parent's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,12 @@ import os
 import socket
 import time
 import uuid
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
+from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise._results import result_from_log
 from stopwise.agent import Agent
@@ -29,10 +31,11 @@ from stopwise.approvals import (
     Terminate,
 )
 from stopwise.context import RunContext
-from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreError
+from stopwise.errors import ConfigError, ForkNotAllowed, RetryNotAllowed, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
+from stopwise.guardrails.hooks import for_sub_agent
 from stopwise.messages import (
     ORIGIN,
     Message,
@@ -108,6 +111,7 @@ class Runner:
         self.on_event = on_event
         self.lease_seconds = float(lease_seconds)
         self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._companion_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     async def run(
         self,
@@ -141,6 +145,51 @@ class Runner:
         """
         leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
         return await _finish(self._observed(agent, self._leased(leg)))
+
+    async def fork(
+        self,
+        agent: Agent,
+        session_id: str,
+        at_step: int,
+        *,
+        new_session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        message: str | Message | None = None,
+        runtime_context: Any = None,
+    ) -> RunResult:
+        """Continue the session's last run from its committed step ``at_step``, in a new session; the source
+        session is not touched (the log is append-only). A rewind is a fork at an earlier step.
+
+        The new session (``new_session_id``, else a fresh id) starts with a copy of the source's log up to that
+        step's commit and a note recording the fork (``stopwise.records.ForkRecord``); the forked run has a run
+        id of its own and continues as a run restored after a crash: its steps, usage, phase and decision
+        records (the stop guard's continues among them) are the log's at that step, so what the dropped steps
+        used is refunded. The log keeps no state per step: the fork starts from ``state``, else the source
+        session's current state. ``message``, if given, is appended as new input. The forked run holds this
+        runner's lease from its first write.
+
+        Raises ``RetryNotAllowed`` as ``retry()`` does for a session with no run of this agent, and
+        ``ForkNotAllowed`` for a step that is not committed or that suspended for approval, or a
+        ``new_session_id`` that exists. Either way nothing was written.
+        """
+        snapshot, last = await self._last_run(agent, session_id)
+        new_session_id = new_session_id or uuid.uuid4().hex
+        planned = plan_fork(snapshot, last, at_step, new_session_id, uuid.uuid4().hex)
+        if await self.store.load_session(new_session_id) is not None:
+            raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session")
+        fork_state = dict(snapshot.state if state is None else state)
+        lease = self._lease(planned.run.run_id)
+        first, *rest = planned.entries
+        # Entry by entry: a fork cut short reads as incomplete (no note) and retry() refuses it.
+        await self.store.start_run(planned.run, first, fork_state, lease)
+        for entry in rest:
+            await self.store.commit(entry, fork_state, planned.run if entry is planned.entries[-1] else None)
+        forked = await self.store.load_session(new_session_id)
+        assert forked is not None and forked.last_run is not None
+        new_input = _input_messages(message) if message is not None else ()
+        leg = restore_leg(agent, self.store, self, forked, forked.last_run, fresh_budget=False, new_input=new_input)
+        leg.lease = lease
+        return await _finish(self._observed(agent, self._leased(self._leg(leg, runtime_context))))
 
     async def resume(
         self,
@@ -312,20 +361,62 @@ class Runner:
     def __exit__(self, *exc: object) -> None:
         _sync(self.close, "'with Runner(...)' inside a running event loop; use 'async with Runner(...)'")
 
-    async def run_child(self, agent: Agent, input: str, ctx: RunContext) -> Any:
+    async def run_child(
+        self,
+        agent: Agent,
+        input: str,
+        ctx: RunContext,
+        *,
+        inherit_guardrails: bool = True,
+        companion: str | None = None,
+    ) -> Any:
         """Run a sub-agent for a tool call of a parent run (see ``Agent.as_tool``).
 
         The child session is keyed on the parent's session and call, so when the parent's step is re-run
-        after a crash, a child that already finished is not run again and an interrupted one is resumed.
+        after a crash, a child that already finished is not run again and an interrupted one is resumed. The
+        child's loop has the parent's ``runtime_context``, the sub-agent path ``ctx.agent_path + (agent.name,)``
+        and, with ``inherit_guardrails``, its guardrails under the parent loop's.
+
+        With ``companion`` (a name: ``as_tool(persistent=True)`` passes the tool's) the child is a persistent
+        companion: each call is a new run in the companion's one session, so it remembers earlier rounds, and the
+        call's run is keyed on the parent's call (``ctx.idempotency_key``), so a re-run parent step finds it. A
+        companion whose last run did not complete (a cut-off fails it) is not continued: the next call re-spawns
+        it in a fresh session, without its memory (seed 002).
         """
+        if companion is not None:
+            # Calls of one batch to one companion take turns: each is a run of the companion's one session.
+            lock = self._companion_locks.setdefault(f"{ctx.session_id}/{companion}", asyncio.Lock())
+            async with lock:
+                session_id, run_id, last = await self._companion(companion, ctx)
+                return await self._child(agent, input, ctx, inherit_guardrails, session_id, run_id, last)
         session_id = f"{ctx.session_id}/{ctx.tool_call_id}"
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
-        if last is None:
-            result = await self.run(agent, input, session_id=session_id, runtime_context=ctx.runtime_context)
-        elif last.status is RunStatus.RUNNING:
-            result = await self.retry(agent, session_id, runtime_context=ctx.runtime_context)
+        return await self._child(agent, input, ctx, inherit_guardrails, session_id, None, last)
+
+    async def _child(
+        self,
+        agent: Agent,
+        input: str,
+        ctx: RunContext,
+        inherit_guardrails: bool,
+        session_id: str,
+        run_id: str | None,
+        last: RunRecord | None,
+    ) -> Any:
+        """The sub-agent's call in ``session_id``: a new run (``last`` None), its crashed run continued, or the
+        finished run's output."""
+        if last is None or last.status is RunStatus.RUNNING:
+            if last is None:
+                leg = await self._start(agent, input, session_id, None, ctx.runtime_context, run_id)
+                leg.lease = self._lease(leg.run.run_id)
+            else:
+                leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
+            leg.agent_path = (*ctx.agent_path, agent.name)
+            leg.guardrails = for_sub_agent(agent.guardrails, ctx.guardrails if inherit_guardrails else None)
+            result = await _finish(self._observed(agent, self._leased(leg)))
         else:
+            snapshot = await self.store.load_session(session_id)
             assert snapshot is not None
             result = result_from_log(agent, snapshot, last)
         status, output, error, usage = result.status, result.output, result.error, result.total_usage
@@ -334,6 +425,24 @@ class Runner:
         if status is RunStatus.COMPLETED:
             return output
         raise ToolError(error.message if error is not None else f"sub-agent {agent.name!r} ended {status}")
+
+    async def _companion(self, name: str, ctx: RunContext) -> tuple[str, str, RunRecord | None]:
+        """Where a persistent companion's call runs: its session, its run id, and its run when the parent's step
+        is re-run (None: start it). The companion's session is ``"{parent_session}/companion:{name}"``; once its
+        last run did not complete, the call goes to the next generation's (``...#2``, ``#3``): a fresh one."""
+        run_id = uuid.uuid5(uuid.NAMESPACE_URL, f"stopwise-companion:{ctx.idempotency_key}").hex
+        own = await self.store.get_run(run_id)
+        if own is not None:
+            return own.session_id, run_id, own
+        base = f"{ctx.session_id}/companion:{name}"
+        generation = 1
+        while True:
+            session_id = base if generation == 1 else f"{base}#{generation}"
+            snapshot = await self.store.load_session(session_id)
+            last = None if snapshot is None else snapshot.last_run
+            if last is None or last.status is RunStatus.COMPLETED:
+                return session_id, run_id, None
+            generation += 1
 
     async def open_leg(
         self,
@@ -428,6 +537,12 @@ class Runner:
         if last.status is RunStatus.SUSPENDED:
             raise RetryNotAllowed(
                 f"session {session_id!r}: run {last.run_id} is suspended for approval; call resume() instead"
+            )
+        fork = incomplete_fork(snapshot, last)
+        if fork is not None:
+            raise ForkNotAllowed(
+                f"session {session_id!r}: the fork of session {fork.source_session_id!r} at step {fork.at_step} "
+                "was not completely written; fork again into a new session"
             )
         new_input = _input_messages(message) if message is not None else ()
         # A crash (the record still reads running) resumes with the budget it had; a failure or a cancellation

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError, StopGuardExpired
 from stopwise.messages import AUTOMATED, AUTOMATED_LABEL, Message, Reply, Role, StopReason, Usage, automated_feedback
+from stopwise.tool_switches import ToolSwitch
 
 __all__ = [
     "Continue",
@@ -43,10 +44,11 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class Continue:
-    """Take one more step. Needs ``feedback`` or at least one context item (here or via ``add_context``)."""
+    """Take one more step. Needs ``feedback`` or at least one context item (here or via ``add_context``): a row,
+    or a ``ToolSwitch``."""
 
     feedback: str | None = None
-    context: Sequence[str | Message] = ()
+    context: Sequence[str | Message | ToolSwitch] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ class StopGuard:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.check))
 
 
-def _guard_row(item: str | Message) -> Message:
+def _guard_row(item: object) -> Message:
     if isinstance(item, str):
         if not item.strip():
             raise InvalidVerdict("a context item is an empty string")
@@ -121,7 +123,15 @@ def _guard_row(item: str | Message) -> Message:
         # The model must never read a guard's words as the user's: a message gets the same label as feedback.
         content = item.content if item.content.startswith(AUTOMATED_LABEL) else AUTOMATED_LABEL + item.content
         return Message(Role.USER, content, metadata=meta)
-    raise InvalidVerdict(f"a context item must be a str or a user Message, got {type(item).__name__}")
+    raise InvalidVerdict(f"a context item must be a str, a user Message or a ToolSwitch, got {type(item).__name__}")
+
+
+def _add(items: Iterable[object], rows: list[Message], switches: list[ToolSwitch]) -> None:
+    for item in items:
+        if isinstance(item, ToolSwitch):
+            switches.append(item)
+        else:
+            rows.append(_guard_row(item))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +173,7 @@ class StopGuardContext:
         self.continues_used = continues_used
         self.continues_left = max(0, max_continues - continues_used)
         self._rows: list[Message] = []
+        self._switches: list[ToolSwitch] = []
         self._closed = False
         self._usage = Usage()
 
@@ -186,13 +197,14 @@ class StopGuardContext:
         self._check_open()
         fn(self._draft)
 
-    def add_context(self, items: Iterable[str | Message]) -> None:
+    def add_context(self, items: Iterable[str | Message | ToolSwitch] | str | Message | ToolSwitch) -> None:
         """Rows for the model's next call: strings become labelled feedback rows; user-role messages get the same
-        label. Raises ``StopGuardExpired`` once the consultation has ended."""
+        label. A ``ToolSwitch`` switches tools on or off for the rest of the run (seed 000: a guard may switch a
+        tool back on); it commits like the rows. Raises ``StopGuardExpired`` once the consultation has ended."""
         self._check_open()
-        if isinstance(items, (str, Message)):
+        if isinstance(items, (str, Message, ToolSwitch)):
             items = [items]
-        self._rows.extend(_guard_row(i) for i in items)
+        _add(items, self._rows, self._switches)
 
     def close(self) -> None:
         """End the consultation: later writes raise ``StopGuardExpired`` and never reach the run. A sync guard
@@ -217,27 +229,32 @@ class StopGuardOutcome:
     """The guard's draft of the state; None when it failed (nothing of it commits)."""
     usage: Usage = field(default_factory=Usage)
     """What the guard's own model calls spent, as it reported them (``StopGuardContext.report_usage``)."""
+    switches: tuple[ToolSwitch, ...] = ()
+    """The tool switches the guard added: they commit with its rows, or not at all."""
 
 
 def settle(verdict: object, ctx: StopGuardContext) -> StopGuardOutcome:
     """Check a verdict and turn it into an outcome; raises ``InvalidVerdict`` naming what is wrong."""
+    switches = tuple(ctx._switches)
     if verdict is None or isinstance(verdict, Stop):
-        return StopGuardOutcome("stop", rows=tuple(ctx._rows), state=ctx._draft, usage=ctx.usage)
+        return StopGuardOutcome("stop", rows=tuple(ctx._rows), state=ctx._draft, switches=switches, usage=ctx.usage)
     if isinstance(verdict, Fail):
         if not isinstance(verdict.message, str) or not verdict.message.strip():
             raise InvalidVerdict("Fail needs a non-empty message")
-        return StopGuardOutcome("fail", verdict.message, rows=tuple(ctx._rows), state=ctx._draft, usage=ctx.usage)
+        return StopGuardOutcome(
+            "fail", verdict.message, rows=tuple(ctx._rows), state=ctx._draft, switches=switches, usage=ctx.usage
+        )
     if isinstance(verdict, Continue):
-        rows = list(ctx._rows)
+        rows, added = list(ctx._rows), list(switches)
         if verdict.feedback is not None:
             if not isinstance(verdict.feedback, str):
                 raise InvalidVerdict(f"Continue.feedback must be a str, got {type(verdict.feedback).__name__}")
             if verdict.feedback.strip():
                 rows.insert(0, automated_feedback(verdict.feedback, source=GUARD_SOURCE))
-        rows.extend(_guard_row(i) for i in verdict.context)
-        if not rows:
+        _add(verdict.context, rows, added)
+        if not rows and not added:
             raise InvalidVerdict("Continue needs feedback or at least one context item")
-        return StopGuardOutcome("continue", rows=tuple(rows), state=ctx._draft, usage=ctx.usage)
+        return StopGuardOutcome("continue", rows=tuple(rows), state=ctx._draft, switches=tuple(added), usage=ctx.usage)
     raise InvalidVerdict(
         f"expected None, Stop(), Continue(...) or Fail(...), got {type(verdict).__name__}: {verdict!r}"
     )

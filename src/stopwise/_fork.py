@@ -1,0 +1,99 @@
+"""A fork: a run continued from an explicit earlier step of its log, in a new session (seeds 000, 002).
+
+The log is append-only, so a fork never rewrites it: the new session's log starts as a copy of the source
+session's entries up to the commit of the chosen step, then a ``note`` entry carrying a ``ForkRecord``, and the
+forked run continues from there under a run id of its own. What a budget counts from the log (steps, usage, the
+stop guard's continues, the guardian's replans) is counted from the copy, so a rewind refunds exactly what it
+removes. Planning a fork is pure; ``Runner.fork`` writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from stopwise.errors import ForkNotAllowed
+from stopwise.records import ForkRecord, parse_records, to_data
+from stopwise.stop.decision import Action
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
+
+__all__ = ["Fork", "incomplete_fork", "plan_fork"]
+
+_FORK_MARK = "fork"
+"""The forked run record's report key until its first leg begins: the fork it comes from."""
+
+_COMMITS = (EntryKind.STEP, EntryKind.SETTLE)
+"""The entries that commit a step (a step's ``intent`` is not committed until its ``settle``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """What ``Runner.fork`` writes: the new session's entries (the copies, then the fork note) and the forked
+    run's record (``running``, so the first leg continues it from its log as after a crash)."""
+
+    entries: tuple[LogEntry, ...]
+    run: RunRecord
+
+
+def plan_fork(snapshot: SessionSnapshot, run: RunRecord, at_step: int, new_session_id: str, new_run_id: str) -> Fork:
+    """The fork of ``run`` (the last run of ``snapshot``) at ``at_step``: every entry of the session up to the one
+    that commits that step (for ``at_step=0``, the run's entries before its first step), the run's own entries
+    given ``new_run_id``, earlier runs' entries kept as written.
+
+    Raises ``ForkNotAllowed`` when ``at_step`` is not an int in ``0..`` the run's committed steps, or when that
+    step suspended for approval (a fork cannot continue a run that waits for a reviewer: resume it instead).
+    """
+    if isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 0:
+        raise ForkNotAllowed(f"at_step must be an int >= 0, got {at_step!r}")
+    own = [e for e in snapshot.entries if e.run_id == run.run_id]
+    cut = _cut(own, at_step, run)
+    copies = tuple(
+        replace(e, session_id=new_session_id, run_id=new_run_id if e.run_id == run.run_id else e.run_id)
+        for e in snapshot.entries
+        if e.seq <= cut
+    )
+    record = ForkRecord(run.session_id, run.run_id, at_step, cut)
+    note = LogEntry(new_session_id, cut + 1, new_run_id, at_step, EntryKind.NOTE, (), records=to_data([record]))
+    # A new record reads running, as a run's start does (only apply_decision moves a status on).
+    forked = RunRecord(
+        new_run_id,
+        new_session_id,
+        run.agent,
+        steps=at_step,
+        # A retry's fresh budget granted after the fork point is not the fork's; before it, it is kept.
+        budget_base=min(run.budget_base, at_step),
+        report={_FORK_MARK: record.to_data()},
+    )
+    return Fork((*copies, note), forked)
+
+
+def _cut(own: list[LogEntry], at_step: int, run: RunRecord) -> int:
+    """The seq of the last entry a fork of ``run`` at ``at_step`` keeps."""
+    first_step = next((e.seq for e in own if e.kind in (*_COMMITS, EntryKind.INTENT)), None)
+    if at_step == 0:
+        leading = [e.seq for e in own if first_step is None or e.seq < first_step]
+        if not leading:
+            raise ForkNotAllowed(f"session {run.session_id!r}: run {run.run_id} has no entry to fork from")
+        return leading[-1]
+    commit = next((e for e in reversed(own) if e.kind in _COMMITS and e.step == at_step), None)
+    if commit is None:
+        committed = max((e.step for e in own if e.kind in _COMMITS), default=0)
+        raise ForkNotAllowed(
+            f"session {run.session_id!r}: run {run.run_id} has no committed step {at_step} "
+            f"(its committed steps are 0..{committed})"
+        )
+    if (commit.decision or {}).get("action") == Action.SUSPEND:
+        raise ForkNotAllowed(
+            f"session {run.session_id!r}: step {at_step} of run {run.run_id} suspended for approval; "
+            "fork at an earlier step, or resume() the run"
+        )
+    return commit.seq
+
+
+def incomplete_fork(snapshot: SessionSnapshot, run: RunRecord) -> ForkRecord | None:
+    """The fork ``run`` was to be, when its session's copy was not completely written (the process stopped
+    between the fork's first write and its note); None for a run that is not such a fork."""
+    mark = run.report.get(_FORK_MARK)
+    if mark is None:
+        return None
+    noted = any(isinstance(r, ForkRecord) for e in snapshot.entries for r in parse_records(e.records))
+    return None if noted else ForkRecord.from_data(mark)

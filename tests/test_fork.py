@@ -1,0 +1,234 @@
+"""Runner.fork: a run continued from an explicit earlier step of its log, in a new session (seed 002.16), the
+source log untouched; a rewind (a fork at an earlier step) refunds the stop guard's continues it removes
+(seed 000.22)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopwise import (
+    Agent,
+    Continue,
+    FunctionModel,
+    Reply,
+    RetryNotAllowed,
+    RunContext,
+    Runner,
+    SQLiteStore,
+    StopGuard,
+    StopGuardContext,
+    StopGuardReport,
+    Store,
+    ToolCall,
+    tool,
+)
+from stopwise.errors import ForkNotAllowed, RunLeased, StoreError
+from stopwise.models import ModelRequest
+from stopwise.records import ForkRecord, parse_records
+from stopwise.store.base import EntryKind, LogEntry, RunRecord
+
+
+@tool
+def tick(ctx: RunContext) -> int:
+    """Count ticks in state."""
+    ctx.state["ticks"] = ctx.state.get("ticks", 0) + 1
+    return int(ctx.state["ticks"])
+
+
+class Ticker:
+    """Calls tick until the history holds ``n`` tool results, then answers; keeps every request."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.requests: list[ModelRequest] = []
+
+    def __call__(self, req: ModelRequest) -> Reply:
+        self.requests.append(req)
+        done = sum(1 for m in req.messages if m.role == "tool")
+        if done < self.n:
+            return Reply(tool_calls=[ToolCall("tick", {}, id=f"c{done}")])
+        return Reply(f"ticked {done}")
+
+
+def ticker(model: Ticker, max_steps: int = 10) -> Agent:
+    return Agent("ticker", "Tick.", FunctionModel(model), tools=[tick], max_steps=max_steps)
+
+
+async def test_fork_continues_the_run_from_an_explicit_earlier_step_in_a_new_session(store: Store) -> None:
+    runner = Runner(store)
+    model = Ticker(4)
+    source = await runner.run(ticker(model), "go", session_id="s")
+    assert source.status == "completed" and source.steps == 5
+    before = await store.load_session("s")
+    assert before is not None
+    model.requests.clear()
+
+    forked = await runner.fork(ticker(model), "s", at_step=2, new_session_id="s-fork")
+
+    # The forked run's first model call is step 3, and it sees the history through step 2's tool result only.
+    first = model.requests[0]
+    assert first.step == 3
+    assert [m.content for m in first.messages if m.role == "tool"] == ["1", "2"]
+    assert forked.session_id == "s-fork" and forked.run_id != source.run_id
+    assert forked.status == "completed" and forked.output == "ticked 4" and forked.steps == 5
+    # The source session is untouched: same entries, same run record.
+    after = await store.load_session("s")
+    assert after is not None and after.entries == before.entries and after.last_run == before.last_run
+    # The fork's log: the source's entries through step 2's commit, then the note recording where it came from.
+    fork_log = await store.load_session("s-fork")
+    assert fork_log is not None
+    # A tool step commits as its write-ahead intent, then its settle: the cut is step 2's settle.
+    cut = next(e.seq for e in before.entries if e.kind is EntryKind.SETTLE and e.step == 2)
+    assert cut == 5
+    copied = [(e.seq, e.kind, e.step, e.messages, e.records) for e in before.entries if e.seq <= cut]
+    assert [(e.seq, e.kind, e.step, e.messages, e.records) for e in fork_log.entries[:cut]] == copied
+    note = fork_log.entries[cut]
+    assert note.kind is EntryKind.NOTE
+    assert parse_records(note.records) == (ForkRecord("s", source.run_id, 2, cut),)
+    assert {e.run_id for e in fork_log.entries} == {forked.run_id}
+    assert [r.run_id for r in await store.list_runs("s-fork")] == [forked.run_id]
+
+
+async def test_a_rewind_refunds_the_continues_it_removes(store: Store) -> None:
+    seen: list[tuple[int, int, int]] = []
+
+    def guard(ctx: StopGuardContext) -> Continue:
+        seen.append((ctx.step, ctx.continues_used, ctx.continues_left))
+        return Continue("try again")
+
+    a = Agent("g", "", FunctionModel(lambda r: Reply(f"answer {r.step}")), stop_guard=StopGuard(guard, max_continues=2))
+    runner = Runner(store)
+    source = await runner.run(a, "q", session_id="s")
+    assert source.completion_reason == "stop_guard_exhausted"
+    assert source.stop_guard == StopGuardReport(continues_used=2, exhausted=True)
+    assert seen == [(1, 0, 2), (2, 1, 1), (3, 2, 0)]
+    seen.clear()
+
+    # Rewind to step 1: step 2's continue is removed and refunded; step 1's stays counted.
+    rewound = await runner.fork(a, "s", at_step=1)
+    assert seen == [(2, 1, 1), (3, 2, 0)]
+    assert rewound.completion_reason == "stop_guard_exhausted"
+    assert rewound.stop_guard == StopGuardReport(continues_used=2, exhausted=True)
+
+
+async def test_a_fork_keeps_the_step_budget_it_had_at_that_step(store: Store) -> None:
+    runner = Runner(store)
+    model = Ticker(10)
+    cut = await runner.run(ticker(model, max_steps=3), "go", session_id="s")
+    assert cut.completion_reason == "max_steps" and cut.steps == 3
+    forked = await runner.fork(ticker(model, max_steps=3), "s", at_step=1)
+    # Restored as given: one step was used at step 1, so two more are left before the cap.
+    assert forked.completion_reason == "max_steps" and forked.steps == 3
+    assert [r.step for r in model.requests[-2:]] == [2, 3]
+
+
+async def test_a_fork_starts_from_the_state_given_else_the_sources_current_state(store: Store) -> None:
+    runner = Runner(store)
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    kept = await runner.fork(ticker(Ticker(3)), "s", at_step=1)
+    assert kept.state["ticks"] == 3 + 2  # the source's current state, then the fork's two ticks
+    given = await runner.fork(ticker(Ticker(3)), "s", at_step=1, state={"ticks": 1})
+    assert given.state["ticks"] == 3
+
+
+async def test_a_fork_appends_a_message_as_new_input(store: Store) -> None:
+    runner = Runner(store)
+    model = Ticker(2)
+    await runner.run(ticker(model), "go", session_id="s")
+    model.requests.clear()
+    await runner.fork(ticker(model), "s", at_step=1, message="Tick once more.")
+    assert model.requests[0].messages[-1].content == "Tick once more."
+
+
+async def test_a_fork_is_refused_at_a_step_the_run_has_not_committed(store: Store) -> None:
+    runner = Runner(store)
+    await runner.run(ticker(Ticker(2)), "go", session_id="s")
+    with pytest.raises(ForkNotAllowed, match=r"no committed step 7 \(its committed steps are 0\.\.3\)"):
+        await runner.fork(ticker(Ticker(2)), "s", at_step=7, new_session_id="f")
+    with pytest.raises(ForkNotAllowed, match="at_step must be an int >= 0"):
+        await runner.fork(ticker(Ticker(2)), "s", at_step=-1, new_session_id="f")
+    assert await store.load_session("f") is None
+
+
+async def test_a_fork_is_refused_at_a_step_that_suspended_for_approval(store: Store) -> None:
+    @tool(needs_approval=True)
+    def deploy() -> str:
+        """Deploy."""
+        return "deployed"
+
+    model = FunctionModel(lambda r: Reply(tool_calls=[ToolCall("deploy", {})]) if r.step == 1 else Reply("ok"))
+    a = Agent("d", "", model, tools=[deploy])
+    runner = Runner(store)
+    suspended = await runner.run(a, "go", session_id="s")
+    assert suspended.status == "suspended"
+    with pytest.raises(ForkNotAllowed, match=r"step 1 .* suspended for approval"):
+        await runner.fork(a, "s", at_step=1)
+    # Step 0 (before the first model call) can be forked: the fork asks the model again.
+    again = await runner.fork(a, "s", at_step=0)
+    assert again.status == "suspended" and again.session_id != "s"
+
+
+async def test_a_fork_into_an_existing_session_or_of_another_agents_run_is_refused(store: Store) -> None:
+    runner = Runner(store)
+    await runner.run(ticker(Ticker(1)), "go", session_id="s")
+    await runner.run(ticker(Ticker(1)), "go", session_id="taken")
+    with pytest.raises(ForkNotAllowed, match="'taken' exists"):
+        await runner.fork(ticker(Ticker(1)), "s", at_step=1, new_session_id="taken")
+    other = Agent("other", "", FunctionModel(lambda r: Reply("x")))
+    with pytest.raises(RetryNotAllowed, match="belongs to agent 'ticker'"):
+        await runner.fork(other, "s", at_step=1)
+
+
+class _FailsOnForkNote(SQLiteStore):
+    """A real SQLite store whose disk 'fills up' when the fork's last write (its note) is committed."""
+
+    async def commit(self, entry: LogEntry, state: Any, run: RunRecord | None = None) -> None:
+        if any(isinstance(r, ForkRecord) for r in parse_records(entry.records)):
+            raise StoreError("disk full")
+        await super().commit(entry, state, run)
+
+
+async def test_a_fork_cut_short_before_its_note_is_refused_by_retry(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    store = _FailsOnForkNote(path)
+    runner = Runner(store)
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    with pytest.raises(StoreError, match="disk full"):
+        await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
+    await store.close()
+    reopened = Runner(SQLiteStore(path), lease_seconds=1e-9)
+    with pytest.raises(ForkNotAllowed, match="fork of session 's' at step 2 was not completely written"):
+        await reopened.retry(ticker(Ticker(3)), "f")
+    await reopened.close()
+
+
+class _LostAfterTheFork(SQLiteStore):
+    """A real SQLite store whose connection drops once, right after the fork was written."""
+
+    lost = False
+
+    async def load_session(self, session_id: str) -> Any:
+        if session_id == "f" and not self.lost and await super().load_session(session_id) is not None:
+            self.lost = True
+            raise StoreError("connection lost")
+        return await super().load_session(session_id)
+
+
+async def test_a_fork_written_but_never_driven_is_continued_by_retry_once_its_lease_lapsed(tmp_path: Path) -> None:
+    clock = {"now": 1000.0}
+    store = _LostAfterTheFork(tmp_path / "log.db")
+    runner = Runner(store, clock=lambda: clock["now"], lease_seconds=10)
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    with pytest.raises(StoreError, match="connection lost"):
+        await runner.fork(ticker(Ticker(3)), "s", at_step=1, new_session_id="f")
+    model = Ticker(3)
+    with pytest.raises(RunLeased):
+        await runner.retry(ticker(model), "f")
+    clock["now"] += 60
+    done = await runner.retry(ticker(model), "f")
+    assert done.status == "completed" and done.output == "ticked 3"
+    assert model.requests[0].step == 2
+    await runner.close()
