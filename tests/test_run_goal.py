@@ -240,8 +240,8 @@ async def test_a_malformed_goal_is_a_config_error_before_anything_is_written(goa
 
 
 def test_goal_criteria_must_be_statements() -> None:
-    with pytest.raises(ConfigError, match="goal.criteria"):
+    with pytest.raises(ConfigError, match=r"goal\.criteria"):
         Goal("x", criteria="one string")
-    with pytest.raises(ConfigError, match="goal.criteria"):
+    with pytest.raises(ConfigError, match=r"goal\.criteria"):
         Goal("x", criteria=["ok", ""])
     assert Goal.from_data(Goal("x", ["a", "b"]).to_data()) == Goal("x", ("a", "b"))
