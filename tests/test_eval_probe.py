@@ -4,6 +4,7 @@ move), correlated errors of the guardian and the actor (001.33), and near misses
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -275,3 +276,40 @@ def test_the_dev_set_over_samples_near_misses_for_every_condition_a_near_miss_ca
         share = shares[name].share_of_negatives
         assert share is not None and share >= 0.5, name
     assert (shares["drift"].share or 0) >= 0.3
+
+
+# --- the command line ------------------------------------------------------------------------------------------
+
+
+def test_stopwise_eval_prints_and_writes_the_probe_the_error_overlap_and_the_near_misses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stopwise.cli import main
+    from stopwise.evals.traces import write_traces
+
+    traces = tmp_path / "t.jsonl"
+    records = [*probe_set(), tagged(9, "claim_without_evidence (near miss)")]
+    write_traces(traces, records)
+    out_json = tmp_path / "r.json"
+    code = main(["eval", str(traces), "--probe", "--errors", "--near-misses", "--json", str(out_json)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "counterfactual probe" in out and "drop_confirmation" in out
+    assert "correlated errors" in out and "P(G wrong|A wrong)" in out
+    assert "goal_reached: 1 of 4 records, 50% of the negatives" in out
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert {r["variation"] for r in data["probe"]["rows"]} == {v.value for v in Variation}
+    assert data["correlated_errors"][0]["source"] == "all" and data["correlated_errors"][0]["n"] == 4
+    assert data["near_misses"] == [
+        {
+            "condition": "goal_reached",
+            "records": 4,
+            "negatives": 2,
+            "near_misses": 1,
+            "share": 0.25,
+            "share_of_negatives": 0.5,
+        }
+    ]
+    # Without the flags, the report is what it was: none of the three.
+    assert main(["eval", str(traces), "--json", str(out_json)]) == 0
+    assert not {"probe", "correlated_errors", "near_misses"} & set(json.loads(out_json.read_text(encoding="utf-8")))

@@ -177,6 +177,13 @@ def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     ev.add_argument("--tolerance", type=float, default=0.01, help="allowed worsening for --baseline (default 0.01)")
     ev.add_argument("--strict", action="store_true", help="a malformed trace line fails the run instead of a skip")
     ev.add_argument("--export", metavar="OUT", help="write the records read (e.g. from a SQLite log) as JSONL; stop")
+    ev.add_argument(
+        "--probe", action="store_true", help="counterfactual probing: vary each state, report how the probability moves"
+    )
+    ev.add_argument(
+        "--errors", action="store_true", help="correlated errors: the guardian's errors beside the actor's own verdict"
+    )
+    ev.add_argument("--near-misses", action="store_true", help="the near misses among the records, per condition")
     ev.add_argument("--rule-coefficients", metavar="FILE", help="rule evaluator: coefficients file to use")
     ev.add_argument("--base-url", metavar="URL", help="systemone: a compatible server; judge: an OpenAI-compatible one")
     ev.add_argument("--model", metavar="MODEL", help="systemone: model name; judge: a model string")

@@ -142,13 +142,16 @@ def error_overlap(predictions: Sequence[Prediction], verdict: ActorVerdict = act
 def render_text(rows: Sequence[ErrorOverlap], out: TextIO) -> None:
     """The overlap as a table; ``lift`` 1.00 is independence, ``max lift`` a copy of the actor."""
     out.write("correlated errors: the guardian's call is p >= t*; the actor's verdict is read from the state\n")
-    headers = ["condition", "source", "n", "P(A wrong)", "P(G wrong)", "P(G wrong|A wrong)", "P(G wrong|A right)"]
-    headers += ["lift", "max lift", "uncertain"]
+    headers = ["condition", "source", "n", "A wrong", "G wrong", "both", "P(A wrong)", "P(G wrong)"]
+    headers += ["P(G wrong|A wrong)", "P(G wrong|A right)", "lift", "max lift", "uncertain"]
     rows_text = [
         [
             r.condition,
             r.source,
             str(r.n),
+            str(r.actor_wrong),
+            str(r.guardian_wrong),
+            str(r.both_wrong),
             _num(r.p_actor_wrong),
             _num(r.p_guardian_wrong),
             _num(r.p_guardian_wrong_given_actor_wrong),
