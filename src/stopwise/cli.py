@@ -29,6 +29,7 @@ from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
+from stopwise.goal import Goal
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
 from stopwise.guardian.records import GuardianDecision
 from stopwise.records import parse_records
@@ -115,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         default=DEFAULT_RUN_DB,
         help=f"SQLite file for the log (created if missing; default: {DEFAULT_RUN_DB} in the current directory)",
+    )
+    run.add_argument(
+        "--goal", metavar="TEXT", help="the run's goal, logged with it (default: the guardian's, else PROMPT)"
+    )
+    run.add_argument(
+        "--criterion", action="append", metavar="TEXT", help="an acceptance criterion of the goal (repeatable)"
     )
     replay = commands.add_parser(
         "replay",
@@ -206,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args.db)
         if args.command == "run":
-            return _run(args.target, args.prompt, args.model, args.db)
+            goal = Goal(args.goal, args.criterion or ()) if args.goal or args.criterion else None
+            return _run(args.target, args.prompt, args.model, args.db, goal)
         if args.command == "replay":
             return _replay(args.db, args.run, args.policy)
         if args.command == "guardian":
@@ -317,7 +325,7 @@ def _skipped(exc: UnreadableEntry) -> None:
 # --- run --------------------------------------------------------------------------------------------------
 
 
-def _run(target: str, prompt: str, model: str | None, db: str) -> int:
+def _run(target: str, prompt: str, model: str | None, db: str, goal: Goal | None = None) -> int:
     try:
         agent = load_agent(target)
         if model is not None:
@@ -325,7 +333,7 @@ def _run(target: str, prompt: str, model: str | None, db: str) -> int:
     except (LoadError, ConfigError) as exc:
         raise _UsageError(str(exc)) from None
     path = _writable_db(db)
-    result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path))
+    result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path, goal))
     for entry in entries:
         print(_decision_line(entry))
     print(f"status: {result.status.value}")
@@ -347,11 +355,13 @@ _DECIDED = (EntryKind.STEP, EntryKind.SETTLE)
 """The entries that carry a step's decision (a write-ahead intent has none: its results entry does)."""
 
 
-async def _run_on_sqlite(agent: Agent, prompt: str, path: Path) -> tuple[RunResult, list[LogEntry]]:
+async def _run_on_sqlite(
+    agent: Agent, prompt: str, path: Path, goal: Goal | None = None
+) -> tuple[RunResult, list[LogEntry]]:
     """Run the agent, then read back the run's step entries: their recorded decisions are what is printed."""
     store = SQLiteStore(path)
     try:
-        result = await Runner(store).run(agent, prompt)
+        result = await Runner(store).run(agent, prompt, goal=goal)
         snapshot = await store.load_session(result.session_id)
         entries = [] if snapshot is None else list(snapshot.entries)
         return result, [e for e in entries if e.run_id == result.run_id and e.kind in _DECIDED]
