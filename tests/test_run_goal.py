@@ -5,6 +5,7 @@ the run started with whatever the configuration says later."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -245,3 +246,18 @@ def test_goal_criteria_must_be_statements() -> None:
     with pytest.raises(ConfigError, match=r"goal\.criteria"):
         Goal("x", criteria=["ok", ""])
     assert Goal.from_data(Goal("x", ["a", "b"]).to_data()) == Goal("x", ("a", "b"))
+
+
+def test_show_reads_the_goal_from_the_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stopwise.cli import main
+
+    db = tmp_path / "runs.db"
+    goal = Goal("Book a flight", criteria=["direct", "under 300 EUR"])
+    with Runner(SQLiteStore(db)) as runner:
+        runner.run_sync(agent(searching(2), Guardian(Seeing())), "go", session_id="s", goal=goal)
+    assert main(["show", "s", "--db", str(db), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["goal"] == {"text": "Book a flight", "criteria": ["direct", "under 300 EUR"]}
+    assert main(["show", "s", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "goal: Book a flight" in out and "criterion: under 300 EUR" in out
