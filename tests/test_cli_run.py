@@ -183,3 +183,28 @@ def test_model_option_runs_the_agent_on_an_openai_compatible_server(
     assert "output: Hi from the server." in proc.stdout.splitlines()
     assert server.requests[0].body["model"] == "llama-test"
     assert [t["function"]["name"] for t in server.requests[0].body["tools"]] == ["get_weather"]
+
+
+def test_run_logs_the_goal_and_criteria_given_on_the_command_line(
+    agent_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "g.db"
+    args = ["run", f"{agent_file}:agent", "Weather?", "--db", str(db), "--goal", "Report Oslo's weather"]
+    assert main([*args, "--criterion", "the temperature", "--criterion", "the sky"]) == 0
+    capsys.readouterr()
+
+    async def goals() -> list[object]:
+        store = SQLiteStore(db)
+        try:
+            (session,) = await store.list_sessions()
+            snapshot = await store.load_session(session)
+            assert snapshot is not None
+            return [r for e in snapshot.entries for r in e.records if r["type"] == "run_goal"]
+        finally:
+            await store.close()
+
+    assert asyncio.run(goals()) == [
+        {"type": "run_goal", "text": "Report Oslo's weather", "criteria": ["the temperature", "the sky"]}
+    ]
+    assert main(["run", f"{agent_file}:agent", "Weather?", "--db", str(db), "--goal", " "]) == 2
+    assert "goal.text" in capsys.readouterr().err

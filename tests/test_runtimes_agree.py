@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from stopwise import (
     Agent,
     FunctionModel,
+    Goal,
     Guardian,
     Guardrails,
     Reply,
@@ -280,3 +281,20 @@ async def test_a_client_tools_result_resumes_the_same_on_both_runtimes(
     durable_done = await runtime.resume(ASKER, session, results={"q1": result})
     assert (local_done.status, local_done.text) == ("completed", text)
     _assert_agree(local_done, durable_done)
+
+
+async def test_a_run_s_goal_reaches_the_log_and_the_guardian_on_both_runtimes(
+    runtimes: tuple[Runner, DBOSRuntime],
+) -> None:
+    runner, runtime = runtimes
+    goal = Goal("Find x", criteria=["x found", "from lookup"])
+    local = await runner.run(WATCHED, "go", session_id="goal", goal=goal)
+    durable = await runtime.run(WATCHED, "go", session_id="goal", goal=goal)
+    _assert_agree(local, durable)
+    default = await runner.run(WATCHED, "go", session_id="no-goal")
+    # The goal is in what the guardian read: the states differ from a run without one.
+    assert [d.state_hash for d in local.decisions] != [d.state_hash for d in default.decisions]
+    for store in (runner.store, runtime.store):
+        snapshot = await store.load_session("goal")
+        assert snapshot is not None
+        assert [r for r in snapshot.entries[0].records if r["type"] == "run_goal"] == [goal.to_data()]

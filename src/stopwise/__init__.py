@@ -30,6 +30,7 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
+from stopwise.goal import Goal
 from stopwise.guardian import Guardian, GuardianDecision
 from stopwise.guardrails import Block, GuardrailError, GuardrailRecord, Guardrails, Pass, Rewrite
 from stopwise.messages import (
@@ -133,6 +134,7 @@ __all__ = [
     # the guardian (its questions, evaluators and policy in stopwise.guardian)
     "Guardian",
     "GuardianDecision",
+    "Goal",
     # approvals
     "Approve",
     "Reject",

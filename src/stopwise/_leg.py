@@ -15,6 +15,7 @@ from stopwise.agent import Agent
 from stopwise.approvals import PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
+from stopwise.goal import Goal
 from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.guardrails.verdicts import GuardrailRecord
@@ -113,6 +114,10 @@ class Leg:
     settle: Settle | None = None
     lease: Lease | None = None
     """The lease the runner holds on the run while it drives this leg; the run's start writes it with the record."""
+    goal: Goal | None = None
+    """The run's goal as its log has it (None: a log from before goals were logged, or none stated)."""
+    log_goal: bool = False
+    """Whether the leg's start commits ``goal`` (a new run's first leg): later legs read it from the log."""
     replans: int = 0
     """Replans made in this run (from the log's recorded decisions)."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
@@ -265,7 +270,8 @@ def restore_leg(
     are kept either way: a retry keeps the stop guard's count.
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-    records: list[LogRecord] = [r for e in entries for r in parse_records(e.records) if isinstance(r, KEPT)]
+    parsed = [r for e in entries for r in parse_records(e.records)]
+    records: list[LogRecord] = [r for r in parsed if isinstance(r, KEPT)]
     open_intent = _open_intent(entries, run, new_input)
     # An intent without results counts for nothing yet: its step runs again from its recorded plans.
     counted = [e for e in entries if e.kind is not EntryKind.INPUT and e is not open_intent]
@@ -306,6 +312,7 @@ def restore_leg(
             r for r in records if isinstance(r, GuardianDecision | StopGuardRecord) and r.step > run.budget_base
         ),
         settle=None if open_intent is None else _carry_out(agent, open_intent),
+        goal=next((r for r in parsed if isinstance(r, Goal)), None),
     )
 
 

@@ -48,6 +48,7 @@ from stopwise.events import (
     ToolCalled,
     ToolReturned,
 )
+from stopwise.goal import Goal
 from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
@@ -183,6 +184,10 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
         if checked.finished:
             return
         history, entry = checked.history, checked.entry
+    if leg.log_goal and leg.goal is not None:
+        # The goal is the run's, not the configuration's: it commits with the run's first entry, before any step.
+        entry = _with_goal(run, leg.next_seq, entry, leg.goal)
+        leg.log_goal = False
     if leg.write_start:
         await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease)
     elif entry is not None:
@@ -194,6 +199,12 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     failed = await list_sources(leg)
     if failed is not None:
         yield RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=failed)))
+
+
+def _with_goal(run: RunRecord, seq: int, entry: LogEntry | None, goal: Goal) -> LogEntry:
+    if entry is None:
+        return LogEntry(run.session_id, seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data([goal]))
+    return replace(entry, records=(*entry.records, goal.to_data()))
 
 
 async def _settle_first(leg: Leg) -> AsyncGenerator[Event, None]:

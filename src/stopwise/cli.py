@@ -29,6 +29,7 @@ from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
+from stopwise.goal import Goal
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
 from stopwise.guardian.records import GuardianDecision
 from stopwise.records import parse_records
@@ -116,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_RUN_DB,
         help=f"SQLite file for the log (created if missing; default: {DEFAULT_RUN_DB} in the current directory)",
     )
+    run.add_argument(
+        "--goal", metavar="TEXT", help="the run's goal, logged with it (default: the guardian's, else PROMPT)"
+    )
+    run.add_argument(
+        "--criterion", action="append", metavar="TEXT", help="an acceptance criterion of the goal (repeatable)"
+    )
     replay = commands.add_parser(
         "replay",
         help="recompute every guardian decision in a SQLite file from its record",
@@ -177,6 +184,13 @@ def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     ev.add_argument("--tolerance", type=float, default=0.01, help="allowed worsening for --baseline (default 0.01)")
     ev.add_argument("--strict", action="store_true", help="a malformed trace line fails the run instead of a skip")
     ev.add_argument("--export", metavar="OUT", help="write the records read (e.g. from a SQLite log) as JSONL; stop")
+    ev.add_argument(
+        "--probe", action="store_true", help="counterfactual probing: vary each state, report how the probability moves"
+    )
+    ev.add_argument(
+        "--errors", action="store_true", help="correlated errors: the guardian's errors beside the actor's own verdict"
+    )
+    ev.add_argument("--near-misses", action="store_true", help="the near misses among the records, per condition")
     ev.add_argument("--rule-coefficients", metavar="FILE", help="rule evaluator: coefficients file to use")
     ev.add_argument("--base-url", metavar="URL", help="systemone: a compatible server; judge: an OpenAI-compatible one")
     ev.add_argument("--model", metavar="MODEL", help="systemone: model name; judge: a model string")
@@ -199,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args.db)
         if args.command == "run":
-            return _run(args.target, args.prompt, args.model, args.db)
+            goal = Goal(args.goal, args.criterion or ()) if args.goal or args.criterion else None
+            return _run(args.target, args.prompt, args.model, args.db, goal)
         if args.command == "replay":
             return _replay(args.db, args.run, args.policy)
         if args.command == "guardian":
@@ -310,7 +325,7 @@ def _skipped(exc: UnreadableEntry) -> None:
 # --- run --------------------------------------------------------------------------------------------------
 
 
-def _run(target: str, prompt: str, model: str | None, db: str) -> int:
+def _run(target: str, prompt: str, model: str | None, db: str, goal: Goal | None = None) -> int:
     try:
         agent = load_agent(target)
         if model is not None:
@@ -318,7 +333,7 @@ def _run(target: str, prompt: str, model: str | None, db: str) -> int:
     except (LoadError, ConfigError) as exc:
         raise _UsageError(str(exc)) from None
     path = _writable_db(db)
-    result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path))
+    result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path, goal))
     for entry in entries:
         print(_decision_line(entry))
     print(f"status: {result.status.value}")
@@ -340,11 +355,13 @@ _DECIDED = (EntryKind.STEP, EntryKind.SETTLE)
 """The entries that carry a step's decision (a write-ahead intent has none: its results entry does)."""
 
 
-async def _run_on_sqlite(agent: Agent, prompt: str, path: Path) -> tuple[RunResult, list[LogEntry]]:
+async def _run_on_sqlite(
+    agent: Agent, prompt: str, path: Path, goal: Goal | None = None
+) -> tuple[RunResult, list[LogEntry]]:
     """Run the agent, then read back the run's step entries: their recorded decisions are what is printed."""
     store = SQLiteStore(path)
     try:
-        result = await Runner(store).run(agent, prompt)
+        result = await Runner(store).run(agent, prompt, goal=goal)
         snapshot = await store.load_session(result.session_id)
         entries = [] if snapshot is None else list(snapshot.entries)
         return result, [e for e in entries if e.run_id == result.run_id and e.kind in _DECIDED]

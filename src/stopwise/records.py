@@ -2,10 +2,11 @@
 
 Each decider owns the typed form of its records (``GuardrailRecord``, ``ToolReceipt``, ``StopGuardRecord``,
 ``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); the loop's own records, the
-write-ahead ``StepIntent`` and a forked session's ``ForkRecord``, live here. This module names the union and
-converts at the store's boundary: the store keeps records as JSON data with a ``"type"`` tag
-(``LogEntry.records``), and everything above it reads them through ``parse_records``. A record of a type this
-version does not know (a newer writer) is kept as ``UnknownRecord`` and written back unchanged.
+write-ahead ``StepIntent`` and a forked session's ``ForkRecord``, live here; a run's ``Goal`` (``run_goal``)
+commits with the run's first entry. This module names the union and converts at the store's boundary: the store
+keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and everything above it reads them
+through ``parse_records``. A record of a type this version does not know (a newer writer) is kept as
+``UnknownRecord`` and written back unchanged.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
+from stopwise.goal import Goal
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
@@ -108,6 +110,7 @@ LogRecord = (
     | StepIntent
     | ForkRecord
     | ToolSwitchRecord
+    | Goal
     | UnknownRecord
 )
 """Every record a step can commit."""
@@ -129,6 +132,7 @@ _TYPES[HistoryRecord.TYPE] = HistoryRecord
 _TYPES[StepIntent.TYPE] = StepIntent
 _TYPES[ForkRecord.TYPE] = ForkRecord
 _TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
+_TYPES[Goal.TYPE] = Goal
 
 
 def parse_record(data: Mapping[str, Any]) -> LogRecord:

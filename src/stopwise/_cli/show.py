@@ -108,6 +108,10 @@ def render_text(view: RunView, out: TextIO, *, full: bool = False) -> None:
         line(("error: ", "red"), f"{run.error.code}: {_one_line(run.error.message)}")
     for text in view.inputs:
         line(("input: ", "bold"), _clip(text, full))
+    if view.goal is not None and (view.goal.text or view.goal.criteria):
+        line(("goal: ", "bold"), _clip(view.goal.text or "(the input)", full))
+        for criterion in view.goal.criteria:
+            line(("  criterion: ", "bold"), _clip(criterion, full))
     for step in view.steps:
         _render_step(step, line, full)
     for p in view.pending:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
+from stopwise.goal import Goal
 from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
@@ -17,12 +18,11 @@ from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
 
-__all__ = ["QUARANTINE", "consult_call", "consult_turn", "goal_of", "quarantine", "reanchor"]
+__all__ = ["QUARANTINE", "consult_call", "consult_turn", "criteria_of", "goal_of", "quarantine", "reanchor"]
 
 
 def reanchor(leg: Leg, why: str) -> str:
-    guardian = leg.agent.guardian
-    criteria = guardian.criteria if guardian is not None else ()
+    criteria = criteria_of(leg)
     lines = [f"Re-anchor on the original goal: {goal_of(leg)}"]
     if criteria:
         lines.append("Acceptance criteria: " + "; ".join(criteria))
@@ -32,10 +32,23 @@ def reanchor(leg: Leg, why: str) -> str:
     return "\n".join(lines)
 
 
+def _stated(leg: Leg) -> Goal | None:
+    """The run's goal from its log; a run from before goals were logged has none: the guardian's default then."""
+    if leg.goal is not None:
+        return leg.goal
+    return leg.agent.guardian.default_goal if leg.agent.guardian is not None else None
+
+
+def criteria_of(leg: Leg) -> tuple[str, ...]:
+    stated = _stated(leg)
+    return stated.criteria if stated is not None else ()
+
+
 def goal_of(leg: Leg) -> str:
-    guardian = leg.agent.guardian
-    if guardian is not None and guardian.goal:
-        return guardian.goal
+    """The run's goal text: as stated (by the run, or the guardian's default, as logged), else its first input."""
+    stated = _stated(leg)
+    if stated is not None and stated.text:
+        return stated.text
     rows = leg.messages
     first = next((rows[i] for i in range(leg.run_start, len(rows)) if rows[i].role is Role.USER), None)
     return first.content if first is not None else ""
@@ -52,7 +65,7 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
     return project(
         [*committed[start:], *rows],
         goal=goal_of(leg),
-        criteria=guardian.criteria,
+        criteria=criteria_of(leg),
         last_k=guardian.history_steps,
         result_chars=guardian.result_chars,
         risks={t.name: t.risk.value for t in leg.tools.values()},

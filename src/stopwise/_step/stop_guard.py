@@ -61,6 +61,7 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
         state=leg.state,
         continues_used=used,
         max_continues=guard.max_continues,
+        goal=leg.goal,
     )
     budget_left = used < guard.max_continues and phase is Phase.NORMAL
     outcome = await ask_guard(guard, ctx)

@@ -78,6 +78,12 @@ def _body(view: RunView, actions: str) -> str:
         parts.append(f"<p class='err'>Error {_e(str(run.error.code))}: {_e(run.error.message)}</p>")
     for text in view.inputs:
         parts.append(f"<p><b>Input</b></p><div class='text'>{_e(text)}</div>")
+    if view.goal is not None and (view.goal.text or view.goal.criteria):
+        criteria = "".join(f"<li>{_e(c)}</li>" for c in view.goal.criteria)
+        parts.append(
+            f"<p><b>Goal</b></p><div class='text' id='goal'>{_e(view.goal.text or '(the input)')}</div>"
+            + (f"<ul id='criteria'>{criteria}</ul>" if criteria else "")
+        )
     parts.append("</section>")
     if view.pending:
         parts.append("<section id='pending'><h2>Waiting for a decision</h2>")

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from stopwise._results import result_from_log
 from stopwise.approvals import ApprovalRecord, PendingApproval
+from stopwise.goal import Goal
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
@@ -153,6 +154,8 @@ class RunView:
     series: tuple[ConditionSeries, ...]
     pending: tuple[PendingApproval, ...]
     """When the run is suspended: what waits for a decision, each with why (``PendingApproval.describe``)."""
+    goal: Goal | None = None
+    """The run's goal and acceptance criteria as its log has them (None: not logged, the input is the goal)."""
 
     def to_data(self) -> dict[str, Any]:
         run = self.run
@@ -168,6 +171,7 @@ class RunView:
             "steps_count": run.steps,
             "usage": {"input_tokens": run.usage.input_tokens, "output_tokens": run.usage.output_tokens},
             "inputs": list(self.inputs),
+            "goal": None if self.goal is None else {"text": self.goal.text, "criteria": list(self.goal.criteria)},
             "steps": [s.to_data() for s in self.steps],
             "guardian_series": [s.to_data() for s in self.series],
             "pending": [{**p.to_data(), "why": p.describe()} for p in self.pending],
@@ -185,6 +189,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
                 results[m.tool_call_id] = (decode_tool_result(m), bool(meta.get(TOOL_ERROR)), bool(meta.get(DENIED)))
 
     inputs: list[str] = []
+    goal: Goal | None = None
     by_step: dict[int, dict[str, Any]] = {}
     for entry in entries:
         if entry.kind is EntryKind.INPUT:
@@ -205,7 +210,9 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
                         slot["calls"].append(
                             ToolCallView(call.id, call.name, _jsonable(call.args), result, error, denied)
                         )
-        slot["records"].extend(parse_records(entry.records))
+        records = parse_records(entry.records)
+        goal = next((r for r in records if isinstance(r, Goal)), goal)
+        slot["records"].extend(records)
 
     steps = []
     for number in sorted(by_step):
@@ -231,7 +238,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
         )
     decisions = [d for s in steps for d in s.guardian]
     pending = result_from_log(None, snapshot, run).pending
-    return RunView(run, tuple(inputs), tuple(steps), _series(decisions), pending)
+    return RunView(run, tuple(inputs), tuple(steps), _series(decisions), pending, goal)
 
 
 def _last(records: list[Any], kind: type[_R]) -> _R | None:

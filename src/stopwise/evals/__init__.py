@@ -10,7 +10,10 @@ Importable from here, with the core dependencies only:
   ``text_projection``;
 - the learning path: ``export_labels`` (escalation resolutions in a store, as trace records);
 - running an evaluator: ``predict`` (async), ``predict_sync``, ``Prediction``, ``Predictions``;
-- calibration at run time: ``CalibratedEvaluator``, ``Calibration``, ``CalibrationMap``, ``load_calibration``.
+- calibration at run time: ``CalibratedEvaluator``, ``Calibration``, ``CalibrationMap``, ``load_calibration``;
+- the design's residual risks, from their modules: ``stopwise.evals.probe`` (counterfactual probing),
+  ``stopwise.evals.correlated`` (the guardian's errors beside the actor's), ``stopwise.evals.near_miss`` (near
+  misses in a trace set).
 
 The rest needs the ``eval`` extra (numpy, scikit-learn; ``pip install 'stopwise[eval]'``) and is imported from
 its module: ``stopwise.evals.metrics`` (ECE, MCE, Brier, AUROC, reliability bins, the cost-minimising

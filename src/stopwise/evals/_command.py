@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.calibrate:
         records = [r for r in records if r.split in ("train", "test")]
     predictions = _predict(evaluator, records, questions, args)
-    return _report(args, predictions, questions, split, calibration)
+    return _report(args, predictions, questions, split, calibration, evaluator)
 
 
 @contextmanager
@@ -231,6 +231,7 @@ def _report(
     questions: QuestionSet,
     split: str,
     calibration: Calibration | None,
+    evaluator: Evaluator,
 ) -> int:
     from stopwise.evals.report import EvalReport, build_report, compare, render_text
 
@@ -283,6 +284,7 @@ def _report(
         print(file=sys.stdout)
         print(f"calibration fitted on the train split (ECE before -> after on the test split): {args.calibrate}")
     data = report.to_data()
+    data.update(_residual_risks(args, predictions, questions, evaluator))
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.html:
@@ -313,6 +315,50 @@ def _report(
             return EXIT_FAILED
         print(f"gate: OK: no condition worse than {args.baseline} beyond tolerance {args.tolerance:g}")
     return EXIT_OK
+
+
+def _residual_risks(
+    args: argparse.Namespace, predictions: Predictions, questions: QuestionSet, evaluator: Evaluator
+) -> dict[str, Any]:
+    """The seed's residual risks, each when asked: ``--near-misses`` (the trace set's near misses per condition),
+    ``--errors`` (the guardian's errors beside the actor's), ``--probe`` (counterfactual probing). Printed after
+    the report; returned as the JSON report's extra keys."""
+    out: dict[str, Any] = {}
+    records = [x.record for x in predictions.items]
+    if args.near_misses:
+        from stopwise.evals.near_miss import near_miss_shares
+
+        shares = near_miss_shares(records, questions)
+        print("\nnear misses (tagged in the records' kind), per condition:")
+        for s in shares:
+            of_negatives = "n/a" if s.share_of_negatives is None else f"{s.share_of_negatives:.0%}"
+            print(f"  {s.condition}: {s.near_misses} of {s.records} records, {of_negatives} of the negatives")
+        out["near_misses"] = [s.to_data() for s in shares]
+    if args.errors:
+        from stopwise.evals.correlated import error_overlap
+        from stopwise.evals.correlated import render_text as render_overlap
+
+        overlap = error_overlap(predictions.items)
+        print()
+        render_overlap(overlap, sys.stdout)
+        out["correlated_errors"] = [r.to_data() for r in overlap]
+    if args.probe:
+        from stopwise.evals.probe import probe
+        from stopwise.evals.probe import render_text as render_probe
+
+        report = asyncio.run(
+            probe(
+                evaluator,
+                records,
+                questions,
+                concurrency=args.concurrency,
+                call_timeout=None if args.evaluator == "rule" else args.timeout,
+            )
+        )
+        print()
+        render_probe(report, sys.stdout)
+        out["probe"] = report.to_data()
+    return out
 
 
 def _with_heldout(calibration: Calibration, report: Any) -> Calibration:

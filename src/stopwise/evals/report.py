@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from stopwise.evals._table import table as _table
 from stopwise.evals.metrics import ConditionMetrics, condition_metrics
 from stopwise.evals.run import Prediction, Predictions, answered, by_condition
 from stopwise.guardian.conditions import QuestionSet
@@ -254,17 +255,3 @@ def render_text(report: EvalReport, out: TextIO) -> None:
             if b.count and b.mean_p is not None and b.observed is not None
         ]
         print(f"  {name}: " + ("; ".join(cells) if cells else "no answered records"), file=out)
-
-
-def _table(headers: list[str], rows: list[list[str]], out: TextIO) -> None:
-    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        )
-
-    print(line(headers).rstrip(), file=out)
-    print(line(["-" * w for w in widths]).rstrip(), file=out)
-    for row in rows:
-        print(line(row).rstrip(), file=out)

@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from stopwise._deprecated import aliases
+from stopwise.goal import Goal
 from stopwise.guardian.answers import Answer, Answers, Evaluator
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
 from stopwise.guardian.evaluators import EvaluatorScriptExhausted, JudgeEvaluator, RuleEvaluator, ScriptedEvaluator
@@ -25,6 +26,7 @@ __all__ = [
     "GuardianDecision",
     "Evaluator",
     "EvaluatorScriptExhausted",
+    "Goal",
     "Guardian",
     "JudgeEvaluator",
     "GuardianOutcome",

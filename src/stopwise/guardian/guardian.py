@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stopwise.errors import ConfigError
+from stopwise.goal import Goal
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, PolicyResult, ThresholdPolicy
@@ -44,9 +45,11 @@ class Guardian:
     conditions: QuestionSet = DEFAULT_CONDITIONS
     policy: ThresholdPolicy = field(default_factory=ThresholdPolicy)
     goal: str | None = None
-    """The goal the conditions judge against; by default the run's first user input."""
+    """The default goal of a run that states none (``Runner.run(..., goal=)`` overrides it); without either, the
+    run's first user input. Resolved when a run starts and committed in its log: changing it later changes no
+    run already started."""
     criteria: Sequence[str] = ()
-    """Acceptance criteria of the task, if stated."""
+    """The default acceptance criteria, with ``goal``: a run's own ``Goal`` replaces both."""
     judge: Evaluator | None = None
     """Settles what the evaluator left open (the uncertain band, unanswered or deferred questions), a System 2
     judge; it never overturns a clear answer. Without one an escalation suspends the run for a human."""
@@ -77,6 +80,13 @@ class Guardian:
                 raise ConfigError(f"guardian.{name}", f"must be positive seconds, got {value!r}")
         object.__setattr__(self, "criteria", tuple(self.criteria))
 
+    @property
+    def default_goal(self) -> Goal | None:
+        """The goal a run without one of its own gets: ``goal`` and ``criteria`` when either is set."""
+        if not self.goal and not self.criteria:
+            return None
+        return Goal(self.goal or None, self.criteria)
+
     def as_stop_guard(self, max_continues: int = 2) -> StopGuard:
         """A stop guard that asks ``goal_reached`` at a natural finish: when it is clearly not reached (below the
         uncertain band), the model is sent back with the goal and criteria as feedback; otherwise the finish
@@ -91,11 +101,14 @@ class Guardian:
         async def goal_reached(ctx: StopGuardContext) -> Continue | None:
             rows = list(ctx.run_messages)
             first = next((m.content for m in rows if m.role is Role.USER), "")
-            goal = guardian.goal or first
+            # The run's logged goal; a run from before goals were logged has none, and falls back to this one's.
+            stated = ctx.goal if ctx.goal is not None else guardian.default_goal
+            goal = (stated.text if stated is not None else None) or first
+            criteria = stated.criteria if stated is not None else ()
             projection = project(
                 rows[:-1],
                 goal=goal,
-                criteria=guardian.criteria,
+                criteria=criteria,
                 last_k=guardian.history_steps,
                 final=ctx.reply.text,
                 max_chars=guardian.max_chars,
@@ -117,7 +130,7 @@ class Guardian:
                 or answer.p(condition.fires_on) >= condition.threshold - condition.delta
             ):
                 return None
-            wanted = "; ".join(guardian.criteria) if guardian.criteria else goal
+            wanted = "; ".join(criteria) if criteria else goal
             return Continue(f"The goal is not reached yet. Still needed: {wanted}. Keep working, then answer.")
 
         return StopGuard(goal_reached, max_continues=max_continues, timeout=self.timeout * 2, name="guardian_goal")

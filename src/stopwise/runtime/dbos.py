@@ -60,6 +60,7 @@ from stopwise.approvals import (
 )
 from stopwise.errors import ConfigError, StepConflict, StopwiseError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
+from stopwise.goal import Goal
 from stopwise.messages import Message, decode_tool_result, dump_messages, load_messages
 from stopwise.records import parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus
@@ -181,15 +182,18 @@ class DBOSRuntime:
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
+        goal: Goal | str | None = None,
     ) -> RunHandle:
         """Put a new run on the queue; any worker listening to it runs it. The run's id is the workflow's id.
+        ``goal`` is the run's goal, as ``Runner.run`` takes it.
 
         ``workflow_id`` makes the submission idempotent: submitting the same id again returns the same run
         (DBOS deduplicates workflows by id), so a caller that is unsure whether its submission landed can
         simply submit again.
         """
         self._check_agent(agent)
-        return await self._submit(request_for(agent.name, input, session_id=session_id, state=state), workflow_id)
+        request = request_for(agent.name, input, session_id=session_id, state=state, goal=goal)
+        return await self._submit(request, workflow_id)
 
     async def retry(
         self,
@@ -268,9 +272,12 @@ class DBOSRuntime:
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
         workflow_id: str | None = None,
+        goal: Goal | str | None = None,
     ) -> RunResult:
         """``enqueue`` and wait for the result (the run may execute in another worker)."""
-        handle = await self.enqueue(agent, input, session_id=session_id, state=state, workflow_id=workflow_id)
+        handle = await self.enqueue(
+            agent, input, session_id=session_id, state=state, workflow_id=workflow_id, goal=goal
+        )
         return await self.result(handle)
 
     async def result(self, handle: RunHandle) -> RunResult:
@@ -309,16 +316,19 @@ def request_for(
     *,
     session_id: str | None = None,
     state: Mapping[str, Any] | None = None,
+    goal: Goal | str | None = None,
 ) -> dict[str, Any]:
     """The workflow argument of a new run, for submitting with a ``DBOSClient`` from a process that runs no
     workers: ``client.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": ..., "workflow_id": ...},
     request_for(...))``. The session id is ``request["session_id"]``; the run's id will be the workflow id."""
+    stated = Goal.of(goal)
     return {
         "agent": agent_name,
         "session_id": session_id or uuid.uuid4().hex,
         "mode": "run",
         "input": dump_messages(_input_messages(input)).decode(),
         "state": dict(state) if state is not None else None,
+        "goal": None if stated is None else stated.to_data(),
     }
 
 
@@ -462,7 +472,10 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
         ours = None if snapshot is None else await _find_run(rt.store, snapshot, wf)
         if snapshot is not None and ours is not None:
             return _outcome_of(snapshot, ours)
-        leg = await runner.open_leg(agent, "run", session_id=session_id, input=rows, state=request["state"], run_id=wf)
+        goal = Goal.from_data(request["goal"]) if request.get("goal") else None
+        leg = await runner.open_leg(
+            agent, "run", session_id=session_id, input=rows, state=request["state"], run_id=wf, goal=goal
+        )
     else:
         if snapshot is not None and snapshot.next_seq > next_seq:
             # As above, for a retry that wrote an entry (its message, or an input guardrail's rewrite): it is

@@ -33,6 +33,7 @@ from stopwise.approvals import (
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError, ForkNotAllowed, RetryNotAllowed, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished, StepCommitted
+from stopwise.goal import Goal
 from stopwise.guardian.guardian import label
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import for_sub_agent
@@ -121,9 +122,14 @@ class Runner:
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
         runtime_context: Any = None,
+        goal: Goal | str | None = None,
     ) -> RunResult:
-        """Run ``agent`` on ``input`` until the stop decision ends (or suspends) the run."""
-        leg = await self._start(agent, input, session_id, state, runtime_context)
+        """Run ``agent`` on ``input`` until the stop decision ends (or suspends) the run.
+
+        ``goal`` is what the run is for and, as a ``Goal``, the acceptance criteria its result must meet: the
+        guardian judges this run against it (by default its own ``Guardian(goal=, criteria=)``, else the input).
+        It is committed with the run's first entry, so a resume, a retry or an audit reads it from the log."""
+        leg = await self._start(agent, input, session_id, state, runtime_context, goal=goal)
         leg.lease = self._lease(leg.run.run_id)
         return await _finish(self._observed(agent, self._leased(leg)))
 
@@ -223,6 +229,7 @@ class Runner:
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
         runtime_context: Any = None,
+        goal: Goal | str | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the run's typed events as they happen; the last is ``RunFinished`` with the result.
 
@@ -230,7 +237,7 @@ class Runner:
         ``ModelReplied`` (middleware wraps ``generate`` only, so an agent with middleware sends none). Leaving
         the iteration early cancels the run (recorded as cancelled; ``retry`` continues it).
         """
-        leg = await self._start(agent, input, session_id, state, runtime_context)
+        leg = await self._start(agent, input, session_id, state, runtime_context, goal=goal)
         leg.stream_text = True
         leg.lease = self._lease(leg.run.run_id)
         events = self._observed(agent, self._leased(leg))
@@ -248,10 +255,13 @@ class Runner:
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
         runtime_context: Any = None,
+        goal: Goal | str | None = None,
     ) -> RunResult:
         """``run`` for scripts: starts an event loop. Use ``await run(...)`` inside async code."""
         return _sync(
-            lambda: self.run(agent, input, session_id=session_id, state=state, runtime_context=runtime_context),
+            lambda: self.run(
+                agent, input, session_id=session_id, state=state, runtime_context=runtime_context, goal=goal
+            ),
             "run_sync() was called inside a running event loop; use 'await runner.run(...)'",
         )
 
@@ -457,6 +467,7 @@ class Runner:
         runtime_context: Any = None,
         run_id: str | None = None,
         results: Mapping[str, Any] | None = None,
+        goal: Goal | str | None = None,
     ) -> Leg:
         """Open a run leg without driving it, for a runtime that drives ``stopwise._loop.drive(leg)`` itself
         (the DBOS runtime does, one durable step per stopwise step).
@@ -467,7 +478,7 @@ class Runner:
         if mode == "run":
             if input is None:
                 raise TypeError("open_leg(mode='run') needs input")
-            return await self._start(agent, input, session_id, state, runtime_context, run_id)
+            return await self._start(agent, input, session_id, state, runtime_context, run_id, goal)
         if session_id is None:
             raise TypeError(f"open_leg(mode={mode!r}) needs a session_id")
         if mode == "retry":
@@ -489,10 +500,15 @@ class Runner:
         state: Mapping[str, Any] | None,
         runtime_context: Any,
         run_id: str | None = None,
+        goal: Goal | str | None = None,
     ) -> Leg:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
         rows = _input_messages(input)
+        stated = Goal.of(goal)
+        if stated is None and agent.guardian is not None:
+            # Logged even when it says only "the input is the goal", so no later configuration can change it.
+            stated = agent.guardian.default_goal or Goal()
         session_id = session_id or uuid.uuid4().hex
         snapshot = await self.store.load_session(session_id)
         if snapshot is not None and snapshot.last_run is not None:
@@ -510,7 +526,17 @@ class Runner:
         next_seq = snapshot.next_seq if snapshot is not None else 1
         run = RunRecord(run_id or uuid.uuid4().hex, session_id, agent.name)
         leg = Leg(
-            agent, self.store, self, run, messages, session_state, next_seq, run_start=len(messages), new_input=rows
+            agent,
+            self.store,
+            self,
+            run,
+            messages,
+            session_state,
+            next_seq,
+            run_start=len(messages),
+            new_input=rows,
+            goal=stated,
+            log_goal=stated is not None,
         )
         return self._leg(leg, runtime_context)
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError, StopGuardExpired
+from stopwise.goal import Goal
 from stopwise.messages import AUTOMATED, AUTOMATED_LABEL, Message, Reply, Role, StopReason, Usage, automated_feedback
 from stopwise.tool_switches import ToolSwitch
 
@@ -156,6 +157,7 @@ class StopGuardContext:
         state: Mapping[str, Any],
         continues_used: int,
         max_continues: int,
+        goal: Goal | None = None,
     ) -> None:
         self.session_id = session_id
         self.run_id = run_id
@@ -171,6 +173,8 @@ class StopGuardContext:
         self.state: Mapping[str, Any] = MappingProxyType(self._draft)
         """Read-only view of the state, with this guard's own updates applied."""
         self.continues_used = continues_used
+        self.goal = goal
+        """The run's goal and criteria as its log has them; None when the run stated none (its input is the goal)."""
         self.continues_left = max(0, max_continues - continues_used)
         self._rows: list[Message] = []
         self._switches: list[ToolSwitch] = []
