@@ -13,12 +13,12 @@ from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
+from stopwise._suspended import SuspendedStep, read_suspended
 from stopwise.agent import Agent
 from stopwise.approvals import (
     ApprovalDecision,
     ApprovalError,
     ApprovalRecord,
-    ApprovalRequest,
     Approve,
     Escalation,
     Modify,
@@ -41,9 +41,9 @@ from stopwise.messages import (
     encode_tool_result,
     error_tool_result,
 )
-from stopwise.records import LogRecord, ToolReceipt, parse_records
+from stopwise.records import LogRecord, ToolReceipt
 from stopwise.result import RunResult, RunStatus
-from stopwise.store.base import EntryKind, Lease, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
@@ -463,27 +463,22 @@ class Runner:
         if last.status is not RunStatus.SUSPENDED:
             raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
         pending = {p["call_id"]: PendingApproval.from_data(p) for p in last.report.get("pending", [])}
+        suspended = read_suspended(snapshot, last)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
-        _check_decisions(pending, decisions, self.clock())
-        entries = [e for e in snapshot.entries if e.run_id == last.run_id]
-        # The suspension's entry is the step's (or, after a write-ahead intent, its results'); the reply is in the
-        # step's entry or its intent.
-        step_entry = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.SETTLE))
-        assistant = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.INTENT)).messages[0]
-        records = parse_records(step_entry.records)
-        request = next(r for r in records if isinstance(r, ApprovalRequest))
-        reply = Reply(assistant.content, assistant.tool_calls)
+        _check_decisions(pending, decisions, self.clock(), suspended.decided)
+        step, reply, records, request = suspended.step, suspended.reply, suspended.records, suspended.request
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
         leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
         leg.write_start = False  # the run stays suspended until its step is settled
         if request.escalation is not None:
-            leg.settle = _settle_review(
-                step_entry.step, reply, records, request.escalation, decisions, last.run_id, self.clock()
-            )
+            leg.settle = _settle_review(step, reply, records, request.escalation, decisions, last.run_id, self.clock())
         else:
-            plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock())
-            leg.settle = Settle(step_entry.step, reply, plans, made, terminate.reason if terminate else None)
+            plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock(), suspended)
+            # Calls left undecided wait on (unless a Terminate ends the run): the step suspends again on them.
+            left = {} if terminate is not None else {k: p for k, p in pending.items() if k not in decisions}
+            ended = terminate.reason if terminate else None
+            leg.settle = Settle(step, reply, plans, made, ended, settled=suspended.settled, pending=left)
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
@@ -519,14 +514,27 @@ def _client_row(value: Any, call_id: str) -> Message:
 
 
 def _check_decisions(
-    pending: Mapping[str, PendingApproval], decisions: Mapping[str, ApprovalDecision], now: float
+    pending: Mapping[str, PendingApproval],
+    decisions: Mapping[str, ApprovalDecision],
+    now: float,
+    decided: Mapping[str, ApprovalRecord],
 ) -> None:
+    """Decisions for some or all of the pending calls; ``ApprovalError`` names what is wrong with them."""
+    again = sorted(set(decisions) & set(decided))
+    if again:
+        earlier = decided[again[0]]
+        by = f" by {earlier.reviewer}" if earlier.reviewer else ""
+        raise ApprovalError(
+            f"call {again[0]} was already decided ({earlier.decision}{by}) by an earlier resume; "
+            f"pending: {', '.join(pending) or 'none'}"
+        )
     unknown = sorted(set(decisions) - set(pending))
     if unknown:
         raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
-    missing = sorted(set(pending) - set(decisions))
-    if missing:
-        raise ApprovalError(f"no decision for pending call {', '.join(missing)}: every pending call needs one")
+    if not decisions:
+        raise ApprovalError(f"no decision given; pending: {', '.join(pending) or 'none'}")
+    if any(p.source == "guardian" for p in pending.values()) and set(decisions) != set(pending):
+        raise ApprovalError("a guardian escalation is decided as a whole: give a decision for each pending item")
     for call_id, decision in decisions.items():
         p = pending[call_id]
         if not isinstance(decision, (Approve, Reject, Modify, Terminate)):
@@ -589,9 +597,11 @@ def _settle_plans(
     decisions: Mapping[str, ApprovalDecision],
     results: Mapping[str, Any],
     now: float,
+    suspended: SuspendedStep,
 ) -> tuple[list[CallPlan], list[LogRecord]]:
     """The suspended step's calls with the reviewer's decisions and the client tools' results applied, and the
-    decisions as records (a client tool's result is its tool row)."""
+    decisions as records (a client tool's result is its tool row). A call settled before (it needed no approval,
+    or an earlier resume decided it) keeps its committed row; a pending call with no decision here waits on."""
     by_id = {c.call_id: c for c in calls}
     terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
     plans: list[CallPlan] = []
@@ -600,7 +610,14 @@ def _settle_plans(
         planned = by_id[call.id]
         args = planned.args
         decision = decisions.get(call.id)
+        tool = agent.tool_map.get(call.name)
         row = planned.answer  # answered when planned (unknown tool, bad arguments, a block): nothing can run
+        if call.id in suspended.settled:
+            plans.append(CallPlan(call, tool, args))  # its row is in the log; the loop does not run it again
+            continue
+        if row is None and decision is None and terminate is None and planned.needs_approval:
+            plans.append(CallPlan(call, tool, args, needs_approval=True))
+            continue
         if row is None and terminate is not None:
             message = f"Terminated by the reviewer: {terminate.reason}"
             row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
@@ -613,7 +630,7 @@ def _settle_plans(
             row = _client_row(results[call.id], call.id)
         if decision is not None and call.id not in results:
             made.append(ApprovalRecord.of(call.id, call.name, decision, now))
-        plans.append(CallPlan(call, agent.tool_map.get(call.name), args, row))
+        plans.append(CallPlan(call, tool, args, row))
     return plans, made
 
 
