@@ -747,7 +747,7 @@ def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[Pen
         kept = step.kept.get(p.call.id)
         if kept is not None:  # still pending after a resume that decided other calls: its expiry stands
             pending.append(kept)
-        elif p.needs_approval and p.tool is not None and p.args is not None:
+        elif step.kind is EntryKind.STEP and p.needs_approval and p.tool is not None and p.args is not None:
             ttl = p.tool.approval_ttl
             expires = None if ttl is None else now + ttl
             why = _why(p.gate) if p.gate is not None else {"source": "client"} if p.tool.client else {}
