@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _cli_fixtures import stopwise_cmd
 from stopwise import (
     Agent,
     FunctionModel,
@@ -123,7 +124,7 @@ async def test_expire_before_any_approval_expired_is_refused_and_writes_nothing(
     runner = Runner(disk, clock=lambda: T0)
     await runner.run(_agent(), "pay", session_id="s")
     before = await disk.load_session("s")
-    with pytest.raises(ApprovalError, match="no approval of run .* has expired"):
+    with pytest.raises(ApprovalError, match=r"no approval of run \w+ has expired"):
         await runner.expire("s", now=T0 + TTL)  # at the expiry, not past it
     after = await disk.load_session("s")
     assert before is not None and after is not None and after.entries == before.entries
@@ -258,7 +259,8 @@ async def test_a_terminate_in_a_piece_ends_the_run_and_answers_the_calls_still_p
     done = await runner.resume(agent, "s", {"c-bob": Terminate("stop")})
     assert (done.status, done.completion_reason) == ("cancelled", "approval_terminated")
     answers = _answers(done.messages)
-    assert answers["c-ann"] == "sent 5 to ann" and "Terminated" in answers["c-bob"] and "Terminated" in answers["c-look"]
+    assert answers["c-ann"] == "sent 5 to ann"
+    assert "Terminated" in answers["c-bob"] and "Terminated" in answers["c-look"]
 
 
 async def test_expiry_after_a_piece_keeps_its_results_and_answers_only_the_calls_left(disk: SQLiteStore) -> None:
@@ -330,3 +332,33 @@ async def test_a_crash_between_the_siblings_intent_and_the_suspension_runs_them_
         assert EXECUTED == [] and len(keys) == 2 and keys[0] == keys[1]
         done = await runner.resume(agent, "s", {"c-ann": Approve(), "c-bob": Approve()})
     assert done.status == "completed" and EXECUTED == ["transfer ann", "transfer bob"] and len(keys) == 2
+
+
+# --- the command line ------------------------------------------------------------------------------------------
+
+
+async def _suspend_two(path: Path) -> None:
+    async with SQLiteStore(path) as store:
+        now = [T0]
+        runner = Runner(store, clock=lambda: now[0])
+        await runner.run(_agent(), "pay", session_id="early")
+        now[0] = T0 + 1000
+        await runner.run(_agent(), "pay", session_id="late")
+
+
+async def test_stopwise_expire_ends_one_session_or_sweeps_all_and_refuses_a_live_approval(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    await _suspend_two(db)
+    live = stopwise_cmd("expire", "late", "--db", str(db), "--now", str(T0 + TTL + 1), cwd=tmp_path)
+    assert live.returncode == 2 and "no approval of run" in live.stderr
+    one = stopwise_cmd("expire", "early", "--db", str(db), "--now", str(T0 + TTL + 1), cwd=tmp_path)
+    assert one.returncode == 0 and one.stdout.startswith("expired: early") and "c-ann" in one.stdout
+    swept = stopwise_cmd("expire", "--all", "--db", str(db), "--now", str(T0 + 1000 + TTL + 1), cwd=tmp_path)
+    assert swept.returncode == 0 and "expired: late" in swept.stdout and "1 expired, 0 skipped" in swept.stdout
+    async with SQLiteStore(db) as store:
+        assert [r.completion_reason for s in ("early", "late") for r in await store.list_runs(s)] == [
+            "approval_expired",
+            "approval_expired",
+        ]
+    both = stopwise_cmd("expire", "early", "--all", "--db", str(db), cwd=tmp_path)
+    assert both.returncode == 2 and "not both" in both.stderr

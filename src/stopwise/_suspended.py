@@ -61,9 +61,7 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
     reply = Reply(assistant.messages[0].content, assistant.messages[0].tool_calls)
     since = [e for e in entries[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     settled = {m.tool_call_id: m for e in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
-    decided = {
-        r.call_id: r for e in since[1:] for r in parse_records(e.records) if isinstance(r, ApprovalRecord)
-    }
+    decided = {r.call_id: r for e in since[1:] for r in parse_records(e.records) if isinstance(r, ApprovalRecord)}
     return SuspendedStep(step, reply, request, records, settled, decided)
 
 
