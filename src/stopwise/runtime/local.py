@@ -629,8 +629,6 @@ def _check_decisions(
         raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
     if not decisions:
         raise ApprovalError(f"no decision given; pending: {', '.join(pending) or 'none'}")
-    if any(p.source == "guardian" for p in pending.values()) and set(decisions) != set(pending):
-        raise ApprovalError("a guardian escalation is decided as a whole: give a decision for each pending item")
     for call_id, decision in decisions.items():
         p = pending[call_id]
         if not isinstance(decision, (Approve, Reject, Modify, Terminate)):
