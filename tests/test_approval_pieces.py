@@ -131,6 +131,22 @@ async def test_expire_before_any_approval_expired_is_refused_and_writes_nothing(
     assert (await disk.list_runs("s"))[-1].status == "suspended"
 
 
+def test_expired_judges_each_pending_call_at_the_time_it_is_given_and_a_call_without_ttl_never_expires() -> None:
+    from stopwise.approvals import PendingApproval, expired
+
+    soon = PendingApproval("a", "t", {}, "h", T0 + 10)
+    never = PendingApproval("b", "t", {}, "h", None)
+    assert expired([soon, never], T0 + 10) == ()
+    assert expired([soon, never], T0 + 10.5) == (soon,)
+
+
+def test_expire_sync_serves_scripts(tmp_path: Path) -> None:
+    with Runner(SQLiteStore(tmp_path / "log.db"), clock=lambda: T0) as runner:
+        runner.run_sync(_agent(), "pay", session_id="s")
+        assert runner.expire_sync("s", now=T0 + TTL + 1).completion_reason == "approval_expired"
+        assert runner.expire_all_sync(now=T0 + TTL + 1).expired == ()
+
+
 async def test_expire_of_a_run_that_is_not_suspended_is_refused(disk: SQLiteStore) -> None:
     runner = Runner(disk)
     with pytest.raises(ApprovalError, match="has no run"):
@@ -150,17 +166,18 @@ async def test_after_expiry_a_resume_is_refused_and_retry_lets_the_model_read_th
     assert retried.status == "completed" and "approval expired" in retried.text
 
 
-async def test_expire_all_ends_every_expired_run_and_leaves_live_approvals_alone(disk: SQLiteStore) -> None:
+async def test_expire_all_ends_every_expired_run_and_leaves_live_approvals_alone(store: Store) -> None:
     now = [T0]
-    runner = Runner(disk, clock=lambda: now[0])
+    runner = Runner(store, clock=lambda: now[0])
     await runner.run(_agent(), "pay", session_id="old")
     now[0] = T0 + 100
     await runner.run(_agent(), "pay", session_id="young")
     sweep = await runner.expire_all(now=T0 + TTL + 50)
     assert [r.session_id for r in sweep.expired] == ["old"] and sweep.skipped == ()
     assert [r.completion_reason for r in sweep.expired] == ["approval_expired"]
-    assert (await disk.list_runs("young"))[-1].status == "suspended", "its approvals have not expired"
-    assert [r.session_id for r in await disk.suspended_runs()] == ["young"]
+    assert (await store.list_runs("young"))[-1].status == "suspended", "its approvals have not expired"
+    assert [r.session_id for r in await store.suspended_runs()] == ["young"]
+    assert [r.completion_reason for r in await store.list_runs("old")] == ["approval_expired"]
 
 
 async def test_expire_all_skips_a_run_a_concurrent_resume_has_claimed(disk: SQLiteStore) -> None:
