@@ -121,15 +121,21 @@ def _log(line: str) -> None:
         f.write(line + "\n")
 
 
-@tool
-def pay(amount: int, ctx: RunContext) -> str:
-    """Pay an amount: an effect outside the log, done once per idempotency key (the tool author's half)."""
+def _effect_once(ctx: RunContext) -> None:
+    """An effect outside the log, done once per idempotency key (the tool author's half); a kill point before
+    and after it."""
     _tick()
     key = ctx.idempotency_key
     _log(f"attempt {key}")
     if f"paid {key}" not in Path(_ledger["path"]).read_text().splitlines():
         _log(f"paid {key}")
     _tick()
+
+
+@tool
+def pay(amount: int, ctx: RunContext) -> str:
+    """Pay an amount: an effect outside the log, done once per idempotency key (the tool author's half)."""
+    _effect_once(ctx)
     return f"paid {amount}"
 
 
@@ -368,12 +374,7 @@ def test_sigkill_between_intent_and_results_runs_each_call_once_with_its_recorde
 @tool(needs_approval=True)
 def sign(doc: str, ctx: RunContext) -> str:
     """Sign a document (a human approves each call): an effect outside the log, done once per key."""
-    _tick()
-    key = ctx.idempotency_key
-    _log(f"attempt {key}")
-    if f"paid {key}" not in Path(_ledger["path"]).read_text().splitlines():
-        _log(f"paid {key}")
-    _tick()
+    _effect_once(ctx)
     return f"signed {doc}"
 
 
