@@ -146,7 +146,7 @@ async def test_terminate_ends_the_run_cancelled_and_answers_every_call(store: St
     ("decisions", "fragment"),
     [
         ({"c-transfer": Approve(), "c-nope": Approve()}, "no pending call with id c-nope"),
-        ({}, "no decision for pending call c-transfer"),
+        ({}, "no decision given; pending: c-transfer"),
         ({"c-transfer": Approve(args_hash="0" * 32)}, "arguments changed"),
         ({"c-transfer": "yes"}, "must be Approve, Reject, Modify or Terminate"),
     ],

@@ -35,6 +35,8 @@ from stopwise import (
     ToolCall,
     tool,
 )
+from stopwise._results import result_from_log
+from stopwise.approvals import Approve
 from stopwise.models import ModelRequest
 from stopwise.store import _sql
 from stopwise.store.base import EntryKind, SessionSnapshot
@@ -119,15 +121,21 @@ def _log(line: str) -> None:
         f.write(line + "\n")
 
 
-@tool
-def pay(amount: int, ctx: RunContext) -> str:
-    """Pay an amount: an effect outside the log, done once per idempotency key (the tool author's half)."""
+def _effect_once(ctx: RunContext) -> None:
+    """An effect outside the log, done once per idempotency key (the tool author's half); a kill point before
+    and after it."""
     _tick()
     key = ctx.idempotency_key
     _log(f"attempt {key}")
     if f"paid {key}" not in Path(_ledger["path"]).read_text().splitlines():
         _log(f"paid {key}")
     _tick()
+
+
+@tool
+def pay(amount: int, ctx: RunContext) -> str:
+    """Pay an amount: an effect outside the log, done once per idempotency key (the tool author's half)."""
+    _effect_once(ctx)
     return f"paid {amount}"
 
 
@@ -361,3 +369,90 @@ def test_sigkill_between_intent_and_results_runs_each_call_once_with_its_recorde
             reattempted += len(attempts) > len(set(attempts))
     assert between >= 4, f"only {between} kill points fell between an intent and its results"
     assert reattempted >= 1, "no kill point re-ran a call whose effect had already happened"
+
+
+@tool(needs_approval=True)
+def sign(doc: str, ctx: RunContext) -> str:
+    """Sign a document (a human approves each call): an effect outside the log, done once per key."""
+    _effect_once(ctx)
+    return f"signed {doc}"
+
+
+def _sign_reply(request: ModelRequest) -> Reply:
+    """A payment that needs no approval and two signatures that do, in one batch (fresh ids on every call)."""
+    _tick()
+    asked = sum(1 for m in request.messages if m.role == "assistant")
+    _log(f"ask {asked}")
+    if asked >= 1:
+        return Reply(f"{sum(1 for m in request.messages if m.role == 'tool')} results read")
+    calls = [ToolCall("pay", {"amount": 10}), ToolCall("sign", {"doc": "a"}), ToolCall("sign", {"doc": "b"})]
+    return Reply(tool_calls=[ToolCall(c.name, c.args, id=f"call_{uuid.uuid4().hex[:12]}") for c in calls])
+
+
+SIGNER = Agent("signer", "Sign things.", FunctionModel(_sign_reply), tools=[pay, sign], run_unapproved_siblings=True)
+
+
+async def _drive_signer(runner: Runner, result: RunResult | None) -> RunResult:
+    """Settle the signer's pending calls one resume at a time (in pieces), in the order they are pending."""
+    if result is None:
+        result = await runner.run(SIGNER, "go", session_id=SESSION)
+    while result.status == "suspended":
+        result = await runner.resume(SIGNER, SESSION, {result.pending[0].call_id: Approve()})
+    return result
+
+
+def _child_signer(db: str, kill_at: int, ledger: str) -> None:
+    _ticks["kill_at"] = kill_at
+    _ledger["path"] = ledger
+    store = SQLiteStore(db)
+    store._conn.set_trace_callback(_tick_statement)
+    asyncio.run(_drive_signer(Runner(store, lease_seconds=LEASE), None))
+
+
+async def _recover_signer(db: Path) -> RunResult:
+    """Whatever the kill left: start the run, carry out an intent (retry), or settle what is still pending."""
+    async with SQLiteStore(db) as store:
+        runner = Runner(store, clock=_after_lease)
+        snapshot = await store.load_session(SESSION)
+        last = None if snapshot is None else snapshot.last_run
+        if last is None:
+            return await _drive_signer(runner, None)
+        if last.status == "running":
+            return await _drive_signer(runner, await runner.retry(SIGNER, SESSION))
+        assert snapshot is not None
+        return await _drive_signer(runner, result_from_log(SIGNER, snapshot, last))
+
+
+@pytest.mark.slow
+def test_sigkill_while_siblings_run_and_between_approval_pieces_runs_each_call_once(tmp_path: Path) -> None:
+    """The new crash points of issue 12 point 5: the siblings' intent before the suspension commits, and each
+    piece of decisions between claim and commit. Recovery carries the intent out or sends the same pieces again:
+    every effect happens once per key, and the transcript is the uninterrupted run's."""
+    _ledger["path"] = str(tmp_path / "reference.ledger")
+    Path(_ledger["path"]).touch()
+    reference = asyncio.run(_drive_signer(Runner(SQLiteStore(tmp_path / "reference.db")), None))
+    assert reference.status == "completed" and reference.text == "3 results read"
+    _ledger["path"] = str(tmp_path / "count.ledger")
+    Path(_ledger["path"]).touch()
+    _ticks.update(n=0, kill_at=0)
+    store = SQLiteStore(tmp_path / "count.db")
+    store._conn.set_trace_callback(_tick_statement)
+    asyncio.run(_drive_signer(Runner(store), None))
+    total = _ticks["n"]
+    assert total >= 30, f"only {total} kill points"
+
+    ctx = multiprocessing.get_context("forkserver")
+    for kill_at in range(1, total + 1):
+        db, ledger = tmp_path / f"sign-{kill_at}.db", tmp_path / f"sign-{kill_at}.ledger"
+        ledger.touch()
+        child = ctx.Process(target=_child_signer, args=(str(db), kill_at, str(ledger)))
+        child.start()
+        child.join(30)
+        assert child.exitcode == -signal.SIGKILL, f"kill point {kill_at}: child exited {child.exitcode}"
+        _ledger["path"] = str(ledger)
+        result = asyncio.run(_recover_signer(db))
+        assert result.status == "completed", f"kill point {kill_at}: {result.error}"
+        assert _canonical(result.messages) == _canonical(reference.messages), f"kill point {kill_at}"
+        paid = [line.split()[1] for line in ledger.read_text().splitlines() if line.startswith("paid ")]
+        calls = [c for m in result.messages for c in m.tool_calls]
+        assert sorted(paid) == sorted(f"{result.run_id}:1:{c.id}" for c in calls), f"kill point {kill_at}"

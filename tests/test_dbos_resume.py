@@ -112,7 +112,7 @@ async def test_sqlite_run_suspended_in_one_runtime_is_resumed_from_a_fresh_one(
         submitted = len(await DBOS.list_workflows_async())
         refusals: list[tuple[str, dict[str, Any], str]] = [
             ("approve", {"c9": Approve()}, "no pending call with id c9"),
-            ("approve", {}, "no decision for pending call c1"),
+            ("approve", {}, "no decision given; pending: c1"),
             ("approve", {"c1": Approve(args_hash=pending_hash)}, "the arguments changed"),
             ("expire", {"c1": Approve()}, "the approval expired"),
             ("nobody", {"c1": Approve()}, "has no run to continue"),

@@ -263,6 +263,17 @@ def test_5_a_reviewers_terminate_beats_a_suspend_and_a_runaway_tool() -> None:
     assert (d.action, d.reason, d.detail) == (Action.TERMINATE, CompletionReason.APPROVAL_TERMINATED, "fraud")
 
 
+def test_5_expired_approvals_fail_the_run_retryable_rather_than_suspending_again() -> None:
+    d = resolve(signals(approval_expired="call c1 expired", approvals_pending=True, tool_error_streak="x"))
+    assert (d.action, d.reason, d.detail) == (Action.FAIL, CompletionReason.APPROVAL_EXPIRED, "call c1 expired")
+    assert d.error is not None and d.error.code == "approval_expired" and d.error.retryable is True
+
+
+def test_5_a_reviewers_terminate_beats_expired_approvals_and_a_cancel_beats_both() -> None:
+    assert resolve(signals(terminated="fraud", approval_expired="late")).reason is CompletionReason.APPROVAL_TERMINATED
+    assert resolve(signals(cancelled=True, approval_expired="late")).reason is CompletionReason.CANCELLED
+
+
 def test_5_a_rejected_escalation_re_anchors_rather_than_suspending_again() -> None:
     d = resolve(signals(review_rejected="stay on the goal", guardian="escalate", approvals_pending=True))
     assert (d.action, d.detail) == (Action.REPLAN, "stay on the goal")

@@ -61,6 +61,12 @@ def transfer(to: str, amount: int) -> str:
     return f"sent {amount} to {to}"
 
 
+@tool(needs_approval=True, approval_ttl=60)
+def slow_transfer(to: str, amount: int) -> str:
+    """Move money (an approval lapses after a minute)."""
+    return f"sent {amount} to {to}"
+
+
 def call(name: str = "lookup", call_id: str = "c1", **args: object) -> Reply:
     return Reply(tool_calls=[ToolCall(name, args or ({"q": "x"} if name == "lookup" else {}), id=call_id)])
 
@@ -244,6 +250,17 @@ async def approval_terminated(store: SQLiteStore) -> Ending:
     return Ending(result.status, result.completion_reason, result.error.code if result.error else None)
 
 
+async def approval_expired(store: SQLiteStore) -> Ending:
+    agent = Agent("a", "", ScriptedModel([call("slow_transfer", to="bob", amount=5)]), tools=[slow_transfer])
+    runner = Runner(store, clock=lambda: 1000.0)
+    suspended = await runner.run(agent, "pay bob", session_id="s")
+    assert suspended.status is RunStatus.SUSPENDED
+    result = await runner.expire("s", now=1000.0 + 61)
+    record = (await store.list_runs("s"))[-1]
+    assert (record.status, record.completion_reason) == (result.status, result.completion_reason)
+    return Ending(result.status, result.completion_reason, result.error.code if result.error else None)
+
+
 async def goal_reached(store: SQLiteStore) -> Ending:
     evaluator = ScriptedEvaluator([{**QUIET, "goal_reached": 0.99}] * 4)
     model = ScriptedModel([call(), "never asked"])
@@ -294,6 +311,7 @@ ENDINGS: list[tuple[str, Scenario, Ending]] = [
     ),
     ("goal_reached", goal_reached, Ending(OK, R.GOAL_REACHED, None)),
     ("infeasible", infeasible, Ending(FAILED, R.INFEASIBLE, ErrorCode.INFEASIBLE)),
+    ("approval_expired", approval_expired, Ending(FAILED, R.APPROVAL_EXPIRED, ErrorCode.APPROVAL_EXPIRED)),
 ]
 
 

@@ -26,6 +26,7 @@ from stopwise import Agent, Approve, FunctionModel, Reply, Runner, SQLiteStore, 
 from stopwise.errors import RunLeased, StepConflict
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
+from stopwise.runtime import ExpirySweep
 from stopwise.store.base import Lease
 
 SESSION = "leased"
@@ -56,6 +57,12 @@ def pay_approved(to: str) -> str:
     return _pay(to)
 
 
+@tool(needs_approval=True, approval_ttl=600)
+def pay_expiring(to: str) -> str:
+    """Pay someone, once a human approved it within ten minutes."""
+    return _pay(to)
+
+
 def _reply(request: ModelRequest) -> Reply:
     if any(m.role == "tool" for m in request.messages):
         return Reply("done")
@@ -65,7 +72,8 @@ def _reply(request: ModelRequest) -> Reply:
 
 AGENT = Agent("payer", "Pay ana.", FunctionModel(_reply), tools=[pay])
 APPROVED = Agent("approver", "Pay ana.", FunctionModel(_reply), tools=[pay_approved])
-AGENTS = {"payer": AGENT, "approver": APPROVED}
+EXPIRING = Agent("expiring", "Pay ana.", FunctionModel(_reply), tools=[pay_expiring])
+AGENTS = {"payer": AGENT, "approver": APPROVED, "expiring": EXPIRING}
 
 
 @dataclass(frozen=True)
@@ -281,6 +289,35 @@ def test_two_resumes_of_one_approval_at_once_run_the_approved_call_once(race: Ra
     race.open_gate()
     assert race.outcomes.get(timeout=_WAIT) == ("finished", winner, "completed")
     assert race.paid() == [f"{winner} paid ana"]
+
+
+@pytest.mark.slow
+def test_an_expiry_sweep_while_a_resume_runs_the_approved_call_skips_that_run_and_the_call_runs_once(
+    race: Race,
+) -> None:
+    async def suspend() -> None:
+        store = race.db.open()
+        try:
+            assert (await Runner(store).run(EXPIRING, "go", session_id=SESSION)).status == "suspended"
+        finally:
+            await store.close()
+
+    async def sweep() -> ExpirySweep:
+        store = race.db.open()
+        try:
+            return await Runner(store, owner="sweeper").expire_all(now=time.time() + 3600)
+        finally:
+            await store.close()
+
+    asyncio.run(suspend())
+    race.start(Job("reviewer", "resume", agent="expiring"))
+    assert race.started.get(timeout=_WAIT) == "reviewer"  # inside the approved call: the run is claimed
+    swept = asyncio.run(sweep())
+    assert swept.expired == () and [s.session_id for s in swept.skipped] == [SESSION]
+    assert "reviewer" in swept.skipped[0].why, "the skip names the worker that holds the run"
+    race.open_gate()
+    assert race.outcomes.get(timeout=_WAIT) == ("finished", "reviewer", "completed")
+    assert race.paid() == ["reviewer paid ana"]
 
 
 async def _suspended_run(store: Store) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stopwise.agent import Agent
-from stopwise.approvals import PlannedCall
+from stopwise.approvals import PendingApproval, PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.goal import Goal
@@ -81,7 +81,13 @@ class Settle:
     intent: bool = False
     """The step is a write-ahead intent with no results: its recorded plans run with the same call ids, and the
     step commits as the uninterrupted one would have (its reply joins the history then); no reviewer is involved
-    and the run is not suspended."""
+    and the run is not suspended (unless calls of it wait for approval: ``Agent.run_unapproved_siblings``)."""
+    settled: Mapping[str, Message] = field(default_factory=dict)
+    """Tool rows of this step committed before (calls that needed no approval, an earlier piece of decisions), by
+    call id: those calls do not run again, the deciders see their rows, the commit does not repeat them."""
+    pending: Mapping[str, PendingApproval] = field(default_factory=dict)
+    """The calls left undecided by this resume, as they were pending (their expiry kept): the step suspends
+    again on them once the decided calls ran."""
 
 
 @dataclass(slots=True)
@@ -366,5 +372,6 @@ def _carry_out(agent: Agent, entry: LogEntry) -> Settle:
     plans = []
     for call in reply.tool_calls:
         planned = by_id[call.id]
-        plans.append(CallPlan(call, agent.tool_map.get(call.name), planned.args, planned.answer))
+        tool = agent.tool_map.get(call.name)
+        plans.append(CallPlan(call, tool, planned.args, planned.answer, needs_approval=planned.needs_approval))
     return Settle(entry.step, reply, plans, [], phase=intent.phase, intent=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,7 +53,7 @@ from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
-from stopwise.messages import Message, Reply, Role, Usage, automated_feedback
+from stopwise.messages import Message, Reply, Role, Usage, automated_feedback, error_tool_result
 from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.records import LogRecord, StepIntent, ToolReceipt, to_data
@@ -107,6 +107,12 @@ class _Step:
     """An output validator's feedback, when it rejected this step's output."""
     sub_usage: Usage = field(default_factory=Usage)
     """Usage of the sub-agents this step's calls ran (recorded in the entry; budgets count it)."""
+    settled: Mapping[str, Message] = field(default_factory=dict)
+    """Rows of this step's calls committed before (see ``Settle.settled``): in ``rows``, not in the commit."""
+    waiting: list[CallPlan] = field(default_factory=list)
+    """Calls that still wait for approval after this step's other calls ran: the step suspends on them."""
+    kept: Mapping[str, PendingApproval] = field(default_factory=dict)
+    """The waiting calls as they were pending before this resume (see ``Settle.pending``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +317,7 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
                 plan.tool = leg.tools.get(plan.call.name)
         step.records.extend(settling.records)
         step.terminated, step.rejected = settling.terminated, settling.rejected
+        step.settled, step.kept = settling.settled, settling.pending
     try:
         decided = await _decide_step(leg, step, settling)
     except CallerCodeFailed as exc:
@@ -318,7 +325,8 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
         return
     if settling is None or not settling.escalation:
         for plan, row in zip(step.plans, step.rows, strict=False):
-            yield ToolReturned(run_id, step.number, plan.call, row)
+            if plan.call.id not in step.settled:
+                yield ToolReturned(run_id, step.number, plan.call, row)
     for event in await _finish_step(leg, decided):
         yield event
 
@@ -330,20 +338,23 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if settling is None and step.reply.tool_calls:
         offered = step.prepared.offered if step.prepared is not None else None
         step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
-        if any(p.needs_approval for p in step.plans):
+        waits = any(p.needs_approval for p in step.plans)
+        if waits and not (leg.agent.run_unapproved_siblings and any(_runs_now(p) for p in step.plans)):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-        if any(p.row is None for p in step.plans):
+        if any(_runs_now(p) for p in step.plans):
             await _write_intent(leg, step)
-    step.plans, step.refused = plan_batch(leg, step.plans)
-    step.ran = sum(1 for p in step.plans if p.row is None)
-    rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
-    step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
+    failed = await _run_calls(leg, step)
     if failed is not None:
         # The tools ran: the step commits (their results withheld) as the run's ending, never vanishes.
+        _answer_waiting(step, "Not run: the run ended before this call was decided")
         return _Decided(step, resolve(_signals(leg, step, caller_failed=failed)))
+    if step.waiting:
+        # Calls of the batch still wait for a reviewer: the step is judged once they are settled too.
+        return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
     step.tool_output = tool_output(leg, step.plans, step.rows)
-    if step.plans:
-        step.streaks = streaks(((p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True)), leg.tool_streaks)
+    fresh = [(p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True) if p.call.id not in step.settled]
+    if fresh:
+        step.streaks = streaks(fresh, leg.tool_streaks)
     await _consult_guardian(leg, step)
     step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
@@ -361,6 +372,43 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
         decided = await _guard_output(leg, decided)
     return decided
+
+
+def _runs_now(plan: CallPlan) -> bool:
+    """Whether a planned call runs in this step: it has no answer yet and waits for no reviewer."""
+    return plan.row is None and not plan.needs_approval
+
+
+async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
+    """Run the step's calls that can run now, then their tool-result guardrails; ``step.plans`` and ``step.rows``
+    end up in call order with the rows committed before (``step.settled``), and the calls still waiting for a
+    reviewer move to ``step.waiting``. Returns a tool-result guardrail's failure (the rows are then withheld)."""
+    step.waiting = [p for p in step.plans if p.needs_approval and p.row is None]
+    waiting = {p.call.id for p in step.waiting}
+    fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
+    fresh, step.refused = plan_batch(leg, fresh)
+    step.ran = sum(1 for p in fresh if p.row is None)
+    rows, step.sub_usage = await execute_calls(leg, step.number, fresh, step.records) if fresh else ([], Usage())
+    rows, failed = await guard_results(leg, step.number, fresh, rows, step.records)
+    done = {p.call.id: (p, row) for p, row in zip(fresh, rows, strict=True)}
+    plans, step.rows = [], []
+    for plan in step.plans:
+        if plan.call.id in waiting:
+            continue
+        plan, row = done.get(plan.call.id) or (plan, step.settled[plan.call.id])
+        plans.append(plan)
+        step.rows.append(row)
+    step.plans = plans
+    return failed
+
+
+def _answer_waiting(step: _Step, why: str) -> None:
+    """The run ends while calls still wait: each gets a denial row, so every call of the reply has its result."""
+    for plan in step.waiting:
+        row = error_tool_result(why, tool_call_id=plan.call.id, origin="stopwise", denied=True)
+        step.plans.append(replace(plan, row=row, needs_approval=False))
+        step.rows.append(row)
+    step.waiting = []
 
 
 async def _write_intent(leg: Leg, step: _Step) -> None:
@@ -719,14 +767,22 @@ def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[Pen
         item = PendingApproval(f"guardian:{step.number}", "guardian", review, args_hash(review), None, **_why(turn))
         return [item], ApprovalRequest((), Escalation(turn.escalated, turn.reason, quarantined))
     now = leg.clock()
+    waiting = step.waiting or [p for p in step.plans if p.needs_approval]
     pending = []
-    for p in step.plans:
-        if p.needs_approval and p.tool is not None and p.args is not None:
+    for p in waiting:
+        kept = step.kept.get(p.call.id)
+        if kept is not None:  # still pending after a resume that decided other calls: its expiry stands
+            pending.append(kept)
+        elif step.kind is EntryKind.STEP and p.needs_approval and p.tool is not None and p.args is not None:
             ttl = p.tool.approval_ttl
             expires = None if ttl is None else now + ttl
             why = _why(p.gate) if p.gate is not None else {"source": "client"} if p.tool.client else {}
             pending.append(PendingApproval(p.call.id, p.call.name, dict(p.args), args_hash(p.args), expires, **why))
-    return pending, ApprovalRequest(tuple(p.planned() for p in step.plans))
+    if step.kind is EntryKind.SETTLE and step.waiting:
+        return pending, None  # a piece of a resume: the suspension's own request still describes the batch
+    order = {c.id: i for i, c in enumerate(step.reply.tool_calls)}
+    batch = sorted([*step.plans, *step.waiting], key=lambda p: order[p.call.id])
+    return pending, ApprovalRequest(tuple(p.planned() for p in batch))
 
 
 def _why(decision: GuardianDecision) -> dict[str, Any]:
@@ -745,7 +801,7 @@ def _why(decision: GuardianDecision) -> dict[str, Any]:
 def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
     rows = [] if step.kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)]
-    rows.extend(step.rows)
+    rows.extend(r for r in step.rows if r.tool_call_id not in step.settled)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
     if step.guard is not None and guard_rows_kept(step.guard, decision):

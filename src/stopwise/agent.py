@@ -92,6 +92,11 @@ class Agent:
     """What happens to the other calls of a batch that holds a stop-at call: ``"early"`` runs only the first
     stop-at call and answers the others "not run" (if that call fails, the model reads all of it and goes on);
     ``"exhaustive"`` runs the whole batch, and the first stop-at call (in call order) that succeeded ends the run."""
+    run_unapproved_siblings: bool = False
+    """When a batch holds calls that wait for approval: ``False`` (the default) runs nothing of the batch until
+    every call is decided; ``True`` runs the calls that need no approval in the same step (write-ahead, as any
+    step's calls), then suspends on the others, as the Vercel AI SDK's tool approval does. The model reads all the
+    results together once the last pending call is settled."""
 
     stop_condition: StopCondition | None = field(init=False, repr=False)
     tool_sources: tuple[ToolSource, ...] = field(init=False, repr=False)
@@ -145,6 +150,8 @@ class Agent:
                 raise ConfigError(field_name, f"must be a {cls.__name__}(...), got {type(value).__name__}")
         if not isinstance(self.reply_limits, ReplyLimits):
             raise ConfigError("reply_limits", f"must be a ReplyLimits(...), got {type(self.reply_limits).__name__}")
+        if not isinstance(self.run_unapproved_siblings, bool):
+            raise ConfigError("run_unapproved_siblings", f"must be True or False, got {self.run_unapproved_siblings!r}")
         if self.end_strategy not in ("early", "exhaustive"):
             raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
         if self.prepare_step is not None and not callable(self.prepare_step):

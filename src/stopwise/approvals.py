@@ -1,15 +1,17 @@
 """Human approval of tool calls: what a pending call looks like, and the decisions that settle it.
 
 A call to a tool declared ``needs_approval`` (or whose predicate says so for these arguments) suspends the
-run durably before anything in the batch executes. ``Runner.resume`` settles every pending call with one of
-``Approve()``, ``Reject(message)``, ``Modify(args)`` or ``Terminate(reason)``.
+run durably before anything in the batch executes (or, with ``Agent(run_unapproved_siblings=True)``, before the
+calls that wait for approval execute). ``Runner.resume`` settles pending calls, all at once or some at a time,
+with one of ``Approve()``, ``Reject(message)``, ``Modify(args)`` or ``Terminate(reason)``; ``Runner.expire``
+ends a run whose approvals expired unanswered.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -30,6 +32,7 @@ __all__ = [
     "Reject",
     "Terminate",
     "args_hash",
+    "expired",
 ]
 
 
@@ -108,6 +111,13 @@ class PendingApproval:
         t = "" if self.threshold is None else f" > t*={self.threshold:.2f}"
         what = "the turn" if self.call_id.startswith("guardian:") else f"call {self.tool!r}"
         return f"guardian escalated {what}: {self.condition} {p}{t} ({self.reason})"
+
+
+def expired(pending: Sequence[PendingApproval], now: float) -> tuple[PendingApproval, ...]:
+    """The pending calls whose approval has expired at ``now`` (Unix seconds, the caller's clock): past their
+    ``expires_at``. A run with any of them can no longer run its batch as the model asked, so ``Runner.expire``
+    may end it. Pure: the time comes in as ``now``."""
+    return tuple(p for p in pending if p.expires_at is not None and now > p.expires_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +242,8 @@ class ApprovalRecord:
     call_id: str
     tool: str
     decision: str
-    """``approve``, ``reject``, ``modify`` or ``terminate``."""
+    """``approve``, ``reject``, ``modify`` or ``terminate``; ``expired`` when ``Runner.expire`` settled the call
+    unanswered (no reviewer)."""
     args: Mapping[str, Any] | None = None
     """Modify's arguments."""
     reason: str | None = None

@@ -80,6 +80,7 @@ class ErrorCode(StrEnum):
     MAX_STEPS_HANDLER_RAISED = "max_steps_handler_raised"
     PREPARE_STEP_FAILED = "prepare_step_failed"
     HISTORY_PROCESSOR_FAILED = "history_processor_failed"
+    APPROVAL_EXPIRED = "approval_expired"
 
 
 @dataclass(frozen=True, slots=True)

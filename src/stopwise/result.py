@@ -71,6 +71,9 @@ class CompletionReason(StrEnum):
     """The guardian judged every acceptance criterion met (``stop_success``)."""
     INFEASIBLE = "infeasible"
     """The guardian judged the goal out of reach, or the run replanned too often (``stop_failure``)."""
+    APPROVAL_EXPIRED = "approval_expired"
+    """A suspended run's approvals passed their ``approval_ttl`` unanswered and ``Runner.expire`` ended it (failed,
+    code ``approval_expired``, retryable: the model reads each expired call's result and may ask again)."""
 
 
 class RunStatus(StrEnum):

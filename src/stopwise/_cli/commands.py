@@ -9,7 +9,7 @@ from stopwise._cli._common import DEFAULT_DB
 
 __all__ = ["COMMANDS", "add_commands", "dispatch"]
 
-COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "serve"})
+COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "expire", "serve"})
 
 
 _REVIEWER = "who decides (free text), recorded with each decision in the log"
@@ -61,8 +61,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             help=f"{what}, and continue the run",
             description=(
                 f"Settle pending calls of SESSION's suspended run: {what}. The run then continues with the agent "
-                "of --agent, as `stopwise run` would, and its status is printed. Every pending call needs a "
-                "decision (name them all, or use `stopwise resume` to give each its own). Exit code 0 when "
+                "of --agent, as `stopwise run` would, and its status is printed. Pending calls not named stay "
+                "pending: the named ones run (or are answered) and the run stays suspended on the rest (use "
+                "`stopwise resume` to give each call its own decision). Exit code 0 when "
                 "the run completed, 1 when it did not (suspended again, failed, cancelled), 2 when the agent, "
                 "the database or the decisions cannot be used."
             ),
@@ -79,8 +80,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "resume",
         help="settle a suspended run's pending calls, one decision each, and continue it",
         description=(
-            "Load the Agent NAME from FILE.py, settle every pending call of SESSION's suspended run with the "
-            "decision given for it, and continue the run. Exit codes as for `stopwise approve`."
+            "Load the Agent NAME from FILE.py, settle the pending calls of SESSION's suspended run named here with "
+            "the decision given for each, and continue the run (it stays suspended on calls not named). Exit codes "
+            "as for `stopwise approve`."
         ),
     )
     p.add_argument("target", metavar="FILE.py:NAME", help="a Python file and the name of an Agent defined in it")
@@ -107,6 +109,22 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("target", metavar="FILE.py:NAME", help="a Python file and the name of an Agent defined in it")
     p.add_argument("session", metavar="SESSION", help="the session whose last run to continue")
     p.add_argument("--message", metavar="TEXT", help="a new user message to add before continuing")
+    _db(p)
+
+    p = commands.add_parser(
+        "expire",
+        help="end suspended runs whose approvals expired unanswered (approval_expired)",
+        description=(
+            "End SESSION's suspended run, or with --all every suspended run in the log, once an approval it waits "
+            "for is past its approval_ttl: every call still without a result is answered 'not run', and the run "
+            "fails with reason approval_expired (retry continues it); the session then takes new runs. No agent "
+            "is needed. A run another worker holds (a resume in flight) is skipped with --all. Exit code 0, or 2 "
+            "when SESSION's run is not suspended, none of its approvals has expired, or another worker holds it."
+        ),
+    )
+    p.add_argument("session", nargs="?", metavar="SESSION", help="the session of the suspended run")
+    p.add_argument("--all", action="store_true", help="every suspended run of the log whose approvals expired")
+    p.add_argument("--now", type=float, metavar="UNIX", help="the time to judge expiry at (default: now)")
     _db(p)
 
     p = commands.add_parser(
@@ -154,6 +172,8 @@ def dispatch(args: argparse.Namespace) -> int:
             message=args.message,
             reviewer=args.reviewer,
         )
+    if args.command == "expire":
+        return control.expire(args.db, args.session, every=args.all, now=args.now)
     if args.command == "serve":
         return serve.serve(args.db, args.host, args.port, args.agent, args.token)
     return control.retry(args.db, args.target, args.session, args.message)

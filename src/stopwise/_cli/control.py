@@ -15,12 +15,12 @@ from stopwise._load import LoadError, load_agent
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, Reject, Terminate
-from stopwise.errors import ConfigError, RetryNotAllowed
+from stopwise.errors import ConfigError, RetryNotAllowed, RunLeased, StepConflict
 from stopwise.result import RunResult, RunStatus
-from stopwise.runtime import Runner, SessionBusy
+from stopwise.runtime import ExpirySweep, Runner, SessionBusy
 from stopwise.store.sqlite import SQLiteStore
 
-__all__ = ["decide", "print_outcome", "print_pending", "resume", "retry"]
+__all__ = ["decide", "expire", "print_outcome", "print_pending", "resume", "retry"]
 
 
 def decide(
@@ -98,6 +98,33 @@ def retry(db: str, target: str, session: str, message: str | None) -> int:
     except (RetryNotAllowed, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
     return print_outcome(result, path, sys.stdout)
+
+
+def expire(db: str, session: str | None, *, every: bool, now: float | None) -> int:
+    """End ``session``'s suspended run (or, with ``every``, each one in the log) whose approvals expired; one line
+    per run ended or skipped."""
+    if every == (session is not None):
+        raise UsageError("name a SESSION or give --all, not both")
+    path = existing_db(db)
+
+    async def go() -> ExpirySweep:
+        async with Runner(SQLiteStore(path)) as runner:
+            if session is None:
+                return await runner.expire_all(now=now)
+            return ExpirySweep((await runner.expire(session, now=now),))
+
+    try:
+        sweep = asyncio.run(go())
+    except (ApprovalError, RunLeased, StepConflict) as exc:
+        raise UsageError(str(exc)) from None
+    for result in sweep.expired:
+        detail = " ".join(result.detail.split())
+        print(terminal_safe(f"expired: {result.session_id}  run {result.run_id}  {detail}"))
+    for skipped in sweep.skipped:
+        print(terminal_safe(f"skipped: {skipped.session_id}  run {skipped.run_id}  {skipped.why}"))
+    if every:
+        print(f"{len(sweep.expired)} expired, {len(sweep.skipped)} skipped")
+    return 0
 
 
 def _settle(db: str, target: str, session: str, decisions: Mapping[str, ApprovalDecision]) -> int:

@@ -7,12 +7,14 @@ resolver and its decision, the function that writes a decision to the run record
 
 from stopwise._loop import Leg, drive
 from stopwise._results import result_from_log, result_of
-from stopwise.runtime.local import Runner, SessionBusy
+from stopwise.runtime.local import ExpirySweep, Runner, SessionBusy, SkippedExpiry
 from stopwise.stop.decision import Action, StepSignals, StopDecision, apply_decision, resolve
 
 __all__ = [
+    "ExpirySweep",
     "Runner",
     "SessionBusy",
+    "SkippedExpiry",
     # for runtime authors
     "Action",
     "Leg",

@@ -10,18 +10,18 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise._results import result_from_log
+from stopwise._suspended import SuspendedStep, expiry, read_suspended
 from stopwise.agent import Agent
 from stopwise.approvals import (
     ApprovalDecision,
     ApprovalError,
     ApprovalRecord,
-    ApprovalRequest,
     Approve,
     Escalation,
     Modify,
@@ -29,9 +29,18 @@ from stopwise.approvals import (
     PlannedCall,
     Reject,
     Terminate,
+    expired,
 )
 from stopwise.context import RunContext
-from stopwise.errors import ConfigError, ForkNotAllowed, RetryNotAllowed, StopwiseError, StoreError
+from stopwise.errors import (
+    ConfigError,
+    ForkNotAllowed,
+    RetryNotAllowed,
+    RunLeased,
+    StepConflict,
+    StopwiseError,
+    StoreError,
+)
 from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.goal import Goal
 from stopwise.guardian.guardian import label
@@ -45,13 +54,13 @@ from stopwise.messages import (
     encode_tool_result,
     error_tool_result,
 )
-from stopwise.records import LogRecord, ToolReceipt, parse_records
+from stopwise.records import LogRecord, ToolReceipt
 from stopwise.result import RunResult, RunStatus
-from stopwise.store.base import EntryKind, Lease, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
-__all__ = ["Runner", "SessionBusy"]
+__all__ = ["ExpirySweep", "Runner", "SessionBusy", "SkippedExpiry"]
 
 Input = str | Message | Sequence[Message]
 T = TypeVar("T")
@@ -59,6 +68,23 @@ T = TypeVar("T")
 
 class SessionBusy(StopwiseError):
     """A new run was asked for on a session whose last run is running, interrupted or suspended."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedExpiry:
+    """A run ``Runner.expire_all`` found expired but left alone: another worker held or moved it (``why``)."""
+
+    session_id: str
+    run_id: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExpirySweep:
+    """What one ``Runner.expire_all`` did: the runs it ended, and the expired ones it skipped."""
+
+    expired: tuple[RunResult, ...] = ()
+    skipped: tuple[SkippedExpiry, ...] = ()
 
 
 def _input_messages(input: Input) -> tuple[Message, ...]:
@@ -221,6 +247,68 @@ class Runner:
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
         return await _finish(self._observed(agent, self._leased(leg)))
 
+    async def expire(self, session_id: str, *, now: float | None = None) -> RunResult:
+        """End the session's suspended run because approvals of its pending calls expired unanswered.
+
+        A run is expired once any pending call is past its ``expires_at`` (``approval_ttl``) at ``now`` (Unix
+        seconds; the runner's clock when not given): its batch can no longer run as the model asked. Every call
+        still without a result gets one the model can read ("Not run: its approval expired ..."), each pending call
+        an ``ApprovalRecord`` with decision ``expired``, and the run fails with reason and code
+        ``approval_expired`` (retryable: ``retry()`` lets the model ask again). Then the session takes new runs. No
+        agent is needed: nothing runs. Raises ``ApprovalError`` when the last run is not suspended or none of its
+        approvals has expired, and, like ``resume``, ``RunLeased`` or ``StepConflict`` when another worker holds
+        the run or moved it on; nothing was written then.
+        """
+        now = self.clock() if now is None else now
+        snapshot = await self.store.load_session(session_id)
+        last = None if snapshot is None else snapshot.last_run
+        if snapshot is None or last is None or last.status is not RunStatus.SUSPENDED:
+            what = "has no run" if last is None else f"run {last.run_id} is {last.status.value}"
+            raise ApprovalError(f"session {session_id!r}: {what}, not suspended; there is nothing to expire")
+        return await self._expire(snapshot, last, now)
+
+    async def expire_all(self, *, now: float | None = None) -> ExpirySweep:
+        """``expire`` every suspended run of the store whose approvals expired at ``now``: a sweep for a cron job.
+
+        A run another worker holds (a resume in flight) or moved on since the sweep read it is skipped, with why;
+        the sweep goes on. Runs whose approvals have not expired (or never do) are left as they are."""
+        now = self.clock() if now is None else now
+        ended: list[RunResult] = []
+        skipped: list[SkippedExpiry] = []
+        for run in await self.store.suspended_runs():
+            if not expired([PendingApproval.from_data(p) for p in run.report.get("pending", ())], now):
+                continue
+            snapshot = await self.store.load_session(run.session_id)
+            last = None if snapshot is None else snapshot.last_run
+            if snapshot is None or last is None or last.run_id != run.run_id:
+                continue  # the session moved on since the runs were listed
+            try:
+                ended.append(await self._expire(snapshot, last, now))
+            except (RunLeased, StepConflict, ApprovalError) as exc:
+                skipped.append(SkippedExpiry(run.session_id, run.run_id, str(exc)))
+        return ExpirySweep(tuple(ended), tuple(skipped))
+
+    async def _expire(self, snapshot: SessionSnapshot, last: RunRecord, now: float) -> RunResult:
+        pending = [PendingApproval.from_data(p) for p in last.report.get("pending", ())]
+        gone = expired(pending, now)
+        if not gone:
+            dates = sorted(p.expires_at for p in pending if p.expires_at is not None)
+            when = f"the first expires at {dates[0]:.0f}" if dates else "none of them expires"
+            raise ApprovalError(
+                f"session {last.session_id!r}: no approval of run {last.run_id} has expired at {now:.0f} ({when})"
+            )
+        entry, run = expiry(read_suspended(snapshot, last), last, pending, now, snapshot.next_seq)
+        # Claimed like a resume: of an expiry and a resume at once, one settles the step and the other is refused.
+        lease = self._lease(last.run_id)
+        await self.store.claim(last, snapshot.next_seq - 1, lease, self.clock())
+        try:
+            await self.store.commit(entry, snapshot.state, run)
+        finally:
+            await self.store.release(lease)
+        after = await self.store.load_session(last.session_id)
+        assert after is not None
+        return result_from_log(None, after, run)
+
     async def stream(
         self,
         agent: Agent,
@@ -292,6 +380,20 @@ class Runner:
         return _sync(
             lambda: self.resume(agent, session_id, decisions, results=results, runtime_context=runtime_context),
             "resume_sync() was called inside a running event loop; use 'await runner.resume(...)'",
+        )
+
+    def expire_sync(self, session_id: str, *, now: float | None = None) -> RunResult:
+        """``expire`` for scripts: starts an event loop. Use ``await expire(...)`` inside async code."""
+        return _sync(
+            lambda: self.expire(session_id, now=now),
+            "expire_sync() was called inside a running event loop; use 'await runner.expire(...)'",
+        )
+
+    def expire_all_sync(self, *, now: float | None = None) -> ExpirySweep:
+        """``expire_all`` for scripts: starts an event loop. Use ``await expire_all(...)`` inside async code."""
+        return _sync(
+            lambda: self.expire_all(now=now),
+            "expire_all_sync() was called inside a running event loop; use 'await runner.expire_all(...)'",
         )
 
     def _lease(self, run_id: str) -> Lease:
@@ -602,27 +704,23 @@ class Runner:
         if last.status is not RunStatus.SUSPENDED:
             raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
         pending = {p["call_id"]: PendingApproval.from_data(p) for p in last.report.get("pending", [])}
+        suspended = read_suspended(snapshot, last)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
-        _check_decisions(pending, decisions, self.clock())
-        entries = [e for e in snapshot.entries if e.run_id == last.run_id]
-        # The suspension's entry is the step's (or, after a write-ahead intent, its results'); the reply is in the
-        # step's entry or its intent.
-        step_entry = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.SETTLE))
-        assistant = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.INTENT)).messages[0]
-        records = parse_records(step_entry.records)
-        request = next(r for r in records if isinstance(r, ApprovalRequest))
-        reply = Reply(assistant.content, assistant.tool_calls)
+        _check_decisions(pending, decisions, self.clock(), suspended.decided)
+        step, reply, records, request = suspended.step, suspended.reply, suspended.records, suspended.request
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
         leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
         leg.write_start = False  # the run stays suspended until its step is settled
         if request.escalation is not None:
-            leg.settle = _settle_review(
-                step_entry.step, reply, records, request.escalation, decisions, last.run_id, self.clock()
-            )
+            leg.settle = _settle_review(step, reply, records, request.escalation, decisions, last.run_id, self.clock())
         else:
-            plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock())
-            leg.settle = Settle(step_entry.step, reply, plans, made, terminate.reason if terminate else None)
+            # Calls left undecided wait on (unless a Terminate ends the run): the step suspends again on them.
+            left = {} if terminate is not None else {k: p for k, p in pending.items() if k not in decisions}
+            hold = bool(left) and not agent.run_unapproved_siblings
+            plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock(), suspended, hold)
+            ended = terminate.reason if terminate else None
+            leg.settle = Settle(step, reply, plans, made, ended, settled=suspended.settled, pending=left)
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
@@ -658,14 +756,25 @@ def _client_row(value: Any, call_id: str) -> Message:
 
 
 def _check_decisions(
-    pending: Mapping[str, PendingApproval], decisions: Mapping[str, ApprovalDecision], now: float
+    pending: Mapping[str, PendingApproval],
+    decisions: Mapping[str, ApprovalDecision],
+    now: float,
+    decided: Mapping[str, ApprovalRecord],
 ) -> None:
+    """Decisions for some or all of the pending calls; ``ApprovalError`` names what is wrong with them."""
+    again = sorted(set(decisions) & set(decided))
+    if again:
+        earlier = decided[again[0]]
+        by = f" by {earlier.reviewer}" if earlier.reviewer else ""
+        raise ApprovalError(
+            f"call {again[0]} was already decided ({earlier.decision}{by}) by an earlier resume; "
+            f"pending: {', '.join(pending) or 'none'}"
+        )
     unknown = sorted(set(decisions) - set(pending))
     if unknown:
         raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
-    missing = sorted(set(pending) - set(decisions))
-    if missing:
-        raise ApprovalError(f"no decision for pending call {', '.join(missing)}: every pending call needs one")
+    if not decisions:
+        raise ApprovalError(f"no decision given; pending: {', '.join(pending) or 'none'}")
     for call_id, decision in decisions.items():
         p = pending[call_id]
         if not isinstance(decision, (Approve, Reject, Modify, Terminate)):
@@ -728,9 +837,14 @@ def _settle_plans(
     decisions: Mapping[str, ApprovalDecision],
     results: Mapping[str, Any],
     now: float,
+    suspended: SuspendedStep,
+    hold: bool,
 ) -> tuple[list[CallPlan], list[LogRecord]]:
     """The suspended step's calls with the reviewer's decisions and the client tools' results applied, and the
-    decisions as records (a client tool's result is its tool row)."""
+    decisions as records (a client tool's result is its tool row). A call settled before (it needed no approval,
+    or an earlier resume decided it) keeps its committed row; a pending call with no decision here waits on, and
+    so, with ``hold`` (calls are left undecided and the agent does not run unapproved siblings), does a call that
+    needed no approval."""
     by_id = {c.call_id: c for c in calls}
     terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
     plans: list[CallPlan] = []
@@ -739,7 +853,14 @@ def _settle_plans(
         planned = by_id[call.id]
         args = planned.args
         decision = decisions.get(call.id)
+        tool = agent.tool_map.get(call.name)
         row = planned.answer  # answered when planned (unknown tool, bad arguments, a block): nothing can run
+        if call.id in suspended.settled:
+            plans.append(CallPlan(call, tool, args))  # its row is in the log; the loop does not run it again
+            continue
+        if row is None and decision is None and terminate is None and (planned.needs_approval or hold):
+            plans.append(CallPlan(call, tool, args, needs_approval=True))
+            continue
         if row is None and terminate is not None:
             message = f"Terminated by the reviewer: {terminate.reason}"
             row = error_tool_result(message, tool_call_id=call.id, origin="stopwise", denied=True)
@@ -752,7 +873,7 @@ def _settle_plans(
             row = _client_row(results[call.id], call.id)
         if decision is not None and call.id not in results:
             made.append(ApprovalRecord.of(call.id, call.name, decision, now))
-        plans.append(CallPlan(call, agent.tool_map.get(call.name), args, row))
+        plans.append(CallPlan(call, tool, args, row))
     return plans, made
 
 

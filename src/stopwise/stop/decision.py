@@ -9,7 +9,8 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
    ``stop_when_error``);
 3. the model call failed (``model_failed``), or ran past a time budget and was cancelled (``timed_out``);
 4. an input guardrail blocked the leg (``input_blocked``);
-5. a reviewer terminated the run, or rejected a guardian escalation (re-anchor, or the cut-off at the cap);
+5. a reviewer terminated the run; the pending approvals expired unanswered (``approval_expired``, failed:
+   ``Runner.expire``); a reviewer rejected a guardian escalation (re-anchor, or the cut-off at the cap);
 6. suspend: a call needs approval, or the guardian escalates;
 7. a runaway tool (``tool_error_streak``) fails the run;
 8. a forced-output call: its output, or another forced call, or the failure;
@@ -47,6 +48,7 @@ __all__ = [
     "Phase",
     "StepSignals",
     "apply_decision",
+    "approval_expired",
     "max_steps_exhausted",
     "resolve",
     "terminated",
@@ -159,6 +161,9 @@ class StepSignals:
     """Set when an output guardrail blocked the final answer: its reason."""
     terminated: str | None = None
     """Set when a reviewer settled this step with ``Terminate``: their reason."""
+    approval_expired: str | None = None
+    """Set when the step's pending approvals passed their ``approval_ttl`` unanswered and ``Runner.expire`` settles
+    it: which, in words. The time is the caller's (``expire(now=...)``); the resolver reads no clock."""
     guardian: Literal["escalate", "stop_success", "stop_failure", "replan"] | None = None
     """The guardian's outcome for this turn, when it did not say continue."""
     guardian_reason: str = ""
@@ -258,6 +263,13 @@ def _natural_finish(s: StepSignals) -> StopDecision:
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=override)
 
 
+def approval_expired(detail: str) -> StopDecision:
+    """The pending approvals expired unanswered: the run fails, retryable (the model reads each expired call's
+    result, so a retry asks it again; a reviewer may be there then)."""
+    error = ErrorDetail(ErrorCode.APPROVAL_EXPIRED, detail, ErrorCategory.CALLER, retryable=True)
+    return _fail(CompletionReason.APPROVAL_EXPIRED, error)
+
+
 def terminated(reason: str) -> StopDecision:
     """A reviewer ended a suspended run with ``Terminate``."""
     error = ErrorDetail(ErrorCode.APPROVAL_TERMINATED, reason, ErrorCategory.CALLER, retryable=False)
@@ -292,6 +304,8 @@ def _reviewed_or_waiting(s: StepSignals) -> StopDecision | None:
     """Lines 5-7: a reviewer's word, a suspension, a runaway tool."""
     if s.terminated is not None:
         return terminated(s.terminated)
+    if s.approval_expired is not None:
+        return approval_expired(s.approval_expired)
     if s.review_rejected is not None:
         if s.max_steps is not None and s.steps_used >= s.max_steps:
             return _cut_off(s)

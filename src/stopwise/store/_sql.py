@@ -122,6 +122,7 @@ LAST_RUN = "SELECT * FROM runs WHERE session_id = :session_id ORDER BY created_a
 RUN_BY_ID = "SELECT * FROM runs WHERE run_id = :run_id"
 RUNS_OF_SESSION = "SELECT * FROM runs WHERE session_id = :session_id ORDER BY created_at, rowid"
 SESSIONS_RECENT = "SELECT session_id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT :limit"
+SUSPENDED_RUNS = "SELECT * FROM runs WHERE status = 'suspended' ORDER BY created_at, rowid"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stopwise.errors import StepConflict
+from stopwise.result import RunStatus
 from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
@@ -109,6 +110,9 @@ class MemoryStore:
     async def list_sessions(self, limit: int = 100) -> list[str]:
         # Dicts keep insertion order; a session moves to the end when it is written again.
         return list(reversed(self._sessions))[:limit]
+
+    async def suspended_runs(self) -> list[RunRecord]:
+        return [r for r in self._runs.values() if r.status is RunStatus.SUSPENDED]
 
     async def close(self) -> None:
         return None

@@ -307,6 +307,9 @@ class PostgresStore:
     async def list_sessions(self, limit: int = 100) -> list[str]:
         return [r["session_id"] for r in await self._rows(_sql.SESSIONS_RECENT, "list_sessions", limit=limit)]
 
+    async def suspended_runs(self) -> list[RunRecord]:
+        return [_sql.run_from(r) for r in await self._rows(_sql.SUSPENDED_RUNS, "suspended_runs")]
+
     async def close(self) -> None:
         self._closed = True
         pool, self._pool = self._pool, None

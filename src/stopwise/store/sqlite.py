@@ -188,6 +188,12 @@ class SQLiteStore:
 
         return await self._do(read, "list_sessions")
 
+    async def suspended_runs(self) -> list[RunRecord]:
+        def read() -> list[RunRecord]:
+            return [_sql.run_from(r) for r in self._rows(_sql.SUSPENDED_RUNS)]
+
+        return await self._do(read, "suspended_runs")
+
     async def close(self) -> None:
         """Close the database. Idempotent; any later use raises ``StoreError``."""
         if self._closed:

@@ -1,0 +1,113 @@
+"""A suspended run's step as its log has it (the reply, the suspension's request, what was settled since), and
+its expiry.
+
+``Runner.resume`` (all pending calls at once, or some at a time) and ``Runner.expire`` read it; both then commit
+a ``settle`` entry for that step. A step is settled in pieces when calls of its batch ran before the rest were
+decided: the calls that needed no approval (``Agent(run_unapproved_siblings=True)``), and the calls of an earlier
+``resume`` that decided only some of them. Their tool rows are in the log already, so the next piece must not run
+or repeat them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from stopwise.approvals import ApprovalRecord, ApprovalRequest, PendingApproval, expired
+from stopwise.messages import Message, Reply, Role, error_tool_result
+from stopwise.records import LogRecord, parse_records, to_data
+from stopwise.stop.decision import Phase, StepSignals, apply_decision, resolve
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
+
+__all__ = ["SuspendedStep", "expiry", "read_suspended"]
+
+
+@dataclass(frozen=True, slots=True)
+class SuspendedStep:
+    """The step a suspended run waits on."""
+
+    step: int
+    reply: Reply
+    """The model's reply whose calls wait (from the step's entry, or its write-ahead intent)."""
+    request: ApprovalRequest
+    """The suspension's record: the batch's planned calls, or a guardian escalation."""
+    records: tuple[LogRecord, ...]
+    """The records of the entry that suspended the run (the request among them)."""
+    settled: Mapping[str, Message]
+    """Tool rows of this step already committed since it suspended, by call id: the calls that needed no approval
+    and the calls an earlier ``resume`` decided. They never run again."""
+    decided: Mapping[str, ApprovalRecord]
+    """The decisions committed by earlier pieces, by call id."""
+
+
+def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
+    """The step ``run`` (suspended) waits on, read from ``snapshot``'s log."""
+    entries = [e for e in snapshot.entries if e.run_id == run.run_id]
+    at, request = 0, None
+    records: tuple[LogRecord, ...] = ()
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e.kind in (EntryKind.STEP, EntryKind.SETTLE):
+            parsed = tuple(parse_records(e.records))
+            request = next((r for r in parsed if isinstance(r, ApprovalRequest)), None)
+            if request is not None:
+                at, records = i, parsed
+                break
+    if request is None:
+        raise LookupError(f"run {run.run_id} is suspended but its log holds no approval request")
+    step = entries[at].step
+    # The reply is in the step's own entry, or in its write-ahead intent when calls ran before it suspended.
+    assistant = next(e for e in reversed(entries[: at + 1]) if e.kind in (EntryKind.STEP, EntryKind.INTENT))
+    reply = Reply(assistant.messages[0].content, assistant.messages[0].tool_calls)
+    since = [e for e in entries[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    settled = {m.tool_call_id: m for e in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
+    decided = {r.call_id: r for e in since[1:] for r in parse_records(e.records) if isinstance(r, ApprovalRecord)}
+    return SuspendedStep(step, reply, request, records, settled, decided)
+
+
+def expiry(
+    suspended: SuspendedStep,
+    run: RunRecord,
+    pending: Sequence[PendingApproval],
+    now: float,
+    seq: int,
+) -> tuple[LogEntry, RunRecord]:
+    """The settle entry and the run record that end ``run`` because approvals of its ``pending`` calls expired at
+    ``now`` (``Runner.expire``): every call of the step still without a result gets one the model can read (the
+    expired ones, and the others of the batch, which cannot run without them), each pending call an ``expired``
+    decision record, and the run the resolver's ``approval_expired`` ending. Pure: the caller claims and commits."""
+    gone = {p.call_id: p for p in expired(pending, now)}
+    planned = {c.call_id: c for c in suspended.request.calls}
+    rows: list[Message] = []
+    for call in suspended.reply.tool_calls:
+        if call.id in suspended.settled:
+            continue
+        answer = planned[call.id].answer if call.id in planned else None
+        if answer is None:
+            p = gone.get(call.id)
+            why = (
+                f"Not run: its approval expired at {p.expires_at:.0f} unanswered"
+                if p is not None and p.expires_at is not None
+                else "Not run: other calls of this batch waited for approvals that expired unanswered"
+            )
+            answer = error_tool_result(why, tool_call_id=call.id, origin="stopwise", denied=True)
+        rows.append(answer)
+    detail = "; ".join(
+        f"the approval of call {p.call_id} ({p.tool}) expired at {p.expires_at:.0f}"
+        for p in gone.values()
+        if p.expires_at is not None
+    )
+    decision = resolve(StepSignals(has_tool_calls=True, approval_expired=detail))
+    records = [ApprovalRecord(p.call_id, p.tool, "expired", reason=detail, decided_at=now) for p in pending]
+    recorded = {
+        "action": decision.action.value,
+        "reason": decision.reason,
+        "detail": decision.detail,
+        "phase": Phase.NORMAL.value,
+        "carry": None,
+        "tool_calls": 0,
+    }
+    kind, step = EntryKind.SETTLE, suspended.step
+    entry = LogEntry(run.session_id, seq, run.run_id, step, kind, tuple(rows), recorded, records=to_data(records))
+    report = {k: v for k, v in run.report.items() if k != "pending"}
+    return entry, apply_decision(run, decision, report=report)
