@@ -333,14 +333,16 @@ _CANNOT = re.compile(
 )
 _DONE = r"(?:written|saved|created|updated|sent|submitted|uploaded|deleted|booked|scheduled)"
 _CONFIRMATION = re.compile(
-    rf"\b{_DONE}\b[^.\n]{{0,30}}\bsuccess(?:fully)?\b|\bsuccess(?:fully)?\b[^.\n]{{0,30}}\b{_DONE}\b"
-    r"|\b\d+ passed\b|\bran \d+ tests?\b[^\n]*\n+\s*ok\b",
+    rf"\b{_DONE}\b[^.\n]{{0,30}}\bsuccess(?:fully)?\b|\bsuccess(?:fully)?\b[^.\n]{{0,30}}\b{_DONE}\b",
     re.I,
 )
 """A tool's report that a change it was asked for happened (``File output.txt has been written successfully``,
-``Message sent successfully``) or that tests passed. The action word alone is not one (a page saying a song was
-"written" by someone, ``Updated 1 path from the index``), nor is "succeeded" alone: code that ran without an
-exception (``exitcode: 0 (execution succeeded)``) says nothing about whether its output is the answer."""
+``Message sent successfully``). The action word alone is not one (a page saying a song was "written" by someone,
+``Updated 1 path from the index``), nor is "succeeded" alone: code that ran without an exception (``exitcode: 0
+(execution succeeded)``) says nothing about whether its output is the answer. Nor are passing tests the agent ran
+itself (``12 passed``, ``Ran 4 tests ... OK``): on recorded runs they say nothing about the acceptance tests a
+grader runs (coding runs whose own tests passed were resolved less often than the others; multi-agent runs whose
+tests passed all failed), so a run whose only news is a test pass is left to the base rate and the judge."""
 _CONFIRMATION_CHARS = 300
 """A confirmation is a short status (``File output.txt has been written successfully.``): a longer result is
 content, where those words are only words (a page that mentions an "updated" policy)."""
