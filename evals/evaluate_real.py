@@ -10,8 +10,13 @@ confirmation words, the last tool result's length. An AUROC of 0.5 is chance; a 
 baselines is not evidence of judgment. ``n/a`` where a source has one class only (every Who&When run failed: there
 the ECE is the mean probability of success it gives failed runs).
 
+An answer marked ``defer`` (the rules cannot tell: the base rate, the judge's to settle) is counted in
+``deferred``; ``mean_p``, AUROC, ECE, its floor and Brier are over the answers the rules commit to, and the same
+figures with ``_all`` over every answer, the deferred ones read as odds.
+
 ``--baseline`` is the real set's regression gate (``.ci/run``): exit 1 when a (condition, source)'s ECE rose, or
-its AUROC fell, by more than the tolerance against a table written by ``--json``, or when one went unmeasured.
+its AUROC fell, committed or over all answers, by more than the tolerance against a table written by ``--json``, or
+when one went unmeasured.
 """
 
 from __future__ import annotations

@@ -14,12 +14,14 @@ integrity and drift sections are fitted by their own commands: see README.md her
   criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs of the train split only,
   as two maps: ``goal_reached_evidence`` for a run that said how it went (``OUTCOME_FEATURES``: a tool confirmed a
   change, a request to the user came back empty, a failure followed the last confirmation, the answer says it
-  could not finish), an L2 logistic regression (C=1) on those features alone over such runs; and
+  could not finish), an L2 logistic regression on those features alone over such runs, its strength chosen by
+  ``choose_c`` on the sources it is fitted on (so inside the leave-one-source-out loop too); and
   ``goal_reached_open`` for the others, a constant, the base rate of the train runs (the goal's and the answer's
   words do not carry from one source to another: leaving a source out, a full refit of the goal_reached features
   scored AUROC about 0.55). Each train source is scored by maps made without it (leave-one-source-out); each
   test-split source (held out: never read by a fit) by maps made on all the train sources. Both sets of figures,
-  and those of the constant alone, go into the file's ``fitted`` notes.
+  and those of the constant alone, go into the file's ``fitted`` notes, with the answers the rules commit to
+  scored apart from those they defer to a judge (``evaluate_real.score``).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ EVIDENCE_CS = (1.0, 10.0, 100.0, 1000.0)
 """The L2 strengths the evidence map chooses from: the one with the least log loss when each source of the records it
 is fitted on is scored by a map fitted on the others (so inside ``held_out`` the choice never sees the source being
 scored). Outcome evidence nearly separates the runs that said something, and a strong penalty keeps a confirmed
-write at 0.7 where such runs succeeded every time: ECE 0.17-0.21 on the AutoGPT reports at C=1."""
+write at 0.7 where such runs succeeded every time: ECE 0.13-0.21 on the AutoGPT reports at C=1."""
 
 
 def _open_records(records: list[TraceRecord]) -> list[TraceRecord]:

@@ -12,7 +12,7 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
   results and arguments and in the final text, the final answer's words and cited identifiers backed by those
   results, no error in the last step; with no criteria stated, what the run says about itself (a tool confirming a
-  change or passing tests, a failure after that, a question to the user left unanswered, an answer that says it
+  change, a failure after that, a question to the user left unanswered, an answer that says it
   could not finish: ``goal_reached_evidence``), and when it says nothing, the base rate of recorded runs of real
   models (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
@@ -711,7 +711,7 @@ class RuleEvaluator:
 
     def outcome_features(self, projection: Projection) -> dict[str, float]:
         """What the tools themselves said about the work, read at a finish (part of ``goal_features``): a short
-        result that confirms an action (a file written, tests passed), whether the last call's result was one,
+        result that confirms an action (a file written, a message sent), whether the last call's result was one,
         a failure after the last confirmation, and requests to the user that came back empty. Empty when none
         of these happened: then only the words of the goal and the answer are left to read."""
         calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
