@@ -130,6 +130,14 @@ SOURCES = {
             "benchmark/reports/autogpt/20240325T021042_full_run/report.md",
         ),
         Source(
+            "autogpt/2024-03-10",
+            "Significant-Gravitas/AutoGPT",
+            "71a107db306d1c8d8e175e4c1d707fd7241b0f58",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240310T021156_full_run/report.md",
+        ),
+        Source(
             "mcp/reference-servers",
             "modelcontextprotocol/servers",
             "76d64c822f5125032f89eb71dbdb94e42b434821",
@@ -592,6 +600,7 @@ RUN_READERS = {
     "autogpt/2024-03-05": autogpt_records,
     "autogpt/2024-03-20": autogpt_records,
     "autogpt/2024-03-25": autogpt_records,
+    "autogpt/2024-03-10": autogpt_records,
 }
 
 
