@@ -114,6 +114,30 @@ SOURCES = {
             "benchmark/reports/autogpt/20240305T020814_full_run/report.json",
         ),
         Source(
+            "autogpt/2024-03-20",
+            "Significant-Gravitas/AutoGPT",
+            "2e3a3b51b12789fac703646e1a0395f526a535a0",
+            "MIT",
+            "train",
+            "benchmark/reports/autogpt/20240320T020832_full_run/report.md",
+        ),
+        Source(
+            "autogpt/2024-03-25",
+            "Significant-Gravitas/AutoGPT",
+            "0c1db1735e89c24fc872eb73dcd69715b70ba624",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240325T021042_full_run/report.md",
+        ),
+        Source(
+            "autogpt/2024-03-10",
+            "Significant-Gravitas/AutoGPT",
+            "71a107db306d1c8d8e175e4c1d707fd7241b0f58",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240310T021156_full_run/report.md",
+        ),
+        Source(
             "mcp/reference-servers",
             "modelcontextprotocol/servers",
             "76d64c822f5125032f89eb71dbdb94e42b434821",
@@ -574,6 +598,9 @@ RUN_READERS = {
     "whowhen/algorithm-generated": whowhen_records,
     "autogpt/2024-04-01": autogpt_records,
     "autogpt/2024-03-05": autogpt_records,
+    "autogpt/2024-03-20": autogpt_records,
+    "autogpt/2024-03-25": autogpt_records,
+    "autogpt/2024-03-10": autogpt_records,
 }
 
 
@@ -601,17 +628,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", type=Path, required=True, help="folder of bare clones (<owner>+<name>/repo)")
     parser.add_argument("--only", action="append", help="build only this source (repeatable)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--keep-others",
+        action="store_true",
+        help="with --only: keep every other source's lines of --out as they are (no clone of those needed)",
+    )
     args = parser.parse_args(argv)
+    if args.keep_others and not args.only:
+        parser.error("--keep-others needs --only")
     records = build(args.mirror, set(args.only) if args.only else None)
+    lines = _other_lines(args.out, set(args.only)) if args.keep_others else {}
+    for r in records:
+        lines.setdefault(r.source, []).append(json.dumps(_data(r), sort_keys=True, ensure_ascii=False) + "\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(_data(r), sort_keys=True, ensure_ascii=False) + "\n")
+        for name in SOURCES:  # the order a full build writes
+            f.writelines(lines.get(name, []))
     counts = Counter((r.source, r.condition, r.split, str(r.label)) for r in records)
     for key, n in sorted(counts.items()):
         print(*key, n, sep="\t")
     print(f"{len(records)} records -> {args.out}", file=sys.stderr)
     return 0
+
+
+def _other_lines(path: Path, rebuilt: set[str]) -> dict[str, list[str]]:
+    """Per source not being rebuilt, its lines of ``path`` in their order, byte for byte."""
+    kept: dict[str, list[str]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+            source = json.loads(line)["source"]
+            if source not in rebuilt:
+                kept.setdefault(source, []).append(line)
+    return kept
 
 
 def _data(record: TraceRecord) -> dict[str, Any]:

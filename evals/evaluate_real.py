@@ -10,8 +10,13 @@ confirmation words, the last tool result's length. An AUROC of 0.5 is chance; a 
 baselines is not evidence of judgment. ``n/a`` where a source has one class only (every Who&When run failed: there
 the ECE is the mean probability of success it gives failed runs).
 
+An answer marked ``defer`` (the rules cannot tell: the base rate, the judge's to settle) is counted in
+``deferred``; ``mean_p``, AUROC, ECE, its floor and Brier are over the answers the rules commit to, and the same
+figures with ``_all`` over every answer, the deferred ones read as odds.
+
 ``--baseline`` is the real set's regression gate (``.ci/run``): exit 1 when a (condition, source)'s ECE rose, or
-its AUROC fell, by more than the tolerance against a table written by ``--json``, or when one went unmeasured.
+its AUROC fell, committed or over all answers, by more than the tolerance against a table written by ``--json``, or
+when one went unmeasured.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str,
     table: dict[str, dict[str, Any]] = {}
     for key, rs in sorted(groups.items()):
         condition = DEFAULT_CONDITIONS.by_name[rs[0].condition]
-        ps, ys, uncertain = [], [], 0
+        ps, ys, committed, uncertain = [], [], [], 0
         for r in rs:
             assert r.projection is not None
             answer = evaluator.answer(r.projection, condition)
@@ -69,15 +74,16 @@ def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str,
                 continue
             ps.append(answer.p(condition.fires_on))
             ys.append(float(r.holds(condition)))
+            committed.append(not answer.defer)
+        cp = [p for p, c in zip(ps, committed, strict=True) if c]
+        cy = [y for y, c in zip(ys, committed, strict=True) if c]
         row: dict[str, Any] = {
             "n": len(rs),
             "positives": int(sum(float(r.holds(condition)) for r in rs)),
             "uncertain": uncertain,
-            "mean_p": sum(ps) / len(ps) if ps else None,
-            "auroc": auroc(ps, ys) if 0 < sum(ys) < len(ys) else None,
-            "ece": ece(ps, ys),
-            "ece_floor": ece_floor(ps),
-            "brier": brier(ps, ys),
+            "deferred": len(ps) - len(cp),
+            **_figures(cp, cy),
+            **{f"{k}_all": v for k, v in _figures(ps, ys).items()},
         }
         labels = [float(r.holds(condition)) for r in rs]
         for name in ("reply_length", "confirmation_words", "result_length") if condition.name != "risk" else ():
@@ -88,6 +94,17 @@ def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str,
     return table
 
 
+def _figures(ps: list[float], ys: list[float]) -> dict[str, Any]:
+    """mean_p, AUROC (None with one class), ECE, its floor and Brier of ``ps`` against ``ys`` (None when empty)."""
+    return {
+        "mean_p": sum(ps) / len(ps) if ps else None,
+        "auroc": auroc(ps, ys) if 0 < sum(ys) < len(ys) else None,
+        "ece": ece(ps, ys),
+        "ece_floor": ece_floor(ps),
+        "brier": brier(ps, ys),
+    }
+
+
 def regressions(table: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]], tolerance: float) -> list[str]:
     """What got worse than ``baseline``, in words (empty: nothing)."""
     found = []
@@ -96,10 +113,14 @@ def regressions(table: dict[str, dict[str, Any]], baseline: dict[str, dict[str, 
         if now is None:
             found.append(f"{key}: not measured any more")
             continue
-        if before["ece"] is not None and now["ece"] is not None and now["ece"] > before["ece"] + tolerance:
-            found.append(f"{key}: ECE {before['ece']:.3f} -> {now['ece']:.3f}")
-        if before["auroc"] is not None and (now["auroc"] is None or now["auroc"] < before["auroc"] - tolerance):
-            found.append(f"{key}: AUROC {before['auroc']:.3f} -> {fmt(now['auroc'])}")
+        for suffix, what in (("", ""), ("_all", " (deferred included)")):
+            ece_key, auroc_key = f"ece{suffix}", f"auroc{suffix}"
+            was, got = before.get(ece_key), now.get(ece_key)
+            if was is not None and (got is None or got > was + tolerance):
+                found.append(f"{key}: ECE{what} {was:.3f} -> {fmt(got)}")
+            was, got = before.get(auroc_key), now.get(auroc_key)
+            if was is not None and (got is None or got < was - tolerance):
+                found.append(f"{key}: AUROC{what} {was:.3f} -> {fmt(got)}")
     return found
 
 
@@ -119,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         RuleEvaluator(coefficients=load_coefficients(args.coefficients)) if args.coefficients else RuleEvaluator()
     )
     table = score(read_traces(args.traces).records, evaluator)
-    cols = ["n", "positives", "uncertain", "mean_p", "auroc", "ece", "ece_floor", "brier"]
+    cols = ["n", "positives", "uncertain", "deferred", "mean_p", "auroc", "ece", "ece_floor", "brier"]
+    cols += ["auroc_all", "ece_all", "ece_floor_all", "brier_all"]
     cols += ["auroc_reply_length", "auroc_confirmation_words", "auroc_result_length"]
     print(f"{evaluator.model_version}")
     print("| condition source | " + " | ".join(cols) + " |")

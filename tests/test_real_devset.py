@@ -13,7 +13,7 @@ import pytest
 
 from stopwise import Agent, Reply, Runner, ScriptedModel, tool
 from stopwise.evals.calibration import recalibrated
-from stopwise.evals.traces import read_traces
+from stopwise.evals.traces import TraceRecord, projection_to_data, read_traces
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, GuardianOutcome
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
@@ -402,21 +402,90 @@ def test_a_failure_after_the_last_confirmation_and_an_unanswered_request_are_rea
     [
         ("File output.txt has been written successfully.", True),
         ("Successfully created issue #12", True),
+        # The agent's own passing tests are not a confirmation: on recorded runs they said nothing of the grader's.
         (
             ".\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nOK\n",
-            True,
+            False,
         ),
-        ("=== 12 passed in 0.31s ===", True),
+        ("=== 12 passed in 0.31s ===", False),
         ("Revenge is a song written, produced, and performed by XXXTentacion.", False),
         ("Updated 1 path from the index", False),
         ("exitcode: 0 (execution succeeded)\nCode output: 42", False),
         ("File written successfully. " + "x" * 400, False),  # content, not a status line
     ],
 )
-def test_a_confirmation_is_a_short_status_that_reports_a_change_or_passing_tests(result: str, confirms: bool) -> None:
+def test_a_confirmation_is_a_short_status_that_reports_a_change_not_a_test_run(result: str, confirms: bool) -> None:
     from stopwise.guardian.evaluators.rule import _confirms
 
     assert _confirms(result) is confirms
+
+
+def test_a_run_whose_only_news_is_its_own_passing_tests_is_left_to_the_base_rate_and_the_judge() -> None:
+    rules = RuleEvaluator()
+    tested = silent_state(
+        ("write_file", {"filename": "fix.py"}, "", False),
+        ("bash", {"command": "pytest -q"}, "=== 12 passed in 0.31s ===", False),
+        final="Fixed; the tests pass.",
+    )
+    answer = rules.answer(tested, C["goal_reached"])  # type: ignore[arg-type]
+    assert rules.outcome_features(tested) == {}  # type: ignore[arg-type]
+    assert answer.defer and answer.note.startswith("no acceptance criteria and no word from the tools")
+
+
+# --- the evidence map's fit ------------------------------------------------------------------------------------------
+
+
+def said(source: str, label: bool, *features: str) -> object:
+    """A goal_reached record of ``source`` whose run said ``features`` (built from real tool results)."""
+    results = {
+        "result_confirms": ("write_file", {"filename": "out.txt"}, "File out.txt written successfully.", False),
+        "unanswered_requests": ("ask_user", {"question": "Which file?"}, "", False),
+    }
+    steps = [results[f] for f in features]
+    return TraceRecord(
+        f"goal_reached/{source}/{len(steps)}-{label}",
+        "goal_reached",
+        label,
+        "train",
+        source,
+        projection_to_data(silent_state(*steps, final="Done." if label else "Unable to finish.")),  # type: ignore[arg-type]
+    )
+
+
+def test_the_evidence_map_chooses_its_strength_without_the_source_it_is_scored_on() -> None:
+    sys.path.insert(0, str(ROOT / "evals" / "calibration"))
+    import fit_real
+
+    # Three sources where a confirmed write always succeeded and an unanswered question always failed: the
+    # left-out sources reward a weak penalty, which then gives a confirmed write a high probability.
+    records = [
+        said(s, ok, *f)
+        for s in ("a", "b", "c")
+        for ok, f in ((True, ("result_confirms",)), (False, ("unanswered_requests",))) * 4
+    ]
+    assert fit_real.choose_c(records) == max(fit_real.EVIDENCE_CS)  # type: ignore[arg-type]
+    fitted = fit_real.evidence_map(records)  # type: ignore[arg-type]
+    assert fitted is not None and fitted["weights"]["result_confirms"] > 2
+    # One source alone cannot be left out with two classes to fit on: the strongest penalty stays.
+    assert fit_real.choose_c([r for r in records if r.source == "a"]) == fit_real.EVIDENCE_CS[0]  # type: ignore[attr-defined]
+
+
+def test_the_real_report_scores_deferred_answers_apart_from_those_the_rules_commit_to(records: list) -> None:  # type: ignore[type-arg]
+    table = evaluate_real.score([r for r in records if r.source == "hotpotqa/react"], RuleEvaluator())
+    row = table["goal_reached hotpotqa/react"]
+    assert row["deferred"] == row["n"] == 93  # every HotpotQA finish is left to the judge
+    assert row["ece"] is None and row["auroc"] is None
+    assert row["ece_all"] is not None and row["auroc_all"] == 0.5  # the base rate, the same for every run
+
+
+def test_rebuilding_some_sources_keeps_the_others_lines_byte_for_byte(tmp_path: Path) -> None:
+    out = tmp_path / "realset.jsonl"
+    other = '{"source": "hotpotqa/react", "x": 1}\n'
+    out.write_text(other, encoding="utf-8")
+    build_realset.main(["--mirror", str(tmp_path), "--only", "autogpt/2024-03-25", "--keep-others", "--out", str(out)])
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[0] == other  # hotpotqa comes before the AutoGPT reports in SOURCES
+    assert len(lines) == 14 and all('"source": "autogpt/2024-03-25"' in line for line in lines[1:])
 
 
 # --- the gate ----------------------------------------------------------------------------------------------------

@@ -14,12 +14,14 @@ integrity and drift sections are fitted by their own commands: see README.md her
   criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs of the train split only,
   as two maps: ``goal_reached_evidence`` for a run that said how it went (``OUTCOME_FEATURES``: a tool confirmed a
   change, a request to the user came back empty, a failure followed the last confirmation, the answer says it
-  could not finish), an L2 logistic regression (C=1) on those features alone over such runs; and
+  could not finish), an L2 logistic regression on those features alone over such runs, its strength chosen by
+  ``choose_c`` on the sources it is fitted on (so inside the leave-one-source-out loop too); and
   ``goal_reached_open`` for the others, a constant, the base rate of the train runs (the goal's and the answer's
   words do not carry from one source to another: leaving a source out, a full refit of the goal_reached features
   scored AUROC about 0.55). Each train source is scored by maps made without it (leave-one-source-out); each
   test-split source (held out: never read by a fit) by maps made on all the train sources. Both sets of figures,
-  and those of the constant alone, go into the file's ``fitted`` notes.
+  and those of the constant alone, go into the file's ``fitted`` notes, with the answers the rules commit to
+  scored apart from those they defer to a judge (``evaluate_real.score``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
 from stopwise.evals.rulefit import fit_rule_coefficients
@@ -94,8 +97,11 @@ OPEN = "goal_reached_open"
 """goal_reached for runs with no stated criteria: every real run, no scripted one (they all state criteria)."""
 EVIDENCE = "goal_reached_evidence"
 """goal_reached for those of them whose run said how it went (``OUTCOME_FEATURES``)."""
-EVIDENCE_C = 1.0
-"""The L2 strength of the evidence map: fixed, not searched (a handful of train sources cannot choose it)."""
+EVIDENCE_CS = (1.0, 10.0, 100.0, 1000.0)
+"""The L2 strengths the evidence map chooses from: the one with the least log loss when each source of the records it
+is fitted on is scored by a map fitted on the others (so inside ``held_out`` the choice never sees the source being
+scored). Outcome evidence nearly separates the runs that said something, and a strong penalty keeps a confirmed
+write at 0.7 where such runs succeeded every time: ECE 0.13-0.21 on the AutoGPT reports at C=1."""
 
 
 def _open_records(records: list[TraceRecord]) -> list[TraceRecord]:
@@ -124,13 +130,44 @@ def _said(record: TraceRecord) -> dict[str, float] | None:
     return {k: f[k] for k in OUTCOME_FEATURES if k in f} or None
 
 
+def _evidence_rows(records: list[TraceRecord]) -> list[tuple[str, dict[str, float], float]]:
+    return [(r.source, f, float(bool(r.label))) for r in records if (f := _said(r)) is not None]
+
+
+def _matrix(rows: list[tuple[str, dict[str, float], float]]) -> npt.NDArray[np.float64]:
+    return np.array([[f.get(k, 0.0) for k in OUTCOME_FEATURES] for _, f, _ in rows], dtype=np.float64)
+
+
+def choose_c(records: list[TraceRecord]) -> float:
+    """The strength of ``EVIDENCE_CS`` with the least leave-one-source-out log loss over ``records``' runs that said
+    how they went (the first, the strongest, when no source can be left out with two classes left to fit)."""
+    rows = _evidence_rows(records)
+    losses: dict[float, float] = {}
+    for c in EVIDENCE_CS:
+        total, n = 0.0, 0
+        for source in sorted({s for s, _, _ in rows}):
+            fit = [row for row in rows if row[0] != source]
+            held = [row for row in rows if row[0] == source]
+            if len({y for _, _, y in fit}) < 2:
+                continue
+            model = LogisticRegression(C=c, max_iter=5000).fit(_matrix(fit), [y for _, _, y in fit])
+            p = np.clip(model.predict_proba(_matrix(held))[:, 1], 1e-6, 1 - 1e-6)
+            y = np.array([y for _, _, y in held])
+            total += float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).sum())
+            n += len(held)
+        if n:
+            losses[c] = total / n
+    return min(losses, key=lambda c: (losses[c], c)) if losses else EVIDENCE_CS[0]
+
+
 def evidence_map(records: list[TraceRecord]) -> dict[str, Any] | None:
-    """The evidence map fitted on the runs of ``records`` that said how it went (None: too few, or one class)."""
-    rows = [(f, float(bool(r.label))) for r in records if (f := _said(r)) is not None]
-    if len({y for _, y in rows}) < 2:
+    """The evidence map fitted on the runs of ``records`` that said how it went, at the strength ``choose_c``
+    picks on them (None: too few, or one class)."""
+    rows = _evidence_rows(records)
+    if len({y for _, _, y in rows}) < 2:
         return None
-    x = np.array([[f.get(k, 0.0) for k in OUTCOME_FEATURES] for f, _ in rows], dtype=np.float64)
-    model = LogisticRegression(C=EVIDENCE_C, max_iter=2000).fit(x, [y for _, y in rows])
+    c = choose_c(records)
+    model = LogisticRegression(C=c, max_iter=5000).fit(_matrix(rows), [y for _, _, y in rows])
     weights = {k: round(float(w), 4) for k, w in zip(OUTCOME_FEATURES, model.coef_[0], strict=True)}
     return {"bias": round(float(model.intercept_[0]), 4), "weights": weights}
 
@@ -189,7 +226,8 @@ def _rounded(value: Any) -> Any:
     return round(value, 3) if isinstance(value, float) else value
 
 
-_KEPT = ("n", "positives", "mean_p", "auroc", "ece", "ece_floor", "brier")
+_KEPT = ("n", "positives", "deferred", "mean_p", "auroc", "ece", "ece_floor", "brier")
+_KEPT += ("auroc_all", "ece_all", "brier_all")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
                         "heldout": figures,
                     },
                     EVIDENCE: {
-                        "fit": f"logistic (L2, C={EVIDENCE_C:g}) on the outcome features, over the train runs that "
-                        "said how they went",
+                        "fit": f"logistic (L2, C={choose_c(train):g}, chosen from {list(EVIDENCE_CS)} by "
+                        "leave-one-source-out log loss on the train sources) on the outcome features, over the "
+                        "train runs that said how they went",
                         "records": said,
                     },
                 }

@@ -12,7 +12,7 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
   results and arguments and in the final text, the final answer's words and cited identifiers backed by those
   results, no error in the last step; with no criteria stated, what the run says about itself (a tool confirming a
-  change or passing tests, a failure after that, a question to the user left unanswered, an answer that says it
+  change, a failure after that, a question to the user left unanswered, an answer that says it
   could not finish: ``goal_reached_evidence``), and when it says nothing, the base rate of recorded runs of real
   models (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
@@ -333,14 +333,16 @@ _CANNOT = re.compile(
 )
 _DONE = r"(?:written|saved|created|updated|sent|submitted|uploaded|deleted|booked|scheduled)"
 _CONFIRMATION = re.compile(
-    rf"\b{_DONE}\b[^.\n]{{0,30}}\bsuccess(?:fully)?\b|\bsuccess(?:fully)?\b[^.\n]{{0,30}}\b{_DONE}\b"
-    r"|\b\d+ passed\b|\bran \d+ tests?\b[^\n]*\n+\s*ok\b",
+    rf"\b{_DONE}\b[^.\n]{{0,30}}\bsuccess(?:fully)?\b|\bsuccess(?:fully)?\b[^.\n]{{0,30}}\b{_DONE}\b",
     re.I,
 )
 """A tool's report that a change it was asked for happened (``File output.txt has been written successfully``,
-``Message sent successfully``) or that tests passed. The action word alone is not one (a page saying a song was
-"written" by someone, ``Updated 1 path from the index``), nor is "succeeded" alone: code that ran without an
-exception (``exitcode: 0 (execution succeeded)``) says nothing about whether its output is the answer."""
+``Message sent successfully``). The action word alone is not one (a page saying a song was "written" by someone,
+``Updated 1 path from the index``), nor is "succeeded" alone: code that ran without an exception (``exitcode: 0
+(execution succeeded)``) says nothing about whether its output is the answer. Nor are passing tests the agent ran
+itself (``12 passed``, ``Ran 4 tests ... OK``): on recorded runs they say nothing about the acceptance tests a
+grader runs (coding runs whose own tests passed were resolved less often than the others; multi-agent runs whose
+tests passed all failed), so a run whose only news is a test pass is left to the base rate and the judge."""
 _CONFIRMATION_CHARS = 300
 """A confirmation is a short status (``File output.txt has been written successfully.``): a longer result is
 content, where those words are only words (a page that mentions an "updated" policy)."""
@@ -709,7 +711,7 @@ class RuleEvaluator:
 
     def outcome_features(self, projection: Projection) -> dict[str, float]:
         """What the tools themselves said about the work, read at a finish (part of ``goal_features``): a short
-        result that confirms an action (a file written, tests passed), whether the last call's result was one,
+        result that confirms an action (a file written, a message sent), whether the last call's result was one,
         a failure after the last confirmation, and requests to the user that came back empty. Empty when none
         of these happened: then only the words of the goal and the answer are left to read."""
         calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
