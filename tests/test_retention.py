@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli_fixtures import stopwise_cmd
 from _pgcluster import HOW_TO_ENABLE
 from stopwise import MemoryStore, SQLiteStore, Store
 from stopwise.errors import ConfigError, RunLeased, StepConflict
@@ -212,3 +213,53 @@ async def test_postgres_expiry_deletes_the_rows_of_every_table(pg_dsn: str | Non
                 sql = f"SELECT session_id, COUNT(*) FROM {store.schema}.{table} GROUP BY session_id"
                 rows = await (await conn.execute(sql)).fetchall()
                 assert dict(rows) == {"young": 4 if table == "log" else 1}, table
+
+
+# --- stopwise gc -----------------------------------------------------------------------------------------------
+
+
+async def _aged_db(path: Path) -> None:
+    """Four sessions: two written 40 days ago, one of them suspended; one 10 days ago; one now."""
+    async with SQLiteStore(path) as store:
+        await session(store, "old", steps=3)
+        await session(store, "old-waiting", status=RunStatus.SUSPENDED)
+        await session(store, "recent")
+        await session(store, "now")
+        for sid, days in (("old", 40), ("old-waiting", 40), ("recent", 10)):
+            await backdate(store, sid, days)
+
+
+def _sessions(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        return {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
+
+
+async def test_gc_dry_run_prints_what_would_go_and_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    await _aged_db(tmp_path / "log.db")
+    done = stopwise_cmd("gc", "--db", "log.db", "--older-than", "30d", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "would remove 1 sessions (1 runs, 4 log entries) last written before" in done.stdout
+    assert "1 with a run suspended for approval (--include-suspended removes them)" in done.stdout
+    assert _sessions(tmp_path / "log.db") == {"old", "old-waiting", "recent", "now"}
+
+
+async def test_gc_removes_sessions_older_than_an_age_or_a_date_and_reports_the_file_size(tmp_path: Path) -> None:
+    await _aged_db(tmp_path / "log.db")
+    done = stopwise_cmd("gc", "--db", "log.db", "--older-than", "30d", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("removed 1 sessions (1 runs, 4 log entries)"), done.stdout
+    assert "log.db: " in done.stdout and " -> " in done.stdout
+    assert _sessions(tmp_path / "log.db") == {"old-waiting", "recent", "now"}
+    date = (datetime.now(UTC) - timedelta(days=5)).date().isoformat()
+    done = stopwise_cmd("gc", "--db", "log.db", "--older-than", date, "--include-suspended", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("removed 2 sessions"), done.stdout
+    assert _sessions(tmp_path / "log.db") == {"now"}
+
+
+def test_gc_with_an_unreadable_age_names_the_flag_and_exits_2(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "log.db"):
+        pass
+    done = stopwise_cmd("gc", "--db", "log.db", "--older-than", "last week", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("stopwise gc: error: --older-than 'last week': expected an ISO date"), done.stderr
