@@ -263,3 +263,14 @@ def test_gc_with_an_unreadable_age_names_the_flag_and_exits_2(tmp_path: Path) ->
     done = stopwise_cmd("gc", "--db", "log.db", "--older-than", "last week", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith("stopwise gc: error: --older-than 'last week': expected an ISO date"), done.stderr
+
+
+async def test_a_walk_over_every_session_loads_each_once_and_reports_progress(store: Store) -> None:
+    from stopwise.store.walk import every_session
+
+    for i in range(5):
+        await session(store, f"s{i}", steps=1)
+    seen: list[tuple[int, int]] = []
+    walked = [s.session_id async for s in every_session(store, progress=lambda d, t: seen.append((d, t)), batch=2)]
+    assert walked == [f"s{i}" for i in range(5)]
+    assert seen == [(d, 5) for d in range(1, 6)]
