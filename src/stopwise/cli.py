@@ -37,7 +37,7 @@ from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
-from stopwise.store.walk import every_session
+from stopwise.store.walk import every_session, sessions_named
 
 __all__ = ["main"]
 
@@ -415,12 +415,9 @@ async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator
     try:
         if run_id is not None:
             run = await store.get_run(run_id)
-            try:
-                snapshot = None if run is None else await store.load_session(run.session_id)
-            except UnreadableEntry as exc:
-                _skipped(exc)
-                snapshot = None
-            if snapshot is not None:
+            async for snapshot in sessions_named(
+                store, [] if run is None else [run.session_id], on_unreadable=_skipped
+            ):
                 yield _guardian_records(snapshot, run_id)
             return
         bar = ProgressBar("reading sessions")

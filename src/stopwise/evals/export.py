@@ -28,13 +28,13 @@ irreversible, so they are no label for the risk question.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stopwise.errors import UnreadableEntry
 from stopwise.evals.traces import TraceRecord, parse_projection_text
-from stopwise.store.base import SessionSnapshot, Store
-from stopwise.store.walk import every_session
+from stopwise.store.base import Store
+from stopwise.store.walk import every_session, sessions_named
 
 __all__ = ["export_labels", "label_record"]
 
@@ -58,8 +58,11 @@ async def export_labels(
     if not 0 <= test_fraction <= 1:
         raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction!r}")
     out: list[TraceRecord] = []
-    walk = every_session(store, progress=progress, on_unreadable=on_unreadable)
-    async for snapshot in walk if sessions is None else _named(store, sessions, on_unreadable):
+    if sessions is None:
+        walk = every_session(store, progress=progress, on_unreadable=on_unreadable)
+    else:
+        walk = sessions_named(store, sessions, on_unreadable=on_unreadable)
+    async for snapshot in walk:
         session_id = snapshot.session_id
         decisions: dict[tuple[str, int, str], Mapping[str, Any]] = {}
         for entry in snapshot.entries:
@@ -72,21 +75,6 @@ async def export_labels(
                     decision = decisions.get((str(r.get("run_id")), int(r.get("step", 0)), str(r.get("state_hash"))))
                     out.append(label_record(r, session_id, decision, test_fraction))
     return out
-
-
-async def _named(
-    store: Store, sessions: Iterable[str], on_unreadable: Callable[[UnreadableEntry], None] | None
-) -> AsyncIterator[SessionSnapshot]:
-    for session_id in sessions:
-        try:
-            snapshot = await store.load_session(session_id)
-        except UnreadableEntry as exc:
-            if on_unreadable is None:
-                raise
-            on_unreadable(exc)
-            continue
-        if snapshot is not None:
-            yield snapshot
 
 
 def label_record(
