@@ -274,3 +274,24 @@ async def test_a_walk_over_every_session_loads_each_once_and_reports_progress(st
     walked = [s.session_id async for s in every_session(store, progress=lambda d, t: seen.append((d, t)), batch=2)]
     assert walked == [f"s{i}" for i in range(5)]
     assert seen == [(d, 5) for d in range(1, 6)]
+
+
+@pytest.mark.parametrize(
+    ("query", "params", "index"),
+    [
+        ("SESSIONS_BEFORE", {"cutoff": 0.0}, "sessions_by_update"),
+        ("HOLDS_BEFORE", {"cutoff": 0.0}, "runs_by_session"),
+        ("HOLDS_OF_SESSION", {"session_id": "s"}, "runs_by_session"),
+        ("SESSIONS_AFTER", {"after": "", "limit": 10}, "sqlite_autoindex_sessions_1"),
+    ],
+)
+def test_retention_and_walks_find_their_rows_by_an_index_never_by_a_scan(
+    tmp_path: Path, query: str, params: dict[str, object], index: str
+) -> None:
+    from stopwise.store import _sql
+
+    with SQLiteStore(tmp_path / "log.db"):
+        pass
+    with sqlite3.connect(tmp_path / "log.db") as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + getattr(_sql, query), params))
+    assert index in plan and "SCAN sessions" not in plan and "SCAN runs" not in plan, plan
