@@ -1,7 +1,9 @@
-"""Retention on every store (memory, SQLite on disk, PostgreSQL): delete a session, expire old ones, `stopwise gc`."""
+"""Retention on every store (memory, SQLite on disk, PostgreSQL): delete a session, expire old ones, `stopwise gc`;
+and reading a whole store: walks by key, no session left out without a word."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import uuid
 from dataclasses import replace
@@ -295,3 +297,15 @@ def test_retention_and_walks_find_their_rows_by_an_index_never_by_a_scan(
     with sqlite3.connect(tmp_path / "log.db") as conn:
         plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + getattr(_sql, query), params))
     assert index in plan and "SCAN sessions" not in plan and "SCAN runs" not in plan, plan
+
+
+async def test_the_served_runs_page_says_how_many_sessions_it_leaves_out(tmp_path: Path) -> None:
+    from stopwise._cli.serve import _SESSIONS_LISTED, Viewer
+
+    path = tmp_path / "log.db"
+    async with SQLiteStore(path) as store:
+        for i in range(_SESSIONS_LISTED + 2):
+            await session(store, f"s{i:03}", steps=1)
+    page = await asyncio.to_thread(Viewer(path, {}, "csrf").runs_page)
+    assert f"the {_SESSIONS_LISTED} most recently written sessions of {_SESSIONS_LISTED + 2}" in page
+    assert page.count("data-run=") == _SESSIONS_LISTED
