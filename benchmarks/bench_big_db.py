@@ -1,20 +1,31 @@
-"""The CLI and the store on a large database: one run's commands must not read the other runs.
+"""The CLI and the store on a large database: one run's commands must not read the other runs; whole-database
+commands must read it in constant memory; retention must give the space back.
 
 The database is generated here: one real run of a guardian agent (3 steps, its decision records) is written by
 the SQLite store, then copied under fresh session and run ids until the file holds ``--runs`` runs (rows copied
-with SQL, the run id inside each record rewritten too, so every copy is a run of its own). Then, timed in this
-process (the CLI's own work, not Python's start-up, which ``--subprocess`` adds):
+with SQL, the run id inside each record rewritten too, so every copy is a run of its own; copy i is dated i
+seconds after the first). Then, timed in this process (the CLI's own work, not Python's start-up, which
+``--subprocess`` adds):
 
   guardian stats --run R     the decisions of one run (a run in the middle of the file)
   replay --run R             the same run replayed
+  show R                     the run as `stopwise show` prints it
+  runs                       the runs of the 20 most recent sessions
   list_sessions(20)          the 20 most recent sessions
 
-Targets (issue 15, at 100,000 runs): the two commands under 0.5 s each; ``list_sessions(20)`` under 5 ms.
+With ``--whole``: ``guardian stats DB`` (every session) in a process of its own per tree, its time and peak RSS,
+on this file and on one of ``--small`` runs (generated too), so the two sizes show whether memory grows with the
+database. With ``--gc``: ``expire_sessions`` removing the older half of the runs (the last tree only), its time
+and the file's size before and after (the write-ahead log included). The gc comes last: it changes the file.
+
+Targets (issue 15, at 100,000 runs): the one-run commands under 0.5 s each; ``list_sessions(20)`` under 5 ms;
+whole-database stats in the same memory at 10,000 and 100,000 runs.
 
 ``--src DIR`` (repeatable) times each source tree on the same file in a subprocess, side by side.
 
 Usage:
   python benchmarks/bench_big_db.py [--runs 100000] [--db PATH] [--src DIR ...] [--subprocess]
+                                    [--whole [--small 10000]] [--gc]
 """
 
 from __future__ import annotations
@@ -109,6 +120,8 @@ def measure(path: str, run_id: str, subproc: bool) -> dict[str, Any]:
     for name, argv in (
         ("guardian stats --run", ["guardian", "stats", path, "--run", run_id]),
         ("replay --run", ["replay", path, "--run", run_id]),
+        ("show RUN", ["show", run_id, "--db", path]),
+        ("runs (20 sessions)", ["runs", "--db", path]),
     ):
         if subproc:
             t0 = time.perf_counter()
@@ -133,12 +146,71 @@ def measure(path: str, run_id: str, subproc: bool) -> dict[str, Any]:
     return out
 
 
+def whole(path: str, tree: str) -> dict[str, Any]:
+    """``stopwise guardian stats DB`` over every session, in a process of its own: seconds and peak RSS."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stopwise", "guardian", "stats", path],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"s": time.perf_counter() - t0, "rss_mb": usage.ru_maxrss / 1024, "exit": proc.returncode}
+
+
+def collect(path: str, tree: str) -> dict[str, Any]:
+    """Expire the older half of the generated runs (the last tree only: older trees have no retention)."""
+    code = (
+        "import asyncio, json, os, sys, time\n"
+        "from datetime import UTC, datetime\n"
+        "from stopwise.store.sqlite import SQLiteStore\n"
+        "path, cutoff = sys.argv[1], float(sys.argv[2])\n"
+        "size = lambda: sum(os.path.getsize(p) for p in (path, path + '-wal') if os.path.exists(p))\n"
+        "async def main():\n"
+        "    store = SQLiteStore(path)\n"
+        "    before = size()\n"
+        "    t0 = time.perf_counter()\n"
+        "    e = await store.expire_sessions(datetime.fromtimestamp(cutoff, UTC))\n"
+        "    s = time.perf_counter() - t0\n"
+        "    await store.close()\n"
+        "    out = {'s': s, 'sessions': e.sessions, 'entries': e.entries, 'before': before, 'after': size()}\n"
+        "    print(json.dumps(out))\n"
+        "asyncio.run(main())\n"
+    )
+    conn = sqlite3.connect(path)
+    n = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    conn.close()
+    cutoff = 1_700_000_000.0 + n // 2
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+    done = subprocess.run([sys.executable, "-c", code, path, str(cutoff)], env=env, check=True, capture_output=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _generate(path: str, runs: int, tree: str) -> None:
+    print(f"generating {runs:,} runs in {path} ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    # Written by the first (oldest) tree: a newer one migrates the file when it opens it, never the reverse.
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import bench_big_db as b; "
+    code += "b.generate(sys.argv[2], int(sys.argv[3]))"
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, "-c", code, here, path, str(runs)], env=env, check=True)
+    print(f"  {time.perf_counter() - t0:.0f} s, {os.path.getsize(path) / 1e6:,.0f} MB", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--db", help="use (or create) this file instead of a temporary one")
     ap.add_argument("--src", action="append", default=[])
     ap.add_argument("--subprocess", action="store_true", help="time the commands as separate processes")
+    ap.add_argument("--whole", action="store_true", help="also whole-database stats: time and peak RSS")
+    ap.add_argument("--small", type=int, default=10_000, help="with --whole: the smaller database's runs")
+    ap.add_argument("--gc", action="store_true", help="last, expire the older half of the runs (last tree)")
     ap.add_argument("--child", nargs=2, metavar=("DB", "RUN"), help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -149,15 +221,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="stopwise-big-") as tmp:
         path = args.db or os.path.join(tmp, "big.db")
         if not os.path.exists(path):
-            print(f"generating {args.runs:,} runs in {path} ...", file=sys.stderr, flush=True)
-            t0 = time.perf_counter()
-            # Written by the first (oldest) tree: a newer one migrates the file when it opens it, never the reverse.
-            env = {**os.environ, "PYTHONPATH": os.path.abspath((args.src or ["src"])[0])}
-            code = "import sys; sys.path.insert(0, sys.argv[1]); import bench_big_db as b; "
-            code += "b.generate(sys.argv[2], int(sys.argv[3]))"
-            here = os.path.dirname(os.path.abspath(__file__))
-            subprocess.run([sys.executable, "-c", code, here, path, str(args.runs)], env=env, check=True)
-            print(f"  {time.perf_counter() - t0:.0f} s, {os.path.getsize(path) / 1e6:,.0f} MB", file=sys.stderr)
+            _generate(path, args.runs, (args.src or ["src"])[0])
         conn = sqlite3.connect(path)
         total = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
         run_id = conn.execute("SELECT run_id FROM runs ORDER BY run_id LIMIT 1 OFFSET ?", (total // 2,)).fetchone()[0]
@@ -171,6 +235,14 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
             done = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, text=True)
             results[tree] = json.loads(done.stdout)
+        wholes: dict[str, dict[str, dict[str, Any]]] = {}
+        if args.whole:
+            small = os.path.join(tmp, "small.db")
+            _generate(small, args.small, (args.src or ["src"])[0])
+            for tree in trees:
+                print(f"whole-database stats, {tree} ...", file=sys.stderr, flush=True)
+                wholes[tree] = {"small": whole(small, tree), "big": whole(path, tree)}
+        gc_result = collect(path, trees[-1]) if args.gc else None
 
     print()
     how = "separate processes (Python start-up included)" if args.subprocess else "in process, after one warm call"
@@ -185,6 +257,23 @@ def main() -> None:
             figure = f"{s * 1e3:,.2f} ms" if s < 1 else f"{s:,.2f} s"
             cells.append((figure + ("" if r["exit"] == 0 else f" (exit {r['exit']})")).rjust(42))
         print(op.ljust(24) + "".join(cells))
+    if wholes:
+        print()
+        print("guardian stats DB (every session)".ljust(36) + "".join(t[-40:].rjust(42) for t in trees))
+        for size, label in (("small", f"{args.small:,} runs"), ("big", f"{total:,} runs")):
+            cells = []
+            for t in trees:
+                w = wholes[t][size]
+                tail = "" if w["exit"] == 0 else f" (exit {w['exit']})"
+                cells.append(f"{w['s']:,.1f} s, peak RSS {w['rss_mb']:,.0f} MB{tail}".rjust(42))
+            print(f"  {label}".ljust(36) + "".join(cells))
+    if gc_result is not None:
+        g = gc_result
+        print()
+        print(
+            f"gc of the older half ({trees[-1][-40:]}): {g['sessions']:,} sessions, {g['entries']:,} entries removed "
+            f"in {g['s']:,.1f} s (VACUUM included); file {g['before'] / 1e6:,.0f} MB -> {g['after'] / 1e6:,.0f} MB"
+        )
     last = results[trees[-1]]
     ok = all(last[op]["s"] <= TARGET_CLI_S for op in ("guardian stats --run", "replay --run"))
     ok = ok and last["list_sessions(20)"]["s"] * 1e3 <= TARGET_LIST_MS

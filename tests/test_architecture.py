@@ -112,3 +112,58 @@ def test_import_stopwise_leaves_the_system_one_client_and_httpx_unloaded() -> No
     code = f"import stopwise, sys; print(sorted(m for m in {names!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+_LAZY = (
+    "stopwise.guardian.evaluators.rule",
+    "stopwise.guardian.evaluators.judge",
+    "stopwise.guardrails.builtins",
+    "stopwise.models.openai",
+    "stopwise.models.anthropic",
+    "stopwise.store.sqlite",
+    "sqlite3",
+)
+
+
+def test_import_stopwise_leaves_evaluators_builtin_guardrails_adapters_and_sqlite_unloaded() -> None:
+    import subprocess
+    import sys
+
+    code = f"import stopwise, sys; print(sorted(m for m in {_LAZY!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "stopwise",
+        "stopwise.guardian",
+        "stopwise.guardian.evaluators",
+        "stopwise.guardrails",
+        "stopwise.models",
+        "stopwise.store",
+    ],
+)
+def test_every_exported_name_of_a_lazy_package_imports_and_is_its_modules_own_object(package: str) -> None:
+    import subprocess
+    import sys
+
+    # A fresh process: nothing imported before decides what is already loaded.
+    code = (
+        "import importlib, sys, warnings\n"
+        "warnings.simplefilter('error')\n"
+        f"mod = importlib.import_module({package!r})\n"
+        "ns = {}\n"
+        f"exec('from {package} import *', ns)\n"
+        "for name in mod.__all__:\n"
+        "    value = getattr(mod, name)\n"
+        "    assert ns[name] is value, name\n"
+        "    home = getattr(value, '__module__', None)\n"
+        "    if home and home.startswith('stopwise') and hasattr(sys.modules[home], name):\n"
+        "        assert getattr(sys.modules[home], name) is value, (name, home)\n"
+        "print(len(mod.__all__))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(importlib.import_module(package).__all__)

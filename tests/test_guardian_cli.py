@@ -101,3 +101,40 @@ async def test_stats_and_replay_of_one_run_read_only_its_session(tmp_path: Path)
     assert replayed.returncode == 0 and "replayed 3 decisions" in replayed.stdout and replayed.stderr == ""
     whole = cli("guardian", "stats", str(db))
     assert whole.stdout.startswith("3 decisions") and "the session is skipped" in whole.stderr  # and said so
+
+
+def _with_stderr_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], bytes]:
+    """``stopwise ARGS`` with its stderr on a pseudo-terminal: the process, and what it drew there."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "stopwise", *args], stdout=subprocess.PIPE, stderr=follower, text=True, timeout=120
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    return done, drawn
+
+
+async def test_whole_database_stats_draw_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path: Path) -> None:
+    db = await _log(tmp_path)
+    store = SQLiteStore(db)
+    await Runner(store).run(agent(searching(2), Guardian(Fixed(QUIET))), "go", session_id="other")
+    await store.close()
+    piped = cli("guardian", "stats", str(db))
+    assert piped.returncode == 0 and piped.stderr == "", "not a terminal: no bar"
+    done, drawn = _with_stderr_on_a_terminal("guardian", "stats", str(db))
+    assert done.returncode == 0 and done.stdout == piped.stdout, "the bar goes to stderr only"
+    assert b"reading sessions [" in drawn and b"2/2" in drawn, drawn

@@ -2,9 +2,16 @@
 
 The stop decision is one pure resolver; every step commits atomically to a durable log; every run ends with
 a typed ``RunResult``.
+
+``import stopwise`` loads what running an agent needs; the model adapters, the SQLite store, the guardian's
+evaluators and the built-in guardrails are imported when first named (PEP 562), so every name below imports as
+it always did.
 """
 
+from typing import TYPE_CHECKING
+
 from stopwise._deprecated import aliases
+from stopwise._lazy import lazy
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, PendingApproval, Reject, Terminate
 from stopwise.context import RunContext
@@ -43,14 +50,7 @@ from stopwise.messages import (
     decode_tool_result,
     transcript,
 )
-from stopwise.models import (
-    AnthropicModel,
-    FunctionModel,
-    Model,
-    OpenAIModel,
-    ReplyLimits,
-    ScriptedModel,
-)
+from stopwise.models import FunctionModel, Model, ReplyLimits, ScriptedModel
 from stopwise.output_validators import RetryOutput
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner, SessionBusy
@@ -71,9 +71,14 @@ from stopwise.stop import (
     step_count_is,
     text_contains,
 )
-from stopwise.store import MemoryStore, SQLiteStore, Store
+from stopwise.store import MemoryStore, Store
 from stopwise.tool_switches import ToolSwitch
 from stopwise.tools import Risk, Tool, ToolError, tool
+
+if TYPE_CHECKING:
+    from stopwise.models.anthropic import AnthropicModel
+    from stopwise.models.openai import OpenAIModel
+    from stopwise.store.sqlite import SQLiteStore
 
 __version__ = "0.1.0"
 
@@ -179,7 +184,7 @@ import stopwise.models as _models
 import stopwise.runtime as _runtime
 import stopwise.store as _store
 
-__getattr__ = aliases(
+_renamed = aliases(
     __name__,
     {
         "Decision": ("stopwise.runtime.StopDecision", _runtime.StopDecision),
@@ -195,4 +200,14 @@ __getattr__ = aliases(
         "StepConflict": ("stopwise.errors.StepConflict", _errors.StepConflict),
         "RunRecord": ("stopwise.store.RunRecord", _store.RunRecord),
     },
+)
+
+__getattr__ = lazy(
+    __name__,
+    {
+        "AnthropicModel": "stopwise.models.anthropic",
+        "OpenAIModel": "stopwise.models.openai",
+        "SQLiteStore": "stopwise.store.sqlite",
+    },
+    _renamed,
 )

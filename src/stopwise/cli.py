@@ -14,7 +14,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -25,18 +25,20 @@ from stopwise._cli.commands import COMMANDS, add_commands, dispatch
 from stopwise._cli.control import print_pending
 from stopwise._cli.runs import RunFilter, add_filters
 from stopwise._load import LoadError, load_agent, with_model
+from stopwise._progress import ProgressBar
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.goal import Goal
-from stopwise.guardian.audit import PolicyOverride, replay_all, stats
+from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
 from stopwise.records import parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
-from stopwise.store.base import EntryKind, LogEntry, RunRecord
+from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
+from stopwise.store.walk import every_session, sessions_named
 
 __all__ = ["main"]
 
@@ -422,36 +424,57 @@ def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Col
 # --- replay and guardian stats --------------------------------------------------------------------------------
 
 
-_EVERY_SESSION = 2**62
-"""A limit no database reaches: reading every session skips none."""
-
-
-async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDecision]:
+async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator[list[GuardianDecision]]:
     """The guardian decisions of one run (read from its own session only, found by the run's key), or of every
-    session in the database."""
+    session in the database, one session at a time (so a whole database is read in constant memory, with a
+    progress bar on a terminal's stderr); a session that cannot be read is named on stderr and skipped."""
     store = SQLiteStore(path)
     try:
-        decisions: list[GuardianDecision] = []
         if run_id is not None:
             run = await store.get_run(run_id)
-            sessions = [] if run is None else [run.session_id]
-        else:
-            sessions = await store.list_sessions(limit=_EVERY_SESSION)
-        for session in sessions:
-            try:
-                snapshot = await store.load_session(session)
-            except UnreadableEntry as exc:
-                _skipped(exc)
-                continue
-            if snapshot is None:
-                continue
-            for entry in snapshot.entries:
-                if run_id is not None and entry.run_id != run_id:
-                    continue
-                decisions.extend(r for r in parse_records(entry.records) if isinstance(r, GuardianDecision))
-        return decisions
+            async for snapshot in sessions_named(
+                store, [] if run is None else [run.session_id], on_unreadable=_skipped
+            ):
+                yield _guardian_records(snapshot, run_id)
+            return
+        bar = ProgressBar("reading sessions")
+        try:
+            async for snapshot in every_session(store, progress=bar, on_unreadable=_skipped):
+                yield _guardian_records(snapshot, None)
+        finally:
+            bar.close()
     finally:
         await store.close()
+
+
+def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[GuardianDecision]:
+    return [
+        r
+        for entry in snapshot.entries
+        if run_id is None or entry.run_id == run_id
+        for r in parse_records(entry.records)
+        if isinstance(r, GuardianDecision)
+    ]
+
+
+async def _replay_db(
+    path: Path, run_id: str | None, override: PolicyOverride | None
+) -> tuple[int, list[Flip], set[str]]:
+    """How many decisions were replayed, the flips, and the condition names the decisions have."""
+    count, flips, known = 0, list[Flip](), set[str]()
+    async for decisions in _decisions_by_session(path, run_id):
+        replayed, flipped = replay_all(decisions, override)
+        count += replayed
+        flips.extend(flipped)
+        known.update(c.name for d in decisions for c in d.conditions)
+    return count, flips, known
+
+
+async def _tally_db(path: Path, run_id: str | None) -> Tally:
+    tally = Tally()
+    async for decisions in _decisions_by_session(path, run_id):
+        tally.add(decisions)
+    return tally
 
 
 def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
@@ -462,17 +485,15 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
             override = PolicyOverride.from_data(json.loads(Path(policy_file).read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
             raise _UsageError(f"--policy {policy_file}: {exc}") from exc
-    decisions = asyncio.run(_guardian_decisions(path, run_id))
-    unknown = [] if override is None else override.unknown_conditions(decisions)
+    count, flips, known = asyncio.run(_replay_db(path, run_id, override))
+    unknown = [] if override is None else sorted(set(override.conditions) - known)
     if unknown:
-        known = sorted({c.name for d in decisions for c in d.conditions})
         names = ", ".join(unknown)
-        raise _UsageError(f"--policy {policy_file}: no condition named {names} in the log (it has {known})")
-    if not decisions:
+        raise _UsageError(f"--policy {policy_file}: no condition named {names} in the log (it has {sorted(known)})")
+    if not count:
         where = f"run {run_id}" if run_id else str(path)
         print(f"stopwise replay: no guardian decisions in {terminal_safe(where)}", file=sys.stderr)
         return EXIT_FAILED
-    count, flips = replay_all(decisions, override)
     if override is None:
         if not flips:
             print(f"replayed {count} decisions: every outcome agrees with the log")
@@ -491,12 +512,13 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
 
 def _guardian_stats(db: str, run_id: str | None) -> int:
     path = _existing_db(db)
-    decisions = asyncio.run(_guardian_decisions(path, run_id))
-    if not decisions:
+    tally = asyncio.run(_tally_db(path, run_id))
+    count = sum(tally.outcomes.values())
+    if not count:
         print(f"stopwise guardian stats: no guardian decisions in {path}", file=sys.stderr)
         return EXIT_FAILED
-    rows, outcomes = stats(decisions)
-    print(f"{len(decisions)} decisions: " + terminal_safe(", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))))
+    rows, outcomes = tally.rows(), tally.outcomes
+    print(f"{count} decisions: " + terminal_safe(", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))))
     print()
     bars = " ▁▂▃▄▅▆▇█"
     table = []

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from stopwise._cli import control, serve, show
+from stopwise._cli import control, gc, serve, show
 from stopwise._cli._common import DEFAULT_DB
 
 __all__ = ["COMMANDS", "add_commands", "dispatch"]
 
-COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "expire", "serve"})
+COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "expire", "serve", "gc"})
 
 
 _REVIEWER = "who decides (free text), recorded with each decision in the log"
@@ -150,6 +150,29 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--token", metavar="TOKEN", help="the access token beyond loopback (default: a new one, printed)")
 
+    p = commands.add_parser(
+        "gc",
+        help="remove sessions last written before a date (runs and log entries with them) and shrink the file",
+        description=(
+            "Remove from a SQLite log every session last written before --older-than, with its runs and log "
+            "entries, in one transaction, then VACUUM the file so the space goes back to the disk (the file is "
+            "rewritten: it takes about as long as reading it, needs free space up to its size, and other writers "
+            "wait meanwhile). A session whose run a worker holds a live lease on is kept, and one suspended for "
+            "approval unless --include-suspended; both are counted. Exit code 0, or 2."
+        ),
+    )
+    _db(p)
+    p.add_argument(
+        "--older-than",
+        required=True,
+        metavar="AGE|DATE",
+        help="an age (30d, 12h) or an ISO date or time (2026-11-01, UTC unless it says)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="count what would be removed; remove nothing")
+    p.add_argument(
+        "--include-suspended", action="store_true", help="also remove sessions whose run waits for an approval"
+    )
+
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run the subcommand ``args`` names (one of ``COMMANDS``); its exit code."""
@@ -174,6 +197,8 @@ def dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "expire":
         return control.expire(args.db, args.session, every=args.all, now=args.now)
+    if args.command == "gc":
+        return gc.gc(args.db, args.older_than, dry_run=args.dry_run, include_suspended=args.include_suspended)
     if args.command == "serve":
         return serve.serve(args.db, args.host, args.port, args.agent, args.token)
     return control.retry(args.db, args.target, args.session, args.message)

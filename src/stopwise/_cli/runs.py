@@ -75,9 +75,9 @@ class RunFilter:
         return self.since is None or (run.started_at is not None and run.started_at >= self.since)
 
 
-def parse_since(text: str, now: float) -> float:
-    """Unix time for ``--since``: an age (``30m``, ``6h``, ``2d``) before ``now``, or an ISO date or date-time
-    (UTC when it has no offset). ``UsageError`` for anything else."""
+def parse_since(text: str, now: float, flag: str = "--since") -> float:
+    """Unix time for ``--since`` (or another ``flag`` that takes the same): an age (``30m``, ``6h``, ``2d``)
+    before ``now``, or an ISO date or date-time (UTC when it has no offset). ``UsageError`` for anything else."""
     ago = _AGO.match(text.strip())
     if ago:
         return now - int(ago.group(1)) * _SECONDS[ago.group(2)]
@@ -85,7 +85,7 @@ def parse_since(text: str, now: float) -> float:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise UsageError(
-            f"--since {text!r}: expected an ISO date or time (2026-12-01T14:00) or an age (30m, 6h, 2d)"
+            f"{flag} {text!r}: expected an ISO date or time (2026-12-01T14:00) or an age (30m, 6h, 2d)"
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)

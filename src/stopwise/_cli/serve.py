@@ -50,6 +50,12 @@ _COOKIE = "stopwise_token"
 _SESSIONS_LISTED = 50
 
 
+def _shown(total: int) -> str:
+    if total <= _SESSIONS_LISTED:
+        return f"every session ({total})"
+    return f"the {_SESSIONS_LISTED} most recently written sessions of {total:,} (stopwise runs --page lists the others)"
+
+
 class Viewer:
     """What the pages show and do, apart from HTTP: reads the log, renders, settles pending calls."""
 
@@ -59,7 +65,7 @@ class Viewer:
         self.csrf = csrf
 
     def runs_page(self) -> str:
-        runs = asyncio.run(self._latest_runs())
+        runs, total = asyncio.run(self._latest_runs())
         rows = []
         for r in runs:
             reason = "" if r.completion_reason is None else r.completion_reason.value
@@ -72,6 +78,7 @@ class Viewer:
         waiting = sum(1 for r in runs if r.status is RunStatus.SUSPENDED)
         body = (
             f"<h1>Runs in {_e(self.db.name)}</h1><p class='meta' id='waiting'>{waiting} waiting for a decision</p>"
+            f"<p class='meta' id='shown'>{_shown(total)}</p>"
             "<table id='runs'><tr><th>run</th><th>session</th><th>agent</th><th>status</th><th>reason</th>"
             f"<th>steps</th></tr>{''.join(rows)}</table>"
         )
@@ -145,11 +152,14 @@ class Viewer:
             "<p><button type='submit'>Submit decisions and continue the run</button></p></form>"
         )
 
-    async def _latest_runs(self) -> list[RunRecord]:
+    async def _latest_runs(self) -> tuple[list[RunRecord], int]:
+        """The runs of the most recently written sessions (at most ``_SESSIONS_LISTED``), and how many sessions
+        there are in all, so the page says what it leaves out."""
         store = SQLiteStore(self.db)
         try:
             sessions = await store.list_sessions(_SESSIONS_LISTED)
-            return [r for s in sessions for r in reversed(await store.list_runs(s))]
+            runs = [r for s in sessions for r in reversed(await store.list_runs(s))]
+            return runs, await store.count_sessions()
         finally:
             await store.close()
 

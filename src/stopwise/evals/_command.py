@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
 
     with _collector_paused():
-        records = _read(args.traces, strict=args.strict)
+        records = _read(args.traces, strict=args.strict, progress=args.progress)
     # The records live until the end of the command and hold no cycles: frozen, every later collection skips
     # them (otherwise each full collection walks the whole trace set: seconds at 100,000 records).
     gc.freeze()
@@ -125,14 +125,14 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read(paths: Sequence[str], *, strict: bool) -> list[TraceRecord]:
+def _read(paths: Sequence[str], *, strict: bool, progress: bool | None = None) -> list[TraceRecord]:
     records: list[TraceRecord] = []
     for path in paths:
         p = Path(path)
         if not p.is_file():
             raise UsageError(f"{path}: no such file")
         if _is_sqlite(p):
-            records.extend(asyncio.run(_export(p)))
+            records.extend(asyncio.run(_export(p, progress)))
             continue
         try:
             traces = read_traces(p, strict=strict)
@@ -156,13 +156,16 @@ def _is_sqlite(path: Path) -> bool:
         return f.read(16) == b"SQLite format 3\x00"
 
 
-async def _export(path: Path) -> list[TraceRecord]:
+async def _export(path: Path, progress: bool | None) -> list[TraceRecord]:
+    from stopwise._progress import ProgressBar
     from stopwise.store.sqlite import SQLiteStore
 
     store = SQLiteStore(path)
+    bar = ProgressBar(f"reading {path.name}", enabled=progress)
     try:
-        return await export_labels(store, on_unreadable=_skipped)
+        return await export_labels(store, on_unreadable=_skipped, progress=bar)
     finally:
+        bar.close()
         await store.close()
 
 
@@ -205,7 +208,7 @@ def _evaluator(args: argparse.Namespace) -> Evaluator:
 
 
 def _predict(evaluator: Evaluator, records: list[TraceRecord], questions: QuestionSet, args: Any) -> Predictions:
-    from stopwise.evals._progress import ProgressBar
+    from stopwise._progress import ProgressBar
 
     bar = ProgressBar("stopwise eval", enabled=args.progress)
     try:

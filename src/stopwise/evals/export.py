@@ -34,6 +34,7 @@ from typing import Any
 from stopwise.errors import UnreadableEntry
 from stopwise.evals.traces import TraceRecord, parse_projection_text
 from stopwise.store.base import Store
+from stopwise.store.walk import every_session, sessions_named
 
 __all__ = ["export_labels", "label_record"]
 
@@ -46,25 +47,23 @@ async def export_labels(
     sessions: Iterable[str] | None = None,
     test_fraction: float = 0.2,
     on_unreadable: Callable[[UnreadableEntry], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[TraceRecord]:
     """Every ``guardian_label`` in ``store`` (or in ``sessions``), oldest first within a session, as records.
 
-    A session with a log entry this version cannot read raises ``UnreadableEntry``; with ``on_unreadable`` it is
-    handed to that callback instead and the export goes on with the other sessions."""
+    The whole store is read one session at a time (``stopwise.store.walk.every_session``), calling
+    ``progress(done, total)`` after each. A session with a log entry this version cannot read raises
+    ``UnreadableEntry``; with ``on_unreadable`` it is handed to that callback instead and the export goes on with
+    the other sessions."""
     if not 0 <= test_fraction <= 1:
         raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction!r}")
-    ids = list(sessions) if sessions is not None else await store.list_sessions(limit=2**31 - 1)
     out: list[TraceRecord] = []
-    for session_id in ids:
-        try:
-            snapshot = await store.load_session(session_id)
-        except UnreadableEntry as exc:
-            if on_unreadable is None:
-                raise
-            on_unreadable(exc)
-            continue
-        if snapshot is None:
-            continue
+    if sessions is None:
+        walk = every_session(store, progress=progress, on_unreadable=on_unreadable)
+    else:
+        walk = sessions_named(store, sessions, on_unreadable=on_unreadable)
+    async for snapshot in walk:
+        session_id = snapshot.session_id
         decisions: dict[tuple[str, int, str], Mapping[str, Any]] = {}
         for entry in snapshot.entries:
             for r in entry.records:

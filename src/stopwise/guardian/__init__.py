@@ -3,10 +3,10 @@
 from typing import TYPE_CHECKING
 
 from stopwise._deprecated import aliases
+from stopwise._lazy import lazy
 from stopwise.goal import Goal
 from stopwise.guardian.answers import Answer, Answers, Evaluator
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, GuardianOutcome, QuestionSet
-from stopwise.guardian.evaluators import EvaluatorScriptExhausted, JudgeEvaluator, RuleEvaluator, ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
@@ -14,7 +14,13 @@ from stopwise.guardian.questions import Choice, Question, Score, YesNo
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
 
 if TYPE_CHECKING:
-    from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
+    from stopwise.guardian.evaluators import (
+        EvaluatorScriptExhausted,
+        JudgeEvaluator,
+        RuleEvaluator,
+        ScriptedEvaluator,
+        SystemOneEvaluator,
+    )
 
 __all__ = [
     "DEFAULT_CONDITIONS",
@@ -49,10 +55,13 @@ _renamed = aliases(
     __name__, {"Decision": ("GuardianDecision", GuardianDecision), "Outcome": ("GuardianOutcome", GuardianOutcome)}
 )
 
-
-def __getattr__(name: str) -> object:
-    if name == "SystemOneEvaluator":  # loaded when first named (it imports httpx): see ``guardian.evaluators``
-        from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
-
-        return SystemOneEvaluator
-    return _renamed(name)
+# The evaluators are imported when first named (the rule evaluator's tables, the System 1 client's httpx): see
+# ``guardian.evaluators``.
+__getattr__ = lazy(
+    __name__,
+    dict.fromkeys(
+        ("EvaluatorScriptExhausted", "JudgeEvaluator", "RuleEvaluator", "ScriptedEvaluator", "SystemOneEvaluator"),
+        "stopwise.guardian.evaluators",
+    ),
+    _renamed,
+)

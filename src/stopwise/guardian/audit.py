@@ -16,7 +16,7 @@ from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.policy import ThresholdPolicy
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
 
-__all__ = ["ConditionStats", "Flip", "PolicyOverride", "replay_all", "stats"]
+__all__ = ["ConditionStats", "Flip", "PolicyOverride", "Tally", "replay_all", "stats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,27 +104,41 @@ class ConditionStats:
         return self.escalated / self.asked if self.asked else 0.0
 
 
+class Tally:
+    """``stats`` kept as decisions arrive: ``add`` them in any number of batches (a database read one session at a
+    time), then read ``rows()`` and ``outcomes``. Holds counters only, never the decisions."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[str] = Counter()
+        self.uncertain: Counter[str] = Counter()
+        self.held: Counter[str] = Counter()
+        self.escalated: Counter[str] = Counter()
+        self.bins: dict[str, list[int]] = {}
+        """Condition name -> its 10 histogram bins, in the order the conditions were first seen."""
+        self.outcomes: Counter[str] = Counter()
+
+    def add(self, decisions: Iterable[GuardianDecision]) -> None:
+        for d in decisions:
+            self.outcomes[d.outcome.value] += 1
+            for name, p in d.probabilities.items():
+                bins = self.bins.setdefault(name, [0] * 10)
+                self.asked[name] += 1
+                if p is None:
+                    self.uncertain[name] += 1
+                else:
+                    bins[min(9, int(p * 10))] += 1
+                self.held[name] += bool(d.held.get(name))
+                self.escalated[name] += name in d.escalated
+
+    def rows(self) -> list[ConditionStats]:
+        return [
+            ConditionStats(n, self.asked[n], self.uncertain[n], self.held[n], self.escalated[n], tuple(b))
+            for n, b in self.bins.items()
+        ]
+
+
 def stats(decisions: Iterable[GuardianDecision]) -> tuple[list[ConditionStats], Counter[str]]:
     """Per condition statistics and the count of each outcome."""
-    asked: Counter[str] = Counter()
-    uncertain: Counter[str] = Counter()
-    held: Counter[str] = Counter()
-    escalated: Counter[str] = Counter()
-    bins: dict[str, list[int]] = {}
-    outcomes: Counter[str] = Counter()
-    order: list[str] = []
-    for d in decisions:
-        outcomes[d.outcome.value] += 1
-        for name, p in d.probabilities.items():
-            if name not in bins:
-                bins[name] = [0] * 10
-                order.append(name)
-            asked[name] += 1
-            if p is None:
-                uncertain[name] += 1
-            else:
-                bins[name][min(9, int(p * 10))] += 1
-            held[name] += bool(d.held.get(name))
-            escalated[name] += name in d.escalated
-    rows = [ConditionStats(n, asked[n], uncertain[n], held[n], escalated[n], tuple(bins[n])) for n in order]
-    return rows, outcomes
+    tally = Tally()
+    tally.add(decisions)
+    return tally.rows(), tally.outcomes

@@ -14,9 +14,7 @@ may hold colons (``llama3.1:8b``); BASE_URL must be an ``http://`` or ``https://
 from __future__ import annotations
 
 from stopwise.errors import ConfigError
-from stopwise.models.anthropic import AnthropicModel
 from stopwise.models.base import Model
-from stopwise.models.openai import OpenAIModel
 
 __all__ = ["PROVIDERS", "resolve_model"]
 
@@ -35,6 +33,10 @@ def resolve_model(spec: str) -> Model:
     """
     if not isinstance(spec, str):
         raise ConfigError("model", f"a model string must be a str, got {type(spec).__name__}")
+    # The adapters are imported here, by who names one, not by ``import stopwise`` (see ``models/__init__``).
+    from stopwise.models.anthropic import AnthropicModel
+    from stopwise.models.openai import OpenAIModel
+
     provider, colon, rest = spec.strip().partition(":")
     if not colon:
         raise ConfigError("model", f"{spec!r} is not a model string: expected {_GRAMMAR}")

@@ -23,9 +23,16 @@ from stopwise.storable import storable
 from stopwise.store._codec import dump_error, dump_json, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.retention import RunHold
 
 __all__ = [
     "CLAIM_RUN",
+    "HOLDS_BEFORE",
+    "HOLDS_OF_SESSION",
+    "SESSIONS_AFTER",
+    "SESSIONS_BEFORE",
+    "SESSION_COUNT",
+    "SESSION_KEY",
     "LAST_RUN",
     "LEASE_OF_RUN",
     "RELEASE_LEASE",
@@ -35,12 +42,15 @@ __all__ = [
     "SESSIONS_RECENT",
     "SESSION_LOG",
     "SESSION_STATE",
+    "Deletion",
     "Op",
     "check_append",
     "claim_params",
     "claim_refused",
     "commit_ops",
+    "deletions",
     "entry_from",
+    "hold_from",
     "lease_params",
     "pending_migrations",
     "run_from",
@@ -123,6 +133,61 @@ RUN_BY_ID = "SELECT * FROM runs WHERE run_id = :run_id"
 RUNS_OF_SESSION = "SELECT * FROM runs WHERE session_id = :session_id ORDER BY created_at, rowid"
 SESSIONS_RECENT = "SELECT session_id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT :limit"
 SUSPENDED_RUNS = "SELECT * FROM runs WHERE status = 'suspended' ORDER BY created_at, rowid"
+# Retention. Every query goes by a key or an index: the sessions' primary key (a walk in batches), the index on
+# sessions.updated_at (the sessions old enough), runs_by_session (their runs). PostgreSQL locks the rows these
+# read (``FOR UPDATE`` appended by its dialect), so a claim or a commit racing a deletion waits for it; SQLite
+# holds its write lock from the start.
+SESSIONS_AFTER = "SELECT session_id FROM sessions WHERE session_id > :after ORDER BY session_id LIMIT :limit"
+SESSION_COUNT = "SELECT COUNT(*) AS n FROM sessions"
+SESSION_KEY = "SELECT session_id FROM sessions WHERE session_id = :session_id"
+HOLDS_OF_SESSION = (
+    "SELECT session_id, run_id, status, lease_owner, lease_expires FROM runs WHERE session_id = :session_id"
+)
+SESSIONS_BEFORE = "SELECT session_id FROM sessions WHERE updated_at < :cutoff"
+HOLDS_BEFORE = (
+    "SELECT session_id, run_id, status, lease_owner, lease_expires FROM runs "
+    "WHERE session_id IN (SELECT session_id FROM sessions WHERE updated_at < :cutoff) "
+    "AND (status = 'suspended' OR lease_owner IS NOT NULL)"
+)
+_DELETE_ORDER = ("log", "runs", "sessions")
+"""Children first: runs refer to their session."""
+_DELETE_BATCH = 500
+"""Session ids per ``IN (...)`` list: well under SQLite's oldest limit of 999 host parameters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """One statement of a retention transaction: it removes (or, as ``count_sql``, counts) ``table``'s rows of
+    some sessions."""
+
+    table: str
+    where: str
+    params: Mapping[str, Any]
+
+    @property
+    def sql(self) -> str:
+        return f"DELETE FROM {self.table} WHERE {self.where}"
+
+    @property
+    def count_sql(self) -> str:
+        return f"SELECT COUNT(*) AS n FROM {self.table} WHERE {self.where}"
+
+
+def deletions(session_ids: Sequence[str]) -> list[Deletion]:
+    """The statements that remove ``session_ids`` with their runs and entries, children first, in batches."""
+    out: list[Deletion] = []
+    for table in _DELETE_ORDER:
+        for at in range(0, len(session_ids), _DELETE_BATCH):
+            batch = session_ids[at : at + _DELETE_BATCH]
+            names = [f"s{i}" for i in range(len(batch))]
+            where = f"session_id IN ({', '.join(':' + n for n in names)})"
+            out.append(Deletion(table, where, dict(zip(names, batch, strict=True))))
+    return out
+
+
+def hold_from(row: Row) -> RunHold:
+    """A ``RunHold`` from a ``HOLDS_OF_SESSION`` or ``HOLDS_BEFORE`` row."""
+    return RunHold(row["session_id"], row["run_id"], RunStatus(row["status"]), row["lease_owner"], row["lease_expires"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,16 @@ the terminal step) the run record commit in one transaction, so a crash leaves e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
 from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, Usage
 from stopwise.result import CompletionReason, RunStatus
+from stopwise.store.retention import Expired
 
 __all__ = ["EntryKind", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
 
@@ -184,6 +186,35 @@ class Store(Protocol):
 
     async def suspended_runs(self) -> list[RunRecord]:
         """Every run suspended for approval, oldest first (``Runner.expire_all`` sweeps them)."""
+        ...
+
+    def iter_sessions(self, batch: int = 500) -> AsyncIterator[list[str]]:
+        """Every session id, in batches of at most ``batch``, in a stable order (by key), reading one batch at a
+        time: a walk over the whole database holds one batch of ids, never the whole list."""
+        ...
+
+    async def count_sessions(self) -> int:
+        """How many sessions there are (for a progress bar over ``iter_sessions``)."""
+        ...
+
+    async def delete_session(self, session_id: str, *, now: float | None = None) -> bool:
+        """Remove the session with all its runs and log entries, in one transaction; False when there was none.
+
+        Raises ``RunLeased`` (nothing removed) while a run of the session holds a lease live at ``now`` (default:
+        the store's clock). A suspended run is removed with its session, its pending approval with it. The
+        database stores free the rows; SQLite gives the file's space back only on ``expire_sessions`` (or its
+        ``vacuum()``), reusing the freed pages for new rows until then. See ``stopwise.store.retention``.
+        """
+        ...
+
+    async def expire_sessions(
+        self, older_than: datetime, *, dry_run: bool = False, include_suspended: bool = False, now: float | None = None
+    ) -> Expired:
+        """Remove every session last written before ``older_than`` (timezone-aware, else ``ConfigError``), with
+        its runs and entries, in one transaction; with ``dry_run`` only count them. Sessions with a live lease are
+        kept, and suspended ones unless ``include_suspended`` (both counted in the result). ``SQLiteStore`` then
+        vacuums the file, giving the space back; PostgreSQL's rows are deleted (autovacuum reuses their space).
+        """
         ...
 
     async def close(self) -> None: ...

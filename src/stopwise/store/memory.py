@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from stopwise.errors import StepConflict
@@ -13,6 +15,7 @@ from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased
 
 __all__ = ["MemoryStore"]
 
@@ -22,6 +25,8 @@ class _Session:
     entries: list[LogEntry] = field(default_factory=list)
     state_json: str = "{}"
     runs: list[str] = field(default_factory=list)
+    updated_at: float = 0.0
+    """Unix time of the last write, as the database stores' ``sessions.updated_at`` (for ``expire_sessions``)."""
 
 
 class MemoryStore:
@@ -58,6 +63,7 @@ class MemoryStore:
         if entry is not None:
             s.entries.append(entry)
         s.state_json = state_json
+        s.updated_at = time.time()
         if lease is not None:
             self._leases[run.run_id] = lease
 
@@ -89,11 +95,14 @@ class MemoryStore:
         entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
         if run is not None:
             run = storable(run, where=f"run {run.run_id}")
-        s = self._sessions.pop(entry.session_id)
+        s = self._sessions.pop(entry.session_id, None)
+        if s is None:  # never started, or deleted since: as on disk, there is no free seq to append at
+            raise StepConflict(f"session {entry.session_id!r}: no such session to append entry {entry.seq} to")
         self._sessions[entry.session_id] = s
         self._check_seq(s, entry)
         s.entries.append(entry)
         s.state_json = state_json
+        s.updated_at = time.time()
         if run is not None:
             self._runs[run.run_id] = run
 
@@ -113,6 +122,49 @@ class MemoryStore:
 
     async def suspended_runs(self) -> list[RunRecord]:
         return [r for r in self._runs.values() if r.status is RunStatus.SUSPENDED]
+
+    async def iter_sessions(self, batch: int = 500) -> AsyncIterator[list[str]]:
+        ids = sorted(self._sessions)
+        for at in range(0, len(ids), batch):
+            yield ids[at : at + batch]
+
+    async def count_sessions(self) -> int:
+        return len(self._sessions)
+
+    async def delete_session(self, session_id: str, *, now: float | None = None) -> bool:
+        if session_id not in self._sessions:
+            return False
+        refuse_if_leased(self._holds(session_id), time.time() if now is None else now)
+        self._remove([session_id])
+        return True
+
+    async def expire_sessions(
+        self, older_than: datetime, *, dry_run: bool = False, include_suspended: bool = False, now: float | None = None
+    ) -> Expired:
+        cutoff = cutoff_of(older_than)
+        old = [sid for sid, s in self._sessions.items() if s.updated_at < cutoff]
+        holds = [h for sid in old for h in self._holds(sid)]
+        at = time.time() if now is None else now
+        doomed, leased, suspended = expiry_plan(old, holds, at, include_suspended=include_suspended)
+        runs = sum(len(self._sessions[sid].runs) for sid in doomed)
+        entries = sum(len(self._sessions[sid].entries) for sid in doomed)
+        if not dry_run:
+            self._remove(doomed)
+        return Expired(len(doomed), runs, entries, leased, suspended, dry_run)
+
+    def _holds(self, session_id: str) -> list[RunHold]:
+        holds = []
+        for run_id in self._sessions[session_id].runs:
+            lease = self._leases.get(run_id)
+            owner, until = (None, None) if lease is None else (lease.owner, lease.expires_at)
+            holds.append(RunHold(session_id, run_id, self._runs[run_id].status, owner, until))
+        return holds
+
+    def _remove(self, session_ids: list[str]) -> None:
+        for sid in session_ids:
+            for run_id in self._sessions.pop(sid).runs:
+                self._runs.pop(run_id, None)
+                self._leases.pop(run_id, None)
 
     async def close(self) -> None:
         return None

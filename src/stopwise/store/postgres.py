@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,7 @@ from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -40,7 +43,7 @@ _INSTALL_HINT = "PostgresStore needs the 'postgres' extra: pip install 'stopwise
 @lru_cache(maxsize=64)
 def _placeholders(sql: str) -> str:
     """``:name`` -> ``%(name)s``; a literal ``%`` is doubled for psycopg."""
-    return re.sub(r"(?<![:\w]):([a-z_]+)", r"%(\1)s", sql.replace("%", "%%"))
+    return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)", r"%(\1)s", sql.replace("%", "%%"))
 
 
 def _ddl(sql: str) -> str:
@@ -310,6 +313,53 @@ class PostgresStore:
     async def suspended_runs(self) -> list[RunRecord]:
         return [_sql.run_from(r) for r in await self._rows(_sql.SUSPENDED_RUNS, "suspended_runs")]
 
+    async def iter_sessions(self, batch: int = 500) -> AsyncIterator[list[str]]:
+        after = ""
+        while True:
+            rows = await self._rows(_sql.SESSIONS_AFTER, "iter_sessions", after=after, limit=batch)
+            if not rows:
+                return
+            yield [r["session_id"] for r in rows]
+            after = rows[-1]["session_id"]
+
+    async def count_sessions(self) -> int:
+        return int((await self._rows(_sql.SESSION_COUNT, "count_sessions"))[0]["n"])
+
+    async def delete_session(self, session_id: str, *, now: float | None = None) -> bool:
+        at = time.time() if now is None else now
+        pool = await self._pool_ready()
+        params = {"session_id": session_id}
+        with self._translated("delete_session", session_id):
+            async with pool.connection() as conn, conn.transaction():
+                # The session's row and its runs' rows are locked first: a claim or a commit racing the deletion
+                # waits for it, and then finds nothing to update (StepConflict).
+                if not await (await conn.execute(_locked(_sql.SESSION_KEY), params)).fetchall():
+                    return False
+                holds = await (await conn.execute(_locked(_sql.HOLDS_OF_SESSION), params)).fetchall()
+                refuse_if_leased((_sql.hold_from(r) for r in holds), at)
+                await _delete(conn, [session_id])
+        return True
+
+    async def expire_sessions(
+        self, older_than: datetime, *, dry_run: bool = False, include_suspended: bool = False, now: float | None = None
+    ) -> Expired:
+        cutoff = cutoff_of(older_than)
+        at = time.time() if now is None else now
+        pool = await self._pool_ready()
+        params = {"cutoff": cutoff}
+        with self._translated("expire_sessions", None):
+            async with pool.connection() as conn, conn.transaction():
+                old = [
+                    r["session_id"]
+                    for r in await (await conn.execute(_locked(_sql.SESSIONS_BEFORE), params)).fetchall()
+                ]
+                rows = await (await conn.execute(_locked(_sql.HOLDS_BEFORE), params)).fetchall()
+                doomed, leased, suspended = expiry_plan(
+                    old, [_sql.hold_from(r) for r in rows], at, include_suspended=include_suspended
+                )
+                counts = await _delete(conn, doomed, count_only=dry_run)
+        return Expired(len(doomed), counts["runs"], counts["log"], leased, suspended, dry_run)
+
     async def close(self) -> None:
         self._closed = True
         pool, self._pool = self._pool, None
@@ -318,6 +368,23 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, schema={self.schema!r})"
+
+
+def _locked(sql: str) -> str:
+    """A retention read that also locks the rows it reads, until the transaction ends."""
+    return _placeholders(sql + " FOR UPDATE")
+
+
+async def _delete(conn: AsyncConnection[DictRow], session_ids: list[str], *, count_only: bool = False) -> Counter[str]:
+    """Remove the sessions' rows (or only count them) inside the caller's transaction; the rows per table."""
+    counts: Counter[str] = Counter()
+    for d in _sql.deletions(session_ids):
+        if count_only:
+            row = await (await conn.execute(_placeholders(d.count_sql), d.params)).fetchone()
+            counts[d.table] += 0 if row is None else int(row["n"])
+        else:
+            counts[d.table] += (await conn.execute(_placeholders(d.sql), d.params)).rowcount
+    return counts
 
 
 async def _read_version(conn: AsyncConnection[DictRow], schema: str) -> int:

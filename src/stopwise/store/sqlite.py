@@ -10,10 +10,14 @@ All database work runs on one worker thread per store, so the event loop never b
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from os import PathLike
 from typing import Any, Literal, TypeVar
 
@@ -22,6 +26,7 @@ from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
 
 __all__ = ["SQLiteStore"]
 
@@ -193,6 +198,85 @@ class SQLiteStore:
             return [_sql.run_from(r) for r in self._rows(_sql.SUSPENDED_RUNS)]
 
         return await self._do(read, "suspended_runs")
+
+    async def iter_sessions(self, batch: int = 500) -> AsyncIterator[list[str]]:
+        def page(after: str) -> list[str]:
+            return [r[0] for r in self._rows(_sql.SESSIONS_AFTER, after=after, limit=batch)]
+
+        ids = await self._do(functools.partial(page, ""), "iter_sessions")
+        while ids:
+            yield ids
+            ids = await self._do(functools.partial(page, ids[-1]), "iter_sessions")
+
+    async def count_sessions(self) -> int:
+        return await self._do(lambda: int(self._rows(_sql.SESSION_COUNT)[0][0]), "count_sessions")
+
+    async def delete_session(self, session_id: str, *, now: float | None = None) -> bool:
+        at = time.time() if now is None else now
+
+        def delete() -> bool:
+            with self._write_lock():
+                if not self._rows(_sql.SESSION_KEY, session_id=session_id):
+                    return False
+                refuse_if_leased(
+                    (_sql.hold_from(r) for r in self._rows(_sql.HOLDS_OF_SESSION, session_id=session_id)), at
+                )
+                self._delete([session_id])
+                return True
+
+        return await self._do(delete, "delete_session", session_id)
+
+    async def expire_sessions(
+        self, older_than: datetime, *, dry_run: bool = False, include_suspended: bool = False, now: float | None = None
+    ) -> Expired:
+        cutoff = cutoff_of(older_than)
+        at = time.time() if now is None else now
+
+        def expire() -> Expired:
+            with self._write_lock():
+                old = [r[0] for r in self._rows(_sql.SESSIONS_BEFORE, cutoff=cutoff)]
+                holds = [_sql.hold_from(r) for r in self._rows(_sql.HOLDS_BEFORE, cutoff=cutoff)]
+                doomed, leased, suspended = expiry_plan(old, holds, at, include_suspended=include_suspended)
+                counts = self._delete(doomed, count_only=dry_run)
+            if doomed and not dry_run:
+                self._vacuum()
+            return Expired(len(doomed), counts["runs"], counts["log"], leased, suspended, dry_run)
+
+        return await self._do(expire, "expire_sessions")
+
+    async def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system (``VACUUM``, then a WAL checkpoint that
+        truncates the journal). It rewrites the file: it takes about as long as reading it, needs free disk
+        space up to the file's size, and holds the write lock meanwhile."""
+        await self._do(self._vacuum, "vacuum")
+
+    @contextlib.contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _delete(self, session_ids: list[str], *, count_only: bool = False) -> Counter[str]:
+        """Remove the sessions' rows (or only count them); the rows per table."""
+        counts: Counter[str] = Counter()
+        for d in _sql.deletions(session_ids):
+            if count_only:
+                counts[d.table] += self._conn.execute(d.count_sql, d.params).fetchone()[0]
+            else:
+                counts[d.table] += self._conn.execute(d.sql, d.params).rowcount
+        return counts
+
+    def _vacuum(self) -> None:
+        # VACUUM, not incremental vacuum: the latter needs auto_vacuum set before a file's first table (so no
+        # existing file has it) and keeps pointer-map pages up to date on every commit, the hot path.
+        self._conn.execute("VACUUM")
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def close(self) -> None:
         """Close the database. Idempotent; any later use raises ``StoreError``."""

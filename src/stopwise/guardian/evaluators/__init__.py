@@ -1,12 +1,17 @@
-"""Evaluators: what answers the guardian's questions (see ``stopwise.guardian.answers.Evaluator``)."""
+"""Evaluators: what answers the guardian's questions (see ``stopwise.guardian.answers.Evaluator``).
+
+Each is imported when first named (``from stopwise.guardian.evaluators import RuleEvaluator`` works as ever): the
+rule evaluator's tables and the System 1 client's httpx are not paid for by who does not use them.
+"""
 
 from typing import TYPE_CHECKING
 
-from stopwise.guardian.evaluators.judge import JudgeEvaluator
-from stopwise.guardian.evaluators.rule import RuleEvaluator
-from stopwise.guardian.evaluators.scripted import EvaluatorScriptExhausted, ScriptedEvaluator
+from stopwise._lazy import lazy
 
 if TYPE_CHECKING:
+    from stopwise.guardian.evaluators.judge import JudgeEvaluator
+    from stopwise.guardian.evaluators.rule import RuleEvaluator
+    from stopwise.guardian.evaluators.scripted import EvaluatorScriptExhausted, ScriptedEvaluator
     from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
 
 __all__ = [
@@ -17,11 +22,13 @@ __all__ = [
     "SystemOneEvaluator",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # The System 1 client imports httpx (a third of ``import stopwise``): loaded when first named, not before.
-    if name == "SystemOneEvaluator":
-        from stopwise.guardian.evaluators.systemone import SystemOneEvaluator
-
-        return SystemOneEvaluator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy(
+    __name__,
+    {
+        "EvaluatorScriptExhausted": "stopwise.guardian.evaluators.scripted",
+        "JudgeEvaluator": "stopwise.guardian.evaluators.judge",
+        "RuleEvaluator": "stopwise.guardian.evaluators.rule",
+        "ScriptedEvaluator": "stopwise.guardian.evaluators.scripted",
+        "SystemOneEvaluator": "stopwise.guardian.evaluators.systemone",
+    },
+)

@@ -1,4 +1,5 @@
-"""A one-line progress bar on stderr for long eval runs: no dependency, redrawn at most ten times a second."""
+"""A one-line progress bar on stderr for the commands that read a lot (eval, whole-database stats): no dependency,
+redrawn at most ten times a second."""
 
 from __future__ import annotations
 
