@@ -15,7 +15,7 @@ from stopwise.agent import Agent
 from stopwise.approvals import PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianConfig, GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history_view import HistoryView
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
@@ -114,6 +114,8 @@ class Leg:
     """The lease the runner holds on the run while it drives this leg; the run's start writes it with the record."""
     replans: int = 0
     """Replans made in this run (from the log's recorded decisions)."""
+    guardian_configs: set[str] = field(default_factory=set)
+    """The keys of the ``GuardianConfig`` records this run's log holds: a decision's config is written once."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
@@ -233,7 +235,8 @@ def restore_leg(
     are kept either way: a retry keeps the stop guard's count.
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-    records: list[LogRecord] = [r for e in entries for r in parse_records(e.records) if isinstance(r, KEPT)]
+    configs: dict[str, GuardianConfig] = {}
+    records: list[LogRecord] = [r for e in entries for r in parse_records(e.records, configs) if isinstance(r, KEPT)]
     open_intent = _open_intent(entries, run, new_input)
     # An intent without results counts for nothing yet: its step runs again from its recorded plans.
     counted = [e for e in entries if e.kind is not EntryKind.INPUT and e is not open_intent]
@@ -264,6 +267,7 @@ def restore_leg(
         run_start=snapshot.history_before(first),
         new_input=new_input,
         replans=sum(1 for e in steps if (e.decision or {}).get("action") == Action.REPLAN),
+        guardian_configs=set(configs),
         tool_streaks=streaks(tool_rows, {}),
         budget_usage=budget_usage,
         budget_tool_calls=sum((e.decision or {}).get("tool_calls", 0) for e in budgeted),

@@ -30,7 +30,7 @@ from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.guardian.audit import PolicyOverride, replay_all, stats
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianConfig, GuardianDecision
 from stopwise.records import parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
@@ -428,10 +428,11 @@ async def _guardian_decisions(path: Path, run_id: str | None) -> list[GuardianDe
                 continue
             if snapshot is None:
                 continue
+            configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
             for entry in snapshot.entries:
                 if run_id is not None and entry.run_id != run_id:
                     continue
-                decisions.extend(r for r in parse_records(entry.records) if isinstance(r, GuardianDecision))
+                decisions.extend(r for r in parse_records(entry.records, configs) if isinstance(r, GuardianDecision))
         return decisions
     finally:
         await store.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 from stopwise._results import result_from_log
 from stopwise.approvals import ApprovalRecord, PendingApproval
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianConfig, GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Role, decode_tool_result
 from stopwise.records import parse_records
@@ -175,6 +175,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
 
     inputs: list[str] = []
     by_step: dict[int, dict[str, Any]] = {}
+    configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
     for entry in entries:
         if entry.kind is EntryKind.INPUT:
             inputs.extend(m.content for m in entry.messages if m.role is Role.USER)
@@ -194,7 +195,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
                         slot["calls"].append(
                             ToolCallView(call.id, call.name, _jsonable(call.args), result, error, denied)
                         )
-        slot["records"].extend(parse_records(entry.records))
+        slot["records"].extend(parse_records(entry.records, configs))
 
     steps = []
     for number in sorted(by_step):

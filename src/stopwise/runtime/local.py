@@ -31,7 +31,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError, RetryNotAllowed, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.guardian.guardian import label
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianConfig, GuardianDecision
 from stopwise.messages import (
     ORIGIN,
     Message,
@@ -43,7 +43,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord, ToolReceipt, parse_records
 from stopwise.result import RunResult, RunStatus
-from stopwise.store.base import EntryKind, Lease, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
 
@@ -471,7 +471,7 @@ class Runner:
         # step's entry or its intent.
         step_entry = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.SETTLE))
         assistant = next(e for e in reversed(entries) if e.kind in (EntryKind.STEP, EntryKind.INTENT)).messages[0]
-        records = parse_records(step_entry.records)
+        records = _records_of(entries, step_entry)
         request = next(r for r in records if isinstance(r, ApprovalRequest))
         reply = Reply(assistant.content, assistant.tool_calls)
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
@@ -487,6 +487,16 @@ class Runner:
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
+
+
+def _records_of(entries: list[LogEntry], entry: LogEntry) -> tuple[LogRecord, ...]:
+    """``entry``'s records, read with the run's entries before it: its guardian decisions name configs those hold."""
+    configs: dict[str, GuardianConfig] = {}
+    for e in entries:
+        if e is entry:
+            break
+        parse_records(e.records, configs)
+    return parse_records(entry.records, configs)
 
 
 def _with_results(
