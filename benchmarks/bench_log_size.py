@@ -170,7 +170,9 @@ def main() -> None:
             mean = sum(c * m for c, m in found) / count if count else 0
             cells.append(f"{count:>4} x {mean:>6,.0f} B" if count else "-")
         print(f"  {kind}".ljust(36) + "".join(c.ljust(width) for c in cells))
-    print("\nRun record (runs table row, bytes): " + ", ".join(f"{results[t]['approval']['run_record']}" for t in trees))
+    print(
+        "\nRun record (runs table row, bytes): " + ", ".join(f"{results[t]['approval']['run_record']}" for t in trees)
+    )
     last = results[trees[-1]]["guardian"]["log_per_step"]
     verdict = "PASS" if last <= TARGET else "FAIL"
     print(f"\n[{verdict}] guardian log bytes per step of {trees[-1]}: {last:,.0f} (target <= {TARGET:,})")
