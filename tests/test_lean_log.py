@@ -3,6 +3,7 @@ and every reader that reads a run's entries in order gets the whole decisions ba
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -105,7 +106,7 @@ def test_stored_messages_leave_out_their_default_fields_and_read_back_the_same()
         Message(Role.USER, "hi", metadata={"k": 1}),
     )
     stored = dump_messages(rows)
-    assert b"wire_id" not in stored and b'"metadata":{}' not in stored and b"tool_call_id\":null" not in stored
+    assert b"wire_id" not in stored and b'"metadata":{}' not in stored and b'tool_call_id":null' not in stored
     assert load_messages(stored) == rows
 
 
@@ -134,3 +135,17 @@ def _decision() -> GuardianDecision:
         latency_ms=0.5,
         held={"stagnation": False},
     )
+
+
+def test_a_yes_no_answer_is_logged_as_its_p_and_reads_back_bit_for_bit() -> None:
+    from stopwise.guardian.answers import Answer
+
+    exact = _decision()
+    odd = replace(exact, answers={"stagnation": Answer({"yes": 0.2, "no": 0.7}, note="does not add up")})
+    for decision in (exact, odd):
+        written: set[str] = set()
+        data = to_data([decision], written)
+        (read,) = parse_records(data)
+        assert read == decision
+    assert "p" in to_data([exact], set())[1]["answers"]["stagnation"]
+    assert "distribution" in to_data([odd], set())[1]["answers"]["stagnation"]  # kept whole: no is not 1 - yes

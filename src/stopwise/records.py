@@ -53,6 +53,9 @@ class UnknownRecord:
         return dict(self.data)
 
 
+_PLAN_DEFAULTS: dict[str, Any] = {"row": None, "needs_approval": False}
+
+
 @dataclass(frozen=True, slots=True)
 class StepIntent:
     """The loop's write-ahead record: a step's planned tool calls, committed with its reply before any runs.
@@ -65,7 +68,15 @@ class StepIntent:
     phase: Phase = Phase.NORMAL
 
     def to_data(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "calls": [c.to_data() for c in self.calls], "phase": self.phase.value}
+        # Written every tool step: the fields at their defaults are left out (``from_data`` reads them back).
+        calls = [
+            {k: v for k, v in c.to_data().items() if k not in _PLAN_DEFAULTS or v != _PLAN_DEFAULTS[k]}
+            for c in self.calls
+        ]
+        data: dict[str, Any] = {"type": self.TYPE, "calls": calls}
+        if self.phase is not Phase.NORMAL:
+            data["phase"] = self.phase.value
+        return data
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> StepIntent:

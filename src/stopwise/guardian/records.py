@@ -248,6 +248,7 @@ class GuardianConfig:
     def expand(self, decision: Mapping[str, Any]) -> dict[str, Any]:
         """A decision's log data (``GuardianDecision.to_log_data``) as the whole record's (``to_data``)."""
         data = {k: v for k, v in decision.items() if k != "config"}
+        data["answers"] = {k: _whole_answer(a) for k, a in data.get("answers", {}).items()}
         return data | self._fields()
 
     def decision(self, data: Mapping[str, Any]) -> GuardianDecision:
@@ -256,10 +257,23 @@ class GuardianConfig:
 
 
 def _answer_data(answer: Answer) -> dict[str, Any]:
+    """An answer as the log keeps it: a yes/no distribution whose ``no`` is exactly ``1 - yes`` as its ``p`` alone,
+    and ``uncertain`` only when set (``_whole_answer`` reads it back to ``Answer.to_data``'s form, bit for bit)."""
     data = answer.to_data()
     if not data["uncertain"]:
-        del data["uncertain"]  # the default ``Answer.from_data`` reads back
+        del data["uncertain"]
+    dist = answer.distribution
+    if dist.keys() == {"yes", "no"} and dist["no"] == 1.0 - dist["yes"]:
+        del data["distribution"]
+        data["p"] = dist["yes"]
     return data
+
+
+def _whole_answer(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "p" not in data:
+        return data
+    p = data["p"]
+    return {"distribution": {"yes": p, "no": 1.0 - p}, **{k: v for k, v in data.items() if k != "p"}}
 
 
 def _frozen(policy: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
