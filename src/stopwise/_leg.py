@@ -117,10 +117,10 @@ class Leg:
     guardian_configs: set[str] = field(default_factory=set)
     """The keys of the ``GuardianConfig`` records this run's log holds: a decision's config is written once."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
+    """Consecutive failed results per tool, for the runaway-error guard."""
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
     count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
-    """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
     clock: Callable[[], float] = time.time
     stream_text: bool = False

@@ -18,10 +18,6 @@ __all__ = ["ConditionSpec", "GuardianConfig", "GuardianDecision", "GuardianLabel
 
 RECORD_TYPE = "guardian"
 
-_CONFIG_FIELDS = ("question_set_version", "evaluator", "model_version", "conditions", "policy")
-"""A decision's fields that a run's decisions share: the log keeps them once, in a ``GuardianConfig``."""
-
-
 class UnresolvedConfig(LookupError):
     """A decision read from the log names a ``GuardianConfig`` that was not read before it: the run's entries
     must be read in log order, with one ``configs`` mapping for all of them (``stopwise.records.parse_records``)."""
