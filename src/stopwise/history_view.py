@@ -15,7 +15,7 @@ makes one with ``tuple(t)``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain, islice
+from itertools import chain
 from typing import Any, overload
 
 from stopwise.messages import Message
@@ -65,11 +65,12 @@ class HistoryView(Sequence[Message]):
         return len(self._head) + (self._stop - self._start) + len(self._tail)
 
     def __iter__(self) -> Iterator[Message]:
-        return chain(self._head, islice(self._rows, self._start, self._stop), self._tail)
+        # By index, not islice: islice would walk the log from its first row to a view's start.
+        middle = map(self._rows.__getitem__, range(self._start, self._stop))
+        return chain(self._head, middle, self._tail)
 
     def __reversed__(self) -> Iterator[Message]:
-        rows = self._rows
-        middle = (rows[i] for i in range(self._stop - 1, self._start - 1, -1))
+        middle = map(self._rows.__getitem__, range(self._stop - 1, self._start - 1, -1))
         return chain(reversed(self._tail), middle, reversed(self._head))
 
     @overload
