@@ -18,6 +18,7 @@ __all__ = ["ConditionSpec", "GuardianConfig", "GuardianDecision", "GuardianLabel
 
 RECORD_TYPE = "guardian"
 
+
 class UnresolvedConfig(LookupError):
     """A decision read from the log names a ``GuardianConfig`` that was not read before it: the run's entries
     must be read in log order, with one ``configs`` mapping for all of them (``stopwise.records.parse_records``)."""
