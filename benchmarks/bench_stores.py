@@ -8,6 +8,12 @@ on the last step, the run record). Reported per store and concurrency:
 - commit latency: median and p99 of the time one ``Store.commit`` call takes, as the loop sees it (under
   concurrency this includes waiting for the database's lock or a pooled connection).
 
+Then what bounds them: this process's CPU time per step (``time.process_time``: the loop, the codec, the driver;
+its inverse is the steps/s one core of Python allows, the ceiling when the store costs nothing), the share of that
+ceiling reached, and for PostgreSQL the round trip of a bare ``SELECT 1`` on one connection (a commit is one
+pipelined round trip, so at one run a step costs at least its commits' round trips). Where steps/s sits at the
+CPU ceiling, Python is the bound; where it sits far below with idle CPU, the database's latency (or lock) is.
+
 PostgreSQL: ``--dsn`` names a server (its user must be able to create a schema); without it the benchmark
 starts a throwaway cluster the way the tests do (Debian's ``postgresql`` package, or ``STOPWISE_PG_BIN``).
 The throwaway cluster runs with ``fsync=off`` and ``synchronous_commit=off``, like SQLite's default
@@ -83,18 +89,35 @@ async def _round(store: Store, agent: Agent, concurrency: int, steps: int) -> di
     runner = Runner(timed)  # type: ignore[arg-type]  # TimedStore has the Store methods through __getattr__
     await runner.run(agent, "warm up", session_id=f"warm-{uuid.uuid4().hex}")
     timed.commits.clear()
+    cpu = time.process_time()
     started = time.perf_counter()
     results = await asyncio.gather(
         *(runner.run(agent, "go", session_id=f"b-{uuid.uuid4().hex}") for _ in range(concurrency))
     )
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     assert all(r.status == "completed" and r.steps == steps for r in results), [r.error for r in results]
     return {
         "steps_per_s": concurrency * steps / wall,
         "commit_median_ms": _pct(timed.commits, 50) * 1000,
         "commit_p99_ms": _pct(timed.commits, 99) * 1000,
         "commits": len(timed.commits),
+        "cpu_ms_per_step": cpu / (concurrency * steps) * 1000,
+        "cpu_share": cpu / wall,
     }
+
+
+async def _round_trip_ms(dsn: str, n: int = 200) -> float:
+    """Median milliseconds of a bare ``SELECT 1`` on one connection: the floor of any PostgreSQL commit."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        samples = []
+        for _ in range(n):
+            started = time.perf_counter()
+            await conn.execute("SELECT 1")
+            samples.append(time.perf_counter() - started)
+    return _pct(samples, 50) * 1000
 
 
 async def _bench(args: argparse.Namespace, dsn: str | None, folder: Path) -> dict[str, dict[int, dict[str, float]]]:
@@ -108,11 +131,12 @@ async def _bench(args: argparse.Namespace, dsn: str | None, folder: Path) -> dic
 
         async with PostgresStore(dsn, schema=f"bench_{uuid.uuid4().hex[:8]}", max_size=16) as pg:
             figures["postgres"] = {c: await _round(pg, agent, c, args.steps) for c in args.concurrency}
+        figures["postgres_round_trip_ms"] = {0: {"median_ms": await _round_trip_ms(dsn)}}
     return figures
 
 
 def _print(figures: dict[str, dict[int, dict[str, float]]], args: argparse.Namespace, why_no_pg: str) -> None:
-    stores = list(figures)
+    stores = [s for s in figures if s in ("sqlite", "postgres")]
     print(
         f"stopwise store benchmark: {args.steps} steps per run; Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs; {'durable (fsync per commit)' if args.durable else 'default durability'}"
@@ -135,6 +159,23 @@ def _print(figures: dict[str, dict[int, dict[str, float]]], args: argparse.Names
             ratio = figures["postgres"][c]["steps_per_s"] / figures["sqlite"][c]["steps_per_s"]
             line += f" | {ratio:>16.2f}x"
         print(line)
+    print()
+    print("what bounds them: this process's CPU per step and the steps/s one core allows at that cost")
+    for s in stores:
+        for c in args.concurrency:
+            f = figures[s][c]
+            ceiling = 1000 / f["cpu_ms_per_step"]
+            print(
+                f"{s:>8} {c:>3} runs: {f['cpu_ms_per_step']:.3f} ms CPU/step -> ceiling {ceiling:,.0f} steps/s; "
+                f"reached {f['cpu_share']:.0%} of it (the share of the wall time this process was on a CPU)"
+            )
+    if "postgres_round_trip_ms" in figures:
+        rtt = figures["postgres_round_trip_ms"][0]["median_ms"]
+        commits = figures["postgres"][args.concurrency[0]]["commits"] / (args.concurrency[0] * args.steps)
+        print(
+            f"postgres round trip (SELECT 1): {rtt:.2f} ms; {commits:.1f} commits a step -> at most "
+            f"{1000 / (rtt * commits):,.0f} steps/s for one run from latency alone"
+        )
 
 
 def main() -> None:

@@ -38,8 +38,9 @@ from stopwise.guardian import (
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
 from stopwise.guardian.projection import Projection
-from stopwise.guardian.records import GuardianDecision, replay
+from stopwise.guardian.records import GuardianConfig, GuardianDecision, replay
 from stopwise.messages import AUTOMATED_LABEL
+from stopwise.records import parse_records
 
 Script = Callable[[Projection, QuestionSet], Mapping[str, Any]]
 
@@ -304,8 +305,10 @@ async def test_a_quiet_guardian_lets_the_run_finish_and_records_every_turn(store
     assert d.state_hash and d.latency_ms >= 0
     snapshot = await store.load_session("s")
     assert snapshot is not None
-    logged = [r for e in snapshot.entries for r in e.records if r.get("type") == "guardian"]
-    assert [GuardianDecision.from_data(r) for r in logged] == list(result.decisions)
+    configs: dict[str, GuardianConfig] = {}  # the run's entries, read in order, carry its shared config once
+    logged = [r for e in snapshot.entries for r in parse_records(e.records, configs)]
+    assert [r for r in logged if isinstance(r, GuardianDecision)] == list(result.decisions)
+    assert len(configs) == 2  # one for the turn's conditions, one for the risk gate's
 
 
 async def test_the_goal_and_criteria_reach_the_projection() -> None:

@@ -1,7 +1,9 @@
 """Stored logs never break: a database written by an older stopwise opens, migrates, replays and continues.
 
-``fixtures/log_v3.db`` was written by the code of schema version 3 (``fixtures/make_log_v3.py`` says which
-commit and what each session holds). Every test works on a copy, so the fixture itself stays as it was written.
+``fixtures/log_v3.db`` was written by the code of schema version 3, ``fixtures/log_v5.db`` by the code of schema
+version 5 (before the lean log: whole guardian decision records, messages with every field), both by
+``fixtures/make_log_v3.py`` (it says which commits and what each session holds); every test runs on both. Every
+test works on a copy, so the fixtures themselves stay as they were written.
 The assertions are about what a user sees (statuses, reasons, outputs, transcripts, the command line), never
 about the shape of the stored records, which later versions are free to change as long as old logs still read.
 """
@@ -33,7 +35,8 @@ from stopwise.approvals import Approve
 from stopwise.guardian import Guardian
 from stopwise.models import ModelRequest
 
-FIXTURE = Path(__file__).parent / "fixtures" / "log_v3.db"
+FIXTURES = {3: Path(__file__).parent / "fixtures" / "log_v3.db", 5: Path(__file__).parent / "fixtures" / "log_v5.db"}
+"""The stored logs, by the schema version of the code that wrote them."""
 
 # How every run of the fixture ended: (session, agent, status, completion reason, steps), oldest session first.
 RUNS = [
@@ -52,6 +55,17 @@ RUNS = [
     ("parent/c-child", "researcher", "completed", "final_answer", 2),
     ("parent", "lead", "completed", "final_answer", 2),
 ]
+
+# Where the schema-5 log differs: by then the rule evaluator's risk gate let the lookup of undeclared risk run.
+RUNS_V5 = {"guardian_escalated": ("guardian_escalated", "watched_risky", "completed", "final_answer", 3)}
+
+
+def runs(db: Path) -> list[tuple[str, str, str, str, int]]:
+    """How every run of the log at ``db`` (a copy of a fixture, named for its version) ended."""
+    if db.name != "log_v5.db":
+        return RUNS
+    return [RUNS_V5.get(run[0], run) for run in RUNS]
+
 
 # The final answer each completed run returned to its caller.
 OUTPUTS = {
@@ -105,11 +119,11 @@ def paying(request: ModelRequest) -> Reply:
 BANKER = Agent("banker", "Move money carefully.", FunctionModel(paying), tools=[transfer])
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    """A copy of the old log: migrations write to it, the fixture stays as the old code wrote it."""
-    copy = tmp_path / "log_v3.db"
-    shutil.copyfile(FIXTURE, copy)
+@pytest.fixture(params=sorted(FIXTURES), ids=lambda v: f"v{v}")
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A copy of an old log: migrations write to it, the fixture stays as the old code wrote it."""
+    copy = tmp_path / f"log_v{request.param}.db"
+    shutil.copyfile(FIXTURES[request.param], copy)
     return copy
 
 
@@ -124,10 +138,11 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "stopwise", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_the_fixture_is_an_unmigrated_schema_3_log() -> None:
+@pytest.mark.parametrize("version", sorted(FIXTURES))
+def test_each_fixture_is_an_unmigrated_log_of_its_schema_version(version: int) -> None:
     # Read from the file's header (user_version, bytes 60-63): opening it with SQLite, even read-only, would
     # leave WAL files beside it.
-    assert int.from_bytes(FIXTURE.read_bytes()[60:64], "big") == 3
+    assert int.from_bytes(FIXTURES[version].read_bytes()[60:64], "big") == version
 
 
 async def test_an_old_log_opens_migrates_and_opens_again(db: Path) -> None:
@@ -139,10 +154,10 @@ async def test_an_old_log_opens_migrates_and_opens_again(db: Path) -> None:
     await again.close()
 
 
-async def test_every_old_run_reads_back_with_its_status_reason_and_output(store: SQLiteStore) -> None:
+async def test_every_old_run_reads_back_with_its_status_reason_and_output(db: Path, store: SQLiteStore) -> None:
     sessions = await store.list_sessions(limit=1000)
     assert sorted(sessions) == sorted(s for s, *_ in RUNS)
-    for session, agent, status, reason, steps in RUNS:
+    for session, agent, status, reason, steps in runs(db):
         (run,) = await store.list_runs(session)
         assert (run.agent, run.status, run.completion_reason, run.steps) == (agent, status, reason, steps), session
         if session in OUTPUTS:
@@ -191,21 +206,26 @@ def test_stopwise_runs_lists_every_old_run(db: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()[2:]
     seen = {(line.split()[1], line.split()[3]) for line in lines}
-    assert seen == {(session, status) for session, _, status, *_ in RUNS}
+    assert seen == {(session, status) for session, _, status, *_ in runs(db)}
 
 
 def test_replay_agrees_with_every_old_guardian_decision(db: Path) -> None:
     result = cli("replay", str(db))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "replayed 10 decisions: every outcome agrees with the log"
+    count = 14 if db.name == "log_v5.db" else 10
+    assert result.stdout.strip() == f"replayed {count} decisions: every outcome agrees with the log"
 
 
 def test_guardian_stats_reads_an_old_log(db: Path) -> None:
     result = cli("guardian", "stats", str(db))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == "10 decisions: continue 9, escalate 1"
     risk = next(line for line in result.stdout.splitlines() if line.startswith("risk"))
-    assert risk.split()[1:5] == ["5", "0", "1", "1"]  # asked 5 times, held and escalated once
+    if db.name == "log_v5.db":
+        assert result.stdout.splitlines()[0] == "14 decisions: continue 14"
+        assert risk.split()[1:5] == ["6", "0", "0", "0"]  # asked 6 times, never held
+    else:
+        assert result.stdout.splitlines()[0] == "10 decisions: continue 9, escalate 1"
+        assert risk.split()[1:5] == ["5", "0", "1", "1"]  # asked 5 times, held and escalated once
 
 
 async def test_retry_continues_an_old_cut_off_run_to_completion(store: SQLiteStore) -> None:
@@ -227,7 +247,9 @@ async def test_resume_approves_an_old_suspended_call_and_the_run_completes(store
     assert rows == ["sent 50 to bob"]
 
 
-async def test_resume_settles_an_old_guardian_escalation(store: SQLiteStore) -> None:
+async def test_resume_settles_an_old_guardian_escalation(db: Path, store: SQLiteStore) -> None:
+    if db.name == "log_v5.db":
+        pytest.skip("the schema-5 log holds no escalation (its risk gate let the lookup run)")
     watched = Agent("watched_risky", "Look up two items.", looking_up(2), tools=[lookup], guardian=Guardian())
     result = await Runner(store).resume(watched, "guardian_escalated", {"c1": Approve()})
     # The risk gate held call c1 for a human; approved, it ran and the run went on (the next call asks again).

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from stopwise.errors import ForkNotAllowed
-from stopwise.records import ForkRecord, parse_records, to_data
+from stopwise.records import ForkRecord, parse_log, to_data
 from stopwise.stop.decision import Action
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 
@@ -95,5 +95,5 @@ def incomplete_fork(snapshot: SessionSnapshot, run: RunRecord) -> ForkRecord | N
     mark = run.report.get(_FORK_MARK)
     if mark is None:
         return None
-    noted = any(isinstance(r, ForkRecord) for e in snapshot.entries for r in parse_records(e.records))
+    noted = any(isinstance(r, ForkRecord) for _, rs in parse_log(snapshot.entries) for r in rs)
     return None if noted else ForkRecord.from_data(mark)

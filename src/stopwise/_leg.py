@@ -16,9 +16,10 @@ from stopwise.approvals import PendingApproval, PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.goal import Goal
-from stopwise.guardian.records import GuardianDecision, judge_usage
+from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.guardrails.verdicts import GuardrailRecord
+from stopwise.history_view import HistoryView
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
 from stopwise.records import LogRecord, StepIntent, parse_records
@@ -126,13 +127,13 @@ class Leg:
     """Whether the leg's start commits ``goal`` (a new run's first leg): later legs read it from the log."""
     replans: int = 0
     """Replans made in this run (from the log's recorded decisions)."""
+    guardian_configs: set[str] = field(default_factory=set)
+    """The keys of the ``GuardianConfig`` records this run's log holds: a decision's config is written once."""
     tool_streaks: dict[str, int] = field(default_factory=dict)
+    """Consecutive failed results per tool, for the runaway-error guard."""
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
     count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
-    snapshot: tuple[list[Message] | None, tuple[Message, ...]] = (None, ())
-    """``messages`` as a tuple, with the list it was taken of (``history()``)."""
-    """Consecutive failed results per tool, for the runaway-error guard."""
     runtime_context: Any = None
     agent_path: tuple[str, ...] = ()
     """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""
@@ -182,21 +183,16 @@ class Leg:
         """The tools switched off in this run (``stopwise.tool_switches``), from its records."""
         return switched_off(self.records)
 
-    def history(self) -> tuple[Message, ...]:
-        """``messages`` as a tuple, taken once per commit and shared by everything a step hands the history to
-        (the model request, the guardrail contexts, the step plan): a step makes one copy, not one per reader.
-        ``messages`` only grows between commits (rows are appended, never changed), so a snapshot of the same
-        list and length is current."""
-        rows, snapshot = self.snapshot
-        if rows is not self.messages or len(snapshot) != len(self.messages):
-            snapshot = tuple(self.messages)
-            self.snapshot = (self.messages, snapshot)
-        return snapshot
+    def history(self) -> HistoryView:
+        """``messages`` as committed so far, a view that shares its rows (``stopwise.history_view``): everything a
+        step hands the history to (the model request, the guardrail contexts, the step plan) gets it in constant
+        time, however long the run. ``messages`` is only appended to, never changed in place, so a view stays
+        what it was when it was taken."""
+        return HistoryView.of_log(self.messages)
 
-    def history_with(self, rows: Iterable[Message]) -> tuple[Message, ...]:
+    def history_with(self, rows: Iterable[Message]) -> HistoryView:
         """``history()`` followed by ``rows`` (a step's rows not committed yet)."""
-        # Tuple concatenation copies at C speed; unpacking (*a, *b) iterates, 4x slower on a long history.
-        return self.history() + tuple(rows)
+        return HistoryView.of_log(self.messages, tail=rows)
 
     @property
     def steps_used(self) -> int:
@@ -276,7 +272,8 @@ def restore_leg(
     are kept either way: a retry keeps the stop guard's count.
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-    parsed = [r for e in entries for r in parse_records(e.records)]
+    configs: dict[str, GuardianConfig] = {}
+    parsed = [r for e in entries for r in parse_records(e.records, configs)]
     records: list[LogRecord] = [r for r in parsed if isinstance(r, KEPT)]
     open_intent = _open_intent(entries, run, new_input)
     # An intent without results counts for nothing yet: its step runs again from its recorded plans.
@@ -308,6 +305,7 @@ def restore_leg(
         run_start=snapshot.history_before(first),
         new_input=new_input,
         replans=sum(1 for e in steps if (e.decision or {}).get("action") == Action.REPLAN),
+        guardian_configs=set(configs),
         tool_streaks=streaks(tool_rows, {}),
         budget_usage=budget_usage,
         budget_tool_calls=sum((e.decision or {}).get("tool_calls", 0) for e in budgeted),

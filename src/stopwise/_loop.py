@@ -432,7 +432,7 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
         None,
         usage,
         forced,
-        to_data(records),
+        to_data(records, leg.guardian_configs),
     )
     await leg.store.commit(entry, leg.state)
     leg.next_seq += 1
@@ -840,7 +840,7 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
         recorded,
         usage,
         forced,
-        to_data(step.records),
+        to_data(step.records, leg.guardian_configs),
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval
-from stopwise.guardian.records import GuardianDecision, judge_usage
+from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
 from stopwise.records import LogRecord, parse_records
@@ -64,5 +64,6 @@ def result_of(
 
 def result_from_log(agent: Agent | None, snapshot: SessionSnapshot, run: RunRecord) -> RunResult:
     """The result of ``run`` read back from the store (another process, a durable runtime)."""
-    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_records(e.records))
+    configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
+    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_records(e.records, configs))
     return result_of(agent, run, records, snapshot.messages(), snapshot.state)

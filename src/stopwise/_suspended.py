@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PendingApproval, expired
 from stopwise.messages import Message, Reply, Role, error_tool_result
-from stopwise.records import LogRecord, parse_records, to_data
+from stopwise.records import LogRecord, parse_log, to_data
 from stopwise.stop.decision import Phase, StepSignals, apply_decision, resolve
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 
@@ -42,13 +42,13 @@ class SuspendedStep:
 
 def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
     """The step ``run`` (suspended) waits on, read from ``snapshot``'s log."""
-    entries = [e for e in snapshot.entries if e.run_id == run.run_id]
+    log = parse_log(e for e in snapshot.entries if e.run_id == run.run_id)
+    entries = [e for e, _ in log]
     at, request = 0, None
     records: tuple[LogRecord, ...] = ()
-    for i in range(len(entries) - 1, -1, -1):
-        e = entries[i]
+    for i in range(len(log) - 1, -1, -1):
+        e, parsed = log[i]
         if e.kind in (EntryKind.STEP, EntryKind.SETTLE):
-            parsed = tuple(parse_records(e.records))
             request = next((r for r in parsed if isinstance(r, ApprovalRequest)), None)
             if request is not None:
                 at, records = i, parsed
@@ -59,9 +59,9 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
     # The reply is in the step's own entry, or in its write-ahead intent when calls ran before it suspended.
     assistant = next(e for e in reversed(entries[: at + 1]) if e.kind in (EntryKind.STEP, EntryKind.INTENT))
     reply = Reply(assistant.messages[0].content, assistant.messages[0].tool_calls)
-    since = [e for e in entries[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
-    settled = {m.tool_call_id: m for e in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
-    decided = {r.call_id: r for e in since[1:] for r in parse_records(e.records) if isinstance(r, ApprovalRecord)}
+    since = [(e, rs) for e, rs in log[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    settled = {m.tool_call_id: m for e, _ in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
+    decided = {r.call_id: r for _, rs in since[1:] for r in rs if isinstance(r, ApprovalRecord)}
     return SuspendedStep(step, reply, request, records, settled, decided)
 
 

@@ -33,7 +33,7 @@ from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.goal import Goal
 from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
-from stopwise.records import parse_records
+from stopwise.records import parse_log
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
@@ -448,13 +448,8 @@ async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator
 
 
 def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[GuardianDecision]:
-    return [
-        r
-        for entry in snapshot.entries
-        if run_id is None or entry.run_id == run_id
-        for r in parse_records(entry.records)
-        if isinstance(r, GuardianDecision)
-    ]
+    entries = (e for e in snapshot.entries if run_id is None or e.run_id == run_id)
+    return [r for _, records in parse_log(entries) for r in records if isinstance(r, GuardianDecision)]
 
 
 async def _replay_db(

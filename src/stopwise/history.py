@@ -26,7 +26,7 @@ from stopwise.messages import Message, Role, automated_feedback
 
 __all__ = ["HistoryProcessor", "HistoryRecord", "keep_last_steps", "summarise", "token_budget"]
 
-HistoryProcessor: TypeAlias = Callable[[tuple[Message, ...]], "Sequence[Message] | Awaitable[Sequence[Message]]"]
+HistoryProcessor: TypeAlias = Callable[[Sequence[Message]], "Sequence[Message] | Awaitable[Sequence[Message]]"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def keep_last_steps(n: int) -> HistoryProcessor:
     """The opening input and the last ``n`` steps (each reply with its tool results and feedback)."""
     _positive("keep_last_steps", n)
 
-    def keep(messages: tuple[Message, ...]) -> list[Message]:
+    def keep(messages: Sequence[Message]) -> list[Message]:
         opening, steps = _steps(messages)
         return [*opening, *(m for step in steps[-n:] for m in step)]
 
@@ -121,7 +121,7 @@ def token_budget(max_tokens: int, count: Callable[[Message], int] = _approx_toke
     four characters a token); the latest step always stays, even if it alone is over."""
     _positive("token_budget", max_tokens)
 
-    def fit(messages: tuple[Message, ...]) -> list[Message]:
+    def fit(messages: Sequence[Message]) -> list[Message]:
         opening, steps = _steps(messages)
         used = sum(count(m) for m in opening)
         kept: list[list[Message]] = []
@@ -142,7 +142,7 @@ def summarise(fn: Callable[[Sequence[Message]], str | Awaitable[str]], *, keep_l
     history has ``keep_last`` steps or fewer."""
     _positive("summarise.keep_last", keep_last)
 
-    async def condense(messages: tuple[Message, ...]) -> list[Message]:
+    async def condense(messages: Sequence[Message]) -> list[Message]:
         opening, steps = _steps(messages)
         if len(steps) <= keep_last:
             return list(messages)

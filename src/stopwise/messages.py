@@ -264,8 +264,9 @@ _MESSAGES = TypeAdapter(tuple[Message, ...])
 
 
 def dump_messages(messages: Sequence[Message]) -> bytes:
-    """JSON for a sequence of messages; the stores' shared codec."""
-    return _MESSAGES.dump_json(tuple(messages))
+    """JSON for a sequence of messages; the stores' shared codec. Fields that hold their defaults are left out
+    (``load_messages`` reads them back): most rows have no calls, no call id and no metadata."""
+    return _MESSAGES.dump_json(tuple(messages), exclude_defaults=True)
 
 
 def load_messages(data: str | bytes) -> tuple[Message, ...]:

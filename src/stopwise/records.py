@@ -7,23 +7,29 @@ commits with the run's first entry. This module names the union and converts at 
 keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and everything above it reads them
 through ``parse_records``. A record of a type this version does not know (a newer writer) is kept as
 ``UnknownRecord`` and written back unchanged.
+
+What a run's guardian decisions share (``GuardianConfig``: the question set, the evaluator, the conditions and the
+policy) is written once per run, in the entry of the first decision that names it; ``to_data`` does that given
+the set of configs the run's log already holds, and ``parse_records`` reads a run's entries in order with one
+``configs`` mapping that collects them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
 from stopwise.goal import Goal
-from stopwise.guardian.records import GuardianDecision, GuardianLabel
+from stopwise.guardian.records import GuardianConfig, GuardianDecision, GuardianLabel
 from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
 from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.decision import Phase
 from stopwise.stop.guard import StopGuardRecord
+from stopwise.store.base import LogEntry
 from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = [
@@ -52,6 +58,9 @@ class UnknownRecord:
         return dict(self.data)
 
 
+_PLAN_DEFAULTS: dict[str, Any] = {"row": None, "needs_approval": False}
+
+
 @dataclass(frozen=True, slots=True)
 class StepIntent:
     """The loop's write-ahead record: a step's planned tool calls, committed with its reply before any runs.
@@ -64,7 +73,15 @@ class StepIntent:
     phase: Phase = Phase.NORMAL
 
     def to_data(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "calls": [c.to_data() for c in self.calls], "phase": self.phase.value}
+        # Written every tool step: the fields at their defaults are left out (``from_data`` reads them back).
+        calls = [
+            {k: v for k, v in c.to_data().items() if k not in _PLAN_DEFAULTS or v != _PLAN_DEFAULTS[k]}
+            for c in self.calls
+        ]
+        data: dict[str, Any] = {"type": self.TYPE, "calls": calls}
+        if self.phase is not Phase.NORMAL:
+            data["phase"] = self.phase.value
+        return data
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> StepIntent:
@@ -135,19 +152,57 @@ _TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 _TYPES[Goal.TYPE] = Goal
 
 
-def parse_record(data: Mapping[str, Any]) -> LogRecord:
-    """The typed record for one record's JSON data (``UnknownRecord`` for a type this version does not know)."""
-    cls = _TYPES.get(data.get("type", ""))
+def parse_record(data: Mapping[str, Any], configs: Mapping[str, GuardianConfig] | None = None) -> LogRecord:
+    """The typed record for one record's JSON data (``UnknownRecord`` for a type this version does not know). A
+    guardian decision that names its config reads it from ``configs`` (``UnresolvedConfig`` when it is not there)."""
+    kind = data.get("type", "")
+    if kind == GuardianDecision.TYPE:
+        return GuardianDecision.from_data(data, configs)
+    cls = _TYPES.get(kind)
     if cls is None:
         return UnknownRecord(data)
     record: LogRecord = cls.from_data(data)
     return record
 
 
-def parse_records(data: Iterable[Mapping[str, Any]]) -> tuple[LogRecord, ...]:
-    return tuple(parse_record(d) for d in data)
+def parse_records(
+    data: Iterable[Mapping[str, Any]], configs: MutableMapping[str, GuardianConfig] | None = None
+) -> tuple[LogRecord, ...]:
+    """One entry's records, typed. ``configs`` collects the run's ``GuardianConfig`` records as they are read
+    (they are not returned: they are the decisions' shared part): to read a run, pass one mapping for all of its
+    entries, in log order. Without it, an entry's decisions must name configs of the same entry."""
+    known: MutableMapping[str, GuardianConfig] = {} if configs is None else configs
+    out: list[LogRecord] = []
+    for d in data:
+        if d.get("type") == GuardianConfig.TYPE:
+            config = GuardianConfig.from_data(d)
+            known[config.key] = config
+        else:
+            out.append(parse_record(d, known))
+    return tuple(out)
 
 
-def to_data(records: Iterable[LogRecord]) -> tuple[dict[str, Any], ...]:
-    """The records as the store keeps them: JSON data tagged with ``"type"``."""
-    return tuple(r.to_data() for r in records)
+def parse_log(entries: Iterable[LogEntry]) -> list[tuple[LogEntry, tuple[LogRecord, ...]]]:
+    """Each entry with its typed records, read in log order with one ``configs`` mapping, as a run's guardian
+    decisions need (they name a config an earlier entry holds). Use it whenever entries are read together."""
+    configs: dict[str, GuardianConfig] = {}
+    return [(e, parse_records(e.records, configs)) for e in entries]
+
+
+def to_data(records: Iterable[LogRecord], configs: set[str] | None = None) -> tuple[dict[str, Any], ...]:
+    """The records as the store keeps them: JSON data tagged with ``"type"``.
+
+    ``configs``: the keys of the ``GuardianConfig`` records the run's log holds. Given, each guardian decision is
+    written in its log form, naming its config, and a config not in ``configs`` yet is written just before it (and
+    added to ``configs``: the caller commits these records or ends its leg). Without it, decisions are whole."""
+    out: list[dict[str, Any]] = []
+    for r in records:
+        if configs is not None and isinstance(r, GuardianDecision):
+            key = r.config_key
+            if key not in configs:
+                out.append(GuardianConfig.of(r).to_data())
+                configs.add(key)
+            out.append(r.to_log_data(key))
+        else:
+            out.append(r.to_data())
+    return tuple(out)

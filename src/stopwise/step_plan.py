@@ -29,8 +29,8 @@ class StepContext:
     """The step about to run (1-based, within the run)."""
     steps_used: int
     """Steps already taken against ``max_steps`` in this run leg."""
-    messages: tuple[Message, ...]
-    """The session's log so far (without the system instructions)."""
+    messages: Sequence[Message]
+    """The session's log so far (without the system instructions), an immutable sequence."""
     state: Mapping[str, Any]
     """The session's custom state (read-only)."""
     forced: bool

@@ -14,6 +14,7 @@ from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardrails.hooks import Guardrails, ToolCallContext, ToolResultContext, run_chain
 from stopwise.guardrails.receipts import tool_receipt, withheld_receipt
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
+from stopwise.history_view import HistoryView
 from stopwise.messages import (
     ORIGIN,
     TOOL_ERROR,
@@ -103,7 +104,7 @@ async def plan_calls(
         ]
     row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
     guardrails = leg.guardrails
-    # Only a tool-call guardrail reads the whole history: without one, the step copies none of it.
+    # Only a tool-call guardrail reads the whole history.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
     plans = []
     for call in reply.tool_calls:
@@ -121,7 +122,7 @@ async def _plan(
     step: int,
     call: ToolCall,
     row: Message,
-    history: tuple[Message, ...] | None,
+    history: HistoryView | None,
     records: list[LogRecord],
 ) -> CallPlan:
     """One call of the step's reply ``row``: its tool and arguments, the tool-call guardrails (which read

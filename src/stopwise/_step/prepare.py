@@ -11,6 +11,7 @@ from stopwise._leg import Leg
 from stopwise._step.calls import CallerCodeFailed
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.history import HistoryRecord
+from stopwise.history_view import HistoryView
 from stopwise.messages import Message, Role
 from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
@@ -28,7 +29,7 @@ class Prepared:
 
     caller: Model
     system: tuple[Message, ...]
-    messages: tuple[Message, ...]
+    messages: HistoryView
     """The history the model is sent (after the history processors)."""
     tools: tuple[ToolSpec, ...]
     """The tools offered (all of the agent's unless the plan narrowed them)."""
@@ -75,7 +76,7 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
             message = f"history processor {name} failed: {type(exc).__name__}: {exc}"
             error = ErrorDetail(ErrorCode.HISTORY_PROCESSOR_FAILED, message, ErrorCategory.CALLER, retryable=False)
             raise CallerCodeFailed(error) from exc
-        messages = tuple(result)
+        messages = HistoryView(result)
     # Rows are compared by identity: a processor that keeps a row passes the same object on.
     sent, logged = {id(m) for m in messages}, {id(m) for m in history}
     dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from stopwise._results import result_from_log
 from stopwise.approvals import ApprovalRecord, PendingApproval
 from stopwise.goal import Goal
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianConfig, GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Role, decode_tool_result
@@ -191,6 +191,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
     inputs: list[str] = []
     goal: Goal | None = None
     by_step: dict[int, dict[str, Any]] = {}
+    configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
     for entry in entries:
         if entry.kind is EntryKind.INPUT:
             inputs.extend(m.content for m in entry.messages if m.role is Role.USER)
@@ -210,7 +211,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
                         slot["calls"].append(
                             ToolCallView(call.id, call.name, _jsonable(call.args), result, error, denied)
                         )
-        records = parse_records(entry.records)
+        records = parse_records(entry.records, configs)
         goal = next((r for r in records if isinstance(r, Goal)), goal)
         slot["records"].extend(records)
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from stopwise.errors import UnreadableEntry
 from stopwise.evals.traces import TraceRecord, parse_projection_text
+from stopwise.guardian.records import GuardianConfig, UnresolvedConfig
 from stopwise.store.base import Store
 from stopwise.store.walk import every_session, sessions_named
 
@@ -65,9 +66,18 @@ async def export_labels(
     async for snapshot in walk:
         session_id = snapshot.session_id
         decisions: dict[tuple[str, int, str], Mapping[str, Any]] = {}
+        configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
         for entry in snapshot.entries:
             for r in entry.records:
-                if r.get("type") == "guardian":
+                if r.get("type") == GuardianConfig.TYPE:
+                    config = GuardianConfig.from_data(r)
+                    configs[config.key] = config
+                elif r.get("type") == "guardian":
+                    key = r.get("config")
+                    if key is not None:
+                        if key not in configs:
+                            raise UnresolvedConfig(str(key))
+                        r = configs[key].expand(r)
                     decisions[(str(r.get("run_id")), int(r.get("step", 0)), str(r.get("state_hash")))] = r
         for entry in snapshot.entries:
             for r in entry.records:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
@@ -13,9 +16,28 @@ from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.messages import Usage
 from stopwise.stop.guard import StopGuardRecord
 
-__all__ = ["ConditionSpec", "GuardianDecision", "GuardianLabel", "judge_usage", "replay"]
+__all__ = [
+    "ConditionSpec",
+    "GuardianConfig",
+    "GuardianDecision",
+    "GuardianLabel",
+    "UnresolvedConfig",
+    "judge_usage",
+    "replay",
+]
 
 RECORD_TYPE = "guardian"
+
+
+class UnresolvedConfig(LookupError):
+    """A decision read from the log names a ``GuardianConfig`` that was not read before it: the run's entries
+    must be read in log order, with one ``configs`` mapping for all of them (``stopwise.records.parse_records``)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"guardian decision names config {key!r}, which was not read before it: read the run's entries in order"
+        )
+        self.key = key
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +149,48 @@ class GuardianDecision:
             "state": self.state,
         } | ({"usage": self.usage.to_data()} if self.usage != Usage() else {})
 
+    @property
+    def config_key(self) -> str:
+        """The hash of the fields this decision shares with the run's others (``GuardianConfig``)."""
+        parts = (self.question_set_version, self.evaluator, self.model_version, self.conditions, _frozen(self.policy))
+        try:
+            return _config_key(*parts)
+        except TypeError:  # a policy value that cannot be hashed: computed without the cache
+            return _config_key.__wrapped__(*parts)
+
+    def to_log_data(self, config: str) -> dict[str, Any]:
+        """The decision as the log keeps it when its run's ``GuardianConfig`` ``config`` is stored apart: without
+        the shared fields, and without the fields that hold their defaults (``to_data`` is the whole record)."""
+        data: dict[str, Any] = {
+            "type": self.TYPE,
+            "run_id": self.run_id,
+            "step": self.step,
+            "kind": self.kind,
+            "state_hash": self.state_hash,
+            "config": config,
+            "answers": {k: _answer_data(a) for k, a in self.answers.items()},
+            "inputs": self.inputs.to_data(),
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "latency_ms": self.latency_ms,
+            "held": dict(self.held),
+        }
+        optional = (("call_id", self.call_id), ("resolved_by", self.resolved_by), ("state", self.state))
+        data.update((k, v) for k, v in optional if v is not None)
+        if self.escalated:
+            data["escalated"] = list(self.escalated)
+        return data
+
     @classmethod
-    def from_data(cls, d: Mapping[str, Any]) -> GuardianDecision:
+    def from_data(cls, d: Mapping[str, Any], configs: Mapping[str, GuardianConfig] | None = None) -> GuardianDecision:
+        """The decision from its data: the whole record (``to_data``), or the log's form (``to_log_data``), whose
+        shared fields are read from ``configs``; raises ``UnresolvedConfig`` when the config it names is not there."""
+        key = d.get("config")
+        if key is not None:
+            config = (configs or {}).get(key)
+            if config is None:
+                raise UnresolvedConfig(key)
+            return config.decision(d)
         return cls(
             d["run_id"],
             d["step"],
@@ -162,6 +224,95 @@ def judge_usage(records: Iterable[object]) -> Usage:
         if isinstance(r, GuardianDecision | StopGuardRecord):
             total = total + r.usage
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class GuardianConfig:
+    """What a run's guardian decisions share, kept once per run in the log (before the first decision that names
+    it): the question set, the evaluator and its model version, the conditions with their thresholds, the policy.
+    A decision in the log names it by ``key``, a hash of its content, so a change of any of them is a new config."""
+
+    TYPE: ClassVar[str] = "guardian_config"
+    key: str
+    question_set_version: str
+    evaluator: str
+    model_version: str
+    conditions: tuple[ConditionSpec, ...]
+    policy: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, d: GuardianDecision) -> GuardianConfig:
+        return cls(d.config_key, d.question_set_version, d.evaluator, d.model_version, d.conditions, dict(d.policy))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "key": self.key, **self._fields()}
+
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "question_set_version": self.question_set_version,
+            "evaluator": self.evaluator,
+            "model_version": self.model_version,
+            "conditions": [c.to_data() for c in self.conditions],
+            "policy": dict(self.policy),
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> GuardianConfig:
+        return cls(
+            d["key"],
+            d["question_set_version"],
+            d["evaluator"],
+            d["model_version"],
+            tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
+            dict(d["policy"]),
+        )
+
+    def expand(self, decision: Mapping[str, Any]) -> dict[str, Any]:
+        """A decision's log data (``GuardianDecision.to_log_data``) as the whole record's (``to_data``)."""
+        data = {k: v for k, v in decision.items() if k != "config"}
+        data["answers"] = {k: _whole_answer(a) for k, a in data.get("answers", {}).items()}
+        return data | self._fields()
+
+    def decision(self, data: Mapping[str, Any]) -> GuardianDecision:
+        """The decision whose log data (naming this config) is ``data``."""
+        return GuardianDecision.from_data(self.expand(data))
+
+
+def _answer_data(answer: Answer) -> dict[str, Any]:
+    """An answer as the log keeps it: a yes/no distribution whose ``no`` is exactly ``1 - yes`` as its ``p`` alone,
+    and ``uncertain`` only when set (``_whole_answer`` reads it back to ``Answer.to_data``'s form, bit for bit)."""
+    data = answer.to_data()
+    if not data["uncertain"]:
+        del data["uncertain"]
+    dist = answer.distribution
+    if dist.keys() == {"yes", "no"} and dist["no"] == 1.0 - dist["yes"]:
+        del data["distribution"]
+        data["p"] = dist["yes"]
+    return data
+
+
+def _whole_answer(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "p" not in data:
+        return data
+    p = data["p"]
+    return {"distribution": {"yes": p, "no": 1.0 - p}, **{k: v for k, v in data.items() if k != "p"}}
+
+
+def _frozen(policy: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(policy.items()))
+
+
+@lru_cache(maxsize=64)
+def _config_key(
+    question_set_version: str,
+    evaluator: str,
+    model_version: str,
+    conditions: tuple[ConditionSpec, ...],
+    policy: tuple[tuple[str, Any], ...],
+) -> str:
+    # Cached: a run's decisions share a handful of configs, and the key is wanted for each decision written.
+    data = [question_set_version, evaluator, model_version, [c.to_data() for c in conditions], dict(policy)]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,8 +49,9 @@ V = TypeVar("V")
 class GuardrailContext:
     """What every hook sees."""
 
-    messages: tuple[Message, ...]
-    """The history the model has (or is about to get), as an immutable snapshot."""
+    messages: Sequence[Message]
+    """The history the model has (or is about to get), as an immutable sequence (a ``HistoryView`` sharing the
+    run's rows, from the run loop)."""
     step: int | None
     """The step (1-based); None on the input hook."""
     session_id: str

@@ -33,7 +33,7 @@ from stopwise.guardrails.hooks import (
 )
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import Message, Reply, Role, ToolCall, encode_tool_result
-from stopwise.records import LogRecord, ToolReceipt, parse_records, to_data
+from stopwise.records import LogRecord, ToolReceipt, parse_record, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_report
@@ -169,7 +169,7 @@ class PeerRun:
         if snapshot is not None:
             self._seq = snapshot.next_seq
             self.records = [
-                r for e in snapshot.entries for r in parse_records(e.records) if isinstance(r, StopGuardRecord)
+                parse_record(d) for e in snapshot.entries for d in e.records if d.get("type") == StopGuardRecord.TYPE
             ]
         await self.deciders.store.start_run(self.run, None, {})
         self._started = True

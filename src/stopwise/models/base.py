@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,8 +24,9 @@ class ToolSpec:
 class ModelRequest:
     """Everything the model sees for one call."""
 
-    messages: tuple[Message, ...]
-    """The context: system instructions first, then the session's log."""
+    messages: Sequence[Message]
+    """The context: system instructions first, then the session's log. An immutable sequence: a tuple, or (from
+    the run loop) a ``stopwise.history_view.HistoryView`` that shares the run's history rather than copying it."""
     tools: tuple[ToolSpec, ...]
     """The tools offered on this call; empty during forced completion."""
     step: int

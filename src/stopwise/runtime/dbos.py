@@ -634,7 +634,8 @@ def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, Approv
     entry = next((e for e in snapshot.entries if e.seq >= seq and e.kind is EntryKind.SETTLE), None)
     if entry is None:
         return None
-    made = {r.call_id: r for r in parse_records(entry.records) if isinstance(r, ApprovalRecord)}
+    approvals = (d for d in entry.records if d.get("type") == ApprovalRecord.TYPE)
+    made = {r.call_id: r for r in parse_records(approvals) if isinstance(r, ApprovalRecord)}
     if set(made) != set(decisions) or not all(made[c].matches(d) for c, d in decisions.items()):
         raise ApprovalError(
             f"session {snapshot.session_id!r}: run {entry.run_id} was resumed by another submission, with other "

@@ -35,8 +35,8 @@ class StepView:
     reply: Reply
     tool_results: tuple[Message, ...]
     """The tool rows this step produced, in call order."""
-    messages: tuple[Message, ...]
-    """The session's log including this step's rows."""
+    messages: Sequence[Message]
+    """The session's log including this step's rows (an immutable sequence, shared with the run)."""
 
     @property
     def tool_names(self) -> tuple[str, ...]:

@@ -152,7 +152,7 @@ class StopGuardContext:
         step: int,
         attempt: int,
         reply: Reply,
-        messages: tuple[Message, ...],
+        messages: Sequence[Message],
         run_start: int,
         state: Mapping[str, Any],
         continues_used: int,

@@ -8,7 +8,7 @@ completes with reason ``max_steps_handled``. A handler that raises, or returns t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -22,8 +22,9 @@ class MaxStepsContext:
     """What the step cap's handler sees."""
 
     max_steps: int
-    messages: tuple[Message, ...]
-    """The session's log up to and including the step that reached the cap (its tool results too)."""
+    messages: Sequence[Message]
+    """The session's log (an immutable sequence) up to and including the step that reached the cap (its tool
+    results too)."""
     state: Mapping[str, Any]
     """The session's custom state as of that step (read-only)."""
     output_type: type[Any] | None

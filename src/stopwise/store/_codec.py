@@ -32,7 +32,8 @@ def dump_state(state: Mapping[str, Any]) -> str:
 
 
 def dump_usage(usage: Usage | None) -> str | None:
-    return None if usage is None else dump_json(asdict(usage))
+    """The usage's non-zero counts (``usage_from`` reads the others back as zero)."""
+    return None if usage is None else dump_json({k: v for k, v in asdict(usage).items() if v})
 
 
 def usage_from(text: str | None) -> Usage:

@@ -78,6 +78,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         5,
         ("CREATE INDEX sessions_by_update ON sessions(updated_at)",),
     ),
+    (
+        # No table changes: from here on the log's records are in the lean form (a run's guardian config stored
+        # once, decisions naming it by hash; messages and usage without their default fields). This version
+        # reads both forms; the bump keeps a version-5 stopwise, which cannot read the lean form, from opening
+        # a log that holds it.
+        6,
+        (),
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]
