@@ -149,3 +149,32 @@ def test_a_yes_no_answer_is_logged_as_its_p_and_reads_back_bit_for_bit() -> None
         assert read == decision
     assert "p" in to_data([exact], set())[1]["answers"]["stagnation"]
     assert "distribution" in to_data([odd], set())[1]["answers"]["stagnation"]  # kept whole: no is not 1 - yes
+
+
+def test_every_field_of_a_decision_survives_the_logs_lean_form() -> None:
+    """A field added to ``GuardianDecision`` must be written by ``to_log_data`` too: each optional field is set to a
+    value other than its default, and the decision read back from its lean form equals the one written."""
+    from dataclasses import fields
+
+    from stopwise.messages import Usage
+
+    decision = replace(
+        _decision(),
+        call_id="c1",
+        resolved_by="judge",
+        escalated=("stagnation",),
+        state="the projection",
+        usage=Usage(10, 2, 1),
+        held={"stagnation": True},
+    )
+    defaults = _decision()
+    unset = [
+        f.name
+        for f in fields(GuardianDecision)
+        if f.name not in {"run_id", "step", "kind", "state_hash", "question_set_version", "evaluator"}
+        and f.name not in {"model_version", "answers", "conditions", "policy", "inputs", "outcome", "reason"}
+        and f.name != "latency_ms"
+        and getattr(decision, f.name) == getattr(defaults, f.name)
+    ]
+    assert unset == []  # the test sets every optional field, including ones added later
+    assert parse_records(to_data([decision], set())) == (decision,)

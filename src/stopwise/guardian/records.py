@@ -179,6 +179,8 @@ class GuardianDecision:
         data.update((k, v) for k, v in optional if v is not None)
         if self.escalated:
             data["escalated"] = list(self.escalated)
+        if self.usage != Usage():
+            data["usage"] = self.usage.to_data()
         return data
 
     @classmethod
