@@ -20,6 +20,7 @@ from stopwise.guardian.audit import replay_all
 from stopwise.guardian.projection import Projection
 from stopwise.messages import Role
 from stopwise.models import ModelRequest
+from stopwise.records import parse_log
 from stopwise.store.base import Store
 
 QUIET = {"integrity": 0.0, "risk": 0.0, "infeasible": 0.0, "goal_reached": 0.0, "drift": 0.0, "stagnation": 0.0}
@@ -182,7 +183,7 @@ async def test_a_resumed_run_is_judged_against_its_logged_goal_after_the_config_
     ) + trace(whole.decisions[len(first.decisions) :])
     # An audit reads the log alone: every logged decision replays to the outcome the log holds.
     assert snapshot is not None
-    logged = [GuardianDecision.from_data(r) for e in snapshot.entries for r in e.records if r["type"] == "guardian"]
+    logged = [r for _, rs in parse_log(snapshot.entries) for r in rs if isinstance(r, GuardianDecision)]
     assert len(logged) == len(done.decisions) and replay_all(logged) == (len(logged), [])
 
 
