@@ -451,3 +451,13 @@ def test_12_a_spent_budget_outranks_the_guardians_replan_and_keeps_its_own_reaso
     d = resolve(signals(limit_hit=TOKENS, guardian="replan", guardian_reason="replan: drift"))
     assert (d.action, d.reason) == (Action.FAIL, CompletionReason.TOKEN_LIMIT)
     assert d.error is not None and d.error.code == ErrorCode.TOKEN_LIMIT
+
+
+def test_line_6_a_step_that_needs_approval_suspends_even_when_it_spent_a_budget() -> None:
+    """Line 6 before line 12: the reviewer sees the run as it stands (docs/limits.md); the spent budget ends the run
+    at the next decision, unless the reviewer rejects or terminates first."""
+    for pending in ({"approvals_pending": True}, {"guardian": "escalate", "guardian_reason": "risk"}):
+        d = resolve(signals(limit_hit=TOKENS, **pending))
+        assert (d.action, d.reason) == (Action.SUSPEND, CompletionReason.AWAITING_APPROVAL)
+    d = resolve(signals(limit_hit=TOKENS))
+    assert d.reason is TOKENS.reason
