@@ -416,6 +416,22 @@ def _anchor_words(words: list[str]) -> set[str]:
     return present
 
 
+def _runs(blocks: list[tuple[int, int, set[str]]], anchors: frozenset[str]) -> list[tuple[int, int]]:
+    """The character spans to search for a family: its blocks (those holding one of ``anchors``), neighbours
+    merged into one span, so the text two blocks share is searched once, not twice."""
+    spans: list[tuple[int, int]] = []
+    joined = False
+    for start, stop, present in blocks:
+        if anchors.isdisjoint(present):
+            joined = False
+        elif joined:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((start, stop))
+            joined = True
+    return spans
+
+
 def _markers_of(
     norm: str, tricks: int, misspelt: int, blocks: list[tuple[int, int, set[str]]] | None
 ) -> dict[str, float]:
@@ -423,11 +439,8 @@ def _markers_of(
     holding one of its anchors; without, on the whole text (the reference the gating must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    searched: list[tuple[int, int, set[str] | None]] = [(0, len(norm), None)] if blocks is None else list(blocks)
     for family, anchors, rx in _MARKERS:
-        for start, stop, present in searched:
-            if present is not None and anchors.isdisjoint(present):
-                continue
+        for start, stop in [(0, len(norm))] if blocks is None else _runs(blocks, anchors):
             # Searched in place, not in a slice: "^" and look-behinds see the text before the block as it is.
             m = rx.search(norm, start, stop)
             if m is not None:
