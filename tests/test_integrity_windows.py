@@ -126,6 +126,14 @@ def test_integrity_a_model_file_with_a_malformed_vocabulary_is_a_config_error(vo
         IntegrityModel.from_data(data)
 
 
+def test_integrity_a_model_file_with_a_bucket_outside_its_bits_is_a_config_error() -> None:
+    data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {"1024": 0.5}}
+    with pytest.raises(ConfigError, match="bucket outside"):
+        IntegrityModel.from_data(data)
+    with pytest.raises(ValueError, match="bucket 1024"):
+        IntegrityModel("t", 10, 2, 0.0, {1024: 0.5})
+
+
 def test_integrity_a_model_file_with_a_vocabulary_loads_it() -> None:
     data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {"1": 0.5}, "vocab": ["please", "send"]}
     assert IntegrityModel.from_data(data).vocab == frozenset({"please", "send"})

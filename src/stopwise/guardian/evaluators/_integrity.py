@@ -23,7 +23,7 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain
 from operator import add, sub
 from typing import Any, NamedTuple
 
@@ -489,7 +489,14 @@ class IntegrityModel:
     _get: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_get", self.weights.get)
+        # A dense table of every bucket's weight: indexing a list is about twice as fast as ``dict.get`` with a
+        # default, and a result of 8,000 characters looks up a few thousand grams (2 MB for 18 bits).
+        dense = [0.0] * (1 << self.bits)
+        for bucket, weight in self.weights.items():
+            if not 0 <= bucket < len(dense):
+                raise ValueError(f"integrity model bucket {bucket} is outside 0..2**{self.bits}-1")
+            dense[bucket] = weight
+        object.__setattr__(self, "_get", dense.__getitem__)
 
     def shapes(self, words: Sequence[str]) -> Sequence[str]:
         """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
@@ -537,7 +544,7 @@ class IntegrityModel:
         if not n:
             return [(0, self.bias)]
         # Prefix sums of the weights per n-gram order: a window's total is a difference of two of them per order.
-        prefix = [list(accumulate(map(self._get, row, repeat(0.0)), initial=0.0)) for row in self.grams(words)]
+        prefix = [list(accumulate(map(self._get, row), initial=0.0)) for row in self.grams(words)]
         spans = self.windows(n)
         if n <= self.window:
             return [(0, self._window_logit(prefix, 0, n))]
@@ -582,6 +589,8 @@ class IntegrityModel:
         if not isinstance(raw, Mapping):
             raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
         weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
+        if any(not 0 <= k < 1 << bits for k in weights):
+            raise ConfigError("integrity_model.weights", f"has a bucket outside 0..2**{bits}-1")
         bias = _number("integrity_model.bias", data.get("bias"))
         vocab = data.get("vocab")
         if vocab is not None and (not isinstance(vocab, list) or not all(isinstance(w, str) and w for w in vocab)):
