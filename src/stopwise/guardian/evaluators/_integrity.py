@@ -513,10 +513,11 @@ class IntegrityModel:
         crc = zlib.crc32
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
         # as hashing the joined text, without joining it.
-        running = list(map(crc, map(str.encode, words)))
+        encoded = list(map(str.encode, words))
+        running = list(map(crc, encoded))
         out = [list(map(mask.__and__, running))]
         if self.ngram > 1 and len(words) > 1:
-            spaced = list(map(str.encode, map(" ".__add__, words)))
+            spaced = list(map(b" ".__add__, encoded))  # UTF-8 of " " + word, without encoding twice
             for n in range(2, self.ngram + 1):
                 running = list(map(crc, spaced[n - 1 :], running[:-1]))
                 out.append(list(map(mask.__and__, running)))
