@@ -7,7 +7,7 @@
     python evals/train_integrity.py --no-write      # fit and report only
     python evals/train_integrity.py --write-coefficients   # also write the fitted combination into
                                                            # rule_coefficients.json's "integrity" block
-    python evals/train_integrity.py --no-write --second-corpora --carrier-folds --ngram 3 --min-corpora 3
+    python evals/train_integrity.py --second-corpora --carrier-folds --only 16/8/8 --ngram 3 --min-corpora 3
                                                            # the second version's experiment (see below)
 
 Only the ``train`` split is read (``evals/_integrity_data.py``: the development set's integrity records and the
