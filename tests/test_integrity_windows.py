@@ -8,6 +8,7 @@ import random
 import pytest
 
 from _integrity_helpers import T_STAR, bill, p_injected
+from stopwise.errors import ConfigError
 from stopwise.guardian.evaluators._integrity import IntegrityModel, normalise_untrusted, score_text, tokens
 from stopwise.guardian.evaluators.rule import RuleEvaluator, load_integrity_model
 
@@ -85,6 +86,58 @@ def test_integrity_window_logits_equal_the_per_window_formula(window: int, strid
             assert fast == [model.bias]
             continue
         assert fast == pytest.approx(_reference_logits(model, words), abs=1e-9)
+
+
+def test_integrity_a_model_with_a_vocabulary_reads_other_words_as_their_shape() -> None:
+    shipped = load_integrity_model()
+    vocab = frozenset({"please", "send", "the", "to", "."})
+    model = IntegrityModel("t", shipped.bits, 3, 0.0, shipped.weights, 16, 8, vocab)
+    assert model.shapes(["please", "send", "invoice", "42", "to", "bob"]) == [
+        "please",
+        "send",
+        "<w>",
+        "<n>",
+        "to",
+        "<w>",
+    ]
+    one = tokens(normalise_untrusted("please send the invoice to bob.")[0])
+    other = tokens(normalise_untrusted("please send the ledger to alice.")[0])
+    number = tokens(normalise_untrusted("please send the 2024 to alice.")[0])
+    # Words outside the vocabulary carry no topic: only how the text is phrased counts.
+    assert model.logit(one) == model.logit(other)
+    assert model.grams(one) != model.grams(number)
+    assert IntegrityModel("t", shipped.bits, 3, 0.0, shipped.weights, 16, 8).grams(one) != model.grams(one)
+
+
+@pytest.mark.parametrize(("window", "stride"), [(8, 4), (16, 8)])
+def test_integrity_window_logits_with_a_vocabulary_equal_the_per_window_formula(window: int, stride: int) -> None:
+    shipped = load_integrity_model()
+    words = tokens(normalise_untrusted(bill(20) + " " + INJECTION)[0])
+    vocab = frozenset(words[::3])
+    model = IntegrityModel("t", shipped.bits, 3, 0.1, shipped.weights, window, stride, vocab)
+    fast = [z for _, z in model.window_logits(words)]
+    assert fast == pytest.approx(_reference_logits(model, words), abs=1e-9)
+
+
+@pytest.mark.parametrize("vocab", ["please send", [""], ["ok", 3]])
+def test_integrity_a_model_file_with_a_malformed_vocabulary_is_a_config_error(vocab: object) -> None:
+    data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {}, "vocab": vocab}
+    with pytest.raises(ConfigError, match="vocab"):
+        IntegrityModel.from_data(data)
+
+
+def test_integrity_a_model_file_with_a_bucket_outside_its_bits_is_a_config_error() -> None:
+    data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {"1024": 0.5}}
+    with pytest.raises(ConfigError, match="bucket outside"):
+        IntegrityModel.from_data(data)
+    with pytest.raises(ValueError, match="bucket 1024"):
+        IntegrityModel("t", 10, 2, 0.0, {1024: 0.5})
+
+
+def test_integrity_a_model_file_with_a_vocabulary_loads_it() -> None:
+    data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {"1": 0.5}, "vocab": ["please", "send"]}
+    assert IntegrityModel.from_data(data).vocab == frozenset({"please", "send"})
+    assert IntegrityModel.from_data({**data, "vocab": None}).vocab is None
 
 
 def test_integrity_windows_cover_every_token_and_end_at_the_text_end() -> None:

@@ -23,7 +23,7 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain
 from operator import add, sub
 from typing import Any, NamedTuple
 
@@ -416,6 +416,22 @@ def _anchor_words(words: list[str]) -> set[str]:
     return present
 
 
+def _runs(blocks: list[tuple[int, int, set[str]]], anchors: frozenset[str]) -> list[tuple[int, int]]:
+    """The character spans to search for a family: its blocks (those holding one of ``anchors``), neighbours
+    merged into one span, so the text two blocks share is searched once, not twice."""
+    spans: list[tuple[int, int]] = []
+    joined = False
+    for start, stop, present in blocks:
+        if anchors.isdisjoint(present):
+            joined = False
+        elif joined:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((start, stop))
+            joined = True
+    return spans
+
+
 def _markers_of(
     norm: str, tricks: int, misspelt: int, blocks: list[tuple[int, int, set[str]]] | None
 ) -> dict[str, float]:
@@ -423,11 +439,8 @@ def _markers_of(
     holding one of its anchors; without, on the whole text (the reference the gating must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    searched: list[tuple[int, int, set[str] | None]] = [(0, len(norm), None)] if blocks is None else list(blocks)
     for family, anchors, rx in _MARKERS:
-        for start, stop, present in searched:
-            if present is not None and anchors.isdisjoint(present):
-                continue
+        for start, stop in [(0, len(norm))] if blocks is None else _runs(blocks, anchors):
             # Searched in place, not in a slice: "^" and look-behinds see the text before the block as it is.
             m = rx.search(norm, start, stop)
             if m is not None:
@@ -459,6 +472,10 @@ class IntegrityModel:
     logit is ``bias + sum(weights[bucket] for each gram) / sqrt(number of grams)``. ``logit`` is the highest
     window's. ``window_grams`` is the reference the training script (``evals/train_integrity.py``) builds its
     matrix from; ``logit`` computes the same numbers with prefix sums, in time linear in the text.
+
+    With a ``vocab``, a word outside it is read as its shape (``<n>`` when it starts with a digit, ``<w>``
+    otherwise) before it is hashed: the model then sees how a text is phrased ("please <w> the <w> to") rather
+    than what it is about, which is what carries from one kind of tool output to another.
     """
 
     version: str
@@ -468,22 +485,39 @@ class IntegrityModel:
     weights: Mapping[int, float]
     window: int = 64
     stride: int = 32
+    vocab: frozenset[str] | None = None
     _get: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_get", self.weights.get)
+        # A dense table of every bucket's weight: indexing a list is about twice as fast as ``dict.get`` with a
+        # default, and a result of 8,000 characters looks up a few thousand grams (2 MB for 18 bits).
+        dense = [0.0] * (1 << self.bits)
+        for bucket, weight in self.weights.items():
+            if not 0 <= bucket < len(dense):
+                raise ValueError(f"integrity model bucket {bucket} is outside 0..2**{self.bits}-1")
+            dense[bucket] = weight
+        object.__setattr__(self, "_get", dense.__getitem__)
+
+    def shapes(self, words: Sequence[str]) -> Sequence[str]:
+        """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
+        vocab = self.vocab
+        if vocab is None:
+            return words
+        return [w if w in vocab else "<n>" if w[0].isdigit() else "<w>" for w in words]
 
     def grams(self, words: Sequence[str]) -> list[list[int]]:
         """Per n (1..``ngram``), the bucket of the n-gram ending at each token (index ``i`` is the gram ending at
         token ``i + n - 1``)."""
+        words = self.shapes(words)
         mask = (1 << self.bits) - 1
         crc = zlib.crc32
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
         # as hashing the joined text, without joining it.
-        running = list(map(crc, map(str.encode, words)))
+        encoded = list(map(str.encode, words))
+        running = list(map(crc, encoded))
         out = [list(map(mask.__and__, running))]
         if self.ngram > 1 and len(words) > 1:
-            spaced = list(map(str.encode, map(" ".__add__, words)))
+            spaced = list(map(b" ".__add__, encoded))  # UTF-8 of " " + word, without encoding twice
             for n in range(2, self.ngram + 1):
                 running = list(map(crc, spaced[n - 1 :], running[:-1]))
                 out.append(list(map(mask.__and__, running)))
@@ -511,7 +545,7 @@ class IntegrityModel:
         if not n:
             return [(0, self.bias)]
         # Prefix sums of the weights per n-gram order: a window's total is a difference of two of them per order.
-        prefix = [list(accumulate(map(self._get, row, repeat(0.0)), initial=0.0)) for row in self.grams(words)]
+        prefix = [list(accumulate(map(self._get, row), initial=0.0)) for row in self.grams(words)]
         spans = self.windows(n)
         if n <= self.window:
             return [(0, self._window_logit(prefix, 0, n))]
@@ -556,8 +590,13 @@ class IntegrityModel:
         if not isinstance(raw, Mapping):
             raise ConfigError("integrity_model.weights", "must be an object of bucket -> weight")
         weights = {int(k): _number(f"integrity_model.weights.{k}", v) for k, v in raw.items()}
+        if any(not 0 <= k < 1 << bits for k in weights):
+            raise ConfigError("integrity_model.weights", f"has a bucket outside 0..2**{bits}-1")
         bias = _number("integrity_model.bias", data.get("bias"))
-        return cls(version, bits, ngram, bias, weights, window, stride)
+        vocab = data.get("vocab")
+        if vocab is not None and (not isinstance(vocab, list) or not all(isinstance(w, str) and w for w in vocab)):
+            raise ConfigError("integrity_model.vocab", "must be a list of non-empty words when given")
+        return cls(version, bits, ngram, bias, weights, window, stride, None if vocab is None else frozenset(vocab))
 
 
 def _number(where: str, value: Any) -> float:

