@@ -7,9 +7,9 @@ holds against the recorded outcome (a run's graded result, a tool's annotated ri
 AUROC of three trivial scores a reviewer could compute without stopwise, each oriented as it would be used (a
 longer reply, more confirmation words, a longer last result meaning "done"): the final reply's length, its
 confirmation words, the last tool result's length; for risk records, whether the tool's name holds a destructive
-verb (delete, drop, transfer, send, deploy...) and the name's length (a longer name read as riskier). An AUROC of 0.5 is chance; a score no better than these
-baselines is not evidence of judgment. ``n/a`` where a source has one class only (every Who&When run failed: there
-the ECE is the mean probability of success it gives failed runs).
+verb (delete, drop, transfer, send, deploy...) and the name's length (a longer name read as riskier). An AUROC
+of 0.5 is chance; a score no better than these baselines is not evidence of judgment. ``n/a`` where a source has
+one class only (every Who&When run failed: there the ECE is the mean probability of success it gives failed runs).
 
 An answer marked ``defer`` (the rules cannot tell: the base rate, the judge's to settle) is counted in
 ``deferred``; ``mean_p``, AUROC, ECE, its floor and Brier are over the answers the rules commit to, and the same
