@@ -138,6 +138,14 @@ SOURCES = {
             "benchmark/reports/autogpt/20240310T021156_full_run/report.md",
         ),
         Source(
+            "autogpt/2024-04-02",
+            "Significant-Gravitas/AutoGPT",
+            "166a1f2eacde0827e572100dc770b6d75ec58a21",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240402T021135_full_run/report.md",
+        ),
+        Source(
             "mcp/reference-servers",
             "modelcontextprotocol/servers",
             "76d64c822f5125032f89eb71dbdb94e42b434821",
@@ -682,6 +690,7 @@ RUN_READERS = {
     "autogpt/2024-03-20": autogpt_records,
     "autogpt/2024-03-25": autogpt_records,
     "autogpt/2024-03-10": autogpt_records,
+    "autogpt/2024-04-02": autogpt_records,
 }
 
 
