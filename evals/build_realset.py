@@ -146,6 +146,14 @@ SOURCES = {
             "benchmark/reports/autogpt/20240402T021135_full_run/report.md",
         ),
         Source(
+            "autogpt/2024-04-10",
+            "Significant-Gravitas/AutoGPT",
+            "058bfc37f2e1c52179369ac0f3efe1e6d26a95f2",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240410T021006_full_run/report.md",
+        ),
+        Source(
             "mcp/reference-servers",
             "modelcontextprotocol/servers",
             "76d64c822f5125032f89eb71dbdb94e42b434821",
@@ -691,6 +699,7 @@ RUN_READERS = {
     "autogpt/2024-03-25": autogpt_records,
     "autogpt/2024-03-10": autogpt_records,
     "autogpt/2024-04-02": autogpt_records,
+    "autogpt/2024-04-10": autogpt_records,
 }
 
 
