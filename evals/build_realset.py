@@ -138,9 +138,53 @@ SOURCES = {
             "benchmark/reports/autogpt/20240310T021156_full_run/report.md",
         ),
         Source(
+            "autogpt/2024-04-02",
+            "Significant-Gravitas/AutoGPT",
+            "166a1f2eacde0827e572100dc770b6d75ec58a21",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240402T021135_full_run/report.md",
+        ),
+        Source(
+            "autogpt/2024-04-10",
+            "Significant-Gravitas/AutoGPT",
+            "058bfc37f2e1c52179369ac0f3efe1e6d26a95f2",
+            "MIT",
+            "test",
+            "benchmark/reports/autogpt/20240410T021006_full_run/report.md",
+        ),
+        Source(
             "mcp/reference-servers",
             "modelcontextprotocol/servers",
             "76d64c822f5125032f89eb71dbdb94e42b434821",
+            "MIT",
+            "test",
+        ),
+        Source(
+            "mcp/kubernetes-mcp-server",
+            "containers/kubernetes-mcp-server",
+            "55749981693f71c9f9a573bfab229eccd4f124ea",
+            "Apache-2.0",
+            "train",
+        ),
+        Source(
+            "mcp/mcp-grafana",
+            "grafana/mcp-grafana",
+            "c6e492b39f493f7e5856eb4ab419bc918b083716",
+            "Apache-2.0",
+            "train",
+        ),
+        Source(
+            "mcp/supabase-mcp",
+            "supabase-community/supabase-mcp",
+            "17fb90f8655ad1ce7ee320614d22eb68bb26e510",
+            "Apache-2.0",
+            "test",
+        ),
+        Source(
+            "mcp/mcp-server-neon",
+            "neondatabase/mcp-server-neon",
+            "94928121944167d82d9b2b865bcdc5469631557d",
             "MIT",
             "test",
         ),
@@ -233,7 +277,60 @@ def _annotated(blocks: Iterator[tuple[str, str]], path: str) -> Iterator[tuple[s
             yield name, _risk_label(hints["readOnlyHint"], hints.get("destructiveHint")), path
 
 
-RISK_READERS = {"mcp/github-mcp-server": _github_tools, "mcp/reference-servers": _reference_tools}
+def _kubernetes_tools(repo: Repo) -> Iterator[tuple[str, str, str]]:
+    # The server's tests pin the tool list it publishes, one JSON file per toolset (annotations included).
+    for path in repo.files("pkg/mcp/testdata"):
+        if re.fullmatch(r"pkg/mcp/testdata/toolsets-[\w-]+-tools(?:-[\w-]+)?\.json", path):
+            for tool in json.loads(repo.read(path)):
+                notes = tool.get("annotations") or {}
+                if "readOnlyHint" in notes:
+                    label = _risk_label(bool(notes["readOnlyHint"]), notes.get("destructiveHint"))
+                    yield tool["name"], label, path
+
+
+_GO_TOOL = re.compile(r'MustTool\(\s*"([\w-]+)"')
+_GO_HINT = re.compile(r"With(ReadOnly|Destructive)HintAnnotation\((true|false)\)")
+
+
+def _grafana_tools(repo: Repo) -> Iterator[tuple[str, str, str]]:
+    for path in repo.files("tools"):
+        if not path.endswith(".go") or path.endswith("_test.go"):
+            continue
+        text = repo.read(path)
+        for name, block in _blocks(text, [(m.start(), m.group(1)) for m in _GO_TOOL.finditer(text)]):
+            block = block[: block.find("\n)")]  # the MustTool call alone
+            hints = {f"{k[0].lower()}{k[1:]}Hint": v == "true" for k, v in _GO_HINT.findall(block)}
+            if "readOnlyHint" in hints:
+                yield name, _risk_label(hints["readOnlyHint"], hints.get("destructiveHint")), path
+
+
+_TS_KEYED = re.compile(r"^  ([a-z][a-z0-9_]*): \{$", re.M)
+"""A tool definition keyed by its name in an exported object (``list_tables: {``)."""
+_TS_NAMED = re.compile(r"name: '([\w-]+)'")
+
+
+def _supabase_tools(repo: Repo) -> Iterator[tuple[str, str, str]]:
+    folder = "packages/mcp-server-supabase/src/tools"
+    for path in repo.files(folder):
+        if path.endswith("-tools.ts"):
+            text = repo.read(path)
+            yield from _annotated(_blocks(text, [(m.start(), m.group(1)) for m in _TS_KEYED.finditer(text)]), path)
+
+
+def _neon_tools(repo: Repo) -> Iterator[tuple[str, str, str]]:
+    path = "mcp/tools/definitions.ts"
+    text = repo.read(path)
+    yield from _annotated(_blocks(text, [(m.start(), m.group(1)) for m in _TS_NAMED.finditer(text)]), path)
+
+
+RISK_READERS = {
+    "mcp/github-mcp-server": _github_tools,
+    "mcp/reference-servers": _reference_tools,
+    "mcp/kubernetes-mcp-server": _kubernetes_tools,
+    "mcp/mcp-grafana": _grafana_tools,
+    "mcp/supabase-mcp": _supabase_tools,
+    "mcp/mcp-server-neon": _neon_tools,
+}
 
 
 def risk_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
@@ -601,6 +698,8 @@ RUN_READERS = {
     "autogpt/2024-03-20": autogpt_records,
     "autogpt/2024-03-25": autogpt_records,
     "autogpt/2024-03-10": autogpt_records,
+    "autogpt/2024-04-02": autogpt_records,
+    "autogpt/2024-04-10": autogpt_records,
 }
 
 

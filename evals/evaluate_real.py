@@ -6,9 +6,10 @@ For each (condition, source) of ``evals/data/realset.jsonl``: the evaluator's pr
 holds against the recorded outcome (a run's graded result, a tool's annotated risk), and for run records the
 AUROC of three trivial scores a reviewer could compute without stopwise, each oriented as it would be used (a
 longer reply, more confirmation words, a longer last result meaning "done"): the final reply's length, its
-confirmation words, the last tool result's length. An AUROC of 0.5 is chance; a score no better than these
-baselines is not evidence of judgment. ``n/a`` where a source has one class only (every Who&When run failed: there
-the ECE is the mean probability of success it gives failed runs).
+confirmation words, the last tool result's length; for risk records, whether the tool's name holds a destructive
+verb (delete, drop, transfer, send, deploy...) and the name's length (a longer name read as riskier). An AUROC
+of 0.5 is chance; a score no better than these baselines is not evidence of judgment. ``n/a`` where a source has
+one class only (every Who&When run failed: there the ECE is the mean probability of success it gives failed runs).
 
 An answer marked ``defer`` (the rules cannot tell: the base rate, the judge's to settle) is counted in
 ``deferred``; ``mean_p``, AUROC, ECE, its floor and Brier are over the answers the rules commit to, and the same
@@ -57,6 +58,21 @@ def baselines(record: TraceRecord) -> dict[str, float]:
     }
 
 
+_DESTRUCTIVE_VERB = re.compile(
+    r"(?:^|[^a-z])(delete|remove|drop|destroy|purge|erase|wipe|reset|overwrite|kill|terminate|uninstall|transfer|pay"
+    r"|send|deploy)(?:[^a-z]|$)",
+)
+"""The verbs the issue names as destructive-looking (and their near kin), as a reviewer would grep a tool's name."""
+
+
+def risk_baselines(record: TraceRecord) -> dict[str, float]:
+    """The trivial scores of a pending call's risk: a destructive verb in the tool's name, the name's length."""
+    p = record.projection
+    assert p is not None and p.pending is not None
+    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", p.pending.name).lower()
+    return {"destructive_verb": float(_DESTRUCTIVE_VERB.search(name) is not None), "name_length": float(len(name))}
+
+
 def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str, dict[str, Any]]:
     """Per ``condition/source``: the figures of the module docstring."""
     groups: dict[str, list[TraceRecord]] = defaultdict(list)
@@ -86,9 +102,10 @@ def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str,
             **{f"{k}_all": v for k, v in _figures(ps, ys).items()},
         }
         labels = [float(r.holds(condition)) for r in rs]
-        for name in ("reply_length", "confirmation_words", "result_length") if condition.name != "risk" else ():
+        trivial = risk_baselines if condition.name == "risk" else baselines
+        for name in trivial(rs[0]):
             # AUROC reads only the order: squash the counts into [0, 1] without changing it.
-            values = [v / (v + 1.0) for v in (baselines(r)[name] for r in rs)]
+            values = [v / (v + 1.0) for v in (trivial(r)[name] for r in rs)]
             row[f"auroc_{name}"] = auroc(values, labels) if 0 < sum(labels) < len(labels) else None
         table[key] = row
     return table
@@ -143,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cols = ["n", "positives", "uncertain", "deferred", "mean_p", "auroc", "ece", "ece_floor", "brier"]
     cols += ["auroc_all", "ece_all", "ece_floor_all", "brier_all"]
     cols += ["auroc_reply_length", "auroc_confirmation_words", "auroc_result_length"]
+    cols += ["auroc_destructive_verb", "auroc_name_length"]
     print(f"{evaluator.model_version}")
     print("| condition source | " + " | ".join(cols) + " |")
     for key, row in table.items():

@@ -301,10 +301,12 @@ def test_risk_follows_the_declared_class(rules: RuleEvaluator, declared: str, fi
     assert (answer.p(C["risk"].fires_on) >= C["risk"].threshold) is fires
 
 
-def test_risk_unknown_spreads_the_mass_and_leans_cautious(rules: RuleEvaluator) -> None:
+def test_risk_unknown_spreads_the_mass_and_escalates_above_the_uncertain_band(rules: RuleEvaluator) -> None:
+    # The table is calibrated on real servers' unnamed tools (about a quarter to a third of them irreversible):
+    # caution comes from the threshold, which such a share clears by far, not from an inflated probability.
     answer = rules.answer(projection([SEARCH], pending=ToolCall("do_it", {})), C["risk"])
     assert max(answer.distribution.values()) < 0.5
-    assert answer.p(C["risk"].fires_on) >= 0.5
+    assert answer.p(C["risk"].fires_on) > 2 * (C["risk"].threshold + C["risk"].delta)
     # An undeclared tool whose name says it deletes leans further towards irreversible.
     deleting = rules.answer(projection([SEARCH], pending=ToolCall("delete_backups", {})), C["risk"])
     assert deleting.distribution["irreversible"] > answer.distribution["irreversible"]

@@ -9,7 +9,10 @@ integrity and drift sections are fitted by their own commands: see README.md her
 
 - ``risk``: the train split's risk records of the scripted dev set and of the real set (tools of public MCP
   servers as their authors annotated them), from the hand-set tables of version ``h1`` (the prior, worth 10
-  records) with the name words (``risk.name_hints``) of the shipped file: edit the words there, then refit.
+  records) with the name words (``risk.name_hints``) of the shipped file: edit the words there, then refit. The
+  table for a tool whose name gives no hint is fitted too (most of its train records are real servers' tools).
+  Each real source's figures come from a section fitted without it (leave-one-source-out; the held-out servers
+  from the train sources only) and go into the ``fitted`` notes (``risk.heldout``).
 - ``goal_reached_open``: goal_reached for runs with no stated acceptance criteria (every scripted state states
   criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs of the train split only,
   as two maps: ``goal_reached_evidence`` for a run that said how it went (``OUTCOME_FEATURES``: a tool confirmed a
@@ -109,8 +112,26 @@ def _open_records(records: list[TraceRecord]) -> list[TraceRecord]:
 
 
 def fit_risk(records: list[TraceRecord], base: Path) -> dict[str, Any]:
+    """The risk section fitted on the train split's risk records of ``records``, the table for a tool whose name
+    gives no hint included (its records there are mostly real servers' tools: the world's mix, not a dev set's)."""
     chosen = [r for r in records if r.condition == "risk" and r.split == "train"]
-    return fit_rule_coefficients(chosen, base=base, source="risk records (train split, scripted and real)")
+    return fit_rule_coefficients(
+        chosen, base=base, source="risk records (train split, scripted and real)", fit_unnamed_risk=True
+    )
+
+
+def risk_held_out(records: list[TraceRecord], base: Path, scratch: Path) -> dict[str, dict[str, Any]]:
+    """Each real risk source scored by a risk section fitted without it (the scripted train records always in),
+    each test-split one by the section fitted on every train source."""
+    risk = [r for r in records if r.condition == "risk"]
+    real = [r for r in risk if r.source.startswith("mcp/")]
+    scripted = [r for r in risk if not r.source.startswith("mcp/")]
+    base_copy = scratch.with_suffix(".base.json")
+    base_copy.write_text(base.read_text(encoding="utf-8"), encoding="utf-8")
+    try:
+        return held_out(lambda train: {"risk": fit_risk(scripted + train, base_copy)["risk"]}, real, SHIPPED, scratch)
+    finally:
+        base_copy.unlink(missing_ok=True)
 
 
 def open_constant(records: list[TraceRecord]) -> dict[str, Any]:
@@ -241,8 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for section in args.section or list(TAGS):
             if section == "risk":
+                table = risk_held_out(records, _h1_base(scratch), scratch)
+                for key, row in table.items():
+                    print(f"held out: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT[:8]))
                 data = fit_risk(records, _h1_base(scratch))
                 value, notes = data["risk"], {k: v for k, v in data["fitted"].items() if k.startswith("risk.")}
+                notes["risk.heldout"] = {k: {m: _rounded(row[m]) for m in _KEPT[:8]} for k, row in table.items()}
             else:
                 real = _open_records(records)
                 train = [r for r in real if r.split == "train"]

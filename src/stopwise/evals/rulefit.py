@@ -15,7 +15,8 @@ maps on the training split *is* their calibration, with no extra layer at run ti
   (the evaluator answers 0 there without reading the map);
 - ``risk``: each table the evaluator reads (a declared class, or a tool-name hint when undeclared) becomes the
   posterior mean of the labels it answered, with the shipped table as a prior worth ``prior_weight`` records;
-  the table for an undeclared tool with no hint in its name is kept as it is (cautious by design).
+  the table for an undeclared tool with no hint in its name is kept as it is (cautious by design) unless the
+  caller asks for it to be fitted too (``fit_unnamed_risk``: on real servers' tools, whose mix is the world's).
 
 The limits, the name hints and any key this module does not know are copied from the base file. The result is a
 coefficients file that ``RuleEvaluator(coefficients=path)`` (and ``stopwise eval --rule-coefficients``) loads.
@@ -162,6 +163,7 @@ def fit_rule_coefficients(
     mode: Literal["cv", "platt", "refit"] = "cv",
     prior_weight: float = 10.0,
     source: str = "",
+    fit_unnamed_risk: bool = False,
 ) -> dict[str, Any]:
     """The coefficients file refitted on ``records`` (pass the training split only), as JSON data.
 
@@ -175,6 +177,8 @@ def fit_rule_coefficients(
     ``base`` is the file to start from (default: the shipped one): features are computed with it, and what is not
     refitted is copied from it (a signal that never fires in the records keeps its base weight in a refit). A
     condition with no usable records, or one class only, keeps the base's map.
+    The risk table for an undeclared tool whose name gives no hint keeps the base's unless ``fit_unnamed_risk``
+    (pass it only with records whose mix of unnamed tools is the world's: tools of real servers, not a dev set's).
     ``fitted`` in the result says, per map, what was done on how many records (and the CV losses). Records
     without a structured projection are left out.
     """
@@ -200,7 +204,7 @@ def fit_rule_coefficients(
             which = _risk_table(evaluator, r, data)
             # The table for a tool with no declared risk and no hint in its name stays the base's: leaning towards
             # caution is a design rule (Risk.UNKNOWN), and a dev set's mix of unnamed tools is not the world's.
-            if which is not None and which != ("declared", "unknown"):
+            if which is not None and (fit_unnamed_risk or which != ("declared", "unknown")):
                 counts = risk_counts.setdefault(which, {})
                 counts[r.label] = counts.get(r.label, 0.0) + 1.0
     for name, rs in rows.items():
