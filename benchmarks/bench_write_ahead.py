@@ -26,7 +26,6 @@ import asyncio
 import gc
 import json
 import os
-import sqlite3
 import sys
 import tempfile
 import time
@@ -36,36 +35,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _frameworks import Adapter, StopwiseMemory, StopwiseSQLite, median
+from _frameworks import Adapter, StopwiseMemory, StopwiseSQLite, median, raw_commit_ms
 
 import stopwise._loop as loop
 from stopwise.store.sqlite import SQLiteStore
 
 SQLITE_TARGET_MS = 1.0
 RAW_RATIO_TARGET = 3.0
-
-
-def raw_commit_ms(path: str, commits: int) -> float:
-    """Milliseconds per raw two-row WAL commit: an insert of a step-sized log row and an update of the session."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS log (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))"
-    )
-    conn.execute("CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, state TEXT)")
-    conn.execute("INSERT OR IGNORE INTO sessions VALUES ('s', '{}')")
-    start_seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM log").fetchone()[0]
-    body = "x" * 650  # about a plain tool step's log row
-    start = time.perf_counter()
-    for i in range(commits):
-        conn.execute("BEGIN")
-        conn.execute("INSERT INTO log VALUES ('s', ?, ?)", (start_seq + i + 1, body))
-        conn.execute("UPDATE sessions SET state = ? WHERE session_id = 's'", ("{}",))
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - start
-    conn.close()
-    return elapsed / commits * 1000
 
 
 @contextmanager
