@@ -215,8 +215,8 @@ def test_the_lean_form_leaves_out_the_run_id_and_the_defaults_and_reads_them_bac
     decision = replace(_decision(), inputs=PolicyInputs({"stagnation": (False, True)}, replans=1, repeats=0))
     config, logged = to_data([decision], set())
     assert config["run_id"] == "r" and "run_id" not in logged
-    assert "reason" not in logged and logged["held"] == []
-    assert logged["inputs"] == {"held_before": {"stagnation": [False, True]}, "replans": 1}
+    assert "outcome" not in logged and "reason" not in logged and logged["held"] == []  # continue; nothing held
+    assert logged["inputs"] == {"held_before": {"stagnation": "01"}, "replans": 1}
     assert parse_records((config, logged)) == (decision,)
 
 

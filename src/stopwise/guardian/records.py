@@ -160,8 +160,9 @@ class GuardianDecision:
 
     def to_log_data(self, config: str) -> dict[str, Any]:
         """The decision as the log keeps it when its run's ``GuardianConfig`` ``config`` is stored apart: without
-        the shared fields (the run's id among them), without the fields that hold their defaults (a ``reason``
-        equal to the outcome, policy inputs at zero, ``held`` as the names that held), and with the evaluator's
+        the shared fields (the run's id among them), without the fields that hold their defaults (an outcome
+        that continues, a ``reason`` equal to the outcome, policy inputs at zero, the conditions' past ``held``
+        flags as strings of 0 and 1, ``held`` as the names that held), and with the evaluator's
         notes only where they explain something: every note of a decision that did not continue (or escalated,
         or was judged), and on one that continued, the notes of the conditions that held or were uncertain.
         ``to_data`` is the whole record; ``GuardianConfig.expand`` reads this form back to it, the probabilities
@@ -177,11 +178,12 @@ class GuardianDecision:
                 k: _answer_data(a, keep_note=explains or a.uncertain or self.held.get(k, False))
                 for k, a in self.answers.items()
             },
-            "inputs": {k: v for k, v in self.inputs.to_data().items() if k == "held_before" or v},
-            "outcome": self.outcome.value,
+            "inputs": _inputs_data(self.inputs),
             "latency_ms": self.latency_ms,
             "held": _held_data(self.held, self.answers),
         }
+        if self.outcome is not GuardianOutcome.CONTINUE:
+            data["outcome"] = self.outcome.value
         if self.reason != self.outcome.value:
             data["reason"] = self.reason
         optional = (("call_id", self.call_id), ("resolved_by", self.resolved_by), ("state", self.state))
@@ -292,7 +294,10 @@ class GuardianConfig:
         if self.run_id is not None:
             data.setdefault("run_id", self.run_id)
         data["answers"] = {k: _whole_answer(a) for k, a in data.get("answers", {}).items()}
-        data["inputs"] = PolicyInputs.from_data(data.get("inputs", {})).to_data()
+        inputs = dict(data.get("inputs", {}))
+        inputs["held_before"] = {k: _flags(v) for k, v in inputs.get("held_before", {}).items()}
+        data["inputs"] = PolicyInputs.from_data(inputs).to_data()
+        data.setdefault("outcome", GuardianOutcome.CONTINUE.value)
         data.setdefault("reason", data["outcome"])
         held = data.get("held", {})
         if isinstance(held, list):  # the names that held, of every condition answered
@@ -326,6 +331,17 @@ def _whole_answer(data: Mapping[str, Any]) -> Mapping[str, Any]:
         p = whole.pop("p")
         whole["distribution"] = {"yes": p, "no": 1.0 - p}
     return whole
+
+
+def _inputs_data(inputs: PolicyInputs) -> dict[str, Any]:
+    """The policy inputs as the log keeps them: those at zero (or None) left out, and each condition's past
+    ``held`` flags as a string of ``0`` and ``1`` (``_flags`` reads one back)."""
+    data = {k: v for k, v in inputs.to_data().items() if k != "held_before" and v}
+    return {"held_before": {k: "".join("1" if f else "0" for f in v) for k, v in inputs.held_before.items()}} | data
+
+
+def _flags(value: str | list[bool]) -> list[bool]:
+    return [c == "1" for c in value] if isinstance(value, str) else list(value)
 
 
 def _held_data(held: Mapping[str, bool], answers: Mapping[str, Answer]) -> list[str] | dict[str, bool]:
