@@ -218,6 +218,8 @@ def test_the_lean_form_leaves_out_the_run_id_and_the_defaults_and_reads_them_bac
     assert "outcome" not in logged and "reason" not in logged and logged["held"] == []  # continue; nothing held
     assert logged["inputs"] == {"held_before": {"stagnation": "01"}, "replans": 1}
     assert parse_records((config, logged)) == (decision,)
+    budgeted = replace(decision, inputs=replace(decision.inputs, budget_used=0.0, budget="tool_calls"))
+    assert parse_records(to_data([budgeted], set())) == (budgeted,)  # a budget used at 0 is not a default
 
 
 async def test_a_config_logged_without_the_run_id_is_written_again_before_the_next_lean_decision(

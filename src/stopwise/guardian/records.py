@@ -333,11 +333,16 @@ def _whole_answer(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return whole
 
 
+_INPUT_DEFAULTS: dict[str, Any] = {"replans": 0, "repeats": 0, "declared_risk": None}
+"""The policy inputs the log leaves out at these values (``PolicyInputs.from_data`` reads them back)."""
+
+
 def _inputs_data(inputs: PolicyInputs) -> dict[str, Any]:
-    """The policy inputs as the log keeps them: those at zero (or None) left out, and each condition's past
-    ``held`` flags as a string of ``0`` and ``1`` (``_flags`` reads one back)."""
-    data = {k: v for k, v in inputs.to_data().items() if k != "held_before" and v}
-    return {"held_before": {k: "".join("1" if f else "0" for f in v) for k, v in inputs.held_before.items()}} | data
+    """The policy inputs as the log keeps them: ``_INPUT_DEFAULTS`` left out, and each condition's past ``held``
+    flags as a string of ``0`` and ``1`` (``_flags`` reads one back); a budget used, even at 0, is kept."""
+    data = inputs.to_data()
+    data["held_before"] = {k: "".join("1" if f else "0" for f in v) for k, v in inputs.held_before.items()}
+    return {k: v for k, v in data.items() if k not in _INPUT_DEFAULTS or v != _INPUT_DEFAULTS[k]}
 
 
 def _flags(value: str | list[bool]) -> list[bool]:

@@ -337,7 +337,6 @@ class SQLiteStore:
         """Close the database. Idempotent; any later use raises ``StoreError``."""
         if self._closed:
             return
-        self._check_open("close", None)
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._close_connection)
         except sqlite3.Error as exc:
