@@ -28,7 +28,9 @@ import inspect
 import json
 import math
 import os
+import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -169,6 +171,7 @@ class _StopwiseBase(Adapter):
     dists = ("stopwise",)
     is_peer = False
     use_sqlite = False
+    offload = False
 
     async def build(self) -> None:
         try:
@@ -193,7 +196,8 @@ class _StopwiseBase(Adapter):
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         if self.use_sqlite:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="stopwise-bench-")
-            self.store = stopwise.SQLiteStore(os.path.join(self._tmpdir.name, "bench.db"))
+            path = os.path.join(self._tmpdir.name, "bench.db")
+            self.store = stopwise.SQLiteStore(path, offload=True) if self.offload else stopwise.SQLiteStore(path)
             self.runner = Runner(store=self.store)
         else:
             self.store = None
@@ -236,6 +240,16 @@ class StopwiseSQLite(_StopwiseBase):
     key = "stopwise-sqlite"
     label = "stopwise (SQLite)"
     use_sqlite = True
+
+
+class StopwiseSQLiteOffload(_StopwiseBase):
+    """The SQLite store as it was before its step writes ran on the event loop's thread: every statement on the
+    store's worker thread (``SQLiteStore(offload=True)``)."""
+
+    key = "stopwise-sqlite-offload"
+    label = "stopwise (SQLite, offload)"
+    use_sqlite = True
+    offload = True
 
 
 # ---- pydantic-ai -------------------------------------------------------------------
@@ -445,7 +459,14 @@ class LangGraph(Adapter):
         return state["messages"][-1].content
 
 
-ADAPTERS: tuple[type[Adapter], ...] = (StopwiseMemory, StopwiseSQLite, PydanticAI, OpenAIAgents, LangGraph)
+ADAPTERS: tuple[type[Adapter], ...] = (
+    StopwiseMemory,
+    StopwiseSQLite,
+    StopwiseSQLiteOffload,
+    PydanticAI,
+    OpenAIAgents,
+    LangGraph,
+)
 ADAPTERS_BY_KEY: dict[str, type[Adapter]] = {a.key: a for a in ADAPTERS}
 
 
@@ -474,6 +495,29 @@ def percentile(values: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def raw_commit_ms(path: str, commits: int) -> float:
+    """Milliseconds per raw two-row WAL commit: an insert of a step-sized log row and an update of the session."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS log (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))"
+    )
+    conn.execute("CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, state TEXT)")
+    conn.execute("INSERT OR IGNORE INTO sessions VALUES ('s', '{}')")
+    start_seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM log").fetchone()[0]
+    body = "x" * 650  # about a plain tool step's log row
+    start = time.perf_counter()
+    for i in range(commits):
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO log VALUES ('s', ?, ?)", (start_seq + i + 1, body))
+        conn.execute("UPDATE sessions SET state = ? WHERE session_id = 's'", ("{}",))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed / commits * 1000
 
 
 def median(values: Sequence[float]) -> float:

@@ -3,6 +3,8 @@ and every reader that reads a run's entries in order gets the whole decisions ba
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -64,7 +66,8 @@ async def test_the_log_reads_back_to_the_decisions_the_run_made_and_they_replay(
     assert snapshot is not None
     configs: dict[str, GuardianConfig] = {}
     read = [r for e in snapshot.entries for r in parse_records(e.records, configs) if isinstance(r, GuardianDecision)]
-    assert read == list(result.decisions)
+    assert read == [_without_unexplaining_notes(d) for d in result.decisions]
+    assert [d.probabilities for d in read] == [d.probabilities for d in result.decisions]
     assert all(replay(d).outcome is d.outcome for d in read)
     await store.close()
 
@@ -110,6 +113,14 @@ def test_stored_messages_leave_out_their_default_fields_and_read_back_the_same()
     assert load_messages(stored) == rows
 
 
+def _without_unexplaining_notes(d: GuardianDecision) -> GuardianDecision:
+    """``d`` as the log keeps it: a decision that continued keeps the notes of the conditions that held only."""
+    if d.outcome.value != "continue" or d.escalated or d.resolved_by is not None:
+        return d
+    kept = {k: a if d.held.get(k) or a.uncertain else replace(a, note="") for k, a in d.answers.items()}
+    return replace(d, answers=kept)
+
+
 def _decision() -> GuardianDecision:
     from stopwise.guardian.answers import yes
     from stopwise.guardian.conditions import GuardianOutcome
@@ -141,7 +152,11 @@ def test_a_yes_no_answer_is_logged_as_its_p_and_reads_back_bit_for_bit() -> None
     from stopwise.guardian.answers import Answer
 
     exact = _decision()
-    odd = replace(exact, answers={"stagnation": Answer({"yes": 0.2, "no": 0.7}, note="does not add up")})
+    odd = replace(
+        exact,
+        answers={"stagnation": Answer({"yes": 0.2, "no": 0.7}, note="does not add up")},
+        held={"stagnation": True},  # a condition that held keeps its note
+    )
     for decision in (exact, odd):
         written: set[str] = set()
         data = to_data([decision], written)
@@ -178,3 +193,62 @@ def test_every_field_of_a_decision_survives_the_logs_lean_form() -> None:
     ]
     assert unset == []  # the test sets every optional field, including ones added later
     assert parse_records(to_data([decision], set())) == (decision,)
+
+
+def test_the_log_keeps_the_notes_that_explain_a_decision_and_drops_those_of_a_plain_continue() -> None:
+    from stopwise.guardian.answers import yes
+    from stopwise.guardian.conditions import GuardianOutcome
+
+    quiet = replace(_decision(), answers={"stagnation": replace(yes(0.1), note="nothing repeats")})
+    held = replace(quiet, held={"stagnation": True})  # held, not yet for long enough to fire
+    fired = replace(quiet, outcome=GuardianOutcome.REPLAN, reason="stagnation", held={"stagnation": True})
+    escalated = replace(quiet, outcome=GuardianOutcome.ESCALATE, reason="stagnation", escalated=("stagnation",))
+    (read_quiet,) = parse_records(to_data([quiet], set()))
+    assert read_quiet.answers["stagnation"].note == "" and read_quiet.probabilities == quiet.probabilities
+    for decision in (held, fired, escalated):
+        assert parse_records(to_data([decision], set())) == (decision,)
+
+
+def test_the_lean_form_leaves_out_the_run_id_and_the_defaults_and_reads_them_back() -> None:
+    from stopwise.guardian.policy import PolicyInputs
+
+    decision = replace(_decision(), inputs=PolicyInputs({"stagnation": (False, True)}, replans=1, repeats=0))
+    config, logged = to_data([decision], set())
+    assert config["run_id"] == "r" and "run_id" not in logged
+    assert "outcome" not in logged and "reason" not in logged and logged["held"] == []  # continue; nothing held
+    assert logged["inputs"] == {"held_before": {"stagnation": "01"}, "replans": 1}
+    assert parse_records((config, logged)) == (decision,)
+    budgeted = replace(decision, inputs=replace(decision.inputs, budget_used=0.0, budget="tool_calls"))
+    assert parse_records(to_data([budgeted], set())) == (budgeted,)  # a budget used at 0 is not a default
+
+
+async def test_a_config_logged_without_the_run_id_is_written_again_before_the_next_lean_decision(
+    tmp_path: Path,
+) -> None:
+    """A run begun by a version whose decisions carried their run's id (and whose configs did not): the retry
+    writes the config again, with the id, before the first decision that leaves the id out."""
+    path = tmp_path / "log.db"
+    store = SQLiteStore(path)
+    first = await Runner(store).run(_agent(4, max_steps=2), "go", session_id="s")
+    assert first.status == "failed"
+    await store.close()
+    with sqlite3.connect(path) as conn:  # the log as the previous version wrote it
+        for seq, text in conn.execute("SELECT seq, records FROM log WHERE records IS NOT NULL").fetchall():
+            records = json.loads(text)
+            for r in records:
+                if r["type"] == GuardianConfig.TYPE:
+                    del r["run_id"]
+                elif r["type"] == GuardianDecision.TYPE:
+                    r["run_id"] = first.run_id
+            conn.execute("UPDATE log SET records = ? WHERE seq = ?", (json.dumps(records), seq))
+    store = SQLiteStore(path)
+    retried = await Runner(store).retry(_agent(4, max_steps=10), "s")
+    assert retried.status == "completed" and len(retried.decisions) > len(first.decisions)
+    assert {d.run_id for d in retried.decisions} == {first.run_id}
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    configs: dict[str, GuardianConfig] = {}
+    read = [r for e in snapshot.entries for r in parse_records(e.records, configs) if isinstance(r, GuardianDecision)]
+    assert {d.run_id for d in read} == {first.run_id} and len(read) == len(retried.decisions)
+    assert all(c.run_id == first.run_id for c in configs.values())  # rewritten with the id
+    await store.close()

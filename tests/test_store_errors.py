@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +203,54 @@ def test_every_cli_command_keeps_working_on_the_rest_of_a_database_with_an_unrea
         assert "session 'bad'" in err and "log entry 2" in err, "the unreadable entry is reported"
     if command[0] == "runs":
         assert "good" in out and "bad" in out
+
+
+def _statement_threads(store: SQLiteStore) -> list[str]:
+    """The name of the thread that runs each of the store's statements from now on."""
+    threads: list[str] = []
+    store._conn.set_trace_callback(lambda _sql: threads.append(threading.current_thread().name))
+    return threads
+
+
+@pytest.mark.parametrize("offload", [False, True])
+async def test_a_step_commit_runs_on_the_loop_thread_unless_offload_sends_it_to_the_worker(
+    tmp_path: Path, offload: bool
+) -> None:
+    store = SQLiteStore(tmp_path / "log.db", offload=offload)
+    runner = Runner(store)
+    await runner.run(Agent("a", "Hi.", ScriptedModel(["hello"])), "hi", session_id="s")
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    threads = _statement_threads(store)
+    entry = replace(snapshot.entries[-1], seq=len(snapshot.entries) + 1)
+    await store.commit(entry, {"n": 1})
+    assert threads, "the commit ran no statement"
+    on_loop = {name == threading.current_thread().name for name in threads}
+    assert on_loop == ({False} if offload else {True})
+    reread = await store.load_session("s")
+    assert reread is not None and reread.entries[-1] == entry and dict(reread.state) == {"n": 1}
+    await store.close()
+
+
+async def test_a_commit_waits_for_another_connections_write_lock_on_the_worker_not_on_the_loop(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.db"
+    store = SQLiteStore(path)
+    await Runner(store).run(Agent("a", "Hi.", ScriptedModel(["hello"])), "hi", session_id="s")
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    entry = replace(snapshot.entries[-1], seq=len(snapshot.entries) + 1)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        committing = asyncio.create_task(store.commit(entry, {"n": 2}))
+        await asyncio.sleep(0)  # one turn of the loop: the commit found the lock taken and went to the worker
+        assert not committing.done(), "the commit went through while another connection held the write lock"
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    await committing  # the loop was free meanwhile; the worker took the lock once it was released
+    reread = await store.load_session("s")
+    assert reread is not None and reread.entries[-1] == entry and dict(reread.state) == {"n": 2}
+    await store.close()

@@ -305,7 +305,8 @@ def restore_leg(
         run_start=snapshot.history_before(first),
         new_input=new_input,
         replans=sum(1 for e in steps if (e.decision or {}).get("action") == Action.REPLAN),
-        guardian_configs=set(configs),
+        # A config from before decisions left the run's id out is written again (with it) before the next one.
+        guardian_configs={k for k, c in configs.items() if c.run_id is not None},
         tool_streaks=streaks(tool_rows, {}),
         budget_usage=budget_usage,
         budget_tool_calls=sum((e.decision or {}).get("tool_calls", 0) for e in budgeted),

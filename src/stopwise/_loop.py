@@ -818,14 +818,7 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
 
 def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
     usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
-    recorded: dict[str, Any] = {
-        "action": decision.action.value,
-        "reason": decision.reason,
-        "detail": decision.detail,
-        "phase": step.phase.value,
-        "carry": decision.carry,
-        "tool_calls": step.ran,
-    }
+    recorded = decision.log_data(step.phase, step.ran)
     if step.sub_usage != Usage():
         recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run

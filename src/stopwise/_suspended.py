@@ -99,14 +99,7 @@ def expiry(
     )
     decision = resolve(StepSignals(has_tool_calls=True, approval_expired=detail))
     records = [ApprovalRecord(p.call_id, p.tool, "expired", reason=detail, decided_at=now) for p in pending]
-    recorded = {
-        "action": decision.action.value,
-        "reason": decision.reason,
-        "detail": decision.detail,
-        "phase": Phase.NORMAL.value,
-        "carry": None,
-        "tool_calls": 0,
-    }
+    recorded = decision.log_data(Phase.NORMAL, 0)
     kind, step = EntryKind.SETTLE, suspended.step
     entry = LogEntry(run.session_id, seq, run.run_id, step, kind, tuple(rows), recorded, records=to_data(records))
     report = {k: v for k, v in run.report.items() if k != "pending"}

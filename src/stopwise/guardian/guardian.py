@@ -213,7 +213,8 @@ async def consult(
         answers, result, labels = judged
         resolved_by = "judge"
     state_hash, specs = projection.state_hash, tuple(ConditionSpec.of(c) for c in conditions)
-    latency = (time.perf_counter() - started) * 1000
+    # To the microsecond: finer is noise, and each digit is a byte of every decision in the log.
+    latency = round((time.perf_counter() - started) * 1000, 3)
     decision = GuardianDecision(
         run_id=run_id,
         step=step,

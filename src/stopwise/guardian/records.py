@@ -160,21 +160,32 @@ class GuardianDecision:
 
     def to_log_data(self, config: str) -> dict[str, Any]:
         """The decision as the log keeps it when its run's ``GuardianConfig`` ``config`` is stored apart: without
-        the shared fields, and without the fields that hold their defaults (``to_data`` is the whole record)."""
+        the shared fields (the run's id among them), without the fields that hold their defaults (an outcome
+        that continues, a ``reason`` equal to the outcome, policy inputs at zero, the conditions' past ``held``
+        flags as strings of 0 and 1, ``held`` as the names that held), and with the evaluator's
+        notes only where they explain something: every note of a decision that did not continue (or escalated,
+        or was judged), and on one that continued, the notes of the conditions that held or were uncertain.
+        ``to_data`` is the whole record; ``GuardianConfig.expand`` reads this form back to it, the probabilities
+        bit for bit."""
+        explains = self.outcome is not GuardianOutcome.CONTINUE or bool(self.escalated) or self.resolved_by is not None
         data: dict[str, Any] = {
             "type": self.TYPE,
-            "run_id": self.run_id,
             "step": self.step,
             "kind": self.kind,
             "state_hash": self.state_hash,
             "config": config,
-            "answers": {k: _answer_data(a) for k, a in self.answers.items()},
-            "inputs": self.inputs.to_data(),
-            "outcome": self.outcome.value,
-            "reason": self.reason,
+            "answers": {
+                k: _answer_data(a, keep_note=explains or a.uncertain or self.held.get(k, False))
+                for k, a in self.answers.items()
+            },
+            "inputs": _inputs_data(self.inputs),
             "latency_ms": self.latency_ms,
-            "held": dict(self.held),
+            "held": _held_data(self.held, self.answers),
         }
+        if self.outcome is not GuardianOutcome.CONTINUE:
+            data["outcome"] = self.outcome.value
+        if self.reason != self.outcome.value:
+            data["reason"] = self.reason
         optional = (("call_id", self.call_id), ("resolved_by", self.resolved_by), ("state", self.state))
         data.update((k, v) for k, v in optional if v is not None)
         if self.escalated:
@@ -232,7 +243,8 @@ def judge_usage(records: Iterable[object]) -> Usage:
 class GuardianConfig:
     """What a run's guardian decisions share, kept once per run in the log (before the first decision that names
     it): the question set, the evaluator and its model version, the conditions with their thresholds, the policy.
-    A decision in the log names it by ``key``, a hash of its content, so a change of any of them is a new config."""
+    A decision in the log names it by ``key``, a hash of its content, so a change of any of them is a new config.
+    Each run's log holds its own, with the run's id, which its decisions then leave out."""
 
     TYPE: ClassVar[str] = "guardian_config"
     key: str
@@ -241,13 +253,19 @@ class GuardianConfig:
     model_version: str
     conditions: tuple[ConditionSpec, ...]
     policy: Mapping[str, Any]
+    run_id: str | None = None
+    """The run whose decisions name it (None in a log written before decisions left their run's id out: those
+    decisions carry it)."""
 
     @classmethod
     def of(cls, d: GuardianDecision) -> GuardianConfig:
-        return cls(d.config_key, d.question_set_version, d.evaluator, d.model_version, d.conditions, dict(d.policy))
+        return cls(
+            d.config_key, d.question_set_version, d.evaluator, d.model_version, d.conditions, dict(d.policy), d.run_id
+        )
 
     def to_data(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "key": self.key, **self._fields()}
+        run = {} if self.run_id is None else {"run_id": self.run_id}
+        return {"type": self.TYPE, "key": self.key, **run, **self._fields()}
 
     def _fields(self) -> dict[str, Any]:
         return {
@@ -267,12 +285,23 @@ class GuardianConfig:
             d["model_version"],
             tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
             dict(d["policy"]),
+            d.get("run_id"),
         )
 
     def expand(self, decision: Mapping[str, Any]) -> dict[str, Any]:
         """A decision's log data (``GuardianDecision.to_log_data``) as the whole record's (``to_data``)."""
         data = {k: v for k, v in decision.items() if k != "config"}
+        if self.run_id is not None:
+            data.setdefault("run_id", self.run_id)
         data["answers"] = {k: _whole_answer(a) for k, a in data.get("answers", {}).items()}
+        inputs = dict(data.get("inputs", {}))
+        inputs["held_before"] = {k: _flags(v) for k, v in inputs.get("held_before", {}).items()}
+        data["inputs"] = PolicyInputs.from_data(inputs).to_data()
+        data.setdefault("outcome", GuardianOutcome.CONTINUE.value)
+        data.setdefault("reason", data["outcome"])
+        held = data.get("held", {})
+        if isinstance(held, list):  # the names that held, of every condition answered
+            data["held"] = {k: k in held for k in data["answers"]}
         return data | self._fields()
 
     def decision(self, data: Mapping[str, Any]) -> GuardianDecision:
@@ -280,12 +309,15 @@ class GuardianConfig:
         return GuardianDecision.from_data(self.expand(data))
 
 
-def _answer_data(answer: Answer) -> dict[str, Any]:
+def _answer_data(answer: Answer, *, keep_note: bool) -> dict[str, Any]:
     """An answer as the log keeps it: a yes/no distribution whose ``no`` is exactly ``1 - yes`` as its ``p`` alone,
-    and ``uncertain`` only when set (``_whole_answer`` reads it back to ``Answer.to_data``'s form, bit for bit)."""
+    ``uncertain`` only when set, the note only when ``keep_note`` and not empty (``_whole_answer`` reads it back
+    to ``Answer.to_data``'s form, the distribution bit for bit)."""
     data = answer.to_data()
     if not data["uncertain"]:
         del data["uncertain"]
+    if not (keep_note and data["note"]):
+        del data["note"]
     dist = answer.distribution
     if dist.keys() == {"yes", "no"} and dist["no"] == 1.0 - dist["yes"]:
         del data["distribution"]
@@ -294,10 +326,35 @@ def _answer_data(answer: Answer) -> dict[str, Any]:
 
 
 def _whole_answer(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    if "p" not in data:
-        return data
-    p = data["p"]
-    return {"distribution": {"yes": p, "no": 1.0 - p}, **{k: v for k, v in data.items() if k != "p"}}
+    whole = {"uncertain": False, "note": "", **data}
+    if "p" in data:
+        p = whole.pop("p")
+        whole["distribution"] = {"yes": p, "no": 1.0 - p}
+    return whole
+
+
+_INPUT_DEFAULTS: dict[str, Any] = {"replans": 0, "repeats": 0, "declared_risk": None}
+"""The policy inputs the log leaves out at these values (``PolicyInputs.from_data`` reads them back)."""
+
+
+def _inputs_data(inputs: PolicyInputs) -> dict[str, Any]:
+    """The policy inputs as the log keeps them: ``_INPUT_DEFAULTS`` left out, and each condition's past ``held``
+    flags as a string of ``0`` and ``1`` (``_flags`` reads one back); a budget used, even at 0, is kept."""
+    data = inputs.to_data()
+    data["held_before"] = {k: "".join("1" if f else "0" for f in v) for k, v in inputs.held_before.items()}
+    return {k: v for k, v in data.items() if k not in _INPUT_DEFAULTS or v != _INPUT_DEFAULTS[k]}
+
+
+def _flags(value: str | list[bool]) -> list[bool]:
+    return [c == "1" for c in value] if isinstance(value, str) else list(value)
+
+
+def _held_data(held: Mapping[str, bool], answers: Mapping[str, Answer]) -> list[str] | dict[str, bool]:
+    """``held`` as the log keeps it: the names of the conditions that held when ``held`` has a value for exactly
+    the answered conditions, in their order (as every decision the guardian makes has); else as it is."""
+    if list(held) == list(answers):
+        return [k for k, v in held.items() if v]
+    return dict(held)
 
 
 def _frozen(policy: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

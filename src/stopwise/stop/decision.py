@@ -115,6 +115,22 @@ class StopDecision:
     def ends_run(self) -> bool:
         return self.action in (Action.COMPLETE, Action.FAIL, Action.TERMINATE)
 
+    def log_data(self, phase: Phase, tool_calls: int) -> dict[str, Any]:
+        """The decision as a step entry records it (``LogEntry.decision``), with the step's phase and the number
+        of tool calls it ran: ``action`` and ``tool_calls`` always, ``reason``, ``detail``, ``phase`` and ``carry``
+        only when they differ from their defaults (``None``, ``""``, ``normal``, ``None``): a reader uses
+        ``.get`` with those defaults, as it does for entries written before they were left out."""
+        data: dict[str, Any] = {"action": self.action.value, "tool_calls": tool_calls}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.detail:
+            data["detail"] = self.detail
+        if phase is not Phase.NORMAL:
+            data["phase"] = phase.value
+        if self.carry is not None:
+            data["carry"] = self.carry
+        return data
+
 
 @dataclass(frozen=True, slots=True)
 class StepSignals:

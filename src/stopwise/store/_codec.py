@@ -33,7 +33,8 @@ def dump_state(state: Mapping[str, Any]) -> str:
 
 def dump_usage(usage: Usage | None) -> str | None:
     """The usage's non-zero counts (``usage_from`` reads the others back as zero)."""
-    return None if usage is None else dump_json({k: v for k, v in asdict(usage).items() if v})
+    # ``to_data``, not ``asdict``: this runs for every entry committed, and asdict's deep copy costs 3 us.
+    return None if usage is None else dump_json({k: v for k, v in usage.to_data().items() if v})
 
 
 def usage_from(text: str | None) -> Usage:

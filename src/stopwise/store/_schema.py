@@ -86,6 +86,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         6,
         (),
     ),
+    (
+        # No table changes: the lean form leaner (a guardian decision without its run's id, which the run's
+        # config holds, without default fields, and with only the evaluator notes that explain it; a step's
+        # decision without its default fields). This version reads every earlier form; the bump keeps a
+        # version-6 stopwise, which would fail on a decision without its run's id, from opening such a log.
+        7,
+        (),
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

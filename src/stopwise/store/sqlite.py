@@ -4,7 +4,14 @@ Durability: WAL journal. With ``synchronous="NORMAL"`` (the default) a commit su
 process (SIGKILL included) but the last commits may be rolled back by a power loss or an OS crash; pass
 ``synchronous="FULL"`` to fsync the WAL on every commit and survive those too, at a cost per step.
 
-All database work runs on one worker thread per store, so the event loop never blocks on disk.
+Where the work runs: a step's writes (``start_run``, ``commit``, ``update_run``, and a lease's ``renew`` and
+``release``) are a few small statements on indexed rows, and a WAL commit at ``synchronous="NORMAL"`` does not wait
+for the disk, so by default they run on the event loop's own thread: handing them to a thread and back cost three
+times their SQL. They never wait there: when the connection is busy on the worker thread, or another connection
+(another process) holds the write lock, the write goes to the worker thread instead, which waits up to
+``busy_timeout``. Everything that may be long (loading a session, listing, retention, ``VACUUM``) runs on that one
+worker thread. ``offload=True`` sends every statement to the thread, so the loop never runs SQL (for a
+``synchronous="FULL"`` store, where each commit waits for an fsync, or a disk that stalls).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
+import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -42,13 +50,14 @@ class SQLiteStore:
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 5.0,
+        offload: bool = False,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ConfigError("synchronous", f"must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = str(path)
         try:
-            # One worker thread owns all use of the connection; check_same_thread is off only because the
-            # connection is opened here, on the caller's thread.
+            # The connection is used by the worker thread and, for the step's writes, the event loop's thread, one at
+            # a time (``_lock``); it is opened here, on the caller's thread.
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
@@ -67,6 +76,14 @@ class SQLiteStore:
             raise
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stopwise-sqlite")
         self._closed = False
+        self.offload = offload
+        self._lock = threading.Lock()
+        """Held by whichever thread uses the connection: the worker, or the loop for an inline write."""
+        self._busy_ms = int(busy_timeout * 1000)
+        if not offload:
+            # Inline writes must never wait for another connection's write lock on the loop's thread: the
+            # connection waits for nothing, and the worker raises the wait to ``busy_timeout`` for its own work.
+            conn.execute("PRAGMA busy_timeout=0")
 
     def _migrate(self) -> int:
         conn = self._conn
@@ -87,12 +104,50 @@ class SQLiteStore:
         return version
 
     async def _do(self, fn: Callable[[], T], operation: str, session_id: str | None = None) -> T:
-        if self._closed:
-            raise StoreUnavailable(f"SQLiteStore {self.path!r} is closed", operation=operation, session_id=session_id)
+        """Run ``fn`` on the worker thread."""
+        self._check_open(operation, session_id)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+            return await asyncio.get_running_loop().run_in_executor(self._executor, self._on_worker, fn)
         except sqlite3.Error as exc:
             raise _failure(exc, self.path, operation, session_id) from exc
+
+    async def _do_small(self, fn: Callable[[], T], operation: str, session_id: str | None = None) -> T:
+        """Run ``fn``, a write of a few small statements that starts with ``BEGIN IMMEDIATE`` (or a single
+        statement), on the calling thread when the connection and the database's write lock are free at once;
+        else on the worker thread, as ``_do``."""
+        self._check_open(operation, session_id)
+        if self.offload or not self._lock.acquire(blocking=False):
+            return await self._do(fn, operation, session_id)
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY or self._conn.in_transaction:
+                raise _failure(exc, self.path, operation, session_id) from exc
+            # Another connection holds the write lock: nothing was written; the worker waits for it.
+        except sqlite3.Error as exc:
+            raise _failure(exc, self.path, operation, session_id) from exc
+        finally:
+            self._lock.release()
+        return await self._do(fn, operation, session_id)
+
+    def _on_worker(self, fn: Callable[[], T]) -> T:
+        with self._lock:
+            if self.offload:
+                return fn()
+            conn = self._conn
+            conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+            try:
+                return fn()
+            finally:
+                conn.execute("PRAGMA busy_timeout=0")
+
+    def _close_connection(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _check_open(self, operation: str, session_id: str | None) -> None:
+        if self._closed:
+            raise StoreUnavailable(f"SQLiteStore {self.path!r} is closed", operation=operation, session_id=session_id)
 
     def _run_ops(self, ops: list[_sql.Op]) -> None:
         # BEGIN IMMEDIATE takes the write lock up front, so the append's "next free seq" check and the insert
@@ -109,7 +164,7 @@ class SQLiteStore:
             raise
 
     async def _write(self, build: Callable[[float], list[_sql.Op]], operation: str, session_id: str) -> None:
-        await self._do(lambda: self._run_ops(build(time.time())), operation, session_id)
+        await self._do_small(lambda: self._run_ops(build(time.time())), operation, session_id)
 
     def _rows(self, sql: str, **params: Any) -> list[sqlite3.Row]:
         return self._conn.execute(sql, params).fetchall()
@@ -162,10 +217,10 @@ class SQLiteStore:
         def renew() -> bool:
             return bool(self._conn.execute(_sql.RENEW_LEASE, _sql.lease_params(lease)).rowcount)
 
-        return await self._do(renew, "renew")
+        return await self._do_small(renew, "renew")
 
     async def release(self, lease: Lease) -> None:
-        await self._do(lambda: self._conn.execute(_sql.RELEASE_LEASE, _sql.lease_params(lease)), "release")
+        await self._do_small(lambda: self._conn.execute(_sql.RELEASE_LEASE, _sql.lease_params(lease)), "release")
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
@@ -282,7 +337,10 @@ class SQLiteStore:
         """Close the database. Idempotent; any later use raises ``StoreError``."""
         if self._closed:
             return
-        await self._do(self._conn.close, "close")
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._close_connection)
+        except sqlite3.Error as exc:
+            raise _failure(exc, self.path, "close", None) from exc
         self._closed = True
         self._executor.shutdown(wait=True)
 
@@ -299,8 +357,8 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         if self._closed:
             return
-        # The connection belongs to the worker thread: it is closed there, as ``close()`` does.
-        self._executor.submit(self._conn.close).result()
+        # Closed on the worker thread, as ``close()`` does, after any work queued there.
+        self._executor.submit(self._close_connection).result()
         self._closed = True
         self._executor.shutdown(wait=True)
 
