@@ -187,6 +187,16 @@ def test_lexical_fast_paths_agree_with_their_plain_formulations(
         assert fast(text) == plain(text), text
 
 
+def test_a_texts_normal_form_collapses_whitespace_as_the_pattern_did() -> None:
+    # Every character the pattern \s matches, and no other, is one str.split splits on.
+    spaces = [chr(c) for c in range(0x110000) if re.fullmatch(r"\s", chr(c))]
+    assert spaces == [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    rng = random.Random(4)
+    texts = [*_texts_from("".join(spaces) + "aB c\u0130\u212a", rng, 20_000), *_results(_dev_lines())]
+    for text in texts:
+        assert rule_module._TextFacts(text).normal == re.sub(r"\s+", " ", text.strip().lower()), repr(text)
+
+
 # -- the projection's text ------------------------------------------------------------------------------------
 
 

@@ -249,7 +249,6 @@ def _shipped_integrity_model() -> IntegrityModel:
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _DIGITS = re.compile(r"\d+|\b[0-9a-f]{8,}\b")
-_SPACE = re.compile(r"\s+")
 _IDENT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][\w./:@-]*[0-9][\w./:@-]*|\b[A-Z]{2,}[A-Z0-9-]*\b")
 """Identifiers: a token with a digit, or an upper-case code. The first branch is tried only where a letter or digit
 run starts (the look-behind): it fails at a position only when no digit follows within the token, and then fails
@@ -405,7 +404,9 @@ class _TextFacts:
 
     def __init__(self, text: str) -> None:
         self._head = text[:600].lower()
-        self.normal = _SPACE.sub(" ", text.strip().lower())
+        # str.split and the pattern \s+ know the same whitespace (both ask Py_UNICODE_ISSPACE): the runs joined
+        # by one space, as re.sub(r"\s+", " ", ...) of the stripped text gave, in a fifth of the time.
+        self.normal = " ".join(text.lower().split())
         """Lower-cased, whitespace collapsed: two results are the same information when these are equal."""
         self.masked = _masked(self.normal)
         """``normal`` with numbers and long hex ids masked."""
