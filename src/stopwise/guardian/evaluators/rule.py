@@ -273,9 +273,7 @@ def _stem(word: str) -> str:
     return word[:6]
 
 
-def _stems(
-    text: str, stem: Callable[[str], str] = _stem, stopwords: frozenset[str] = _STOPWORDS
-) -> set[str]:
+def _stems(text: str, stem: Callable[[str], str] = _stem, stopwords: frozenset[str] = _STOPWORDS) -> set[str]:
     """Content-word stems: lower-cased, stop words and one-letter tokens out, suffixes cut, six letters kept."""
     # ``stem`` and ``stopwords`` are bound as locals: looked up once per text, not once per word.
     text = _CAMEL.sub(" ", text).lower()
