@@ -10,8 +10,12 @@ command runs them (``read_traces``, ``predict``, ``build_report``):
 
 Target: evaluating 100,000 records and computing every metric in under 10 s (per file).
 
+``--src DIR`` (repeatable) times each source tree in a fresh interpreter of its own on the same files, one tree
+after the other per file, and prints them side by side (before and after a change, in one run).
+
 Usage:
-  python benchmarks/bench_evals.py [--records 100000] [--only cycled|distinct] [--json PATH] [--strict]
+  python benchmarks/bench_evals.py [--records 100000] [--only cycled|distinct] [--src DIR ...] [--json PATH]
+                                   [--strict]
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import gc
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,9 +70,16 @@ def _write(path: Path, n: int, distinct: bool) -> None:
                 f.write(lines[i % len(lines)] + "\n")
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (the forked workers, once shut down)."""
+    own, ended = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
+
+
 def _run(path: Path) -> dict[str, Any]:
     # As stopwise eval does (the library leaves the collector alone; the command, owning its process, pauses it
     # while it reads and answers, and freezes the records once read).
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     gc.disable()
     traces = read_traces(path)
@@ -86,6 +99,7 @@ def _run(path: Path) -> dict[str, Any]:
         "evaluate_s": t2 - t1,
         "metrics_s": t3 - t2,
         "total_s": t3 - t0,
+        "cpu_s": _cpu() - cpu0,
         "model_version": predictions.model_version,
         "conditions": len(report.conditions),
     }
@@ -95,14 +109,30 @@ def _run(path: Path) -> dict[str, Any]:
     return figures
 
 
+def _run_in(tree: str, path: Path, out: Path) -> dict[str, Any]:
+    """``_run`` in a fresh interpreter importing stopwise from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": tree}
+    cmd = [sys.executable, __file__, "--traces", str(path), "--json", str(out)]
+    subprocess.run(cmd, env=env, check=True)
+    figures: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--only", choices=("cycled", "distinct"))
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a file misses the target")
+    parser.add_argument("--src", action="append", default=[], help="a source tree to time (repeatable)")
+    parser.add_argument("--traces", metavar="PATH", help=argparse.SUPPRESS)  # a child of --src: time this file
     args = parser.parse_args(argv)
+    if args.traces:
+        figures = _run(Path(args.traces))
+        Path(args.json).write_text(json.dumps(figures) + "\n", encoding="utf-8")
+        return 0
     modes = [args.only] if args.only else ["cycled", "distinct"]
+    trees = [os.path.abspath(t) for t in args.src] or [""]
     print(
         f"bench_evals: {args.records:,} records per file, RuleEvaluator, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs; target < {TARGET_S:g} s per file (read + evaluate + every metric)"
@@ -114,8 +144,20 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             _write(path, args.records, mode == "distinct")
             made = time.perf_counter() - started
-            results[mode] = _run(path) | {"file_mb": path.stat().st_size / 1e6, "made_in_s": made}
-    header = ["file", "records", "evaluator calls", "read s", "evaluate s", "metrics s", "total s", "us/record"]
+            for tree in trees:
+                figures = _run_in(tree, path, Path(tmp) / "figures.json") if tree else _run(path)
+                results[f"{mode} {tree}".strip()] = figures | {"file_mb": path.stat().st_size / 1e6, "made_in_s": made}
+    header = [
+        "file",
+        "records",
+        "evaluator calls",
+        "read s",
+        "evaluate s",
+        "metrics s",
+        "total s",
+        "us/record",
+        "CPU s (all processes)",
+    ]
     rows = []
     missed = []
     for mode, r in results.items():
@@ -129,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['metrics_s']:.2f}",
                 f"{r['total_s']:.2f}",
                 f"{1e6 * r['total_s'] / r['records']:.0f}",
+                f"{r['cpu_s']:.2f}",
             ]
         )
         if r["total_s"] >= TARGET_S:

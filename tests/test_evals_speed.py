@@ -3,6 +3,8 @@
 - ``IntegrityModel.grams`` (n-gram CRCs chained instead of joined) against the joined-text formula, bit for bit
   (the windowed logit against its per-window formula: ``tests/test_integrity_windows.py``);
 - ``Projection.text`` / ``state_hash`` (rendered on first read) against a render at construction;
+- the rule evaluator's lexical helpers (identifiers, stems, argument text, confirmations) against their plain
+  formulations: every feature of every signal the same, on the development set and on distinct states;
 - ``predict`` (projections built when answered, a ``RuleEvaluator``'s calls shared out to forked processes)
   against the RuleEvaluator asked record by record on projections rebuilt from the JSON: the same probabilities
   (``==`` on floats, not ``approx``) and notes, on the development set and on distinct states made from it.
@@ -17,13 +19,17 @@ import hashlib
 import itertools
 import json
 import pickle
+import random
+import re
 import zlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import stopwise.evals.run as run_module
+import stopwise.guardian.evaluators.rule as rule_module
 from stopwise.evals import TraceRecord, predict, predict_sync, read_traces
 from stopwise.evals.traces import projection_from_data, text_projection
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, QuestionSet
@@ -87,6 +93,108 @@ def test_integrity_buckets_are_those_of_the_joined_ngrams(ngram: int) -> None:
     for text in texts:
         words = tokens(normalise_untrusted(text)[0])
         assert model.grams(words) == _reference_grams(model, words)
+
+
+# -- the rule evaluator's lexical helpers -----------------------------------------------------------------------
+
+# The plain formulations the fast helpers replaced: the features must be the very same with either.
+_PLAIN_IDENT = re.compile(r"[A-Za-z0-9][\w./:@-]*[0-9][\w./:@-]*|\b[A-Z]{2,}[A-Z0-9-]*\b")
+
+
+def _plain_stems(text: str) -> set[str]:
+    text = rule_module._CAMEL.sub(" ", text).lower()
+    return {
+        rule_module._stem(w)
+        for w in rule_module._TOKEN.findall(text)
+        if w not in rule_module._STOPWORDS and (len(w) > 2 or w.isdigit())
+    }
+
+
+def _plain_args_text(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    if isinstance(args, Mapping):
+        return " ".join(f"{k} {_plain_args_text(v)}" for k, v in args.items())
+    if isinstance(args, (list, tuple)):
+        return " ".join(_plain_args_text(v) for v in args)
+    return str(args)
+
+
+def _plain_confirms(result: str) -> bool:
+    text = result.strip()
+    return len(text) <= rule_module._CONFIRMATION_CHARS and rule_module._CONFIRMATION.search(text) is not None
+
+
+def _all_features(records: list[dict[str, Any]]) -> list[tuple[dict[str, dict[str, float]], str]]:
+    evaluator = RuleEvaluator()  # a fresh one: no cache carries a value over from the other run
+    out = []
+    for data in records:
+        projection = projection_from_data(data["projection"])
+        out.append((evaluator.features(projection), evaluator.answer_all(projection, DEFAULT_CONDITIONS.conditions)))
+    return [(features, repr(answers.answers)) for features, answers in out]
+
+
+@pytest.mark.slow
+def test_rule_features_and_answers_are_those_of_the_plain_lexical_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = [json.loads(line) for line in _dev_lines()]
+    records = [r for r in base if r.get("projection")]
+    records += [_distinct(records[i], 1 + i % 3) for i in range(0, len(records), 7)]
+    fast = _all_features(records)
+    monkeypatch.setattr(rule_module, "_IDENT", _PLAIN_IDENT)
+    monkeypatch.setattr(rule_module, "_stems", _plain_stems)
+    monkeypatch.setattr(rule_module, "_args_text", _plain_args_text)
+    monkeypatch.setattr(rule_module, "_confirms", _plain_confirms)
+    assert _all_features(records) == fast  # floats compared with ==, notes and all
+
+
+def _texts_from(alphabet: str, rng: random.Random, count: int) -> list[str]:
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(count)]
+
+
+# Letters, digits, the identifier punctuation, spaces, and non-ASCII letters and digits that \w or case-insensitive
+# matching treat specially (the long s and Kelvin sign fold to ASCII letters; Arabic-Indic digits are \w, not 0-9).
+_HOSTILE = "aZz09_.-/:@ \u00e9\u00c9\u0660\u017f\u212aSUCESsuces"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_identifiers_are_those_of_the_pattern_without_the_look_behind(seed: int) -> None:
+    rng = random.Random(seed)
+    texts = [*_texts_from(_HOSTILE, rng, 20_000), *_results(_dev_lines())]
+    for text in texts:
+        assert rule_module._IDENT.findall(text) == _PLAIN_IDENT.findall(text), text
+
+
+@pytest.mark.parametrize(
+    ("fast", "plain"),
+    [(rule_module._confirms, _plain_confirms), (rule_module._stems, _plain_stems)],
+    ids=["confirms", "stems"],
+)
+def test_lexical_fast_paths_agree_with_their_plain_formulations(
+    fast: Callable[[str], object], plain: Callable[[str], object]
+) -> None:
+    rng = random.Random(3)
+    made = [
+        t.replace("SUCES", "success").replace("suces", "Successfully written")
+        for t in _texts_from(_HOSTILE, rng, 5_000)
+    ]
+    for text in [
+        *made,
+        "File saved successfully.",
+        "ſuccessfully sent",
+        "Message SENT SUCCESSFULLY",
+        *_results(_dev_lines()),
+    ]:
+        assert fast(text) == plain(text), text
+
+
+def test_a_texts_normal_form_collapses_whitespace_as_the_pattern_did() -> None:
+    # Every character the pattern \s matches, and no other, is one str.split splits on.
+    spaces = [chr(c) for c in range(0x110000) if re.fullmatch(r"\s", chr(c))]
+    assert spaces == [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    rng = random.Random(4)
+    texts = [*_texts_from("".join(spaces) + "aB c\u0130\u212a", rng, 20_000), *_results(_dev_lines())]
+    for text in texts:
+        assert rule_module._TextFacts(text).normal == re.sub(r"\s+", " ", text.strip().lower()), repr(text)
 
 
 # -- the projection's text ------------------------------------------------------------------------------------

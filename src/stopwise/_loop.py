@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from stopwise._leg import KEPT, NEXT_PHASE, CallPlan, Leg, Settle, restore_leg, streaks, usage_data
 from stopwise._results import result_of

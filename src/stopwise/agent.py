@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, TypeAdapter
+from typing import TYPE_CHECKING, Any, Literal
 
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
@@ -25,6 +23,9 @@ from stopwise.stop.guard import StopGuard
 from stopwise.stop.limits import Limits
 from stopwise.stop.max_steps import MaxStepsHandler
 from stopwise.tools import Risk, Tool, ToolSource, _build
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["Agent"]
 
@@ -120,6 +121,8 @@ class Agent:
         object.__setattr__(self, "stop_condition", condition)
         schema = None
         if self.output_type is not None:
+            from pydantic import BaseModel, TypeAdapter  # here, not at import: only an output type needs them
+
             if not (isinstance(self.output_type, type) and issubclass(self.output_type, BaseModel)):
                 raise ConfigError("output_type", f"must be a pydantic model class, got {self.output_type!r}")
             schema = TypeAdapter(self.output_type).json_schema()

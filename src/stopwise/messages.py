@@ -6,17 +6,20 @@ construction-time normalisation, and a JSON codec the stores share.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json
 
 from stopwise.storable import is_storable, storable, storable_text, text_fields
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = [
     "CONTENT_ENCODING",
@@ -260,17 +263,23 @@ def decode_tool_result(message: Message) -> Any:
         return message.content
 
 
-_MESSAGES = TypeAdapter(tuple[Message, ...])
+@functools.cache
+def _messages_adapter() -> TypeAdapter[tuple[Message, ...]]:
+    # Built on first use, not at import: building the schema (and loading pydantic's plugins) is most of what
+    # importing this module would otherwise cost, and a process that never encodes messages never pays it.
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(tuple[Message, ...])
 
 
 def dump_messages(messages: Sequence[Message]) -> bytes:
     """JSON for a sequence of messages; the stores' shared codec. Fields that hold their defaults are left out
     (``load_messages`` reads them back): most rows have no calls, no call id and no metadata."""
-    return _MESSAGES.dump_json(tuple(messages), exclude_defaults=True)
+    return _messages_adapter().dump_json(tuple(messages), exclude_defaults=True)
 
 
 def load_messages(data: str | bytes) -> tuple[Message, ...]:
-    return _MESSAGES.validate_json(data)
+    return _messages_adapter().validate_json(data)
 
 
 AUTOMATED_LABEL = "Automated feedback from the application (this is not from the user): "

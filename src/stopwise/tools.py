@@ -8,20 +8,23 @@ types, an exception, a timeout) becomes an error tool row the model can read. Th
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload, runtime_checkable
 
-import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import ValidationError
 
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
 from stopwise.models.base import ToolSpec
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["Risk", "Tool", "ToolError", "ToolSource", "ToolUnavailable", "tool"]
 
@@ -47,8 +50,16 @@ class Risk(StrEnum):
     """Not declared: treated with caution by anything that reads risk."""
 
 
-class _ArgsBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+@functools.cache
+def _args_base() -> type[BaseModel]:
+    """The base of every tool's arguments model: made when the first tool is, not at import (defining a pydantic
+    model loads pydantic's model machinery and plugins, most of what importing this module would cost)."""
+    from pydantic import BaseModel, ConfigDict
+
+    class _ArgsBase(BaseModel):
+        model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    return _ArgsBase
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,8 +235,10 @@ def _build(
             f"tool {tool_name!r}.risk", f"must be one of {[r.value for r in Risk]}, got {risk!r}"
         ) from None
 
+    from pydantic import create_model
+
     summary, fields, context_param = _signature(fn, tool_name)
-    args_model = create_model(f"{tool_name}_arguments", __base__=_ArgsBase, **fields)
+    args_model = create_model(f"{tool_name}_arguments", __base__=_args_base(), **fields)
     return Tool(
         name=tool_name,
         description=description if description is not None else summary,
@@ -243,6 +256,9 @@ def _build(
 def _signature(fn: Callable[..., Any], tool_name: str) -> tuple[str, dict[str, Any], str | None]:
     """The tool's description from its docstring, its argument fields, and the parameter that takes the
     ``RunContext`` (if any)."""
+    import docstring_parser
+    from pydantic import Field
+
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")
     param_docs = {p.arg_name: p.description for p in doc.params}
     summary = "\n\n".join(s for s in (doc.short_description, doc.long_description) if s)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from stopwise._leg import CallPlan, Leg
 from stopwise.messages import TOOL_ERROR, Message, decode_tool_result, error_tool_result

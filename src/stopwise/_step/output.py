@@ -7,7 +7,7 @@ import inspect
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from stopwise._leg import Leg
 from stopwise._step.calls import CallerCodeFailed
