@@ -159,8 +159,9 @@ async def test_sqlite_run_suspended_in_one_runtime_is_resumed_from_a_fresh_one(
 @pytest.mark.slow
 async def test_sqlite_a_resume_refused_inside_its_workflow_raises_from_result(tmp_path: Path) -> None:
     """Submitted with ``request_for_resume`` (as a ``DBOSClient`` would), nothing is checked before the workflow:
-    its settle refuses, and ``result`` raises the refusal. A settle made with other decisions (another resume of
-    the suspension won the race) is refused too, and one made with ours is returned as done."""
+    its settle refuses, and ``result`` raises the refusal. A settle found in the log is returned as done only to
+    the workflow that made it (its decisions, dated when it was submitted): another resume's settle, with other
+    decisions or the same ones, is refused."""
     from dbos import DBOS, SetWorkflowID
 
     from stopwise.runtime import dbos as sw_dbos
@@ -176,13 +177,17 @@ async def test_sqlite_a_resume_refused_inside_its_workflow_raises_from_result(tm
         with pytest.raises(ApprovalError, match="no pending call with id c2"):
             await runtime.result(RunHandle("bad-resume", "s"))
 
-        await runtime.resume(PAYER, "s", {"c1": Approve()})
+        handle = await runtime.enqueue_resume(PAYER, "s", {"c1": Approve()}, workflow_id="good-resume")
+        await runtime.result(handle)
         snapshot = await runtime.store.load_session("s")
         assert snapshot is not None
         settle = next(e for e in snapshot.entries if e.kind is EntryKind.SETTLE)
-        assert sw_dbos._settled(snapshot, settle.seq, {"c1": Approve()}) is not None
-        with pytest.raises(ApprovalError, match="resumed by another submission"):
-            sw_dbos._settled(snapshot, settle.seq, {"c1": Reject()})
+        (decided_at,) = {r["decided_at"] for r in settle.records if r.get("type") == "approval_decision"}
+        ours, other = sw_dbos._holder(runtime, "good-resume"), sw_dbos._holder(runtime, "other-resume")
+        assert await sw_dbos._own_settle(ours, snapshot, settle.seq, {"c1": Approve()}, decided_at) is not None
+        for decisions in ({"c1": Approve()}, {"c1": Reject()}):
+            with pytest.raises(ApprovalError, match="resumed by another submission"):
+                await sw_dbos._own_settle(other, snapshot, settle.seq, decisions, decided_at + 1)
 
 
 @pytest.fixture
