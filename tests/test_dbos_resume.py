@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from _fleet import APP_VERSION, PAYER, QUEUE, Fleet, dbos_url, wait_all
+from _fleet import APP_VERSION, PAYER, Fleet, dbos_url, submit, wait_all
 from _pgcluster import Server
 from stopwise import SQLiteStore
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
@@ -25,7 +25,6 @@ from stopwise.store.base import EntryKind
 pytest.importorskip("dbos")
 
 from stopwise.runtime.dbos import (
-    WORKFLOW_NAME,
     DBOSRuntime,
     RunHandle,
     decisions_from_data,
@@ -198,16 +197,6 @@ def fleet(pg_server: Server, tmp_path: Path) -> Iterator[Fleet]:
     f.stop()
 
 
-def _submit(client: Any, workflow_id: str, request: dict[str, Any]) -> None:
-    options = {
-        "workflow_name": WORKFLOW_NAME,
-        "queue_name": QUEUE,
-        "workflow_id": workflow_id,
-        "app_version": APP_VERSION,
-    }
-    client.enqueue(options, request)
-
-
 def _load(dsn: str, session_id: str) -> Any:
     from stopwise.store.postgres import PostgresStore
 
@@ -225,7 +214,7 @@ def test_postgres_run_suspended_in_one_worker_is_resumed_from_another_process(fl
     worker = fleet.start("worker-a")
     client = DBOSClient(system_database_url=dbos_url(fleet.dsn))
     try:
-        _submit(client, "pay-p", request_for(PAYER.name, "pay bob 50", session_id="p"))
+        submit(client, "pay-p", request_for(PAYER.name, "pay bob 50", session_id="p"))
         assert wait_all(client, ["pay-p"], 30) == {"pay-p": "SUCCESS"}
     finally:
         client.destroy()
@@ -255,14 +244,14 @@ def test_postgres_kills_after_the_start_inside_the_approved_tool_and_after_the_s
     client = DBOSClient(system_database_url=dbos_url(fleet.dsn))
     try:
         worker = fleet.start("worker-a", kill="start_run")
-        _submit(client, "run-k", request_for(PAYER.name, "pay bob 50", session_id="k"))
+        submit(client, "run-k", request_for(PAYER.name, "pay bob 50", session_id="k"))
         assert worker.wait(30) == -9
         _, runs = _load(fleet.dsn, "k")
         assert [(r.run_id, r.status) for r in runs] == [("run-k", "running")]
 
         worker = fleet.start("worker-a", kill="pay")  # recovers the run: it suspends
         assert wait_all(client, ["run-k"], 30) == {"run-k": "SUCCESS"}
-        _submit(client, "resume-k", request_for_resume(PAYER.name, "k", {"c1": Approve()}))
+        submit(client, "resume-k", request_for_resume(PAYER.name, "k", {"c1": Approve()}))
         assert worker.wait(30) == -9
         assert fleet.payments() == ["start k bob 50"]
 
