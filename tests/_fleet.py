@@ -130,7 +130,23 @@ def charge(to: str, amount: int, ctx: RunContext) -> str:
 
 
 CHARGER = Agent("charger", "Charge people.", FunctionModel(_pay_reply), tools=[charge], max_steps=5)
-AGENTS = {a.name: a for a in (AGENT, PAYER, CHARGER)}
+
+
+@tool(client=True)
+def ask(question: str) -> str:
+    """Ask the user (the application runs it and resumes the run with the answer)."""
+    raise AssertionError("a client tool's body never runs")
+
+
+def _ask_reply(request: ModelRequest) -> Reply:
+    answers = [m.content for m in request.messages if m.role == "tool"]
+    if answers:
+        return Reply("answer: " + "; ".join(answers))
+    return Reply(tool_calls=[ToolCall("ask", {"question": "Which city?"}, id="c1")])
+
+
+ASKER = Agent("asker", "Ask the user.", FunctionModel(_ask_reply), tools=[ask], max_steps=5)
+AGENTS = {a.name: a for a in (AGENT, PAYER, CHARGER, ASKER)}
 
 
 def dbos_url(dsn: str) -> str:

@@ -135,7 +135,7 @@ def test_two_resumes_submitted_by_a_dbos_client_at_once_settle_once_the_other_wo
     fleet.open_gate()
     assert wait_all(client, [winner], _WAIT) == {winner: "SUCCESS"}
     assert fleet.payments() == ["start p bob 50", "done p bob 50"]
-    probe, settle = client.list_workflow_steps(loser.workflow_id)  # its settle refused: the claim came first
+    _, settle = client.list_workflow_steps(loser.workflow_id)  # its settle refused: the claim came first
     assert settle["function_name"] == "stopwise.settle" and isinstance(settle["error"], RunLeased)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from _fleet import APP_VERSION, PAYER, Fleet, dbos_url, submit, wait_all
+from _fleet import AGENTS, APP_VERSION, ASKER, PAYER, Fleet, dbos_url, submit, wait_all
 from _pgcluster import Server
 from stopwise import SQLiteStore
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
@@ -49,7 +49,7 @@ async def _dev_runtime(folder: Path, executor_id: str) -> AsyncIterator[DBOSRunt
         }
     )
     store = SQLiteStore(folder / "log.db")
-    runtime = DBOSRuntime(store, [PAYER], polling_interval=0.05)
+    runtime = DBOSRuntime(store, list(AGENTS.values()), polling_interval=0.05)
     try:
         await runtime.launch()
         yield runtime
@@ -187,6 +187,42 @@ async def test_sqlite_a_resume_refused_inside_its_workflow_raises_from_result(tm
         for decisions in ({"c1": Approve()}, {"c1": Reject()}):
             with pytest.raises(ApprovalError, match="resumed by another submission"):
                 await sw_dbos._own_settle(other, snapshot, settle.seq, decisions, decided_at + 1)
+
+
+@pytest.mark.slow
+async def test_sqlite_two_resumes_carrying_only_client_results_settle_once_and_the_other_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A settle of client results records no decision: the second resume used to be handed the first one's
+    outcome as its own. Whichever settles, the other workflow is refused (the run's lease, or the settle it
+    finds in the log is not its own), and the run is settled once."""
+    from dbos import DBOS, SetWorkflowID
+
+    from stopwise.errors import RunLeased
+    from stopwise.runtime import dbos as sw_dbos
+
+    async with _dev_runtime(tmp_path, "dev-a") as runtime:
+        assert (await runtime.run(ASKER, "plan a trip", session_id="s")).status == "suspended"
+        for wf in ("answer-1", "answer-2"):
+            with SetWorkflowID(wf):
+                request = request_for_resume(ASKER.name, "s", {}, results={"c1": "Oslo"})
+                await DBOS.enqueue_workflow_async(runtime.queue, sw_dbos._run_workflow, request)
+        outcomes: dict[str, str] = {}
+        for wf in ("answer-1", "answer-2"):
+            try:
+                outcomes[wf] = (await runtime.result(RunHandle(wf, "s"))).output or ""
+            except (ApprovalError, RunLeased) as exc:
+                outcomes[wf] = type(exc).__name__
+        assert sorted(outcomes.values())[1] == "answer: Oslo", outcomes
+        assert sorted(outcomes.values())[0] in ("ApprovalError", "RunLeased"), outcomes
+        snapshot = await runtime.store.load_session("s")
+        assert snapshot is not None
+        (settle,) = [e for e in snapshot.entries if e.kind is EntryKind.SETTLE]
+
+        # The settle as a resume that probed before it committed finds it: not its own, so refused.
+        other = sw_dbos._holder(runtime, "answer-3")
+        with pytest.raises(ApprovalError, match="resumed by another submission"):
+            await sw_dbos._own_settle(other, snapshot, settle.seq, {}, 0.0)
 
 
 @pytest.fixture
