@@ -14,7 +14,7 @@ prints the result (or the refusal) as one JSON line and exits.
 prints its outcome the same way (a ``RunLeased`` with its ``owner`` and ``until``): ``dbos-resume`` and
 ``dbos-retry`` submit with ``DBOSRuntime`` from a process that runs no workflows (it listens to no queue), then
 wait for the result; ``local-resume``, ``local-retry`` and ``local-expire`` use a ``Runner`` whose lease owner is
-``NAME``, without DBOS.
+``NAME``, without DBOS. ``FLEET_CLOCK_OFFSET`` (seconds) runs that process's lease clock ahead.
 
 ``FLEET_GATE`` in the environment (a FIFO, see ``Fleet.hold``) makes ``pay`` and ``charge`` hold after noting
 their start, until the test opens the gate: a race's loser is decided while the winner is inside the call.
@@ -204,11 +204,19 @@ class Fleet:
         return result
 
     def act(
-        self, name: str, action: str, agent: str, session_id: str, decisions: dict[str, Any] | None = None
+        self,
+        name: str,
+        action: str,
+        agent: str,
+        session_id: str,
+        decisions: dict[str, Any] | None = None,
+        clock_offset: float = 0.0,
     ) -> subprocess.Popen[str]:
-        """Start a process doing ``action`` (see the module's docstring) to the session; ``outcome`` reads it."""
+        """Start a process doing ``action`` (see the module's docstring) to the session; ``outcome`` reads it.
+        ``clock_offset``: seconds its lease clock runs ahead, as if that much time had passed."""
         args = [sys.executable, __file__, self.dsn, name, "--act", action, agent, session_id, json.dumps(decisions)]
-        return subprocess.Popen(args, env=self._env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env = {**self._env(), "FLEET_CLOCK_OFFSET": str(clock_offset)}
+        return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     @staticmethod
     def outcome(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
@@ -301,10 +309,15 @@ async def _act(dsn: str, name: str, action: str, agent_name: str, session_id: st
 
     agent = AGENTS[agent_name]
     decisions = decisions_from_data(json.loads(decisions_json) or {})
+    offset = float(os.environ.get("FLEET_CLOCK_OFFSET", "0"))
+
+    def clock() -> float:
+        return time.time() + offset
+
     store = PostgresStore(dsn)
     try:
         if action.startswith("local-"):
-            runner = Runner(store, owner=name)
+            runner = Runner(store, owner=name, clock=clock)
             try:
                 if action == "local-resume":
                     result = await runner.resume(agent, session_id, decisions)
@@ -326,7 +339,7 @@ async def _act(dsn: str, name: str, action: str, agent_name: str, session_id: st
             }
         )
         DBOS.listen_queues([])  # submits only: the fleet's workers run the workflows
-        runtime = DBOSRuntime(store, list(AGENTS.values()), queue=QUEUE, polling_interval=0.1)
+        runtime = DBOSRuntime(store, list(AGENTS.values()), queue=QUEUE, polling_interval=0.1, clock=clock)
         await runtime.launch()
         try:
             if action == "dbos-resume":

@@ -220,3 +220,24 @@ def test_a_crashed_workflow_keeps_its_run_from_retries_and_dbos_recovery_takes_i
     entries, run = _log(fleet.dsn, "k")
     assert entries == [(EntryKind.INPUT, 0), (EntryKind.INTENT, 1), (EntryKind.SETTLE, 1), (EntryKind.STEP, 2)]
     assert run.status == "completed"
+
+
+@pytest.mark.slow
+def test_a_dbos_retry_of_a_crashed_run_continues_it_once_the_crashed_workflows_lease_lapsed(
+    fleet: Fleet, client: Any
+) -> None:
+    """The crash case without DBOS's recovery (the dead executor is never restarted): once the lease lapsed (a
+    clock passed to the runtime), ``DBOSRuntime.retry`` takes the run and its workflow continues it."""
+    fleet.open_gate()
+    worker = fleet.start("worker-a", kill="pay")
+    submit(client, "run-k", request_for(CHARGER.name, "charge bob 50", session_id="k"))
+    assert worker.wait(_WAIT) == -9
+    fleet.start("worker-b")
+    early = fleet.outcome(fleet.act("early", "dbos-retry", "charger", "k"))
+    assert early["error"] == "RunLeased" and early["owner"] == lease_owner("run-k"), early
+    later = fleet.outcome(fleet.act("later", "dbos-retry", "charger", "k", clock_offset=LEASE + 1))
+    assert later == {"status": "completed", "output": "settled: charged 50 to bob", "steps": 2}
+    assert fleet.payments() == ["start k bob 50", "start k bob 50", "done k bob 50"]
+    entries, run = _log(fleet.dsn, "k")
+    assert entries == [(EntryKind.INPUT, 0), (EntryKind.INTENT, 1), (EntryKind.SETTLE, 1), (EntryKind.STEP, 2)]
+    assert run.status == "completed"

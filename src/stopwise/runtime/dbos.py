@@ -45,7 +45,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +147,7 @@ class DBOSRuntime:
     ``lease_seconds`` is the lease a leg holds on its run, as ``Runner(lease_seconds=...)``: while it is live,
     another workflow's or runner's ``retry`` or ``resume`` of the run is refused with ``RunLeased``. A queued leg
     holds it from its submission, so pick it longer than a leg may wait in the queue plus its longest step.
+    ``clock`` (Unix seconds) dates the leases this process takes and judges others' expiry, as ``Runner``'s does.
     """
 
     def __init__(
@@ -159,6 +160,7 @@ class DBOSRuntime:
         polling_interval: float = 1.0,
         queue_options: Mapping[str, Any] | None = None,
         lease_seconds: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         global _active
         if not lease_seconds > 0:
@@ -174,6 +176,7 @@ class DBOSRuntime:
         self.polling_interval = polling_interval
         self.queue_options = dict(queue_options or {})
         self.lease_seconds = float(lease_seconds)
+        self.clock = clock
         _active = self
 
     async def launch(self) -> None:
@@ -319,7 +322,8 @@ class DBOSRuntime:
     async def result(self, handle: RunHandle) -> RunResult:
         """Wait for the leg's workflow to end, then read its run from the store. A workflow that ended in error
         (for example the store was unreachable for longer than a step) raises that error here; the run stays
-        ``running`` in the store and ``retry`` continues it."""
+        ``running`` in the store and ``retry`` continues it (once the leg's lease is dropped, which it is as the
+        workflow fails unless the store is unreachable then too; else once it lapses)."""
         workflow: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(handle.workflow_id)
         outcome: dict[str, Any] = await workflow.get_result(polling_interval_sec=self.polling_interval)
         return await self.read_result(handle.session_id, outcome["run_id"])
@@ -691,7 +695,7 @@ def _entry_at(snapshot: SessionSnapshot, seq: int) -> LogEntry:
 
 def _holder(rt: DBOSRuntime, workflow_id: str) -> Runner:
     """The runner that holds a run's lease for the workflow ``workflow_id`` (its owner, the runtime's lease)."""
-    return Runner(rt.store, owner=lease_owner(workflow_id), lease_seconds=rt.lease_seconds)
+    return Runner(rt.store, clock=rt.clock, owner=lease_owner(workflow_id), lease_seconds=rt.lease_seconds)
 
 
 async def _hold(holder: Runner, snapshot: SessionSnapshot) -> Lease:
