@@ -163,6 +163,7 @@ class Fleet:
     def __init__(self, dsn: str, ready: Path) -> None:
         self.dsn, self.ready = dsn, ready
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.actors: list[subprocess.Popen[str]] = []
         self.gate = ready / "gate"
         self._gate_fd: int | None = None
 
@@ -216,7 +217,9 @@ class Fleet:
         ``clock_offset``: seconds its lease clock runs ahead, as if that much time had passed."""
         args = [sys.executable, __file__, self.dsn, name, "--act", action, agent, session_id, json.dumps(decisions)]
         env = {**self._env(), "FLEET_CLOCK_OFFSET": str(clock_offset)}
-        return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.actors.append(proc)
+        return proc
 
     @staticmethod
     def outcome(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
@@ -240,7 +243,7 @@ class Fleet:
 
     def stop(self) -> None:
         self.open_gate()
-        for proc in self.procs.values():
+        for proc in [*self.procs.values(), *self.actors]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
