@@ -9,6 +9,15 @@ first run's start commits) or ``settle`` (just after the first settle of a suspe
 ``python tests/_fleet.py DSN EXECUTOR_ID --resume SESSION DECISIONS_JSON`` starts a worker, resumes the
 suspended run of ``SESSION`` with ``DBOSRuntime.resume`` (``DECISIONS_JSON`` as ``decisions_to_data`` writes it),
 prints the result (or the refusal) as one JSON line and exits.
+
+``python tests/_fleet.py DSN NAME --act ACTION AGENT SESSION [DECISIONS_JSON]`` does one thing to the session and
+prints its outcome the same way (a ``RunLeased`` with its ``owner`` and ``until``): ``dbos-resume`` and
+``dbos-retry`` submit with ``DBOSRuntime`` from a process that runs no workflows (it listens to no queue), then
+wait for the result; ``local-resume``, ``local-retry`` and ``local-expire`` use a ``Runner`` whose lease owner is
+``NAME``, without DBOS. ``FLEET_CLOCK_OFFSET`` (seconds) runs that process's lease clock ahead.
+
+``FLEET_GATE`` in the environment (a FIFO, see ``Fleet.hold``) makes ``pay`` and ``charge`` hold after noting
+their start, until the test opens the gate: a race's loser is decided while the winner is inside the call.
 """
 
 from __future__ import annotations
@@ -61,12 +70,21 @@ def _effect(line: str) -> None:
         _note(Path(folder) / "payments", line)
 
 
+def _held() -> None:
+    """Test instrumentation: with ``FLEET_GATE``, wait until the test opens the gate (opening a FIFO to read
+    blocks until it is open to write). Tools run in a thread: the worker's event loop goes on meanwhile."""
+    gate = os.environ.get("FLEET_GATE")
+    if gate:
+        os.close(os.open(gate, os.O_RDONLY))
+
+
 @tool(needs_approval=True)
 def pay(to: str, amount: int, ctx: RunContext) -> str:
     """Pay someone (a human approves every payment)."""
     _effect(f"start {ctx.session_id} {to} {amount}")
     if os.environ.get("FLEET_KILL") == "pay":
         os.kill(os.getpid(), signal.SIGKILL)
+    _held()
     ctx.state["paid"] = ctx.state.get("paid", 0) + amount
     _effect(f"done {ctx.session_id} {to} {amount}")
     return f"paid {amount} to {to}"
@@ -79,6 +97,15 @@ def wire(to: str, amount: int) -> str:
     return f"wired {amount} to {to}"
 
 
+@tool(needs_approval=True, approval_ttl=600)
+def remit(to: str, amount: int, ctx: RunContext) -> str:
+    """Remit money (its approval lapses after ten minutes)."""
+    _effect(f"start {ctx.session_id} {to} {amount}")
+    _held()
+    _effect(f"done {ctx.session_id} {to} {amount}")
+    return f"remitted {amount} to {to}"
+
+
 def _pay_reply(request: ModelRequest) -> Reply:
     """``pay bob 50`` asks for one call of that tool; once its result is in, answers with it."""
     results = [m.content for m in request.messages if m.role == "tool"]
@@ -88,7 +115,38 @@ def _pay_reply(request: ModelRequest) -> Reply:
     return Reply(tool_calls=[ToolCall(verb, {"to": to, "amount": int(amount)}, id="c1")])
 
 
-PAYER = Agent("payer", "Pay people.", FunctionModel(_pay_reply), tools=[pay, wire], max_steps=5)
+PAYER = Agent("payer", "Pay people.", FunctionModel(_pay_reply), tools=[pay, wire, remit], max_steps=5)
+
+
+@tool
+def charge(to: str, amount: int, ctx: RunContext) -> str:
+    """Charge someone (no approval: the run goes straight through)."""
+    _effect(f"start {ctx.session_id} {to} {amount}")
+    if os.environ.get("FLEET_KILL") == "pay":
+        os.kill(os.getpid(), signal.SIGKILL)
+    _held()
+    _effect(f"done {ctx.session_id} {to} {amount}")
+    return f"charged {amount} to {to}"
+
+
+CHARGER = Agent("charger", "Charge people.", FunctionModel(_pay_reply), tools=[charge], max_steps=5)
+
+
+@tool(client=True)
+def ask(question: str) -> str:
+    """Ask the user (the application runs it and resumes the run with the answer)."""
+    raise AssertionError("a client tool's body never runs")
+
+
+def _ask_reply(request: ModelRequest) -> Reply:
+    answers = [m.content for m in request.messages if m.role == "tool"]
+    if answers:
+        return Reply("answer: " + "; ".join(answers))
+    return Reply(tool_calls=[ToolCall("ask", {"question": "Which city?"}, id="c1")])
+
+
+ASKER = Agent("asker", "Ask the user.", FunctionModel(_ask_reply), tools=[ask], max_steps=5)
+AGENTS = {a.name: a for a in (AGENT, PAYER, CHARGER, ASKER)}
 
 
 def dbos_url(dsn: str) -> str:
@@ -105,11 +163,29 @@ class Fleet:
     def __init__(self, dsn: str, ready: Path) -> None:
         self.dsn, self.ready = dsn, ready
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.actors: list[subprocess.Popen[str]] = []
+        self.gate = ready / "gate"
+        self._gate_fd: int | None = None
+
+    def hold(self) -> None:
+        """From now on, started processes hold inside ``pay`` and ``charge`` until ``open_gate``."""
+        os.mkfifo(self.gate)
+
+    def open_gate(self) -> None:
+        """Let every held call (and every later one) through."""
+        if self._gate_fd is None and self.gate.exists():
+            self._gate_fd = os.open(self.gate, os.O_RDWR)  # O_RDWR: does not wait for a reader
+
+    def _env(self, kill: str = "") -> dict[str, str]:
+        env = {**os.environ, "FLEET_READY_DIR": str(self.ready), "FLEET_KILL": kill}
+        if self.gate.exists():
+            env["FLEET_GATE"] = str(self.gate)
+        return env
 
     def start(self, executor_id: str, kill_at: int = 0, kill: str = "") -> subprocess.Popen[bytes]:
         """Start a worker; ``kill_at`` and ``kill`` (``FLEET_KILL``) say where it kills itself, if anywhere."""
         (self.ready / executor_id).unlink(missing_ok=True)
-        env = {**os.environ, "FLEET_READY_DIR": str(self.ready), "FLEET_KILL": kill}
+        env = self._env(kill)
         args = [sys.executable, __file__, self.dsn, executor_id, str(kill_at)]
         proc = subprocess.Popen(args, env=env)
         self.procs[executor_id] = proc
@@ -122,22 +198,68 @@ class Fleet:
 
     def resume(self, executor_id: str, session_id: str, decisions: dict[str, Any]) -> dict[str, Any]:
         """Resume a session from a new process (a worker too, until it has the result); its JSON line."""
-        env = {**os.environ, "FLEET_READY_DIR": str(self.ready), "FLEET_KILL": ""}
         args = [sys.executable, __file__, self.dsn, executor_id, "--resume", session_id, json.dumps(decisions)]
-        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(args, env=self._env(), capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
         result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         return result
+
+    def act(
+        self,
+        name: str,
+        action: str,
+        agent: str,
+        session_id: str,
+        decisions: dict[str, Any] | None = None,
+        clock_offset: float = 0.0,
+    ) -> subprocess.Popen[str]:
+        """Start a process doing ``action`` (see the module's docstring) to the session; ``outcome`` reads it.
+        ``clock_offset``: seconds its lease clock runs ahead, as if that much time had passed."""
+        args = [sys.executable, __file__, self.dsn, name, "--act", action, agent, session_id, json.dumps(decisions)]
+        env = {**self._env(), "FLEET_CLOCK_OFFSET": str(clock_offset)}
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.actors.append(proc)
+        return proc
+
+    @staticmethod
+    def outcome(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
+        """The JSON line an ``act`` process printed, once it exited."""
+        out, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, out + err
+        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return result
+
+    def wait_payments(self, count: int, timeout: float = 60) -> list[str]:
+        """The payments file once it has ``count`` lines (a held call noted its start)."""
+        deadline = time.monotonic() + timeout
+        while len(self.payments()) < count:
+            assert time.monotonic() < deadline, f"payments: {self.payments()}"
+            time.sleep(0.05)
+        return self.payments()
 
     def payments(self) -> list[str]:
         path = self.ready / "payments"
         return path.read_text().splitlines() if path.exists() else []
 
     def stop(self) -> None:
-        for proc in self.procs.values():
+        self.open_gate()
+        for proc in [*self.procs.values(), *self.actors]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        if self._gate_fd is not None:
+            os.close(self._gate_fd)
+
+
+def submit(client: Any, workflow_id: str, request: dict[str, Any]) -> None:
+    """Submit a workflow with a ``DBOSClient`` (a process that runs no workers), as an application would."""
+    options = {
+        "workflow_name": "stopwise.run",
+        "queue_name": QUEUE,
+        "workflow_id": workflow_id,
+        "app_version": APP_VERSION,
+    }
+    client.enqueue(options, request)
 
 
 def wait_all(client: Any, ids: list[str], timeout: float) -> dict[str, str]:
@@ -168,6 +290,72 @@ def _die_after(store: Any, method: str, when: Any) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     setattr(store, method, dying)
+
+
+def _print_outcome(result: Any = None, exc: Exception | None = None) -> None:
+    from stopwise.errors import RunLeased
+
+    if exc is None:
+        print(json.dumps({"status": result.status, "output": result.output, "steps": result.steps}))
+    elif isinstance(exc, RunLeased):
+        print(json.dumps({"error": "RunLeased", "message": str(exc), "owner": exc.owner, "until": exc.until}))
+    else:
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+
+
+async def _act(dsn: str, name: str, action: str, agent_name: str, session_id: str, decisions_json: str) -> None:
+    from dbos import DBOS
+
+    from stopwise import Runner
+    from stopwise.runtime.dbos import DBOSRuntime, decisions_from_data
+    from stopwise.store.postgres import PostgresStore
+
+    agent = AGENTS[agent_name]
+    decisions = decisions_from_data(json.loads(decisions_json) or {})
+    offset = float(os.environ.get("FLEET_CLOCK_OFFSET", "0"))
+
+    def clock() -> float:
+        return time.time() + offset
+
+    store = PostgresStore(dsn)
+    try:
+        if action.startswith("local-"):
+            runner = Runner(store, owner=name, clock=clock)
+            try:
+                if action == "local-resume":
+                    result = await runner.resume(agent, session_id, decisions)
+                elif action == "local-retry":
+                    result = await runner.retry(agent, session_id)
+                else:
+                    result = await runner.expire(session_id, now=time.time() + 3600)
+                _print_outcome(result)
+            except Exception as exc:
+                _print_outcome(exc=exc)
+            return
+        DBOS(
+            config={
+                "name": "stopwise-fleet",
+                "system_database_url": dbos_url(dsn),
+                "executor_id": name,
+                "application_version": APP_VERSION,
+                "log_level": "WARNING",
+            }
+        )
+        DBOS.listen_queues([])  # submits only: the fleet's workers run the workflows
+        runtime = DBOSRuntime(store, list(AGENTS.values()), queue=QUEUE, polling_interval=0.1, clock=clock)
+        await runtime.launch()
+        try:
+            if action == "dbos-resume":
+                result = await runtime.resume(agent, session_id, decisions)
+            else:
+                result = await runtime.result(await runtime.retry(agent, session_id))
+            _print_outcome(result)
+        except Exception as exc:
+            _print_outcome(exc=exc)
+        finally:
+            DBOS.destroy()
+    finally:
+        await store.close()
 
 
 async def _serve(dsn: str, executor_id: str, resume: tuple[str, str] | None = None) -> None:
@@ -205,15 +393,14 @@ async def _serve(dsn: str, executor_id: str, resume: tuple[str, str] | None = No
         _die_after(store, "start_run", lambda *_: True)
     elif kill == "settle":
         _die_after(store, "commit", lambda entry, *_: entry.kind is EntryKind.SETTLE)
-    runtime = DBOSRuntime(store, [AGENT, PAYER], queue=QUEUE, worker_concurrency=5, polling_interval=0.1)
+    runtime = DBOSRuntime(store, list(AGENTS.values()), queue=QUEUE, worker_concurrency=5, polling_interval=0.1)
     await runtime.launch()
     if resume is not None:
         session_id, decisions = resume
         try:
-            result = await runtime.resume(PAYER, session_id, decisions_from_data(json.loads(decisions)))
-            print(json.dumps({"status": result.status, "output": result.output, "steps": result.steps}))
+            _print_outcome(await runtime.resume(PAYER, session_id, decisions_from_data(json.loads(decisions))))
         except Exception as exc:
-            print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+            _print_outcome(exc=exc)
         DBOS.destroy()
         await store.close()
         return
@@ -222,7 +409,9 @@ async def _serve(dsn: str, executor_id: str, resume: tuple[str, str] | None = No
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 3 and sys.argv[3] == "--resume":
+    if len(sys.argv) > 3 and sys.argv[3] == "--act":
+        asyncio.run(_act(sys.argv[1], sys.argv[2], *sys.argv[4:8]))
+    elif len(sys.argv) > 3 and sys.argv[3] == "--resume":
         asyncio.run(_serve(sys.argv[1], sys.argv[2], (sys.argv[4], sys.argv[5])))
     else:
         _calls["kill_at"] = int(sys.argv[3]) if len(sys.argv) > 3 else 0

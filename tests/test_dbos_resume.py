@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from _fleet import APP_VERSION, PAYER, QUEUE, Fleet, dbos_url, wait_all
+from _fleet import AGENTS, APP_VERSION, ASKER, PAYER, Fleet, dbos_url, submit, wait_all
 from _pgcluster import Server
 from stopwise import SQLiteStore
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
@@ -25,7 +25,6 @@ from stopwise.store.base import EntryKind
 pytest.importorskip("dbos")
 
 from stopwise.runtime.dbos import (
-    WORKFLOW_NAME,
     DBOSRuntime,
     RunHandle,
     decisions_from_data,
@@ -50,7 +49,7 @@ async def _dev_runtime(folder: Path, executor_id: str) -> AsyncIterator[DBOSRunt
         }
     )
     store = SQLiteStore(folder / "log.db")
-    runtime = DBOSRuntime(store, [PAYER], polling_interval=0.05)
+    runtime = DBOSRuntime(store, list(AGENTS.values()), polling_interval=0.05)
     try:
         await runtime.launch()
         yield runtime
@@ -159,8 +158,9 @@ async def test_sqlite_run_suspended_in_one_runtime_is_resumed_from_a_fresh_one(
 @pytest.mark.slow
 async def test_sqlite_a_resume_refused_inside_its_workflow_raises_from_result(tmp_path: Path) -> None:
     """Submitted with ``request_for_resume`` (as a ``DBOSClient`` would), nothing is checked before the workflow:
-    its settle refuses, and ``result`` raises the refusal. A settle made with other decisions (another resume of
-    the suspension won the race) is refused too, and one made with ours is returned as done."""
+    its settle refuses, and ``result`` raises the refusal. A settle found in the log is returned as done only to
+    the workflow that made it (its decisions, dated when it was submitted): another resume's settle, with other
+    decisions or the same ones, is refused."""
     from dbos import DBOS, SetWorkflowID
 
     from stopwise.runtime import dbos as sw_dbos
@@ -176,13 +176,53 @@ async def test_sqlite_a_resume_refused_inside_its_workflow_raises_from_result(tm
         with pytest.raises(ApprovalError, match="no pending call with id c2"):
             await runtime.result(RunHandle("bad-resume", "s"))
 
-        await runtime.resume(PAYER, "s", {"c1": Approve()})
+        handle = await runtime.enqueue_resume(PAYER, "s", {"c1": Approve()}, workflow_id="good-resume")
+        await runtime.result(handle)
         snapshot = await runtime.store.load_session("s")
         assert snapshot is not None
         settle = next(e for e in snapshot.entries if e.kind is EntryKind.SETTLE)
-        assert sw_dbos._settled(snapshot, settle.seq, {"c1": Approve()}) is not None
+        (decided_at,) = {r["decided_at"] for r in settle.records if r.get("type") == "approval_decision"}
+        ours, other = sw_dbos._holder(runtime, "good-resume"), sw_dbos._holder(runtime, "other-resume")
+        assert await sw_dbos._own_settle(ours, snapshot, settle.seq, {"c1": Approve()}, decided_at) is not None
+        for decisions in ({"c1": Approve()}, {"c1": Reject()}):
+            with pytest.raises(ApprovalError, match="resumed by another submission"):
+                await sw_dbos._own_settle(other, snapshot, settle.seq, decisions, decided_at + 1)
+
+
+@pytest.mark.slow
+async def test_sqlite_two_resumes_carrying_only_client_results_settle_once_and_the_other_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A settle of client results records no decision: the second resume used to be handed the first one's
+    outcome as its own. Whichever settles, the other workflow is refused (the run's lease, or the settle it
+    finds in the log is not its own), and the run is settled once."""
+    from dbos import DBOS, SetWorkflowID
+
+    from stopwise.errors import RunLeased
+    from stopwise.runtime import dbos as sw_dbos
+
+    async with _dev_runtime(tmp_path, "dev-a") as runtime:
+        assert (await runtime.run(ASKER, "plan a trip", session_id="s")).status == "suspended"
+        for wf in ("answer-1", "answer-2"):
+            with SetWorkflowID(wf):
+                request = request_for_resume(ASKER.name, "s", {}, results={"c1": "Oslo"})
+                await DBOS.enqueue_workflow_async(runtime.queue, sw_dbos._run_workflow, request)
+        outcomes: dict[str, str] = {}
+        for wf in ("answer-1", "answer-2"):
+            try:
+                outcomes[wf] = (await runtime.result(RunHandle(wf, "s"))).output or ""
+            except (ApprovalError, RunLeased) as exc:
+                outcomes[wf] = type(exc).__name__
+        assert sorted(outcomes.values())[1] == "answer: Oslo", outcomes
+        assert sorted(outcomes.values())[0] in ("ApprovalError", "RunLeased"), outcomes
+        snapshot = await runtime.store.load_session("s")
+        assert snapshot is not None
+        (settle,) = [e for e in snapshot.entries if e.kind is EntryKind.SETTLE]
+
+        # The settle as a resume that probed before it committed finds it: not its own, so refused.
+        other = sw_dbos._holder(runtime, "answer-3")
         with pytest.raises(ApprovalError, match="resumed by another submission"):
-            sw_dbos._settled(snapshot, settle.seq, {"c1": Reject()})
+            await sw_dbos._own_settle(other, snapshot, settle.seq, {}, 0.0)
 
 
 @pytest.fixture
@@ -191,16 +231,6 @@ def fleet(pg_server: Server, tmp_path: Path) -> Iterator[Fleet]:
     f = Fleet(pg_server.new_database("resume"), tmp_path)
     yield f
     f.stop()
-
-
-def _submit(client: Any, workflow_id: str, request: dict[str, Any]) -> None:
-    options = {
-        "workflow_name": WORKFLOW_NAME,
-        "queue_name": QUEUE,
-        "workflow_id": workflow_id,
-        "app_version": APP_VERSION,
-    }
-    client.enqueue(options, request)
 
 
 def _load(dsn: str, session_id: str) -> Any:
@@ -220,7 +250,7 @@ def test_postgres_run_suspended_in_one_worker_is_resumed_from_another_process(fl
     worker = fleet.start("worker-a")
     client = DBOSClient(system_database_url=dbos_url(fleet.dsn))
     try:
-        _submit(client, "pay-p", request_for(PAYER.name, "pay bob 50", session_id="p"))
+        submit(client, "pay-p", request_for(PAYER.name, "pay bob 50", session_id="p"))
         assert wait_all(client, ["pay-p"], 30) == {"pay-p": "SUCCESS"}
     finally:
         client.destroy()
@@ -250,14 +280,14 @@ def test_postgres_kills_after_the_start_inside_the_approved_tool_and_after_the_s
     client = DBOSClient(system_database_url=dbos_url(fleet.dsn))
     try:
         worker = fleet.start("worker-a", kill="start_run")
-        _submit(client, "run-k", request_for(PAYER.name, "pay bob 50", session_id="k"))
+        submit(client, "run-k", request_for(PAYER.name, "pay bob 50", session_id="k"))
         assert worker.wait(30) == -9
         _, runs = _load(fleet.dsn, "k")
         assert [(r.run_id, r.status) for r in runs] == [("run-k", "running")]
 
         worker = fleet.start("worker-a", kill="pay")  # recovers the run: it suspends
         assert wait_all(client, ["run-k"], 30) == {"run-k": "SUCCESS"}
-        _submit(client, "resume-k", request_for_resume(PAYER.name, "k", {"c1": Approve()}))
+        submit(client, "resume-k", request_for_resume(PAYER.name, "k", {"c1": Approve()}))
         assert worker.wait(30) == -9
         assert fleet.payments() == ["start k bob 50"]
 

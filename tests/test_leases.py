@@ -351,3 +351,12 @@ async def test_a_claim_on_a_run_read_before_its_log_moved_on_is_a_step_conflict(
         await store.claim(
             replace(run, status=RunStatus.FAILED), snapshot.next_seq - 1, Lease(run.run_id, "a", 1.0), 0.0
         )
+
+
+def test_a_run_leased_error_survives_pickling_whole_as_dbos_records_a_workflows_error() -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(RunLeased("r1", "dbos-workflow:w1", 12.5)))
+    assert isinstance(copy, RunLeased)
+    assert (copy.run_id, copy.owner, copy.until) == ("r1", "dbos-workflow:w1", 12.5)
+    assert str(copy) == str(RunLeased("r1", "dbos-workflow:w1", 12.5))

@@ -155,6 +155,10 @@ class RunLeased(StopwiseError):
         self.owner = owner
         self.until = until
 
+    def __reduce__(self) -> tuple[type[RunLeased], tuple[str, str, float]]:
+        # Pickled whole (DBOS records a workflow's error so): the default rebuilds it from the message alone.
+        return (type(self), (self.run_id, self.owner, self.until))
+
 
 class ModelScriptExhausted(StopwiseError):
     """A ``ScriptedModel`` was asked for more replies than it was given."""

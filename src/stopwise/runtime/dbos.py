@@ -5,7 +5,8 @@ Import this module only when you use it: it imports ``dbos`` (the rest of stopwi
 How a run maps onto DBOS:
 
 - a run leg (``run``, ``retry`` or ``resume``) is one workflow, ``stopwise.run``; its legs are opened with
-  ``Runner.open_leg`` and driven with ``loop.drive``, one DBOS step per stopwise step;
+  ``Runner.open_leg`` and driven with ``Runner.drive_leased`` (``loop.drive`` holding the run's lease), one DBOS
+  step per stopwise step;
 - a new run's first DBOS step, ``stopwise.begin``, starts the leg (the run record and the input entry, in the
   store's transaction). The run's id is the workflow's id, so a ``begin`` run again after a crash finds its own
   run in the store and returns it instead of starting it twice;
@@ -21,6 +22,14 @@ How a run maps onto DBOS:
   commits, the other gets ``StepConflict`` and returns what the winner committed. So a step's effects on the log
   commit exactly once, together with the run's log, in the store's database.
 
+Leases (``docs/durability.md``): a run leg holds the run's store lease, as ``Runner`` does, with the
+workflow as its owner (``lease_owner(workflow_id)``) for ``DBOSRuntime(lease_seconds=...)``. A new run writes it
+with its start; ``retry`` and ``enqueue_resume`` claim the run for the workflow they submit before submitting it
+(``RunLeased`` or ``StepConflict`` there, before anything is submitted), and a leg submitted without that claim
+(a ``DBOSClient``) claims it in its first step, before anything executes. The lease is renewed as steps commit
+and dropped when the leg ends. Every step that picks a leg up (a recovered or moved workflow) takes the lease
+over when its workflow holds it, whichever executor that workflow ran on, and claims it otherwise.
+
 Recovery after a crash is DBOS's: a pending workflow is re-enqueued (``DBOS.launch`` does it for the
 executor's own workflows; for a dead executor's, restart it with the same ``executor_id``, or call DBOS's
 recovery for that executor id from a live one). Its recorded steps replay from DBOS's record; the first
@@ -33,9 +42,10 @@ moved to another process (or survived a crash) is rebuilt from the log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +56,7 @@ except ImportError as exc:  # a ModuleNotFoundError that says what to install, n
         f"stopwise.runtime.dbos needs the dbos extra: pip install 'stopwise[dbos]' ({exc})", name="dbos"
     ) from exc
 
-from stopwise._loop import Leg, drive
+from stopwise._loop import Leg
 from stopwise._results import result_from_log
 from stopwise.agent import Agent
 from stopwise.approvals import (
@@ -58,7 +68,7 @@ from stopwise.approvals import (
     Reject,
     Terminate,
 )
-from stopwise.errors import ConfigError, StepConflict, StopwiseError
+from stopwise.errors import ConfigError, StepConflict, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
 from stopwise.goal import Goal
 from stopwise.messages import Message, decode_tool_result, dump_messages, load_messages
@@ -66,7 +76,7 @@ from stopwise.records import parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.runtime.local import Input, Runner, _client_row, _input_messages
 from stopwise.stop.decision import Action, StopDecision, apply_decision
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tools import ToolError
 
 __all__ = [
@@ -76,6 +86,7 @@ __all__ = [
     "RunHandle",
     "decisions_from_data",
     "decisions_to_data",
+    "lease_owner",
     "request_for",
     "request_for_resume",
     "results_from_data",
@@ -84,6 +95,12 @@ __all__ = [
 
 WORKFLOW_NAME = "stopwise.run"
 DEFAULT_QUEUE = "stopwise"
+
+
+def lease_owner(workflow_id: str) -> str:
+    """The lease owner of a run leg driven by the DBOS workflow ``workflow_id`` (what ``RunLeased.owner`` names).
+    It is the workflow, not its executor: DBOS recovering the workflow on any executor is the same holder."""
+    return f"dbos-workflow:{workflow_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +143,11 @@ class DBOSRuntime:
     ``worker_concurrency`` caps the runs one process executes at once (``None``: no cap); ``polling_interval``
     is how often (seconds) the process looks for queued runs, and ``result`` for a submitted leg's end;
     ``queue_options`` go to ``DBOS.register_queue_async`` as they are (``global_concurrency``, ``limiter``, ...).
+
+    ``lease_seconds`` is the lease a leg holds on its run, as ``Runner(lease_seconds=...)``: while it is live,
+    another workflow's or runner's ``retry`` or ``resume`` of the run is refused with ``RunLeased``. A queued leg
+    holds it from its submission, so pick it longer than a leg may wait in the queue plus its longest step.
+    ``clock`` (Unix seconds) dates the leases this process takes and judges others' expiry, as ``Runner``'s does.
     """
 
     def __init__(
@@ -137,8 +159,12 @@ class DBOSRuntime:
         worker_concurrency: int | None = None,
         polling_interval: float = 1.0,
         queue_options: Mapping[str, Any] | None = None,
+        lease_seconds: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         global _active
+        if not lease_seconds > 0:
+            raise ConfigError("lease_seconds", f"must be a positive number of seconds, got {lease_seconds!r}")
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -149,6 +175,8 @@ class DBOSRuntime:
         self.worker_concurrency = worker_concurrency
         self.polling_interval = polling_interval
         self.queue_options = dict(queue_options or {})
+        self.lease_seconds = float(lease_seconds)
+        self.clock = clock
         _active = self
 
     async def launch(self) -> None:
@@ -208,8 +236,13 @@ class DBOSRuntime:
         A run whose workflow is still pending needs no retry: DBOS recovers it. This is for runs that ended
         failed or cancelled, and for runs left ``running`` by a workflow that ended in error (for example a
         database outage that outlasted the step): the retry continues from the last committed step.
+
+        The run is claimed for the submitted workflow before it is submitted: ``RunLeased`` (who holds it, until
+        when) while another workflow or runner holds a live lease on it (a live run, or one whose worker crashed
+        less than its lease ago), ``StepConflict`` when it moved on since it was read; nothing is submitted then.
         """
         self._check_agent(agent)
+        snapshot = await self.store.load_session(session_id)
         await Runner(self.store).open_leg(agent, "retry", session_id=session_id, message=message)  # checks only
         request = {
             "agent": agent.name,
@@ -218,7 +251,7 @@ class DBOSRuntime:
             "input": None if message is None else dump_messages(_input_messages(message)).decode(),
             "state": None,
         }
-        return await self._submit(request, workflow_id)
+        return await self._submit_holding(request, workflow_id, snapshot)
 
     async def enqueue_resume(
         self,
@@ -240,16 +273,22 @@ class DBOSRuntime:
         (see ``enqueue``). ``results`` maps a pending client-side tool call to its result, as for
         ``Runner.resume``: it travels in the workflow's input (as JSON data, see ``results_to_data``), so a
         recovered workflow settles with the same result.
+
+        The suspended run is claimed for the submitted workflow before it is submitted, as in ``retry``: of two
+        resumes at once (from any processes, or a ``Runner.resume`` or ``Runner.expire`` racing this one), one goes
+        on and the other gets ``RunLeased`` (or ``StepConflict``, or ``ApprovalError`` once the run is no longer
+        suspended) before anything ran.
         """
         self._check_agent(agent)
         now = time.time()
         decisions = decisions or {}
+        snapshot = await self.store.load_session(session_id)
         runner = Runner(self.store, clock=lambda: now)
         # Checks only; the results go through the request's JSON form first, so what is checked is what settles.
         settled = results_from_data(results_to_data(results or {}))
         await runner.open_leg(agent, "resume", session_id=session_id, decisions=decisions, results=settled)
         request = request_for_resume(agent.name, session_id, decisions, results=results, decided_at=now)
-        return await self._submit(request, workflow_id)
+        return await self._submit_holding(request, workflow_id, snapshot)
 
     async def resume(
         self,
@@ -283,7 +322,8 @@ class DBOSRuntime:
     async def result(self, handle: RunHandle) -> RunResult:
         """Wait for the leg's workflow to end, then read its run from the store. A workflow that ended in error
         (for example the store was unreachable for longer than a step) raises that error here; the run stays
-        ``running`` in the store and ``retry`` continues it."""
+        ``running`` in the store and ``retry`` continues it (once the leg's lease is dropped, which it is as the
+        workflow fails unless the store is unreachable then too; else once it lapses)."""
         workflow: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(handle.workflow_id)
         outcome: dict[str, Any] = await workflow.get_result(polling_interval_sec=self.polling_interval)
         return await self.read_result(handle.session_id, outcome["run_id"])
@@ -308,6 +348,23 @@ class DBOSRuntime:
         with SetWorkflowID(wf):
             await DBOS.enqueue_workflow_async(self.queue, _run_workflow, request)
         return RunHandle(wf, request["session_id"])
+
+    async def _submit_holding(
+        self, request: dict[str, Any], workflow_id: str | None, snapshot: SessionSnapshot | None
+    ) -> RunHandle:
+        """Claim the session's last run (as of ``snapshot``, which the caller checked) for the workflow, then
+        submit it; a submission that fails drops the claim. A workflow id that DBOS already has is submitted
+        again as it is (DBOS returns that workflow, which holds or held the run)."""
+        wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"
+        if snapshot is None or await DBOS.get_workflow_status_async(wf) is not None:
+            return await self._submit(request, wf)
+        lease = await _hold(_holder(self, wf), snapshot)
+        try:
+            return await self._submit(request, wf)
+        except BaseException:
+            with contextlib.suppress(StoreError):  # the error that stopped the submission is the one to see
+                await self.store.release(lease)
+            raise
 
 
 def request_for(
@@ -464,7 +521,7 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
     session_id = request["session_id"]
     agent = rt.agent(request["agent"])
     snapshot = await rt.store.load_session(session_id)
-    runner = Runner(rt.store)
+    holder = _holder(rt, wf)
     rows = None if request["input"] is None else load_messages(request["input"])
     if request["mode"] == "run":
         # The run is named after this workflow: if it is in the store, this step ran before and its start
@@ -473,9 +530,10 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
         if snapshot is not None and ours is not None:
             return _outcome_of(snapshot, ours)
         goal = Goal.from_data(request["goal"]) if request.get("goal") else None
-        leg = await runner.open_leg(
+        leg = await holder.open_leg(
             agent, "run", session_id=session_id, input=rows, state=request["state"], run_id=wf, goal=goal
         )
+        leg.lease = Lease(wf, holder.owner, holder.clock() + holder.lease_seconds)  # written with the start
     else:
         if snapshot is not None and snapshot.next_seq > next_seq:
             # As above, for a retry that wrote an entry (its message, or an input guardrail's rewrite): it is
@@ -484,8 +542,10 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
             entry = _entry_at(snapshot, next_seq)
             return _outcome_from_log(snapshot, entry.run_id, 0)
         message = rows[0] if rows else None
-        leg = await runner.open_leg(agent, "retry", session_id=session_id, message=message)
-    events = drive(leg)
+        leg = await holder.open_leg(agent, "retry", session_id=session_id, message=message)
+        assert snapshot is not None  # open_leg refused a session with no run
+        leg.lease = await _hold(holder, snapshot)
+    events = holder.drive_leased(leg)
     async for event in events:
         if isinstance(event, RunFinished):  # ended before any step (an input guardrail's block)
             return _outcome(event.run_id, event.step, event.result.status)
@@ -502,16 +562,17 @@ async def _settle(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
     before this leg (the probe's): the settle commits there (after an input guardrail's rewrite, if any)."""
     rt = _runtime()
     wf = _workflow_id()
+    holder = _holder(rt, wf)
     session_id = request["session_id"]
     decisions = decisions_from_data(request["decisions"])
+    decided_at = float(request["decided_at"])
     snapshot = await rt.store.load_session(session_id)
     if snapshot is not None and snapshot.next_seq > next_seq:
-        done = _settled(snapshot, next_seq, decisions)
+        done = await _own_settle(holder, snapshot, next_seq, decisions, decided_at)
         if done is not None:  # this step ran before and its settle committed; the process died before DBOS knew
             return done
     # The expiry of an approval is judged when it was submitted (``decided_at``), also when a recovered
     # workflow settles later; the leg itself dates any new approvals by the wall clock.
-    decided_at = float(request["decided_at"])
     leg = await Runner(rt.store, clock=lambda: decided_at).open_leg(
         rt.agent(request["agent"]),
         "resume",
@@ -519,19 +580,21 @@ async def _settle(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
         decisions=decisions,
         results=results_from_data(request.get("results", {})),
     )
+    assert snapshot is not None  # open_leg refused a session with no run
+    leg.lease = await _hold(holder, snapshot)  # before any call runs: a second resume is refused here
     leg.clock = time.time
     _keep_suspended(leg)
     run_id = leg.run.run_id
-    live = _Live(run_id, drive(leg))
+    live = _Live(run_id, holder.drive_leased(leg))
     _live[wf] = live
     try:
         return await _drive_step(wf, live)
     except StepConflict:
-        # Another execution settled the step first: this workflow's, recovered while this one still ran, or
-        # another resume of the same suspension (then its decisions must be ours to go on).
+        # Another execution of this workflow settled the step first (DBOS recovered it while this one still
+        # ran): its settle stands.
         _live.pop(wf, None)
         snapshot = await rt.store.load_session(session_id)
-        done = None if snapshot is None else _settled(snapshot, next_seq, decisions)
+        done = None if snapshot is None else await _own_settle(holder, snapshot, next_seq, decisions, decided_at)
         if done is None:
             raise
         return done
@@ -550,10 +613,12 @@ async def _advance(request: dict[str, Any], run_id: str, step: int) -> dict[str,
         done = _outcome_if_done(snapshot, run_id, step)
         if done is not None:
             return done
-        # Interrupted (a crash, or a worker that stopped): continue the leg from the log.
+        # Interrupted (a crash, or a worker that stopped): continue the leg from the log, holding the run.
         agent = rt.agent(request["agent"])
-        leg = await Runner(rt.store).open_leg(agent, "retry", session_id=request["session_id"])
-        live = _Live(run_id, drive(leg))
+        holder = _holder(rt, wf)
+        leg = await holder.open_leg(agent, "retry", session_id=request["session_id"])
+        leg.lease = await _hold(holder, snapshot)
+        live = _Live(run_id, holder.drive_leased(leg))
         _live[wf] = live
     try:
         return await _drive_step(wf, live)
@@ -628,19 +693,54 @@ def _entry_at(snapshot: SessionSnapshot, seq: int) -> LogEntry:
     return next(e for e in snapshot.entries if e.seq == seq)
 
 
-def _settled(snapshot: SessionSnapshot, seq: int, decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any] | None:
-    """The outcome of the settle committed from ``seq`` on with these decisions; None when there is none. A
-    settle made there with other decisions (another resume of the same suspension won) is refused."""
+def _holder(rt: DBOSRuntime, workflow_id: str) -> Runner:
+    """The runner that holds a run's lease for the workflow ``workflow_id`` (its owner, the runtime's lease)."""
+    return Runner(rt.store, clock=rt.clock, owner=lease_owner(workflow_id), lease_seconds=rt.lease_seconds)
+
+
+async def _hold(holder: Runner, snapshot: SessionSnapshot) -> Lease:
+    """Take the session's last run for ``holder``'s workflow before anything of the leg runs. The workflow takes
+    its own lease over (it took it at submission, or an earlier execution of it crashed, or DBOS recovered it
+    elsewhere): the lease is renewed. Otherwise the run is claimed as of ``snapshot`` (``Store.claim``):
+    ``RunLeased`` while another owner's lease is live, ``StepConflict`` when the run moved on since."""
+    last = snapshot.last_run
+    assert last is not None, "a leg is opened on a session with a run"
+    lease = Lease(last.run_id, holder.owner, holder.clock() + holder.lease_seconds)
+    if not await holder.store.renew(lease):
+        await holder.store.claim(last, snapshot.next_seq - 1, lease, holder.clock())
+    return lease
+
+
+async def _own_settle(
+    holder: Runner,
+    snapshot: SessionSnapshot,
+    seq: int,
+    decisions: Mapping[str, ApprovalDecision],
+    decided_at: float,
+) -> dict[str, Any] | None:
+    """The outcome of the settle committed from ``seq`` on when ``holder``'s workflow made it (an execution of it
+    committed the settle, then died before DBOS recorded the step); None when there is no settle. Its own settle
+    is told by its decisions' records, dated with its ``decided_at``, or (a settle of client results only, which
+    records no decision) by the run's lease, which the workflow still holds. A settle it did not make (another
+    resume of the same suspension won, with any decisions or results) is refused with ``ApprovalError``:
+    nothing of this resume ran."""
     entry = next((e for e in snapshot.entries if e.seq >= seq and e.kind is EntryKind.SETTLE), None)
     if entry is None:
         return None
     approvals = (d for d in entry.records if d.get("type") == ApprovalRecord.TYPE)
     made = {r.call_id: r for r in parse_records(approvals) if isinstance(r, ApprovalRecord)}
-    if set(made) != set(decisions) or not all(made[c].matches(d) for c, d in decisions.items()):
-        raise ApprovalError(
-            f"session {snapshot.session_id!r}: run {entry.run_id} was resumed by another submission, with other "
-            "decisions, while this one waited"
-        )
+    dated = (
+        bool(made)
+        and set(made) == set(decisions)
+        and all(made[c].decided_at == decided_at and made[c].matches(d) for c, d in decisions.items())
+    )
+    if not dated:
+        lease = Lease(entry.run_id, holder.owner, holder.clock() + holder.lease_seconds)
+        if not await holder.store.renew(lease):
+            raise ApprovalError(
+                f"session {snapshot.session_id!r}: run {entry.run_id} was resumed by another submission while "
+                "this one waited; nothing of this one ran"
+            )
     return _outcome_from_log(snapshot, entry.run_id, entry.step)
 
 

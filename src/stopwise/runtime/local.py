@@ -429,6 +429,12 @@ class Runner:
                 with contextlib.suppress(StoreError):
                     await self.store.release(lease)
 
+    def drive_leased(self, leg: Leg) -> AsyncGenerator[Event, None]:
+        """``stopwise._loop.drive(leg)`` for a leg from ``open_leg`` whose ``leg.lease`` (this runner's ``owner``)
+        the caller took: written with a new run's start, or claimed in the store. As for this runner's own legs,
+        the lease is renewed after a step commits once half of it is spent, and dropped when the leg ends."""
+        return self._leased(leg)
+
     async def _renewed(self, lease: Lease) -> Lease:
         """The lease, renewed in the store once half of it is spent."""
         now = self.clock()
