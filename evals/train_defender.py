@@ -8,13 +8,17 @@ scorer's logit (the shipped integrity map over the markers and the n-gram model,
 ``RuleEvaluator`` computes), stackone-defender's Tier 2 probability as a logit, and whether its Tier 1 said high
 risk or worse. Rows: the train sample of ``score_defender.py`` (every injected train record, a fixed sample of
 clean ones, weighted back to the train split's share of clean records), trivial results left out (the backend is
-never asked about them). The held-out corpora are never read here. Also printed: the leave-one-corpus-out AUROC
-and log loss of the combination beside the light scorer and the library alone on the same train rows.
+never asked about them). As for the light scorer, the intercept is then moved from the train split's rate of
+injected results to ``train_integrity.BASE_RATE`` (5%). The held-out corpora are never read here. Also printed:
+the leave-one-corpus-out AUROC and log loss of the combination beside the light scorer and the library alone on
+the same train rows. Caveat: the light logit of a train row is in-sample (the light model was fitted on these
+corpora), so the combination may trust it more than it deserves on unseen text.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from datetime import date
 from pathlib import Path
@@ -27,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _integrity_data import Item, load_items
 from score_defender import CACHE, READ_CHARS, SECOND_CORPORA, load_cache, text_key, train_sample
+from train_integrity import BASE_RATE
 
 from stopwise.guardian.evaluators._integrity import is_trivial
 from stopwise.guardian.evaluators.defender import COMBINATION_FILE, LibraryScore, combined_features
@@ -84,16 +89,21 @@ def main() -> None:
         )
 
     fit = LogisticRegression(C=C).fit(x, y, sample_weight=weight)
+    # The light scorer's convention (train_integrity.BASE_RATE): the intercept is moved from the train split's rate
+    # of injected results to 5%, so a result without evidence answers below the condition's uncertain band.
+    train_rate = float(np.average(y, weights=weight))
+    shift = math.log(BASE_RATE / (1 - BASE_RATE)) - math.log(train_rate / (1 - train_rate))
+    print(f"intercept moved by {shift:+.3f} from the train split's rate {train_rate:.3f} to {BASE_RATE}")
     data = {
         "version": f"defender-combo-{date.today().isoformat()}",
         "library_version": str(head["version"]),
         "read_chars": READ_CHARS,
         "fitted_on": (
             "evals/train_defender.py: the integrity set's train split (no held-out corpus), every injected record "
-            f"and {clean_here} clean ones weighted to the split's share, C={C}"
+            f"and {clean_here} clean ones weighted to the split's share, C={C}; intercept moved to {BASE_RATE} injected"
         ),
         "map": {
-            "bias": round(float(fit.intercept_[0]), 6),
+            "bias": round(float(fit.intercept_[0]) + shift, 6),
             "weights": {n: round(float(w), 6) for n, w in zip(NAMES, fit.coef_[0], strict=True)},
         },
     }

@@ -40,7 +40,7 @@ def test_importing_stopwise_and_its_rule_evaluator_never_loads_the_library() -> 
         "import sys, stopwise, stopwise.guardian, stopwise.guardian.evaluators.rule\n"
         "from stopwise.guardian.evaluators import RuleEvaluator\n"
         "RuleEvaluator()\n"
-        "import stopwise.guardian.evaluators.defender\n"
+        "from stopwise.guardian.evaluators import DefenderIntegrity\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('stackone_defender', 'onnxruntime')))"
     )
     assert done.returncode == 0, done.stderr
