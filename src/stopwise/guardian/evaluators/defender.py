@@ -169,7 +169,10 @@ class DefenderIntegrity:
 
     Building one loads the library and its model (about a second) and raises ``ConfigError`` naming the
     ``defender`` extra when it is not installed. ``combination`` is a path to another fitted combination file.
-    One instance may serve many runs; the library's ONNX session is used from one thread at a time per call.
+    One instance may serve many runs: it keeps no per-run state (the evaluator memoises its features per text).
+    Scoring is synchronous: a new result blocks the event loop of ``RuleEvaluator.evaluate`` for the library's
+    time (hundreds of milliseconds at 8,000 characters). Sharing one across threads is as safe as the library's
+    ``defend_tool_result``, which stopwise does not vouch for.
     """
 
     def __init__(self, *, combination: str | Path | None = None) -> None:
