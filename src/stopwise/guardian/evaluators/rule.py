@@ -4,7 +4,8 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 
 - ``integrity``: hand-written markers of instructions addressed to the agent inside tool results (bare requests and
   orders in data fields included), combined with a small linear model over hashed word n-grams scored in windows
-  (trained offline by ``evals/train_integrity.py``); trivial results are no evidence (``_integrity``);
+  (trained offline by ``evals/train_integrity.py``); trivial results are no evidence (``_integrity``); an
+  ``IntegrityBackend`` (``integrity=``, e.g. the optional ``DefenderIntegrity``) may answer it instead;
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
   leans cautious, nudged by the tool's name: a leading read verb, or a read, write, destructive or money word);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
@@ -40,7 +41,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
@@ -61,6 +62,7 @@ __all__ = [
     "COEFFICIENTS_FILE",
     "MARKER_FAMILIES",
     "INTEGRITY_MODEL_FILE",
+    "IntegrityBackend",
     "IntegrityModel",
     "OUTCOME_FEATURES",
     "LogisticMap",
@@ -241,6 +243,27 @@ def _shipped_coefficients() -> RuleCoefficients:
 @functools.cache
 def _shipped_integrity_model() -> IntegrityModel:
     return load_integrity_model()
+
+
+class IntegrityBackend(Protocol):
+    """A heavier scorer the rule evaluator's integrity check can take (``RuleEvaluator(integrity=...)``).
+
+    It is asked only about non-trivial results (an empty or trivial result stays no evidence), after the light
+    scorer, whose logit it is given; its ``logit`` of the features it returned replaces the light map's. Both
+    must be pure functions of their arguments (the evaluator memoises features per text) and safe to call from
+    several runs. ``version`` is appended to the evaluator's ``model_version``.
+    """
+
+    @property
+    def version(self) -> str: ...
+
+    def features(self, text: str, light_logit: float, read_chars: int) -> Mapping[str, float]:
+        """Its numbers for the first ``read_chars`` characters of ``text``."""
+        ...
+
+    def logit(self, features: Mapping[str, float]) -> float:
+        """Its logit of p(injected) from the light features merged with those ``features`` returned."""
+        ...
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -492,6 +515,7 @@ class RuleEvaluator:
         *,
         coefficients: RuleCoefficients | str | Path | None = None,
         integrity_model: IntegrityModel | str | Path | None = None,
+        integrity: IntegrityBackend | None = None,
         cache_size: int = 256,
         name: str = "rules",
     ) -> None:
@@ -506,7 +530,10 @@ class RuleEvaluator:
         else:
             self.integrity_model = load_integrity_model(integrity_model)
         self.name = name
+        self.integrity = integrity
         self.model_version = f"rules-{self.coefficients.version}/{self.integrity_model.version}"
+        if integrity is not None:
+            self.model_version += f"+{integrity.version}"
         self._cache_size = cache_size
         self._integrity_cache: OrderedDict[str, TextScore] = OrderedDict()
         self._stem_cache: OrderedDict[str, frozenset[str]] = OrderedDict()
@@ -558,7 +585,7 @@ class RuleEvaluator:
         for step in projection.steps[-co.scan_steps :] if co.scan_steps > 0 else ():
             for call in step.calls:
                 scored = self.text_integrity_score(call.result)
-                z = co.integrity.logit(scored.features)
+                z = self._integrity_logit(scored.features)
                 if z > best_z:
                     best, best_z = dict(scored.features), z
                     where = f"step {step.step} {call.tool}"
@@ -577,8 +604,18 @@ class RuleEvaluator:
         if hit is not None:
             return hit
         scored = score_text(text, self.integrity_model, self.coefficients.scan_chars)
+        if self.integrity is not None and "trivial" not in scored.features:
+            light_z = self.coefficients.integrity.logit(scored.features)
+            extra = self.integrity.features(text, light_z, self.coefficients.scan_chars)
+            scored = TextScore({**scored.features, **extra}, scored.window_char)
         _memo(cache, text, scored, self._cache_size)
         return scored
+
+    def _integrity_logit(self, features: Mapping[str, float]) -> float:
+        # The backend answers for the results it read; no result and trivial ones keep the light map's answer.
+        if self.integrity is not None and features and "trivial" not in features:
+            return self.integrity.logit(features)
+        return self.coefficients.integrity.logit(features)
 
     def stagnation_features(self, projection: Projection) -> dict[str, float]:
         steps = projection.steps[-self.coefficients.history_steps :]
@@ -857,12 +894,15 @@ class RuleEvaluator:
         if not where:
             p = self.coefficients.integrity.p({})
             return _yes(p, "no tool result in the scanned steps")
-        p = self.coefficients.integrity.p(features)
+        z = self._integrity_logit(features)
+        p = _sigmoid(z)
         if "trivial" in features:
             return _yes(p, f"only empty or trivial results (latest: {where}): no evidence either way")
         fired = [k.removeprefix("marker_") for k in features if k.startswith("marker_")]
         note = f"most suspicious: {where}; markers: {', '.join(fired) or 'none'}; "
         note += f"model logit {features['model_logit']:.2f}"
+        if self.integrity is not None:
+            note += f"; {self.integrity.version} logit {z:.2f}"
         return _yes(p, note)
 
     def _stagnation(self, projection: Projection, condition: Condition) -> Answer:
