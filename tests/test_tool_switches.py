@@ -177,6 +177,8 @@ def test_the_switched_off_set_folds_the_records_in_log_order() -> None:
     assert switched_off(records[:1]) == {"a", "b"}
     assert switched_off(records[:2]) == {"b"}
     assert switched_off(records) == {"a"}
+    # Folding on from an earlier fold gives the same set as folding the whole list (the leg folds only new records).
+    assert switched_off(records[2:], switched_off(records[:2])) == switched_off(records)
 
 
 def test_a_tool_may_only_switch_tools_off() -> None:

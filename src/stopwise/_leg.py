@@ -123,6 +123,8 @@ class Leg:
     """The lease the runner holds on the run while it drives this leg; the run's start writes it with the record."""
     goal: Goal | None = None
     """The run's goal as its log has it (None: a log from before goals were logged, or none stated)."""
+    _switches: tuple[int, frozenset[str]] = (0, frozenset())
+    """How many of ``records`` ``tools_off`` has folded, and the switched-off set they give."""
     log_goal: bool = False
     """Whether the leg's start commits ``goal`` (a new run's first leg): later legs read it from the log."""
     replans: int = 0
@@ -180,8 +182,15 @@ class Leg:
         self.text = self.run.text
 
     def tools_off(self) -> frozenset[str]:
-        """The tools switched off in this run (``stopwise.tool_switches``), from its records."""
-        return switched_off(self.records)
+        """The tools switched off in this run (``stopwise.tool_switches``), from its records. ``records`` is only
+        appended to, so the fold goes on from the records read last time: a step's cost does not grow with the run."""
+        seen, off = self._switches
+        if seen > len(self.records):  # not appended to: fold the whole list again
+            seen, off = 0, frozenset()
+        if seen < len(self.records):
+            off = switched_off(self.records[seen:], off)
+            self._switches = (len(self.records), off)
+        return off
 
     def history(self) -> HistoryView:
         """``messages`` as committed so far, a view that shares its rows (``stopwise.history_view``): everything a

@@ -78,9 +78,10 @@ class ToolSwitchRecord:
         )
 
 
-def switched_off(records: Iterable[object]) -> frozenset[str]:
-    """The tools switched off after ``records`` (a run's records in log order; other records are skipped)."""
-    off: set[str] = set()
+def switched_off(records: Iterable[object], before: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The tools switched off after ``records`` (a run's records in log order; other records are skipped), starting
+    from ``before``, the set the run's earlier records gave."""
+    off: set[str] = set(before)
     for r in records:
         if isinstance(r, ToolSwitchRecord):
             off.difference_update(r.on)
