@@ -56,15 +56,17 @@ RUNS = [
     ("parent", "lead", "completed", "final_answer", 2),
 ]
 
-# Where the schema-5 log differs: by then the rule evaluator's risk gate let the lookup of undeclared risk run.
+# Where the schema-5 log differs: by then the rule evaluator's risk gate let the lookup of undeclared risk run, so
+# the same code added a session whose undeclared tool looks destructive, and that one escalated.
 RUNS_V5 = {"guardian_escalated": ("guardian_escalated", "watched_risky", "completed", "final_answer", 3)}
+ESCALATED_V5 = ("guardian_escalated_destructive", "watched_destructive", "suspended", "awaiting_approval", 1)
 
 
 def runs(db: Path) -> list[tuple[str, str, str, str, int]]:
     """How every run of the log at ``db`` (a copy of a fixture, named for its version) ended."""
     if db.name != "log_v5.db":
         return RUNS
-    return [RUNS_V5.get(run[0], run) for run in RUNS]
+    return [*(RUNS_V5.get(run[0], run) for run in RUNS), ESCALATED_V5]
 
 
 # The final answer each completed run returned to its caller.
@@ -88,6 +90,12 @@ def lookup(q: str) -> str:
     return f"found {q}"
 
 
+@tool
+def delete_item(q: str) -> str:
+    """Delete an item."""
+    return f"deleted {q}"
+
+
 @tool(needs_approval=True)
 def transfer(to: str, amount: int) -> str:
     """Move money."""
@@ -98,11 +106,11 @@ def _tool_rows(request: ModelRequest) -> list[str]:
     return [str(decode_tool_result(m)) for m in request.messages if m.role == "tool"]
 
 
-def looking_up(until: int) -> FunctionModel:
+def looking_up(until: int, tool_name: str = "lookup") -> FunctionModel:
     def reply(request: ModelRequest) -> Reply:
         rows = _tool_rows(request)
         if len(rows) < until:
-            call = ToolCall("lookup", {"q": f"item {len(rows) + 1}"}, id=f"c{len(rows) + 1}")
+            call = ToolCall(tool_name, {"q": f"item {len(rows) + 1}"}, id=f"c{len(rows) + 1}")
             return Reply(tool_calls=[call])
         return Reply("Answer: " + "; ".join(rows))
 
@@ -156,7 +164,7 @@ async def test_an_old_log_opens_migrates_and_opens_again(db: Path) -> None:
 
 async def test_every_old_run_reads_back_with_its_status_reason_and_output(db: Path, store: SQLiteStore) -> None:
     sessions = await store.list_sessions(limit=1000)
-    assert sorted(sessions) == sorted(s for s, *_ in RUNS)
+    assert sorted(sessions) == sorted(s for s, *_ in runs(db))
     for session, agent, status, reason, steps in runs(db):
         (run,) = await store.list_runs(session)
         assert (run.agent, run.status, run.completion_reason, run.steps) == (agent, status, reason, steps), session
@@ -212,7 +220,7 @@ def test_stopwise_runs_lists_every_old_run(db: Path) -> None:
 def test_replay_agrees_with_every_old_guardian_decision(db: Path) -> None:
     result = cli("replay", str(db))
     assert result.returncode == 0, result.stderr
-    count = 14 if db.name == "log_v5.db" else 10
+    count = 15 if db.name == "log_v5.db" else 10
     assert result.stdout.strip() == f"replayed {count} decisions: every outcome agrees with the log"
 
 
@@ -221,8 +229,8 @@ def test_guardian_stats_reads_an_old_log(db: Path) -> None:
     assert result.returncode == 0, result.stderr
     risk = next(line for line in result.stdout.splitlines() if line.startswith("risk"))
     if db.name == "log_v5.db":
-        assert result.stdout.splitlines()[0] == "14 decisions: continue 14"
-        assert risk.split()[1:5] == ["6", "0", "0", "0"]  # asked 6 times, never held
+        assert result.stdout.splitlines()[0] == "15 decisions: continue 14, escalate 1"
+        assert risk.split()[1:5] == ["7", "0", "1", "1"]  # asked 7 times, held and escalated once
     else:
         assert result.stdout.splitlines()[0] == "10 decisions: continue 9, escalate 1"
         assert risk.split()[1:5] == ["5", "0", "1", "1"]  # asked 5 times, held and escalated once
@@ -248,13 +256,16 @@ async def test_resume_approves_an_old_suspended_call_and_the_run_completes(store
 
 
 async def test_resume_settles_an_old_guardian_escalation(db: Path, store: SQLiteStore) -> None:
+    # The code of schema 5 let an undeclared read-like tool run, so its log's escalation is on a destructive one.
     if db.name == "log_v5.db":
-        pytest.skip("the schema-5 log holds no escalation (its risk gate let the lookup run)")
-    watched = Agent("watched_risky", "Look up two items.", looking_up(2), tools=[lookup], guardian=Guardian())
-    result = await Runner(store).resume(watched, "guardian_escalated", {"c1": Approve()})
+        name, session, tool_, found = "watched_destructive", "guardian_escalated_destructive", delete_item, "deleted"
+    else:
+        name, session, tool_, found = "watched_risky", "guardian_escalated", lookup, "found"
+    watched = Agent(name, "Look up two items.", looking_up(2, tool_.name), tools=[tool_], guardian=Guardian())
+    result = await Runner(store).resume(watched, session, {"c1": Approve()})
     # The risk gate held call c1 for a human; approved, it ran and the run went on (the next call asks again).
     assert result.steps >= 2
-    assert decode_tool_result(next(m for m in result.messages if m.role is Role.TOOL)) == "found item 1"
+    assert decode_tool_result(next(m for m in result.messages if m.role is Role.TOOL)) == f"{found} item 1"
 
 
 async def test_replay_agrees_over_old_and_new_decisions_in_one_log(db: Path) -> None:
