@@ -140,6 +140,9 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
     elif step.guardrails or step.guardian:
         line()
         line(("before step 1", "bold"))
+    if step.fork is not None:
+        f = step.fork
+        line(("  forked from: ", "magenta"), f"session {f.source_session_id}, run {f.source_run_id}, step {f.at_step}")
     if step.plan is not None:
         line(("  prepare_step: ", "magenta"), _clip(step.plan.describe(), full))
     if step.history is not None:
@@ -157,6 +160,9 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
             f"{g.hook.value} {g.name}: {g.action}{where}",
             f" ({g.reason})" if g.reason else "",
         )
+    for w in step.switches:
+        switched = ", ".join([*(f"on {n}" for n in w.on), *(f"off {n}" for n in w.off)])
+        line(("  tool switch ", "magenta"), f"by {w.source}: {switched}")
     for s in step.stop_guard:
         line(("  stop guard ", "magenta"), f"{s.guard}: {s.event}", f" ({_one_line(s.message)})" if s.message else "")
     for d in step.guardian:

@@ -15,10 +15,11 @@ from stopwise.guardian.records import GuardianConfig, GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Role, decode_tool_result
-from stopwise.records import parse_records
+from stopwise.records import ForkRecord, parse_records
 from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.guard import StopGuardRecord
 from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot
+from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = [
     "ConditionPoint",
@@ -90,6 +91,10 @@ class StepView:
     history: HistoryRecord | None = None
     """What of the history the agent's history processors kept from this step's model call (None: no
     processors)."""
+    switches: tuple[ToolSwitchRecord, ...] = ()
+    """The tool switches this step committed (a tool switching tools off, a stop guard switching them back on)."""
+    fork: ForkRecord | None = None
+    """Where the session was forked from, on the step a fork continues from (``Runner.fork``)."""
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -106,6 +111,8 @@ class StepView:
             "approvals": [r.to_data() for r in self.approvals],
             "plan": None if self.plan is None else self.plan.to_data(),
             "history": None if self.history is None else self.history.to_data(),
+            "switches": [r.to_data() for r in self.switches],
+            "fork": None if self.fork is None else self.fork.to_data(),
         }
 
 
@@ -235,6 +242,8 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
                 approvals=tuple(r for r in records if isinstance(r, ApprovalRecord)),
                 plan=_last(records, StepPlanRecord),
                 history=_last(records, HistoryRecord),
+                switches=tuple(r for r in records if isinstance(r, ToolSwitchRecord)),
+                fork=_last(records, ForkRecord),
             )
         )
     decisions = [d for s in steps for d in s.guardian]
