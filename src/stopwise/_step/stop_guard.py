@@ -17,7 +17,7 @@ from stopwise.stop.guard import (
     StopGuardContext,
     StopGuardOutcome,
     StopGuardRecord,
-    guard_report,
+    guard_budget,
     settle,
 )
 from stopwise.tool_switches import ToolSwitchRecord
@@ -48,13 +48,12 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
     """Call the guard under its time limit; returns its outcome and whether a continue was still allowed."""
     guard = leg.agent.stop_guard
     assert guard is not None
-    guard_records = [r for r in leg.records if isinstance(r, StopGuardRecord)]
-    used = guard_report(guard_records).continues_used
+    used, attempt = guard_budget(leg.records)
     ctx = StopGuardContext(
         session_id=leg.run.session_id,
         run_id=leg.run.run_id,
         step=step,
-        attempt=len(guard_records) + 1,
+        attempt=attempt,
         reply=reply,
         messages=leg.history_with([Message(Role.ASSISTANT, reply.text)]),
         run_start=leg.run_start,

@@ -36,7 +36,7 @@ from stopwise.messages import Message, Reply, Role, ToolCall, encode_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_record, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
-from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_report
+from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
@@ -286,13 +286,12 @@ class PeerRun:
         signal: GuardSignal | None = None
         feedback = ""
         if guard is not None:
-            guard_records = [r for r in self.records if isinstance(r, StopGuardRecord)]
-            used = guard_report(guard_records).continues_used
+            used, attempt = guard_budget(self.records)
             ctx = StopGuardContext(
                 session_id=self.run.session_id,
                 run_id=self.run.run_id,
                 step=step,
-                attempt=len(guard_records) + 1,
+                attempt=attempt,
                 reply=Reply(text),
                 messages=(*history, Message(Role.ASSISTANT, text)),
                 run_start=0,

@@ -31,6 +31,7 @@ __all__ = [
     "StopGuardRecord",
     "StopGuardReport",
     "StopGuardVerdict",
+    "guard_budget",
     "guard_report",
 ]
 
@@ -292,6 +293,13 @@ class StopGuardRecord:
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> StopGuardRecord:
         return cls(data["event"], data["guard"], data["step"], data.get("message"), Usage(**data.get("usage", {})))
+
+
+def guard_budget(records: Iterable[object]) -> tuple[int, int]:
+    """From a run's records: the continues its stop guard has used, and the number of the next consultation (one
+    more than the guard's records so far). Every runtime counts a guard's budget this way, from the log."""
+    guard_records = [r for r in records if isinstance(r, StopGuardRecord)]
+    return guard_report(guard_records).continues_used, len(guard_records) + 1
 
 
 def guard_report(records: Iterable[object]) -> StopGuardReport:
