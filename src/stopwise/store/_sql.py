@@ -35,6 +35,7 @@ __all__ = [
     "SESSION_KEY",
     "LAST_RUN",
     "LEASE_OF_RUN",
+    "QUICK_COMMIT",
     "RELEASE_LEASE",
     "RENEW_LEASE",
     "RUNS_OF_SESSION",
@@ -42,8 +43,10 @@ __all__ = [
     "SESSIONS_RECENT",
     "SESSION_LOG",
     "SESSION_STATE",
+    "TOUCH_SECONDS",
     "Deletion",
     "Op",
+    "append_op",
     "check_append",
     "claim_params",
     "claim_refused",
@@ -53,6 +56,7 @@ __all__ = [
     "hold_from",
     "lease_params",
     "pending_migrations",
+    "quick_commit_op",
     "run_from",
     "snapshot_from",
     "start_run_ops",
@@ -101,11 +105,31 @@ UPDATE_SESSION_STATE = "UPDATE sessions SET state=:state, updated_at=:now WHERE 
 # false, and a seq another writer already took (committed, or committing concurrently: PostgreSQL waits for
 # that transaction on the primary key) is skipped by ON CONFLICT DO NOTHING. Either way 0 rows: StepConflict.
 # Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed.
-APPEND_ENTRY = (
+_INSERT_ENTRY = (
     "INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at) "
     "SELECT :session_id, :seq, :run_id, :step, :kind, :messages, :decision, :usage, :forced, :records, :now "
     "WHERE :seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = :session_id) "
-    "ON CONFLICT (session_id, seq) DO NOTHING"
+)
+_ON_TAKEN = "ON CONFLICT (session_id, seq) DO NOTHING"
+APPEND_ENTRY = _INSERT_ENTRY + _ON_TAKEN
+
+TOUCH_SECONDS = 1.0
+"""How far a session's ``updated_at`` may lag its last commit. A commit that leaves the session's state as it was
+moves ``updated_at`` only when the stored time is at least this old, so a fast run's commits write the log's page
+alone instead of also the session's row and its ``sessions_by_update`` entry (three pages a commit, two of them
+the session's). Retention, which counts in days, and ``list_sessions`` between sessions written a second or more
+apart are unaffected; a run's start always moves it."""
+
+# ``Store.commit`` in one statement when the session's row would not change (``QUICK_COMMIT``): the append rule
+# as above, and the session already holds the state this commit writes with an ``updated_at`` newer than
+# ``:fresh_since``. A single INSERT takes the write lock before it reads (as BEGIN IMMEDIATE does) and commits on
+# its own, so the entry still goes in atomically at the next free seq. 0 rows says only "not this way": the
+# caller then runs ``commit_ops``, which updates the row or tells a conflict (``StepConflict``).
+QUICK_COMMIT = (
+    _INSERT_ENTRY
+    + "AND EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id AND state = :state "
+    "AND updated_at >= :fresh_since) "
+    + _ON_TAKEN
 )
 
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
@@ -226,7 +250,9 @@ def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
     }
 
 
-def _append_op(e: LogEntry, now: float) -> Op:
+def append_op(e: LogEntry, now: float) -> Op:
+    """The entry's ``APPEND_ENTRY``, its values made storable and encoded (once: ``quick_commit_op`` and
+    ``commit_ops`` reuse it)."""
     e = storable(e, where=f"session {e.session_id!r}, entry {e.seq}")
     params = {
         "session_id": e.session_id,
@@ -287,17 +313,30 @@ def start_run_ops(
     if lease is not None:
         ops.append(Op(SET_LEASE, lease_params(lease)))
     if entry is not None:
-        ops.append(_append_op(entry, now))
+        ops.append(append_op(entry, now))
     return ops
 
 
-def commit_ops(entry: LogEntry, state_json: str, run: RunRecord | None, now: float) -> list[Op]:
+def quick_commit_op(append: Op, state_json: str) -> Op:
+    """``QUICK_COMMIT``: the entry of ``append`` (an ``append_op``), committed alone when the session's row already
+    holds ``state_json`` and was written less than ``TOUCH_SECONDS`` before the entry's time. A commit with a run
+    record always takes ``commit_ops``."""
+    params = dict(append.params)
+    params["state"] = state_json
+    params["fresh_since"] = params["now"] - TOUCH_SECONDS
+    return Op(QUICK_COMMIT, params)
+
+
+def commit_ops(
+    entry: LogEntry, state_json: str, run: RunRecord | None, now: float, append: Op | None = None
+) -> list[Op]:
     """``Store.commit``: the entry first (a conflict stops the transaction before anything else is written),
-    then the state after it and, on a terminal step, the run record."""
+    then the state after it and, on a terminal step, the run record. ``append``: the entry's ``append_op`` when
+    the caller already built it (for ``now``)."""
     if run is not None:
         run = storable(run, where=f"run {run.run_id}")
     ops = [
-        _append_op(entry, now),
+        append_op(entry, now) if append is None else append,
         Op(UPDATE_SESSION_STATE, {"session_id": entry.session_id, "state": state_json, "now": now}),
     ]
     if run is not None:

@@ -224,7 +224,19 @@ class SQLiteStore:
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
-        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
+
+        def write() -> None:
+            now = time.time()
+            append = _sql.append_op(entry, now)
+            # Most of a run's commits leave the session's row as it was: then one statement, which writes the
+            # log's page alone (see ``_sql.TOUCH_SECONDS``); else the transaction that updates the row.
+            if run is None:
+                quick = _sql.quick_commit_op(append, state_json)
+                if self._conn.execute(quick.sql, quick.params).rowcount == 1:
+                    return
+            self._run_ops(_sql.commit_ops(entry, state_json, run, now, append))
+
+        await self._do_small(write, "commit", entry.session_id)
 
     async def update_run(self, run: RunRecord) -> None:
         await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
