@@ -21,9 +21,14 @@ Targets:
   3. the SQLite store adds at most 3x a raw two-row WAL commit per step (issue 15: a tool
      step makes two commits, its write-ahead intent and its results).
 
+``--src DIR`` (repeatable) measures source trees side by side: each of ``--runs`` rounds runs this benchmark in a
+child process per tree (``PYTHONPATH=DIR``; its own warm-up, then ``CHILD_RUNS`` timed runs), the trees' order
+rotated every round; the summary gives each tree's medians over all the timed runs: ``--src <before>/src --src
+src`` is a before/after in one run.
+
 Usage:
   python benchmarks/bench_step_overhead.py [--steps 200] [--runs N] [--quick]
-                                           [--only NAME ...] [--json PATH] [--strict]
+                                           [--only NAME ...] [--json PATH] [--strict] [--src DIR ...]
 """
 
 import argparse
@@ -32,6 +37,7 @@ import gc
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,6 +65,7 @@ SQLITE_TARGET_MS = 1.0  # SQLite may add at most this many ms per step (median)
 RAW_RATIO_TARGET = 3.0  # SQLite's addition per step, at most this many raw two-row WAL commits
 DEFAULT_RUNS = 5
 QUICK_RUNS = 2
+CHILD_RUNS = 3  # timed runs per child process with --src
 
 
 @dataclass
@@ -277,6 +284,54 @@ def report(entries: list[Entry], args: argparse.Namespace, raw: list[float]) -> 
     }
 
 
+def compare_trees(args: argparse.Namespace) -> dict[str, Any]:
+    """``--src``: rounds of one child run per tree (order rotated), then each tree's medians side by side."""
+    trees = [os.path.abspath(t) for t in args.src]
+    rounds: dict[str, list[dict[str, Any]]] = {t: [] for t in trees}
+    for r in range(args.runs):
+        shift = r % len(trees)
+        for tree in trees[shift:] + trees[:shift]:
+            if not args.no_progress:
+                print(f"  round {r + 1}/{args.runs}: {tree}", file=sys.stderr, flush=True)
+            with tempfile.TemporaryDirectory(prefix="stopwise-bench-") as tmp:
+                out = os.path.join(tmp, "round.json")
+                cmd = [sys.executable, os.path.abspath(__file__), "--runs", str(CHILD_RUNS), "--steps", str(args.steps)]
+                cmd += ["-q", "--json", out, *(["--only", *args.only] if args.only else [])]
+                cmd += ["--yield-per-step"] if args.yield_per_step else []
+                env = {**os.environ, "PYTHONPATH": tree}
+                subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+                with open(out, encoding="utf-8") as fh:
+                    rounds[tree].append(json.load(fh))
+    print()
+    print(
+        f"Per-step time by source tree: {args.steps} steps/run, {args.runs} rounds of a child process per tree, "
+        f"{CHILD_RUNS} timed runs each"
+    )
+    print()
+    summary: dict[str, Any] = {}
+    for tree, data in rounds.items():
+        keys = [k for k, rec in data[0]["frameworks"].items() if rec.get("samples_us_per_step")]
+        per_step = {k: median([x for d in data for x in d["frameworks"][k]["samples_us_per_step"]]) for k in keys}
+        added: dict[str, float] = {}
+        raw_ms: list[float] = []
+        for k in keys:
+            verdict = data[0]["verdicts"].get(k, {})
+            if "diffs_ms" in verdict:
+                added[k] = median([x for d in data for x in d["verdicts"][k]["diffs_ms"]])
+                raw_ms = [d["verdicts"][k]["raw_commit_ms"] for d in data]
+        raw = median(raw_ms) if raw_ms else None
+        print(tree)
+        for k in keys:
+            line = f"  {k:<24} {per_step[k]:>9,.1f} µs/step"
+            if k in added:
+                line += f"   adds {added[k]:.3f} ms/step"
+                if raw:
+                    line += f" = {added[k] / raw:.1f}x a raw commit ({raw:.3f} ms)"
+            print(line)
+        summary[tree] = {"median_us_per_step": per_step, "added_ms_per_step": added, "raw_commit_ms": raw}
+    return {"benchmark": "step_overhead", "steps": args.steps, "runs": args.runs, "trees": summary}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default 200)")
@@ -298,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when a target fails")
     parser.add_argument("-q", "--no-progress", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--src", action="append", default=[], metavar="DIR", help="a source tree to measure (repeatable), side by side"
+    )
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be >= 1")
@@ -306,6 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error("--runs must be >= 1")
 
+    if args.src:
+        data = compare_trees(args)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=2)
+        return 0
     entries = [Entry(cls(args.steps, yield_per_step=args.yield_per_step)) for cls in select_adapters(args.only)]
     raw: list[float] = []
     asyncio.run(measure(entries, args.runs, progress=not args.no_progress, raw=raw))

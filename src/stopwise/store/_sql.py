@@ -125,12 +125,11 @@ apart are unaffected; a run's start always moves it."""
 # ``:fresh_since``. A single INSERT takes the write lock before it reads (as BEGIN IMMEDIATE does) and commits on
 # its own, so the entry still goes in atomically at the next free seq. 0 rows says only "not this way": the
 # caller then runs ``commit_ops``, which updates the row or tells a conflict (``StepConflict``).
-QUICK_COMMIT = (
-    _INSERT_ENTRY
-    + "AND EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id AND state = :state "
+_SESSION_AS_IS = (
+    "AND EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id AND state = :state "
     "AND updated_at >= :fresh_since) "
-    + _ON_TAKEN
 )
+QUICK_COMMIT = _INSERT_ENTRY + _SESSION_AS_IS + _ON_TAKEN
 
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
 # caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
