@@ -12,15 +12,16 @@ syntax. Everything that decides *what* is written lives here, so the two backend
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry
-from stopwise.messages import dump_messages, load_messages
+from stopwise.messages import load_messages
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import storable
-from stopwise.store._codec import dump_error, dump_json, dump_usage, error_from, load_json, usage_from
+from stopwise.store._codec import dump_error, dump_json, dump_rows, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import RunHold
@@ -35,6 +36,8 @@ __all__ = [
     "SESSION_KEY",
     "LAST_RUN",
     "LEASE_OF_RUN",
+    "ENTRY_COLUMNS",
+    "QUICK_COLUMNS",
     "QUICK_COMMIT",
     "RELEASE_LEASE",
     "RENEW_LEASE",
@@ -53,10 +56,12 @@ __all__ = [
     "commit_ops",
     "deletions",
     "entry_from",
+    "entry_row",
     "hold_from",
     "lease_params",
+    "numbered",
     "pending_migrations",
-    "quick_commit_op",
+    "quick_commit_row",
     "run_from",
     "snapshot_from",
     "start_run_ops",
@@ -120,6 +125,21 @@ alone instead of also the session's row and its ``sessions_by_update`` entry (th
 the session's). Retention, which counts in days, and ``list_sessions`` between sessions written a second or more
 apart are unaffected; a run's start always moves it."""
 
+ENTRY_COLUMNS = (
+    "session_id",
+    "seq",
+    "run_id",
+    "step",
+    "kind",
+    "messages",
+    "decision",
+    "usage",
+    "forced",
+    "records",
+    "now",
+)
+"""The parameters of ``APPEND_ENTRY``, in the order of ``entry_row``'s values."""
+
 # ``Store.commit`` in one statement when the session's row would not change (``QUICK_COMMIT``): the append rule
 # as above, and the session already holds the state this commit writes with an ``updated_at`` newer than
 # ``:fresh_since``. A single INSERT takes the write lock before it reads (as BEGIN IMMEDIATE does) and commits on
@@ -130,6 +150,8 @@ _SESSION_AS_IS = (
     "AND updated_at >= :fresh_since) "
 )
 QUICK_COMMIT = _INSERT_ENTRY + _SESSION_AS_IS + _ON_TAKEN
+QUICK_COLUMNS = (*ENTRY_COLUMNS, "state", "fresh_since")
+"""The parameters of ``QUICK_COMMIT``, in the order of ``quick_commit_row``'s values."""
 
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
 # caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
@@ -249,24 +271,42 @@ def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
     }
 
 
-def append_op(e: LogEntry, now: float) -> Op:
-    """The entry's ``APPEND_ENTRY``, its values made storable and encoded (once: ``quick_commit_op`` and
-    ``commit_ops`` reuse it)."""
-    e = storable(e, where=f"session {e.session_id!r}, entry {e.seq}")
-    params = {
-        "session_id": e.session_id,
-        "seq": e.seq,
-        "run_id": e.run_id,
-        "step": e.step,
-        "kind": e.kind.value,
-        "messages": dump_messages(e.messages).decode(),
-        "decision": None if e.decision is None else dump_json(e.decision),
-        "usage": dump_usage(e.usage),
-        "forced": int(e.forced),
-        "records": dump_json(e.records) if e.records else None,
-        "now": now,
-    }
-    return Op(APPEND_ENTRY, params, appends=e)
+def entry_row(entry: LogEntry, now: float) -> tuple[Any, ...]:
+    """The values of ``entry``'s log row (``ENTRY_COLUMNS``), made storable and encoded: once per commit, whichever
+    statement then writes them."""
+    e = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+    return (
+        e.session_id,
+        e.seq,
+        e.run_id,
+        e.step,
+        e.kind.value,
+        dump_rows(e.messages),
+        None if e.decision is None else dump_json(e.decision),
+        dump_usage(e.usage),
+        int(e.forced),
+        dump_json(e.records) if e.records else None,
+        now,
+    )
+
+
+def append_op(entry: LogEntry, now: float, row: tuple[Any, ...] | None = None) -> Op:
+    """``APPEND_ENTRY`` of ``entry``, from its ``entry_row`` when the caller has it."""
+    values = entry_row(entry, now) if row is None else row
+    return Op(APPEND_ENTRY, dict(zip(ENTRY_COLUMNS, values, strict=True)), appends=entry)
+
+
+def quick_commit_row(row: tuple[Any, ...], state_json: str) -> tuple[Any, ...]:
+    """The values of ``QUICK_COMMIT`` (``QUICK_COLUMNS``): the entry's ``row`` goes in alone when the session's row
+    already holds ``state_json`` and was written less than ``TOUCH_SECONDS`` before the entry's time. A commit with
+    a run record always takes ``commit_ops``."""
+    return (*row, state_json, row[-1] - TOUCH_SECONDS)
+
+
+def numbered(sql: str, names: Sequence[str]) -> str:
+    """``sql`` with each ``:name`` as ``?N``, N its place in ``names`` from 1: SQLite then binds a tuple, no dict to
+    build and look each name up in (the dialect's choice for its hottest statement)."""
+    return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)", lambda m: f"?{names.index(m.group(1)) + 1}", sql)
 
 
 def lease_params(lease: Lease) -> dict[str, Any]:
@@ -314,16 +354,6 @@ def start_run_ops(
     if entry is not None:
         ops.append(append_op(entry, now))
     return ops
-
-
-def quick_commit_op(append: Op, state_json: str) -> Op:
-    """``QUICK_COMMIT``: the entry of ``append`` (an ``append_op``), committed alone when the session's row already
-    holds ``state_json`` and was written less than ``TOUCH_SECONDS`` before the entry's time. A commit with a run
-    record always takes ``commit_ops``."""
-    params = dict(append.params)
-    params["state"] = state_json
-    params["fresh_since"] = params["now"] - TOUCH_SECONDS
-    return Op(QUICK_COMMIT, params)
 
 
 def commit_ops(

@@ -40,6 +40,8 @@ __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 
+_QUICK_COMMIT = _sql.numbered(_sql.QUICK_COMMIT, _sql.QUICK_COLUMNS)
+
 
 class SQLiteStore:
     """A ``Store`` in one SQLite file. Opening migrates an older schema and refuses a newer one."""
@@ -227,14 +229,12 @@ class SQLiteStore:
 
         def write() -> None:
             now = time.time()
-            append = _sql.append_op(entry, now)
+            row = _sql.entry_row(entry, now)
             # Most of a run's commits leave the session's row as it was: then one statement, which writes the
             # log's page alone (see ``_sql.TOUCH_SECONDS``); else the transaction that updates the row.
-            if run is None:
-                quick = _sql.quick_commit_op(append, state_json)
-                if self._conn.execute(quick.sql, quick.params).rowcount == 1:
-                    return
-            self._run_ops(_sql.commit_ops(entry, state_json, run, now, append))
+            if run is None and self._conn.execute(_QUICK_COMMIT, _sql.quick_commit_row(row, state_json)).rowcount:
+                return
+            self._run_ops(_sql.commit_ops(entry, state_json, run, now, _sql.append_op(entry, now, row)))
 
         await self._do_small(write, "commit", entry.session_id)
 
