@@ -174,6 +174,24 @@ async def test_sqlite_a_commit_writes_its_state_over_one_another_connection_wrot
     assert snapshot is not None and snapshot.state == {} and snapshot.next_seq == 3
 
 
+async def test_sqlite_loads_a_session_another_connection_started_after_it_found_none(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    assert await reader.load_session("s") is None
+    await started(writer)
+    snapshot = await reader.load_session("s")
+    await reader.close()
+    await writer.close()
+    assert snapshot is not None and [m.content for m in snapshot.messages()] == ["hi"]
+
+
+async def test_a_closed_sqlite_store_refuses_to_load_a_session_it_does_not_have(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    await store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.load_session("missing")
+
+
 async def test_a_taken_seq_conflicts_when_the_state_is_unchanged_too(store: Store) -> None:
     await started(store)
     await store.commit(entry(2), {})

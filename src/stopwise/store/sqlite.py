@@ -186,7 +186,22 @@ class SQLiteStore:
                 if self._conn.in_transaction:
                     self._conn.execute("COMMIT")
 
+        if not self._exists_inline(session_id):
+            return None
         return await self._do(read, "load_session", session_id)
+
+    def _exists_inline(self, session_id: str) -> bool:
+        """False only when the session certainly does not exist, read by its key on the calling thread (a new
+        run's load, then, costs no hop to the worker and back); True when it exists or the read could not be made
+        at once (the connection busy, ``offload``, any error: the worker's load then answers or raises)."""
+        if self.offload or not self._lock.acquire(blocking=False):
+            return True
+        try:
+            return self._conn.execute(_sql.SESSION_KEY, {"session_id": session_id}).fetchone() is not None
+        except sqlite3.Error:
+            return True
+        finally:
+            self._lock.release()
 
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
