@@ -12,6 +12,10 @@ times their SQL. They never wait there: when the connection is busy on the worke
 ``busy_timeout``. Everything that may be long (loading a session, listing, retention, ``VACUUM``) runs on that one
 worker thread. ``offload=True`` sends every statement to the thread, so the loop never runs SQL (for a
 ``synchronous="FULL"`` store, where each commit waits for an fsync, or a disk that stalls).
+
+A commit that leaves the session's row as it was (the same state, its time less than a second old) is one
+statement that writes the log's page alone (``_sql.QUICK_COMMIT``); any other commit is a transaction that also
+updates the session's row (see ``docs/scaling.md``, "The durable step").
 """
 
 from __future__ import annotations
