@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -135,13 +136,15 @@ async def test_sqlite_session_time_moves_at_most_once_a_second_while_the_state_s
     path = tmp_path / "log.db"
     store = SQLiteStore(path)
     await started(store)
-    at_start = _updated_at(path)
+    recent = time.time() + 3600  # less than a second old at the next commits, however slow the machine
+    _set_updated_at(path, recent)
     await store.commit(entry(2), {})
     await store.commit(entry(3), {})
-    assert _updated_at(path) == at_start  # the same state, less than a second after the start: log rows only
-    _set_updated_at(path, at_start - 5)
+    assert _updated_at(path) == recent  # the same state and a recent time: the log's rows only
+    old = time.time() - 5
+    _set_updated_at(path, old)
     await store.commit(entry(4), {})
-    assert _updated_at(path) >= at_start  # a second or more old: the commit moves it
+    assert old + 4 < _updated_at(path) < recent  # a second or more old: the commit moves it to its own time
     snapshot = await store.load_session("s")
     await store.close()
     assert snapshot is not None and [e.seq for e in snapshot.entries] == [1, 2, 3, 4]
