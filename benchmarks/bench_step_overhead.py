@@ -21,9 +21,17 @@ Targets:
   3. the SQLite store adds at most 3x a raw two-row WAL commit per step (issue 15: a tool
      step makes two commits, its write-ahead intent and its results).
 
+``--src DIR`` (repeatable) measures source trees side by side: each of ``--runs`` rounds runs this benchmark in a
+child process per tree (``PYTHONPATH=DIR``; its own warm-up, then ``CHILD_RUNS`` timed runs), the trees' order
+rotated every round; the summary gives each tree's medians over all the timed runs: ``--src <before>/src --src
+src`` is a before/after in one run.
+
+``--cpu`` times this process's CPU (``time.process_time``: every thread, system calls included) instead of
+the wall clock, the raw commit too: on a shared machine, other processes' load and I/O stalls then do not count.
+
 Usage:
-  python benchmarks/bench_step_overhead.py [--steps 200] [--runs N] [--quick]
-                                           [--only NAME ...] [--json PATH] [--strict]
+  python benchmarks/bench_step_overhead.py [--steps 200] [--runs N] [--quick] [--cpu]
+                                           [--only NAME ...] [--json PATH] [--strict] [--src DIR ...]
 """
 
 import argparse
@@ -32,9 +40,11 @@ import gc
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +69,8 @@ SQLITE_TARGET_MS = 1.0  # SQLite may add at most this many ms per step (median)
 RAW_RATIO_TARGET = 3.0  # SQLite's addition per step, at most this many raw two-row WAL commits
 DEFAULT_RUNS = 5
 QUICK_RUNS = 2
+CHILD_RUNS = 3  # timed runs per child process with --src
+CLOCK: list[Callable[[], float]] = [time.perf_counter]  # --cpu: time.process_time
 
 
 @dataclass
@@ -91,13 +103,13 @@ async def _prepare(entry: Entry) -> None:
 
 async def _time_one(entry: Entry, round_index: int) -> None:
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = CLOCK[0]()
     try:
         await entry.adapter.run_once()
     except Exception as exc:
         entry.status = f"error in timed run: {describe_error(exc)}"
         return
-    elapsed = time.perf_counter() - t0
+    elapsed = CLOCK[0]() - t0
     entry.samples.append(elapsed / entry.adapter.steps)
     entry.rounds.append(round_index)
 
@@ -119,7 +131,7 @@ async def measure(entries: list[Entry], runs: int, progress: bool, raw: list[flo
         for entry in order:
             await _time_one(entry, r)
         with tempfile.TemporaryDirectory(prefix="stopwise-raw-") as tmp:
-            raw.append(raw_commit_ms(os.path.join(tmp, "raw.db"), entries[0].adapter.steps))
+            raw.append(raw_commit_ms(os.path.join(tmp, "raw.db"), entries[0].adapter.steps, CLOCK[0]))
     for entry in entries:
         try:
             await entry.adapter.aclose()
@@ -148,6 +160,7 @@ def report(entries: list[Entry], args: argparse.Namespace, raw: list[float]) -> 
         f"Per-step overhead: {args.steps} steps/run ({args.steps - 1} tool steps + 1 final), "
         f"{args.runs} timed runs after 1 warm-up, instant model and tool"
         + (" (model yields once per step)" if args.yield_per_step else "")
+        + (", CPU time of this process" if args.cpu else "")
     )
     print(f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
     print()
@@ -277,6 +290,62 @@ def report(entries: list[Entry], args: argparse.Namespace, raw: list[float]) -> 
     }
 
 
+def _raw_of(child: dict[str, Any]) -> float | None:
+    """A child run's raw commit (ms), which each of its SQLite verdicts repeats."""
+    return next((v["raw_commit_ms"] for v in child["verdicts"].values() if "raw_commit_ms" in v), None)
+
+
+def compare_trees(args: argparse.Namespace) -> dict[str, Any]:
+    """``--src``: rounds of one child run per tree (order rotated), then each tree's medians side by side."""
+    trees = [os.path.abspath(t) for t in args.src]
+    rounds: dict[str, list[dict[str, Any]]] = {t: [] for t in trees}
+    for r in range(args.runs):
+        shift = r % len(trees)
+        for tree in trees[shift:] + trees[:shift]:
+            if not args.no_progress:
+                print(f"  round {r + 1}/{args.runs}: {tree}", file=sys.stderr, flush=True)
+            with tempfile.TemporaryDirectory(prefix="stopwise-bench-") as tmp:
+                out = os.path.join(tmp, "round.json")
+                cmd = [sys.executable, os.path.abspath(__file__), "--runs", str(CHILD_RUNS), "--steps", str(args.steps)]
+                cmd += ["-q", "--json", out, *(["--only", *args.only] if args.only else [])]
+                cmd += ["--yield-per-step"] if args.yield_per_step else []
+                cmd += ["--cpu"] if args.cpu else []
+                env = {**os.environ, "PYTHONPATH": tree}
+                subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+                with open(out, encoding="utf-8") as fh:
+                    rounds[tree].append(json.load(fh))
+    print()
+    print(
+        f"Per-step time by source tree: {args.steps} steps/run, {args.runs} rounds of a child process per tree, "
+        f"{CHILD_RUNS} timed runs each" + (", CPU time of each child" if args.cpu else "")
+    )
+    # The raw commit does not depend on the tree: every child's figure counts, so the trees share one baseline.
+    raw_ms = [_raw_of(d) for data in rounds.values() for d in data]
+    raw_ms = [x for x in raw_ms if x is not None]
+    raw = median(raw_ms) if raw_ms else None
+    if raw:
+        print(f"raw two-row WAL commit: {raw:.3f} ms (median of {len(raw_ms)} children's medians, all trees)")
+    print()
+    summary: dict[str, Any] = {}
+    for tree, data in rounds.items():
+        keys = [k for k, rec in data[0]["frameworks"].items() if rec.get("samples_us_per_step")]
+        per_step = {k: median([x for d in data for x in d["frameworks"][k]["samples_us_per_step"]]) for k in keys}
+        added: dict[str, float] = {}
+        for k in keys:
+            if "diffs_ms" in data[0]["verdicts"].get(k, {}):
+                added[k] = median([x for d in data for x in d["verdicts"][k]["diffs_ms"]])
+        print(tree)
+        for k in keys:
+            line = f"  {k:<24} {per_step[k]:>9,.1f} µs/step"
+            if k in added:
+                line += f"   adds {added[k]:.3f} ms/step"
+                if raw:
+                    line += f" = {added[k] / raw:.1f}x a raw commit"
+            print(line)
+        summary[tree] = {"median_us_per_step": per_step, "added_ms_per_step": added, "raw_commit_ms": raw}
+    return {"benchmark": "step_overhead", "steps": args.steps, "runs": args.runs, "trees": summary}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default 200)")
@@ -296,8 +365,17 @@ def main(argv: list[str] | None = None) -> int:
         help="fake model yields to the event loop once per step, as a real model call would",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time this process's CPU (time.process_time, all its threads) instead of the wall clock: on a shared "
+        "machine other processes' load and I/O stalls do not count",
+    )
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when a target fails")
     parser.add_argument("-q", "--no-progress", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--src", action="append", default=[], metavar="DIR", help="a source tree to measure (repeatable), side by side"
+    )
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be >= 1")
@@ -306,6 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error("--runs must be >= 1")
 
+    if args.cpu:
+        CLOCK[0] = time.process_time
+    if args.src:
+        data = compare_trees(args)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=2)
+        return 0
     entries = [Entry(cls(args.steps, yield_per_step=args.yield_per_step)) for cls in select_adapters(args.only)]
     raw: list[float] = []
     asyncio.run(measure(entries, args.runs, progress=not args.no_progress, raw=raw))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,93 @@ async def test_sqlite_log_survives_reopening(tmp_path: Path) -> None:
     await reopened.close()
     assert snapshot is not None and tuple(snapshot.messages()) == result.messages
     assert snapshot.last_run is not None and snapshot.last_run.completion_reason == "final_answer"
+
+
+def _updated_at(path: Path, session_id: str = "s") -> float:
+    conn = sqlite3.connect(path)
+    try:
+        return float(conn.execute("SELECT updated_at FROM sessions WHERE session_id = ?", (session_id,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _set_updated_at(path: Path, when: float, session_id: str = "s") -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE sessions SET updated_at = ? WHERE session_id = ?", (when, session_id))
+    conn.close()
+
+
+async def test_sqlite_session_time_moves_at_most_once_a_second_while_the_state_stays(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    store = SQLiteStore(path)
+    await started(store)
+    recent = time.time() + 3600  # less than a second old at the next commits, however slow the machine
+    _set_updated_at(path, recent)
+    await store.commit(entry(2), {})
+    await store.commit(entry(3), {})
+    assert _updated_at(path) == recent  # the same state and a recent time: the log's rows only
+    old = time.time() - 5
+    _set_updated_at(path, old)
+    await store.commit(entry(4), {})
+    assert old + 4 < _updated_at(path) < recent  # a second or more old: the commit moves it to its own time
+    snapshot = await store.load_session("s")
+    await store.close()
+    assert snapshot is not None and [e.seq for e in snapshot.entries] == [1, 2, 3, 4]
+
+
+async def test_sqlite_a_commit_that_changes_the_state_writes_it_and_the_time_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    store = SQLiteStore(path)
+    await started(store)
+    at_start = _updated_at(path)
+    await store.commit(entry(2), {"n": 1})  # within the second, but the state changed
+    first = await store.load_session("s")
+    assert first is not None and first.state == {"n": 1} and _updated_at(path) >= at_start
+    _set_updated_at(path, 1000.0)
+    await store.commit(entry(3), {"n": 2})
+    snapshot = await store.load_session("s")
+    await store.close()
+    assert snapshot is not None and snapshot.state == {"n": 2} and _updated_at(path) > 1000.0
+
+
+async def test_sqlite_a_commit_writes_its_state_over_one_another_connection_wrote_meanwhile(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    ours, other = SQLiteStore(path), SQLiteStore(path)
+    await started(ours)
+    await other.start_run(RunRecord("r2", "s", "a", RunStatus.RUNNING), None, {"theirs": True})
+    await ours.commit(entry(2), {})  # the state this process last wrote, no longer the stored one
+    snapshot = await other.load_session("s")
+    await ours.close()
+    await other.close()
+    assert snapshot is not None and snapshot.state == {} and snapshot.next_seq == 3
+
+
+async def test_sqlite_loads_a_session_another_connection_started_after_it_found_none(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    assert await reader.load_session("s") is None
+    await started(writer)
+    snapshot = await reader.load_session("s")
+    await reader.close()
+    await writer.close()
+    assert snapshot is not None and [m.content for m in snapshot.messages()] == ["hi"]
+
+
+async def test_a_closed_sqlite_store_refuses_to_load_a_session_it_does_not_have(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    await store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.load_session("missing")
+
+
+async def test_a_taken_seq_conflicts_when_the_state_is_unchanged_too(store: Store) -> None:
+    await started(store)
+    await store.commit(entry(2), {})
+    with pytest.raises(StepConflict):
+        await store.commit(entry(2, "duplicate"), {})
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and [m.content for m in snapshot.messages()] == ["hi", "x"]
 
 
 def test_sqlite_uses_wal_and_normal_sync_by_default(tmp_path: Path) -> None:

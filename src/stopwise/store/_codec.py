@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
 from stopwise.errors import ErrorDetail, StateNotSerializable
-from stopwise.messages import Usage
+from stopwise.messages import Message, ToolCall, Usage
 
-__all__ = ["dump_json", "error_from", "load_json", "usage_from"]
+__all__ = ["ROW_FIELDS", "dump_json", "dump_rows", "error_from", "load_json", "usage_from"]
 
 
 def dump_json(value: Any) -> str:
@@ -29,6 +29,45 @@ def dump_state(state: Mapping[str, Any]) -> str:
         return dump_json(state)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise StateNotSerializable(f"session state must be JSON-serialisable: {exc}") from exc
+
+
+ROW_FIELDS = {
+    Message: ("role", "content", "tool_calls", "tool_call_id", "metadata"),
+    ToolCall: ("name", "args", "id", "wire_id"),
+}
+"""The fields ``dump_rows`` writes, per class: a test holds them equal to the classes' own, so a field added to
+``Message`` or ``ToolCall`` cannot be dropped from the log unnoticed."""
+
+
+def dump_rows(messages: Sequence[Message]) -> str:
+    """A log entry's rows as JSON: the same text as ``messages.dump_messages`` (``load_messages`` reads it back),
+    fields at their defaults left out, built as plain data for one ``to_json`` call: every commit encodes its
+    rows, and pydantic's walk of the ``Message`` schema took twice as long."""
+    return to_json([_row(m) for m in messages]).decode()
+
+
+def _row(m: Message) -> dict[str, Any]:
+    row: dict[str, Any] = {"role": m.role.value}
+    if m.content:
+        row["content"] = m.content
+    if m.tool_calls:
+        row["tool_calls"] = [_call(c) for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        row["tool_call_id"] = m.tool_call_id
+    if m.metadata:
+        row["metadata"] = m.metadata
+    return row
+
+
+def _call(c: ToolCall) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": c.name}
+    if c.args != {}:
+        call["args"] = c.args
+    if c.id:
+        call["id"] = c.id
+    if c.wire_id is not None:
+        call["wire_id"] = c.wire_id
+    return call
 
 
 def dump_usage(usage: Usage | None) -> str | None:

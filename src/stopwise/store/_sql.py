@@ -12,15 +12,16 @@ syntax. Everything that decides *what* is written lives here, so the two backend
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry
-from stopwise.messages import dump_messages, load_messages
+from stopwise.messages import load_messages
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import storable
-from stopwise.store._codec import dump_error, dump_json, dump_usage, error_from, load_json, usage_from
+from stopwise.store._codec import dump_error, dump_json, dump_rows, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import RunHold
@@ -35,6 +36,9 @@ __all__ = [
     "SESSION_KEY",
     "LAST_RUN",
     "LEASE_OF_RUN",
+    "ENTRY_COLUMNS",
+    "QUICK_COLUMNS",
+    "QUICK_COMMIT",
     "RELEASE_LEASE",
     "RENEW_LEASE",
     "RUNS_OF_SESSION",
@@ -42,17 +46,22 @@ __all__ = [
     "SESSIONS_RECENT",
     "SESSION_LOG",
     "SESSION_STATE",
+    "TOUCH_SECONDS",
     "Deletion",
     "Op",
+    "append_op",
     "check_append",
     "claim_params",
     "claim_refused",
     "commit_ops",
     "deletions",
     "entry_from",
+    "entry_row",
     "hold_from",
     "lease_params",
+    "numbered",
     "pending_migrations",
+    "quick_commit_row",
     "run_from",
     "snapshot_from",
     "start_run_ops",
@@ -101,12 +110,48 @@ UPDATE_SESSION_STATE = "UPDATE sessions SET state=:state, updated_at=:now WHERE 
 # false, and a seq another writer already took (committed, or committing concurrently: PostgreSQL waits for
 # that transaction on the primary key) is skipped by ON CONFLICT DO NOTHING. Either way 0 rows: StepConflict.
 # Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed.
-APPEND_ENTRY = (
+_INSERT_ENTRY = (
     "INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at) "
     "SELECT :session_id, :seq, :run_id, :step, :kind, :messages, :decision, :usage, :forced, :records, :now "
     "WHERE :seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = :session_id) "
-    "ON CONFLICT (session_id, seq) DO NOTHING"
 )
+_ON_TAKEN = "ON CONFLICT (session_id, seq) DO NOTHING"
+APPEND_ENTRY = _INSERT_ENTRY + _ON_TAKEN
+
+TOUCH_SECONDS = 1.0
+"""How far a session's ``updated_at`` may lag its last commit. A commit that leaves the session's state as it was
+moves ``updated_at`` only when the stored time is at least this old, so a fast run's commits write the log's page
+alone instead of also the session's row and its ``sessions_by_update`` entry (three pages a commit, two of them
+the session's). Retention, which counts in days, and ``list_sessions`` between sessions written a second or more
+apart are unaffected; a run's start always moves it."""
+
+ENTRY_COLUMNS = (
+    "session_id",
+    "seq",
+    "run_id",
+    "step",
+    "kind",
+    "messages",
+    "decision",
+    "usage",
+    "forced",
+    "records",
+    "now",
+)
+"""The parameters of ``APPEND_ENTRY``, in the order of ``entry_row``'s values."""
+
+# ``Store.commit`` in one statement when the session's row would not change (``QUICK_COMMIT``): the append rule
+# as above, and the session already holds the state this commit writes with an ``updated_at`` newer than
+# ``:fresh_since``. A single INSERT takes the write lock before it reads (as BEGIN IMMEDIATE does) and commits on
+# its own, so the entry still goes in atomically at the next free seq. 0 rows says only "not this way": the
+# caller then runs ``commit_ops``, which updates the row or tells a conflict (``StepConflict``).
+_SESSION_AS_IS = (
+    "AND EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id AND state = :state "
+    "AND updated_at >= :fresh_since) "
+)
+QUICK_COMMIT = _INSERT_ENTRY + _SESSION_AS_IS + _ON_TAKEN
+QUICK_COLUMNS = (*ENTRY_COLUMNS, "state", "fresh_since")
+"""The parameters of ``QUICK_COMMIT``, in the order of ``quick_commit_row``'s values."""
 
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
 # caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
@@ -226,22 +271,42 @@ def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
     }
 
 
-def _append_op(e: LogEntry, now: float) -> Op:
-    e = storable(e, where=f"session {e.session_id!r}, entry {e.seq}")
-    params = {
-        "session_id": e.session_id,
-        "seq": e.seq,
-        "run_id": e.run_id,
-        "step": e.step,
-        "kind": e.kind.value,
-        "messages": dump_messages(e.messages).decode(),
-        "decision": None if e.decision is None else dump_json(e.decision),
-        "usage": dump_usage(e.usage),
-        "forced": int(e.forced),
-        "records": dump_json(e.records) if e.records else None,
-        "now": now,
-    }
-    return Op(APPEND_ENTRY, params, appends=e)
+def entry_row(entry: LogEntry, now: float) -> tuple[Any, ...]:
+    """The values of ``entry``'s log row (``ENTRY_COLUMNS``), made storable and encoded: once per commit, whichever
+    statement then writes them."""
+    e = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+    return (
+        e.session_id,
+        e.seq,
+        e.run_id,
+        e.step,
+        e.kind.value,
+        dump_rows(e.messages),
+        None if e.decision is None else dump_json(e.decision),
+        dump_usage(e.usage),
+        int(e.forced),
+        dump_json(e.records) if e.records else None,
+        now,
+    )
+
+
+def append_op(entry: LogEntry, now: float, row: tuple[Any, ...] | None = None) -> Op:
+    """``APPEND_ENTRY`` of ``entry``, from its ``entry_row`` when the caller has it."""
+    values = entry_row(entry, now) if row is None else row
+    return Op(APPEND_ENTRY, dict(zip(ENTRY_COLUMNS, values, strict=True)), appends=entry)
+
+
+def quick_commit_row(row: tuple[Any, ...], state_json: str) -> tuple[Any, ...]:
+    """The values of ``QUICK_COMMIT`` (``QUICK_COLUMNS``): the entry's ``row`` goes in alone when the session's row
+    already holds ``state_json`` and was written less than ``TOUCH_SECONDS`` before the entry's time. A commit with
+    a run record always takes ``commit_ops``."""
+    return (*row, state_json, row[-1] - TOUCH_SECONDS)
+
+
+def numbered(sql: str, names: Sequence[str]) -> str:
+    """``sql`` with each ``:name`` as ``?N``, N its place in ``names`` from 1: SQLite then binds a tuple, no dict to
+    build and look each name up in (the dialect's choice for its hottest statement)."""
+    return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)", lambda m: f"?{names.index(m.group(1)) + 1}", sql)
 
 
 def lease_params(lease: Lease) -> dict[str, Any]:
@@ -287,17 +352,20 @@ def start_run_ops(
     if lease is not None:
         ops.append(Op(SET_LEASE, lease_params(lease)))
     if entry is not None:
-        ops.append(_append_op(entry, now))
+        ops.append(append_op(entry, now))
     return ops
 
 
-def commit_ops(entry: LogEntry, state_json: str, run: RunRecord | None, now: float) -> list[Op]:
+def commit_ops(
+    entry: LogEntry, state_json: str, run: RunRecord | None, now: float, append: Op | None = None
+) -> list[Op]:
     """``Store.commit``: the entry first (a conflict stops the transaction before anything else is written),
-    then the state after it and, on a terminal step, the run record."""
+    then the state after it and, on a terminal step, the run record. ``append``: the entry's ``append_op`` when
+    the caller already built it (for ``now``)."""
     if run is not None:
         run = storable(run, where=f"run {run.run_id}")
     ops = [
-        _append_op(entry, now),
+        append_op(entry, now) if append is None else append,
         Op(UPDATE_SESSION_STATE, {"session_id": entry.session_id, "state": state_json, "now": now}),
     ]
     if run is not None:

@@ -181,7 +181,8 @@ class Store(Protocol):
         ...
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
-        """Session ids, most recently updated first."""
+        """Session ids, most recently updated first (on SQLite, a session's time is its last write's to within a
+        second while its state stays the same: ``store._sql.TOUCH_SECONDS``)."""
         ...
 
     async def suspended_runs(self) -> list[RunRecord]:

@@ -10,7 +10,9 @@ The rules, the same on every store:
   ``Expired.kept_suspended``.
 - A run left ``running`` without a live lease (its worker crashed and nobody retried it) is removed like any other.
 
-A session's age is the time of its last write (``sessions.updated_at``; the memory store keeps the same).
+A session's age is the time of its last write (``sessions.updated_at``; the memory store keeps the same). SQLite
+keeps it to within a second while the state stays the same (``_sql.TOUCH_SECONDS``), which no age counted in
+days notices.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ times their SQL. They never wait there: when the connection is busy on the worke
 ``busy_timeout``. Everything that may be long (loading a session, listing, retention, ``VACUUM``) runs on that one
 worker thread. ``offload=True`` sends every statement to the thread, so the loop never runs SQL (for a
 ``synchronous="FULL"`` store, where each commit waits for an fsync, or a disk that stalls).
+
+A commit that leaves the session's row as it was (the same state, its time less than a second old) is one
+statement that writes the log's page alone (``_sql.QUICK_COMMIT``); any other commit is a transaction that also
+updates the session's row (see ``docs/scaling.md``, "The durable step").
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
+
+_QUICK_COMMIT = _sql.numbered(_sql.QUICK_COMMIT, _sql.QUICK_COLUMNS)
 
 
 class SQLiteStore:
@@ -184,7 +190,22 @@ class SQLiteStore:
                 if self._conn.in_transaction:
                     self._conn.execute("COMMIT")
 
+        if not self._exists_inline(session_id):
+            return None
         return await self._do(read, "load_session", session_id)
+
+    def _exists_inline(self, session_id: str) -> bool:
+        """False only when the session certainly does not exist, read by its key on the calling thread (a new
+        run's load, then, costs no hop to the worker and back); True when it exists or the read could not be made
+        at once (the connection busy, ``offload``, any error: the worker's load then answers or raises)."""
+        if self.offload or not self._lock.acquire(blocking=False):
+            return True
+        try:
+            return self._conn.execute(_sql.SESSION_KEY, {"session_id": session_id}).fetchone() is not None
+        except sqlite3.Error:
+            return True
+        finally:
+            self._lock.release()
 
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
@@ -224,7 +245,17 @@ class SQLiteStore:
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
-        await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
+
+        def write() -> None:
+            now = time.time()
+            row = _sql.entry_row(entry, now)
+            # Most of a run's commits leave the session's row as it was: then one statement, which writes the
+            # log's page alone (see ``_sql.TOUCH_SECONDS``); else the transaction that updates the row.
+            if run is None and self._conn.execute(_QUICK_COMMIT, _sql.quick_commit_row(row, state_json)).rowcount:
+                return
+            self._run_ops(_sql.commit_ops(entry, state_json, run, now, _sql.append_op(entry, now, row)))
+
+        await self._do_small(write, "commit", entry.session_id)
 
     async def update_run(self, run: RunRecord) -> None:
         await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
