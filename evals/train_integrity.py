@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _integrity_data import Item, load_items
 
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators._integrity import (
     MARKER_FAMILIES,
     IntegrityModel,
@@ -268,6 +269,30 @@ def combined_matrix(items: Sequence[Item], logits: np.ndarray) -> np.ndarray:
     return out
 
 
+def report_folds(items: Sequence[Item], p: np.ndarray, y: np.ndarray) -> None:
+    """Per train corpus, on the held-out rows of the folds (each corpus scored by a model that never saw it): the
+    combination's recall (attack corpora) or false alarms (clean rows) at the policy's threshold, and the
+    AUROC of the corpus's rows against every held-out clean row. The train side's view of what the held-out
+    corpora measure; the combination itself was fitted on these rows, so it is a little optimistic."""
+    t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
+    corpora = np.array([i.corpus for i in items])
+    clean = y == 0
+    print(f"per train corpus, held out by the folds, at t*={t_star}:")
+    for corpus in sorted(set(corpora.tolist())):
+        idx = corpora == corpus
+        pos, neg = idx & (y == 1), idx & clean
+        cells = []
+        if pos.any():
+            both = pos | clean
+            cells.append(f"recall {float((p[pos] >= t_star).mean()):.3f} of {int(pos.sum())}")
+            cells.append(f"AUROC vs all clean {roc_auc_score(y[both], p[both]):.3f}")
+        if neg.any():
+            cells.append(f"false alarms {float((p[neg] >= t_star).mean()):.3f} of {int(neg.sum())}")
+        print(f"  {corpus:24} " + ", ".join(cells))
+    recall, alarms = float((p[y == 1] >= t_star).mean()), float((p[clean] >= t_star).mean())
+    print(f"  pooled: recall {recall:.3f}, false alarms {alarms:.3f}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-write", action="store_true", help="do not write integrity_model.json")
@@ -325,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     combined = K @ np.array([weights[n] for n in COMBINED_FEATURES]) + fitted["bias"]
     alone, both = roc_auc_score(y, oof), roc_auc_score(y, combined)
     print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined {both:.4f}")
+    report_folds([items[k] for k in held], 1.0 / (1.0 + np.exp(-combined)), y)
 
     if not args.no_write:
         (DATA / "integrity_model.json").write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
