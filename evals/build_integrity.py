@@ -101,8 +101,6 @@ TOOL_OF = {
     "debian-changelogs": "read_changelog",
 }
 SEARCH_TOOL = "web_search"
-AGENT_READS = tuple(c for c in SPLIT_OF if list(SPLIT_OF).index(c) >= list(SPLIT_OF).index("octokit-fixtures"))
-"""The corpora of the third version: clean tool output of the kinds agents read (train only)."""
 
 
 class Corpus:
@@ -207,34 +205,7 @@ def _string_fields(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ..
     return [path] if isinstance(value, str) else []
 
 
-def _in_api_json(objects: list[Any], payload: str, at: int, rng: random.Random) -> tuple[str, tuple[int, int]]:
-    """A JSON list of API objects (a list endpoint's answer), the payload in a string field of the object that
-    reaches ``at``: a free-text field when it has one (a description, a body, a title, a name), else any; alone in
-    the field or appended to its text."""
-    objects = json.loads(json.dumps(objects))  # a copy: the pool's objects are shared
-    size, target = 0, len(objects) - 1
-    for n, o in enumerate(objects):
-        size += len(json.dumps(o, ensure_ascii=False)) + 2
-        if size > at:
-            target = n
-            break
-    fields = _string_fields(objects[target])
-    free = [p for p in fields if str(p[-1]) in _FREE_TEXT]
-    if not fields:
-        objects[target] = {"note": objects[target]}
-        fields = [("note",)]
-    path = rng.choice(free or fields)
-    holder = objects[target]
-    for key in path[:-1]:
-        holder = holder[key]
-    holder[path[-1]] = payload if rng.random() < 0.5 or not holder[path[-1]] else holder[path[-1]] + " " + payload
-    text = json.dumps(objects, ensure_ascii=False)
-    encoded = json.dumps(payload, ensure_ascii=False)[1:-1]
-    start = text.find(encoded)
-    return text, (start, start + len(encoded))
-
-
-_FREE_TEXT = {
+_FREE_TEXT = {  # the fields where an API object holds free text
     "body",
     "description",
     "title",
@@ -253,6 +224,33 @@ _FREE_TEXT = {
     "nickname",
     "display_name",
 }
+
+
+def _in_api_json(objects: list[Any], payload: str, at: int, rng: random.Random) -> tuple[str, tuple[int, int]]:
+    """A JSON list of API objects (a list endpoint's answer), the payload in a string field of the object that
+    reaches ``at``: a free-text field when it has one (a description, a body, a title, a name), else any; alone in
+    the field or appended to its text."""
+    objects = json.loads(json.dumps(objects))  # a copy: the pool's objects are shared
+    size, target = 0, len(objects) - 1
+    for n, o in enumerate(objects):
+        size += len(json.dumps(o, ensure_ascii=False)) + 2
+        if size > at:
+            target = n
+            break
+    fields = _string_fields(objects[target])
+    free = [p for p in fields if str(p[-1]) in _FREE_TEXT]
+    if not fields:  # no string to carry it: a note added to the object
+        objects[target] = {**objects[target], "note": ""} if isinstance(objects[target], dict) else {"note": ""}
+        fields = [("note",)]
+    path = rng.choice(free or fields)
+    holder = objects[target]
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = payload if rng.random() < 0.5 or not holder[path[-1]] else holder[path[-1]] + " " + payload
+    text = json.dumps(objects, ensure_ascii=False)
+    encoded = json.dumps(payload, ensure_ascii=False)[1:-1]
+    start = text.find(encoded)
+    return text, (start, start + len(encoded))
 
 
 def _json_records(parts: list[str], payload: str, at: int, rng: random.Random) -> tuple[str, tuple[int, int]]:
