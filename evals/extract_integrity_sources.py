@@ -195,9 +195,7 @@ def python_docs(html_dir: str) -> None:
     (dest / "LICENSE").write_text(licence.read_text(encoding="utf-8"), encoding="utf-8")
     with (dest / "pages.jsonl").open("w", encoding="utf-8") as f:
         for page in sorted(root.rglob("*.html")):
-            parser = _PageText()
-            parser.feed(page.read_text(encoding="utf-8", errors="replace"))
-            text = parser.text()[:DOC_CHARS]
+            text = _page_text(page.read_text(encoding="utf-8", errors="replace"))[:DOC_CHARS]
             if len(text) > 200:
                 f.write(json.dumps({"page": str(page.relative_to(root)), "text": text}, ensure_ascii=False) + "\n")
 
