@@ -253,6 +253,29 @@ async def test_a_store_applies_the_rule_to_text_that_did_not_pass_the_model_boun
     assert snapshot.messages()[0].content == f"in{REPLACEMENT}put" and snapshot.state == {"k": f"v{REPLACEMENT}"}
 
 
+async def test_a_store_finds_nul_and_surrogates_from_the_encoding_and_keeps_a_literal_escape(store: Store) -> None:
+    """A store encodes first and applies the rule only when the encoding shows a string that needs it: a NUL, a
+    surrogate pair made of two code points, and a lone surrogate are all caught, while the six characters of the
+    text ``\\u0000`` (what a NUL looks like once encoded) are kept as written."""
+    literal = "\\u0000"
+    runner = Runner(store)
+    result = await runner.run(
+        _agent(ScriptedModel(["ok"])),
+        [Message.user(f"a\ud83d\ude00{literal}"), Message.user("n\x00ul"), Message.user(f"{literal} and {LONE}")],
+        session_id="s",
+        state={"k": "v\x00", "lit": literal},
+    )
+    assert result.status is RunStatus.COMPLETED
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    assert [m.content for m in snapshot.messages()[:3]] == [
+        f"a\U0001f600{literal}",
+        f"n{REPLACEMENT}ul",
+        f"{literal} and {REPLACEMENT}",
+    ]
+    assert snapshot.state == {"k": f"v{REPLACEMENT}", "lit": literal}
+
+
 # --- call ids are unique by construction -----------------------------------------------------------------------
 
 RAN: list[tuple[str, Any]] = []

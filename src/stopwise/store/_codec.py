@@ -11,6 +11,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from stopwise.errors import ErrorDetail, StateNotSerializable
 from stopwise.messages import Message, ToolCall, Usage
+from stopwise.storable import storable
 
 __all__ = ["ROW_FIELDS", "dump_json", "dump_rows", "error_from", "load_json", "usage_from"]
 
@@ -24,11 +25,20 @@ def load_json(text: str | bytes | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def dump_state(state: Mapping[str, Any]) -> str:
+def dump_state(state: Mapping[str, Any], *, where: str = "the session state") -> str:
+    """``state`` as JSON under the storable-text rule (``where`` names it in the rule's warning). The rule's walk
+    runs only when the encoding shows a string that needs it: a lone surrogate fails to encode, a NUL reads
+    ``\\u0000`` (a false alarm only costs the walk)."""
     try:
-        return dump_json(state)
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise StateNotSerializable(f"session state must be JSON-serialisable: {exc}") from exc
+        text = dump_json(state)
+    except (PydanticSerializationError, TypeError, ValueError):
+        text = None
+    if text is None or "\\u0000" in text:
+        try:
+            text = dump_json(storable(state, where=where))
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise StateNotSerializable(f"session state must be JSON-serialisable: {exc}") from exc
+    return text
 
 
 ROW_FIELDS = {

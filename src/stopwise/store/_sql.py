@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pydantic_core import PydanticSerializationError
+
 from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry
 from stopwise.messages import load_messages
 from stopwise.result import CompletionReason, RunStatus
-from stopwise.storable import storable
+from stopwise.storable import is_storable, storable
 from stopwise.store._codec import dump_error, dump_json, dump_rows, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
@@ -274,7 +276,27 @@ def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
 def entry_row(entry: LogEntry, now: float) -> tuple[Any, ...]:
     """The values of ``entry``'s log row (``ENTRY_COLUMNS``), made storable and encoded: once per commit, whichever
     statement then writes them."""
-    e = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+    # The storable-text rule's walk of the entry costs more than encoding it, and the loop already applied the
+    # rule to what entered the run: so encode first and walk only when the encoding shows a string that needs it
+    # (a lone surrogate fails to encode, a NUL reads ``\u0000``; a false alarm only costs the walk).
+    try:
+        row = _row_of(entry, now)
+    except PydanticSerializationError:
+        row = None
+    if (
+        row is None
+        or not (is_storable(entry.session_id) and is_storable(entry.run_id))
+        or any(isinstance(v, str) and _NUL in v for v in row)
+    ):
+        row = _row_of(storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}"), now)
+    return row
+
+
+_NUL = "\\u0000"
+"""How a NUL inside a string reads in JSON: its only form there."""
+
+
+def _row_of(e: LogEntry, now: float) -> tuple[Any, ...]:
     return (
         e.session_id,
         e.seq,

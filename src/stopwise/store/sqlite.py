@@ -34,7 +34,6 @@ from os import PathLike
 from typing import Any, Literal, TypeVar
 
 from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
-from stopwise.storable import storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
@@ -210,7 +209,7 @@ class SQLiteStore:
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
-        state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
+        state_json = dump_state(state, where=f"the state of session {run.session_id!r}")
         await self._write(
             lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
         )
@@ -244,7 +243,7 @@ class SQLiteStore:
         await self._do_small(lambda: self._conn.execute(_sql.RELEASE_LEASE, _sql.lease_params(lease)), "release")
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
+        state_json = dump_state(state, where=f"the state of session {entry.session_id!r}")
 
         def write() -> None:
             now = time.time()
