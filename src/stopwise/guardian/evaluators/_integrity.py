@@ -605,6 +605,28 @@ def _number(where: str, value: Any) -> float:
     return float(value)
 
 
+CONTRAST_LEVEL = 0.0
+"""``model_share_above`` counts the windows whose logit is above this level (the model's own even odds)."""
+
+
+def window_contrast(windows: Sequence[tuple[int, float]], width: int) -> dict[str, float]:
+    """How far a text's highest window logit stands above the text's own other windows, from its ``(start token,
+    logit)`` windows of ``width`` tokens (``IntegrityModel.window_logits``): ``model_over_median`` (highest minus
+    the median window), ``model_over_next`` (highest minus the highest window sharing no token with it; 0 when
+    every window overlaps it) and ``model_share_above`` (the share of windows above ``CONTRAST_LEVEL``). A text
+    unfamiliar everywhere has a high top and a high median; one planted instruction stands out of its carrier."""
+    start, top = max(windows, key=lambda w: w[1])
+    ranked = sorted(z for _, z in windows)
+    n = len(ranked)
+    median = ranked[n // 2] if n % 2 else (ranked[n // 2 - 1] + ranked[n // 2]) / 2
+    apart = [z for s, z in windows if abs(s - start) >= width]
+    return {
+        "model_over_median": top - median,
+        "model_over_next": top - max(apart) if apart else 0.0,
+        "model_share_above": sum(z > CONTRAST_LEVEL for z in ranked) / n,
+    }
+
+
 # --------------------------------------------------------------------------------------------------------------
 # One text
 
@@ -614,7 +636,8 @@ class TextScore:
     """The integrity features of one text and where its most suspicious window starts."""
 
     features: Mapping[str, float]
-    """Marker families, ``hidden_chars``, ``misspelt``, ``discussion``, ``model_logit``; or only ``trivial``."""
+    """Marker families, ``hidden_chars``, ``misspelt``, ``discussion``, ``model_logit`` and its contrast with the
+    text's other windows (``window_contrast``); or only ``trivial``."""
     window_char: int
     """Roughly where (a character offset into the text read) the highest-scoring window starts."""
 
@@ -630,5 +653,6 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
     windows = model.window_logits(words)
     start, z = max(windows, key=lambda w: w[1])
     features["model_logit"] = z
+    features.update(window_contrast(windows, model.window))
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
     return TextScore(features, round(start * len(norm) / max(len(words), 1)))
