@@ -113,6 +113,16 @@ class _Step:
     """Calls that still wait for approval after this step's other calls ran: the step suspends on them."""
     kept: Mapping[str, PendingApproval] = field(default_factory=dict)
     """The waiting calls as they were pending before this resume (see ``Settle.pending``)."""
+    _row: Message | None = None
+    """``row()``'s last answer, kept while ``reply`` stays the same object."""
+
+    def row(self) -> Message:
+        """The reply as its history row (the assistant's text and calls), built once per reply: the plan, the
+        write-ahead intent and the commit share it."""
+        row = self._row
+        if row is None or row.content is not self.reply.text or row.tool_calls is not self.reply.tool_calls:
+            row = self._row = Message(Role.ASSISTANT, self.reply.text, self.reply.tool_calls)
+        return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +347,9 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         return await _settle_review(leg, step, settling)
     if settling is None and step.reply.tool_calls:
         offered = step.prepared.offered if step.prepared is not None else None
-        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
+        step.plans = await plan_calls(
+            leg, step.number, step.reply, step.phase, step.records, offered=offered, row=step.row()
+        )
         waits = any(p.needs_approval for p in step.plans)
         if waits and not (leg.agent.run_unapproved_siblings and any(_runs_now(p) for p in step.plans)):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
@@ -384,6 +396,16 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     end up in call order with the rows committed before (``step.settled``), and the calls still waiting for a
     reviewer move to ``step.waiting``. Returns a tool-result guardrail's failure (the rows are then withheld)."""
     step.waiting = [p for p in step.plans if p.needs_approval and p.row is None]
+    if not step.waiting and not step.settled:
+        # Every call is this step's to run or answer (no reviewer, no earlier piece): the plans keep their order.
+        step.plans, step.refused = plan_batch(leg, step.plans)
+        step.ran = sum(1 for p in step.plans if p.row is None)
+        if step.plans:
+            rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
+        else:
+            rows = []
+        step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
+        return failed
     waiting = {p.call.id for p in step.waiting}
     fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
     fresh, step.refused = plan_batch(leg, fresh)
@@ -418,7 +440,7 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     as for any step: until then the intent is not a committed step."""
     run = leg.run
     intent = StepIntent(tuple(p.planned() for p in step.plans), step.phase)
-    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
+    row = step.row()
     records = [*step.records, intent]
     usage = _reply_usage(step.reply)
     forced = step.phase is not Phase.NORMAL
@@ -445,7 +467,15 @@ async def _ask_model(
     """The model's reply (after its text deltas, when the leg streams), or the error it ended with, or the time
     budget that cut it off (``Limits.step_seconds`` / ``run_seconds``: the call is cancelled)."""
     request = _request(leg, number, phase, prepared)
-    bound = time_left(leg.agent.limits, leg.clock() - leg.started)
+    limits = leg.agent.limits
+    bound = None if limits is None else time_left(limits, leg.clock() - leg.started)
+    if bound is None and not leg.stream_text:
+        # No time budget: nothing to cancel the call at, so no timeout scope (the common case, once a step).
+        try:
+            yield _checked(leg, await prepared.caller.generate(request))
+        except Exception as exc:
+            yield model_failure(exc)
+        return
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = None if bound is None else began + bound[0]
@@ -800,7 +830,7 @@ def _why(decision: GuardianDecision) -> dict[str, Any]:
 
 def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
-    rows = [] if step.kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)]
+    rows = [] if step.kind is EntryKind.SETTLE else [step.row()]
     rows.extend(r for r in step.rows if r.tool_call_id not in step.settled)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
@@ -819,7 +849,7 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
 def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
     usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
     recorded = decision.log_data(step.phase, step.ran)
-    if step.sub_usage != Usage():
+    if _used(step.sub_usage):
         recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run
     forced = step.phase is not Phase.NORMAL
@@ -835,6 +865,11 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
         forced,
         to_data(step.records, leg.guardian_configs),
     )
+
+
+def _used(usage: Usage) -> bool:
+    """Whether ``usage`` counts anything (``!= Usage()`` without building one: this runs every step)."""
+    return bool(usage.input_tokens or usage.output_tokens or usage.requests)
 
 
 def _reply_usage(reply: Reply) -> Usage:
@@ -896,15 +931,19 @@ def _advance(
     if step.streaks is not None:
         leg.tool_streaks = step.streaks
     leg.steps, leg.state = step.number, _state_after(leg, step)
-    leg.usage = leg.usage + (entry.usage or Usage())
-    leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
-    leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
-    leg.sub_usage = leg.sub_usage + step.sub_usage
-    leg.budget_judge_usage = leg.budget_judge_usage + judge_usage((*step.written, *step.records))
+    if entry.usage is not None:
+        leg.usage = leg.usage + entry.usage
+        leg.budget_usage = leg.budget_usage + entry.usage
+    if _used(step.sub_usage):
+        leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
+        leg.sub_usage = leg.sub_usage + step.sub_usage
+    if step.written or step.records:
+        written = (*step.written, *step.records)
+        leg.budget_judge_usage = leg.budget_judge_usage + judge_usage(written)
+        leg.records.extend(r for r in written if isinstance(r, KEPT))
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1
-    leg.records.extend(r for r in (*step.written, *step.records) if isinstance(r, KEPT))
     if step.phase is Phase.FORCED_OUTPUT:
         leg.forced_attempts += 1
     leg.phase = NEXT_PHASE.get(decision.action, Phase.NORMAL)

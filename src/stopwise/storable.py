@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["REPLACEMENT", "is_storable", "storable", "storable_text", "text_fields"]
+__all__ = ["REPLACEMENT", "is_storable", "needs_rule", "storable", "storable_text", "text_fields"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate or a NUL becomes."""
@@ -68,6 +68,12 @@ def storable(value: T, *, where: str = "value") -> T:
     if counter[0]:
         _note(counter[0], where)
     return out  # type: ignore[no-any-return]
+
+
+def needs_rule(value: Any) -> bool:
+    """Whether some string inside ``value`` would be changed by ``storable``: a caller on a hot path checks this
+    first and spells out ``where`` only when it is needed."""
+    return not _clean(value)
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

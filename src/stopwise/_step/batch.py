@@ -42,12 +42,14 @@ def plan_batch(leg: Leg, plans: list[CallPlan]) -> tuple[list[CallPlan], LimitHi
         if first is not None:
             why = f"Not run: the call to '{first.call.name}' in the same batch ends the run"
             out = [p if p is first or p.row is not None else _not_run(p, why) for p in out]
-    allowed = calls_allowed(agent.limits, leg.spent())
+    limits = agent.limits
+    if limits is None or limits.tool_calls is None:
+        return out, None
+    allowed = calls_allowed(limits, leg.spent())
     runnable = [p for p in out if p.row is None]
     if allowed is None or len(runnable) <= allowed:
         return out, None
-    assert agent.limits is not None and agent.limits.tool_calls is not None
-    limit = agent.limits.tool_calls
+    limit = limits.tool_calls
     past = {id(p) for p in runnable[allowed:]}
     why = f"Not run: this run's tool-call limit ({limit}) is reached"
     hit = LimitHit(LimitKind.TOOL_CALLS, limit, leg.budget_tool_calls + len(runnable))

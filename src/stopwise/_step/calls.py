@@ -94,15 +94,18 @@ async def plan_calls(
     records: list[LogRecord],
     *,
     offered: frozenset[str] | None = None,
+    row: Message | None = None,
 ) -> list[CallPlan]:
     """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet. A call to a
-    tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row."""
+    tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row. ``row``: the reply
+    as its history row, when the caller has it already."""
     if phase is not Phase.NORMAL:
         return [
             CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
             for c in reply.tool_calls
         ]
-    row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
+    if row is None:
+        row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
     guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
@@ -221,10 +224,10 @@ async def execute_calls(
     for row in rows:
         if isinstance(row, ToolUnavailable):
             raise CallerCodeFailed(unavailable(row)) from row
-    sub_usage = Usage()
-    for ctx in contexts:
+    sub_usage = contexts[0].sub_usage if len(contexts) == 1 else Usage()
+    for ctx in contexts if len(contexts) > 1 else ():
         sub_usage = sub_usage + ctx.sub_usage
-    if records is not None:
+    if records is not None and any(ctx.switched_off for ctx in contexts):
         by_call = {ctx.tool_call_id: ctx for ctx in contexts}
         switched = [by_call[p.call.id] for p in plans if p.call.id in by_call and by_call[p.call.id].switched_off]
         records.extend(

@@ -11,7 +11,7 @@ from typing import Any
 
 from stopwise.errors import StepConflict
 from stopwise.result import RunStatus
-from stopwise.storable import storable
+from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
@@ -49,7 +49,7 @@ class MemoryStore:
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
-        state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
+        state_json = _state_json(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
         if entry is not None:
             entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
@@ -91,9 +91,10 @@ class MemoryStore:
             del self._leases[lease.run_id]
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
-        entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
-        if run is not None:
+        state_json = _state_json(state, entry.session_id)
+        if needs_rule(entry):
+            entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+        if run is not None and needs_rule(run):
             run = storable(run, where=f"run {run.run_id}")
         s = self._sessions.pop(entry.session_id, None)
         if s is None:  # never started, or deleted since: as on disk, there is no free seq to append at
@@ -188,6 +189,13 @@ class MemoryStore:
             raise StepConflict(
                 f"session {entry.session_id!r}: entry seq {entry.seq} conflicts (next free seq is {expected})"
             )
+
+
+def _state_json(state: Mapping[str, Any], session_id: str) -> str:
+    """The session state as the store keeps it (JSON text, the storable-text rule applied)."""
+    if type(state) is dict and not state:
+        return "{}"  # most sessions keep no state: no walk, no encoder, for every commit
+    return dump_state(storable(state, where=f"the state of session {session_id!r}"))
 
 
 def _lease_row(run: RunRecord, lease: Lease | None) -> dict[str, Any]:
