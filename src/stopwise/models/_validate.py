@@ -197,4 +197,4 @@ def _place(where: Any) -> str:
     while isinstance(where, tuple):
         where, key = where
         parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    return where + "".join(reversed(parts))
+    return f"{where}{''.join(reversed(parts))}"
