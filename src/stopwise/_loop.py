@@ -300,11 +300,14 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
             return
         answer: Reply | ErrorDetail | LimitHit | None = None
-        async for item in _ask_model(leg, number, phase, prepared):
-            if isinstance(item, TextDelta):
-                yield item
-            else:
-                answer = item
+        if leg.stream_text or leg.agent.limits is not None:
+            async for item in _ask_model(leg, number, phase, prepared):
+                if isinstance(item, TextDelta):
+                    yield item
+                else:
+                    answer = item
+        else:
+            answer = await _ask_once(leg, number, phase, prepared)
         if isinstance(answer, LimitHit):
             yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
             return
@@ -470,11 +473,7 @@ async def _ask_model(
     limits = leg.agent.limits
     bound = None if limits is None else time_left(limits, leg.clock() - leg.started)
     if bound is None and not leg.stream_text:
-        # No time budget: nothing to cancel the call at, so no timeout scope (the common case, once a step).
-        try:
-            yield _checked(leg, await prepared.caller.generate(request))
-        except Exception as exc:
-            yield model_failure(exc)
+        yield await _ask_once(leg, number, phase, prepared, request)
         return
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -508,6 +507,17 @@ async def _ask_model(
         yield _time_hit(leg, bound[1], loop.time() - began)
     except Exception as exc:
         yield model_failure(exc)
+
+
+async def _ask_once(
+    leg: Leg, number: int, phase: Phase, prepared: Prepared, request: ModelRequest | None = None
+) -> Reply | ErrorDetail:
+    """``_ask_model`` with no time budget and no stream: one call, no timeout scope and no generator (the common
+    case, once a step)."""
+    try:
+        return _checked(leg, await prepared.caller.generate(request or _request(leg, number, phase, prepared)))
+    except Exception as exc:
+        return model_failure(exc)
 
 
 def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
@@ -863,7 +873,7 @@ def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -
         recorded,
         usage,
         forced,
-        to_data(step.records, leg.guardian_configs),
+        to_data(step.records, leg.guardian_configs) if step.records else (),
     )
 
 
@@ -879,7 +889,9 @@ def _reply_usage(reply: Reply) -> Usage:
 
 def _results(entry: LogEntry) -> LogEntry:
     """A step's entry as its results after a write-ahead intent: the reply and its usage are in the intent."""
-    return replace(entry, kind=EntryKind.SETTLE, messages=entry.messages[1:], usage=Usage())
+    e = entry  # built field by field: dataclasses.replace costs more than the rest of this commit's entry
+    kind, rows = EntryKind.SETTLE, e.messages[1:]
+    return LogEntry(e.session_id, e.seq, e.run_id, e.step, kind, rows, e.decision, Usage(), e.forced, e.records)
 
 
 def _state_after(leg: Leg, step: _Step) -> dict[str, Any]:

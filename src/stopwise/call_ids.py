@@ -37,6 +37,9 @@ def unique_call_ids(reply: Reply, taken: Iterable[str]) -> Reply:
     random, never derived from the clock)."""
     # The session's ids are only looked up, never copied: a reply holds a few calls, a session many thousands.
     seen = taken if isinstance(taken, (set, frozenset)) else set(taken)
+    ids = [c.id for c in reply.tool_calls]
+    if len(ids) == len(set(ids)) and seen.isdisjoint(ids):
+        return reply  # the common case: nothing repeats
     used: set[str] = set()
     calls = list(reply.tool_calls)
     changed = False
@@ -66,5 +69,5 @@ class SessionCallIds:
         if self._taken is None:
             self._taken = call_ids_in(history)
         unique = unique_call_ids(reply, self._taken)
-        self._taken.update(c.id for c in unique.tool_calls)
+        self._taken.update([c.id for c in unique.tool_calls])
         return unique

@@ -227,7 +227,7 @@ async def execute_calls(
     sub_usage = contexts[0].sub_usage if len(contexts) == 1 else Usage()
     for ctx in contexts if len(contexts) > 1 else ():
         sub_usage = sub_usage + ctx.sub_usage
-    if records is not None and any(ctx.switched_off for ctx in contexts):
+    if records is not None and [ctx for ctx in contexts if ctx.switched_off]:
         by_call = {ctx.tool_call_id: ctx for ctx in contexts}
         switched = [by_call[p.call.id] for p in plans if p.call.id in by_call and by_call[p.call.id].switched_off]
         records.extend(

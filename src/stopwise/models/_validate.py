@@ -152,6 +152,9 @@ def _check_json(args: Mapping[str, Any], field: str, max_depth: int) -> tuple[in
     """Check that ``args`` is a JSON object with str keys nested at most ``max_depth`` deep; return its size as
     compact UTF-8 JSON (escape characters aside) and whether every string in it is storable. Iterative, so a
     100,000-deep value is refused rather than overflowing the stack; one pass over the value."""
+    flat = _flat_object(args)
+    if flat is not None:
+        return flat
     size, clean = 0, True
     # A value's place is kept as (its parent's place, its key or index) and spelled out only for an error.
     stack: list[tuple[Any, int, Any]] = [(args, 1, field)]
@@ -188,6 +191,30 @@ def _check_json(args: Mapping[str, Any], field: str, max_depth: int) -> tuple[in
             stack.extend((v, depth + 1, (where, i)) for i, v in enumerate(value))
         else:
             raise _Malformed(_place(where), f"{type(value).__name__} is not a JSON value")
+    return size, clean
+
+
+def _flat_object(args: Mapping[str, Any]) -> tuple[int, bool] | None:
+    """``_check_json``'s answer for the common arguments: a dict of str keys to ASCII strings, ints and flags (no
+    nesting, so no depth and no place to name); None for anything else, which the full walk checks."""
+    if type(args) is not dict:
+        return None
+    size, clean = 2 + 2 * len(args), True
+    for k, v in args.items():
+        kind = type(v)
+        if type(k) is not str or not k.isascii():
+            return None
+        size += 2 + len(k)
+        clean = clean and "\x00" not in k
+        if kind is str and v.isascii():
+            size += 2 + len(v)
+            clean = clean and "\x00" not in v
+        elif kind is int:
+            size += len(repr(v))
+        elif kind is bool or v is None:
+            size += 5
+        else:
+            return None
     return size, clean
 
 

@@ -23,6 +23,8 @@ __all__ = ["MemoryStore"]
 @dataclass(slots=True)
 class _Session:
     entries: list[LogEntry] = field(default_factory=list)
+    checked: int = 0
+    """How many of ``entries`` (from the first) have had the storable-text rule applied (see ``_readable``)."""
     state_json: str = "{}"
     runs: list[str] = field(default_factory=list)
     updated_at: float = 0.0
@@ -43,7 +45,7 @@ class MemoryStore:
         if s is None:
             return None
         last = self._runs[s.runs[-1]] if s.runs else None
-        return SessionSnapshot(session_id, tuple(s.entries), json.loads(s.state_json), last)
+        return SessionSnapshot(session_id, _readable(s), json.loads(s.state_json), last)
 
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
@@ -51,8 +53,6 @@ class MemoryStore:
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
         state_json = _state_json(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
-        if entry is not None:
-            entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
         s = self._sessions.pop(run.session_id, None) or _Session()
         self._sessions[run.session_id] = s
         if entry is not None:
@@ -92,8 +92,6 @@ class MemoryStore:
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = _state_json(state, entry.session_id)
-        if needs_rule(entry):
-            entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
         if run is not None and needs_rule(run):
             run = storable(run, where=f"run {run.run_id}")
         s = self._sessions.pop(entry.session_id, None)
@@ -189,6 +187,22 @@ class MemoryStore:
             raise StepConflict(
                 f"session {entry.session_id!r}: entry seq {entry.seq} conflicts (next free seq is {expected})"
             )
+
+
+def _readable(s: _Session) -> tuple[LogEntry, ...]:
+    """The session's entries with the storable-text rule applied, as a database store would read them back.
+
+    The rule is applied here, when the log is read, rather than on every commit: nothing but a read can see an
+    entry of this store, and a step's two commits then cost no walk over everything they hold. Each entry is
+    checked once (``_Session.checked``); one that needed the rule is replaced by its storable copy, with the same
+    log note a database store writes when it commits it."""
+    entries = s.entries
+    for i in range(s.checked, len(entries)):
+        entry = entries[i]
+        if needs_rule(entry):
+            entries[i] = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+    s.checked = len(entries)
+    return tuple(entries)
 
 
 def _state_json(state: Mapping[str, Any], session_id: str) -> str:
