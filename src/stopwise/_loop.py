@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -67,6 +67,10 @@ from stopwise.store.base import EntryKind, LogEntry, RunRecord
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
 
 
+_NO_USAGE = Usage()
+"""A step's sub-agent usage until its calls report some (a frozen value: shared, not built per step)."""
+
+
 @dataclass(slots=True)
 class _Step:
     """A step while it is being decided: what the model said, what came back, and what the deciders said."""
@@ -82,7 +86,7 @@ class _Step:
     """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
     records: list[LogRecord] = field(default_factory=list)
     """Records this step's last commit writes."""
-    written: list[LogRecord] = field(default_factory=list)
+    written: Sequence[LogRecord] = ()
     """Records already committed with the step's write-ahead intent (they are reported with the step)."""
     intent: bool = False
     """The reply and its planned calls are committed (``_write_intent``, or a recorded intent carried out after
@@ -95,7 +99,7 @@ class _Step:
     """Consecutive failures per tool after this step (None: the step ran no tools)."""
     terminated: str | None = None
     rejected: str | None = None
-    stop_when: dict[str, str | None] = field(default_factory=dict)
+    stop_when: Mapping[str, str | None] = field(default_factory=dict)
     """The ``stop_when`` signals, evaluated (and awaited) before the resolver runs."""
     tool_output: ToolOutput | None = None
     """A stop-at tool's successful result (``Agent.stop_at_tools``)."""
@@ -105,7 +109,7 @@ class _Step:
     """The tool-call budget's hit, when calls of this step were refused for it."""
     output_rejected: str | None = None
     """An output validator's feedback, when it rejected this step's output."""
-    sub_usage: Usage = field(default_factory=Usage)
+    sub_usage: Usage = _NO_USAGE
     """Usage of the sub-agents this step's calls ran (recorded in the entry; budgets count it)."""
     settled: Mapping[str, Message] = field(default_factory=dict)
     """Rows of this step's calls committed before (see ``Settle.settled``): in ``rows``, not in the commit."""
@@ -316,7 +320,10 @@ async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
             yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
             return
         step = _Step(number, phase, answer, prepared=prepared)
-        step.records.extend(r for r in (prepared.record, prepared.history) if r is not None)
+        if prepared.record is not None:
+            step.records.append(prepared.record)
+        if prepared.history is not None:
+            step.records.append(prepared.history)
         yield ModelReplied(run_id, number, answer)
         for call in answer.tool_calls:
             yield ToolCalled(run_id, number, call)
@@ -353,10 +360,15 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         step.plans = await plan_calls(
             leg, step.number, step.reply, step.phase, step.records, offered=offered, row=step.row()
         )
-        waits = any(p.needs_approval for p in step.plans)
-        if waits and not (leg.agent.run_unapproved_siblings and any(_runs_now(p) for p in step.plans)):
+        waits = runs = False
+        for p in step.plans:  # one loop, not two any(): this runs every tool step
+            if p.needs_approval:
+                waits = True
+            elif p.row is None:
+                runs = True  # it runs in this step: no answer yet, and no reviewer to wait for
+        if waits and not (leg.agent.run_unapproved_siblings and runs):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-        if any(_runs_now(p) for p in step.plans):
+        if runs:
             await _write_intent(leg, step)
     failed = await _run_calls(leg, step)
     if failed is not None:
@@ -389,11 +401,6 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     return decided
 
 
-def _runs_now(plan: CallPlan) -> bool:
-    """Whether a planned call runs in this step: it has no answer yet and waits for no reviewer."""
-    return plan.row is None and not plan.needs_approval
-
-
 async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     """Run the step's calls that can run now, then their tool-result guardrails; ``step.plans`` and ``step.rows``
     end up in call order with the rows committed before (``step.settled``), and the calls still waiting for a
@@ -402,7 +409,7 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     if not step.waiting and not step.settled:
         # Every call is this step's to run or answer (no reviewer, no earlier piece): the plans keep their order.
         step.plans, step.refused = plan_batch(leg, step.plans)
-        step.ran = sum(1 for p in step.plans if p.row is None)
+        step.ran = len([p for p in step.plans if p.row is None])
         if step.plans:
             rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
         else:
@@ -442,7 +449,7 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     step's own commit then holds only its results. The leg moves on (steps, usage, history) only at that commit,
     as for any step: until then the intent is not a committed step."""
     run = leg.run
-    intent = StepIntent(tuple(p.planned() for p in step.plans), step.phase)
+    intent = StepIntent(tuple([p.planned() for p in step.plans]), step.phase)
     row = step.row()
     records = [*step.records, intent]
     usage = _reply_usage(step.reply)
@@ -649,7 +656,9 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
 
 
 def _runaway(leg: Leg, step: _Step) -> str | None:
-    counts = step.streaks or {}
+    counts = step.streaks
+    if not counts:
+        return None
     name = next((n for n, count in counts.items() if count >= leg.agent.max_tool_errors), None)
     return None if name is None else f"Tool '{name}' failed {counts[name]} times in a row"
 
@@ -779,15 +788,15 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
     if request is not None:
         step.records.append(request)
     rows = _new_rows(leg, step, decision)
-    entry = _entry(leg, step, decision, rows)
-    run = _run_record(leg, decided, entry.usage or Usage(), pending)
+    entry, usage = _entry(leg, step, decision, rows)
+    run = _run_record(leg, decided, usage, pending)
     try:
-        await leg.store.commit(_results(entry) if step.intent else entry, _state_after(leg, step), run)
+        await leg.store.commit(entry, _state_after(leg, step), run)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
         return [RunFinished(leg.run.run_id, step.number, await _end(leg, StepSignals(caller_failed=error)))]
-    _advance(leg, step, decision, entry, rows, run)
+    _advance(leg, step, decision, usage, rows, run)
     events = _events_for(leg, step)
     events.append(StepCommitted(leg.run.run_id, step.number, entry.seq, decision))
     if decision.ends_run or decision.action is Action.SUSPEND:
@@ -841,7 +850,7 @@ def _why(decision: GuardianDecision) -> dict[str, Any]:
 def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
     rows = [] if step.kind is EntryKind.SETTLE else [step.row()]
-    rows.extend(r for r in step.rows if r.tool_call_id not in step.settled)
+    rows.extend([r for r in step.rows if r.tool_call_id not in step.settled] if step.settled else step.rows)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
     if step.guard is not None and guard_rows_kept(step.guard, decision):
@@ -856,25 +865,23 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     return rows
 
 
-def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
+def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> tuple[LogEntry, Usage]:
+    """The entry the step's commit writes, and the usage the step adds to the run (its reply's, for a new step).
+    After a write-ahead intent the entry holds only the results: the reply and its usage are in the intent."""
     usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
     recorded = decision.log_data(step.phase, step.ran)
     if _used(step.sub_usage):
         recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run
     forced = step.phase is not Phase.NORMAL
-    return LogEntry(
-        run.session_id,
-        leg.next_seq,
-        run.run_id,
-        step.number,
-        step.kind,
-        tuple(rows),
-        recorded,
-        usage,
-        forced,
-        to_data(step.records, leg.guardian_configs) if step.records else (),
+    kind, written, logged = (
+        (EntryKind.SETTLE, tuple(rows[1:]), Usage()) if step.intent else (step.kind, tuple(rows), usage)
     )
+    records = to_data(step.records, leg.guardian_configs) if step.records else ()
+    entry = LogEntry(
+        run.session_id, leg.next_seq, run.run_id, step.number, kind, written, recorded, logged, forced, records
+    )
+    return entry, usage
 
 
 def _used(usage: Usage) -> bool:
@@ -885,13 +892,6 @@ def _used(usage: Usage) -> bool:
 def _reply_usage(reply: Reply) -> Usage:
     usage = reply.usage or Usage()
     return Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
-
-
-def _results(entry: LogEntry) -> LogEntry:
-    """A step's entry as its results after a write-ahead intent: the reply and its usage are in the intent."""
-    e = entry  # built field by field: dataclasses.replace costs more than the rest of this commit's entry
-    kind, rows = EntryKind.SETTLE, e.messages[1:]
-    return LogEntry(e.session_id, e.seq, e.run_id, e.step, kind, rows, e.decision, Usage(), e.forced, e.records)
 
 
 def _state_after(leg: Leg, step: _Step) -> dict[str, Any]:
@@ -934,7 +934,7 @@ def _final_output(leg: Leg, decided: _Decided) -> Any:
 
 
 def _advance(
-    leg: Leg, step: _Step, decision: StopDecision, entry: LogEntry, rows: list[Message], run: RunRecord | None
+    leg: Leg, step: _Step, decision: StopDecision, usage: Usage, rows: list[Message], run: RunRecord | None
 ) -> None:
     """With the step durable, and only then, the leg moves on."""
     leg.settle = None
@@ -943,9 +943,9 @@ def _advance(
     if step.streaks is not None:
         leg.tool_streaks = step.streaks
     leg.steps, leg.state = step.number, _state_after(leg, step)
-    if entry.usage is not None:
-        leg.usage = leg.usage + entry.usage
-        leg.budget_usage = leg.budget_usage + entry.usage
+    if _used(usage):
+        leg.usage = leg.usage + usage
+        leg.budget_usage = leg.budget_usage + usage
     if _used(step.sub_usage):
         leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
         leg.sub_usage = leg.sub_usage + step.sub_usage

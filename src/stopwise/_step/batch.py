@@ -65,6 +65,8 @@ def tool_output(leg: Leg, plans: Sequence[CallPlan], rows: Sequence[Message]) ->
     """The first stop-at call (in call order) whose result is not an error, with its result as the output; None
     when no stop-at call succeeded (a failed call does not stop the run)."""
     agent = leg.agent
+    if agent.stop_at_tools is None:
+        return None  # no stop-at tools: nothing to look for (the common case, every tool step)
     for plan, row in zip(plans, rows, strict=True):
         if agent.stops_at(plan.call.name) and plan.row is None and not row.metadata.get(TOOL_ERROR):
             value = decode_tool_result(row)
