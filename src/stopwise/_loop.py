@@ -160,11 +160,10 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
                 yield event
                 if isinstance(event, RunFinished):
                     return
-        while True:
-            async for event in _step(leg):
-                yield event
-                if isinstance(event, RunFinished):
-                    return
+        async for event in _step(leg, once=False):
+            yield event
+            if isinstance(event, RunFinished):
+                return
     except (asyncio.CancelledError, GeneratorExit):
         # The caller cancelled the task or abandoned the stream: record it so retry() can continue. A resume that
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
@@ -291,64 +290,71 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
 # --- one step ------------------------------------------------------------------------------------------------
 
 
-async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
-    """One step, phase by phase; ends with its commit (and ``RunFinished`` when the run ended or suspended)."""
-    run_id = leg.run.run_id
-    settling = leg.settle
-    if settling is None:
-        number, phase = leg.steps + 1, leg.phase
-        yield StepStarted(run_id, number, phase is not Phase.NORMAL)
-        try:
-            prepared = await prepare(leg, number, phase)
-        except CallerCodeFailed as exc:
-            yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
-            return
-        answer: Reply | ErrorDetail | LimitHit | None = None
-        if leg.stream_text or leg.agent.limits is not None:
-            async for item in _ask_model(leg, number, phase, prepared):
-                if isinstance(item, TextDelta):
-                    yield item
-                else:
-                    answer = item
+async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
+    """One step, phase by phase; ends with its commit (and ``RunFinished`` when the run ended or suspended). With
+    ``once=False``, the steps that follow too, until the run ends: one generator for the leg, not one a step."""
+    while True:
+        run_id = leg.run.run_id
+        settling = leg.settle
+        if settling is None:
+            number, phase = leg.steps + 1, leg.phase
+            yield StepStarted(run_id, number, phase is not Phase.NORMAL)
+            try:
+                prepared = await prepare(leg, number, phase)
+            except CallerCodeFailed as exc:
+                yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
+                return
+            answer: Reply | ErrorDetail | LimitHit | None = None
+            if leg.stream_text or leg.agent.limits is not None:
+                async for item in _ask_model(leg, number, phase, prepared):
+                    if isinstance(item, TextDelta):
+                        yield item
+                    else:
+                        answer = item
+            else:
+                answer = await _ask_once(leg, number, phase, prepared)
+            if isinstance(answer, LimitHit):
+                yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
+                return
+            if not isinstance(answer, Reply):
+                failed = answer if answer is not None else model_failure(TypeError("the model gave no reply"))
+                yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
+                return
+            step = _Step(number, phase, answer, prepared=prepared)
+            if prepared.record is not None:
+                step.records.append(prepared.record)
+            if prepared.history is not None:
+                step.records.append(prepared.history)
+            yield ModelReplied(run_id, number, answer)
+            for call in answer.tool_calls:
+                yield ToolCalled(run_id, number, call)
         else:
-            answer = await _ask_once(leg, number, phase, prepared)
-        if isinstance(answer, LimitHit):
-            yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
+            # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
+            kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
+            step = _Step(
+                settling.step, settling.phase, settling.reply, kind, plans=settling.plans, intent=settling.intent
+            )
+            for plan in step.plans:
+                # The plans were read back from the log before the leg listed its tool sources.
+                if plan.tool is None and plan.row is None:
+                    plan.tool = leg.tools.get(plan.call.name)
+            step.records.extend(settling.records)
+            step.terminated, step.rejected = settling.terminated, settling.rejected
+            step.settled, step.kept = settling.settled, settling.pending
+        try:
+            decided = await _decide_step(leg, step, settling)
+        except CallerCodeFailed as exc:
+            yield RunFinished(run_id, step.number, await _end(leg, StepSignals(caller_failed=exc.detail)))
             return
-        if not isinstance(answer, Reply):
-            failed = answer if answer is not None else model_failure(TypeError("the model gave no reply"))
-            yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
+        if settling is None or not settling.escalation:
+            for plan, row in zip(step.plans, step.rows, strict=False):
+                if plan.call.id not in step.settled:
+                    yield ToolReturned(run_id, step.number, plan.call, row)
+        events = await _finish_step(leg, decided)
+        for event in events:
+            yield event
+        if once or isinstance(events[-1], RunFinished):
             return
-        step = _Step(number, phase, answer, prepared=prepared)
-        if prepared.record is not None:
-            step.records.append(prepared.record)
-        if prepared.history is not None:
-            step.records.append(prepared.history)
-        yield ModelReplied(run_id, number, answer)
-        for call in answer.tool_calls:
-            yield ToolCalled(run_id, number, call)
-    else:
-        # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
-        kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
-        step = _Step(settling.step, settling.phase, settling.reply, kind, plans=settling.plans, intent=settling.intent)
-        for plan in step.plans:
-            # The plans were read back from the log before the leg listed its tool sources.
-            if plan.tool is None and plan.row is None:
-                plan.tool = leg.tools.get(plan.call.name)
-        step.records.extend(settling.records)
-        step.terminated, step.rejected = settling.terminated, settling.rejected
-        step.settled, step.kept = settling.settled, settling.pending
-    try:
-        decided = await _decide_step(leg, step, settling)
-    except CallerCodeFailed as exc:
-        yield RunFinished(run_id, step.number, await _end(leg, StepSignals(caller_failed=exc.detail)))
-        return
-    if settling is None or not settling.escalation:
-        for plan, row in zip(step.plans, step.rows, strict=False):
-            if plan.call.id not in step.settled:
-                yield ToolReturned(run_id, step.number, plan.call, row)
-    for event in await _finish_step(leg, decided):
-        yield event
 
 
 async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decided:

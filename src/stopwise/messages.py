@@ -217,17 +217,18 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
 
     Tool output is untrusted text: the storable-text rule applies (``stopwise.storable``), so a lone surrogate or
     a NUL becomes U+FFFD instead of failing the commit."""
-    where = f"the result of call {tool_call_id}"
     if isinstance(value, str):
-        text = storable_text(value, where=where)
+        text = value if is_storable(value) else storable_text(value, where=f"the result of call {tool_call_id}")
         return Message(Role.TOOL, text, tool_call_id=tool_call_id, metadata={CONTENT_ENCODING: "text"})
+    if type(value) is int:  # JSON's spelling of an int is Python's: no encoder needed
+        return Message(Role.TOOL, str(value), tool_call_id=tool_call_id)
     try:
         content = to_json(value).decode()
     except PydanticSerializationError:
         # Most often a lone surrogate in a string; anything else still fails on the second try.
-        content = to_json(storable(value, where=where)).decode()
+        content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()
     if "\\u0000" in content:  # a NUL inside a string value (JSON escapes it)
-        content = to_json(storable(value, where=where)).decode()
+        content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()
     return Message(Role.TOOL, content, tool_call_id=tool_call_id)
 
 
