@@ -977,6 +977,8 @@ def _advance(
 
 def _events_for(leg: Leg, step: _Step) -> list[Event]:
     events: list[Event] = []
+    if not step.written and not step.records:
+        return events
     guard = leg.agent.stop_guard
     run_id = leg.run.run_id
     for r in (*step.written, *step.records):

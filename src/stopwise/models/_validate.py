@@ -83,7 +83,8 @@ def model_failure(exc: BaseException) -> ErrorDetail:
 def _checked(reply: object, limits: ReplyLimits) -> Reply:
     if not isinstance(reply, Reply):
         raise _Malformed("reply", f"the model returned {type(reply).__name__}, expected Reply")
-    _require(reply.text, str, "text")
+    if type(reply.text) is not str:
+        _require(reply.text, str, "text")
     if not isinstance(reply.tool_calls, tuple):
         raise _Malformed("tool_calls", f"must be a sequence of ToolCall, got {type(reply.tool_calls).__name__}")
     if not isinstance(reply.stop_reason, StopReason):
@@ -113,7 +114,7 @@ def _checked(reply: object, limits: ReplyLimits) -> Reply:
             _require(call_id, str, f"tool_calls[{i}].id")
         if isinstance(args, str):
             size = len(args.encode("utf-8", "surrogatepass"))
-        elif isinstance(args, Mapping):
+        elif type(args) is dict or isinstance(args, Mapping):
             size, clean = _check_json(args, f"tool_calls[{i}].args", limits.max_depth)
             if not clean:
                 args = storable(args, where=f"tool_calls[{i}].args")
