@@ -32,7 +32,7 @@ from stopwise._step.calls import (
 )
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.output import run_max_steps_handler, run_validators
-from stopwise._step.prepare import Prepared, prepare
+from stopwise._step.prepare import Prepared, plain_prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
@@ -300,7 +300,7 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
             number, phase = leg.steps + 1, leg.phase
             yield StepStarted(run_id, number, phase is not Phase.NORMAL)
             try:
-                prepared = await prepare(leg, number, phase)
+                prepared = plain_prepared(leg) or await prepare(leg, number, phase)
             except CallerCodeFailed as exc:
                 yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
                 return
@@ -388,8 +388,11 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     fresh = [(p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True) if p.call.id not in step.settled]
     if fresh:
         step.streaks = streaks(fresh, leg.tool_streaks)
-    await _consult_guardian(leg, step)
-    step.stop_when = await _stop_when(leg, step, step.rows)
+    # The two consultations are awaited only when the agent has them: no coroutine a step for nothing.
+    if leg.agent.guardian is not None:
+        await _consult_guardian(leg, step)
+    if leg.agent.stop_condition is not None:
+        step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
     if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
         leg, step.reply, step.phase
@@ -420,6 +423,9 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
             rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
         else:
             rows = []
+        if leg.guardrails is None:
+            step.rows = rows  # no tool-result guardrail to ask (guard_results would hand the rows back)
+            return None
         step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
         return failed
     waiting = {p.call.id for p in step.waiting}

@@ -4,13 +4,16 @@ executed concurrently, then judged by the tool-result guardrails, all before any
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from stopwise._leg import CallPlan, Leg
 from stopwise._step.guardian import consult_call
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
+from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import Guardrails, ToolCallContext, ToolResultContext, run_chain
 from stopwise.guardrails.receipts import tool_receipt, withheld_receipt
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
@@ -30,7 +33,7 @@ from stopwise.messages import (
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
 from stopwise.tool_switches import ToolSwitchRecord
-from stopwise.tools import ToolUnavailable, parse_args
+from stopwise.tools import Tool, ToolUnavailable, parse_args
 
 __all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "list_sources", "plan_calls"]
 
@@ -109,15 +112,46 @@ async def plan_calls(
     guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
+    guardian = leg.agent.guardian
+    gated = history is not None or (guardian is not None and bool(guardian.call_conditions))
     plans = []
     for call in reply.tool_calls:
         if offered is not None and call.name not in offered and call.name in leg.tools:
             message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
             row = error_tool_result(message, tool_call_id=call.id, origin="stopwise")
             plans.append(CallPlan(call, None, None, row))
-        else:
+        elif gated:
             plans.append(await _plan(leg, step, call, row, history, records))
+        else:
+            # No guardrail and no risk gate to consult: the plan is made without awaiting anything.
+            found = _resolved(leg, call)
+            plans.append(found if isinstance(found, CallPlan) else _approval(call, *found, None))
     return plans
+
+
+def _resolved(leg: Leg, call: ToolCall) -> CallPlan | tuple[Tool, Mapping[str, Any]]:
+    """The call's tool and arguments, or its answered plan when the tool is unknown or the arguments bad."""
+    tool_map = leg.tools
+    t = tool_map.get(call.name)
+    if t is None:
+        message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
+        return CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
+    args = parse_args(call, t.name)
+    if isinstance(args, Message):
+        return CallPlan(call, t, None, args)
+    return t, args
+
+
+def _approval(call: ToolCall, t: Tool, args: Mapping[str, Any], gate: GuardianDecision | None) -> CallPlan:
+    """The plan after the approval gate: it waits for a reviewer when the risk gate escalated, the tool runs on
+    the client, or the tool's ``needs_approval`` says so."""
+    try:
+        needs = gate is not None or t.client or t.requires_approval(args)
+    except Exception as exc:
+        detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
+        error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
+        raise CallerCodeFailed(error) from exc
+    return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
 async def _plan(
@@ -131,14 +165,10 @@ async def _plan(
     """One call of the step's reply ``row``: its tool and arguments, the tool-call guardrails (which read
     ``history``, the session's rows up to ``row``; given when there are any), the risk gate, the approval
     gate."""
-    tool_map = leg.tools
-    t = tool_map.get(call.name)
-    if t is None:
-        message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
-        return CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
-    args = parse_args(call, t.name)
-    if isinstance(args, Message):
-        return CallPlan(call, t, None, args)
+    found = _resolved(leg, call)
+    if isinstance(found, CallPlan):
+        return found
+    t, args = found
     guardrails = leg.guardrails
     if guardrails is not None and history is not None:
         run = leg.run
@@ -177,13 +207,7 @@ async def _plan(
         # The risk gate runs before the approval gate: an escalation here is an approval request.
         if consultation.decision.outcome is GuardianOutcome.ESCALATE:
             gate = consultation.decision
-    try:
-        needs = gate is not None or t.client or t.requires_approval(args)
-    except Exception as exc:
-        detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
-        error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
-        raise CallerCodeFailed(error) from exc
-    return CallPlan(call, t, args, needs_approval=needs, gate=gate)
+    return _approval(call, t, args, gate)
 
 
 async def execute_calls(

@@ -415,7 +415,9 @@ class Runner:
         try:
             async for event in events:
                 if isinstance(event, StepCommitted):  # the clock is read once a step, not once an event
-                    lease = await self._renewed(lease)
+                    now = self.clock()
+                    if now >= lease.expires_at - self.lease_seconds / 2:  # half of it spent: renew it
+                        lease = await self._renewed(lease, now)
                 if isinstance(event, RunFinished):
                     # Before the caller sees the result: once a run is over, another worker may continue it.
                     await self.store.release(lease)
@@ -435,11 +437,8 @@ class Runner:
         the lease is renewed after a step commits once half of it is spent, and dropped when the leg ends."""
         return self._leased(leg)
 
-    async def _renewed(self, lease: Lease) -> Lease:
-        """The lease, renewed in the store once half of it is spent."""
-        now = self.clock()
-        if now < lease.expires_at - self.lease_seconds / 2:
-            return lease
+    async def _renewed(self, lease: Lease, now: float) -> Lease:
+        """The lease, renewed in the store as of ``now``."""
         renewed = Lease(lease.run_id, lease.owner, now + self.lease_seconds)
         # A lost lease (another worker took the run over after it lapsed) is not raised here: ending this leg
         # would write over that worker's run record. Its next commit conflicts instead.
