@@ -298,7 +298,8 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
         settling = leg.settle
         if settling is None:
             number, phase = leg.steps + 1, leg.phase
-            yield StepStarted(run_id, number, phase is not Phase.NORMAL)
+            if leg.progress_events:
+                yield StepStarted(run_id, number, phase is not Phase.NORMAL)
             try:
                 prepared = plain_prepared(leg) or await prepare(leg, number, phase)
             except CallerCodeFailed as exc:
@@ -325,9 +326,10 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
                 step.records.append(prepared.record)
             if prepared.history is not None:
                 step.records.append(prepared.history)
-            yield ModelReplied(run_id, number, answer)
-            for call in answer.tool_calls:
-                yield ToolCalled(run_id, number, call)
+            if leg.progress_events:
+                yield ModelReplied(run_id, number, answer)
+                for call in answer.tool_calls:
+                    yield ToolCalled(run_id, number, call)
         else:
             # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
             kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
@@ -346,7 +348,7 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
         except CallerCodeFailed as exc:
             yield RunFinished(run_id, step.number, await _end(leg, StepSignals(caller_failed=exc.detail)))
             return
-        if settling is None or not settling.escalation:
+        if leg.progress_events and (settling is None or not settling.escalation):
             for plan, row in zip(step.plans, step.rows, strict=False):
                 if plan.call.id not in step.settled:
                     yield ToolReturned(run_id, step.number, plan.call, row)

@@ -6,8 +6,9 @@ text). The rule: the string is read as UTF-16, so a surrogate *pair* becomes the
 surrogate and NUL each become U+FFFD (the replacement character). Everything else is kept as it is.
 
 Untrusted text passes through the rule where it enters (the model's reply, tool arguments, tool results), and
-every store applies it again to everything it writes, so a string the rule did not reach on the way in is never
-an exception at commit time. Each replacement is reported by a warning on the ``stopwise`` logger naming where
+every store applies it again to everything it keeps (the database stores when they write, the in-memory store's
+log when it is read back, since nothing else can see it), so a string the rule did not reach on the way in is
+never an exception at commit time. Each replacement is reported by a warning on the ``stopwise`` logger naming where
 it happened; it never raises.
 """
 

@@ -157,7 +157,7 @@ class Runner:
         It is committed with the run's first entry, so a resume, a retry or an audit reads it from the log."""
         leg = await self._start(agent, input, session_id, state, runtime_context, goal=goal)
         leg.lease = self._lease(leg.run.run_id)
-        return await _finish(self._observed(agent, self._leased(leg)))
+        return await self._driven(agent, leg)
 
     async def retry(
         self,
@@ -176,7 +176,7 @@ class Runner:
         ``StepConflict`` when another worker continued it since it was read. Either way nothing ran.
         """
         leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
-        return await _finish(self._observed(agent, self._leased(leg)))
+        return await self._driven(agent, leg)
 
     async def fork(
         self,
@@ -221,7 +221,7 @@ class Runner:
         new_input = _input_messages(message) if message is not None else ()
         leg = restore_leg(agent, self.store, self, forked, forked.last_run, fresh_budget=False, new_input=new_input)
         leg.lease = lease
-        return await _finish(self._observed(agent, self._leased(self._leg(leg, runtime_context))))
+        return await self._driven(agent, self._leg(leg, runtime_context))
 
     async def resume(
         self,
@@ -245,7 +245,7 @@ class Runner:
         the other raises ``RunLeased`` (or ``StepConflict`` when the first already moved the run on).
         """
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
-        return await _finish(self._observed(agent, self._leased(leg)))
+        return await self._driven(agent, leg)
 
     async def expire(self, session_id: str, *, now: float | None = None) -> RunResult:
         """End the session's suspended run because approvals of its pending calls expired unanswered.
@@ -445,6 +445,12 @@ class Runner:
         await self.store.renew(renewed)
         return renewed
 
+    async def _driven(self, agent: Agent, leg: Leg) -> RunResult:
+        """The leg driven to its end under its lease, its events shown to ``on_event``; without an observer the
+        loop does not make the events that only report progress (nobody would read them)."""
+        leg.progress_events = self.on_event is not None
+        return await _finish(self._observed(agent, self._leased(leg)))
+
     def _observed(self, agent: Agent, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """``events``, each shown to ``on_event`` first; ``events`` itself when there is no observer."""
         on_event = self.on_event
@@ -531,7 +537,7 @@ class Runner:
                 leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
             leg.agent_path = (*ctx.agent_path, agent.name)
             leg.guardrails = for_sub_agent(agent.guardrails, ctx.guardrails if inherit_guardrails else None)
-            result = await _finish(self._observed(agent, self._leased(leg)))
+            result = await self._driven(agent, leg)
         else:
             snapshot = await self.store.load_session(session_id)
             assert snapshot is not None
