@@ -68,7 +68,10 @@ __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
 
 
 _NO_USAGE = Usage()
-"""A step's sub-agent usage until its calls report some (a frozen value: shared, not built per step)."""
+"""Nothing used: a step's sub-agent usage until its calls report some, a results entry's usage (a frozen value:
+shared, not built per step)."""
+_ONE_REQUEST = Usage(requests=1)
+"""A reply's usage when its model reported none: one request."""
 
 
 @dataclass(slots=True)
@@ -882,14 +885,14 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
 def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> tuple[LogEntry, Usage]:
     """The entry the step's commit writes, and the usage the step adds to the run (its reply's, for a new step).
     After a write-ahead intent the entry holds only the results: the reply and its usage are in the intent."""
-    usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
+    usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else _NO_USAGE
     recorded = decision.log_data(step.phase, step.ran)
     if _used(step.sub_usage):
         recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run
     forced = step.phase is not Phase.NORMAL
     kind, written, logged = (
-        (EntryKind.SETTLE, tuple(rows[1:]), Usage()) if step.intent else (step.kind, tuple(rows), usage)
+        (EntryKind.SETTLE, tuple(rows[1:]), _NO_USAGE) if step.intent else (step.kind, tuple(rows), usage)
     )
     records = to_data(step.records, leg.guardian_configs) if step.records else ()
     entry = LogEntry(
@@ -904,7 +907,11 @@ def _used(usage: Usage) -> bool:
 
 
 def _reply_usage(reply: Reply) -> Usage:
-    usage = reply.usage or Usage()
+    usage = reply.usage
+    if usage is None:
+        return _ONE_REQUEST
+    if type(usage) is Usage and usage.requests:
+        return usage  # already what it would be rebuilt as (a frozen value: shared, not copied)
     return Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
 
 
