@@ -419,11 +419,18 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     """Run the step's calls that can run now, then their tool-result guardrails; ``step.plans`` and ``step.rows``
     end up in call order with the rows committed before (``step.settled``), and the calls still waiting for a
     reviewer move to ``step.waiting``. Returns a tool-result guardrail's failure (the rows are then withheld)."""
-    step.waiting = [p for p in step.plans if p.needs_approval and p.row is None]
+    # Plain loops rather than comprehensions here: each comprehension is a call of its own, every tool step.
+    step.waiting = []
+    for p in step.plans:
+        if p.needs_approval and p.row is None:
+            step.waiting.append(p)
     if not step.waiting and not step.settled:
         # Every call is this step's to run or answer (no reviewer, no earlier piece): the plans keep their order.
         step.plans, step.refused = plan_batch(leg, step.plans)
-        step.ran = len([p for p in step.plans if p.row is None])
+        step.ran = 0
+        for p in step.plans:
+            if p.row is None:
+                step.ran += 1
         if step.plans:
             rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
         else:
@@ -466,7 +473,7 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     step's own commit then holds only its results. The leg moves on (steps, usage, history) only at that commit,
     as for any step: until then the intent is not a committed step."""
     run = leg.run
-    intent = StepIntent(tuple([p.planned() for p in step.plans]), step.phase)
+    intent = StepIntent(tuple(map(CallPlan.planned, step.plans)), step.phase)
     row = step.row()
     records = [*step.records, intent]
     usage = _reply_usage(step.reply)

@@ -151,6 +151,12 @@ class Message:
     """Annotations for readers (encoding marker, error flag, automated-row marks). Treat as read-only."""
 
     def __post_init__(self) -> None:
+        content = self.content
+        if type(content) is str and content.isascii() and "\x00" not in content and type(self.role) is Role:
+            # The common row (a role of ours, plain ASCII text) needs no conversion: only the calls' tuple.
+            if not isinstance(self.tool_calls, tuple):
+                object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+            return
         if not isinstance(self.role, Role):
             try:
                 object.__setattr__(self, "role", Role(self.role))

@@ -244,20 +244,25 @@ async def execute_calls(
             # Returned, not raised, so the batch's other calls settle before the step fails.
             return exc
 
-    rows = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
-    for row in rows:
+    answers = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
+    rows: list[Message] = []
+    switched_off = False
+    for row in answers:
         if isinstance(row, ToolUnavailable):
             raise CallerCodeFailed(unavailable(row)) from row
+        rows.append(row)
     sub_usage = contexts[0].sub_usage if len(contexts) == 1 else Usage()
     for ctx in contexts if len(contexts) > 1 else ():
         sub_usage = sub_usage + ctx.sub_usage
-    if records is not None and [ctx for ctx in contexts if ctx.switched_off]:
+    for ctx in contexts:
+        switched_off = switched_off or bool(ctx.switched_off)
+    if records is not None and switched_off:
         by_call = {ctx.tool_call_id: ctx for ctx in contexts}
         switched = [by_call[p.call.id] for p in plans if p.call.id in by_call and by_call[p.call.id].switched_off]
         records.extend(
             ToolSwitchRecord("tool", step, off=tuple(c.switched_off), tool_call_id=c.tool_call_id) for c in switched
         )
-    return [row for row in rows if isinstance(row, Message)], sub_usage
+    return rows, sub_usage
 
 
 async def guard_results(
