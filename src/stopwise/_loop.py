@@ -680,11 +680,11 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
 
 
 def _runaway(leg: Leg, step: _Step) -> str | None:
-    counts = step.streaks
-    if not counts:
-        return None
-    name = next((n for n, count in counts.items() if count >= leg.agent.max_tool_errors), None)
-    return None if name is None else f"Tool '{name}' failed {counts[name]} times in a row"
+    limit = leg.agent.max_tool_errors
+    for name, count in (step.streaks or {}).items():
+        if count >= limit:
+            return f"Tool '{name}' failed {count} times in a row"
+    return None
 
 
 def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Decided:
