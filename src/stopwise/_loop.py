@@ -475,7 +475,8 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     run = leg.run
     intent = StepIntent(tuple(map(CallPlan.planned, step.plans)), step.phase)
     row = step.row()
-    records = [*step.records, intent]
+    # The intent alone (the common case) needs no pass over the records for guardian configs.
+    records = to_data([*step.records, intent], leg.guardian_configs) if step.records else (intent.to_data(),)
     usage = _reply_usage(step.reply)
     forced = step.phase is not Phase.NORMAL
     entry = LogEntry(
@@ -488,7 +489,7 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
         None,
         usage,
         forced,
-        to_data(records, leg.guardian_configs),
+        records,
     )
     await leg.store.commit(entry, leg.state)
     leg.next_seq += 1
