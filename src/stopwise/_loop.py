@@ -29,6 +29,7 @@ from stopwise._step.calls import (
     guard_results,
     list_sources,
     plan_calls,
+    plans_now,
 )
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.output import run_max_steps_handler, run_validators
@@ -368,9 +369,12 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         return await _settle_review(leg, step, settling)
     if settling is None and step.reply.tool_calls:
         offered = step.prepared.offered if step.prepared is not None else None
-        step.plans = await plan_calls(
-            leg, step.number, step.reply, step.phase, step.records, offered=offered, row=step.row()
-        )
+        plans = plans_now(leg, step.reply, step.phase, offered=offered)  # nothing to await: no coroutine
+        if plans is None:
+            plans = await plan_calls(
+                leg, step.number, step.reply, step.phase, step.records, offered=offered, row=step.row()
+            )
+        step.plans = plans
         waits = runs = False
         for p in step.plans:  # one loop, not two any(): this runs every tool step
             if p.needs_approval:

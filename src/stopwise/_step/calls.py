@@ -35,7 +35,15 @@ from stopwise.stop.decision import Phase
 from stopwise.tool_switches import ToolSwitchRecord
 from stopwise.tools import Tool, ToolUnavailable, parse_args
 
-__all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "list_sources", "plan_calls"]
+__all__ = [
+    "CallerCodeFailed",
+    "caller_failure",
+    "execute_calls",
+    "guard_results",
+    "list_sources",
+    "plan_calls",
+    "plans_now",
+]
 
 
 NO_TOOLS_NOW = "Tools are disabled now: reply with a final answer only."
@@ -89,6 +97,29 @@ async def list_sources(leg: Leg) -> ErrorDetail | None:
     return None
 
 
+def plans_now(leg: Leg, reply: Reply, phase: Phase, *, offered: frozenset[str] | None = None) -> list[CallPlan] | None:
+    """``plan_calls``' answer when it has nothing to await (a forced phase, or no tool-call guardrail and no risk
+    gate: the common step); None when it has."""
+    if phase is not Phase.NORMAL:
+        return [
+            CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
+            for c in reply.tool_calls
+        ]
+    guardrails, guardian = leg.guardrails, leg.agent.guardian
+    if (guardrails is not None and guardrails.has(Hook.TOOL_CALL)) or (
+        guardian is not None and guardian.call_conditions
+    ):
+        return None
+    plans = []
+    for call in reply.tool_calls:
+        if offered is not None and call.name not in offered and call.name in leg.tools:
+            plans.append(CallPlan(call, None, None, _not_offered(call, offered)))
+        else:
+            found = _resolved(leg, call)
+            plans.append(found if isinstance(found, CallPlan) else _approval(call, *found, None))
+    return plans
+
+
 async def plan_calls(
     leg: Leg,
     step: int,
@@ -102,31 +133,27 @@ async def plan_calls(
     """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet. A call to a
     tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row. ``row``: the reply
     as its history row, when the caller has it already."""
-    if phase is not Phase.NORMAL:
-        return [
-            CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
-            for c in reply.tool_calls
-        ]
+    now = plans_now(leg, reply, phase, offered=offered)
+    if now is not None:
+        return now
     if row is None:
         row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
     guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
-    guardian = leg.agent.guardian
-    gated = history is not None or (guardian is not None and bool(guardian.call_conditions))
     plans = []
     for call in reply.tool_calls:
         if offered is not None and call.name not in offered and call.name in leg.tools:
-            message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
-            row = error_tool_result(message, tool_call_id=call.id, origin="stopwise")
+            row = _not_offered(call, offered)
             plans.append(CallPlan(call, None, None, row))
-        elif gated:
-            plans.append(await _plan(leg, step, call, row, history, records))
         else:
-            # No guardrail and no risk gate to consult: the plan is made without awaiting anything.
-            found = _resolved(leg, call)
-            plans.append(found if isinstance(found, CallPlan) else _approval(call, *found, None))
+            plans.append(await _plan(leg, step, call, row, history, records))
     return plans
+
+
+def _not_offered(call: ToolCall, offered: frozenset[str]) -> Message:
+    message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
+    return error_tool_result(message, tool_call_id=call.id, origin="stopwise")
 
 
 def _resolved(leg: Leg, call: ToolCall) -> CallPlan | tuple[Tool, Mapping[str, Any]]:
