@@ -142,6 +142,9 @@ class Leg:
     clock: Callable[[], float] = time.time
     stream_text: bool = False
     """Ask the model for text deltas (``runner.stream``); a plain ``run`` takes the reply in one piece."""
+    progress_events: bool = True
+    """Yield the events that only report a step's progress (``StepStarted``, ``ModelReplied``, ``ToolCalled``,
+    ``ToolReturned``). A plain ``run`` with no ``on_event`` observer turns them off: nothing would read them."""
     call_ids: SessionCallIds = field(default_factory=SessionCallIds)
     """The call ids the session has used: each reply's ids are made unique against them (``stopwise.call_ids``)."""
     budget_usage: Usage = field(default_factory=Usage)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,10 +29,11 @@ from stopwise._step.calls import (
     guard_results,
     list_sources,
     plan_calls,
+    plans_now,
 )
 from stopwise._step.guardian import consult_turn, quarantine, reanchor
 from stopwise._step.output import run_max_steps_handler, run_validators
-from stopwise._step.prepare import Prepared, prepare
+from stopwise._step.prepare import Prepared, plain_prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
@@ -67,6 +68,13 @@ from stopwise.store.base import EntryKind, LogEntry, RunRecord
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
 
 
+_NO_USAGE = Usage()
+"""Nothing used: a step's sub-agent usage until its calls report some, a results entry's usage (a frozen value:
+shared, not built per step)."""
+_ONE_REQUEST = Usage(requests=1)
+"""A reply's usage when its model reported none: one request."""
+
+
 @dataclass(slots=True)
 class _Step:
     """A step while it is being decided: what the model said, what came back, and what the deciders said."""
@@ -82,7 +90,7 @@ class _Step:
     """The tool rows (or, when settling an escalation, the review's rows) this step adds after the reply."""
     records: list[LogRecord] = field(default_factory=list)
     """Records this step's last commit writes."""
-    written: list[LogRecord] = field(default_factory=list)
+    written: Sequence[LogRecord] = ()
     """Records already committed with the step's write-ahead intent (they are reported with the step)."""
     intent: bool = False
     """The reply and its planned calls are committed (``_write_intent``, or a recorded intent carried out after
@@ -95,7 +103,7 @@ class _Step:
     """Consecutive failures per tool after this step (None: the step ran no tools)."""
     terminated: str | None = None
     rejected: str | None = None
-    stop_when: dict[str, str | None] = field(default_factory=dict)
+    stop_when: Mapping[str, str | None] = field(default_factory=dict)
     """The ``stop_when`` signals, evaluated (and awaited) before the resolver runs."""
     tool_output: ToolOutput | None = None
     """A stop-at tool's successful result (``Agent.stop_at_tools``)."""
@@ -105,7 +113,7 @@ class _Step:
     """The tool-call budget's hit, when calls of this step were refused for it."""
     output_rejected: str | None = None
     """An output validator's feedback, when it rejected this step's output."""
-    sub_usage: Usage = field(default_factory=Usage)
+    sub_usage: Usage = _NO_USAGE
     """Usage of the sub-agents this step's calls ran (recorded in the entry; budgets count it)."""
     settled: Mapping[str, Message] = field(default_factory=dict)
     """Rows of this step's calls committed before (see ``Settle.settled``): in ``rows``, not in the commit."""
@@ -113,6 +121,16 @@ class _Step:
     """Calls that still wait for approval after this step's other calls ran: the step suspends on them."""
     kept: Mapping[str, PendingApproval] = field(default_factory=dict)
     """The waiting calls as they were pending before this resume (see ``Settle.pending``)."""
+    _row: Message | None = None
+    """``row()``'s last answer, kept while ``reply`` stays the same object."""
+
+    def row(self) -> Message:
+        """The reply as its history row (the assistant's text and calls), built once per reply: the plan, the
+        write-ahead intent and the commit share it."""
+        row = self._row
+        if row is None or row.content is not self.reply.text or row.tool_calls is not self.reply.tool_calls:
+            row = self._row = Message(Role.ASSISTANT, self.reply.text, self.reply.tool_calls)
+        return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +164,10 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
                 yield event
                 if isinstance(event, RunFinished):
                     return
-        while True:
-            async for event in _step(leg):
-                yield event
-                if isinstance(event, RunFinished):
-                    return
+        async for event in _step(leg, once=False):
+            yield event
+            if isinstance(event, RunFinished):
+                return
     except (asyncio.CancelledError, GeneratorExit):
         # The caller cancelled the task or abandoned the stream: record it so retry() can continue. A resume that
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
@@ -277,58 +294,73 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
 # --- one step ------------------------------------------------------------------------------------------------
 
 
-async def _step(leg: Leg) -> AsyncGenerator[Event, None]:
-    """One step, phase by phase; ends with its commit (and ``RunFinished`` when the run ended or suspended)."""
-    run_id = leg.run.run_id
-    settling = leg.settle
-    if settling is None:
-        number, phase = leg.steps + 1, leg.phase
-        yield StepStarted(run_id, number, phase is not Phase.NORMAL)
-        try:
-            prepared = await prepare(leg, number, phase)
-        except CallerCodeFailed as exc:
-            yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
-            return
-        answer: Reply | ErrorDetail | LimitHit | None = None
-        async for item in _ask_model(leg, number, phase, prepared):
-            if isinstance(item, TextDelta):
-                yield item
+async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
+    """One step, phase by phase; ends with its commit (and ``RunFinished`` when the run ended or suspended). With
+    ``once=False``, the steps that follow too, until the run ends: one generator for the leg, not one a step."""
+    while True:
+        run_id = leg.run.run_id
+        settling = leg.settle
+        if settling is None:
+            number, phase = leg.steps + 1, leg.phase
+            if leg.progress_events:
+                yield StepStarted(run_id, number, phase is not Phase.NORMAL)
+            try:
+                prepared = plain_prepared(leg) or await prepare(leg, number, phase)
+            except CallerCodeFailed as exc:
+                yield RunFinished(run_id, number, await _end(leg, StepSignals(caller_failed=exc.detail)))
+                return
+            answer: Reply | ErrorDetail | LimitHit | None = None
+            if leg.stream_text or leg.agent.limits is not None:
+                async for item in _ask_model(leg, number, phase, prepared):
+                    if isinstance(item, TextDelta):
+                        yield item
+                    else:
+                        answer = item
             else:
-                answer = item
-        if isinstance(answer, LimitHit):
-            yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
+                answer = await _ask_once(leg, number, phase, prepared)
+            if isinstance(answer, LimitHit):
+                yield RunFinished(run_id, number, await _end(leg, StepSignals(timed_out=answer)))
+                return
+            if not isinstance(answer, Reply):
+                failed = answer if answer is not None else model_failure(TypeError("the model gave no reply"))
+                yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
+                return
+            step = _Step(number, phase, answer, prepared=prepared)
+            if prepared.record is not None:
+                step.records.append(prepared.record)
+            if prepared.history is not None:
+                step.records.append(prepared.history)
+            if leg.progress_events:
+                yield ModelReplied(run_id, number, answer)
+                for call in answer.tool_calls:
+                    yield ToolCalled(run_id, number, call)
+        else:
+            # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
+            kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
+            step = _Step(
+                settling.step, settling.phase, settling.reply, kind, plans=settling.plans, intent=settling.intent
+            )
+            for plan in step.plans:
+                # The plans were read back from the log before the leg listed its tool sources.
+                if plan.tool is None and plan.row is None:
+                    plan.tool = leg.tools.get(plan.call.name)
+            step.records.extend(settling.records)
+            step.terminated, step.rejected = settling.terminated, settling.rejected
+            step.settled, step.kept = settling.settled, settling.pending
+        try:
+            decided = await _decide_step(leg, step, settling)
+        except CallerCodeFailed as exc:
+            yield RunFinished(run_id, step.number, await _end(leg, StepSignals(caller_failed=exc.detail)))
             return
-        if not isinstance(answer, Reply):
-            failed = answer if answer is not None else model_failure(TypeError("the model gave no reply"))
-            yield RunFinished(run_id, number, await _end(leg, StepSignals(model_failed=failed)))
+        if leg.progress_events and (settling is None or not settling.escalation):
+            for plan, row in zip(step.plans, step.rows, strict=False):
+                if plan.call.id not in step.settled:
+                    yield ToolReturned(run_id, step.number, plan.call, row)
+        events = await _finish_step(leg, decided)
+        for event in events:
+            yield event
+        if once or isinstance(events[-1], RunFinished):
             return
-        step = _Step(number, phase, answer, prepared=prepared)
-        step.records.extend(r for r in (prepared.record, prepared.history) if r is not None)
-        yield ModelReplied(run_id, number, answer)
-        for call in answer.tool_calls:
-            yield ToolCalled(run_id, number, call)
-    else:
-        # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
-        kind = EntryKind.STEP if settling.intent else EntryKind.SETTLE
-        step = _Step(settling.step, settling.phase, settling.reply, kind, plans=settling.plans, intent=settling.intent)
-        for plan in step.plans:
-            # The plans were read back from the log before the leg listed its tool sources.
-            if plan.tool is None and plan.row is None:
-                plan.tool = leg.tools.get(plan.call.name)
-        step.records.extend(settling.records)
-        step.terminated, step.rejected = settling.terminated, settling.rejected
-        step.settled, step.kept = settling.settled, settling.pending
-    try:
-        decided = await _decide_step(leg, step, settling)
-    except CallerCodeFailed as exc:
-        yield RunFinished(run_id, step.number, await _end(leg, StepSignals(caller_failed=exc.detail)))
-        return
-    if settling is None or not settling.escalation:
-        for plan, row in zip(step.plans, step.rows, strict=False):
-            if plan.call.id not in step.settled:
-                yield ToolReturned(run_id, step.number, plan.call, row)
-    for event in await _finish_step(leg, decided):
-        yield event
 
 
 async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decided:
@@ -337,11 +369,21 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         return await _settle_review(leg, step, settling)
     if settling is None and step.reply.tool_calls:
         offered = step.prepared.offered if step.prepared is not None else None
-        step.plans = await plan_calls(leg, step.number, step.reply, step.phase, step.records, offered=offered)
-        waits = any(p.needs_approval for p in step.plans)
-        if waits and not (leg.agent.run_unapproved_siblings and any(_runs_now(p) for p in step.plans)):
+        plans = plans_now(leg, step.reply, step.phase, offered=offered)  # nothing to await: no coroutine
+        if plans is None:
+            plans = await plan_calls(
+                leg, step.number, step.reply, step.phase, step.records, offered=offered, row=step.row()
+            )
+        step.plans = plans
+        waits = runs = False
+        for p in step.plans:  # one loop, not two any(): this runs every tool step
+            if p.needs_approval:
+                waits = True
+            elif p.row is None:
+                runs = True  # it runs in this step: no answer yet, and no reviewer to wait for
+        if waits and not (leg.agent.run_unapproved_siblings and runs):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-        if any(_runs_now(p) for p in step.plans):
+        if runs:
             await _write_intent(leg, step)
     failed = await _run_calls(leg, step)
     if failed is not None:
@@ -355,8 +397,11 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     fresh = [(p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True) if p.call.id not in step.settled]
     if fresh:
         step.streaks = streaks(fresh, leg.tool_streaks)
-    await _consult_guardian(leg, step)
-    step.stop_when = await _stop_when(leg, step, step.rows)
+    # The two consultations are awaited only when the agent has them: no coroutine a step for nothing.
+    if leg.agent.guardian is not None:
+        await _consult_guardian(leg, step)
+    if leg.agent.stop_condition is not None:
+        step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
     if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
         leg, step.reply, step.phase
@@ -374,16 +419,31 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     return decided
 
 
-def _runs_now(plan: CallPlan) -> bool:
-    """Whether a planned call runs in this step: it has no answer yet and waits for no reviewer."""
-    return plan.row is None and not plan.needs_approval
-
-
 async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     """Run the step's calls that can run now, then their tool-result guardrails; ``step.plans`` and ``step.rows``
     end up in call order with the rows committed before (``step.settled``), and the calls still waiting for a
     reviewer move to ``step.waiting``. Returns a tool-result guardrail's failure (the rows are then withheld)."""
-    step.waiting = [p for p in step.plans if p.needs_approval and p.row is None]
+    # Plain loops rather than comprehensions here: each comprehension is a call of its own, every tool step.
+    step.waiting = []
+    for p in step.plans:
+        if p.needs_approval and p.row is None:
+            step.waiting.append(p)
+    if not step.waiting and not step.settled:
+        # Every call is this step's to run or answer (no reviewer, no earlier piece): the plans keep their order.
+        step.plans, step.refused = plan_batch(leg, step.plans)
+        step.ran = 0
+        for p in step.plans:
+            if p.row is None:
+                step.ran += 1
+        if step.plans:
+            rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
+        else:
+            rows = []
+        if leg.guardrails is None:
+            step.rows = rows  # no tool-result guardrail to ask (guard_results would hand the rows back)
+            return None
+        step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
+        return failed
     waiting = {p.call.id for p in step.waiting}
     fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
     fresh, step.refused = plan_batch(leg, fresh)
@@ -417,9 +477,10 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     step's own commit then holds only its results. The leg moves on (steps, usage, history) only at that commit,
     as for any step: until then the intent is not a committed step."""
     run = leg.run
-    intent = StepIntent(tuple(p.planned() for p in step.plans), step.phase)
-    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
-    records = [*step.records, intent]
+    intent = StepIntent(tuple(map(CallPlan.planned, step.plans)), step.phase)
+    row = step.row()
+    # The intent alone (the common case) needs no pass over the records for guardian configs.
+    records = to_data([*step.records, intent], leg.guardian_configs) if step.records else (intent.to_data(),)
     usage = _reply_usage(step.reply)
     forced = step.phase is not Phase.NORMAL
     entry = LogEntry(
@@ -432,7 +493,7 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
         None,
         usage,
         forced,
-        to_data(records, leg.guardian_configs),
+        records,
     )
     await leg.store.commit(entry, leg.state)
     leg.next_seq += 1
@@ -445,7 +506,11 @@ async def _ask_model(
     """The model's reply (after its text deltas, when the leg streams), or the error it ended with, or the time
     budget that cut it off (``Limits.step_seconds`` / ``run_seconds``: the call is cancelled)."""
     request = _request(leg, number, phase, prepared)
-    bound = time_left(leg.agent.limits, leg.clock() - leg.started)
+    limits = leg.agent.limits
+    bound = None if limits is None else time_left(limits, leg.clock() - leg.started)
+    if bound is None and not leg.stream_text:
+        yield await _ask_once(leg, number, phase, prepared, request)
+        return
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = None if bound is None else began + bound[0]
@@ -478,6 +543,17 @@ async def _ask_model(
         yield _time_hit(leg, bound[1], loop.time() - began)
     except Exception as exc:
         yield model_failure(exc)
+
+
+async def _ask_once(
+    leg: Leg, number: int, phase: Phase, prepared: Prepared, request: ModelRequest | None = None
+) -> Reply | ErrorDetail:
+    """``_ask_model`` with no time budget and no stream: one call, no timeout scope and no generator (the common
+    case, once a step)."""
+    try:
+        return _checked(leg, await prepared.caller.generate(request or _request(leg, number, phase, prepared)))
+    except Exception as exc:
+        return model_failure(exc)
 
 
 def _time_hit(leg: Leg, kind: LimitKind, waited: float) -> LimitHit:
@@ -609,9 +685,11 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
 
 
 def _runaway(leg: Leg, step: _Step) -> str | None:
-    counts = step.streaks or {}
-    name = next((n for n, count in counts.items() if count >= leg.agent.max_tool_errors), None)
-    return None if name is None else f"Tool '{name}' failed {counts[name]} times in a row"
+    limit = leg.agent.max_tool_errors
+    for name, count in (step.streaks or {}).items():
+        if count >= limit:
+            return f"Tool '{name}' failed {count} times in a row"
+    return None
 
 
 def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Decided:
@@ -739,15 +817,15 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
     if request is not None:
         step.records.append(request)
     rows = _new_rows(leg, step, decision)
-    entry = _entry(leg, step, decision, rows)
-    run = _run_record(leg, decided, entry.usage or Usage(), pending)
+    entry, usage = _entry(leg, step, decision, rows)
+    run = _run_record(leg, decided, usage, pending)
     try:
-        await leg.store.commit(_results(entry) if step.intent else entry, _state_after(leg, step), run)
+        await leg.store.commit(entry, _state_after(leg, step), run)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
         return [RunFinished(leg.run.run_id, step.number, await _end(leg, StepSignals(caller_failed=error)))]
-    _advance(leg, step, decision, entry, rows, run)
+    _advance(leg, step, decision, usage, rows, run)
     events = _events_for(leg, step)
     events.append(StepCommitted(leg.run.run_id, step.number, entry.seq, decision))
     if decision.ends_run or decision.action is Action.SUSPEND:
@@ -800,8 +878,8 @@ def _why(decision: GuardianDecision) -> dict[str, Any]:
 
 def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     """The rows this step adds to the history: the reply, its tools' answers, and any feedback for the model."""
-    rows = [] if step.kind is EntryKind.SETTLE else [Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)]
-    rows.extend(r for r in step.rows if r.tool_call_id not in step.settled)
+    rows = [] if step.kind is EntryKind.SETTLE else [step.row()]
+    rows.extend([r for r in step.rows if r.tool_call_id not in step.settled] if step.settled else step.rows)
     if step.output_rejected is not None and decision.action in (Action.RETRY_OUTPUT, Action.FORCE_OUTPUT):
         rows.append(automated_feedback(f"{_REJECTED}{step.output_rejected}", source="output_validator"))
     if step.guard is not None and guard_rows_kept(step.guard, decision):
@@ -816,35 +894,37 @@ def _new_rows(leg: Leg, step: _Step, decision: StopDecision) -> list[Message]:
     return rows
 
 
-def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> LogEntry:
-    usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else Usage()
+def _entry(leg: Leg, step: _Step, decision: StopDecision, rows: list[Message]) -> tuple[LogEntry, Usage]:
+    """The entry the step's commit writes, and the usage the step adds to the run (its reply's, for a new step).
+    After a write-ahead intent the entry holds only the results: the reply and its usage are in the intent."""
+    usage = _reply_usage(step.reply) if step.kind is EntryKind.STEP else _NO_USAGE
     recorded = decision.log_data(step.phase, step.ran)
-    if step.sub_usage != Usage():
+    if _used(step.sub_usage):
         recorded["sub_usage"] = usage_data(step.sub_usage)
     run = leg.run
     forced = step.phase is not Phase.NORMAL
-    return LogEntry(
-        run.session_id,
-        leg.next_seq,
-        run.run_id,
-        step.number,
-        step.kind,
-        tuple(rows),
-        recorded,
-        usage,
-        forced,
-        to_data(step.records, leg.guardian_configs),
+    kind, written, logged = (
+        (EntryKind.SETTLE, tuple(rows[1:]), _NO_USAGE) if step.intent else (step.kind, tuple(rows), usage)
     )
+    records = to_data(step.records, leg.guardian_configs) if step.records else ()
+    entry = LogEntry(
+        run.session_id, leg.next_seq, run.run_id, step.number, kind, written, recorded, logged, forced, records
+    )
+    return entry, usage
+
+
+def _used(usage: Usage) -> bool:
+    """Whether ``usage`` counts anything (``!= Usage()`` without building one: this runs every step)."""
+    return bool(usage.input_tokens or usage.output_tokens or usage.requests)
 
 
 def _reply_usage(reply: Reply) -> Usage:
-    usage = reply.usage or Usage()
+    usage = reply.usage
+    if usage is None:
+        return _ONE_REQUEST
+    if type(usage) is Usage and usage.requests:
+        return usage  # already what it would be rebuilt as (a frozen value: shared, not copied)
     return Usage(usage.input_tokens, usage.output_tokens, usage.requests or 1)
-
-
-def _results(entry: LogEntry) -> LogEntry:
-    """A step's entry as its results after a write-ahead intent: the reply and its usage are in the intent."""
-    return replace(entry, kind=EntryKind.SETTLE, messages=entry.messages[1:], usage=Usage())
 
 
 def _state_after(leg: Leg, step: _Step) -> dict[str, Any]:
@@ -887,7 +967,7 @@ def _final_output(leg: Leg, decided: _Decided) -> Any:
 
 
 def _advance(
-    leg: Leg, step: _Step, decision: StopDecision, entry: LogEntry, rows: list[Message], run: RunRecord | None
+    leg: Leg, step: _Step, decision: StopDecision, usage: Usage, rows: list[Message], run: RunRecord | None
 ) -> None:
     """With the step durable, and only then, the leg moves on."""
     leg.settle = None
@@ -896,15 +976,19 @@ def _advance(
     if step.streaks is not None:
         leg.tool_streaks = step.streaks
     leg.steps, leg.state = step.number, _state_after(leg, step)
-    leg.usage = leg.usage + (entry.usage or Usage())
-    leg.budget_usage = leg.budget_usage + (entry.usage or Usage())
-    leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
-    leg.sub_usage = leg.sub_usage + step.sub_usage
-    leg.budget_judge_usage = leg.budget_judge_usage + judge_usage((*step.written, *step.records))
+    if _used(usage):
+        leg.usage = leg.usage + usage
+        leg.budget_usage = leg.budget_usage + usage
+    if _used(step.sub_usage):
+        leg.budget_sub_usage = leg.budget_sub_usage + step.sub_usage
+        leg.sub_usage = leg.sub_usage + step.sub_usage
+    if step.written or step.records:
+        written = (*step.written, *step.records)
+        leg.budget_judge_usage = leg.budget_judge_usage + judge_usage(written)
+        leg.records.extend(r for r in written if isinstance(r, KEPT))
     leg.budget_tool_calls += step.ran
     leg.messages.extend(rows)
     leg.next_seq += 1
-    leg.records.extend(r for r in (*step.written, *step.records) if isinstance(r, KEPT))
     if step.phase is Phase.FORCED_OUTPUT:
         leg.forced_attempts += 1
     leg.phase = NEXT_PHASE.get(decision.action, Phase.NORMAL)
@@ -920,6 +1004,8 @@ def _advance(
 
 def _events_for(leg: Leg, step: _Step) -> list[Event]:
     events: list[Event] = []
+    if not step.written and not step.records:
+        return events
     guard = leg.agent.stop_guard
     run_id = leg.run.run_id
     for r in (*step.written, *step.records):

@@ -37,6 +37,9 @@ def unique_call_ids(reply: Reply, taken: Iterable[str]) -> Reply:
     random, never derived from the clock)."""
     # The session's ids are only looked up, never copied: a reply holds a few calls, a session many thousands.
     seen = taken if isinstance(taken, (set, frozenset)) else set(taken)
+    ids = [c.id for c in reply.tool_calls]
+    if len(ids) == len(set(ids)) and seen.isdisjoint(ids):
+        return reply  # the common case: nothing repeats
     used: set[str] = set()
     calls = list(reply.tool_calls)
     changed = False
@@ -65,6 +68,10 @@ class SessionCallIds:
         is not committed ends its leg, so an id held back that way is never needed again."""
         if self._taken is None:
             self._taken = call_ids_in(history)
+        calls = reply.tool_calls
+        if len(calls) == 1 and calls[0].id not in self._taken:
+            self._taken.add(calls[0].id)  # one new call (most replies): nothing to compare within the reply
+            return reply
         unique = unique_call_ids(reply, self._taken)
-        self._taken.update(c.id for c in unique.tool_calls)
+        self._taken.update([c.id for c in unique.tool_calls])
         return unique

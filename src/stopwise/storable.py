@@ -6,8 +6,9 @@ text). The rule: the string is read as UTF-16, so a surrogate *pair* becomes the
 surrogate and NUL each become U+FFFD (the replacement character). Everything else is kept as it is.
 
 Untrusted text passes through the rule where it enters (the model's reply, tool arguments, tool results), and
-every store applies it again to everything it writes, so a string the rule did not reach on the way in is never
-an exception at commit time. Each replacement is reported by a warning on the ``stopwise`` logger naming where
+every store applies it again to everything it keeps (the database stores when they write, the in-memory store's
+log when it is read back, since nothing else can see it), so a string the rule did not reach on the way in is
+never an exception at commit time. Each replacement is reported by a warning on the ``stopwise`` logger naming where
 it happened; it never raises.
 """
 
@@ -18,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["REPLACEMENT", "is_storable", "storable", "storable_text", "text_fields"]
+__all__ = ["REPLACEMENT", "is_storable", "needs_rule", "storable", "storable_text", "text_fields"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate or a NUL becomes."""
@@ -68,6 +69,12 @@ def storable(value: T, *, where: str = "value") -> T:
     if counter[0]:
         _note(counter[0], where)
     return out  # type: ignore[no-any-return]
+
+
+def needs_rule(value: Any) -> bool:
+    """Whether some string inside ``value`` would be changed by ``storable``: a caller on a hot path checks this
+    first and spells out ``where`` only when it is needed."""
+    return not _clean(value)
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

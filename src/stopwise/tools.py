@@ -182,7 +182,7 @@ def parse_args(call: ToolCall, tool_name: str) -> Mapping[str, Any] | Message:
                 tool_call_id=call.id,
                 origin="stopwise",
             )
-    if not isinstance(args, Mapping):
+    if type(args) is not dict and not isinstance(args, Mapping):
         return error_tool_result(
             f"Arguments for tool '{tool_name}' must be a JSON object, got {type(args).__name__}",
             tool_call_id=call.id,

@@ -42,12 +42,14 @@ def plan_batch(leg: Leg, plans: list[CallPlan]) -> tuple[list[CallPlan], LimitHi
         if first is not None:
             why = f"Not run: the call to '{first.call.name}' in the same batch ends the run"
             out = [p if p is first or p.row is not None else _not_run(p, why) for p in out]
-    allowed = calls_allowed(agent.limits, leg.spent())
+    limits = agent.limits
+    if limits is None or limits.tool_calls is None:
+        return out, None
+    allowed = calls_allowed(limits, leg.spent())
     runnable = [p for p in out if p.row is None]
     if allowed is None or len(runnable) <= allowed:
         return out, None
-    assert agent.limits is not None and agent.limits.tool_calls is not None
-    limit = agent.limits.tool_calls
+    limit = limits.tool_calls
     past = {id(p) for p in runnable[allowed:]}
     why = f"Not run: this run's tool-call limit ({limit}) is reached"
     hit = LimitHit(LimitKind.TOOL_CALLS, limit, leg.budget_tool_calls + len(runnable))
@@ -63,6 +65,8 @@ def tool_output(leg: Leg, plans: Sequence[CallPlan], rows: Sequence[Message]) ->
     """The first stop-at call (in call order) whose result is not an error, with its result as the output; None
     when no stop-at call succeeded (a failed call does not stop the run)."""
     agent = leg.agent
+    if agent.stop_at_tools is None:
+        return None  # no stop-at tools: nothing to look for (the common case, every tool step)
     for plan, row in zip(plans, rows, strict=True):
         if agent.stops_at(plan.call.name) and plan.row is None and not row.metadata.get(TOOL_ERROR):
             value = decode_tool_result(row)

@@ -4,13 +4,16 @@ executed concurrently, then judged by the tool-result guardrails, all before any
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from stopwise._leg import CallPlan, Leg
 from stopwise._step.guardian import consult_call
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
+from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import Guardrails, ToolCallContext, ToolResultContext, run_chain
 from stopwise.guardrails.receipts import tool_receipt, withheld_receipt
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
@@ -30,9 +33,17 @@ from stopwise.messages import (
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
 from stopwise.tool_switches import ToolSwitchRecord
-from stopwise.tools import ToolUnavailable, parse_args
+from stopwise.tools import Tool, ToolUnavailable, parse_args
 
-__all__ = ["CallerCodeFailed", "caller_failure", "execute_calls", "guard_results", "list_sources", "plan_calls"]
+__all__ = [
+    "CallerCodeFailed",
+    "caller_failure",
+    "execute_calls",
+    "guard_results",
+    "list_sources",
+    "plan_calls",
+    "plans_now",
+]
 
 
 NO_TOOLS_NOW = "Tools are disabled now: reply with a final answer only."
@@ -86,6 +97,29 @@ async def list_sources(leg: Leg) -> ErrorDetail | None:
     return None
 
 
+def plans_now(leg: Leg, reply: Reply, phase: Phase, *, offered: frozenset[str] | None = None) -> list[CallPlan] | None:
+    """``plan_calls``' answer when it has nothing to await (a forced phase, or no tool-call guardrail and no risk
+    gate: the common step); None when it has."""
+    if phase is not Phase.NORMAL:
+        return [
+            CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
+            for c in reply.tool_calls
+        ]
+    guardrails, guardian = leg.guardrails, leg.agent.guardian
+    if (guardrails is not None and guardrails.has(Hook.TOOL_CALL)) or (
+        guardian is not None and guardian.call_conditions
+    ):
+        return None
+    plans = []
+    for call in reply.tool_calls:
+        if offered is not None and call.name not in offered and call.name in leg.tools:
+            plans.append(CallPlan(call, None, None, _not_offered(call, offered)))
+        else:
+            found = _resolved(leg, call)
+            plans.append(found if isinstance(found, CallPlan) else _approval(call, *found, None))
+    return plans
+
+
 async def plan_calls(
     leg: Leg,
     step: int,
@@ -94,27 +128,57 @@ async def plan_calls(
     records: list[LogRecord],
     *,
     offered: frozenset[str] | None = None,
+    row: Message | None = None,
 ) -> list[CallPlan]:
     """Parse each call, run the tool-call guardrails, and ask the approval gate; nothing executes yet. A call to a
-    tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row."""
-    if phase is not Phase.NORMAL:
-        return [
-            CallPlan(c, None, None, error_tool_result(NO_TOOLS_NOW, tool_call_id=c.id, origin="stopwise"))
-            for c in reply.tool_calls
-        ]
-    row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
+    tool outside ``offered`` (the step's plan narrowed the tools) is answered with an error row. ``row``: the reply
+    as its history row, when the caller has it already."""
+    now = plans_now(leg, reply, phase, offered=offered)
+    if now is not None:
+        return now
+    if row is None:
+        row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
     guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history.
     history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
     plans = []
     for call in reply.tool_calls:
         if offered is not None and call.name not in offered and call.name in leg.tools:
-            message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
-            row = error_tool_result(message, tool_call_id=call.id, origin="stopwise")
+            row = _not_offered(call, offered)
             plans.append(CallPlan(call, None, None, row))
         else:
             plans.append(await _plan(leg, step, call, row, history, records))
     return plans
+
+
+def _not_offered(call: ToolCall, offered: frozenset[str]) -> Message:
+    message = f"Tool '{call.name}' is not available at this step. Available: {', '.join(sorted(offered))}"
+    return error_tool_result(message, tool_call_id=call.id, origin="stopwise")
+
+
+def _resolved(leg: Leg, call: ToolCall) -> CallPlan | tuple[Tool, Mapping[str, Any]]:
+    """The call's tool and arguments, or its answered plan when the tool is unknown or the arguments bad."""
+    tool_map = leg.tools
+    t = tool_map.get(call.name)
+    if t is None:
+        message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
+        return CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
+    args = parse_args(call, t.name)
+    if isinstance(args, Message):
+        return CallPlan(call, t, None, args)
+    return t, args
+
+
+def _approval(call: ToolCall, t: Tool, args: Mapping[str, Any], gate: GuardianDecision | None) -> CallPlan:
+    """The plan after the approval gate: it waits for a reviewer when the risk gate escalated, the tool runs on
+    the client, or the tool's ``needs_approval`` says so."""
+    try:
+        needs = gate is not None or t.client or t.requires_approval(args)
+    except Exception as exc:
+        detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
+        error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
+        raise CallerCodeFailed(error) from exc
+    return CallPlan(call, t, args, needs_approval=needs, gate=gate)
 
 
 async def _plan(
@@ -128,14 +192,10 @@ async def _plan(
     """One call of the step's reply ``row``: its tool and arguments, the tool-call guardrails (which read
     ``history``, the session's rows up to ``row``; given when there are any), the risk gate, the approval
     gate."""
-    tool_map = leg.tools
-    t = tool_map.get(call.name)
-    if t is None:
-        message = f"Unknown tool '{call.name}'. Available tools: {', '.join(tool_map) or 'none'}"
-        return CallPlan(call, None, None, error_tool_result(message, tool_call_id=call.id, origin="stopwise"))
-    args = parse_args(call, t.name)
-    if isinstance(args, Message):
-        return CallPlan(call, t, None, args)
+    found = _resolved(leg, call)
+    if isinstance(found, CallPlan):
+        return found
+    t, args = found
     guardrails = leg.guardrails
     if guardrails is not None and history is not None:
         run = leg.run
@@ -174,13 +234,7 @@ async def _plan(
         # The risk gate runs before the approval gate: an escalation here is an approval request.
         if consultation.decision.outcome is GuardianOutcome.ESCALATE:
             gate = consultation.decision
-    try:
-        needs = gate is not None or t.client or t.requires_approval(args)
-    except Exception as exc:
-        detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
-        error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
-        raise CallerCodeFailed(error) from exc
-    return CallPlan(call, t, args, needs_approval=needs, gate=gate)
+    return _approval(call, t, args, gate)
 
 
 async def execute_calls(
@@ -217,20 +271,25 @@ async def execute_calls(
             # Returned, not raised, so the batch's other calls settle before the step fails.
             return exc
 
-    rows = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
-    for row in rows:
+    answers = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
+    rows: list[Message] = []
+    switched_off = False
+    for row in answers:
         if isinstance(row, ToolUnavailable):
             raise CallerCodeFailed(unavailable(row)) from row
-    sub_usage = Usage()
-    for ctx in contexts:
+        rows.append(row)
+    sub_usage = contexts[0].sub_usage if len(contexts) == 1 else Usage()
+    for ctx in contexts if len(contexts) > 1 else ():
         sub_usage = sub_usage + ctx.sub_usage
-    if records is not None:
+    for ctx in contexts:
+        switched_off = switched_off or bool(ctx.switched_off)
+    if records is not None and switched_off:
         by_call = {ctx.tool_call_id: ctx for ctx in contexts}
         switched = [by_call[p.call.id] for p in plans if p.call.id in by_call and by_call[p.call.id].switched_off]
         records.extend(
             ToolSwitchRecord("tool", step, off=tuple(c.switched_off), tool_call_id=c.tool_call_id) for c in switched
         )
-    return [row for row in rows if isinstance(row, Message)], sub_usage
+    return rows, sub_usage
 
 
 async def guard_results(

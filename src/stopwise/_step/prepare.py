@@ -20,7 +20,7 @@ from stopwise.step_plan import TOOL_CHOICES, StepContext, StepPlan, StepPlanReco
 from stopwise.stop.decision import Phase
 from stopwise.tools import Tool
 
-__all__ = ["Prepared", "prepare"]
+__all__ = ["Prepared", "plain_prepared", "prepare"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,15 @@ class Prepared:
     record: StepPlanRecord | None = None
     history: HistoryRecord | None = None
     """What of the history was not sent, when the agent has history processors."""
+
+
+def plain_prepared(leg: Leg) -> Prepared | None:
+    """``prepare``'s answer when the agent has no ``prepare_step`` and no history processors (nothing to await: the
+    agent's defaults, less the tools switched off); None when it has either."""
+    agent = leg.agent
+    if agent.prepare_step is not None or agent.history_processors:
+        return None
+    return _switched(leg, Prepared(agent.caller, leg.system, leg.history(), leg.tool_specs))
 
 
 async def prepare(leg: Leg, number: int, phase: Phase) -> Prepared:

@@ -83,7 +83,8 @@ def model_failure(exc: BaseException) -> ErrorDetail:
 def _checked(reply: object, limits: ReplyLimits) -> Reply:
     if not isinstance(reply, Reply):
         raise _Malformed("reply", f"the model returned {type(reply).__name__}, expected Reply")
-    _require(reply.text, str, "text")
+    if type(reply.text) is not str:
+        _require(reply.text, str, "text")
     if not isinstance(reply.tool_calls, tuple):
         raise _Malformed("tool_calls", f"must be a sequence of ToolCall, got {type(reply.tool_calls).__name__}")
     if not isinstance(reply.stop_reason, StopReason):
@@ -102,36 +103,43 @@ def _checked(reply: object, limits: ReplyLimits) -> Reply:
             _require(lp, TokenLogprob, f"logprobs[{i}]")
     budget = limits.max_args_bytes
     calls = []
+    changed = False
     for i, call in enumerate(reply.tool_calls):
-        where = f"tool_calls[{i}]"
-        _require(call, ToolCall, where)
-        _require(call.name, str, f"{where}.name")
-        _require(call.id, str, f"{where}.id")
-        args = call.args
+        # The field names are only spelled out when something is wrong: this runs for every call of every reply.
+        if type(call) is not ToolCall:
+            _require(call, ToolCall, f"tool_calls[{i}]")
+        name, call_id, args = call.name, call.id, call.args
+        if type(name) is not str or type(call_id) is not str:
+            _require(name, str, f"tool_calls[{i}].name")
+            _require(call_id, str, f"tool_calls[{i}].id")
         if isinstance(args, str):
             size = len(args.encode("utf-8", "surrogatepass"))
-        elif isinstance(args, Mapping):
-            size, clean = _check_json(args, f"{where}.args", limits.max_depth)
+        elif type(args) is dict or isinstance(args, Mapping):
+            size, clean = _check_json(args, f"tool_calls[{i}].args", limits.max_depth)
             if not clean:
-                args = storable(args, where=f"{where}.args")
+                args = storable(args, where=f"tool_calls[{i}].args")
         else:
-            raise _Malformed(f"{where}.args", f"must be a JSON object, got {type(args).__name__}")
+            raise _Malformed(f"tool_calls[{i}].args", f"must be a JSON object, got {type(args).__name__}")
         budget -= size
         if budget < 0:
             raise _Malformed(
-                f"{where}.args",
+                f"tool_calls[{i}].args",
                 f"the reply's tool-call arguments exceed {limits.max_args_bytes} bytes",
                 retryable=True,
             )
-        name, call_id = storable_text(call.name, where=f"{where}.name"), storable_text(call.id, where=f"{where}.id")
-        if isinstance(args, str):
-            args = storable_text(args, where=f"{where}.args")
+        if not is_storable(name):
+            name = storable_text(name, where=f"tool_calls[{i}].name")
+        if not is_storable(call_id):
+            call_id = storable_text(call_id, where=f"tool_calls[{i}].id")
+        if isinstance(args, str) and not is_storable(args):
+            args = storable_text(args, where=f"tool_calls[{i}].args")
         if name is call.name and call_id is call.id and args is call.args:
             calls.append(call)
         else:
             calls.append(replace(call, name=name, id=call_id, args=args))
+            changed = True
     text = storable_text(reply.text, where="the model's text")
-    if text is reply.text and all(a is b for a, b in zip(calls, reply.tool_calls, strict=True)):
+    if text is reply.text and not changed:
         return reply
     return replace(reply, text=text, tool_calls=tuple(calls))
 
@@ -145,19 +153,28 @@ def _check_json(args: Mapping[str, Any], field: str, max_depth: int) -> tuple[in
     """Check that ``args`` is a JSON object with str keys nested at most ``max_depth`` deep; return its size as
     compact UTF-8 JSON (escape characters aside) and whether every string in it is storable. Iterative, so a
     100,000-deep value is refused rather than overflowing the stack; one pass over the value."""
+    flat = _flat_object(args)
+    if flat is not None:
+        return flat
     size, clean = 0, True
-    stack: list[tuple[Any, int, str]] = [(args, 1, field)]
+    # A value's place is kept as (its parent's place, its key or index) and spelled out only for an error.
+    stack: list[tuple[Any, int, Any]] = [(args, 1, field)]
+    pop, push = stack.pop, stack.append
     while stack:
-        value, depth, where = stack.pop()
+        value, depth, where = pop()
         kind = type(value)
         if kind is str or isinstance(value, str):
-            size += 2 + (len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass")))
-            clean = clean and is_storable(value)
+            if value.isascii():
+                size += 2 + len(value)
+                clean = clean and "\x00" not in value
+            else:
+                size += 2 + len(value.encode("utf-8", "surrogatepass"))
+                clean = clean and is_storable(value)
         elif kind is bool or value is None:
             size += 5
         elif kind is int or kind is float or isinstance(value, (int, float)):
             if kind is float and not math.isfinite(value):
-                raise _Malformed(where, f"{value!r} is not a JSON number")
+                raise _Malformed(_place(where), f"{value!r} is not a JSON number")
             size += len(repr(value))
         elif isinstance(value, Mapping):
             if depth > max_depth:
@@ -165,14 +182,47 @@ def _check_json(args: Mapping[str, Any], field: str, max_depth: int) -> tuple[in
             size += 2 + 2 * len(value)  # braces, and per item a colon and a comma
             for k, v in value.items():
                 if not isinstance(k, str):
-                    raise _Malformed(where, f"has a key that is not a str: {k!r}")
-                stack.append((k, depth, where))
-                stack.append((v, depth + 1, f"{where}.{k}"))
+                    raise _Malformed(_place(where), f"has a key that is not a str: {k!r}")
+                push((k, depth, where))
+                push((v, depth + 1, (where, k)))
         elif isinstance(value, (list, tuple)):
             if depth > max_depth:
                 raise _Malformed(field, f"nested deeper than {max_depth} levels", retryable=True)
             size += 2 + len(value)
-            stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value))
+            stack.extend((v, depth + 1, (where, i)) for i, v in enumerate(value))
         else:
-            raise _Malformed(where, f"{type(value).__name__} is not a JSON value")
+            raise _Malformed(_place(where), f"{type(value).__name__} is not a JSON value")
     return size, clean
+
+
+def _flat_object(args: Mapping[str, Any]) -> tuple[int, bool] | None:
+    """``_check_json``'s answer for the common arguments: a dict of str keys to ASCII strings, ints and flags (no
+    nesting, so no depth and no place to name); None for anything else, which the full walk checks."""
+    if type(args) is not dict:
+        return None
+    size, clean = 2 + 2 * len(args), True
+    for k, v in args.items():
+        kind = type(v)
+        if type(k) is not str or not k.isascii():
+            return None
+        size += 2 + len(k)
+        clean = clean and "\x00" not in k
+        if kind is str and v.isascii():
+            size += 2 + len(v)
+            clean = clean and "\x00" not in v
+        elif kind is int:
+            size += len(repr(v))
+        elif kind is bool or v is None:
+            size += 5
+        else:
+            return None
+    return size, clean
+
+
+def _place(where: Any) -> str:
+    """A place as ``_check_json`` keeps it, spelled as the error names it: ``tool_calls[0].args.a[2]``."""
+    parts = []
+    while isinstance(where, tuple):
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return f"{where}{''.join(reversed(parts))}"

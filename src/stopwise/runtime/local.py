@@ -157,7 +157,7 @@ class Runner:
         It is committed with the run's first entry, so a resume, a retry or an audit reads it from the log."""
         leg = await self._start(agent, input, session_id, state, runtime_context, goal=goal)
         leg.lease = self._lease(leg.run.run_id)
-        return await _finish(self._observed(agent, self._leased(leg)))
+        return await self._driven(agent, leg)
 
     async def retry(
         self,
@@ -176,7 +176,7 @@ class Runner:
         ``StepConflict`` when another worker continued it since it was read. Either way nothing ran.
         """
         leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
-        return await _finish(self._observed(agent, self._leased(leg)))
+        return await self._driven(agent, leg)
 
     async def fork(
         self,
@@ -221,7 +221,7 @@ class Runner:
         new_input = _input_messages(message) if message is not None else ()
         leg = restore_leg(agent, self.store, self, forked, forked.last_run, fresh_budget=False, new_input=new_input)
         leg.lease = lease
-        return await _finish(self._observed(agent, self._leased(self._leg(leg, runtime_context))))
+        return await self._driven(agent, self._leg(leg, runtime_context))
 
     async def resume(
         self,
@@ -245,7 +245,7 @@ class Runner:
         the other raises ``RunLeased`` (or ``StepConflict`` when the first already moved the run on).
         """
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
-        return await _finish(self._observed(agent, self._leased(leg)))
+        return await self._driven(agent, leg)
 
     async def expire(self, session_id: str, *, now: float | None = None) -> RunResult:
         """End the session's suspended run because approvals of its pending calls expired unanswered.
@@ -415,7 +415,9 @@ class Runner:
         try:
             async for event in events:
                 if isinstance(event, StepCommitted):  # the clock is read once a step, not once an event
-                    lease = await self._renewed(lease)
+                    now = self.clock()
+                    if now >= lease.expires_at - self.lease_seconds / 2:  # half of it spent: renew it
+                        lease = await self._renewed(lease, now)
                 if isinstance(event, RunFinished):
                     # Before the caller sees the result: once a run is over, another worker may continue it.
                     await self.store.release(lease)
@@ -435,16 +437,19 @@ class Runner:
         the lease is renewed after a step commits once half of it is spent, and dropped when the leg ends."""
         return self._leased(leg)
 
-    async def _renewed(self, lease: Lease) -> Lease:
-        """The lease, renewed in the store once half of it is spent."""
-        now = self.clock()
-        if now < lease.expires_at - self.lease_seconds / 2:
-            return lease
+    async def _renewed(self, lease: Lease, now: float) -> Lease:
+        """The lease, renewed in the store as of ``now``."""
         renewed = Lease(lease.run_id, lease.owner, now + self.lease_seconds)
         # A lost lease (another worker took the run over after it lapsed) is not raised here: ending this leg
         # would write over that worker's run record. Its next commit conflicts instead.
         await self.store.renew(renewed)
         return renewed
+
+    async def _driven(self, agent: Agent, leg: Leg) -> RunResult:
+        """The leg driven to its end under its lease, its events shown to ``on_event``; without an observer the
+        loop does not make the events that only report progress (nobody would read them)."""
+        leg.progress_events = self.on_event is not None
+        return await _finish(self._observed(agent, self._leased(leg)))
 
     def _observed(self, agent: Agent, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """``events``, each shown to ``on_event`` first; ``events`` itself when there is no observer."""
@@ -532,7 +537,7 @@ class Runner:
                 leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
             leg.agent_path = (*ctx.agent_path, agent.name)
             leg.guardrails = for_sub_agent(agent.guardrails, ctx.guardrails if inherit_guardrails else None)
-            result = await _finish(self._observed(agent, self._leased(leg)))
+            result = await self._driven(agent, leg)
         else:
             snapshot = await self.store.load_session(session_id)
             assert snapshot is not None

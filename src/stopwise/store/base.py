@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, Usage
 from stopwise.result import CompletionReason, RunStatus
+from stopwise.storable import text_fields
 from stopwise.store.retention import Expired
 
 __all__ = ["EntryKind", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
@@ -86,6 +87,12 @@ class RunRecord:
     started_at: float | None = field(default=None, compare=False)
     """Unix time the store first wrote the record, as the database stores read it back (None from the memory
     store, and on a record not yet written). Never written from here: the store dates a run itself."""
+
+
+# What a store's storable check must look at (see stopwise.storable): the other fields are numbers, flags, enums of
+# ours and usage.
+text_fields(LogEntry, "session_id", "run_id", "messages", "decision", "records")
+text_fields(RunRecord, "run_id", "session_id", "agent", "error", "output", "text", "detail", "report")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from stopwise.errors import StepConflict
 from stopwise.result import RunStatus
-from stopwise.storable import storable
+from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
@@ -23,6 +23,8 @@ __all__ = ["MemoryStore"]
 @dataclass(slots=True)
 class _Session:
     entries: list[LogEntry] = field(default_factory=list)
+    checked: int = 0
+    """How many of ``entries`` (from the first) have had the storable-text rule applied (see ``_readable``)."""
     state_json: str = "{}"
     runs: list[str] = field(default_factory=list)
     updated_at: float = 0.0
@@ -43,16 +45,14 @@ class MemoryStore:
         if s is None:
             return None
         last = self._runs[s.runs[-1]] if s.runs else None
-        return SessionSnapshot(session_id, tuple(s.entries), json.loads(s.state_json), last)
+        return SessionSnapshot(session_id, _readable(s), json.loads(s.state_json), last)
 
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
-        state_json = dump_state(storable(state, where=f"the state of session {run.session_id!r}"))
+        state_json = _state_json(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
-        if entry is not None:
-            entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
         s = self._sessions.pop(run.session_id, None) or _Session()
         self._sessions[run.session_id] = s
         if entry is not None:
@@ -91,15 +91,15 @@ class MemoryStore:
             del self._leases[lease.run_id]
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(storable(state, where=f"the state of session {entry.session_id!r}"))
-        entry = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
-        if run is not None:
+        state_json = _state_json(state, entry.session_id)
+        if run is not None and needs_rule(run):
             run = storable(run, where=f"run {run.run_id}")
         s = self._sessions.pop(entry.session_id, None)
         if s is None:  # never started, or deleted since: as on disk, there is no free seq to append at
             raise StepConflict(f"session {entry.session_id!r}: no such session to append entry {entry.seq} to")
         self._sessions[entry.session_id] = s
-        self._check_seq(s, entry)
+        if not s.entries or entry.seq != s.entries[-1].seq + 1:  # the check, without a call for the common append
+            self._check_seq(s, entry)
         s.entries.append(entry)
         s.state_json = state_json
         s.updated_at = time.time()
@@ -188,6 +188,29 @@ class MemoryStore:
             raise StepConflict(
                 f"session {entry.session_id!r}: entry seq {entry.seq} conflicts (next free seq is {expected})"
             )
+
+
+def _readable(s: _Session) -> tuple[LogEntry, ...]:
+    """The session's entries with the storable-text rule applied, as a database store would read them back.
+
+    The rule is applied here, when the log is read, rather than on every commit: nothing but a read can see an
+    entry of this store, and a step's two commits then cost no walk over everything they hold. Each entry is
+    checked once (``_Session.checked``); one that needed the rule is replaced by its storable copy, with the same
+    log note a database store writes when it commits it."""
+    entries = s.entries
+    for i in range(s.checked, len(entries)):
+        entry = entries[i]
+        if needs_rule(entry):
+            entries[i] = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
+    s.checked = len(entries)
+    return tuple(entries)
+
+
+def _state_json(state: Mapping[str, Any], session_id: str) -> str:
+    """The session state as the store keeps it (JSON text, the storable-text rule applied)."""
+    if type(state) is dict and not state:
+        return "{}"  # most sessions keep no state: no walk, no encoder, for every commit
+    return dump_state(storable(state, where=f"the state of session {session_id!r}"))
 
 
 def _lease_row(run: RunRecord, lease: Lease | None) -> dict[str, Any]:
