@@ -11,6 +11,7 @@ from stopwise.guardian import Answer, Answers, QuestionSet, YesNo
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.projection import Projection, project, tail_start
 from stopwise.messages import TOOL_ERROR, Message, Role
+from stopwise.step_plan import StepPlan
 
 # A step: its text, and for each of its calls (tool name, argument, result or None when it has none yet).
 STEP = st.tuples(
@@ -112,3 +113,37 @@ async def test_each_turn_sees_its_last_steps_numbered_within_its_own_run() -> No
         assert projection.goal == "second task"
         for s in projection.steps[:-1] if step == 12 else projection.steps:
             assert s.calls[0].result == f"results for q{s.step}"
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look up (no declared risk: the risk gate asks the evaluator)."""
+    return f"found {q}"
+
+
+async def test_a_call_after_one_the_step_did_not_offer_is_judged_on_the_reply_itself() -> None:
+    """The risk gate of every call of a reply reads that reply as the latest step, also after a call the step's
+    plan left out was answered with an error row (that row once took the reply's place for the calls after it)."""
+    pending: list[Projection] = []
+
+    class Gate(Recording):
+        async def evaluate(self, projection: Projection, questions: QuestionSet) -> Answers:
+            if projection.pending is not None:
+                pending.append(projection)
+            return await super().evaluate(projection, questions)
+
+    calls = (ToolCall("search", {"q": "a"}, id="c1"), ToolCall("lookup", {"q": "b"}, id="c2"))
+    model = FunctionModel(lambda r: Reply("checking both", tool_calls=calls) if r.step == 1 else Reply("done"))
+    agent = Agent(
+        "g",
+        "Do it.",
+        model,
+        tools=[search, lookup],
+        guardian=Guardian(Gate()),
+        prepare_step=lambda ctx: StepPlan(tools=["lookup"]),
+    )
+    result = await Runner().run(agent, "task")
+    assert result.status == "completed"
+    assert [p.pending.name for p in pending if p.pending is not None] == ["lookup"]
+    latest = pending[0].steps[-1]
+    assert latest.text == "checking both" and [c.tool for c in latest.calls] == ["search", "lookup"]

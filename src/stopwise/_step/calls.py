@@ -144,8 +144,7 @@ async def plan_calls(
     plans = []
     for call in reply.tool_calls:
         if offered is not None and call.name not in offered and call.name in leg.tools:
-            row = _not_offered(call, offered)
-            plans.append(CallPlan(call, None, None, row))
+            plans.append(CallPlan(call, None, None, _not_offered(call, offered)))
         else:
             plans.append(await _plan(leg, step, call, row, history, records))
     return plans
