@@ -25,6 +25,7 @@ from stopwise import (
 )
 from stopwise.errors import SchemaTooNew, StateNotSerializable, StepConflict
 from stopwise.result import RunStatus
+from stopwise.store._checkpoint import BACKSTOP_FRAMES, Checkpointer
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
@@ -377,3 +378,31 @@ async def test_entry_records_and_run_report_round_trip(store: Store) -> None:
     snapshot = await store.load_session("s")
     assert snapshot is not None and snapshot.entries[-1].records == records
     assert snapshot.last_run is not None and snapshot.last_run.report == report
+
+
+def test_the_checkpoint_thread_copies_the_journal_back_and_the_next_commit_starts_it_over(tmp_path: Path) -> None:
+    """Every ``every`` commits a passive checkpoint runs on the checkpoint thread's own connection; once it has
+    copied the journal back, the writer's next commit starts the journal from its beginning, so the journal stays
+    a few hundred pages long without the writer ever checkpointing (its own autocheckpoint is off here)."""
+    path = str(tmp_path / "wal.db")
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, body TEXT)")
+    checkpointer = Checkpointer(path, every=100)
+    for k in range(200):
+        writer.execute("INSERT INTO t VALUES (?, ?)", (k, "x" * 600))
+        checkpointer.committed()
+    checkpointer.close()  # waits for the checkpoint queued at the 200th commit
+    writer.execute("INSERT INTO t VALUES (200, 'after')")
+    probe = sqlite3.connect(path, isolation_level=None)
+    ((busy, pages, _),) = probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    assert busy == 0 and pages <= 3, "the journal started over: it holds only the last commit's pages"
+    assert probe.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 201
+    probe.close()
+    writer.close()
+
+
+def test_a_sqlite_store_leaves_checkpoints_to_its_thread_with_a_higher_backstop(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_FRAMES

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
 from stopwise.store import _sql
+from stopwise.store._checkpoint import BACKSTOP_FRAMES, Checkpointer
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
@@ -85,6 +86,8 @@ class SQLiteStore:
         self._lock = threading.Lock()
         """Held by whichever thread uses the connection: the worker, or the loop for an inline write."""
         self._busy_ms = int(busy_timeout * 1000)
+        self._checkpointer = Checkpointer(self.path)
+        conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_FRAMES}")
         if not offload:
             # Inline writes must never wait for another connection's write lock on the loop's thread: the
             # connection waits for nothing, and the worker raises the wait to ``busy_timeout`` for its own work.
@@ -147,6 +150,7 @@ class SQLiteStore:
                 conn.execute("PRAGMA busy_timeout=0")
 
     def _close_connection(self) -> None:
+        self._checkpointer.close()
         with self._lock:
             self._conn.close()
 
@@ -163,6 +167,7 @@ class SQLiteStore:
             for op in ops:
                 _sql.check_append(op, conn.execute(op.sql, op.params).rowcount)
             conn.execute("COMMIT")
+            self._checkpointer.committed()
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -251,6 +256,7 @@ class SQLiteStore:
             # Most of a run's commits leave the session's row as it was: then one statement, which writes the
             # log's page alone (see ``_sql.TOUCH_SECONDS``); else the transaction that updates the row.
             if run is None and self._conn.execute(_QUICK_COMMIT, _sql.quick_commit_row(row, state_json)).rowcount:
+                self._checkpointer.committed()
                 return
             self._run_ops(_sql.commit_ops(entry, state_json, run, now, _sql.append_op(entry, now, row)))
 
