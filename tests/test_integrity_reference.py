@@ -1,0 +1,135 @@
+"""Integrity's fast paths give exactly the features of the reference implementation on every real tool result.
+
+Two checks, both over every tool result of ``evals/data/devset.jsonl`` and ``evals/data/integrity.jsonl``:
+
+- the markers, ``hidden_chars``, ``misspelt``, ``discussion``, ``trivial`` and the tokens the model reads must hash
+  to the digest stored in ``tests/data/integrity_reference.json``, written by the implementation of 2026-12-01
+  (before the speed work) with ``python tests/test_integrity_reference.py --write``. None of these depends on the
+  model's weights, so retraining the model leaves the digest true;
+- the model's logit and the start of its highest window must equal (within 1e-12) a plain re-computation in this
+  file: every window's n-grams joined, hashed and looked up one by one, with whatever weights are shipped.
+
+Regenerate the digest only when a feature's definition changes on purpose, and say so in the commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stopwise.guardian.evaluators._integrity import IntegrityModel, _read, is_trivial, normalise_untrusted, score_text
+from stopwise.guardian.evaluators.rule import load_coefficients, load_integrity_model
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "evals" / "data"
+DIGEST = Path(__file__).resolve().parent / "data" / "integrity_reference.txt"
+"""First line ``read_chars N``, then one line per text: its key (``_key``) and the digest of its features."""
+
+
+def tool_results() -> list[str]:
+    """Every distinct tool result of the development set and the integrity corpus, in a fixed order."""
+    seen: dict[str, None] = {}
+    for name in ("devset.jsonl", "integrity.jsonl"):
+        for line in (DATA / name).open(encoding="utf-8"):
+            record = json.loads(line)
+            if isinstance(record.get("tool_output"), str):
+                seen.setdefault(record["tool_output"])
+            for step in record["projection"]["steps"]:
+                for call in step["calls"]:
+                    if isinstance(call.get("result"), str):
+                        seen.setdefault(call["result"])
+    return list(seen)
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def _rule_part(text: str, read_chars: int) -> str:
+    """A hash of everything ``score_text`` derives from a text without the model: features and tokens."""
+    features = dict(score_text(text, _NO_MODEL, read_chars).features)
+    features.pop("model_logit", None)
+    words = [] if is_trivial(text) else _read(normalise_untrusted(text, read_chars)[0]).words
+    blob = json.dumps([sorted(features.items()), words], ensure_ascii=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+_NO_MODEL = IntegrityModel("none", 8, 1, 0.0, {})
+
+
+def _digests(texts: list[str], read_chars: int) -> Iterator[tuple[str, str]]:
+    for text in texts:
+        yield _key(text), _rule_part(text, read_chars)
+
+
+def _plain_windows(model: IntegrityModel, words: list[str]) -> list[tuple[int, float]]:
+    """``(start token, logit)`` of every window, the slow and obvious way."""
+    mask = (1 << model.bits) - 1
+    shaped = list(model.shapes(words))
+    grams = [
+        [model.weights.get(zlib.crc32(" ".join(shaped[i : i + n]).encode()) & mask, 0.0) for i in range(len(shaped) - n + 1)]
+        for n in range(1, model.ngram + 1)
+    ]
+    out = []
+    for start, end in model.windows(len(words)) if words else [(0, 0)]:
+        weights = [w for n, row in enumerate(grams, 1) for w in row[start : max(start, end - n + 1)]]
+        out.append((start, model.bias + math.fsum(weights) / math.sqrt(len(weights)) if weights else model.bias))
+    return out
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    if not (DATA / "devset.jsonl").exists() or not (DATA / "integrity.jsonl").exists():
+        pytest.skip("evals/data is not built (python evals/build_devset.py; python evals/build_integrity.py)")
+    return tool_results()
+
+
+@pytest.mark.slow
+def test_integrity_rule_features_and_tokens_match_the_reference_digest_on_every_real_tool_result(
+    texts: list[str],
+) -> None:
+    first, *lines = DIGEST.read_text(encoding="utf-8").splitlines()
+    expected = dict(line.split() for line in lines)
+    checked = 0
+    different = []
+    for key, digest in _digests(texts, int(first.split()[1])):
+        if key in expected:
+            checked += 1
+            if expected[key] != digest:
+                different.append(key)
+    # The corpus may be rebuilt; most of its texts stay, and every one that stayed must agree.
+    assert checked >= 0.8 * len(expected), (checked, len(expected))
+    assert different == [], f"{len(different)} of {checked} texts differ, e.g. {different[:5]}"
+
+
+@pytest.mark.slow
+def test_integrity_model_logit_and_window_equal_a_plain_recomputation_on_every_real_tool_result(
+    texts: list[str],
+) -> None:
+    model, read_chars = load_integrity_model(), load_coefficients().scan_chars
+    for text in texts:
+        if is_trivial(text):
+            continue
+        scored = score_text(text, model, read_chars)
+        read = _read(normalise_untrusted(text, read_chars)[0])
+        windows = _plain_windows(model, read.words)
+        z = max(logit for _, logit in windows)
+        assert abs(scored.features["model_logit"] - z) < 1e-12, text[:200]
+        # Windows of repeated text tie up to rounding: the highest is any of those.
+        highest = {round(start * len(read.norm) / max(len(read.words), 1)) for start, logit in windows if logit > z - 1e-12}
+        assert scored.window_char in highest, text[:200]
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    chars = load_coefficients().scan_chars
+    DIGEST.parent.mkdir(exist_ok=True)
+    digests = dict(_digests(tool_results(), chars))
+    DIGEST.write_text(f"read_chars {chars}\n" + "".join(f"{k} {v}\n" for k, v in sorted(digests.items())))
+    print(f"wrote {len(digests)} digests to {DIGEST}")
