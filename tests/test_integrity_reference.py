@@ -71,10 +71,12 @@ def _digests(texts: list[str], read_chars: int) -> Iterator[tuple[str, str]]:
 
 def _plain_windows(model: IntegrityModel, words: list[str]) -> list[tuple[int, float]]:
     """``(start token, logit)`` of every window, the slow and obvious way."""
-    mask = (1 << model.bits) - 1
-    shaped = list(model.shapes(words))
+    mask, shaped = (1 << model.bits) - 1, list(model.shapes(words))
     grams = [
-        [model.weights.get(zlib.crc32(" ".join(shaped[i : i + n]).encode()) & mask, 0.0) for i in range(len(shaped) - n + 1)]
+        [
+            model.weights.get(zlib.crc32(" ".join(shaped[i : i + n]).encode()) & mask, 0.0)
+            for i in range(len(words) - n + 1)
+        ]
         for n in range(1, model.ngram + 1)
     ]
     out = []
@@ -123,7 +125,8 @@ def test_integrity_model_logit_and_window_equal_a_plain_recomputation_on_every_r
         z = max(logit for _, logit in windows)
         assert abs(scored.features["model_logit"] - z) < 1e-12, text[:200]
         # Windows of repeated text tie up to rounding: the highest is any of those.
-        highest = {round(start * len(read.norm) / max(len(read.words), 1)) for start, logit in windows if logit > z - 1e-12}
+        chars, n = len(read.norm), max(len(read.words), 1)
+        highest = {round(start * chars / n) for start, logit in windows if logit > z - 1e-12}
         assert scored.window_char in highest, text[:200]
 
 
