@@ -23,11 +23,12 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
+from itertools import accumulate
 from operator import add, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
+from stopwise.guardian.evaluators._integrity_search import Family, words_present
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -161,10 +162,10 @@ def _fuzzy_match(token: str) -> str | None:
     return word
 
 
-def _respell(words: list[str]) -> dict[str, str]:
-    """Misspelt trigger words among ``words`` -> the word they misspell."""
+def _respell(words: set[str]) -> dict[str, str]:
+    """Misspelt trigger words among the distinct tokens ``words`` -> the word they misspell."""
     fixes: dict[str, str] = {}
-    for token in set(words):
+    for token in words:
         if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
             word = _fuzzy_match(token)
             if word is not None:
@@ -326,10 +327,11 @@ _ANCHORS: dict[str, frozenset[str]] = {
     }.items()
 }
 
-_MARKERS: tuple[tuple[str, frozenset[str], re.Pattern[str]], ...] = tuple(
-    (family, _ANCHORS[family], re.compile("|".join(f"(?:{p})" for p in patterns)))
+_MARKERS: tuple[tuple[str, re.Pattern[str], Family], ...] = tuple(
+    (family, re.compile("|".join(f"(?:{p})" for p in patterns)), Family.of(patterns, _ANCHORS[family]))
     for family, patterns in _MARKER_SOURCES.items()
 )
+"""Per family: its patterns joined (the reference ``_markers_of`` checks against) and split for speed."""
 MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
 """The marker families, each one feature (1.0 when any of its patterns matches)."""
 
@@ -351,15 +353,7 @@ def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
     and ``discussion`` (how much the text near a marker reads as talk *about* instructions, capped at 3)."""
     norm, tricks = normalise_untrusted(text, limit)
     read = _read(norm)
-    return _markers_of(read.norm, tricks, read.misspelt, read.blocks)
-
-
-_BLOCK = 500
-_OVERLAP = 300
-"""Long texts are searched in blocks of ``_BLOCK`` characters (cut at a space), each read ``_OVERLAP`` characters
-into the next so a marker that straddles a cut is still whole in one block; a family's patterns run only on the
-blocks holding one of its anchor words. That keeps a long result's scan linear and cheap: most blocks of ordinary
-output hold no anchor of most families."""
+    return _markers_of(read.norm, tricks, read.misspelt, read.present)
 
 
 class _Read(NamedTuple):
@@ -371,82 +365,36 @@ class _Read(NamedTuple):
     """Its tokens (``tokens``)."""
     misspelt: int
     """How many distinct misspellings were undone."""
-    blocks: list[tuple[int, int, set[str]]]
-    """``(start, end, anchor words)`` of the blocks the marker families search (see ``_BLOCK``)."""
+    present: set[str]
+    """Its distinct tokens and their apostrophe parts (``words_present``): what gates the marker search."""
 
 
 def _read(norm: str) -> _Read:
-    spans = _segments(norm)
-    parts = [_WORD.findall(norm, start, end) for start, end in spans]
-    words = list(chain.from_iterable(parts))
-    fixes = _respell(words)
+    words = _WORD.findall(norm)
+    distinct = set(words)
+    fixes = _respell(distinct)
     if fixes:
         rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
         norm = rx.sub(lambda m: fixes[m.group()], norm)
-        spans = _segments(norm)
-        parts = [_WORD.findall(norm, start, end) for start, end in spans]
-        words = list(chain.from_iterable(parts))
-    # A block is a segment read _OVERLAP characters into the next: its anchors, those of both (a superset, so the
-    # gating may search more than it needs, never less).
-    present = [_anchor_words(p) for p in parts]
-    blocks = [
-        (start, min(end + _OVERLAP, len(norm)), present[k] | present[k + 1] if k + 1 < len(spans) else present[k])
-        for k, (start, end) in enumerate(spans)
-    ]
-    return _Read(norm, words, len(fixes), blocks)
+        words = _WORD.findall(norm)
+        distinct = set(words)
+    return _Read(norm, words, len(fixes), words_present(distinct))
 
 
-def _segments(norm: str) -> list[tuple[int, int]]:
-    """Cuts of a text into spans of about ``_BLOCK`` characters, at spaces (no token spans a space)."""
-    out = []
-    start = 0
-    while start < len(norm):
-        cut = norm.find(" ", start + _BLOCK) if len(norm) > start + _BLOCK + _OVERLAP else -1
-        end = len(norm) if cut < 0 else cut
-        out.append((start, end))
-        start = end
-    return out or [(0, 0)]
-
-
-def _anchor_words(words: list[str]) -> set[str]:
-    """The distinct tokens, and the parts of those holding an apostrophe ("'priority" after an opening quote,
-    "response's"): anchors are bare words."""
-    present = set(words)
-    present.update([part for w in present if "'" in w for part in w.split("'")])
-    return present
-
-
-def _runs(blocks: list[tuple[int, int, set[str]]], anchors: frozenset[str]) -> list[tuple[int, int]]:
-    """The character spans to search for a family: its blocks (those holding one of ``anchors``), neighbours
-    merged into one span, so the text two blocks share is searched once, not twice."""
-    spans: list[tuple[int, int]] = []
-    joined = False
-    for start, stop, present in blocks:
-        if anchors.isdisjoint(present):
-            joined = False
-        elif joined:
-            spans[-1] = (spans[-1][0], stop)
-        else:
-            spans.append((start, stop))
-            joined = True
-    return spans
-
-
-def _markers_of(
-    norm: str, tricks: int, misspelt: int, blocks: list[tuple[int, int, set[str]]] | None
-) -> dict[str, float]:
-    """Marker features of normalised text; with ``blocks`` (``_read``), a family's patterns run only on blocks
-    holding one of its anchors; without, on the whole text (the reference the gating must match)."""
+def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None) -> dict[str, float]:
+    """Marker features of normalised text; with ``present`` (``_read``), each family's split pieces run (see
+    ``_integrity_search``); without, its joined patterns over the whole text (the reference they must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    for family, anchors, rx in _MARKERS:
-        for start, stop in [(0, len(norm))] if blocks is None else _runs(blocks, anchors):
-            # Searched in place, not in a slice: "^" and look-behinds see the text before the block as it is.
-            m = rx.search(norm, start, stop)
-            if m is not None:
-                features[family] = 1.0
-                lo, hi = min(lo, m.start()), max(hi, m.end())
-                break
+    for family, joined, split in _MARKERS:
+        if present is None:
+            m = joined.search(norm)
+            span = None if m is None else m.span()
+        else:
+            span = split.search(norm, present)
+        if span is not None:
+            features[family] = 1.0
+            lo, hi = min(lo, span[0]), max(hi, span[1])
     if tricks:
         features["hidden_chars"] = float(min(tricks, 3))
     if misspelt:
@@ -625,7 +573,7 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
         return TextScore({"trivial": 1.0}, 0)
     norm, tricks = normalise_untrusted(text, read_chars)
     read = _read(norm)
-    features = _markers_of(read.norm, tricks, read.misspelt, read.blocks)
+    features = _markers_of(read.norm, tricks, read.misspelt, read.present)
     words, norm = read.words, read.norm
     windows = model.window_logits(words)
     start, z = max(windows, key=lambda w: w[1])
