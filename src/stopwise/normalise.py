@@ -21,6 +21,7 @@ Pure and deterministic: no I/O, no clock; the same text always gives the same re
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from itertools import product
@@ -38,6 +39,7 @@ _INVISIBLE = re.compile(
 _TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
 # Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
 _MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
+_GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # found fast: no mix without one
 # Compatibility look-alikes that only a disguise uses inside running text: fullwidth forms, mathematical
 # alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
 # capitals, which the look-alike table maps. Each one is a trick.
@@ -71,6 +73,8 @@ _HOMOGLYPHS = str.maketrans(
         "Ꮲ": "p", "Ꮪ": "s", "Ꭲ": "t", "Ꮩ": "v", "Ꮃ": "w", "Ꮓ": "z",
     }
 )  # fmt: skip
+# Any of them, found fast: most non-Latin text (CJK, emoji, accents) holds none and need not be translated.
+_LOOK_ALIKE = re.compile("[" + "".join(map(re.escape, map(chr, _HOMOGLYPHS))) + "]")
 
 _INTENT_TEXT = """
     a i all any the a an and or to of in on at for from by with as is are be been was were it its this that these
@@ -97,6 +101,11 @@ INTENT_WORDS: frozenset[str] = frozenset(_INTENT_TEXT.split())
 
 # A run of four or more single characters, each followed by one separator: ``i g n o r e``, ``i.g.n.o.r.e``.
 # Runs of words are split where the gap is wider than the gap between letters (``i g n o r e   a l l``).
+# Three single characters in a row, each after a separator: every spaced run holds one, and a search for it starts
+# only at separators, far quicker than trying ``_SPACED`` (which starts with a look-behind) at every character.
+_SPACED_HINT = re.compile(
+    r"[ \t._\-*/·~][a-z0-9@$!|](?:[ \t]+|[._\-*/·~])[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])[a-z0-9@$!|]"
+)
 _SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,}[a-z0-9@$!|](?![^\s\"'.,;:!?)\]])")
 # A word of three or more characters that mixes letters with the digits and signs leetspeak uses (``1gn0r3``,
 # ``pr3v10us``, ``@ll``); two-character tokens (``a1``, ``h2``) and mostly-digit ones (``60d``) are left alone.
@@ -184,7 +193,7 @@ def _fold_spacing(text: str) -> tuple[str, int]:
         folded += 1
         return words
 
-    return _SPACED.sub(one, text), folded
+    return (_SPACED.sub(one, text) if _SPACED_HINT.search(text) else text), folded
 
 
 def _fold_leet(text: str) -> tuple[str, int]:
@@ -193,21 +202,54 @@ def _fold_leet(text: str) -> tuple[str, int]:
     def one(m: re.Match[str]) -> str:
         nonlocal folded
         token = m.group()
-        # Mostly digits is a quantity or a code (``60d``, ``a11``), not a word in disguise.
-        if sum(c.isalpha() for c in token) * 2 < len(token):
-            return token
-        word = _unleet(token)
+        if token in _LEET_WORDS:
+            word = _LEET_WORDS[token]
+        else:
+            # Mostly digits is a quantity or a code (``60d``, ``a11``), not a word in disguise.
+            word = None if sum(c.isalpha() for c in token) * 2 < len(token) else _unleet(token)
+            if len(_LEET_WORDS) >= 1 << 14:
+                _LEET_WORDS.clear()
+            _LEET_WORDS[token] = word
         if word is None:
-            return m.group()
+            return token
         folded += 1
         return word
 
     return _LEET_WORD.sub(one, text), folded
 
 
+# Token -> the intent word it spells in leetspeak, or None: ids and codes ("utf8", "a1b2") recur from text to text.
+_LEET_WORDS: dict[str, str | None] = {}
+
+
 def _strip_marks(text: str) -> str:
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    decomposed = _combining_marks().sub("", unicodedata.normalize("NFD", text))
+    if decomposed and max(decomposed) > "\uffff":
+        decomposed = _ASTRAL.sub(_unless_mark, decomposed)
+    return unicodedata.normalize("NFC", decomposed)
+
+
+@functools.cache
+def _combining_marks() -> re.Pattern[str]:
+    """One class of the combining marks (``unicodedata.combining`` non-zero) of the Basic Multilingual Plane: a regex
+    removes them in one pass instead of a Python test per character. Built on first use (a scan of 65,536
+    characters, a few milliseconds)."""
+    ranges: list[list[int]] = []
+    for cp in range(0x10000):
+        if unicodedata.combining(chr(cp)):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]")
+
+
+# Characters past the Basic Multilingual Plane (emoji, a few scripts' marks) are asked one by one: they are rare.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _unless_mark(m: re.Match[str]) -> str:
+    return "" if unicodedata.combining(m.group()) else m.group()
 
 
 def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
@@ -218,7 +260,7 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text = text[:limit]
     tricks = 0
     if not text.isascii():
-        tricks += len(_MIXED_SCRIPT.findall(text))
+        tricks += len(_MIXED_SCRIPT.findall(text)) if _GREEK_CYRILLIC.search(text) else 0
         text, n = _INVISIBLE.subn("", text)
         tricks += n
         text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
@@ -226,7 +268,9 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
         tricks += len(_STYLED.findall(text)) + len(_STACKED_MARKS.findall(text))
         text = unicodedata.normalize("NFKC", text)
         if not text.isascii():
-            text = _strip_marks(text).translate(_HOMOGLYPHS)
+            text = _strip_marks(text)
+            if _LOOK_ALIKE.search(text):
+                text = text.translate(_HOMOGLYPHS)
     text = text.lower()
     text, n = _fold_spacing(text)
     tricks += n

@@ -162,15 +162,17 @@ def _fuzzy_match(token: str) -> str | None:
     return word
 
 
+def _misspelling_of(token: str) -> str:
+    """The trigger word ``token`` misspells, or "" when it misspells none."""
+    if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
+        return _fuzzy_match(token) or ""
+    return ""
+
+
 def _respell(words: set[str]) -> dict[str, str]:
     """Misspelt trigger words among the distinct tokens ``words`` -> the word they misspell."""
-    fixes: dict[str, str] = {}
-    for token in words:
-        if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
-            word = _fuzzy_match(token)
-            if word is not None:
-                fixes[token] = word
-    return fixes
+    misspelling = _MISSPELLINGS.__getitem__
+    return {token: word for token in words if (word := misspelling(token))}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -410,6 +412,37 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
 # The learned model, scored in windows
 
 
+class _Bounded(dict[str, Any]):
+    """A word -> value cache filled on a miss by ``make``, emptied when it reaches ``_CACHED_WORDS`` words."""
+
+    def __init__(self, make: Any) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, word: str) -> Any:
+        if len(self) >= _CACHED_WORDS:
+            self.clear()
+        value = self[word] = self.make(word)
+        return value
+
+
+_CACHED_WORDS = 1 << 16
+"""Distinct words whose codes are kept (a few MB): tool output repeats its words (keys, markup, common words), and
+a word's CRC costs more than looking it up. Words only, never a text or anything read from one but single words."""
+
+
+class _WordCodes(NamedTuple):
+    crc: _Bounded
+    """word -> CRC-32 of its UTF-8."""
+    spaced: _Bounded
+    """word -> UTF-8 of " " + word (what an n-gram's CRC continues over)."""
+
+
+_WORD_CODES = _WordCodes(_Bounded(lambda w: zlib.crc32(w.encode())), _Bounded(lambda w: b" " + w.encode()))
+_MISSPELLINGS = _Bounded(_misspelling_of)
+"""token -> the trigger word it misspells ("" for none): most tokens of a text were seen in earlier texts."""
+
+
 @dataclass(frozen=True, slots=True)
 class IntegrityModel:
     """Logistic regression over hashed word n-grams, applied to overlapping windows of a text; pure Python.
@@ -458,16 +491,14 @@ class IntegrityModel:
         token ``i + n - 1``)."""
         words = self.shapes(words)
         mask = (1 << self.bits) - 1
-        crc = zlib.crc32
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
-        # as hashing the joined text, without joining it.
-        encoded = list(map(str.encode, words))
-        running = list(map(crc, encoded))
+        # as hashing the joined text, without joining it. Each word's CRC and spaced UTF-8 come from _WORD_CODES.
+        running = list(map(_WORD_CODES.crc.__getitem__, words))
         out = [list(map(mask.__and__, running))]
         if self.ngram > 1 and len(words) > 1:
-            spaced = list(map(b" ".__add__, encoded))  # UTF-8 of " " + word, without encoding twice
+            spaced = list(map(_WORD_CODES.spaced.__getitem__, words))
             for n in range(2, self.ngram + 1):
-                running = list(map(crc, spaced[n - 1 :], running[:-1]))
+                running = list(map(zlib.crc32, spaced[n - 1 :], running[:-1]))
                 out.append(list(map(mask.__and__, running)))
         return out
 
