@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from operator import add, sub
+from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
@@ -468,6 +468,7 @@ class IntegrityModel:
     stride: int = 32
     vocab: frozenset[str] | None = None
     _get: Any = field(init=False, repr=False, compare=False)
+    _unigram: _Bounded = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A dense table of every bucket's weight: indexing a list is about twice as fast as ``dict.get`` with a
@@ -478,6 +479,8 @@ class IntegrityModel:
                 raise ValueError(f"integrity model bucket {bucket} is outside 0..2**{self.bits}-1")
             dense[bucket] = weight
         object.__setattr__(self, "_get", dense.__getitem__)
+        mask = len(dense) - 1
+        object.__setattr__(self, "_unigram", _Bounded(lambda w: dense[_WORD_CODES.crc[w] & mask]))
 
     def shapes(self, words: Sequence[str]) -> Sequence[str]:
         """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
@@ -523,8 +526,7 @@ class IntegrityModel:
         n = len(words)
         if not n:
             return [(0, self.bias)]
-        # Prefix sums of the weights per n-gram order: a window's total is a difference of two of them per order.
-        prefix = [list(accumulate(map(self._get, row), initial=0.0)) for row in self.grams(words)]
+        prefix = self._prefix_sums(words)
         spans = self.windows(n)
         if n <= self.window:
             return [(0, self._window_logit(prefix, 0, n))]
@@ -540,6 +542,23 @@ class IntegrityModel:
         if len(spans) > len(out):  # the last window, ending at the text's end
             s, e = spans[-1]
             out.append((s, self._window_logit(prefix, s, e)))
+        return out
+
+    def _prefix_sums(self, words: Sequence[str]) -> list[list[float]]:
+        """Per n, the prefix sums of the weights of ``grams`` (a window's total is a difference of two of them per
+        n), computed without building the bucket lists: a word's unigram weight is cached with its codes."""
+        words = self.shapes(words)
+        out = [list(accumulate(map(self._unigram.__getitem__, words), initial=0.0))]
+        if self.ngram > 1 and len(words) > 1:
+            get, mask = self._get, (1 << self.bits) - 1
+            running = list(map(_WORD_CODES.crc.__getitem__, words))
+            spaced = list(map(_WORD_CODES.spaced.__getitem__, words))
+            for n in range(2, self.ngram + 1):
+                codes = map(zlib.crc32, spaced[n - 1 :], running)  # (zip stops at the shorter)
+                if n < self.ngram:
+                    running = list(codes)
+                    codes = iter(running)
+                out.append(list(accumulate(map(get, map(mask.__and__, codes)), initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
@@ -607,7 +626,7 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
     features = _markers_of(read.norm, tricks, read.misspelt, read.present)
     words, norm = read.words, read.norm
     windows = model.window_logits(words)
-    start, z = max(windows, key=lambda w: w[1])
+    start, z = max(windows, key=itemgetter(1))
     features["model_logit"] = z
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
     return TextScore(features, round(start * len(norm) / max(len(words), 1)))
