@@ -2,10 +2,11 @@
 
 Two checks, both over every tool result of ``evals/data/devset.jsonl`` and ``evals/data/integrity.jsonl``:
 
-- the markers, ``hidden_chars``, ``misspelt``, ``discussion``, ``trivial`` and the tokens the model reads must hash
-  to the digest stored in ``tests/data/integrity_reference.json``, written by the implementation of 2026-12-01
-  (before the speed work) with ``python tests/test_integrity_reference.py --write``. None of these depends on the
-  model's weights, so retraining the model leaves the digest true;
+- the markers, ``hidden_chars``, ``misspelt``, ``discussion``, ``trivial``, the tokens the model reads and the
+  shared normaliser's output (``stopwise.normalise.normalise_untrusted``) must hash to the digest stored in
+  ``tests/data/integrity_reference.txt``, written by the implementation of 2026-12-01 (main at 1e6deb8, before the
+  speed work) with ``PYTHONPATH=<that tree>/src python tests/test_integrity_reference.py --write``. None of these
+  depends on the model's weights, so retraining the model leaves the digest true;
 - the model's logit and the start of its highest window must equal (within 1e-12) a plain re-computation in this
   file: every window's n-grams joined, hashed and looked up one by one, with whatever weights are shipped.
 
@@ -53,11 +54,13 @@ def _key(text: str) -> str:
 
 
 def _rule_part(text: str, read_chars: int) -> str:
-    """A hash of everything ``score_text`` derives from a text without the model: features and tokens."""
+    """A hash of everything ``score_text`` derives from a text without the model: features, tokens, and the
+    normalised text with its count of tricks (``hidden_chars`` caps it at 3)."""
     features = dict(score_text(text, _NO_MODEL, read_chars).features)
     features.pop("model_logit", None)
-    words = [] if is_trivial(text) else _read(normalise_untrusted(text, read_chars)[0]).words
-    blob = json.dumps([sorted(features.items()), words], ensure_ascii=True)
+    normalised = normalise_untrusted(text, read_chars)
+    words = [] if is_trivial(text) else _read(normalised[0]).words
+    blob = json.dumps([sorted(features.items()), words, normalised], ensure_ascii=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 

@@ -39,13 +39,18 @@ _INVISIBLE = re.compile(
 _TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
 # Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
 _MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
-_GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # found fast: no mix without one
+_GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # no mix without one
 # Compatibility look-alikes that only a disguise uses inside running text: fullwidth forms, mathematical
 # alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
 # capitals, which the look-alike table maps. Each one is a trick.
 _STYLED = re.compile("[\uff01-\uff5e\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
 # Two or more combining marks on one letter: zalgo text, never ordinary spelling.
-_STACKED_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{2,}")
+_MARK = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+_STACKED_MARKS = re.compile(_MARK + "{2,}")
+_ONE_MARK = re.compile(_MARK)
+# The characters past ASCII of a text, for the quick tests of which passes below can change it: most non-ASCII
+# results hold only a few dashes, quotes or accents, and every pass but the last is a search for one character.
+_PAST_ASCII = re.compile("[^\x00-\x7f]+")
 
 # Confusables: letters of other scripts (and Latin variants NFKC keeps) that render like a Latin letter.
 # Drawn from the visually identical pairs of Unicode's confusables data (UTS #39) for the Latin alphabet.
@@ -260,15 +265,24 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text = text[:limit]
     tricks = 0
     if not text.isascii():
-        tricks += len(_MIXED_SCRIPT.findall(text)) if _GREEK_CYRILLIC.search(text) else 0
-        text, n = _INVISIBLE.subn("", text)
-        tricks += n
-        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
-        tricks += n
-        tricks += len(_STYLED.findall(text)) + len(_STACKED_MARKS.findall(text))
+        odd = "".join(_PAST_ASCII.findall(text))
+        if _GREEK_CYRILLIC.search(odd):
+            tricks += len(_MIXED_SCRIPT.findall(text))
+        if _INVISIBLE.search(odd):
+            text, n = _INVISIBLE.subn("", text)
+            tricks += n
+        if _TAG_CHARS.search(odd):
+            text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+            tricks += n
+        if _STYLED.search(odd):
+            tricks += len(_STYLED.findall(text))
+        if _ONE_MARK.search(odd):
+            tricks += len(_STACKED_MARKS.findall(text))
         text = unicodedata.normalize("NFKC", text)
         if not text.isascii():
-            text = _strip_marks(text)
+            # NFKC's output is composed: with nothing to decompose and no mark to remove it stays as it is.
+            if max(text) > "\uffff" or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
+                text = _strip_marks(text)
             if _LOOK_ALIKE.search(text):
                 text = text.translate(_HOMOGLYPHS)
     text = text.lower()
