@@ -229,7 +229,7 @@ _LEET_WORDS: dict[str, str | None] = {}
 
 def _strip_marks(text: str) -> str:
     decomposed = _combining_marks().sub("", unicodedata.normalize("NFD", text))
-    if decomposed and max(decomposed) > "\uffff":
+    if _ASTRAL.search(decomposed):
         decomposed = _ASTRAL.sub(_unless_mark, decomposed)
     return unicodedata.normalize("NFC", decomposed)
 
@@ -281,7 +281,7 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
         text = unicodedata.normalize("NFKC", text)
         if not text.isascii():
             # NFKC's output is composed: with nothing to decompose and no mark to remove it stays as it is.
-            if max(text) > "\uffff" or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
+            if _ASTRAL.search(text) or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
                 text = _strip_marks(text)
             if _LOOK_ALIKE.search(text):
                 text = text.translate(_HOMOGLYPHS)

@@ -546,19 +546,19 @@ class IntegrityModel:
 
     def _prefix_sums(self, words: Sequence[str]) -> list[list[float]]:
         """Per n, the prefix sums of the weights of ``grams`` (a window's total is a difference of two of them per
-        n), computed without building the bucket lists: a word's unigram weight is cached with its codes."""
+        n); a word's unigram weight is cached with its codes."""
         words = self.shapes(words)
         out = [list(accumulate(map(self._unigram.__getitem__, words), initial=0.0))]
+        mask, dense = (1 << self.bits) - 1, self._get.__self__
         if self.ngram > 1 and len(words) > 1:
-            get, mask = self._get, (1 << self.bits) - 1
             running = list(map(_WORD_CODES.crc.__getitem__, words))
             spaced = list(map(_WORD_CODES.spaced.__getitem__, words))
             for n in range(2, self.ngram + 1):
-                codes = map(zlib.crc32, spaced[n - 1 :], running)  # (zip stops at the shorter)
-                if n < self.ngram:
-                    running = list(codes)
-                    codes = iter(running)
-                out.append(list(accumulate(map(get, map(mask.__and__, codes)), initial=0.0)))
+                running = list(map(zlib.crc32, spaced[n - 1 :], running))  # (map stops at the shorter)
+                buckets = list(map(mask.__and__, running))
+                # One itemgetter call looks every bucket up in C (it returns a bare value for one bucket).
+                weights = itemgetter(*buckets)(dense) if len(buckets) > 1 else [dense[buckets[0]]]
+                out.append(list(accumulate(weights, initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
