@@ -139,3 +139,18 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     digests = dict(_digests(tool_results(), chars))
     DIGEST.write_text(f"read_chars {chars}\n" + "".join(f"{k} {v}\n" for k, v in sorted(digests.items())))
     print(f"wrote {len(digests)} digests to {DIGEST}")
+
+
+def test_the_leetspeak_pattern_matches_what_its_two_look_ahead_form_matched_on_random_words() -> None:
+    """``normalise._LEET_WORD`` was rewritten for speed (one look-ahead chosen by the first character)."""
+    import random
+    import re
+
+    from stopwise.normalise import _LEET_WORD
+
+    before = re.compile(r"(?<![\w@$|])(?=[a-z@$!|0-9]*[a-z])(?=[a-z]*[0-9@$!|])[a-z0-9@$!|]{3,}(?![\w@$|])")
+    rng = random.Random(3)
+    alphabet = "abeilost0134579@$!|_ .-'é"
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 16)))
+        assert [m.span() for m in _LEET_WORD.finditer(text)] == [m.span() for m in before.finditer(text)], text

@@ -114,7 +114,11 @@ _SPACED_HINT = re.compile(
 _SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,}[a-z0-9@$!|](?![^\s\"'.,;:!?)\]])")
 # A word of three or more characters that mixes letters with the digits and signs leetspeak uses (``1gn0r3``,
 # ``pr3v10us``, ``@ll``); two-character tokens (``a1``, ``h2``) and mostly-digit ones (``60d``) are left alone.
-_LEET_WORD = re.compile(r"(?<![\w@$|])(?=[a-z@$!|0-9]*[a-z])(?=[a-z]*[0-9@$!|])[a-z0-9@$!|]{3,}(?![\w@$|])")
+# The first character decides which of the two is still to be seen ahead (a sign or digit after a letter, a letter
+# after a sign or digit): one look-ahead per word instead of two (twice as fast, the same matches).
+_LEET_WORD = re.compile(
+    r"(?<![\w@$|])(?:[a-z](?=[a-z]*[0-9@$!|])|[0-9@$!|](?=[a-z@$!|0-9]*[a-z]))[a-z0-9@$!|]{2,}(?![\w@$|])"
+)
 _LEET: dict[str, tuple[str, ...]] = {
     "0": ("o",), "1": ("i", "l"), "3": ("e",), "4": ("a",), "5": ("s",), "6": ("g",), "7": ("t",), "8": ("b",),
     "9": ("g",), "@": ("a",), "$": ("s",), "!": ("i",), "|": ("l", "i"),
