@@ -45,10 +45,18 @@ class _Piece:
     at_start: bool
     """The piece begins with ``^``: only a match at the text's start counts (``match``, not ``search``)."""
     words: frozenset[str]
-    """Run only when one of these is present."""
+    """Run only when one of these is present..."""
+    also: frozenset[str] = frozenset()
+    """... and all of these (the lead's other words)..."""
+    then: frozenset[str] = frozenset()
+    """... and, when given, one of these (the words that may follow the lead)."""
 
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
-        if self.words.isdisjoint(present):
+        if (
+            self.words.isdisjoint(present)
+            or not self.also <= present
+            or (self.then and self.then.isdisjoint(present))
+        ):
             return None
         m = self.rx.match(text) if self.at_start else self.rx.search(text)
         return None if m is None else m.span()
@@ -177,19 +185,46 @@ def _split(
     lead, used = _literal_run(alt)
     rest = alt[used:]
     if (boundary or follows_space) and lead[:1].isalnum():
-        first = _LETTERS.match(lead)
-        assert first is not None
-        word = first.group()
-        # The token (or apostrophe part) at a match's start is ``word`` when a non-letter follows it in the lead
-        # or the rest starts with a word's end, or ``word`` and one optional letter ("agents?", "an?").
-        words: frozenset[str] = anchors
-        if len(word) < len(lead) or rest.startswith(_WORD_ENDS):
-            words = frozenset({word})
-        elif _OPTIONAL_LETTER.match(rest) and rest[2:].startswith(_WORD_ENDS):
-            words = frozenset({word, word + rest[0]})
+        words = _first_words(alt) or anchors
+        # The lead's later words are whole tokens (or apostrophe parts) of any match: "the user has" needs "user"
+        # and "has". After a lead ending in a space, the next token is one of the rest's first words, if known.
+        whole = rest.startswith(_WORD_ENDS)
+        inner = [m.group() for m in _LETTERS.finditer(lead) if m.end() < len(lead) or whole][1:]
+        then = _first_words(rest) if not lead[-1].isalnum() and lead[-1] != "'" else None
         guard = f"(?<!\\w{re.escape(lead)})" if boundary else ""
-        return [_Piece(re.compile(f"{re.escape(lead)}{guard}{rest}"), False, words)]
+        rx = re.compile(f"{re.escape(lead)}{guard}{rest}")
+        return [_Piece(rx, False, words, frozenset(inner), then or frozenset())]
     return [_Piece(re.compile(b + alt), False, anchors)]
+
+
+def _first_words(alt: str) -> frozenset[str] | None:
+    """The token (or apostrophe part) any match of ``alt`` starts with, when ``alt`` is matched at a token's start
+    and that can be known from its literals (None when not)."""
+    if alt.startswith("(?:"):
+        end = _close(alt)
+        tail = alt[end + 1 :]
+        if tail and tail[0] in _QUANTIFIERS:
+            return None
+        found: set[str] = set()
+        for inner in _alternatives(alt[3:end]):
+            words = _first_words(inner + tail)
+            if words is None:
+                return None
+            found |= words
+        return frozenset(found)
+    lead, used = _literal_run(alt)
+    rest = alt[used:]
+    first = _LETTERS.match(lead)
+    if first is None or first.start():
+        return None
+    word = first.group()
+    # ``word`` is a whole token when a non-letter follows it in the lead or the rest starts with a word's end;
+    # or it is ``word`` and one optional letter ("agents?", "an?").
+    if len(word) < len(lead) or rest.startswith(_WORD_ENDS):
+        return frozenset({word})
+    if _OPTIONAL_LETTER.match(rest) and rest[2:].startswith(_WORD_ENDS):
+        return frozenset({word, word + rest[0]})
+    return None
 
 
 _OPTIONAL_LETTER = re.compile(r"[a-z]\?")
