@@ -49,14 +49,15 @@ class _Piece:
     also: frozenset[str] = frozenset()
     """... and all of these (the lead's other words)..."""
     then: frozenset[str] = frozenset()
-    """... and, when given, one of these (the words that may follow the lead)."""
+    """... and one of these (the words that may follow the lead; empty when not known)."""
+
+    def may_match(self, present: set[str]) -> bool:
+        """False when the words ``present`` in a text rule a match out."""
+        then = self.then
+        return not (self.words.isdisjoint(present) or not self.also <= present or (then and then.isdisjoint(present)))
 
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
-        if (
-            self.words.isdisjoint(present)
-            or not self.also <= present
-            or (self.then and self.then.isdisjoint(present))
-        ):
+        if not self.may_match(present):
             return None
         m = self.rx.match(text) if self.at_start else self.rx.search(text)
         return None if m is None else m.span()
@@ -75,7 +76,7 @@ class _Preceded:
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
         best: tuple[int, int] | None = None
         for piece in self.tail:
-            if piece.words.isdisjoint(present):
+            if not piece.may_match(present):
                 continue
             pos = 0
             while (m := piece.rx.search(text, pos)) is not None:
