@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,41 @@ def test_the_leetspeak_pattern_matches_what_its_two_look_ahead_form_matched_on_r
     for _ in range(20000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 16)))
         assert [m.span() for m in _LEET_WORD.finditer(text)] == [m.span() for m in before.finditer(text)], text
+
+
+def test_spacing_and_leetspeak_folds_rewrite_only_hinted_lines_exactly_as_a_whole_text_pass_would() -> None:
+    """``_fold_spacing`` and ``_fold_leet`` run their pattern only on lines holding a hint; on random multi-line
+    texts of letters, signs, digits and separators the result and the count equal one pass over the whole text."""
+    import random
+
+    from stopwise import normalise
+
+    def spaced(token: str) -> str | None:
+        return normalise._unspace(token)
+
+    def leet(token: str) -> str | None:
+        return None if sum(c.isalpha() for c in token) * 2 < len(token) else normalise._unleet(token)
+
+    def whole(rx: re.Pattern[str], word_of: Callable[[str], str | None], text: str) -> tuple[str, int]:
+        count = 0
+
+        def one(m: re.Match[str]) -> str:
+            nonlocal count
+            word = word_of(m.group())
+            count += word is not None
+            return m.group() if word is None else word
+
+        return rx.sub(one, text), count
+
+    rng = random.Random(5)
+    alphabet = ["i", "g", "n", "o", "r", "e", "a", "l", "1", "3", "0", "@", "$", "|", "!", " ", " ", "\n", ".", "-"]
+    alphabet += ["i g n o r e", "1gn0r3", "pr3v10us", "@ll", "a l l", "r.u.l.e.s", "5y5t3m", "s e n d  a l l"]
+    folds = ((normalise._fold_spacing, normalise._SPACED, spaced), (normalise._fold_leet, normalise._LEET_WORD, leet))
+    hits = 0
+    for fold, rx, word_of in folds:
+        for _ in range(4000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
+            expected = whole(rx, word_of, text)
+            assert fold(text) == expected, text
+            hits += expected[1]
+    assert hits > 500  # the texts do hold spaced and leetspeak words

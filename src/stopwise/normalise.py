@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from itertools import product
 
 __all__ = ["INTENT_WORDS", "normalise_untrusted"]
@@ -119,6 +120,8 @@ _SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,
 _LEET_WORD = re.compile(
     r"(?<![\w@$|])(?:[a-z](?=[a-z]*[0-9@$!|])|[0-9@$!|](?=[a-z@$!|0-9]*[a-z]))[a-z0-9@$!|]{2,}(?![\w@$|])"
 )
+# A sign or digit beside a letter: every leetspeak word holds one.
+_LEET_HINT = re.compile(r"[0-9@$!|](?:[a-z]|(?<=[a-z].))")
 _LEET: dict[str, tuple[str, ...]] = {
     "0": ("o",), "1": ("i", "l"), "3": ("e",), "4": ("a",), "5": ("s",), "6": ("g",), "7": ("t",), "8": ("b",),
     "9": ("g",), "@": ("a",), "$": ("s",), "!": ("i",), "|": ("l", "i"),
@@ -202,7 +205,7 @@ def _fold_spacing(text: str) -> tuple[str, int]:
         folded += 1
         return words
 
-    return (_SPACED.sub(one, text) if _SPACED_HINT.search(text) else text), folded
+    return _sub_lines(_SPACED, _SPACED_HINT, one, text), folded
 
 
 def _fold_leet(text: str) -> tuple[str, int]:
@@ -224,7 +227,28 @@ def _fold_leet(text: str) -> tuple[str, int]:
         folded += 1
         return word
 
-    return _LEET_WORD.sub(one, text), folded
+    return _sub_lines(_LEET_WORD, _LEET_HINT, one, text), folded
+
+
+def _sub_lines(rx: re.Pattern[str], hint: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    """``rx.sub(repl, text)``, run only on the lines holding a match of ``hint`` (which every match of ``rx``
+    holds). Exact for ``_SPACED`` and ``_LEET_WORD``: neither matches across a newline, and each looks one
+    character beyond its match only for something a newline, like the text's edge, satisfies."""
+    out: list[str] = []
+    done = 0
+    for m in hint.finditer(text):
+        if m.start() < done:
+            continue  # on a line already rewritten
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        out.append(text[done:start])
+        out.append(rx.sub(repl, text[start:end]))
+        done = end
+    if not done:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 # Token -> the intent word it spells in leetspeak, or None: ids and codes ("utf8", "a1b2") recur from text to text.
