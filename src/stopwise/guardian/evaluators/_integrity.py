@@ -380,7 +380,8 @@ def _read(norm: str) -> _Read:
         norm = rx.sub(lambda m: fixes[m.group()], norm)
         words = _WORD.findall(norm)
         distinct = set(words)
-    return _Read(norm, words, len(fixes), words_present(distinct))
+    # Without an apostrophe in the text its distinct tokens are all there is (words_present adds nothing).
+    return _Read(norm, words, len(fixes), words_present(distinct) if "'" in norm else distinct)
 
 
 def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None) -> dict[str, float]:
