@@ -193,3 +193,21 @@ def test_spacing_and_leetspeak_folds_rewrite_only_hinted_lines_exactly_as_a_whol
             assert fold(text) == expected, text
             hits += expected[1]
     assert hits > 500  # the texts do hold spaced and leetspeak words
+
+
+@pytest.mark.parametrize("ngram", [1, 2, 3])
+def test_window_logits_equal_the_plain_recomputation_for_every_order_and_length(ngram: int) -> None:
+    """Texts of 0 to 80 tokens (fewer than a window, one window, several, a last short one) under models of every
+    n-gram order with a weight in every bucket."""
+    import random
+
+    rng = random.Random(ngram)
+    weights = {bucket: rng.uniform(-2, 2) for bucket in range(1 << 8)}
+    model = IntegrityModel("t", 8, ngram, -0.5, weights, window=8, stride=3)
+    vocabulary = ["ignore", "the", "{", '"', "é", "previous", "7", "rules", "x"]
+    for n in [0, 1, 2, 3, 7, 8, 9, 10, 11, 30, 80]:
+        words = [rng.choice(vocabulary) for _ in range(n)]
+        fast = model.window_logits(words)
+        plain = _plain_windows(model, words)
+        assert [s for s, _ in fast] == [s for s, _ in plain]
+        assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(fast, plain, strict=True)), (n, fast, plain)

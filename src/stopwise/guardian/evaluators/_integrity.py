@@ -21,9 +21,9 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
@@ -552,13 +552,14 @@ class IntegrityModel:
         out = [list(accumulate(map(self._unigram.__getitem__, words), initial=0.0))]
         mask, dense = (1 << self.bits) - 1, self._get.__self__
         if self.ngram > 1 and len(words) > 1:
-            running = list(map(_WORD_CODES.crc.__getitem__, words))
-            spaced = list(map(_WORD_CODES.spaced.__getitem__, words))
+            running: Iterable[int] = map(_WORD_CODES.crc.__getitem__, words)
+            spaced = _WORD_CODES.spaced.__getitem__
             for n in range(2, self.ngram + 1):
-                running = list(map(zlib.crc32, spaced[n - 1 :], running))  # (map stops at the shorter)
-                buckets = list(map(mask.__and__, running))
+                codes = list(map(zlib.crc32, map(spaced, islice(words, n - 1, None)), running))
+                running = codes
+                buckets = list(map(mask.__and__, codes))
                 # One itemgetter call looks every bucket up in C (it returns a bare value for one bucket).
-                weights = itemgetter(*buckets)(dense) if len(buckets) > 1 else [dense[buckets[0]]]
+                weights = itemgetter(*buckets)(dense) if len(buckets) > 1 else [dense[b] for b in buckets]
                 out.append(list(accumulate(weights, initial=0.0)))
         return out
 
