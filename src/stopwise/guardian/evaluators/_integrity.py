@@ -13,6 +13,8 @@ probability with the ``integrity`` logistic map of ``rule_coefficients.json``. W
   look-alike letters, letter spacing, leetspeak), then one-letter misspellings of the words injections rely on
   ("ignroe", "instrucitons"), counted as ``misspelt``.
 - Pure functions of the text and the model: no clock, no I/O, no randomness (CRC-32 hashing, not ``hash``).
+  What is kept from one text to the next is per word only (its CRC codes, its unigram weight, the trigger word it
+  misspells), in bounded dictionaries: the same outputs, fewer hashes.
 """
 
 from __future__ import annotations
@@ -294,9 +296,9 @@ _AGENT_WORDS = (
     "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
 )
 
-# A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
-# keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
-# match; ``tests/test_rule_evaluator.py`` checks that gating never changes a marker on the development set.
+# Every match of a family's patterns holds one of its anchor words (tokens as ``_WORD`` splits them): the pieces of
+# a family that no leading word gates (``_integrity_search``) run only on a text holding one.
+# ``tests/test_rule_evaluator.py`` checks that the split, gated search never changes a marker on the real data.
 _ANCHORS: dict[str, frozenset[str]] = {
     family: frozenset(words.split())
     for family, words in {
