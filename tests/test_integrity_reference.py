@@ -211,3 +211,25 @@ def test_window_logits_equal_the_plain_recomputation_for_every_order_and_length(
         plain = _plain_windows(model, words)
         assert [s for s, _ in fast] == [s for s, _ in plain]
         assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(fast, plain, strict=True)), (n, fast, plain)
+
+
+def test_window_logits_stay_right_when_the_word_table_fills_and_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-word table is bounded: a text whose words could overflow it gets a fresh table, and earlier rows
+    are never reused for other words."""
+    import random
+
+    from stopwise.guardian.evaluators import _integrity
+
+    monkeypatch.setattr(_integrity, "_CACHED_WORDS", 40)
+    rng = random.Random(11)
+    model = IntegrityModel("t", 8, 2, 0.25, {b: rng.uniform(-1, 1) for b in range(256)}, window=6, stride=2)
+    replaced, table = 0, model._tables[0]
+    for _ in range(60):
+        words = [f"w{rng.randrange(200)}" for _ in range(rng.randint(1, 30))]
+        fast = model.window_logits(words)
+        plain = _plain_windows(model, words)
+        assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(fast, plain, strict=True))
+        replaced += model._tables[0] is not table
+        table = model._tables[0]
+        assert len(table) <= 40
+    assert replaced > 5

@@ -22,10 +22,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
+from itertools import accumulate
 from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
@@ -434,14 +435,38 @@ _CACHED_WORDS = 1 << 16
 a word's CRC costs more than looking it up. Words only, never a text or anything read from one but single words."""
 
 
-class _WordCodes(NamedTuple):
-    crc: _Bounded
-    """word -> CRC-32 of its UTF-8."""
-    spaced: _Bounded
-    """word -> UTF-8 of " " + word (what an n-gram's CRC continues over)."""
+class _WordTable(dict[str, int]):
+    """word -> its row in three parallel lists: the CRC-32 of its UTF-8, the UTF-8 of " " + word (what an n-gram's
+    CRC continues over) and its unigram weight. A text's rows are looked up once; each list is then read with one
+    ``itemgetter`` call (C, no hashing). Rows are only ever added (under a lock: threads may share a model) and a
+    full table is replaced, never emptied, so rows a caller holds stay right."""
+
+    def __init__(self, dense: list[float]) -> None:
+        super().__init__()
+        self.dense, self.mask = dense, len(dense) - 1
+        self.crc: list[int] = []
+        self.spaced: list[bytes] = []
+        self.unigram: list[float] = []
+        self.lock = threading.Lock()
+
+    def __missing__(self, word: str) -> int:
+        with self.lock:
+            if word in self:
+                return dict.__getitem__(self, word)
+            encoded = word.encode()
+            code = zlib.crc32(encoded)
+            self.crc.append(code)
+            self.spaced.append(b" " + encoded)
+            self.unigram.append(self.dense[code & self.mask])
+            row = self[word] = len(self.crc) - 1
+            return row
 
 
-_WORD_CODES = _WordCodes(_Bounded(lambda w: zlib.crc32(w.encode())), _Bounded(lambda w: b" " + w.encode()))
+def _pick(values: Sequence[Any], rows: Sequence[int]) -> Sequence[Any]:
+    """``[values[r] for r in rows]``, in one C call when there are several (``itemgetter`` of one is a bare value)."""
+    return itemgetter(*rows)(values) if len(rows) > 1 else [values[r] for r in rows]
+
+
 _MISSPELLINGS = _Bounded(_misspelling_of)
 """token -> the trigger word it misspells ("" for none): most tokens of a text were seen in earlier texts."""
 
@@ -471,7 +496,7 @@ class IntegrityModel:
     stride: int = 32
     vocab: frozenset[str] | None = None
     _get: Any = field(init=False, repr=False, compare=False)
-    _unigram: _Bounded = field(init=False, repr=False, compare=False)
+    _tables: list[_WordTable] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A dense table of every bucket's weight: indexing a list is about twice as fast as ``dict.get`` with a
@@ -482,8 +507,7 @@ class IntegrityModel:
                 raise ValueError(f"integrity model bucket {bucket} is outside 0..2**{self.bits}-1")
             dense[bucket] = weight
         object.__setattr__(self, "_get", dense.__getitem__)
-        mask = len(dense) - 1
-        object.__setattr__(self, "_unigram", _Bounded(lambda w: dense[_WORD_CODES.crc[w] & mask]))
+        object.__setattr__(self, "_tables", [_WordTable(dense)])
 
     def shapes(self, words: Sequence[str]) -> Sequence[str]:
         """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
@@ -497,16 +521,24 @@ class IntegrityModel:
         token ``i + n - 1``)."""
         words = self.shapes(words)
         mask = (1 << self.bits) - 1
+        table, rows = self._rows(words)
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
-        # as hashing the joined text, without joining it. Each word's CRC and spaced UTF-8 come from _WORD_CODES.
-        running = list(map(_WORD_CODES.crc.__getitem__, words))
+        # as hashing the joined text, without joining it.
+        running = list(_pick(table.crc, rows))
         out = [list(map(mask.__and__, running))]
         if self.ngram > 1 and len(words) > 1:
-            spaced = list(map(_WORD_CODES.spaced.__getitem__, words))
+            spaced = _pick(table.spaced, rows)
             for n in range(2, self.ngram + 1):
-                running = list(map(zlib.crc32, spaced[n - 1 :], running[:-1]))
+                running = list(map(zlib.crc32, spaced[n - 1 :], running))  # (map stops at the shorter)
                 out.append(list(map(mask.__and__, running)))
         return out
+
+    def _rows(self, words: Sequence[str]) -> tuple[_WordTable, list[int]]:
+        """The word table and the rows of ``words`` in it (a fresh table when these words could fill it)."""
+        table = self._tables[0]
+        if len(table) + len(words) > _CACHED_WORDS:
+            table = self._tables[0] = _WordTable(table.dense)
+        return table, list(map(table.__getitem__, words))
 
     def windows(self, n_tokens: int) -> list[tuple[int, int]]:
         """The ``[start, end)`` token spans scored for a text of ``n_tokens`` tokens."""
@@ -549,20 +581,17 @@ class IntegrityModel:
 
     def _prefix_sums(self, words: Sequence[str]) -> list[list[float]]:
         """Per n, the prefix sums of the weights of ``grams`` (a window's total is a difference of two of them per
-        n); a word's unigram weight is cached with its codes."""
+        n), read from the word table's rows without building the bucket lists of ``grams``."""
         words = self.shapes(words)
-        out = [list(accumulate(map(self._unigram.__getitem__, words), initial=0.0))]
-        mask, dense = (1 << self.bits) - 1, self._get.__self__
+        table, rows = self._rows(words)
+        out = [list(accumulate(_pick(table.unigram, rows), initial=0.0))]
         if self.ngram > 1 and len(words) > 1:
-            running: Iterable[int] = map(_WORD_CODES.crc.__getitem__, words)
-            spaced = _WORD_CODES.spaced.__getitem__
+            mask, dense = table.mask, table.dense
+            running = _pick(table.crc, rows)
+            spaced = _pick(table.spaced, rows)
             for n in range(2, self.ngram + 1):
-                codes = list(map(zlib.crc32, map(spaced, islice(words, n - 1, None)), running))
-                running = codes
-                buckets = list(map(mask.__and__, codes))
-                # One itemgetter call looks every bucket up in C (it returns a bare value for one bucket).
-                weights = itemgetter(*buckets)(dense) if len(buckets) > 1 else [dense[b] for b in buckets]
-                out.append(list(accumulate(weights, initial=0.0)))
+                running = list(map(zlib.crc32, spaced[n - 1 :], running))
+                out.append(list(accumulate(_pick(dense, list(map(mask.__and__, running))), initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
