@@ -236,16 +236,14 @@ def _sub_lines(rx: re.Pattern[str], hint: re.Pattern[str], repl: Callable[[re.Ma
     character beyond its match only for something a newline, like the text's edge, satisfies."""
     out: list[str] = []
     done = 0
-    for m in hint.finditer(text):
-        if m.start() < done:
-            continue  # on a line already rewritten
+    while (m := hint.search(text, done)) is not None:
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         end = len(text) if end < 0 else end
         out.append(text[done:start])
         out.append(rx.sub(repl, text[start:end]))
         done = end
-    if not done:
+    if not out:
         return text
     out.append(text[done:])
     return "".join(out)
