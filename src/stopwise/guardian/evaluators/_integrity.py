@@ -174,8 +174,26 @@ def _misspelling_of(token: str) -> str:
 
 def _respell(words: set[str]) -> dict[str, str]:
     """Misspelt trigger words among the distinct tokens ``words`` -> the word they misspell."""
-    misspelling = _MISSPELLINGS.__getitem__
-    return {token: word for token in words if (word := misspelling(token))}
+    misspelt = _MISSPELT
+    fixes = {token: misspelt[token] for token in words & misspelt.keys()}
+    # Set differences in C leave only the tokens never seen before to test one by one.
+    for token in words - _SPELT_RIGHT - misspelt.keys():
+        word = _misspelling_of(token)
+        if word:
+            fixes[token] = misspelt[token] = word
+        else:
+            _SPELT_RIGHT.add(token)
+    if len(_SPELT_RIGHT) > _SEEN_TOKENS:
+        _SPELT_RIGHT.clear()
+    return fixes
+
+
+_MISSPELT: dict[str, str] = {}
+"""token -> the trigger word it misspells, for every such token seen (a bounded set: tokens are ``[a-z0-9']+``,
+one edit from one of the trigger words)."""
+_SPELT_RIGHT: set[str] = set()
+"""Tokens seen that misspell nothing: most tokens of a text were seen in earlier texts."""
+_SEEN_TOKENS = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -416,20 +434,6 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
 # The learned model, scored in windows
 
 
-class _Bounded(dict[str, Any]):
-    """A word -> value cache filled on a miss by ``make``, emptied when it reaches ``_CACHED_WORDS`` words."""
-
-    def __init__(self, make: Any) -> None:
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, word: str) -> Any:
-        if len(self) >= _CACHED_WORDS:
-            self.clear()
-        value = self[word] = self.make(word)
-        return value
-
-
 _CACHED_WORDS = 1 << 16
 """Distinct words whose codes are kept (a few MB): tool output repeats its words (keys, markup, common words), and
 a word's CRC costs more than looking it up. Words only, never a text or anything read from one but single words."""
@@ -465,10 +469,6 @@ class _WordTable(dict[str, int]):
 def _pick(values: Sequence[Any], rows: Sequence[int]) -> Sequence[Any]:
     """``[values[r] for r in rows]``, in one C call when there are several (``itemgetter`` of one is a bare value)."""
     return itemgetter(*rows)(values) if len(rows) > 1 else [values[r] for r in rows]
-
-
-_MISSPELLINGS = _Bounded(_misspelling_of)
-"""token -> the trigger word it misspells ("" for none): most tokens of a text were seen in earlier texts."""
 
 
 @dataclass(frozen=True, slots=True)
