@@ -207,7 +207,7 @@ def _fold_spacing(text: str) -> tuple[str, int]:
         folded += 1
         return words
 
-    return _sub_lines(_SPACED, _SPACED_HINT, one, text), folded
+    return _sub_near(_SPACED, _SPACED_HINT, one, text, "\n"), folded
 
 
 def _fold_leet(text: str) -> tuple[str, int]:
@@ -229,19 +229,25 @@ def _fold_leet(text: str) -> tuple[str, int]:
         folded += 1
         return word
 
-    return _sub_lines(_LEET_WORD, _LEET_HINT, one, text), folded
+    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, " \n"), folded
 
 
-def _sub_lines(rx: re.Pattern[str], hint: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
-    """``rx.sub(repl, text)``, run only on the lines holding a match of ``hint`` (which every match of ``rx``
-    holds). Exact for ``_SPACED`` and ``_LEET_WORD``: neither matches across a newline, and each looks one
-    character beyond its match only for something a newline, like the text's edge, satisfies."""
+def _sub_near(
+    rx: re.Pattern[str], hint: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str, cuts: str
+) -> str:
+    """``rx.sub(repl, text)``, run only on the stretches between two of the characters ``cuts`` that hold a match
+    of ``hint`` (which every match of ``rx`` holds). Exact when no match of ``rx`` holds a cut and each looks one
+    character beyond its match only for something a cut, like the text's edge, satisfies: a newline for
+    ``_SPACED``; a space or a newline for ``_LEET_WORD``. Past ``_STRETCHES`` stretches the rest is one."""
     out: list[str] = []
     done = 0
     while (m := hint.search(text, done)) is not None:
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
+        if len(out) >= 2 * _STRETCHES:
+            out.append(rx.sub(repl, text[done:]))
+            return "".join(out)
+        start = max(text.rfind(c, 0, m.start()) for c in cuts) + 1
+        ends = [e for e in (text.find(c, m.end()) for c in cuts) if e >= 0]
+        end = min(ends, default=len(text))
         out.append(text[done:start])
         out.append(rx.sub(repl, text[start:end]))
         done = end
@@ -249,6 +255,10 @@ def _sub_lines(rx: re.Pattern[str], hint: re.Pattern[str], repl: Callable[[re.Ma
         return text
     out.append(text[done:])
     return "".join(out)
+
+
+_STRETCHES = 24
+"""Beyond this many hinted stretches one pass over the rest is cheaper than a Python step per stretch."""
 
 
 # Token -> the intent word it spells in leetspeak, or None: ids and codes ("utf8", "a1b2") recur from text to text.
