@@ -19,6 +19,7 @@ probability with the ``integrity`` logistic map of ``rule_coefficients.json``. W
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -350,11 +351,18 @@ _ANCHORS: dict[str, frozenset[str]] = {
     }.items()
 }
 
-_MARKERS: tuple[tuple[str, re.Pattern[str], Family], ...] = tuple(
-    (family, re.compile("|".join(f"(?:{p})" for p in patterns)), Family.of(patterns, _ANCHORS[family]))
-    for family, patterns in _MARKER_SOURCES.items()
+_MARKERS: tuple[tuple[str, Family], ...] = tuple(
+    (family, Family.of(patterns, _ANCHORS[family])) for family, patterns in _MARKER_SOURCES.items()
 )
-"""Per family: its patterns joined (the reference ``_markers_of`` checks against) and split for speed."""
+"""Per family: its patterns split for speed (``_integrity_search``)."""
+
+
+@functools.cache
+def _joined(family: str) -> re.Pattern[str]:
+    """A family's patterns as one regex: the reference the split search must match (``_markers_of``'s tests)."""
+    return re.compile("|".join(f"(?:{p})" for p in _MARKER_SOURCES[family]))
+
+
 MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
 """The marker families, each one feature (1.0 when any of its patterns matches)."""
 
@@ -410,9 +418,9 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     ``_integrity_search``); without, its joined patterns over the whole text (the reference they must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    for family, joined, split in _MARKERS:
+    for family, split in _MARKERS:
         if present is None:
-            m = joined.search(norm)
+            m = _joined(family).search(norm)
             span = None if m is None else m.span()
         else:
             span = split.search(norm, present)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Family", "words_present"]
 
@@ -41,7 +41,9 @@ def words_present(words: Iterable[str]) -> set[str]:
 class _Piece:
     """A pattern (or one alternative of one) that starts with a literal, or cannot be split further."""
 
-    rx: re.Pattern[str]
+    source: str
+    """The piece's regex; compiled on first use (``rx``): most pieces of most processes never run, and compiling
+    some 200 regexes up front would add tens of milliseconds to the first use of the rule evaluator."""
     at_start: bool
     """The piece begins with ``^``: only a match at the text's start counts (``match``, not ``search``)."""
     words: frozenset[str]
@@ -50,6 +52,13 @@ class _Piece:
     """... and all of these (the lead's other words)..."""
     then: frozenset[str] = frozenset()
     """... and one of these (the words that may follow the lead; empty when not known)."""
+    compiled: list[re.Pattern[str]] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def rx(self) -> re.Pattern[str]:
+        if not self.compiled:
+            self.compiled.append(re.compile(self.source))
+        return self.compiled[0]
 
     def may_match(self, present: set[str]) -> bool:
         """False when the words ``present`` in a text rule a match out."""
@@ -137,7 +146,7 @@ def _preceded(leads: list[str], tail: str, anchors: frozenset[str]) -> _Preceded
         else:
             return None
     pieces = [p for alt in _alternatives(tail) for p in _split(alt, anchors, follows_space=True)]
-    if not all(isinstance(p, _Piece) and p.rx.pattern[:1].isalpha() for p in pieces):
+    if not all(isinstance(p, _Piece) and p.source[:1].isalpha() for p in pieces):
         return None
     tails = tuple(p for p in pieces if isinstance(p, _Piece))
     return _Preceded(tuple(kinds), tails, frozenset().union(*(p.words for p in tails)))
@@ -187,7 +196,7 @@ def _split(
             # ``\b(?:x|y)tail`` is ``\bxtail|\bytail``, tried in that order.
             return [p for i in inner for p in _split(b + i + tail, anchors, False, follows_space)]
     if alt.startswith("^"):
-        return [_Piece(re.compile(b + alt), True, anchors)]
+        return [_Piece(b + alt, True, anchors)]
     lead, used = _literal_run(alt)
     rest = alt[used:]
     if (boundary or follows_space) and lead[:1].isalnum():
@@ -198,9 +207,8 @@ def _split(
         inner = [m.group() for m in _LETTERS.finditer(lead) if m.end() < len(lead) or whole][1:]
         then = _first_words(rest) if not lead[-1].isalnum() and lead[-1] != "'" else None
         guard = f"(?<!\\w{re.escape(lead)})" if boundary else ""
-        rx = re.compile(f"{re.escape(lead)}{guard}{rest}")
-        return [_Piece(rx, False, words, frozenset(inner), then or frozenset())]
-    return [_Piece(re.compile(b + alt), False, anchors)]
+        return [_Piece(f"{re.escape(lead)}{guard}{rest}", False, words, frozenset(inner), then or frozenset())]
+    return [_Piece(b + alt, False, anchors)]
 
 
 def _first_words(alt: str) -> frozenset[str] | None:
