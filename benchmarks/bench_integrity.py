@@ -164,6 +164,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[bucket] = {name: {"median_ms": m, "p95_ms": p} for name, (m, p) in row.items()} | {"n": len(texts)}
         cells = " ".join(f"{m:26.3f} {p:8.3f}" for m, p in row.values())
         print(f"{bucket:>10} {len(texts):6} {cells}")
+        if len(trees) > 1:
+            # Paired: each text's time in the last tree over its time in the first (same round), median per round.
+            first, last = (rounds[f"stopwise {t.src}"] for t in (trees[0], trees[-1]))
+            per_round = [
+                statistics.median(b / a for a, b in zip(r0, r1, strict=True) if a > 0)
+                for r0, r1 in zip(first, last, strict=True)
+            ]
+            results[bucket]["paired_ratio"] = statistics.median(per_round)
+            print(f"{'':>10} {'':>6} per text, last tree / first (median): {statistics.median(per_round):.2f}")
         if "stackone-defender" in row:
             for name in systems:
                 if name.startswith("stopwise"):
