@@ -1,9 +1,10 @@
 """Cost of the integrity check per tool result, by the result's length, on one core; optionally beside
 stackone-defender (a published detector with a MiniLM model in its wheel; the ``bench`` extra) on the same texts.
 
-Target: at most 2 ms per tool result of up to 8,000 characters (median and p95 of the 2,000-8,000 bucket), with
-nothing cached: every text is scored by a fresh call of ``score_text`` (what ``RuleEvaluator`` does the first time
-it sees a result; it then remembers it).
+Target: at most 2 ms per tool result of up to 8,000 characters (median and p95 of the 2,000-8,000 and 8,000
+buckets), with no text cached: every text is scored by a fresh call of ``score_text`` (what ``RuleEvaluator`` does
+the first time it sees a result; it then remembers it). What ``_integrity`` keeps from one text to the next is per
+single word (codes, weights, spellings), so rounds after the first find most words known, as a running process does.
 
 Texts: the tool results of ``evals/data/integrity.jsonl`` (real bash, web and Wikipedia outputs, BIPIA's
 emails, tables and code, JSON records; clean and injected), bucketed by length; the ``8000`` bucket is each long
@@ -14,7 +15,8 @@ of the rounds is reported, so a burst of load from another process skews one rou
 
 ``--src DIR`` (repeatable) times the stopwise of each source tree instead of the one imported, in one worker
 process per tree, the trees taking turns round by round: ``--src /tmp/before/src --src src`` compares a before and
-an after on the same texts under the same load.
+an after on the same texts under the same load, and prints, per bucket, the median over texts of the last tree's
+time over the first's (paired, per round; the median of the rounds).
 
 Usage:
     python benchmarks/bench_integrity.py [--per-bucket 200] [--rounds 5] [--stackone] [--src DIR ...] [--json PATH]
