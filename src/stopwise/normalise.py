@@ -107,6 +107,7 @@ INTENT_WORDS: frozenset[str] = frozenset(_INTENT_TEXT.split())
 
 # A run of four or more single characters, each followed by one separator: ``i g n o r e``, ``i.g.n.o.r.e``.
 # Runs of words are split where the gap is wider than the gap between letters (``i g n o r e   a l l``).
+_SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,}[a-z0-9@$!|](?![^\s\"'.,;:!?)\]])")
 # Three single characters in a row, each after a separator (itself after a character or a space), the third
 # followed by a separator or by what may end a run: every spaced run holds one, and a search for it starts only at
 # separators, far quicker than trying ``_SPACED`` (which starts with a look-behind) at every character.
@@ -114,7 +115,6 @@ _SPACED_HINT = re.compile(
     r"[ \t._\-*/·~](?<=[a-z0-9@$!| \t].)[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])"
     r"[a-z0-9@$!|](?![^\s\"'.,;:!?)\]_\-*/·~])"
 )
-_SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,}[a-z0-9@$!|](?![^\s\"'.,;:!?)\]])")
 # A word of three or more characters that mixes letters with the digits and signs leetspeak uses (``1gn0r3``,
 # ``pr3v10us``, ``@ll``); two-character tokens (``a1``, ``h2``) and mostly-digit ones (``60d``) are left alone.
 # The first character decides which of the two is still to be seen ahead (a sign or digit after a letter, a letter

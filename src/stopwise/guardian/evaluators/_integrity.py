@@ -503,7 +503,6 @@ class IntegrityModel:
     window: int = 64
     stride: int = 32
     vocab: frozenset[str] | None = None
-    _get: Any = field(init=False, repr=False, compare=False)
     _tables: list[_WordTable] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -514,7 +513,6 @@ class IntegrityModel:
             if not 0 <= bucket < len(dense):
                 raise ValueError(f"integrity model bucket {bucket} is outside 0..2**{self.bits}-1")
             dense[bucket] = weight
-        object.__setattr__(self, "_get", dense.__getitem__)
         object.__setattr__(self, "_tables", [_WordTable(dense)])
 
     def shapes(self, words: Sequence[str]) -> Sequence[str]:
