@@ -487,9 +487,9 @@ async def test_scripted_passes_answers_through_and_rejects_a_float_for_a_choice(
         await ScriptedEvaluator([{"risk": 0.3}]).evaluate(projection([SEARCH]), DEFAULT_CONDITIONS)
 
 
-def test_integrity_anchor_gating_never_changes_a_marker() -> None:
-    """Marker families run only on the blocks of a text holding one of their anchor words: on every tool output of
-    the development set and of the integrity corpus, gated and ungated scans must agree."""
+def test_integrity_split_marker_search_never_changes_a_marker() -> None:
+    """Marker families run as literal-led pieces gated by the words present (``_integrity_search``): on every tool
+    output of the development set and of the integrity corpus, they and the joined patterns must agree."""
     from stopwise.guardian.evaluators import _integrity
 
     data = Path(__file__).resolve().parents[1] / "evals" / "data"
@@ -501,5 +501,5 @@ def test_integrity_anchor_gating_never_changes_a_marker() -> None:
     for text in texts:
         norm, tricks = normalise_untrusted(text)
         read = _integrity._read(norm)
-        gated = _integrity._markers_of(read.norm, tricks, read.misspelt, read.blocks)
+        gated = _integrity._markers_of(read.norm, tricks, read.misspelt, read.present)
         assert gated == _integrity._markers_of(read.norm, tricks, read.misspelt, None), text

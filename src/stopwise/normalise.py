@@ -21,8 +21,10 @@ Pure and deterministic: no I/O, no clock; the same text always gives the same re
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from itertools import product
 
 __all__ = ["INTENT_WORDS", "normalise_untrusted"]
@@ -38,12 +40,18 @@ _INVISIBLE = re.compile(
 _TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
 # Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
 _MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
+_GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # no mix without one
 # Compatibility look-alikes that only a disguise uses inside running text: fullwidth forms, mathematical
 # alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
 # capitals, which the look-alike table maps. Each one is a trick.
 _STYLED = re.compile("[\uff01-\uff5e\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
 # Two or more combining marks on one letter: zalgo text, never ordinary spelling.
-_STACKED_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{2,}")
+_MARK = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+_STACKED_MARKS = re.compile(_MARK + "{2,}")
+_ONE_MARK = re.compile(_MARK)
+# The characters past ASCII of a text, for the quick tests of which passes below can change it: most non-ASCII
+# results hold only a few dashes, quotes or accents, and every pass but the last is a search for one character.
+_PAST_ASCII = re.compile("[^\x00-\x7f]+")
 
 # Confusables: letters of other scripts (and Latin variants NFKC keeps) that render like a Latin letter.
 # Drawn from the visually identical pairs of Unicode's confusables data (UTS #39) for the Latin alphabet.
@@ -71,6 +79,8 @@ _HOMOGLYPHS = str.maketrans(
         "Ꮲ": "p", "Ꮪ": "s", "Ꭲ": "t", "Ꮩ": "v", "Ꮃ": "w", "Ꮓ": "z",
     }
 )  # fmt: skip
+# Any of them, found fast: most non-Latin text (CJK, emoji, accents) holds none and need not be translated.
+_LOOK_ALIKE = re.compile("[" + "".join(map(re.escape, map(chr, _HOMOGLYPHS))) + "]")
 
 _INTENT_TEXT = """
     a i all any the a an and or to of in on at for from by with as is are be been was were it its this that these
@@ -98,9 +108,22 @@ INTENT_WORDS: frozenset[str] = frozenset(_INTENT_TEXT.split())
 # A run of four or more single characters, each followed by one separator: ``i g n o r e``, ``i.g.n.o.r.e``.
 # Runs of words are split where the gap is wider than the gap between letters (``i g n o r e   a l l``).
 _SPACED = re.compile(r"(?<![^\s\"'(\[])(?:[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])){3,}[a-z0-9@$!|](?![^\s\"'.,;:!?)\]])")
+# Three single characters in a row, each after a separator (itself after a character or a space), the third
+# followed by a separator or by what may end a run: every spaced run holds one, and a search for it starts only at
+# separators, far quicker than trying ``_SPACED`` (which starts with a look-behind) at every character.
+_SPACED_HINT = re.compile(
+    r"[ \t._\-*/·~](?<=[a-z0-9@$!| \t].)[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])[a-z0-9@$!|](?:[ \t]+|[._\-*/·~])"
+    r"[a-z0-9@$!|](?![^\s\"'.,;:!?)\]_\-*/·~])"
+)
 # A word of three or more characters that mixes letters with the digits and signs leetspeak uses (``1gn0r3``,
 # ``pr3v10us``, ``@ll``); two-character tokens (``a1``, ``h2``) and mostly-digit ones (``60d``) are left alone.
-_LEET_WORD = re.compile(r"(?<![\w@$|])(?=[a-z@$!|0-9]*[a-z])(?=[a-z]*[0-9@$!|])[a-z0-9@$!|]{3,}(?![\w@$|])")
+# The first character decides which of the two is still to be seen ahead (a sign or digit after a letter, a letter
+# after a sign or digit): one look-ahead per word instead of two (twice as fast, the same matches).
+_LEET_WORD = re.compile(
+    r"(?<![\w@$|])(?:[a-z](?=[a-z]*[0-9@$!|])|[0-9@$!|](?=[a-z@$!|0-9]*[a-z]))[a-z0-9@$!|]{2,}(?![\w@$|])"
+)
+# A sign or digit beside a letter: every leetspeak word holds one.
+_LEET_HINT = re.compile(r"[0-9@$!|](?:[a-z]|(?<=[a-z].))")
 _LEET: dict[str, tuple[str, ...]] = {
     "0": ("o",), "1": ("i", "l"), "3": ("e",), "4": ("a",), "5": ("s",), "6": ("g",), "7": ("t",), "8": ("b",),
     "9": ("g",), "@": ("a",), "$": ("s",), "!": ("i",), "|": ("l", "i"),
@@ -184,7 +207,7 @@ def _fold_spacing(text: str) -> tuple[str, int]:
         folded += 1
         return words
 
-    return _SPACED.sub(one, text), folded
+    return _sub_near(_SPACED, _SPACED_HINT, one, text, "\n"), folded
 
 
 def _fold_leet(text: str) -> tuple[str, int]:
@@ -193,21 +216,83 @@ def _fold_leet(text: str) -> tuple[str, int]:
     def one(m: re.Match[str]) -> str:
         nonlocal folded
         token = m.group()
-        # Mostly digits is a quantity or a code (``60d``, ``a11``), not a word in disguise.
-        if sum(c.isalpha() for c in token) * 2 < len(token):
-            return token
-        word = _unleet(token)
+        if token in _LEET_WORDS:
+            word = _LEET_WORDS[token]
+        else:
+            # Mostly digits is a quantity or a code (``60d``, ``a11``), not a word in disguise.
+            word = None if sum(c.isalpha() for c in token) * 2 < len(token) else _unleet(token)
+            if len(_LEET_WORDS) >= 1 << 14:
+                _LEET_WORDS.clear()
+            _LEET_WORDS[token] = word
         if word is None:
-            return m.group()
+            return token
         folded += 1
         return word
 
-    return _LEET_WORD.sub(one, text), folded
+    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, " \n"), folded
+
+
+def _sub_near(
+    rx: re.Pattern[str], hint: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str, cuts: str
+) -> str:
+    """``rx.sub(repl, text)``, run only on the stretches between two of the characters ``cuts`` that hold a match
+    of ``hint`` (which every match of ``rx`` holds). Exact when no match of ``rx`` holds a cut and each looks one
+    character beyond its match only for something a cut, like the text's edge, satisfies: a newline for
+    ``_SPACED``; a space or a newline for ``_LEET_WORD``. Past ``_STRETCHES`` stretches the rest is one."""
+    out: list[str] = []
+    done = 0
+    while (m := hint.search(text, done)) is not None:
+        if len(out) >= 2 * _STRETCHES:
+            out.append(rx.sub(repl, text[done:]))
+            return "".join(out)
+        start = max(text.rfind(c, 0, m.start()) for c in cuts) + 1
+        ends = [e for e in (text.find(c, m.end()) for c in cuts) if e >= 0]
+        end = min(ends, default=len(text))
+        out.append(text[done:start])
+        out.append(rx.sub(repl, text[start:end]))
+        done = end
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
+_STRETCHES = 24
+"""Beyond this many hinted stretches one pass over the rest is cheaper than a Python step per stretch."""
+
+
+# Token -> the intent word it spells in leetspeak, or None: ids and codes ("utf8", "a1b2") recur from text to text.
+_LEET_WORDS: dict[str, str | None] = {}
 
 
 def _strip_marks(text: str) -> str:
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    decomposed = _combining_marks().sub("", unicodedata.normalize("NFD", text))
+    if _ASTRAL.search(decomposed):
+        decomposed = _ASTRAL.sub(_unless_mark, decomposed)
+    return unicodedata.normalize("NFC", decomposed)
+
+
+@functools.cache
+def _combining_marks() -> re.Pattern[str]:
+    """One class of the combining marks (``unicodedata.combining`` non-zero) of the Basic Multilingual Plane: a regex
+    removes them in one pass instead of a Python test per character. Built on first use (a scan of 65,536
+    characters, a few milliseconds)."""
+    ranges: list[list[int]] = []
+    for cp in range(0x10000):
+        if unicodedata.combining(chr(cp)):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]")
+
+
+# Characters past the Basic Multilingual Plane (emoji, a few scripts' marks) are asked one by one: they are rare.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _unless_mark(m: re.Match[str]) -> str:
+    return "" if unicodedata.combining(m.group()) else m.group()
 
 
 def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
@@ -218,15 +303,26 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text = text[:limit]
     tricks = 0
     if not text.isascii():
-        tricks += len(_MIXED_SCRIPT.findall(text))
-        text, n = _INVISIBLE.subn("", text)
-        tricks += n
-        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
-        tricks += n
-        tricks += len(_STYLED.findall(text)) + len(_STACKED_MARKS.findall(text))
+        odd = "".join(_PAST_ASCII.findall(text))
+        if _GREEK_CYRILLIC.search(odd):
+            tricks += len(_MIXED_SCRIPT.findall(text))
+        if _INVISIBLE.search(odd):
+            text, n = _INVISIBLE.subn("", text)
+            tricks += n
+        if _TAG_CHARS.search(odd):
+            text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+            tricks += n
+        if _STYLED.search(odd):
+            tricks += len(_STYLED.findall(text))
+        if _ONE_MARK.search(odd):
+            tricks += len(_STACKED_MARKS.findall(text))
         text = unicodedata.normalize("NFKC", text)
         if not text.isascii():
-            text = _strip_marks(text).translate(_HOMOGLYPHS)
+            # NFKC's output is composed: with nothing to decompose and no mark to remove it stays as it is.
+            if _ASTRAL.search(text) or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
+                text = _strip_marks(text)
+            if _LOOK_ALIKE.search(text):
+                text = text.translate(_HOMOGLYPHS)
     text = text.lower()
     text, n = _fold_spacing(text)
     tricks += n

@@ -13,21 +13,26 @@ probability with the ``integrity`` logistic map of ``rule_coefficients.json``. W
   look-alike letters, letter spacing, leetspeak), then one-letter misspellings of the words injections rely on
   ("ignroe", "instrucitons"), counted as ``misspelt``.
 - Pure functions of the text and the model: no clock, no I/O, no randomness (CRC-32 hashing, not ``hash``).
+  What is kept from one text to the next is per word only (its CRC codes, its unigram weight, the trigger word it
+  misspells), in bounded dictionaries: the same outputs, fewer hashes.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+import threading
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
-from operator import add, sub
+from itertools import accumulate
+from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
+from stopwise.guardian.evaluators._integrity_search import Family, words_present
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -161,15 +166,35 @@ def _fuzzy_match(token: str) -> str | None:
     return word
 
 
-def _respell(words: list[str]) -> dict[str, str]:
-    """Misspelt trigger words among ``words`` -> the word they misspell."""
-    fixes: dict[str, str] = {}
-    for token in set(words):
-        if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
-            word = _fuzzy_match(token)
-            if word is not None:
-                fixes[token] = word
+def _misspelling_of(token: str) -> str:
+    """The trigger word ``token`` misspells, or "" when it misspells none."""
+    if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
+        return _fuzzy_match(token) or ""
+    return ""
+
+
+def _respell(words: set[str]) -> dict[str, str]:
+    """Misspelt trigger words among the distinct tokens ``words`` -> the word they misspell."""
+    misspelt = _MISSPELT
+    fixes = {token: misspelt[token] for token in words & misspelt.keys()}
+    # Set differences in C leave only the tokens never seen before to test one by one.
+    for token in words - _SPELT_RIGHT - misspelt.keys():
+        word = _misspelling_of(token)
+        if word:
+            fixes[token] = misspelt[token] = word
+        else:
+            _SPELT_RIGHT.add(token)
+    if len(_SPELT_RIGHT) > _SEEN_TOKENS:
+        _SPELT_RIGHT.clear()
     return fixes
+
+
+_MISSPELT: dict[str, str] = {}
+"""token -> the trigger word it misspells, for every such token seen (a bounded set: tokens are ``[a-z0-9']+``,
+one edit from one of the trigger words)."""
+_SPELT_RIGHT: set[str] = set()
+"""Tokens seen that misspell nothing: most tokens of a text were seen in earlier texts."""
+_SEEN_TOKENS = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -291,9 +316,9 @@ _AGENT_WORDS = (
     "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
 )
 
-# A family's regex runs only on a text holding one of its anchor words (tokens as ``_WORD`` splits them), which
-# keeps the scan of ordinary results cheap. Every pattern of a family needs at least one of these words to
-# match; ``tests/test_rule_evaluator.py`` checks that gating never changes a marker on the development set.
+# Every match of a family's patterns holds one of its anchor words (tokens as ``_WORD`` splits them): the pieces of
+# a family that no leading word gates (``_integrity_search``) run only on a text holding one.
+# ``tests/test_rule_evaluator.py`` checks that the split, gated search never changes a marker on the real data.
 _ANCHORS: dict[str, frozenset[str]] = {
     family: frozenset(words.split())
     for family, words in {
@@ -326,10 +351,18 @@ _ANCHORS: dict[str, frozenset[str]] = {
     }.items()
 }
 
-_MARKERS: tuple[tuple[str, frozenset[str], re.Pattern[str]], ...] = tuple(
-    (family, _ANCHORS[family], re.compile("|".join(f"(?:{p})" for p in patterns)))
-    for family, patterns in _MARKER_SOURCES.items()
+_MARKERS: tuple[tuple[str, Family], ...] = tuple(
+    (family, Family.of(patterns, _ANCHORS[family])) for family, patterns in _MARKER_SOURCES.items()
 )
+"""Per family: its patterns split for speed (``_integrity_search``)."""
+
+
+@functools.cache
+def _joined(family: str) -> re.Pattern[str]:
+    """A family's patterns as one regex: the reference the split search must match (``_markers_of``'s tests)."""
+    return re.compile("|".join(f"(?:{p})" for p in _MARKER_SOURCES[family]))
+
+
 MARKER_FAMILIES: tuple[str, ...] = tuple(_MARKER_SOURCES)
 """The marker families, each one feature (1.0 when any of its patterns matches)."""
 
@@ -351,15 +384,7 @@ def integrity_markers(text: str, limit: int = 8000) -> dict[str, float]:
     and ``discussion`` (how much the text near a marker reads as talk *about* instructions, capped at 3)."""
     norm, tricks = normalise_untrusted(text, limit)
     read = _read(norm)
-    return _markers_of(read.norm, tricks, read.misspelt, read.blocks)
-
-
-_BLOCK = 500
-_OVERLAP = 300
-"""Long texts are searched in blocks of ``_BLOCK`` characters (cut at a space), each read ``_OVERLAP`` characters
-into the next so a marker that straddles a cut is still whole in one block; a family's patterns run only on the
-blocks holding one of its anchor words. That keeps a long result's scan linear and cheap: most blocks of ordinary
-output hold no anchor of most families."""
+    return _markers_of(read.norm, tricks, read.misspelt, read.present)
 
 
 class _Read(NamedTuple):
@@ -371,82 +396,37 @@ class _Read(NamedTuple):
     """Its tokens (``tokens``)."""
     misspelt: int
     """How many distinct misspellings were undone."""
-    blocks: list[tuple[int, int, set[str]]]
-    """``(start, end, anchor words)`` of the blocks the marker families search (see ``_BLOCK``)."""
+    present: set[str]
+    """Its distinct tokens and their apostrophe parts (``words_present``): what gates the marker search."""
 
 
 def _read(norm: str) -> _Read:
-    spans = _segments(norm)
-    parts = [_WORD.findall(norm, start, end) for start, end in spans]
-    words = list(chain.from_iterable(parts))
-    fixes = _respell(words)
+    words = _WORD.findall(norm)
+    distinct = set(words)
+    fixes = _respell(distinct)
     if fixes:
         rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
         norm = rx.sub(lambda m: fixes[m.group()], norm)
-        spans = _segments(norm)
-        parts = [_WORD.findall(norm, start, end) for start, end in spans]
-        words = list(chain.from_iterable(parts))
-    # A block is a segment read _OVERLAP characters into the next: its anchors, those of both (a superset, so the
-    # gating may search more than it needs, never less).
-    present = [_anchor_words(p) for p in parts]
-    blocks = [
-        (start, min(end + _OVERLAP, len(norm)), present[k] | present[k + 1] if k + 1 < len(spans) else present[k])
-        for k, (start, end) in enumerate(spans)
-    ]
-    return _Read(norm, words, len(fixes), blocks)
+        words = _WORD.findall(norm)
+        distinct = set(words)
+    # Without an apostrophe in the text its distinct tokens are all there is (words_present adds nothing).
+    return _Read(norm, words, len(fixes), words_present(distinct) if "'" in norm else distinct)
 
 
-def _segments(norm: str) -> list[tuple[int, int]]:
-    """Cuts of a text into spans of about ``_BLOCK`` characters, at spaces (no token spans a space)."""
-    out = []
-    start = 0
-    while start < len(norm):
-        cut = norm.find(" ", start + _BLOCK) if len(norm) > start + _BLOCK + _OVERLAP else -1
-        end = len(norm) if cut < 0 else cut
-        out.append((start, end))
-        start = end
-    return out or [(0, 0)]
-
-
-def _anchor_words(words: list[str]) -> set[str]:
-    """The distinct tokens, and the parts of those holding an apostrophe ("'priority" after an opening quote,
-    "response's"): anchors are bare words."""
-    present = set(words)
-    present.update([part for w in present if "'" in w for part in w.split("'")])
-    return present
-
-
-def _runs(blocks: list[tuple[int, int, set[str]]], anchors: frozenset[str]) -> list[tuple[int, int]]:
-    """The character spans to search for a family: its blocks (those holding one of ``anchors``), neighbours
-    merged into one span, so the text two blocks share is searched once, not twice."""
-    spans: list[tuple[int, int]] = []
-    joined = False
-    for start, stop, present in blocks:
-        if anchors.isdisjoint(present):
-            joined = False
-        elif joined:
-            spans[-1] = (spans[-1][0], stop)
-        else:
-            spans.append((start, stop))
-            joined = True
-    return spans
-
-
-def _markers_of(
-    norm: str, tricks: int, misspelt: int, blocks: list[tuple[int, int, set[str]]] | None
-) -> dict[str, float]:
-    """Marker features of normalised text; with ``blocks`` (``_read``), a family's patterns run only on blocks
-    holding one of its anchors; without, on the whole text (the reference the gating must match)."""
+def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None) -> dict[str, float]:
+    """Marker features of normalised text; with ``present`` (``_read``), each family's split pieces run (see
+    ``_integrity_search``); without, its joined patterns over the whole text (the reference they must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    for family, anchors, rx in _MARKERS:
-        for start, stop in [(0, len(norm))] if blocks is None else _runs(blocks, anchors):
-            # Searched in place, not in a slice: "^" and look-behinds see the text before the block as it is.
-            m = rx.search(norm, start, stop)
-            if m is not None:
-                features[family] = 1.0
-                lo, hi = min(lo, m.start()), max(hi, m.end())
-                break
+    for family, split in _MARKERS:
+        if present is None:
+            m = _joined(family).search(norm)
+            span = None if m is None else m.span()
+        else:
+            span = split.search(norm, present)
+        if span is not None:
+            features[family] = 1.0
+            lo, hi = min(lo, span[0]), max(hi, span[1])
     if tricks:
         features["hidden_chars"] = float(min(tricks, 3))
     if misspelt:
@@ -460,6 +440,43 @@ def _markers_of(
 
 # --------------------------------------------------------------------------------------------------------------
 # The learned model, scored in windows
+
+
+_CACHED_WORDS = 1 << 16
+"""Distinct words whose codes are kept (a few MB): tool output repeats its words (keys, markup, common words), and
+a word's CRC costs more than looking it up. Words only, never a text or anything read from one but single words."""
+
+
+class _WordTable(dict[str, int]):
+    """word -> its row in three parallel lists: the CRC-32 of its UTF-8, the UTF-8 of " " + word (what an n-gram's
+    CRC continues over) and its unigram weight. A text's rows are looked up once; each list is then read with one
+    ``itemgetter`` call (C, no hashing). Rows are only ever added (under a lock: threads may share a model) and a
+    full table is replaced, never emptied, so rows a caller holds stay right."""
+
+    def __init__(self, dense: list[float]) -> None:
+        super().__init__()
+        self.dense, self.mask = dense, len(dense) - 1
+        self.crc: list[int] = []
+        self.spaced: list[bytes] = []
+        self.unigram: list[float] = []
+        self.lock = threading.Lock()
+
+    def __missing__(self, word: str) -> int:
+        with self.lock:
+            if word in self:
+                return dict.__getitem__(self, word)
+            encoded = word.encode()
+            code = zlib.crc32(encoded)
+            self.crc.append(code)
+            self.spaced.append(b" " + encoded)
+            self.unigram.append(self.dense[code & self.mask])
+            row = self[word] = len(self.crc) - 1
+            return row
+
+
+def _pick(values: Sequence[Any], rows: Sequence[int]) -> Sequence[Any]:
+    """``[values[r] for r in rows]``, in one C call when there are several (``itemgetter`` of one is a bare value)."""
+    return itemgetter(*rows)(values) if len(rows) > 1 else [values[r] for r in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +503,7 @@ class IntegrityModel:
     window: int = 64
     stride: int = 32
     vocab: frozenset[str] | None = None
-    _get: Any = field(init=False, repr=False, compare=False)
+    _tables: list[_WordTable] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A dense table of every bucket's weight: indexing a list is about twice as fast as ``dict.get`` with a
@@ -496,7 +513,7 @@ class IntegrityModel:
             if not 0 <= bucket < len(dense):
                 raise ValueError(f"integrity model bucket {bucket} is outside 0..2**{self.bits}-1")
             dense[bucket] = weight
-        object.__setattr__(self, "_get", dense.__getitem__)
+        object.__setattr__(self, "_tables", [_WordTable(dense)])
 
     def shapes(self, words: Sequence[str]) -> Sequence[str]:
         """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
@@ -510,18 +527,24 @@ class IntegrityModel:
         token ``i + n - 1``)."""
         words = self.shapes(words)
         mask = (1 << self.bits) - 1
-        crc = zlib.crc32
+        table, rows = self._rows(words)
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
         # as hashing the joined text, without joining it.
-        encoded = list(map(str.encode, words))
-        running = list(map(crc, encoded))
+        running = list(_pick(table.crc, rows))
         out = [list(map(mask.__and__, running))]
         if self.ngram > 1 and len(words) > 1:
-            spaced = list(map(b" ".__add__, encoded))  # UTF-8 of " " + word, without encoding twice
+            spaced = _pick(table.spaced, rows)
             for n in range(2, self.ngram + 1):
-                running = list(map(crc, spaced[n - 1 :], running[:-1]))
+                running = list(map(zlib.crc32, spaced[n - 1 :], running))  # (map stops at the shorter)
                 out.append(list(map(mask.__and__, running)))
         return out
+
+    def _rows(self, words: Sequence[str]) -> tuple[_WordTable, list[int]]:
+        """The word table and the rows of ``words`` in it (a fresh table when these words could fill it)."""
+        table = self._tables[0]
+        if len(table) + len(words) > _CACHED_WORDS:
+            table = self._tables[0] = _WordTable(table.dense)
+        return table, list(map(table.__getitem__, words))
 
     def windows(self, n_tokens: int) -> list[tuple[int, int]]:
         """The ``[start, end)`` token spans scored for a text of ``n_tokens`` tokens."""
@@ -544,8 +567,7 @@ class IntegrityModel:
         n = len(words)
         if not n:
             return [(0, self.bias)]
-        # Prefix sums of the weights per n-gram order: a window's total is a difference of two of them per order.
-        prefix = [list(accumulate(map(self._get, row), initial=0.0)) for row in self.grams(words)]
+        prefix = self._prefix_sums(words)
         spans = self.windows(n)
         if n <= self.window:
             return [(0, self._window_logit(prefix, 0, n))]
@@ -561,6 +583,21 @@ class IntegrityModel:
         if len(spans) > len(out):  # the last window, ending at the text's end
             s, e = spans[-1]
             out.append((s, self._window_logit(prefix, s, e)))
+        return out
+
+    def _prefix_sums(self, words: Sequence[str]) -> list[list[float]]:
+        """Per n, the prefix sums of the weights of ``grams`` (a window's total is a difference of two of them per
+        n), read from the word table's rows without building the bucket lists of ``grams``."""
+        words = self.shapes(words)
+        table, rows = self._rows(words)
+        out = [list(accumulate(_pick(table.unigram, rows), initial=0.0))]
+        if self.ngram > 1 and len(words) > 1:
+            mask, dense = table.mask, table.dense
+            running = _pick(table.crc, rows)
+            spaced = _pick(table.spaced, rows)
+            for n in range(2, self.ngram + 1):
+                running = list(map(zlib.crc32, spaced[n - 1 :], running))
+                out.append(list(accumulate(_pick(dense, list(map(mask.__and__, running))), initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
@@ -648,10 +685,10 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
         return TextScore({"trivial": 1.0}, 0)
     norm, tricks = normalise_untrusted(text, read_chars)
     read = _read(norm)
-    features = _markers_of(read.norm, tricks, read.misspelt, read.blocks)
+    features = _markers_of(read.norm, tricks, read.misspelt, read.present)
     words, norm = read.words, read.norm
     windows = model.window_logits(words)
-    start, z = max(windows, key=lambda w: w[1])
+    start, z = max(windows, key=itemgetter(1))
     features["model_logit"] = z
     features.update(window_contrast(windows, model.window))
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
