@@ -46,7 +46,8 @@ beat the shipped model without raising the false alarms on clean web output):
   out alone keeps their carriers' words in training); scored by the mean AUROC over the folds, the combination
   fitted on the folds' held-out rows;
 - ``--contrast`` also combines the model's highest window read against the text's own windows
-  (``CONTRAST_FEATURES``: ``window_contrast`` in ``_integrity.py``, which ``score_text`` returns) and prints the
+  (``CONTRAST_FEATURES``: ``window_contrast`` in ``_integrity.py``, which ``score_text`` returns when
+  asked) and prints the
   combination's AUROC with the map held out too (fitted on some corpora's out-of-fold rows, scored on the
   others'), with and without them;
 - ``--alone`` trains the model on the planted attacks read alone (no carrier in their windows) and counts their
@@ -79,6 +80,7 @@ from _integrity_data import Item, load_items
 
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators._integrity import (
+    CONTRAST_FEATURES,
     MARKER_FAMILIES,
     IntegrityModel,
     _read,
@@ -117,8 +119,6 @@ sitting in it."""
 TRIVIAL_WEIGHT = -20.0
 """Set, not fitted: a trivial result cannot carry an instruction, whatever the train split's few examples say."""
 COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion", "trivial", "model_logit")
-CONTRAST_FEATURES = ("model_over_median", "model_over_next", "model_share_above")
-"""``--contrast``: the model's highest window read against the text's own windows (``window_contrast``)."""
 
 Windows = list[tuple[int, float]]
 

@@ -10,6 +10,7 @@ import pytest
 from _integrity_helpers import T_STAR, bill, p_injected
 from stopwise.errors import ConfigError
 from stopwise.guardian.evaluators._integrity import (
+    CONTRAST_FEATURES,
     IntegrityModel,
     normalise_untrusted,
     score_text,
@@ -92,10 +93,17 @@ def test_integrity_contrast_of_a_text_of_one_window_is_nothing_to_compare() -> N
 
 
 def test_integrity_an_injection_in_a_long_bill_stands_out_of_the_bill_in_its_features(rules: RuleEvaluator) -> None:
-    alone = rules.text_integrity_features(bill(115))
-    inside = rules.text_integrity_features(_inside(bill(115), 4000))
+    model = rules.integrity_model
+    alone = score_text(bill(115), model, contrast=True).features
+    inside = score_text(_inside(bill(115), 4000), model, contrast=True).features
     assert inside["model_over_median"] > alone["model_over_median"] + 1.0
     assert inside["model_over_next"] > alone["model_over_next"]
+
+
+def test_integrity_contrast_is_computed_only_for_a_combination_that_weighs_it(rules: RuleEvaluator) -> None:
+    text = _inside(bill(115), 4000)
+    assert set(CONTRAST_FEATURES).isdisjoint(rules.text_integrity_features(text))
+    assert set(CONTRAST_FEATURES) <= set(score_text(text, rules.integrity_model, contrast=True).features)
 
 
 # -- the windowed model: its fast path against the reference formula -----------------------------------------

@@ -673,14 +673,20 @@ class TextScore:
     """The integrity features of one text and where its most suspicious window starts."""
 
     features: Mapping[str, float]
-    """Marker families, ``hidden_chars``, ``misspelt``, ``discussion``, ``model_logit`` and its contrast with the
-    text's other windows (``window_contrast``); or only ``trivial``."""
+    """Marker families, ``hidden_chars``, ``misspelt``, ``discussion``, ``model_logit`` and, when asked for, its
+    contrast with the text's other windows (``window_contrast``); or only ``trivial``."""
     window_char: int
     """Roughly where (a character offset into the text read) the highest-scoring window starts."""
 
 
-def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> TextScore:
-    """The features of the first ``read_chars`` characters of ``text`` (see the module docstring)."""
+CONTRAST_FEATURES = ("model_over_median", "model_over_next", "model_share_above")
+"""The names ``window_contrast`` returns."""
+
+
+def score_text(text: str, model: IntegrityModel, read_chars: int = 8000, *, contrast: bool = False) -> TextScore:
+    """The features of the first ``read_chars`` characters of ``text`` (see the module docstring); with
+    ``contrast``, also ``window_contrast``'s (the shipped combination gives them no weight, so by default they
+    are not computed)."""
     if is_trivial(text):
         return TextScore({"trivial": 1.0}, 0)
     norm, tricks = normalise_untrusted(text, read_chars)
@@ -690,6 +696,7 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000) -> Text
     windows = model.window_logits(words)
     start, z = max(windows, key=itemgetter(1))
     features["model_logit"] = z
-    features.update(window_contrast(windows, model.window))
+    if contrast:
+        features.update(window_contrast(windows, model.window))
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
     return TextScore(features, round(start * len(norm) / max(len(words), 1)))

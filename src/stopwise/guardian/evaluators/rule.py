@@ -47,6 +47,7 @@ from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
 from stopwise.guardian.evaluators._integrity import (
+    CONTRAST_FEATURES,
     MARKER_FAMILIES,
     IntegrityModel,
     TextScore,
@@ -73,6 +74,9 @@ __all__ = [
     "load_integrity_model",
     "normalise_untrusted",
 ]
+
+_CONTRAST = frozenset(CONTRAST_FEATURES)
+"""Integrity features computed only for a combination that weighs them (an experiment's; the shipped one does not)."""
 
 COEFFICIENTS_FILE = "rule_coefficients.json"
 """The logistic maps of every signal, in ``stopwise/guardian/data/``."""
@@ -603,7 +607,8 @@ class RuleEvaluator:
         hit = cache.get(text)
         if hit is not None:
             return hit
-        scored = score_text(text, self.integrity_model, self.coefficients.scan_chars)
+        contrast = not _CONTRAST.isdisjoint(self.coefficients.integrity.weights)
+        scored = score_text(text, self.integrity_model, self.coefficients.scan_chars, contrast=contrast)
         if self.integrity is not None and "trivial" not in scored.features:
             light_z = self.coefficients.integrity.logit(scored.features)
             extra = self.integrity.features(text, light_z, self.coefficients.scan_chars)
