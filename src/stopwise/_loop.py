@@ -60,7 +60,16 @@ from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.records import LogRecord, StepIntent, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
-from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
+from stopwise.stop.decision import (
+    Action,
+    GuardSignal,
+    Phase,
+    StepSignals,
+    StopDecision,
+    apply_decision,
+    quiet_tool_step,
+    resolve,
+)
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
 from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
@@ -685,8 +694,10 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
 
 
 def _runaway(leg: Leg, step: _Step) -> str | None:
+    if not step.streaks:
+        return None
     limit = leg.agent.max_tool_errors
-    for name, count in (step.streaks or {}).items():
+    for name, count in step.streaks.items():
         if count >= limit:
             return f"Tool '{name}' failed {count} times in a row"
     return None
@@ -696,6 +707,25 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
     """Gather this step's signals and ask the resolver."""
     agent = leg.agent
     reply = step.reply
+    if (
+        output_blocked is None
+        and step.phase is Phase.NORMAL
+        and reply.tool_calls
+        and step.tool_output is None
+        and step.refused is None
+        and agent.limits is None
+        and not step.stop_when
+        and step.guard is None
+        and (step.turn is None or step.turn.outcome is GuardianOutcome.CONTINUE)
+        and step.terminated is None
+        and step.rejected is None
+        and step.output_rejected is None
+        and _runaway(leg, step) is None
+    ):
+        # Every tool step that goes on comes here: no signal but the step count, so no StepSignals to build.
+        quiet = quiet_tool_step(step.number - leg.run.budget_base, agent.max_steps)
+        if quiet is not None:
+            return _Decided(step, quiet)
     output, output_error = None, None
     if step.tool_output is not None:
         output, output_error = step.tool_output.value, step.tool_output.error
