@@ -843,30 +843,34 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
         step.records.append(guard_record(leg, step.number, step.guard, decision))
         if guard_rows_kept(step.guard, decision):
             step.records.extend(guard_switches(step.number, step.guard))
-    pending, request = _suspension(leg, step, decision)
-    if request is not None:
-        step.records.append(request)
+    action = decision.action
+    pending: list[PendingApproval] = []
+    if action is Action.SUSPEND:
+        pending, request = _suspension(leg, step)
+        if request is not None:
+            step.records.append(request)
     rows = _new_rows(leg, step, decision)
     entry, usage = _entry(leg, step, decision, rows)
-    run = _run_record(leg, decided, usage, pending)
+    # A step of a running run leaves its run record as it is: no call to say so (the common step).
+    settles = step.kind is EntryKind.SETTLE
+    run = _run_record(leg, decided, usage, pending) if settles or action is not Action.CONTINUE else None
+    state = _state_after(leg, step)
     try:
-        await leg.store.commit(entry, _state_after(leg, step), run)
+        await leg.store.commit(entry, state, run)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
         return [RunFinished(leg.run.run_id, step.number, await _end(leg, StepSignals(caller_failed=error)))]
-    _advance(leg, step, decision, usage, rows, run)
-    events = _events_for(leg, step)
+    _advance(leg, step, decision, usage, rows, run, state)
+    events = _events_for(leg, step) if step.written or step.records else []
     events.append(StepCommitted(leg.run.run_id, step.number, entry.seq, decision))
-    if decision.ends_run or decision.action is Action.SUSPEND:
+    if action is Action.SUSPEND or decision.ends_run:
         events.append(RunFinished(leg.run.run_id, step.number, _result(leg)))
     return events
 
 
-def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[PendingApproval], ApprovalRequest | None]:
+def _suspension(leg: Leg, step: _Step) -> tuple[list[PendingApproval], ApprovalRequest | None]:
     """On a suspension: what waits for a reviewer, and the suspension's log record."""
-    if decision.action is not Action.SUSPEND:
-        return [], None
     turn = step.turn
     if turn is not None and turn.outcome is GuardianOutcome.ESCALATE:
         # A guardian escalation: nothing is pending but the review itself.
@@ -997,15 +1001,21 @@ def _final_output(leg: Leg, decided: _Decided) -> Any:
 
 
 def _advance(
-    leg: Leg, step: _Step, decision: StopDecision, usage: Usage, rows: list[Message], run: RunRecord | None
+    leg: Leg,
+    step: _Step,
+    decision: StopDecision,
+    usage: Usage,
+    rows: list[Message],
+    run: RunRecord | None,
+    state: dict[str, Any],
 ) -> None:
-    """With the step durable, and only then, the leg moves on."""
+    """With the step durable, and only then, the leg moves on (``state``: the state the step committed)."""
     leg.settle = None
     if step.kind is not EntryKind.SETTLE:
         leg.text = step.reply.text
     if step.streaks is not None:
         leg.tool_streaks = step.streaks
-    leg.steps, leg.state = step.number, _state_after(leg, step)
+    leg.steps, leg.state = step.number, state
     if _used(usage):
         leg.usage = leg.usage + usage
         leg.budget_usage = leg.budget_usage + usage
@@ -1033,9 +1043,8 @@ def _advance(
 
 
 def _events_for(leg: Leg, step: _Step) -> list[Event]:
+    """The events the step's records report (guardrail verdicts, the stop guard's moves)."""
     events: list[Event] = []
-    if not step.written and not step.records:
-        return events
     guard = leg.agent.stop_guard
     run_id = leg.run.run_id
     for r in (*step.written, *step.records):
