@@ -108,7 +108,7 @@ class _Step:
     """The stop guard's outcome and whether a continue was still allowed, when it ran."""
     turn: GuardianDecision | None = None
     """The guardian's turn decision, when it was consulted."""
-    streaks: dict[str, int] | None = None
+    streaks: Mapping[str, int] | None = None
     """Consecutive failures per tool after this step (None: the step ran no tools)."""
     terminated: str | None = None
     rejected: str | None = None
@@ -403,7 +403,11 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         # Calls of the batch still wait for a reviewer: the step is judged once they are settled too.
         return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
     step.tool_output = tool_output(leg, step.plans, step.rows)
-    fresh = [(p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True) if p.call.id not in step.settled]
+    fresh = []
+    settled = step.settled
+    for p, r in zip(step.plans, step.rows, strict=True):  # a loop, not a comprehension: this runs every tool step
+        if not settled or p.call.id not in settled:
+            fresh.append((p.call.name, r))
     if fresh:
         step.streaks = streaks(fresh, leg.tool_streaks)
     # The two consultations are awaited only when the agent has them: no coroutine a step for nothing.

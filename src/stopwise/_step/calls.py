@@ -243,34 +243,14 @@ async def execute_calls(
     of the sub-agents the calls ran (``RunContext.sub_usage``), and adds to ``records`` a ``ToolSwitchRecord`` per
     call that switched tools off (``RunContext.switch_off``), in call order. Raises ``CallerCodeFailed``
     (``tool_unavailable``) when a tool's server could not be reached."""
-    run = leg.run
     limits = leg.agent.limits
     step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
     contexts: list[RunContext] = []
-
-    async def one(plan: CallPlan) -> Message | ToolUnavailable:
-        if plan.row is not None:
-            return plan.row
-        assert plan.tool is not None and plan.args is not None
-        ctx = RunContext(
-            run.session_id,
-            run.run_id,
-            step,
-            plan.call.id,
-            leg.state,
-            leg.runner,
-            leg.runtime_context,
-            agent_path=leg.agent_path,
-            guardrails=leg.guardrails,
-        )
-        contexts.append(ctx)
-        try:
-            return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
-        except ToolUnavailable as exc:
-            # Returned, not raised, so the batch's other calls settle before the step fails.
-            return exc
-
-    answers = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
+    if len(plans) == 1:
+        # One call (the common step): awaited here, without a gather or a coroutine around it.
+        answers = [await _one(leg, step, plans[0], step_limit, contexts)]
+    else:
+        answers = list(await asyncio.gather(*[_one(leg, step, p, step_limit, contexts) for p in plans]))
     rows: list[Message] = []
     switched_off = False
     for row in answers:
@@ -289,6 +269,33 @@ async def execute_calls(
             ToolSwitchRecord("tool", step, off=tuple(c.switched_off), tool_call_id=c.tool_call_id) for c in switched
         )
     return rows, sub_usage
+
+
+async def _one(
+    leg: Leg, step: int, plan: CallPlan, limit: float | None, contexts: list[RunContext]
+) -> Message | ToolUnavailable:
+    """One call of ``execute_calls``: its row (the plan's own when it has one); its context joins ``contexts``."""
+    if plan.row is not None:
+        return plan.row
+    assert plan.tool is not None and plan.args is not None
+    run = leg.run
+    ctx = RunContext(
+        run.session_id,
+        run.run_id,
+        step,
+        plan.call.id,
+        leg.state,
+        leg.runner,
+        leg.runtime_context,
+        agent_path=leg.agent_path,
+        guardrails=leg.guardrails,
+    )
+    contexts.append(ctx)
+    try:
+        return await plan.tool.invoke(plan.call, ctx, plan.args, limit=limit)
+    except ToolUnavailable as exc:
+        # Returned, not raised, so the batch's other calls settle before the step fails.
+        return exc
 
 
 async def guard_results(
