@@ -402,7 +402,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if step.waiting:
         # Calls of the batch still wait for a reviewer: the step is judged once they are settled too.
         return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-    step.tool_output = tool_output(leg, step.plans, step.rows)
+    if leg.agent.stop_at_tools is not None:
+        step.tool_output = tool_output(leg, step.plans, step.rows)
     fresh = []
     settled = step.settled
     for p, r in zip(step.plans, step.rows, strict=True):  # a loop, not a comprehension: this runs every tool step
@@ -416,8 +417,10 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if leg.agent.stop_condition is not None:
         step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
-    if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
-        leg, step.reply, step.phase
+    if (
+        leg.agent.stop_guard is not None
+        and outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE)
+        and guard_applies(leg, step.reply, step.phase)
     ):
         step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
     decided = _decide(leg, step)

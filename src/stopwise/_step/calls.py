@@ -172,7 +172,8 @@ def _approval(call: ToolCall, t: Tool, args: Mapping[str, Any], gate: GuardianDe
     """The plan after the approval gate: it waits for a reviewer when the risk gate escalated, the tool runs on
     the client, or the tool's ``needs_approval`` says so."""
     try:
-        needs = gate is not None or t.client or t.requires_approval(args)
+        # ``needs_approval=False`` (the default) is answered without a call: this runs for every call.
+        needs = gate is not None or t.client or (t.needs_approval is not False and t.requires_approval(args))
     except Exception as exc:
         detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
         error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
