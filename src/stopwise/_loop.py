@@ -730,7 +730,7 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
         and _runaway(leg, step) is None
     ):
         # Every tool step that goes on comes here: no signal but the step count, so no StepSignals to build.
-        quiet = quiet_tool_step(step.number - leg.run.budget_base, agent.max_steps)
+        quiet = quiet_tool_step(_steps_used(leg, step), agent.max_steps)
         if quiet is not None:
             return _Decided(step, quiet)
     output, output_error = None, None

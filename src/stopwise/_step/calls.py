@@ -248,7 +248,7 @@ async def execute_calls(
     step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
     contexts: list[RunContext] = []
     if len(plans) == 1:
-        # One call (the common step): awaited here, without a gather or a coroutine around it.
+        # One call (the common step): awaited directly, without a gather.
         answers = [await _one(leg, step, plans[0], step_limit, contexts)]
     else:
         answers = list(await asyncio.gather(*[_one(leg, step, p, step_limit, contexts) for p in plans]))
