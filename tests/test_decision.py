@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stopwise import CompletionReason, StopReason
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.runtime import StepSignals, resolve
-from stopwise.stop.decision import Action, GuardSignal, Phase, StopDecision
+from stopwise.stop.decision import Action, GuardSignal, Phase, StopDecision, quiet_tool_step
 from stopwise.stop.limits import LimitHit, LimitKind
 
 
@@ -461,3 +463,29 @@ def test_line_6_a_step_that_needs_approval_suspends_even_when_it_spent_a_budget(
         assert (d.action, d.reason) == (Action.SUSPEND, CompletionReason.AWAITING_APPROVAL)
     d = resolve(signals(limit_hit=TOKENS))
     assert d.reason is TOKENS.reason
+
+
+# --- the quiet tool step's shortcut ---------------------------------------------------------------------------
+
+_quiet_signals = st.builds(
+    StepSignals,
+    stop_reason=st.sampled_from(list(StopReason)),
+    has_tool_calls=st.just(True),
+    steps_used=st.integers(0, 12),
+    max_steps=st.none() | st.integers(1, 10),
+    wants_output=st.booleans(),
+    phase=st.just(Phase.NORMAL),
+    completion_attempts_left=st.integers(-2, 3),
+    carried_reason=st.none() | st.sampled_from(list(CompletionReason)),
+    on_max_steps=st.sampled_from(["fail", "wrap_up", "handler"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_quiet_signals)
+def test_quiet_tool_step_decides_as_the_full_precedence_does(s: StepSignals) -> None:
+    quick = quiet_tool_step(s.steps_used, s.max_steps)
+    below_cap = s.max_steps is None or s.steps_used < s.max_steps
+    assert (quick is not None) == below_cap  # at the cap the full precedence decides
+    if quick is not None:
+        assert quick == resolve(s)

@@ -131,7 +131,7 @@ class Leg:
     """Replans made in this run (from the log's recorded decisions)."""
     guardian_configs: set[str] = field(default_factory=set)
     """The keys of the ``GuardianConfig`` records this run's log holds: a decision's config is written once."""
-    tool_streaks: dict[str, int] = field(default_factory=dict)
+    tool_streaks: Mapping[str, int] = field(default_factory=dict)
     """Consecutive failed results per tool, for the runaway-error guard."""
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
@@ -256,14 +256,22 @@ def _sub_usage(entries: Iterable[Any]) -> Usage:
     return total
 
 
-def streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> dict[str, int]:
-    """Consecutive failed results per tool: a denial is not a failure, one clean result resets the count."""
-    streaks = dict(start)
+def streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> Mapping[str, int]:
+    """Consecutive failed results per tool: a denial is not a failure, one clean result resets the count.
+    ``start`` itself when no count changes (the common step: a tool that worked and worked before); never
+    changed in place."""
+    changed: dict[str, int] | None = None
     for name, row in rows:
-        if row.metadata.get(DENIED):
+        metadata = row.metadata
+        if metadata.get(DENIED):
             continue
-        streaks[name] = streaks.get(name, 0) + 1 if row.metadata.get(TOOL_ERROR) else 0
-    return streaks
+        current = start if changed is None else changed
+        count = current.get(name, 0) + 1 if metadata.get(TOOL_ERROR) else 0
+        if current.get(name) != count:
+            if changed is None:
+                changed = dict(start)  # copied on the first change only
+            changed[name] = count
+    return start if changed is None else changed
 
 
 def restore_leg(

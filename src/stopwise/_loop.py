@@ -60,7 +60,16 @@ from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.records import LogRecord, StepIntent, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
-from stopwise.stop.decision import Action, GuardSignal, Phase, StepSignals, StopDecision, apply_decision, resolve
+from stopwise.stop.decision import (
+    Action,
+    GuardSignal,
+    Phase,
+    StepSignals,
+    StopDecision,
+    apply_decision,
+    quiet_tool_step,
+    resolve,
+)
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
 from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
@@ -99,7 +108,7 @@ class _Step:
     """The stop guard's outcome and whether a continue was still allowed, when it ran."""
     turn: GuardianDecision | None = None
     """The guardian's turn decision, when it was consulted."""
-    streaks: dict[str, int] | None = None
+    streaks: Mapping[str, int] | None = None
     """Consecutive failures per tool after this step (None: the step ran no tools)."""
     terminated: str | None = None
     rejected: str | None = None
@@ -393,8 +402,13 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if step.waiting:
         # Calls of the batch still wait for a reviewer: the step is judged once they are settled too.
         return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
-    step.tool_output = tool_output(leg, step.plans, step.rows)
-    fresh = [(p.call.name, r) for p, r in zip(step.plans, step.rows, strict=True) if p.call.id not in step.settled]
+    if leg.agent.stop_at_tools is not None:
+        step.tool_output = tool_output(leg, step.plans, step.rows)
+    fresh = []
+    settled = step.settled
+    for p, r in zip(step.plans, step.rows, strict=True):  # a loop, not a comprehension: this runs every tool step
+        if not settled or p.call.id not in settled:
+            fresh.append((p.call.name, r))
     if fresh:
         step.streaks = streaks(fresh, leg.tool_streaks)
     # The two consultations are awaited only when the agent has them: no coroutine a step for nothing.
@@ -403,8 +417,10 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
     if leg.agent.stop_condition is not None:
         step.stop_when = await _stop_when(leg, step, step.rows)
     outcome = step.turn.outcome if step.turn is not None else GuardianOutcome.CONTINUE
-    if outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE) and guard_applies(
-        leg, step.reply, step.phase
+    if (
+        leg.agent.stop_guard is not None
+        and outcome not in (GuardianOutcome.ESCALATE, GuardianOutcome.STOP_FAILURE)
+        and guard_applies(leg, step.reply, step.phase)
     ):
         step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
     decided = _decide(leg, step)
@@ -685,8 +701,10 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
 
 
 def _runaway(leg: Leg, step: _Step) -> str | None:
+    if not step.streaks:
+        return None
     limit = leg.agent.max_tool_errors
-    for name, count in (step.streaks or {}).items():
+    for name, count in step.streaks.items():
         if count >= limit:
             return f"Tool '{name}' failed {count} times in a row"
     return None
@@ -696,6 +714,25 @@ def _decide(leg: Leg, step: _Step, *, output_blocked: str | None = None) -> _Dec
     """Gather this step's signals and ask the resolver."""
     agent = leg.agent
     reply = step.reply
+    if (
+        output_blocked is None
+        and step.phase is Phase.NORMAL
+        and reply.tool_calls
+        and step.tool_output is None
+        and step.refused is None
+        and agent.limits is None
+        and not step.stop_when
+        and step.guard is None
+        and (step.turn is None or step.turn.outcome is GuardianOutcome.CONTINUE)
+        and step.terminated is None
+        and step.rejected is None
+        and step.output_rejected is None
+        and _runaway(leg, step) is None
+    ):
+        # Every tool step that goes on comes here: no signal but the step count, so no StepSignals to build.
+        quiet = quiet_tool_step(_steps_used(leg, step), agent.max_steps)
+        if quiet is not None:
+            return _Decided(step, quiet)
     output, output_error = None, None
     if step.tool_output is not None:
         output, output_error = step.tool_output.value, step.tool_output.error
@@ -813,30 +850,34 @@ async def _finish_step(leg: Leg, decided: _Decided) -> list[Event]:
         step.records.append(guard_record(leg, step.number, step.guard, decision))
         if guard_rows_kept(step.guard, decision):
             step.records.extend(guard_switches(step.number, step.guard))
-    pending, request = _suspension(leg, step, decision)
-    if request is not None:
-        step.records.append(request)
+    action = decision.action
+    pending: list[PendingApproval] = []
+    if action is Action.SUSPEND:
+        pending, request = _suspension(leg, step)
+        if request is not None:
+            step.records.append(request)
     rows = _new_rows(leg, step, decision)
     entry, usage = _entry(leg, step, decision, rows)
-    run = _run_record(leg, decided, usage, pending)
+    # A step of a running run leaves its run record as it is: no call to say so (the common step).
+    settles = step.kind is EntryKind.SETTLE
+    run = _run_record(leg, decided, usage, pending) if settles or action is not Action.CONTINUE else None
+    state = _state_after(leg, step)
     try:
-        await leg.store.commit(entry, _state_after(leg, step), run)
+        await leg.store.commit(entry, state, run)
     except StateNotSerializable as exc:
         # Nothing of the step was written; the run ends with the committed steps intact.
         error = ErrorDetail(ErrorCode.STATE_INVALID, str(exc), ErrorCategory.CALLER, retryable=False)
         return [RunFinished(leg.run.run_id, step.number, await _end(leg, StepSignals(caller_failed=error)))]
-    _advance(leg, step, decision, usage, rows, run)
-    events = _events_for(leg, step)
+    _advance(leg, step, decision, usage, rows, run, state)
+    events = _events_for(leg, step) if step.written or step.records else []
     events.append(StepCommitted(leg.run.run_id, step.number, entry.seq, decision))
-    if decision.ends_run or decision.action is Action.SUSPEND:
+    if action is Action.SUSPEND or decision.ends_run:
         events.append(RunFinished(leg.run.run_id, step.number, _result(leg)))
     return events
 
 
-def _suspension(leg: Leg, step: _Step, decision: StopDecision) -> tuple[list[PendingApproval], ApprovalRequest | None]:
+def _suspension(leg: Leg, step: _Step) -> tuple[list[PendingApproval], ApprovalRequest | None]:
     """On a suspension: what waits for a reviewer, and the suspension's log record."""
-    if decision.action is not Action.SUSPEND:
-        return [], None
     turn = step.turn
     if turn is not None and turn.outcome is GuardianOutcome.ESCALATE:
         # A guardian escalation: nothing is pending but the review itself.
@@ -967,15 +1008,21 @@ def _final_output(leg: Leg, decided: _Decided) -> Any:
 
 
 def _advance(
-    leg: Leg, step: _Step, decision: StopDecision, usage: Usage, rows: list[Message], run: RunRecord | None
+    leg: Leg,
+    step: _Step,
+    decision: StopDecision,
+    usage: Usage,
+    rows: list[Message],
+    run: RunRecord | None,
+    state: dict[str, Any],
 ) -> None:
-    """With the step durable, and only then, the leg moves on."""
+    """With the step durable, and only then, the leg moves on (``state``: the state the step committed)."""
     leg.settle = None
     if step.kind is not EntryKind.SETTLE:
         leg.text = step.reply.text
     if step.streaks is not None:
         leg.tool_streaks = step.streaks
-    leg.steps, leg.state = step.number, _state_after(leg, step)
+    leg.steps, leg.state = step.number, state
     if _used(usage):
         leg.usage = leg.usage + usage
         leg.budget_usage = leg.budget_usage + usage
@@ -1003,9 +1050,8 @@ def _advance(
 
 
 def _events_for(leg: Leg, step: _Step) -> list[Event]:
+    """The events the step's records report (guardrail verdicts, the stop guard's moves)."""
     events: list[Event] = []
-    if not step.written and not step.records:
-        return events
     guard = leg.agent.stop_guard
     run_id = leg.run.run_id
     for r in (*step.written, *step.records):

@@ -73,11 +73,18 @@ class StepIntent:
     phase: Phase = Phase.NORMAL
 
     def to_data(self) -> dict[str, Any]:
-        # Written every tool step: the fields at their defaults are left out (``from_data`` reads them back).
-        calls = [
-            {k: v for k, v in c.to_data().items() if k not in _PLAN_DEFAULTS or v != _PLAN_DEFAULTS[k]}
-            for c in self.calls
-        ]
+        # Written every tool step: ``PlannedCall.to_data`` less the fields at their defaults (``from_data`` reads
+        # them back). A call with no answer yet (the common plan) is built directly, not filtered.
+        calls = []
+        for c in self.calls:
+            if c.answer is None:
+                args = None if c.args is None else dict(c.args)
+                call: dict[str, Any] = {"call_id": c.call_id, "tool": c.tool, "args": args}
+                if c.needs_approval:
+                    call["needs_approval"] = c.needs_approval
+            else:
+                call = {k: v for k, v in c.to_data().items() if k not in _PLAN_DEFAULTS or v != _PLAN_DEFAULTS[k]}
+            calls.append(call)
         data: dict[str, Any] = {"type": self.TYPE, "calls": calls}
         if self.phase is not Phase.NORMAL:
             data["phase"] = self.phase.value

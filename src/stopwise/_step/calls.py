@@ -172,7 +172,8 @@ def _approval(call: ToolCall, t: Tool, args: Mapping[str, Any], gate: GuardianDe
     """The plan after the approval gate: it waits for a reviewer when the risk gate escalated, the tool runs on
     the client, or the tool's ``needs_approval`` says so."""
     try:
-        needs = gate is not None or t.client or t.requires_approval(args)
+        # ``needs_approval=False`` (the default) is answered without a call: this runs for every call.
+        needs = gate is not None or t.client or (t.needs_approval is not False and t.requires_approval(args))
     except Exception as exc:
         detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
         error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
@@ -243,34 +244,14 @@ async def execute_calls(
     of the sub-agents the calls ran (``RunContext.sub_usage``), and adds to ``records`` a ``ToolSwitchRecord`` per
     call that switched tools off (``RunContext.switch_off``), in call order. Raises ``CallerCodeFailed``
     (``tool_unavailable``) when a tool's server could not be reached."""
-    run = leg.run
     limits = leg.agent.limits
     step_limit = None if limits is None or limits.step_seconds is None else float(limits.step_seconds)
     contexts: list[RunContext] = []
-
-    async def one(plan: CallPlan) -> Message | ToolUnavailable:
-        if plan.row is not None:
-            return plan.row
-        assert plan.tool is not None and plan.args is not None
-        ctx = RunContext(
-            run.session_id,
-            run.run_id,
-            step,
-            plan.call.id,
-            leg.state,
-            leg.runner,
-            leg.runtime_context,
-            agent_path=leg.agent_path,
-            guardrails=leg.guardrails,
-        )
-        contexts.append(ctx)
-        try:
-            return await plan.tool.invoke(plan.call, ctx, plan.args, limit=step_limit)
-        except ToolUnavailable as exc:
-            # Returned, not raised, so the batch's other calls settle before the step fails.
-            return exc
-
-    answers = [await one(plans[0])] if len(plans) == 1 else list(await asyncio.gather(*(one(p) for p in plans)))
+    if len(plans) == 1:
+        # One call (the common step): awaited directly, without a gather.
+        answers = [await _one(leg, step, plans[0], step_limit, contexts)]
+    else:
+        answers = list(await asyncio.gather(*[_one(leg, step, p, step_limit, contexts) for p in plans]))
     rows: list[Message] = []
     switched_off = False
     for row in answers:
@@ -289,6 +270,33 @@ async def execute_calls(
             ToolSwitchRecord("tool", step, off=tuple(c.switched_off), tool_call_id=c.tool_call_id) for c in switched
         )
     return rows, sub_usage
+
+
+async def _one(
+    leg: Leg, step: int, plan: CallPlan, limit: float | None, contexts: list[RunContext]
+) -> Message | ToolUnavailable:
+    """One call of ``execute_calls``: its row (the plan's own when it has one); its context joins ``contexts``."""
+    if plan.row is not None:
+        return plan.row
+    assert plan.tool is not None and plan.args is not None
+    run = leg.run
+    ctx = RunContext(
+        run.session_id,
+        run.run_id,
+        step,
+        plan.call.id,
+        leg.state,
+        leg.runner,
+        leg.runtime_context,
+        agent_path=leg.agent_path,
+        guardrails=leg.guardrails,
+    )
+    contexts.append(ctx)
+    try:
+        return await plan.tool.invoke(plan.call, ctx, plan.args, limit=limit)
+    except ToolUnavailable as exc:
+        # Returned, not raised, so the batch's other calls settle before the step fails.
+        return exc
 
 
 async def guard_results(

@@ -90,7 +90,15 @@ def _checked(reply: object, limits: ReplyLimits) -> Reply:
     if not isinstance(reply.stop_reason, StopReason):
         raise _Malformed("stop_reason", f"must be a StopReason, got {reply.stop_reason!r}")
     usage = reply.usage
-    if usage is not None:
+    if usage is not None and not (
+        type(usage) is Usage
+        and type(usage.input_tokens) is int
+        and type(usage.output_tokens) is int
+        and type(usage.requests) is int
+        and usage.input_tokens >= 0
+        and usage.output_tokens >= 0
+        and usage.requests >= 0
+    ):  # the common usage in one test; anything else is checked field by field, to name the field
         _require(usage, Usage, "usage")
         for name in ("input_tokens", "output_tokens", "requests"):
             count = getattr(usage, name)

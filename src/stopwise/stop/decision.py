@@ -50,6 +50,7 @@ __all__ = [
     "apply_decision",
     "approval_expired",
     "max_steps_exhausted",
+    "quiet_tool_step",
     "resolve",
     "terminated",
 ]
@@ -295,6 +296,23 @@ def terminated(reason: str) -> StopDecision:
 def resolve(s: StepSignals) -> StopDecision:
     """Decide what happens after a step. Pure; see the module docstring for the order."""
     return _interrupted(s) or _reviewed_or_waiting(s) or _forced(s) or _step_outcome(s)
+
+
+_GO_ON = StopDecision(Action.CONTINUE)
+"""Line 14's decision: one shared value (it is frozen), not one built per step."""
+
+
+def quiet_tool_step(steps_used: int, max_steps: int | None) -> StopDecision | None:
+    """``resolve``'s decision for the most common step, without building its ``StepSignals``: a normal-phase step
+    whose reply called tools, with every other signal at its default (nothing cancelled, failed, blocked, waiting,
+    reviewed or spent; no runaway tool, stop-at output, ``stop_when``, stop guard, guardian verdict or output
+    rejection), whatever its ``stop_reason``, ``wants_output``, ``completion_attempts_left``,
+    ``carried_reason`` and ``on_max_steps``. Such a step continues below the cap (line 14); at the cap it
+    returns None and the caller asks ``resolve`` (line 12 decides). ``tests/test_decision.py`` checks the two
+    agree on every such step."""
+    if max_steps is not None and steps_used >= max_steps:
+        return None
+    return _GO_ON
 
 
 def _interrupted(s: StepSignals) -> StopDecision | None:
