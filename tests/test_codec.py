@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from stopwise.messages import Message, Role, ToolCall, dump_messages, load_messages
-from stopwise.store._codec import ROW_FIELDS, dump_rows
+from stopwise.messages import Message, Role, ToolCall, Usage, dump_messages, load_messages
+from stopwise.store._codec import ROW_FIELDS, dump_rows, dump_usage, usage_from
 
 ROWS: list[tuple[Message, ...]] = [
     (Message.user("hi"),),
@@ -39,3 +39,9 @@ def test_the_store_writes_rows_as_dump_messages_does_and_reads_them_back(rows: t
 @pytest.mark.parametrize("cls", [Message, ToolCall])
 def test_the_row_encoder_knows_every_field_of_a_row(cls: type[Any]) -> None:
     assert ROW_FIELDS[cls] == tuple(f.name for f in dataclasses.fields(cls))
+
+
+def test_usage_is_written_with_every_field_it_has_and_read_back() -> None:
+    counts = {f.name: n for n, f in enumerate(dataclasses.fields(Usage), start=1)}
+    assert usage_from(dump_usage(Usage(**counts))) == Usage(**counts)
+    assert dump_usage(Usage()) == "{}" and dump_usage(None) is None

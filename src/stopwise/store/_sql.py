@@ -279,17 +279,22 @@ def entry_row(entry: LogEntry, now: float) -> tuple[Any, ...]:
     # The storable-text rule's walk of the entry costs more than encoding it, and the loop already applied the
     # rule to what entered the run: so encode first and walk only when the encoding shows a string that needs it
     # (a lone surrogate fails to encode, a NUL reads ``\u0000``; a false alarm only costs the walk).
+    e = entry
     try:
-        row = _row_of(entry, now)
+        messages = dump_rows(e.messages)
+        decision = None if e.decision is None else dump_json(e.decision)
+        records = dump_json(e.records) if e.records else None
     except PydanticSerializationError:
-        row = None
+        return _row_of(storable(e, where=f"session {e.session_id!r}, entry {e.seq}"), now)
     if (
-        row is None
-        or not (is_storable(entry.session_id) and is_storable(entry.run_id))
-        or any(isinstance(v, str) and _NUL in v for v in row)
+        _NUL in messages
+        or (decision is not None and _NUL in decision)
+        or (records is not None and _NUL in records)
+        or not (is_storable(e.session_id) and is_storable(e.run_id))
     ):
-        row = _row_of(storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}"), now)
-    return row
+        return _row_of(storable(e, where=f"session {e.session_id!r}, entry {e.seq}"), now)
+    usage = None if e.usage is None else dump_usage(e.usage)
+    return (e.session_id, e.seq, e.run_id, e.step, e.kind.value, messages, decision, usage, int(e.forced), records, now)
 
 
 _NUL = "\\u0000"

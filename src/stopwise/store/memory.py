@@ -51,7 +51,7 @@ class MemoryStore:
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
-        state_json = _state_json(state, run.session_id)
+        state_json = dump_state(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
         s = self._sessions.pop(run.session_id, None) or _Session()
         self._sessions[run.session_id] = s
@@ -91,7 +91,7 @@ class MemoryStore:
             del self._leases[lease.run_id]
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = _state_json(state, entry.session_id)
+        state_json = dump_state(state, entry.session_id)
         if run is not None and needs_rule(run):
             run = storable(run, where=f"run {run.run_id}")
         s = self._sessions.pop(entry.session_id, None)
@@ -204,13 +204,6 @@ def _readable(s: _Session) -> tuple[LogEntry, ...]:
             entries[i] = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
     s.checked = len(entries)
     return tuple(entries)
-
-
-def _state_json(state: Mapping[str, Any], session_id: str) -> str:
-    """The session state as the store keeps it (JSON text, the storable-text rule applied)."""
-    if type(state) is dict and not state:
-        return "{}"  # most sessions keep no state: no walk, no encoder, for every commit
-    return dump_state(storable(state, where=f"the state of session {session_id!r}"))
 
 
 def _lease_row(run: RunRecord, lease: Lease | None) -> dict[str, Any]:

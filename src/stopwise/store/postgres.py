@@ -258,7 +258,7 @@ class PostgresStore:
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
-        state_json = dump_state(state, where=f"the state of session {run.session_id!r}")
+        state_json = dump_state(state, run.session_id)
         await self._write(
             lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
         )
@@ -292,7 +292,7 @@ class PostgresStore:
                 return (await conn.execute(_placeholders(sql), params)).rowcount
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(state, where=f"the state of session {entry.session_id!r}")
+        state_json = dump_state(state, entry.session_id)
         await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
     async def update_run(self, run: RunRecord) -> None:

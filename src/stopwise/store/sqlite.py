@@ -214,7 +214,7 @@ class SQLiteStore:
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
-        state_json = dump_state(state, where=f"the state of session {run.session_id!r}")
+        state_json = dump_state(state, run.session_id)
         await self._write(
             lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
         )
@@ -248,7 +248,7 @@ class SQLiteStore:
         await self._do_small(lambda: self._conn.execute(_sql.RELEASE_LEASE, _sql.lease_params(lease)), "release")
 
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        state_json = dump_state(state, where=f"the state of session {entry.session_id!r}")
+        state_json = dump_state(state, entry.session_id)
 
         def write() -> None:
             now = time.time()
