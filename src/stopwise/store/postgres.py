@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import time
 from collections import Counter
@@ -40,8 +41,10 @@ _INSTALL_HINT = "PostgresStore needs the 'postgres' extra: pip install 'stopwise
 
 
 @lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _placeholders(sql: str) -> str:
-    """``:name`` -> ``%(name)s``; a literal ``%`` is doubled for psycopg."""
+    """``:name`` -> ``%(name)s``; a literal ``%`` is doubled for psycopg (cached: the statements are a few
+    constants, rewritten for every commit otherwise)."""
     return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)", r"%(\1)s", sql.replace("%", "%%"))
 
 
