@@ -305,11 +305,20 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 # Words of texts that talk about injections or give instructions to people: evidence against, weighted in data.
-_DISCUSSION = re.compile(
-    r"\b(?:prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
+_DISCUSSION_WORDS = (
+    r"prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
     r"awareness|training module|red team|jailbreak(?:s|ing)? (?:prompts?|attempts?)|payloads?|mitigations?|"
     r"detect(?:s|ed|ion|or)?|classifier|benchmark|dataset|corpus|taxonomy|we found|the paper|this article|"
-    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
+    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?"
+)
+_DISCUSSION = re.compile(rf"\b(?:{_DISCUSSION_WORDS})\b")
+# Per alternative above, one word every match of it holds as a whole token (or an apostrophe part of one, like the
+# marker anchors): a text holding none of them has no match, and ``_DISCUSSION``, tried at every character, is
+# not run.
+_DISCUSSION_GATE = frozenset(
+    "injection attacker attackers researcher researchers example g such phishing awareness module team jailbreak "
+    "jailbreaks jailbreaking payload payloads mitigation mitigations detect detects detected detection detector "
+    "classifier benchmark dataset corpus taxonomy found paper article quoted known malicious".split()
 )
 
 _AGENT_WORDS = (
@@ -434,7 +443,8 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     if features:
         # Only worth counting when something fired: it is evidence against a marker, not a signal alone.
         near = norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
-        features["discussion"] = float(min(len(_DISCUSSION.findall(near)), 3))
+        found = 0 if present is not None and present.isdisjoint(_DISCUSSION_GATE) else len(_DISCUSSION.findall(near))
+        features["discussion"] = float(min(found, 3))
     return features
 
 
