@@ -243,26 +243,34 @@ def _sub_near(
     """``rx.sub(repl, text)``, run only on the stretches between two of the characters ``cuts`` that hold a match
     of ``hint`` (which every match of ``rx`` holds). Exact when no match of ``rx`` holds a cut and each looks one
     character beyond its match only for something a cut, like the text's edge, satisfies: a newline for
-    ``_SPACED``; a space or a newline for ``_LEET_WORD``. Past ``_STRETCHES`` stretches the rest is one."""
-    out: list[str] = []
+    ``_SPACED``; a space or a newline for ``_LEET_WORD``. The stretches are joined with newlines (a cut of both)
+    and substituted in one pass (``repl`` never returns a newline): a Python step per stretch, not a ``sub``. Past
+    ``_STRETCHES`` stretches the rest is one."""
+    spans: list[tuple[int, int]] = []
     done = 0
+    rest = False
     while (m := hint.search(text, done)) is not None:
-        if len(out) >= 2 * _STRETCHES:
-            out.append(rx.sub(repl, text[done:]))
-            return "".join(out)
+        if len(spans) >= _STRETCHES:
+            rest = True
+            break
         start = max(text.rfind(c, 0, m.start()) for c in cuts) + 1
         ends = [e for e in (text.find(c, m.end()) for c in cuts) if e >= 0]
-        end = min(ends, default=len(text))
-        out.append(text[done:start])
-        out.append(rx.sub(repl, text[start:end]))
-        done = end
-    if not out:
+        done = min(ends, default=len(text))
+        spans.append((start, done))
+    if not spans:
         return text
-    out.append(text[done:])
+    subbed = rx.sub(repl, "\n".join([text[a:b] for a, b in spans])).split("\n")
+    out: list[str] = []
+    done = 0
+    for (a, b), stretch in zip(spans, subbed, strict=True):
+        out.append(text[done:a])
+        out.append(stretch)
+        done = b
+    out.append(rx.sub(repl, text[done:]) if rest else text[done:])
     return "".join(out)
 
 
-_STRETCHES = 24
+_STRETCHES = 64
 """Beyond this many hinted stretches one pass over the rest is cheaper than a Python step per stretch."""
 
 
