@@ -315,11 +315,12 @@ _DISCUSSION = re.compile(rf"\b(?:{_DISCUSSION_WORDS})\b")
 # Per alternative above, one word every match of it holds as a whole token (or an apostrophe part of one, like the
 # marker anchors): a text holding none of them has no match, and ``_DISCUSSION``, tried at every character, is
 # not run.
-_DISCUSSION_GATE = frozenset(
+_DISCUSSION_GATE_WORDS = (
     "injection attacker attackers researcher researchers example g such phishing awareness module team jailbreak "
     "jailbreaks jailbreaking payload payloads mitigation mitigations detect detects detected detection detector "
-    "classifier benchmark dataset corpus taxonomy found paper article quoted known malicious".split()
+    "classifier benchmark dataset corpus taxonomy found paper article quoted known malicious"
 )
+_DISCUSSION_GATE = frozenset(_DISCUSSION_GATE_WORDS.split())
 
 _AGENT_WORDS = (
     "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
