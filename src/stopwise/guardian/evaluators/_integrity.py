@@ -32,7 +32,7 @@ from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators._integrity_search import Family, words_present
+from stopwise.guardian.evaluators._integrity_search import Family, is_word_char, words_present
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -438,14 +438,10 @@ def _respelling(misspelt: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(
         "(?:"
         + "|".join(
-            f"{re.escape(w)}(?<!\\w{re.escape(w)})" if _is_word_start(w) else f"\\b{re.escape(w)}" for w in misspelt
+            f"{re.escape(w)}(?<!\\w{re.escape(w)})" if is_word_char(w[0]) else f"\\b{re.escape(w)}" for w in misspelt
         )
         + ")\\b"
     )
-
-
-def _is_word_start(word: str) -> bool:
-    return word[:1].isalnum() or word[:1] == "_"
 
 
 def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None) -> dict[str, float]:
