@@ -52,6 +52,11 @@ _ONE_MARK = re.compile(_MARK)
 # The characters past ASCII of a text, for the quick tests of which passes below can change it: most non-ASCII
 # results hold only a few dashes, quotes or accents, and every pass but the last is a search for one character.
 _PAST_ASCII = re.compile("[^\x00-\x7f]+")
+# Stretches of characters past ASCII, with single ASCII characters between them (two stretches are at least two
+# ASCII characters apart): what the passes that only see non-ASCII characters need to read.
+_STRETCH = re.compile("[^\x00-\x7f]+(?:[\x00-\x7f][^\x00-\x7f]+)*")
+# Runs of non-ASCII words a space apart: where the look-alike table can change anything (one call each).
+_WORDS_PAST_ASCII = re.compile("[^\x00-\x7f]+(?: [^\x00-\x7f]+)*")
 
 # Confusables: letters of other scripts (and Latin variants NFKC keeps) that render like a Latin letter.
 # Drawn from the visually identical pairs of Unicode's confusables data (UTS #39) for the Latin alphabet.
@@ -238,26 +243,34 @@ def _sub_near(
     """``rx.sub(repl, text)``, run only on the stretches between two of the characters ``cuts`` that hold a match
     of ``hint`` (which every match of ``rx`` holds). Exact when no match of ``rx`` holds a cut and each looks one
     character beyond its match only for something a cut, like the text's edge, satisfies: a newline for
-    ``_SPACED``; a space or a newline for ``_LEET_WORD``. Past ``_STRETCHES`` stretches the rest is one."""
-    out: list[str] = []
+    ``_SPACED``; a space or a newline for ``_LEET_WORD``. The stretches are joined with newlines (a cut of both)
+    and substituted in one pass (``repl`` never returns a newline): a Python step per stretch, not a ``sub``. Past
+    ``_STRETCHES`` stretches the rest is one."""
+    spans: list[tuple[int, int]] = []
     done = 0
+    rest = False
     while (m := hint.search(text, done)) is not None:
-        if len(out) >= 2 * _STRETCHES:
-            out.append(rx.sub(repl, text[done:]))
-            return "".join(out)
+        if len(spans) >= _STRETCHES:
+            rest = True
+            break
         start = max(text.rfind(c, 0, m.start()) for c in cuts) + 1
         ends = [e for e in (text.find(c, m.end()) for c in cuts) if e >= 0]
-        end = min(ends, default=len(text))
-        out.append(text[done:start])
-        out.append(rx.sub(repl, text[start:end]))
-        done = end
-    if not out:
+        done = min(ends, default=len(text))
+        spans.append((start, done))
+    if not spans:
         return text
-    out.append(text[done:])
+    subbed = rx.sub(repl, "\n".join([text[a:b] for a, b in spans])).split("\n")
+    out: list[str] = []
+    done = 0
+    for (a, b), stretch in zip(spans, subbed, strict=True):
+        out.append(text[done:a])
+        out.append(stretch)
+        done = b
+    out.append(rx.sub(repl, text[done:]) if rest else text[done:])
     return "".join(out)
 
 
-_STRETCHES = 24
+_STRETCHES = 64
 """Beyond this many hinted stretches one pass over the rest is cheaper than a Python step per stretch."""
 
 
@@ -295,6 +308,20 @@ def _unless_mark(m: re.Match[str]) -> str:
     return "" if unicodedata.combining(m.group()) else m.group()
 
 
+def _map_look_alikes(m: re.Match[str]) -> str:
+    return m.group().translate(_HOMOGLYPHS)
+
+
+def _mixed_script(text: str, odd: str) -> int:
+    """``len(_MIXED_SCRIPT.findall(text))``, given ``odd``, the text's characters past ASCII. Each match is two
+    letters of which one is Greek or Cyrillic, so every match lies in a ``_STRETCH`` widened by one character each
+    side; and the scan reaches the character before a stretch whatever came earlier (two ASCII characters are no
+    match), so counting in each widened stretch alone counts the same matches."""
+    if len(odd) * 8 > len(text):
+        return len(_MIXED_SCRIPT.findall(text))  # mostly non-ASCII: one pass beats a step per stretch
+    return sum(len(_MIXED_SCRIPT.findall(text, max(m.start() - 1, 0), m.end() + 1)) for m in _STRETCH.finditer(text))
+
+
 def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     """Lower-cased text with every evasion family above undone, cut at ``limit`` characters first; and how many
     tricks were undone (a signal in itself). Accents removed and ordinary case folding do not count as tricks;
@@ -305,7 +332,7 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     if not text.isascii():
         odd = "".join(_PAST_ASCII.findall(text))
         if _GREEK_CYRILLIC.search(odd):
-            tricks += len(_MIXED_SCRIPT.findall(text))
+            tricks += _mixed_script(text, odd)
         if _INVISIBLE.search(odd):
             text, n = _INVISIBLE.subn("", text)
             tricks += n
@@ -313,7 +340,7 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
             text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
             tricks += n
         if _STYLED.search(odd):
-            tricks += len(_STYLED.findall(text))
+            tricks += len(_STYLED.findall(odd))  # one character each: the same count as in the text
         if _ONE_MARK.search(odd):
             tricks += len(_STACKED_MARKS.findall(text))
         text = unicodedata.normalize("NFKC", text)
@@ -322,7 +349,9 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
             if _ASTRAL.search(text) or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
                 text = _strip_marks(text)
             if _LOOK_ALIKE.search(text):
-                text = text.translate(_HOMOGLYPHS)
+                # Only non-ASCII characters map: translating their runs (not the whole text, where every
+                # character costs a dictionary miss) gives the same text.
+                text = _WORDS_PAST_ASCII.sub(_map_look_alikes, text)
     text = text.lower()
     text, n = _fold_spacing(text)
     tricks += n

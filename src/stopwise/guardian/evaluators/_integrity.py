@@ -32,7 +32,7 @@ from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators._integrity_search import Family, words_present
+from stopwise.guardian.evaluators._integrity_search import Family, is_word_char, words_present
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -305,12 +305,22 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 # Words of texts that talk about injections or give instructions to people: evidence against, weighted in data.
-_DISCUSSION = re.compile(
-    r"\b(?:prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
+_DISCUSSION_WORDS = (
+    r"prompt injection|injection attacks?|attackers?|researchers?|for example|e\.g\.|such as|phishing|"
     r"awareness|training module|red team|jailbreak(?:s|ing)? (?:prompts?|attempts?)|payloads?|mitigations?|"
     r"detect(?:s|ed|ion|or)?|classifier|benchmark|dataset|corpus|taxonomy|we found|the paper|this article|"
-    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?)\b"
+    r"quoted|example of|known attack|malicious (?:prompt|text|instruction)s?"
 )
+_DISCUSSION = re.compile(rf"\b(?:{_DISCUSSION_WORDS})\b")
+# Per alternative above, one word every match of it holds as a whole token (or an apostrophe part of one, like the
+# marker anchors): a text holding none of them has no match, and ``_DISCUSSION``, tried at every character, is
+# not run.
+_DISCUSSION_GATE_WORDS = (
+    "injection attacker attackers researcher researchers example g such phishing awareness module team jailbreak "
+    "jailbreaks jailbreaking payload payloads mitigation mitigations detect detects detected detection detector "
+    "classifier benchmark dataset corpus taxonomy found paper article quoted known malicious"
+)
+_DISCUSSION_GATE = frozenset(_DISCUSSION_GATE_WORDS.split())
 
 _AGENT_WORDS = (
     "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
@@ -405,12 +415,33 @@ def _read(norm: str) -> _Read:
     distinct = set(words)
     fixes = _respell(distinct)
     if fixes:
-        rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(fixes))) + r")\b")
-        norm = rx.sub(lambda m: fixes[m.group()], norm)
-        words = _WORD.findall(norm)
-        distinct = set(words)
+        respelt, done = _respelling(tuple(sorted(fixes))).subn(lambda m: fixes[m.group()], norm)
+        if "'" not in norm and done == sum(map(words.count, fixes)):
+            # Every match of a misspelling is then a whole token (its neighbours are not word characters, and no
+            # apostrophe joins it to another), and every such token was matched: the tokens respelt one by one
+            # are the text's (a fix is one word of letters).
+            words = [fixes.get(w, w) for w in words]
+            distinct = (distinct - fixes.keys()) | set(fixes.values())
+        else:
+            words = _WORD.findall(respelt)
+            distinct = set(words)
+        norm = respelt
     # Without an apostrophe in the text its distinct tokens are all there is (words_present adds nothing).
     return _Read(norm, words, len(fixes), words_present(distinct) if "'" in norm else distinct)
+
+
+@functools.lru_cache(maxsize=256)
+def _respelling(misspelt: tuple[str, ...]) -> re.Pattern[str]:
+    """``\\b(?:misspelt...)\\b``, each ``\\b`` before a word character moved behind the word as a look-behind
+    (``secure(?<!\\wsecure)``): the same matches, but ``re`` then jumps from one occurrence of a first letter to the
+    next instead of trying every character."""
+    return re.compile(
+        "(?:"
+        + "|".join(
+            f"{re.escape(w)}(?<!\\w{re.escape(w)})" if is_word_char(w[0]) else f"\\b{re.escape(w)}" for w in misspelt
+        )
+        + ")\\b"
+    )
 
 
 def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None) -> dict[str, float]:
@@ -434,7 +465,8 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     if features:
         # Only worth counting when something fired: it is evidence against a marker, not a signal alone.
         near = norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
-        features["discussion"] = float(min(len(_DISCUSSION.findall(near)), 3))
+        found = 0 if present is not None and present.isdisjoint(_DISCUSSION_GATE) else len(_DISCUSSION.findall(near))
+        features["discussion"] = float(min(found, 3))
     return features
 
 
@@ -597,7 +629,9 @@ class IntegrityModel:
             spaced = _pick(table.spaced, rows)
             for n in range(2, self.ngram + 1):
                 running = list(map(zlib.crc32, spaced[n - 1 :], running))
-                out.append(list(accumulate(_pick(dense, list(map(mask.__and__, running))), initial=0.0)))
+                # A comprehension masks faster than ``map(mask.__and__, ...)``; one ``itemgetter`` then reads the
+                # buckets faster than indexing in the comprehension.
+                out.append(list(accumulate(_pick(dense, [code & mask for code in running]), initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Family", "words_present"]
+__all__ = ["Family", "is_word_char", "words_present"]
 
 _META = frozenset("()[]{}?*+|.^$\\")
 _QUANTIFIERS = frozenset("?*+{")
@@ -113,7 +113,7 @@ class _Preceded:
                     starts.append(0)
             elif isinstance(lead, str):
                 p = k - len(lead)
-                if k < at and p >= 0 and text.startswith(lead, p) and not (p and _is_word_char(text[p - 1])):
+                if k < at and p >= 0 and text.startswith(lead, p) and not (p and is_word_char(text[p - 1])):
                     starts.append(p)
             else:
                 # The mark right before the spaces, or the first space that is itself one of the marks ("\n").
@@ -123,7 +123,7 @@ class _Preceded:
         return min(starts, default=None)
 
 
-def _is_word_char(c: str) -> bool:
+def is_word_char(c: str) -> bool:
     """What ``\\w`` matches in a ``str`` pattern."""
     return c.isalnum() or c == "_"
 
