@@ -25,7 +25,7 @@ from stopwise import (
 )
 from stopwise.errors import SchemaTooNew, StateNotSerializable, StepConflict
 from stopwise.result import RunStatus
-from stopwise.store._checkpoint import BACKSTOP_FRAMES, Checkpointer
+from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._schema import LATEST, MIGRATIONS
 from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
@@ -406,3 +406,4 @@ def test_the_checkpoint_thread_copies_the_journal_back_and_the_next_commit_start
 def test_a_sqlite_store_leaves_checkpoints_to_its_thread_with_a_higher_backstop(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "s.db") as store:
         assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_FRAMES
+        assert store._conn.execute("PRAGMA journal_size_limit").fetchone()[0] == JOURNAL_LIMIT_BYTES

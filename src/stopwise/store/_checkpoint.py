@@ -3,13 +3,13 @@
 In WAL mode SQLite copies the journal back into the database (a checkpoint: about a thousand pages written and
 two fsyncs) inside whichever commit crosses ``wal_autocheckpoint``, so every few hundred steps one step's commit
 stalls for milliseconds on the event loop's thread. ``Checkpointer`` runs the same passive checkpoint on a thread
-and connection of its own after every ``every`` commits; SQLite lets writers go on appending meanwhile, and
-the next commit after a pass that copied everything starts the journal over. The
-store's own connection keeps a higher ``wal_autocheckpoint`` as a backstop. When commits never pause (an instant
-model and tools: the step benchmark) a pass rarely finds the journal all copied, so it grows to the backstop,
-where the writer's own checkpoint finds most pages already copied back and starts it over; an agent that waits for
-a model between steps gives the thread its pauses. The journal is copied back at least as often as before, so
-what a power loss can roll back at ``synchronous=NORMAL`` is no more than before.
+and connection of its own after every ``every`` commits; SQLite lets writers go on appending meanwhile, and the
+next commit after a pass that copied everything starts the journal over. The store's own connection keeps a higher
+``wal_autocheckpoint`` as a backstop. When commits never pause (an instant model and tools: the step benchmark) a
+pass rarely finds the journal all copied, so it grows to the backstop, where the writer's own checkpoint finds most
+pages already copied back and starts it over (and the file is cut back to ``JOURNAL_LIMIT_BYTES``); an agent that
+waits for a model between steps gives the thread its pauses. The journal is copied back at least as often as
+before, so what a power loss can roll back at ``synchronous=NORMAL`` is no more than before.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import logging
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["BACKSTOP_FRAMES", "CHECKPOINT_COMMITS", "Checkpointer"]
+__all__ = ["BACKSTOP_FRAMES", "CHECKPOINT_COMMITS", "JOURNAL_LIMIT_BYTES", "Checkpointer"]
 
 CHECKPOINT_COMMITS = 256
 """Commits between two background checkpoints: at two or three journal pages a commit, under SQLite's default
@@ -26,6 +26,10 @@ CHECKPOINT_COMMITS = 256
 
 BACKSTOP_FRAMES = 4000
 """The store connection's own ``wal_autocheckpoint`` (pages) while a ``Checkpointer`` runs."""
+
+JOURNAL_LIMIT_BYTES = 4096 * 1000
+"""The store connection's ``journal_size_limit``: a journal that grew towards the backstop is cut back to about
+SQLite's default checkpoint size when it starts over, so the file does not keep 16 MB it no longer uses."""
 
 _PASSES = 8
 """Checkpoint passes at most, one after another, to catch up with writers that keep appending."""

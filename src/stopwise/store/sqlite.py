@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
 from stopwise.store import _sql
-from stopwise.store._checkpoint import BACKSTOP_FRAMES, Checkpointer
+from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
@@ -88,6 +88,8 @@ class SQLiteStore:
         self._busy_ms = int(busy_timeout * 1000)
         self._checkpointer = Checkpointer(self.path)
         conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_FRAMES}")
+        # A journal that grew to the backstop is cut back to SQLite's default size (1,000 pages) when it starts over.
+        conn.execute(f"PRAGMA journal_size_limit={JOURNAL_LIMIT_BYTES}")
         if not offload:
             # Inline writes must never wait for another connection's write lock on the loop's thread: the
             # connection waits for nothing, and the worker raises the wait to ``busy_timeout`` for its own work.
