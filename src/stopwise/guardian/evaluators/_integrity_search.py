@@ -17,7 +17,7 @@ every match of every pattern contains) gate the pieces that cannot be split.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["Family", "is_word_char", "words_present"]
@@ -266,9 +266,10 @@ def _literal_run(source: str) -> tuple[str, int]:
     return "".join(out), i
 
 
-def _alternatives(source: str) -> list[str]:
-    """``source`` cut at its top-level ``|``."""
-    out, depth, start, i, in_class = [], 0, 0, 0, False
+def _syntax(source: str) -> Iterator[tuple[int, str]]:
+    """The characters of pattern ``source`` that are syntax, with their index: escapes and character classes
+    skipped."""
+    i, in_class = 0, False
     while i < len(source):
         c = source[i]
         if c == "\\":
@@ -282,39 +283,34 @@ def _alternatives(source: str) -> list[str]:
                 i += 1
             if source[i + 1 : i + 2] == "]":
                 i += 1  # a "]" first in a class is a literal
-        elif c == "(":
+        else:
+            yield i, c
+        i += 1
+
+
+def _alternatives(source: str) -> list[str]:
+    """``source`` cut at its top-level ``|``."""
+    out, depth, start = [], 0, 0
+    for i, c in _syntax(source):
+        if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
         elif c == "|" and not depth:
             out.append(source[start:i])
             start = i + 1
-        i += 1
     out.append(source[start:])
     return out
 
 
 def _close(source: str) -> int:
     """The index of the ``)`` that closes the group opening ``source``."""
-    depth, i, in_class = 0, 0, False
-    while i < len(source):
-        c = source[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if source[i + 1 : i + 2] == "^":
-                i += 1
-            if source[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
+    depth = 0
+    for i, c in _syntax(source):
+        if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
             if not depth:
                 return i
-        i += 1
     raise ValueError(f"unbalanced group in {source!r}")
