@@ -444,28 +444,23 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     for p in step.plans:
         if p.needs_approval and p.row is None:
             step.waiting.append(p)
-    if not step.waiting and not step.settled:
-        # Every call is this step's to run or answer (no reviewer, no earlier piece): the plans keep their order.
-        step.plans, step.refused = plan_batch(leg, step.plans)
-        step.ran = 0
-        for p in step.plans:
-            if p.row is None:
-                step.ran += 1
-        if step.plans:
-            rows, step.sub_usage = await execute_calls(leg, step.number, step.plans, step.records)
-        else:
-            rows = []
-        if leg.guardrails is None:
-            step.rows = rows  # no tool-result guardrail to ask (guard_results would hand the rows back)
-            return None
-        step.rows, failed = await guard_results(leg, step.number, step.plans, rows, step.records)
-        return failed
-    waiting = {p.call.id for p in step.waiting}
-    fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
+    # The common step: every call is this step's to run or answer (no reviewer, no earlier piece), in order.
+    whole = not step.waiting and not step.settled
+    if whole:
+        fresh = step.plans
+    else:
+        waiting = {p.call.id for p in step.waiting}
+        fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
     fresh, step.refused = plan_batch(leg, fresh)
-    step.ran = sum(1 for p in fresh if p.row is None)
-    rows, step.sub_usage = await execute_calls(leg, step.number, fresh, step.records) if fresh else ([], Usage())
+    step.ran = 0
+    for p in fresh:
+        if p.row is None:
+            step.ran += 1
+    rows, step.sub_usage = await execute_calls(leg, step.number, fresh, step.records) if fresh else ([], _NO_USAGE)
     rows, failed = await guard_results(leg, step.number, fresh, rows, step.records)
+    if whole:
+        step.plans, step.rows = fresh, rows
+        return failed
     done = {p.call.id: (p, row) for p, row in zip(fresh, rows, strict=True)}
     plans, step.rows = [], []
     for plan in step.plans:
