@@ -253,15 +253,14 @@ async def execute_calls(
     else:
         answers = list(await asyncio.gather(*[_one(leg, step, p, step_limit, contexts) for p in plans]))
     rows: list[Message] = []
-    switched_off = False
     for row in answers:
         if isinstance(row, ToolUnavailable):
             raise CallerCodeFailed(unavailable(row)) from row
         rows.append(row)
-    sub_usage = contexts[0].sub_usage if len(contexts) == 1 else Usage()
-    for ctx in contexts if len(contexts) > 1 else ():
+    sub_usage = contexts[0].sub_usage if contexts else Usage()
+    switched_off = bool(contexts and contexts[0].switched_off)
+    for ctx in contexts[1:]:
         sub_usage = sub_usage + ctx.sub_usage
-    for ctx in contexts:
         switched_off = switched_off or bool(ctx.switched_off)
     if records is not None and switched_off:
         by_call = {ctx.tool_call_id: ctx for ctx in contexts}
