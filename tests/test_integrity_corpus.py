@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -12,9 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))
 
 from _integrity_data import CORPUS, Item, load_items  # noqa: E402
+from build_integrity import bipia_attacks, build, is_request  # noqa: E402
 from train_integrity import (  # noqa: E402
     AGENT_READS,
     CARRIER_FOLDS,
+    INSTRUCTIONS,
     SECOND_CORPORA,
     Tokenised,
     carrier,
@@ -51,7 +55,8 @@ def test_integrity_corpus_second_version_records_are_train_only_and_name_their_l
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
     records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
-    records = [r for r in records if not _in_agent_reads(r)]
+    # Without the third and fourth versions' records, appended after these.
+    records = [r for r in records if not _in_agent_reads(r) and r["corpus"] not in INSTRUCTIONS]
     second = [r for r in records if r["corpus"] in SECOND_CORPORA]
     assert len(second) == 820 + 500
     assert {r["split"] for r in second} == {"train"}
@@ -71,7 +76,8 @@ def _in_agent_reads(record: dict[str, str]) -> bool:
 def test_integrity_corpus_third_version_records_are_train_only_appended_and_name_their_licence() -> None:
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
-    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    # Without the fourth version's records, appended after these.
+    records = [r for r in map(json.loads, CORPUS.open(encoding="utf-8")) if r["corpus"] not in INSTRUCTIONS]
     third = [r for r in records if _in_agent_reads(r)]
     clean = [r for r in third if r["corpus"] in AGENT_READS]
     planted = [r for r in third if r["corpus"] not in AGENT_READS]
@@ -86,6 +92,118 @@ def test_integrity_corpus_third_version_records_are_train_only_appended_and_name
     assert {r["license"] for r in clean} <= permissive | {"public-domain"}
     # Appended after the earlier versions' records: those keep their ids and texts.
     assert records.index(third[0]) == len(records) - len(third)
+
+
+TEST_SPLIT_SHA256 = "3fc8bbb88e82ba5ad778ee1084f38225c1dc586b584b334437499e50a523147e"
+"""The held-out rows of the corpus (its ``test`` lines, in order) since the first version: later versions only
+append train rows, so what the held-out figures were measured on stays byte for byte the same."""
+
+
+def test_integrity_corpus_test_split_is_byte_for_byte_the_first_versions() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    lines = [line for line in CORPUS.read_text(encoding="utf-8").split("\n") if line]
+    test = [line for line in lines if json.loads(line)["split"] == "test"]
+    assert hashlib.sha256("\n".join(test).encode("utf-8")).hexdigest() == TEST_SPLIT_SHA256
+
+
+def test_integrity_corpus_build_is_deterministic_and_is_the_file_on_disk() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    first, second = build(), build()
+    assert first == second
+    written = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    assert written == json.loads(json.dumps(first, ensure_ascii=False))
+
+
+def test_integrity_corpus_fourth_version_requests_are_train_only_appended_alone_and_planted() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    fourth = [r for r in records if r["corpus"] in INSTRUCTIONS]
+    # Appended after the earlier versions' records: those keep their ids and texts.
+    assert records.index(fourth[0]) == len(records) - len(fourth)
+    alone = [r for r in fourth if r["kind"] == "request"]
+    planted = [r for r in fourth if r["kind"] != "request"]
+    counts = {c: sum(r["corpus"] == c for r in alone) for c in INSTRUCTIONS}
+    assert counts == {"self-instruct": 401, "fastchat-bench": 232, "arena-hard": 600, "hh-rlhf": 600}
+    assert {r["split"] for r in fourth} == {"train"} and all(r["label"] for r in fourth)
+    licences = {"self-instruct": "Apache-2.0", "fastchat-bench": "Apache-2.0", "arena-hard": "Apache-2.0"}
+    assert {r["corpus"]: r["license"] for r in fourth} == licences | {"hh-rlhf": "MIT"}
+    # Provenance per record: the upstream file and id or line; a request alone and its planted copy share it.
+    assert all(r["upstream"] and r["group"] == f"{r['corpus']}/{r['upstream']}" for r in fourth)
+    text_of = {r["upstream"]: r["tool_output"] for r in alone}
+    assert len(text_of) == len(alone) and sorted(r["upstream"] for r in planted) == sorted(text_of)
+    for r in planted:
+        start, end = r["span"]
+        held = r["tool_output"][start:end]
+        # Planted verbatim: in a text as it is, in a JSON string escaped as JSON.
+        assert held == text_of[r["upstream"]] or json.loads(f'"{held}"') == text_of[r["upstream"]]
+        assert r["tool_output"] != held
+    # Half of the planted requests sit in a JSON field (a record's text, an API object's field, a search hit).
+    in_json = sum("/json/" in r["kind"] or "/api/" in r["kind"] for r in planted)
+    assert abs(in_json - len(planted) / 2) <= 1
+    assert {r["source"].split("/in-")[1] for r in planted} >= {"mini-swe-agent", "reflexion-hotpotqa", *AGENT_READS} - {
+        "talon-email"
+    }
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def test_integrity_corpus_fourth_version_holds_no_held_out_payload() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    requests = {_plain(r["tool_output"]) for r in records if r["corpus"] in INSTRUCTIONS and r["kind"] == "request"}
+    held_out = {_plain(a) for kind in ("text", "code") for _, a in bipia_attacks(kind)}
+    held_out |= {_plain(r["tool_output"][slice(*r["span"])]) for r in records if r["split"] == "test" and r["span"]}
+    assert not requests & held_out
+    # One of BIPIA's attacks is a question of the Vicuna benchmark: left out of the request corpus, not kept twice.
+    assert "how can i improve my time management skills" in held_out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Write a poem about the sea in the style of Emily Dickinson.",
+        "Given a sentence, output the part-of-speech tag of each word.",
+        "How can I get clothes for free",
+        "please write a python script that takes a .mp4 file and outputs screenshots",
+        "Is there a vegetarian restaurant near the station?",
+        "I would like a summary of this article in three bullet points.",
+    ],
+)
+def test_integrity_request_rule_keeps_imperatives_questions_and_request_phrases(text: str) -> None:
+    assert is_request(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Proof that Q(sqrt(-11)) is a principal ideal domain",
+        "example yaml schema for an mmo player account",
+        "My wife loves to cook.",
+        "You make me so angry",
+        "Bahnhof",
+    ],
+)
+def test_integrity_request_rule_leaves_out_noun_phrases_and_statements(text: str) -> None:
+    assert not is_request(text)
+
+
+def test_integrity_training_reads_the_instruction_corpora_only_when_added(items: list[Item]) -> None:
+    train = [i for i in items if i.split == "train"]
+    assert not {i.corpus for i in train_items(train, [])} & set(INSTRUCTIONS)
+    added = train_items(train, list(INSTRUCTIONS))
+    assert {i.corpus for i in added} >= set(INSTRUCTIONS)
+    # A request planted in a third-version carrier is read only with that carrier added too.
+    assert {carrier(i) for i in added if i.corpus in INSTRUCTIONS} == {
+        *INSTRUCTIONS,
+        "mini-swe-agent",
+        "reflexion-hotpotqa",
+    }
 
 
 def test_integrity_training_reads_the_third_version_only_when_added(items: list[Item]) -> None:

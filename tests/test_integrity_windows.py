@@ -85,11 +85,9 @@ def test_integrity_contrast_measures_one_window_standing_out_against_the_windows
 
 
 def test_integrity_contrast_of_a_text_of_one_window_is_nothing_to_compare() -> None:
-    assert window_contrast([(0, 2.5)], 16) == {
-        "model_over_median": 0.0,
-        "model_over_next": 0.0,
-        "model_share_above": 1.0,
-    }
+    # Every feature 0, whatever the window reads: a short text is judged by its top window alone.
+    for logit in (2.5, -3.0):
+        assert window_contrast([(0, logit)], 16) == dict.fromkeys(CONTRAST_FEATURES, 0.0)
 
 
 def test_integrity_an_injection_in_a_long_bill_stands_out_of_the_bill_in_its_features(rules: RuleEvaluator) -> None:

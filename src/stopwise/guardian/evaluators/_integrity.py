@@ -679,13 +679,20 @@ def _number(where: str, value: Any) -> float:
 CONTRAST_LEVEL = 0.0
 """``model_share_above`` counts the windows whose logit is above this level (the model's own even odds)."""
 
+CONTRAST_FEATURES = ("model_over_median", "model_over_next", "model_share_above")
+"""The names ``window_contrast`` returns."""
+
 
 def window_contrast(windows: Sequence[tuple[int, float]], width: int) -> dict[str, float]:
     """How far a text's highest window logit stands above the text's own other windows, from its ``(start token,
     logit)`` windows of ``width`` tokens (``IntegrityModel.window_logits``): ``model_over_median`` (highest minus
     the median window), ``model_over_next`` (highest minus the highest window sharing no token with it; 0 when
     every window overlaps it) and ``model_share_above`` (the share of windows above ``CONTRAST_LEVEL``). A text
-    unfamiliar everywhere has a high top and a high median; one planted instruction stands out of its carrier."""
+    unfamiliar everywhere has a high top and a high median; one planted instruction stands out of its carrier.
+    A text of one window has nothing to compare its window with: every feature is 0, so a combination that weighs
+    them treats a short text by its top window alone."""
+    if len(windows) < 2:
+        return dict.fromkeys(CONTRAST_FEATURES, 0.0)
     start, top = max(windows, key=lambda w: w[1])
     ranked = sorted(z for _, z in windows)
     n = len(ranked)
@@ -711,10 +718,6 @@ class TextScore:
     contrast with the text's other windows (``window_contrast``); or only ``trivial``."""
     window_char: int
     """Roughly where (a character offset into the text read) the highest-scoring window starts."""
-
-
-CONTRAST_FEATURES = ("model_over_median", "model_over_next", "model_share_above")
-"""The names ``window_contrast`` returns."""
 
 
 def score_text(text: str, model: IntegrityModel, read_chars: int = 8000, *, contrast: bool = False) -> TextScore:

@@ -1,0 +1,86 @@
+"""The integrity combination's training (evals/train_integrity.py): the bounded map fit and the pipeline held out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+from sklearn.linear_model import LogisticRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "evals"))
+
+from train_integrity import ALL_FEATURES, MAPS, TRIVIAL_WEIGHT, fit_map, held_out_map, map_columns
+
+
+def _data(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X @ np.array([1.5, -2.0, 0.5]) + rng.normal(size=n) > 0).astype(float)
+    return X, y
+
+
+def test_fit_map_without_bounds_is_the_l2_logistic_regression_the_combination_was_fitted_with() -> None:
+    X, y = _data()
+    w, b = fit_map(X, y)
+    reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(X, y)
+    assert w == pytest.approx(reference.coef_[0], abs=1e-3)
+    assert b == pytest.approx(reference.intercept_[0], abs=1e-3)
+
+
+def test_fit_map_keeps_a_bounded_weight_at_zero_where_the_data_would_make_it_negative() -> None:
+    X, y = _data()
+    free, _ = fit_map(X, y)
+    assert free[1] < -1.0
+    bounded, b = fit_map(X, y, nonneg=[1])
+    assert bounded[1] == 0.0
+    # On the bound, the optimum is the fit without that input.
+    without, b_without = fit_map(X[:, [0, 2]], y)
+    assert bounded[[0, 2]] == pytest.approx(without, abs=1e-3)
+    assert b == pytest.approx(b_without, abs=1e-3)
+
+
+def test_the_monotone_maps_bound_every_input_that_rises_with_the_top_window() -> None:
+    for name in ("monotone", "monotone-contrast"):
+        columns, nonneg = map_columns(name)
+        names = [ALL_FEATURES[c] for c in columns]
+        bounded = {names[k] for k in nonneg}
+        assert "model_logit" in bounded
+        assert bounded == {"model_logit", "model_over_median", "model_over_next"} & set(names)
+    assert map_columns("markers")[1] == []
+    assert set(MAPS["markers"][0]).isdisjoint({"model_over_median", "model_over_next", "model_share_above"})
+
+
+def _pipeline_rows(seed: int = 1) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    rng = np.random.default_rng(seed)
+    n = 360
+    K = np.zeros((n, len(ALL_FEATURES)))
+    K[:, ALL_FEATURES.index("marker_override")] = rng.integers(0, 2, n)
+    K[:, ALL_FEATURES.index("model_logit")] = rng.normal(size=n)
+    y = (K[:, ALL_FEATURES.index("marker_override")] + rng.normal(scale=0.5, size=n) > 0.5).astype(int)
+    K[:10, :] = 0.0
+    K[:10, ALL_FEATURES.index("trivial")] = 1.0
+    y[:10] = 0
+    corpora = [f"corpus-{k % 6}" for k in range(n)]
+    return K, y, corpora
+
+
+def test_the_pipeline_held_out_scores_a_corpus_with_a_map_that_never_saw_its_labels() -> None:
+    K, y, corpora = _pipeline_rows()
+    z = held_out_map(K, y, corpora, "monotone")
+    in_a = np.array([c == "corpus-3" for c in corpora])
+    flipped = y.copy()
+    flipped[in_a & (K[:, ALL_FEATURES.index("trivial")] == 0)] ^= 1
+    z_flipped = held_out_map(K, flipped, corpora, "monotone")
+    assert z_flipped[in_a] == pytest.approx(z[in_a])
+    assert not np.allclose(z_flipped[~in_a], z[~in_a])
+
+
+def test_the_pipeline_held_out_gives_a_trivial_result_the_set_trivial_weight() -> None:
+    K, y, corpora = _pipeline_rows()
+    z = held_out_map(K, y, corpora, "monotone-contrast")
+    assert np.all(z[:10] == TRIVIAL_WEIGHT)
+    assert np.all(z[10:] > TRIVIAL_WEIGHT)
