@@ -33,7 +33,7 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -343,9 +343,9 @@ def bipia_attacks(kind: str) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class Request:
-    """A request to an assistant of an instruction set (or an answer to one), and where it comes from (file and id
-    or line)."""
+class SourcedText:
+    """A text of an instruction set (a request, or an answer to one) and where it comes from (file, then id or
+    line)."""
 
     text: str
     upstream: str
@@ -400,6 +400,17 @@ def _plain(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def _distinct(texts: list[SourcedText], keep: Callable[[str], bool]) -> list[SourcedText]:
+    """The texts ``keep`` accepts, in order, each text once (its first occurrence)."""
+    seen: set[str] = set()
+    out = []
+    for t in texts:
+        if keep(t.text) and t.text not in seen:
+            seen.add(t.text)
+            out.append(t)
+    return out
+
+
 _ASKS_READER = ("?", "please", "let me know", "could you", "can you", "would you")
 
 
@@ -410,71 +421,57 @@ def asks_reader(text: str) -> bool:
     return any(phrase in low for phrase in _ASKS_READER)
 
 
-def instruction_answers() -> dict[str, list[Request]]:
+def instruction_answers() -> dict[str, list[SourcedText]]:
     """The answers the four instruction sets hold (self-instruct's authors', GPT-4's reference answers of FastChat's
     benchmarks and of arena-hard, the assistant's first reply in hh-rlhf's preferred conversations): what an
     assistant wrote to a person, on the requests' topics, not a request. Each answer or answer turn of at least
     three words that does not ask its reader anything (``asks_reader``), each text once, in file order; ``text``
     holds the answer."""
-    out: dict[str, list[Request]] = {}
+    out: dict[str, list[SourcedText]] = {}
     out["self-instruct"] = [
-        Request(t["output"], f"{t['file']}#{t['id']}/output") for t in _jsonl(THIRD / "self_instruct" / "tasks.jsonl")
+        SourcedText(t["output"], f"{t['file']}#{t['id']}/output")
+        for t in _jsonl(THIRD / "self_instruct" / "tasks.jsonl")
     ]
     out["fastchat-bench"] = [
-        Request(turn, f"{a['file']}#{a['question_id']}/turn-{n}")
+        SourcedText(turn, f"{a['file']}#{a['question_id']}/turn-{n}")
         for a in _jsonl(THIRD / "fastchat_bench" / "answers.jsonl")
         for n, turn in enumerate(a["turns"], 1)
     ]
     out["arena-hard"] = [
-        Request(a["answer"], f"{a['file']}#{a['uid']}") for a in _jsonl(THIRD / "arena_hard" / "answers.jsonl")
+        SourcedText(a["answer"], f"{a['file']}#{a['uid']}") for a in _jsonl(THIRD / "arena_hard" / "answers.jsonl")
     ]
     out["hh-rlhf"] = [
-        Request(t["reply"], f"{t['file']}#line-{t['line']}/reply")
+        SourcedText(t["reply"], f"{t['file']}#line-{t['line']}/reply")
         for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
     ]
-    for name, answers in out.items():
-        seen: set[str] = set()
-        kept = []
-        for a in answers:
-            if len(a.text.split()) >= 3 and not asks_reader(a.text) and a.text not in seen:
-                seen.add(a.text)
-                kept.append(a)
-        out[name] = kept
-    return out
+    return {name: _distinct(texts, lambda t: len(t.split()) >= 3 and not asks_reader(t)) for name, texts in out.items()}
 
 
-def instruction_requests(held_out: Sequence[str]) -> dict[str, list[Request]]:
+def instruction_requests(held_out: Sequence[str]) -> dict[str, list[SourcedText]]:
     """The requests of the fourth version's four instruction sets (``evals/third_party/``, as
     ``extract_integrity_sources.py --instructions`` wrote them), each set's in file order, those ``is_request``
     keeps, each text once, and none that is one of the ``held_out`` payloads (case, punctuation and spacing aside:
     BIPIA took one of its attacks from the Vicuna benchmark's questions)."""
     held = {_plain(t) for t in held_out}
-    out: dict[str, list[Request]] = {}
+    out: dict[str, list[SourcedText]] = {}
     tasks = _jsonl(THIRD / "self_instruct" / "tasks.jsonl")
     # A task is read as its user would type it: the instruction, then its input when it has one.
     out["self-instruct"] = [
-        Request(t["instruction"] + (f"\n\n{t['input']}" if t["input"] else ""), f"{t['file']}#{t['id']}") for t in tasks
+        SourcedText(t["instruction"] + (f"\n\n{t['input']}" if t["input"] else ""), f"{t['file']}#{t['id']}")
+        for t in tasks
     ]
     out["fastchat-bench"] = [
-        Request(turn, f"{q['file']}#{q['question_id']}/turn-{n}")
+        SourcedText(turn, f"{q['file']}#{q['question_id']}/turn-{n}")
         for q in _jsonl(THIRD / "fastchat_bench" / "questions.jsonl")
         for n, turn in enumerate(q["turns"], 1)
     ]
     out["arena-hard"] = [
-        Request(q["prompt"], f"{q['file']}#{q['uid']}") for q in _jsonl(THIRD / "arena_hard" / "questions.jsonl")
+        SourcedText(q["prompt"], f"{q['file']}#{q['uid']}") for q in _jsonl(THIRD / "arena_hard" / "questions.jsonl")
     ]
     out["hh-rlhf"] = [
-        Request(t["text"], f"{t['file']}#line-{t['line']}") for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
+        SourcedText(t["text"], f"{t['file']}#line-{t['line']}") for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
     ]
-    for name, requests in out.items():
-        seen: set[str] = set()
-        kept = []
-        for r in requests:
-            if is_request(r.text) and r.text not in seen and _plain(r.text) not in held:
-                seen.add(r.text)
-                kept.append(r)
-        out[name] = kept
-    return out
+    return {name: _distinct(texts, lambda t: is_request(t) and _plain(t) not in held) for name, texts in out.items()}
 
 
 # bastioncorpus rows asking an assistant for something (to act as, to play, to write): benign as user input, but
@@ -631,7 +628,7 @@ def build() -> list[dict[str, Any]]:
     )  # fmt: skip
     apis: dict[str, Sequence[Any]] = {"octokit-fixtures": octokit, "stripe-openapi": stripe}
 
-    def place(n: int, r: Request, corpus: str, kind: str, label: bool) -> None:
+    def place(n: int, r: SourcedText, corpus: str, kind: str, label: bool) -> None:
         """``r`` placed in the ``n``-th (in turn) of ``cycle``'s carriers."""
         name, form = cycle[n % len(cycle)]
         if form == "text" and name == "cpython-email" and n // len(cycle) % 2:

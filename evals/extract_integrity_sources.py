@@ -446,9 +446,9 @@ ARENA_ANSWERS = "data/arena-hard-v0.1/model_answer/gpt-4-0314.jsonl"
 def arena_hard(repo: str) -> None:
     """lmarena/arena-hard-auto's questions (``data/arena-hard-v0.1/question.jsonl``, 500, and
     ``data/arena-hard-v2.0/question.jsonl``, 750): prompts that users typed into Chatbot Arena, chosen by the
-    benchmark's pipeline; those of at most ``REQUEST_CHARS`` characters, verbatim. And the answers of the
-    benchmark's baseline model to the v0.1 questions kept (``ARENA_ANSWERS``, GPT-4 of 2023-03-14; the only answer
-    file of the snapshot that is not a Git LFS pointer and under 2 MB), their first ``REQUEST_CHARS`` characters."""
+    benchmark's pipeline; those of at most ``REQUEST_CHARS`` characters, verbatim. And the answers of v0.1's
+    baseline model to the v0.1 questions kept (``ARENA_ANSWERS``, GPT-4 of 2023-03-14; v2.0's answer files are absent
+    from the snapshot or over 4 MB), their first ``REQUEST_CHARS`` characters."""
     dest = OUT / "arena_hard"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
