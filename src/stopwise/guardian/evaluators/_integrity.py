@@ -32,7 +32,7 @@ from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators._integrity_search import Family, is_word_char, words_present
+from stopwise.guardian.evaluators._integrity_search import Family, apostrophe_parts, is_word_char, words_present
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -416,11 +416,14 @@ def _read(norm: str) -> _Read:
     fixes = _respell(distinct)
     if fixes:
         respelt, done = _respelling(tuple(sorted(fixes))).subn(lambda m: fixes[m.group()], norm)
-        if "'" not in norm and done == sum(map(words.count, fixes)):
-            # Every match of a misspelling is then a whole token (its neighbours are not word characters, and no
-            # apostrophe joins it to another), and every such token was matched: the tokens respelt one by one
-            # are the text's (a fix is one word of letters).
-            words = [fixes.get(w, w) for w in words]
+        if done == sum(map(words.count, fixes)) and (
+            "'" not in norm or ("'" not in "".join(fixes) and fixes.keys().isdisjoint(apostrophe_parts(distinct)))
+        ):
+            # Every match of a misspelling is then a whole token, and every such token was matched: a match is a
+            # fix's letters with no word character beside them, so it is a whole token unless an apostrophe joins
+            # it to others, and then it is one part of a token holding an apostrophe. The tokens respelt one by
+            # one are the text's (a fix is one word of letters).
+            words = list(map(fixes.get, words, words))
             distinct = (distinct - fixes.keys()) | set(fixes.values())
         else:
             words = _WORD.findall(respelt)
