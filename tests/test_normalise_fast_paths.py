@@ -67,7 +67,7 @@ def _plain_leet(m: re.Match[str]) -> str:
 
 def test_the_spacing_and_leetspeak_folds_equal_one_substitution_over_the_whole_text() -> None:
     pieces = ["i g n o r e", "1gn0r3", "pr3v10us", "a", "ll", "x", "0", "@", "$", "!", "|", " ", "  ", ".", "-", "\n"]
-    pieces += ["_", "é", "'", "(", "a1 ", "me@example.com "]
+    pieces += ["_", "é", "'", "(", "a1 ", "me@example.com ", '"', "\\", "\\n", "4ll\\n"]
     # Some texts hold more flagged stretches than ``_sub_near`` takes one by one before it reads the rest at once.
     texts = _texts(pieces, 3000, 30, 3) + _texts(pieces, 300, 600, 4)
     assert any(len(normalise._LEET_HINT.findall(t)) > 2 * normalise._STRETCHES for t in texts)

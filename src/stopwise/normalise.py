@@ -232,7 +232,9 @@ def _fold_leet(text: str) -> tuple[str, int]:
         folded += 1
         return word
 
-    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, " \n"), folded
+    # A backslash or a double quote cuts too: a JSON-escaped listing or log ("\\n" between lines) has no space
+    # for thousands of characters.
+    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, " \n\\\""), folded
 
 
 def _sub_near(
@@ -241,9 +243,9 @@ def _sub_near(
     """``rx.sub(repl, text)``, run only on the stretches between two of the characters ``cuts`` that hold a match
     of ``hint`` (which every match of ``rx`` holds). Exact when no match of ``rx`` holds a cut and each looks one
     character beyond its match only for something a cut, like the text's edge, satisfies: a newline for
-    ``_SPACED``; a space or a newline for ``_LEET_WORD``. The stretches are joined with newlines (a cut of both)
-    and substituted in one pass (``repl`` never returns a newline): a Python step per stretch, not a ``sub``. Past
-    ``_STRETCHES`` stretches the rest is one."""
+    ``_SPACED``; a space, a newline, a backslash or a double quote for ``_LEET_WORD``. The stretches are joined
+    with newlines (a cut of both) and substituted in one pass (``repl`` never returns a newline): a Python step
+    per stretch, not a ``sub``. Past ``_STRETCHES`` stretches the rest is one."""
     spans: list[tuple[int, int]] = []
     done = 0
     rest = False
@@ -251,10 +253,16 @@ def _sub_near(
         if len(spans) >= _STRETCHES:
             rest = True
             break
-        start = max(text.rfind(c, 0, m.start()) for c in cuts) + 1
-        ends = [e for e in (text.find(c, m.end()) for c in cuts) if e >= 0]
-        done = min(ends, default=len(text))
-        spans.append((start, done))
+        # The last stretch ended at a cut (``done``): no cut need be looked for before it, nor past the nearest
+        # one found so far.
+        start = max(text.rfind(c, done, m.start()) for c in cuts) + 1
+        end = len(text)
+        for c in cuts:
+            found = text.find(c, m.end(), end)
+            if found >= 0:
+                end = found
+        spans.append((start, end))
+        done = end
     if not spans:
         return text
     subbed = rx.sub(repl, "\n".join([text[a:b] for a, b in spans])).split("\n")
