@@ -234,7 +234,7 @@ def _fold_leet(text: str) -> tuple[str, int]:
 
     # A backslash or a double quote cuts too: a JSON-escaped listing or log ("\\n" between lines) has no space
     # for thousands of characters.
-    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, " \n\\\""), folded
+    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, ' \n\\"'), folded
 
 
 def _sub_near(
