@@ -57,9 +57,6 @@ class _Piece:
     """... and all of these (the lead's other words)..."""
     then: frozenset[str] = frozenset()
     """... and one of these (the words that may follow the lead; empty when not known)."""
-    lead: str = ""
-    """The literal every match starts with ("" when none): the search starts at its first occurrence, which
-    ``str.find`` reaches in about half the time ``re`` takes to read the same characters."""
     compiled: list[re.Pattern[str]] = field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -76,12 +73,7 @@ class _Piece:
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
         if not self.may_match(present):
             return None
-        if self.at_start:
-            m = self.rx.match(text)
-        else:
-            # A search from ``at`` still sees the characters before it (look-behinds, ``\b``).
-            at = text.find(self.lead)
-            m = None if at < 0 else self.rx.search(text, at)
+        m = self.rx.match(text) if self.at_start else self.rx.search(text)
         return None if m is None else m.span()
 
 
@@ -102,8 +94,8 @@ class _Preceded:
         for piece in self.tail:
             if piece.words.isdisjoint(present) or not piece.may_match(present):
                 continue
-            pos = text.find(piece.lead)
-            while pos >= 0 and (m := piece.rx.search(text, pos)) is not None:
+            pos = 0
+            while (m := piece.rx.search(text, pos)) is not None:
                 start = self._start(text, m.start())
                 if start is not None:
                     # One start has one tail position (the tail starts with a letter, after the spaces), and
@@ -220,8 +212,8 @@ def _split(
         inner = [m.group() for m in _LETTERS.finditer(lead) if m.end() < len(lead) or whole][1:]
         then = _first_words(rest) if not lead[-1].isalnum() and lead[-1] != "'" else None
         guard = f"(?<!\\w{re.escape(lead)})" if boundary else ""
-        return [_Piece(f"{re.escape(lead)}{guard}{rest}", False, words, frozenset(inner), then or frozenset(), lead)]
-    return [_Piece(b + alt, False, anchors, lead=lead)]
+        return [_Piece(f"{re.escape(lead)}{guard}{rest}", False, words, frozenset(inner), then or frozenset())]
+    return [_Piece(b + alt, False, anchors)]
 
 
 def _first_words(alt: str) -> frozenset[str] | None:
