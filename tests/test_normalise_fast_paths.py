@@ -22,16 +22,29 @@ def _texts(pieces: list[str], n: int, longest: int, seed: int) -> list[str]:
 
 
 # Latin, Cyrillic and Greek letters, the Kelvin sign and long s (``[a-z]`` matches both when case is ignored),
-# accents, marks and ASCII padding, so that both of ``_mixed_script``'s paths run.
+# accents, marks and ASCII padding.
 _SCRIPTS = ["a", "K", "x", "\u212a", "\u017f", "б", "и", "о", "α", "ε", "Ж", "é", "e\u0301", " ", ".", "\n", "_", "1"]
+# What the other passes past ASCII change: invisible and tag characters, styled and fullwidth letters, stacked
+# marks, compatibility forms that NFKC turns into ASCII or into several characters, Hangul jamo, astral marks.
+_PAST_ASCII = [
+    "\u200b", "\ufeff", "\U000e0041", "\U000e0069", "\U0001d400", "\uff49", "\u2460", "\u0250", "\u1d00",
+    "a\u0301\u0302\u0303", "\u0301", "\ufb01", "\u2024", "\u00bd", "\u1100\u1161", "\u11a8", "\U0001f600",
+    "\U0001d165", "\u0338", "=", "<", "\u00c5", "\u212b", "ο", "ᴀ", "Ꭺ", "トレンド", "\u00a0",
+]  # fmt: skip
 
 
-def test_the_mixed_script_count_read_in_stretches_equals_a_pass_over_the_whole_text() -> None:
+def test_the_passes_past_ascii_read_in_stretches_equal_the_passes_over_the_whole_text() -> None:
     padding = " plain ascii words " * 4
-    for text in _texts(_SCRIPTS, 4000, 24, 1):
-        for padded in (text, padding + text + padding + text[::-1] + padding):
-            odd = "".join(normalise._PAST_ASCII.findall(padded))
-            assert normalise._mixed_script(padded, odd) == len(normalise._MIXED_SCRIPT.findall(padded)), padded
+    long_padding = "x" * 300 + " some more plain ascii text " * 20
+    for text in _texts(_SCRIPTS + _PAST_ASCII, 2500, 24, 1):
+        for padded in (
+            text,
+            padding + text + padding + text[::-1] + padding,
+            long_padding + text + long_padding + text[::-1] + long_padding + text,
+            text + "ab" + text + long_padding[:257] + text,
+        ):
+            assert normalise._split_stretches(padded) == normalise._STRETCHES_SPLIT.split(padded), padded
+            assert normalise._undo_in_stretches(padded) == normalise._undo_past_ascii(padded), padded
 
 
 def test_look_alikes_mapped_in_non_ascii_runs_equal_the_whole_text_translated() -> None:
@@ -54,7 +67,7 @@ def _plain_leet(m: re.Match[str]) -> str:
 
 def test_the_spacing_and_leetspeak_folds_equal_one_substitution_over_the_whole_text() -> None:
     pieces = ["i g n o r e", "1gn0r3", "pr3v10us", "a", "ll", "x", "0", "@", "$", "!", "|", " ", "  ", ".", "-", "\n"]
-    pieces += ["_", "é", "'", "(", "a1 ", "me@example.com "]
+    pieces += ["_", "é", "'", "(", "a1 ", "me@example.com ", '"', "\\", "\\n", "4ll\\n"]
     # Some texts hold more flagged stretches than ``_sub_near`` takes one by one before it reads the rest at once.
     texts = _texts(pieces, 3000, 30, 3) + _texts(pieces, 300, 600, 4)
     assert any(len(normalise._LEET_HINT.findall(t)) > 2 * normalise._STRETCHES for t in texts)

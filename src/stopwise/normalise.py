@@ -49,12 +49,10 @@ _STYLED = re.compile("[\uff01-\uff5e\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100
 _MARK = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 _STACKED_MARKS = re.compile(_MARK + "{2,}")
 _ONE_MARK = re.compile(_MARK)
-# The characters past ASCII of a text, for the quick tests of which passes below can change it: most non-ASCII
-# results hold only a few dashes, quotes or accents, and every pass but the last is a search for one character.
-_PAST_ASCII = re.compile("[^\x00-\x7f]+")
 # Stretches of characters past ASCII, with single ASCII characters between them (two stretches are at least two
-# ASCII characters apart): what the passes that only see non-ASCII characters need to read.
-_STRETCH = re.compile("[^\x00-\x7f]+(?:[\x00-\x7f][^\x00-\x7f]+)*")
+# ASCII characters apart), captured so that ``split`` returns them between the ASCII parts: every pass below but
+# the folds changes or counts only characters past ASCII and their neighbours, so it reads only these stretches.
+_STRETCHES_SPLIT = re.compile("([^\x00-\x7f]+(?:[\x00-\x7f][^\x00-\x7f]+)*)")
 # Runs of non-ASCII words a space apart: where the look-alike table can change anything (one call each).
 _WORDS_PAST_ASCII = re.compile("[^\x00-\x7f]+(?: [^\x00-\x7f]+)*")
 
@@ -234,7 +232,9 @@ def _fold_leet(text: str) -> tuple[str, int]:
         folded += 1
         return word
 
-    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, " \n"), folded
+    # A backslash or a double quote cuts too: a JSON-escaped listing or log ("\\n" between lines) has no space
+    # for thousands of characters.
+    return _sub_near(_LEET_WORD, _LEET_HINT, one, text, ' \n\\"'), folded
 
 
 def _sub_near(
@@ -243,9 +243,9 @@ def _sub_near(
     """``rx.sub(repl, text)``, run only on the stretches between two of the characters ``cuts`` that hold a match
     of ``hint`` (which every match of ``rx`` holds). Exact when no match of ``rx`` holds a cut and each looks one
     character beyond its match only for something a cut, like the text's edge, satisfies: a newline for
-    ``_SPACED``; a space or a newline for ``_LEET_WORD``. The stretches are joined with newlines (a cut of both)
-    and substituted in one pass (``repl`` never returns a newline): a Python step per stretch, not a ``sub``. Past
-    ``_STRETCHES`` stretches the rest is one."""
+    ``_SPACED``; a space, a newline, a backslash or a double quote for ``_LEET_WORD``. The stretches are joined
+    with newlines (a cut of both) and substituted in one pass (``repl`` never returns a newline): a Python step
+    per stretch, not a ``sub``. Past ``_STRETCHES`` stretches the rest is one."""
     spans: list[tuple[int, int]] = []
     done = 0
     rest = False
@@ -253,10 +253,16 @@ def _sub_near(
         if len(spans) >= _STRETCHES:
             rest = True
             break
-        start = max(text.rfind(c, 0, m.start()) for c in cuts) + 1
-        ends = [e for e in (text.find(c, m.end()) for c in cuts) if e >= 0]
-        done = min(ends, default=len(text))
-        spans.append((start, done))
+        # The last stretch ended at a cut (``done``): no cut need be looked for before it, nor past the nearest
+        # one found so far.
+        start = max(text.rfind(c, done, m.start()) for c in cuts) + 1
+        end = len(text)
+        for c in cuts:
+            found = text.find(c, m.end(), end)
+            if found >= 0:
+                end = found
+        spans.append((start, end))
+        done = end
     if not spans:
         return text
     subbed = rx.sub(repl, "\n".join([text[a:b] for a, b in spans])).split("\n")
@@ -312,14 +318,81 @@ def _map_look_alikes(m: re.Match[str]) -> str:
     return m.group().translate(_HOMOGLYPHS)
 
 
-def _mixed_script(text: str, odd: str) -> int:
-    """``len(_MIXED_SCRIPT.findall(text))``, given ``odd``, the text's characters past ASCII. Each match is two
-    letters of which one is Greek or Cyrillic, so every match lies in a ``_STRETCH`` widened by one character each
-    side; and the scan reaches the character before a stretch whatever came earlier (two ASCII characters are no
-    match), so counting in each widened stretch alone counts the same matches."""
-    if len(odd) * 8 > len(text):
-        return len(_MIXED_SCRIPT.findall(text))  # mostly non-ASCII: one pass beats a step per stretch
-    return sum(len(_MIXED_SCRIPT.findall(text, max(m.start() - 1, 0), m.end() + 1)) for m in _STRETCH.finditer(text))
+def _split_stretches(text: str) -> list[str]:
+    """``_STRETCHES_SPLIT.split(text)``: the ASCII parts and the stretches between them, ``[ascii, stretch, ascii,
+    ..., ascii]``. Only the chunks of ``_CHUNK`` characters that are not all ASCII are searched (``isascii`` of a
+    chunk is one quick C pass; the search looks at every character): a stretch cannot cross a chunk of ASCII, which
+    holds two ASCII characters in a row."""
+    if len(text) <= 2 * _CHUNK:
+        return _STRETCHES_SPLIT.split(text)
+    parts = [""]
+    done = i = 0
+    n = len(text)
+    while i < n:
+        if text[i : i + _CHUNK].isascii():
+            i += _CHUNK
+            continue
+        j = i + _CHUNK
+        while j < n and not text[j : j + _CHUNK].isascii():
+            j += _CHUNK
+        first, *rest = _STRETCHES_SPLIT.split(text[i:j])
+        parts[-1] += text[done:i] + first
+        parts.extend(rest)
+        done = i = j
+    parts[-1] += text[done:]
+    return parts
+
+
+_CHUNK = 256
+
+
+def _undo_past_ascii(text: str) -> tuple[str, int]:
+    """The passes that read characters past ASCII (look-alikes across scripts, invisible and tag characters, styled
+    letters, stacked marks, compatibility forms, accents), and how many tricks they undid, on ``text`` whose pieces
+    between NUL characters are each a stretch (``_STRETCHES_SPLIT``) and its neighbouring ASCII characters, or on a
+    whole text. Every pass acts on one character or on a character and its neighbours, and Unicode normalisation
+    never joins a character to the ASCII one after it: each piece comes out as it would inside the whole text."""
+    tricks = 0
+    if _GREEK_CYRILLIC.search(text):
+        tricks += len(_MIXED_SCRIPT.findall(text))
+    if _INVISIBLE.search(text):
+        text, n = _INVISIBLE.subn("", text)
+        tricks += n
+    if _TAG_CHARS.search(text):
+        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+        tricks += n
+    if _STYLED.search(text):
+        tricks += len(_STYLED.findall(text))
+    if _ONE_MARK.search(text):
+        tricks += len(_STACKED_MARKS.findall(text))
+    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        # NFKC's output is composed: with nothing to decompose and no mark to remove it stays as it is.
+        if _ASTRAL.search(text) or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
+            text = _strip_marks(text)
+        if _LOOK_ALIKE.search(text):
+            # Only non-ASCII characters map: translating their runs (not the whole text, where every character
+            # costs a dictionary miss) gives the same text.
+            text = _WORDS_PAST_ASCII.sub(_map_look_alikes, text)
+    return text, tricks
+
+
+def _undo_in_stretches(text: str) -> tuple[str, int]:
+    """``_undo_past_ascii(text)``, reading only the stretches past ASCII with one ASCII neighbour each side (NUL
+    between them) when they are a small part of the text."""
+    parts = _split_stretches(text)
+    if len(parts) == 1:
+        return text, 0  # all ASCII: nothing to undo
+    plain, stretches = parts[0::2], parts[1::2]
+    # The ASCII parts between stretches hold at least two characters: each stretch's neighbours are its own.
+    pieces = [a[-1:] + s + b[:1] for a, s, b in zip(plain[:-1], stretches, plain[1:], strict=True)]
+    if "\x00" in text or sum(map(len, pieces)) * 4 > len(text):
+        return _undo_past_ascii(text)
+    undone, tricks = _undo_past_ascii("\x00".join(pieces))
+    out = [""] * len(parts)
+    out[1::2] = undone.split("\x00")
+    out[0::2] = [plain[0][:-1], *[a[1:-1] for a in plain[1:-1]], plain[-1][1:]]
+    return "".join(out), tricks
 
 
 def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
@@ -330,28 +403,7 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text = text[:limit]
     tricks = 0
     if not text.isascii():
-        odd = "".join(_PAST_ASCII.findall(text))
-        if _GREEK_CYRILLIC.search(odd):
-            tricks += _mixed_script(text, odd)
-        if _INVISIBLE.search(odd):
-            text, n = _INVISIBLE.subn("", text)
-            tricks += n
-        if _TAG_CHARS.search(odd):
-            text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
-            tricks += n
-        if _STYLED.search(odd):
-            tricks += len(_STYLED.findall(odd))  # one character each: the same count as in the text
-        if _ONE_MARK.search(odd):
-            tricks += len(_STACKED_MARKS.findall(text))
-        text = unicodedata.normalize("NFKC", text)
-        if not text.isascii():
-            # NFKC's output is composed: with nothing to decompose and no mark to remove it stays as it is.
-            if _ASTRAL.search(text) or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):
-                text = _strip_marks(text)
-            if _LOOK_ALIKE.search(text):
-                # Only non-ASCII characters map: translating their runs (not the whole text, where every
-                # character costs a dictionary miss) gives the same text.
-                text = _WORDS_PAST_ASCII.sub(_map_look_alikes, text)
+        text, tricks = _undo_in_stretches(text)
     text = text.lower()
     text, n = _fold_spacing(text)
     tricks += n

@@ -25,14 +25,14 @@ import math
 import re
 import threading
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators._integrity_search import Family, is_word_char, words_present
+from stopwise.guardian.evaluators._integrity_search import Family, apostrophe_parts, is_word_char, words_present
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -416,11 +416,14 @@ def _read(norm: str) -> _Read:
     fixes = _respell(distinct)
     if fixes:
         respelt, done = _respelling(tuple(sorted(fixes))).subn(lambda m: fixes[m.group()], norm)
-        if "'" not in norm and done == sum(map(words.count, fixes)):
-            # Every match of a misspelling is then a whole token (its neighbours are not word characters, and no
-            # apostrophe joins it to another), and every such token was matched: the tokens respelt one by one
-            # are the text's (a fix is one word of letters).
-            words = [fixes.get(w, w) for w in words]
+        if done == sum(map(words.count, fixes)) and (
+            "'" not in norm or ("'" not in "".join(fixes) and fixes.keys().isdisjoint(apostrophe_parts(distinct)))
+        ):
+            # Every match of a misspelling is then a whole token, and every such token was matched: a match is a
+            # fix's letters with no word character beside them, so it is a whole token unless an apostrophe joins
+            # it to others, and then it is one part of a token holding an apostrophe. The tokens respelt one by
+            # one are the text's (a fix is one word of letters).
+            words = list(map(fixes.get, words, words))
             distinct = (distinct - fixes.keys()) | set(fixes.values())
         else:
             words = _WORD.findall(respelt)
@@ -506,9 +509,15 @@ class _WordTable(dict[str, int]):
             return row
 
 
+def _picker(rows: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """``values -> [values[r] for r in rows]``, in one C call when there are several rows (``itemgetter`` of one
+    is a bare value); one picker reads several parallel lists."""
+    return itemgetter(*rows) if len(rows) > 1 else (lambda values: [values[r] for r in rows])
+
+
 def _pick(values: Sequence[Any], rows: Sequence[int]) -> Sequence[Any]:
-    """``[values[r] for r in rows]``, in one C call when there are several (``itemgetter`` of one is a bare value)."""
-    return itemgetter(*rows)(values) if len(rows) > 1 else [values[r] for r in rows]
+    """``[values[r] for r in rows]`` (see ``_picker``)."""
+    return _picker(rows)(values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,12 +569,13 @@ class IntegrityModel:
         words = self.shapes(words)
         mask = (1 << self.bits) - 1
         table, rows = self._rows(words)
+        pick = _picker(rows)
         # The CRC of an n-gram continues the CRC of its first n-1 words over " " + the last word: the same number
         # as hashing the joined text, without joining it.
-        running = list(_pick(table.crc, rows))
+        running = list(pick(table.crc))
         out = [list(map(mask.__and__, running))]
         if self.ngram > 1 and len(words) > 1:
-            spaced = _pick(table.spaced, rows)
+            spaced = pick(table.spaced)
             for n in range(2, self.ngram + 1):
                 running = list(map(zlib.crc32, spaced[n - 1 :], running))  # (map stops at the shorter)
                 out.append(list(map(mask.__and__, running)))
@@ -622,11 +632,12 @@ class IntegrityModel:
         n), read from the word table's rows without building the bucket lists of ``grams``."""
         words = self.shapes(words)
         table, rows = self._rows(words)
-        out = [list(accumulate(_pick(table.unigram, rows), initial=0.0))]
+        pick = _picker(rows)
+        out = [list(accumulate(pick(table.unigram), initial=0.0))]
         if self.ngram > 1 and len(words) > 1:
             mask, dense = table.mask, table.dense
-            running = _pick(table.crc, rows)
-            spaced = _pick(table.spaced, rows)
+            running = pick(table.crc)
+            spaced = pick(table.spaced)
             for n in range(2, self.ngram + 1):
                 running = list(map(zlib.crc32, spaced[n - 1 :], running))
                 # A comprehension masks faster than ``map(mask.__and__, ...)``; one ``itemgetter`` then reads the

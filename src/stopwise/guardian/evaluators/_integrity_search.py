@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Family", "is_word_char", "words_present"]
+__all__ = ["Family", "apostrophe_parts", "is_word_char", "words_present"]
 
 _META = frozenset("()[]{}?*+|.^$\\")
 _QUANTIFIERS = frozenset("?*+{")
@@ -33,8 +33,13 @@ def words_present(words: Iterable[str]) -> set[str]:
     """The distinct tokens of a text (``[a-z0-9']+`` words and single marks), and the parts of those holding an
     apostrophe ("'priority" after an opening quote, "don't"): what the gates of ``Family.search`` look up."""
     present = set(words)
-    present.update([part for w in present if "'" in w for part in w.split("'")])
+    present.update(apostrophe_parts(present))
     return present
+
+
+def apostrophe_parts(words: Iterable[str]) -> set[str]:
+    """The parts between apostrophes of the ``words`` that hold one ("don't" gives "don" and "t")."""
+    return {part for w in words if "'" in w for part in w.split("'")}
 
 
 @dataclass(frozen=True, slots=True)
