@@ -37,6 +37,7 @@ from stopwise.evals.metrics import (
     brier,
     condition_metrics,
     ece,
+    ece_at_prior,
     ece_floor,
     expected_cost,
     mce,
@@ -542,3 +543,27 @@ def test_the_rule_evaluators_coefficients_refit_into_a_file_it_loads(tmp_path: P
     assert evaluator.model_version.startswith(f"rules-{data['version']}/")
     answers = evaluator.answer_all(state(final="Total: 42"), DEFAULT_CONDITIONS.turn())
     assert not any(a.uncertain for a in answers.answers.values())
+
+
+def test_ece_at_prior_judges_a_probability_at_the_base_rate_it_assumes() -> None:
+    # Every record answered 0.05 on a half-injected corpus: miscalibrated there, exact where 5% are injected.
+    p, y = [0.05] * 4, [1, 1, 0, 0]
+    assert ece(p, y) == pytest.approx(0.45)
+    assert ece_at_prior(p, y, prior=0.05) == pytest.approx(0.0)
+    assert ece_at_prior(p, y, prior=0.5) == pytest.approx(ece(p, y))
+
+
+def test_ece_at_prior_reweights_each_bin_by_class() -> None:
+    # Bin 0.1: one clean record (weight 0.9 / 0.5); bin 0.9: one injected and one clean (0.1 / 0.5 and 0.9 / 0.5).
+    p, y = [0.1, 0.9, 0.9, 0.9], [0, 1, 1, 0]
+    share = 0.5
+    w_pos, w_neg = 0.1 / share, 0.9 / share
+    high = abs((2 * w_pos) / (2 * w_pos + w_neg) - 0.9) * (2 * w_pos + w_neg)
+    low = abs(0.0 - 0.1) * w_neg
+    assert ece_at_prior(p, y, prior=0.1) == pytest.approx((high + low) / (2 * w_pos + 2 * w_neg))
+
+
+def test_ece_at_prior_needs_both_classes_and_a_rate_inside_zero_one() -> None:
+    assert ece_at_prior([0.2, 0.3], [1, 1], prior=0.05) is None
+    with pytest.raises(ValueError, match="prior"):
+        ece_at_prior([0.2], [1], prior=1.0)

@@ -40,6 +40,7 @@ __all__ = [
     "brier",
     "condition_metrics",
     "ece",
+    "ece_at_prior",
     "ece_floor",
     "expected_cost",
     "mce",
@@ -118,6 +119,27 @@ def ece(p: ArrayLike, y: ArrayLike, bins: int = 10) -> float | None:
         return None
     gaps, n = _gaps(pa, ya, bins)
     return float(np.sum(gaps * n) / pa.size)
+
+
+def ece_at_prior(p: ArrayLike, y: ArrayLike, prior: float, bins: int = 10) -> float | None:
+    """ECE with the classes reweighted so that a share ``prior`` of the records is positive.
+
+    A probability that assumes a base rate (the integrity answer assumes 5% of tool results injected) is judged
+    on a corpus assembled at another rate (half of BIPIA's results are injected) by the calibration error a user
+    meets at the assumed rate. None without both classes: a corpus of one class has no rate to move."""
+    if not 0 < prior < 1:
+        raise ValueError(f"prior must lie strictly between 0 and 1, not {prior}")
+    pa, ya = _arrays(p, y)
+    share = float(ya.mean()) if pa.size else 0.0
+    if share in (0.0, 1.0):
+        return None
+    weights = np.where(ya > 0.5, prior / share, (1 - prior) / (1 - share))
+    index = np.minimum((pa * bins).astype(np.int64), bins - 1)
+    mass = np.bincount(index, weights=weights, minlength=bins)
+    sum_p = np.bincount(index, weights=weights * pa, minlength=bins)
+    sum_y = np.bincount(index, weights=weights * ya, minlength=bins)
+    full = mass > 0
+    return float(np.sum(np.abs(sum_y[full] - sum_p[full])) / mass.sum())
 
 
 def ece_floor(p: ArrayLike, bins: int = 10, draws: int = 200, seed: int = 0) -> float | None:
