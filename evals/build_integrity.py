@@ -33,7 +33,7 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,8 @@ CHANGELOG_ENTRIES, CHANGELOG_LONG = 400, 80
 INSTRUCTION_DRAWS = {"arena-hard": 600, "hh-rlhf": 600}
 """How many requests of the two larger instruction sets are used (drawn, of those the request rule keeps); the two
 smaller ones are used whole."""
+ANSWER_DRAWS = {"hh-rlhf": 600}
+"""How many of hh-rlhf's assistant replies are used as clean text (drawn); the other sets' answers are used whole."""
 
 SPLIT_OF = {
     "bastioncorpus": "train",
@@ -172,8 +174,10 @@ class Corpus:
         *,
         json_records: bool,
         upstream: str | None = None,
+        label: bool = True,
     ) -> None:
-        """``payload`` placed in a carrier made of texts of ``pool``, starting in the next position bucket."""
+        """``payload`` placed in a carrier made of texts of ``pool``, starting in the next position bucket; an
+        injection unless ``label`` is False (a clean text embedded the same way: no span)."""
         lo, hi = BUCKETS[self.n_planted % len(BUCKETS)]
         self.n_planted += 1
         at = self.rng.randrange(lo, hi)
@@ -184,11 +188,20 @@ class Corpus:
             text, span = _json_records(parts, payload, at, self.rng)
         else:
             text, span = _in_text("\n\n".join(parts), payload, at)
-        self.add(text, True, source, f"{kind}/{'json' if json_records else 'text'}/at-{lo}", span, upstream)
+        form = "json" if json_records else "text"
+        self.add(text, label, source, f"{kind}/{form}/at-{lo}", span if label else None, upstream)
 
-    def plant_api(self, pool: Sequence[Any], payload: str, source: str, kind: str, upstream: str | None = None) -> None:
+    def plant_api(
+        self,
+        pool: Sequence[Any],
+        payload: str,
+        source: str,
+        kind: str,
+        upstream: str | None = None,
+        label: bool = True,
+    ) -> None:
         """``payload`` in a string field of an API object in a JSON list of objects of ``pool``, starting in the
-        next position bucket."""
+        next position bucket; an injection unless ``label`` is False."""
         lo, hi = BUCKETS[self.n_planted % len(BUCKETS)]
         self.n_planted += 1
         at = self.rng.randrange(lo, hi)
@@ -196,7 +209,7 @@ class Corpus:
         while sum(len(json.dumps(o, ensure_ascii=False)) for o in objects) < at + 200 or not objects:
             objects.append(self.rng.choice(pool))
         text, span = _in_api_json(objects, payload, at, self.rng)
-        self.add(text, True, source, f"{kind}/api/at-{lo}", span, upstream)
+        self.add(text, label, source, f"{kind}/api/at-{lo}", span if label else None, upstream)
 
     def clean_json(self, pool: Sequence[Any], source: str, count: int, long_count: int) -> None:
         """``count`` API answers of ``pool`` as they are (JSON), and ``long_count`` lists of several of them."""
@@ -330,8 +343,9 @@ def bipia_attacks(kind: str) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class Request:
-    """A request to an assistant of an instruction set, and where it comes from (file and id or line)."""
+class SourcedText:
+    """A text of an instruction set (a request, or an answer to one) and where it comes from (file, then id or
+    line)."""
 
     text: str
     upstream: str
@@ -386,38 +400,78 @@ def _plain(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def instruction_requests(held_out: Sequence[str]) -> dict[str, list[Request]]:
+def _distinct(texts: list[SourcedText], keep: Callable[[str], bool]) -> list[SourcedText]:
+    """The texts ``keep`` accepts, in order, each text once (its first occurrence)."""
+    seen: set[str] = set()
+    out = []
+    for t in texts:
+        if keep(t.text) and t.text not in seen:
+            seen.add(t.text)
+            out.append(t)
+    return out
+
+
+_ASKS_READER = ("?", "please", "let me know", "could you", "can you", "would you")
+
+
+def asks_reader(text: str) -> bool:
+    """Whether an answer asks its reader something (a question mark, "please", "let me know", "could you"...): in a
+    tool result that would be a request to the agent, so such answers are not used as clean text."""
+    low = text.lower()
+    return any(phrase in low for phrase in _ASKS_READER)
+
+
+def instruction_answers() -> dict[str, list[SourcedText]]:
+    """The answers the four instruction sets hold (self-instruct's authors', GPT-4's reference answers of FastChat's
+    benchmarks and of arena-hard, the assistant's first reply in hh-rlhf's preferred conversations): what an
+    assistant wrote to a person, on the requests' topics, not a request. Each answer or answer turn of at least
+    three words that does not ask its reader anything (``asks_reader``), each text once, in file order; ``text``
+    holds the answer."""
+    out: dict[str, list[SourcedText]] = {}
+    out["self-instruct"] = [
+        SourcedText(t["output"], f"{t['file']}#{t['id']}/output")
+        for t in _jsonl(THIRD / "self_instruct" / "tasks.jsonl")
+    ]
+    out["fastchat-bench"] = [
+        SourcedText(turn, f"{a['file']}#{a['question_id']}/turn-{n}")
+        for a in _jsonl(THIRD / "fastchat_bench" / "answers.jsonl")
+        for n, turn in enumerate(a["turns"], 1)
+    ]
+    out["arena-hard"] = [
+        SourcedText(a["answer"], f"{a['file']}#{a['uid']}") for a in _jsonl(THIRD / "arena_hard" / "answers.jsonl")
+    ]
+    out["hh-rlhf"] = [
+        SourcedText(t["reply"], f"{t['file']}#line-{t['line']}/reply")
+        for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
+    ]
+    return {name: _distinct(texts, lambda t: len(t.split()) >= 3 and not asks_reader(t)) for name, texts in out.items()}
+
+
+def instruction_requests(held_out: Sequence[str]) -> dict[str, list[SourcedText]]:
     """The requests of the fourth version's four instruction sets (``evals/third_party/``, as
     ``extract_integrity_sources.py --instructions`` wrote them), each set's in file order, those ``is_request``
     keeps, each text once, and none that is one of the ``held_out`` payloads (case, punctuation and spacing aside:
     BIPIA took one of its attacks from the Vicuna benchmark's questions)."""
     held = {_plain(t) for t in held_out}
-    out: dict[str, list[Request]] = {}
+    out: dict[str, list[SourcedText]] = {}
     tasks = _jsonl(THIRD / "self_instruct" / "tasks.jsonl")
     # A task is read as its user would type it: the instruction, then its input when it has one.
     out["self-instruct"] = [
-        Request(t["instruction"] + (f"\n\n{t['input']}" if t["input"] else ""), f"{t['file']}#{t['id']}") for t in tasks
+        SourcedText(t["instruction"] + (f"\n\n{t['input']}" if t["input"] else ""), f"{t['file']}#{t['id']}")
+        for t in tasks
     ]
     out["fastchat-bench"] = [
-        Request(turn, f"{q['file']}#{q['question_id']}/turn-{n}")
+        SourcedText(turn, f"{q['file']}#{q['question_id']}/turn-{n}")
         for q in _jsonl(THIRD / "fastchat_bench" / "questions.jsonl")
         for n, turn in enumerate(q["turns"], 1)
     ]
     out["arena-hard"] = [
-        Request(q["prompt"], f"{q['file']}#{q['uid']}") for q in _jsonl(THIRD / "arena_hard" / "questions.jsonl")
+        SourcedText(q["prompt"], f"{q['file']}#{q['uid']}") for q in _jsonl(THIRD / "arena_hard" / "questions.jsonl")
     ]
     out["hh-rlhf"] = [
-        Request(t["text"], f"{t['file']}#line-{t['line']}") for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
+        SourcedText(t["text"], f"{t['file']}#line-{t['line']}") for t in _jsonl(THIRD / "hh_rlhf" / "first_turns.jsonl")
     ]
-    for name, requests in out.items():
-        seen: set[str] = set()
-        kept = []
-        for r in requests:
-            if is_request(r.text) and r.text not in seen and _plain(r.text) not in held:
-                seen.add(r.text)
-                kept.append(r)
-        out[name] = kept
-    return out
+    return {name: _distinct(texts, lambda t: is_request(t) and _plain(t) not in held) for name, texts in out.items()}
 
 
 # bastioncorpus rows asking an assistant for something (to act as, to play, to write): benign as user input, but
@@ -573,6 +627,23 @@ def build() -> list[dict[str, Any]]:
         ("debian-changelogs", "text"),
     )  # fmt: skip
     apis: dict[str, Sequence[Any]] = {"octokit-fixtures": octokit, "stripe-openapi": stripe}
+
+    def place(n: int, r: SourcedText, corpus: str, kind: str, label: bool) -> None:
+        """``r`` placed in the ``n``-th (in turn) of ``cycle``'s carriers."""
+        name, form = cycle[n % len(cycle)]
+        if form == "text" and name == "cpython-email" and n // len(cycle) % 2:
+            name = "flanker-email"  # the e-mail carrier: CPython's and flanker's messages in turn
+        source = f"{corpus}/in-{name}"
+        if form == "api":
+            c.plant_api(apis[name], r.text, source, kind, r.upstream, label)
+        elif form == "search":
+            c.tool = SEARCH_TOOL
+            c.plant_api(results, r.text, source, f"{kind}/search", r.upstream, label)
+            c.tool = None
+        else:
+            pool = text_carriers[name]
+            c.plant(pool, r.text, source, kind, json_records=form == "records", upstream=r.upstream, label=label)
+
     planted = 0
     test_payloads = [a for kind in ("text", "code") for _, a in bipia_attacks(kind)] + list(REQUESTS["B"])
     for corpus, requests in instruction_requests(test_payloads).items():
@@ -581,20 +652,22 @@ def build() -> list[dict[str, Any]]:
             requests = [r for n, r in enumerate(requests) if n in drawn]
         for r in requests:
             c.add(r.text, True, corpus, "request", upstream=r.upstream)
-            name, form = cycle[planted % len(cycle)]
-            if form == "text" and name == "cpython-email" and planted // len(cycle) % 2:
-                name = "flanker-email"  # the e-mail carrier: CPython's and flanker's messages in turn
-            source = f"{corpus}/in-{name}"
-            if form == "api":
-                c.plant_api(apis[name], r.text, source, "request", r.upstream)
-            elif form == "search":
-                c.tool = SEARCH_TOOL
-                c.plant_api(results, r.text, source, "request/search", r.upstream)
-                c.tool = None
-            else:
-                pool = text_carriers[name]
-                c.plant(pool, r.text, source, "request", json_records=form == "records", upstream=r.upstream)
+            place(planted, r, corpus, "request", True)
             planted += 1
+
+    # -- train, added in a later commit of the fourth version (after its requests, which keep their draws): the
+    #    sets' answers as clean text, alternately alone and embedded in the same carriers in turn (no span)
+    embedded = 0
+    for corpus, answers in instruction_answers().items():
+        if corpus in ANSWER_DRAWS:
+            drawn = set(c.rng.sample(range(len(answers)), ANSWER_DRAWS[corpus]))
+            answers = [a for n, a in enumerate(answers) if n in drawn]
+        for n, a in enumerate(answers):
+            if n % 2 == 0:
+                c.add(a.text, False, corpus, "answer", upstream=a.upstream)
+            else:
+                place(embedded, a, corpus, "answer", False)
+                embedded += 1
     return c.w.records
 
 

@@ -406,7 +406,8 @@ def _jsonl_lines(text: str) -> list[dict[str, Any]]:
 
 def self_instruct(repo: str) -> None:
     """yizhongw/self-instruct's human-written tasks: the 175 seed tasks and the 252 user-oriented instructions
-    of its human evaluation, each task's instruction and its first instance's input (often empty)."""
+    of its human evaluation, each task's instruction, its first instance's input (often empty) and that instance's
+    output (the answer the authors wrote)."""
     dest = OUT / "self_instruct"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
@@ -414,13 +415,15 @@ def self_instruct(repo: str) -> None:
         for path in ("data/seed_tasks.jsonl", "human_eval/user_oriented_instructions.jsonl"):
             for task in _jsonl_lines(show(repo, path)):
                 row = {"file": path, "id": task["id"], "instruction": task["instruction"],
-                       "input": task["instances"][0]["input"]}  # fmt: skip
+                       "input": task["instances"][0]["input"], "output": task["instances"][0]["output"]}  # fmt: skip
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def fastchat_bench(repo: str) -> None:
     """lm-sys/FastChat's judge benchmarks: MT-bench's 80 two-turn questions and the Vicuna benchmark's 80
-    questions, written by LMSYS (``fastchat/llm_judge/data/*/question.jsonl``), verbatim."""
+    questions, written by LMSYS (``fastchat/llm_judge/data/*/question.jsonl``), verbatim; and the benchmarks'
+    reference answers (``reference_answer/gpt-4.jsonl``: GPT-4's, for MT-bench's maths, reasoning and coding
+    questions and every Vicuna question), each answer's turns."""
     dest = OUT / "fastchat_bench"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
@@ -429,26 +432,47 @@ def fastchat_bench(repo: str) -> None:
             path = f"fastchat/llm_judge/data/{bench}/question.jsonl"
             for q in _jsonl_lines(show(repo, path)):
                 f.write(json.dumps({"file": path, **q}, ensure_ascii=False) + "\n")
+    with (dest / "answers.jsonl").open("w", encoding="utf-8") as f:
+        for bench in ("mt_bench", "vicuna_bench"):
+            path = f"fastchat/llm_judge/data/{bench}/reference_answer/gpt-4.jsonl"
+            for a in _jsonl_lines(show(repo, path)):
+                row = {"file": path, "question_id": a["question_id"], "turns": a["choices"][0]["turns"]}
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+ARENA_ANSWERS = "data/arena-hard-v0.1/model_answer/gpt-4-0314.jsonl"
 
 
 def arena_hard(repo: str) -> None:
     """lmarena/arena-hard-auto's questions (``data/arena-hard-v0.1/question.jsonl``, 500, and
     ``data/arena-hard-v2.0/question.jsonl``, 750): prompts that users typed into Chatbot Arena, chosen by the
-    benchmark's pipeline; those of at most ``REQUEST_CHARS`` characters, verbatim."""
+    benchmark's pipeline; those of at most ``REQUEST_CHARS`` characters, verbatim. And the answers of v0.1's
+    baseline model to the v0.1 questions kept (``ARENA_ANSWERS``, GPT-4 of 2023-03-14; v2.0's answer files are absent
+    from the snapshot or over 4 MB), their first ``REQUEST_CHARS`` characters."""
     dest = OUT / "arena_hard"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    kept: set[str] = set()
     with (dest / "questions.jsonl").open("w", encoding="utf-8") as f:
         for path in ("data/arena-hard-v0.1/question.jsonl", "data/arena-hard-v2.0/question.jsonl"):
             for q in _jsonl_lines(show(repo, path)):
                 if len(q["prompt"]) <= REQUEST_CHARS:
+                    kept.add(q["uid"])
                     f.write(json.dumps({"file": path, **q}, ensure_ascii=False) + "\n")
+    with (dest / "answers.jsonl").open("w", encoding="utf-8") as f:
+        for a in _jsonl_lines(show(repo, ARENA_ANSWERS)):
+            if a["uid"] in kept:
+                answer = a["messages"][1]["content"]["answer"][:REQUEST_CHARS]
+                f.write(
+                    json.dumps({"file": ARENA_ANSWERS, "uid": a["uid"], "answer": answer}, ensure_ascii=False) + "\n"
+                )
 
 
 def hh_rlhf(repo: str) -> None:
     """anthropics/hh-rlhf's ``harmless-base/test.jsonl.gz`` (the only one of its files in the snapshot that is not
     a Git LFS pointer): the first human turn of each conversation (red-team crowdworkers' opening requests), the
-    first time it occurs, with its line number."""
+    first time it occurs, with its line number and the assistant's reply to it in the preferred (``chosen``)
+    conversation."""
     dest = OUT / "hh_rlhf"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
@@ -459,10 +483,13 @@ def hh_rlhf(repo: str) -> None:
         for n, line in enumerate(gzip.decompress(raw).decode("utf-8").split("\n"), 1):
             if not line.strip():
                 continue
-            turn = json.loads(line)["chosen"].split("\n\nHuman: ", 1)[1].split("\n\nAssistant:", 1)[0]
+            chosen = json.loads(line)["chosen"].split("\n\nHuman: ", 1)[1]
+            turn, rest = chosen.split("\n\nAssistant:", 1)
             if turn not in seen:
                 seen.add(turn)
-                f.write(json.dumps({"file": path, "line": n, "text": turn}, ensure_ascii=False) + "\n")
+                reply = rest.split("\n\nHuman:", 1)[0].strip()
+                row = {"file": path, "line": n, "text": turn, "reply": reply}
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

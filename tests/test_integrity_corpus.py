@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))
 
 from _integrity_data import CORPUS, Item, load_items  # noqa: E402
-from build_integrity import bipia_attacks, build, is_request  # noqa: E402
+from build_integrity import asks_reader, bipia_attacks, build, is_request  # noqa: E402
 from train_integrity import (  # noqa: E402
     AGENT_READS,
     CARRIER_FOLDS,
@@ -124,10 +124,10 @@ def test_integrity_corpus_fourth_version_requests_are_train_only_appended_alone_
     # Appended after the earlier versions' records: those keep their ids and texts.
     assert records.index(fourth[0]) == len(records) - len(fourth)
     alone = [r for r in fourth if r["kind"] == "request"]
-    planted = [r for r in fourth if r["kind"] != "request"]
+    planted = [r for r in fourth if r["kind"].startswith("request/")]
     counts = {c: sum(r["corpus"] == c for r in alone) for c in INSTRUCTIONS}
     assert counts == {"self-instruct": 401, "fastchat-bench": 232, "arena-hard": 600, "hh-rlhf": 600}
-    assert {r["split"] for r in fourth} == {"train"} and all(r["label"] for r in fourth)
+    assert {r["split"] for r in fourth} == {"train"} and all(r["label"] for r in alone + planted)
     licences = {"self-instruct": "Apache-2.0", "fastchat-bench": "Apache-2.0", "arena-hard": "Apache-2.0"}
     assert {r["corpus"]: r["license"] for r in fourth} == licences | {"hh-rlhf": "MIT"}
     # Provenance per record: the upstream file and id or line; a request alone and its planted copy share it.
@@ -146,6 +146,32 @@ def test_integrity_corpus_fourth_version_requests_are_train_only_appended_alone_
     assert {r["source"].split("/in-")[1] for r in planted} >= {"mini-swe-agent", "reflexion-hotpotqa", *AGENT_READS} - {
         "talon-email"
     }
+
+
+def test_integrity_corpus_fourth_version_answers_are_clean_and_follow_the_requests() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    fourth = [r for r in map(json.loads, CORPUS.open(encoding="utf-8")) if r["corpus"] in INSTRUCTIONS]
+    answers = [r for r in fourth if r["kind"].startswith("answer")]
+    # Added after the requests: those keep their draws and texts.
+    assert fourth[-len(answers) :] == answers
+    counts = {c: sum(r["corpus"] == c for r in answers) for c in INSTRUCTIONS}
+    assert counts == {"self-instruct": 337, "fastchat-bench": 66, "arena-hard": 413, "hh-rlhf": 600}
+    assert not any(r["label"] or r["span"] for r in answers)
+    requests = {q["upstream"] for q in fourth if q["label"]}
+    assert all(r["upstream"] and r["upstream"] not in requests for r in answers)
+    alone = [r for r in answers if r["kind"] == "answer"]
+    # Alternately alone and embedded; no alone answer asks its reader anything (it would be a request).
+    assert abs(len(alone) - len(answers) / 2) <= len(INSTRUCTIONS)
+    assert not any(asks_reader(r["tool_output"]) for r in alone)
+    embedded = [r for r in answers if r["kind"] != "answer"]
+    assert all(r["source"].split("/in-")[1] in {"mini-swe-agent", "reflexion-hotpotqa", *AGENT_READS} for r in embedded)
+
+
+def test_integrity_answer_rule_leaves_out_answers_that_ask_their_reader() -> None:
+    assert asks_reader("Could you tell me which version you use?")
+    assert asks_reader("Please share the log and I will look.")
+    assert not asks_reader("Preheat the oven to 180C and bake for 45 minutes.")
 
 
 def _plain(text: str) -> str:
