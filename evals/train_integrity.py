@@ -498,7 +498,8 @@ def report_beside(K: np.ndarray, K_shipped: np.ndarray, y: np.ndarray, corpora: 
     """The reference (the shipped block and model, ``K_shipped``: the shipped model's logits) and each weight of
     ``W_GRID`` beside the fixed markers, the pipeline held out (``held_out_beside``): AUROC, recall and false
     alarms at t*, per clean train corpus; a candidate is eligible when no clean corpus's false alarms exceed the
-    reference's + 0.01. What the experiment "the requests model beside the shipped markers" chooses by."""
+    reference's + 0.01. What the experiment "the requests model beside the shipped markers" chooses by. ``w=0.0``
+    (the markers alone, the intercept refitted) is reported, not a candidate."""
     t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
     groups = np.array(corpora)
     clean = sorted({c for c, label in zip(corpora, y, strict=True) if not label})
@@ -521,16 +522,21 @@ def report_beside(K: np.ndarray, K_shipped: np.ndarray, y: np.ndarray, corpora: 
     reference = row(block_logits(K_shipped, shipped_block()), None)
     reference["eligible"] = True
     out: dict[str, Any] = {"reference": reference}
-    for w in W_GRID:
+    for w in (0.0, *W_GRID):
         out[f"w={w}"] = row(held_out_beside(K, y, corpora, w), reference["corpus_false_alarms"])
+        out[f"w={w}"]["bias"] = beside_block(K, y, w)["bias"]
+    # Not a candidate (the reference is w = 0): the markers alone with the intercept refitted, which tells the
+    # intercept's share of a candidate's false alarms from the model's.
+    out["w=0.0"]["eligible"] = False
     print(f"beside the shipped markers, the pipeline held out (intercept fitted on other corpora's rows, t*={t_star}):")
     for name, r in out.items():
         print(
             f"  {name:10} AUROC {r['auroc']:.4f}, recall {r['recall_at_t_star']:.3f}, false alarms "
-            f"{r['false_alarms_at_t_star']:.3f} (mean per clean corpus {r['mean_corpus_false_alarms']:.3f}); "
+            f"{r['false_alarms_at_t_star']:.3f} (mean per clean corpus {r['mean_corpus_false_alarms']:.3f}), "
+            f"intercept {r.get('bias', shipped_block()['bias'])}; "
             + (
-                "eligible"
-                if r["eligible"]
+                ("eligible" if r["eligible"] else "not a candidate")
+                if r["eligible"] or name == "w=0.0"
                 else "above the bound: " + ", ".join(f"{c} {a:.3f}" for c, a in r["above_bound"].items())
             )
         )
