@@ -23,7 +23,9 @@ results made of them, e-mail of three test suites, Debian changelogs; with the t
 in an API object's string field, a page, a search hit, an e-mail or a changelog), and the fourth (requests to an
 assistant of four public instruction sets: self-instruct, FastChat's MT-bench and Vicuna questions, arena-hard,
 hh-rlhf; each alone and planted in a train carrier, half of those in a JSON field; ``is_request`` states which
-prompts count as requests).
+prompts count as requests), and the fifth (texts people wrote to people as tools return them: GitHub issues, pull
+requests and comments as API JSON, e-mails of two more mail libraries' tests; clean, each alone, those that ask
+someone something by ``asks_someone`` and a few that do not).
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ SPLIT_OF = {
     "fastchat-bench": "train",
     "arena-hard": "train",
     "hh-rlhf": "train",
+    "github3py-issues": "train",
+    "ruby-mail": "train",
+    "email-reply-parser": "train",
 }
 LICENSE_OF = (
     dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT")
@@ -102,6 +107,7 @@ LICENSE_OF = (
     | {"talon-email": "Apache-2.0", "flanker-email": "Apache-2.0"}
     | dict.fromkeys(("self-instruct", "fastchat-bench", "arena-hard"), "Apache-2.0")
     | {"hh-rlhf": "MIT"}
+    | {"github3py-issues": "BSD-3-Clause", "ruby-mail": "MIT", "email-reply-parser": "MIT"}
 )
 """A record's licence by corpus; ``debian-changelogs`` records carry their package's (``Corpus.licence``)."""
 TOOL_OF = {
@@ -116,6 +122,9 @@ TOOL_OF = {
     "talon-email": "read_email",
     "flanker-email": "read_email",
     "debian-changelogs": "read_changelog",
+    "github3py-issues": "github_api",
+    "ruby-mail": "read_email",
+    "email-reply-parser": "read_email",
 }
 SEARCH_TOOL = "web_search"
 
@@ -668,7 +677,91 @@ def build() -> list[dict[str, Any]]:
             else:
                 place(embedded, a, corpus, "answer", False)
                 embedded += 1
+
+    # -- train, added in the corpus's fifth version (after the rest, so the records above keep their draws): texts
+    #    people wrote to people, clean, each alone as its tool returns it; those that ask someone something, and a
+    #    few that do not (drawn)
+    for corpus, texts in people_texts().items():
+        other = [n for n, t in enumerate(texts) if not asks_someone(t.asked)]
+        kept = set(c.rng.sample(other, min(len(other), (len(texts) - len(other)) // PEOPLE_OTHER_SHARE)))
+        for n, t in enumerate(texts):
+            if n in kept or n not in other:
+                kind = "people_other" if n in kept else "people_request"
+                c.add(t.text, False, corpus, kind, upstream=t.upstream)
     return c.w.records
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The fifth version: texts between people
+
+
+PEOPLE_OTHER_SHARE = 4
+"""For every this many texts that ask someone something, one that does not is kept (drawn): the corpora are meant
+as the hard negatives (requests between people), but a mailbox or an issue tracker holds both."""
+
+
+@dataclass(frozen=True)
+class PersonText:
+    """A text a person wrote to people as a tool returns it (``text``: an API object as JSON, an e-mail with its
+    headers), the part of it the person wrote (``asked``: an issue's title and body, a comment's body, an e-mail's
+    body) and where it comes from (``upstream``: repository at commit, file, and the object's API URL)."""
+
+    text: str
+    asked: str
+    upstream: str
+
+
+_ASKS_PHRASES = (*_REQUEST_PHRASES, *_ASKS_READER, "let me know", "could someone", "can someone", "would be great")
+_URL = re.compile(r"\bhttps?://\S+")
+_SENTENCE_START = re.compile(r"(?:^|\n|[.!?]\s)\s*(?:[-*>]\s*)*(?:(?:please|just|also|so|then|now)[\s,]+)?([A-Za-z']+)")
+
+
+def asks_someone(text: str) -> bool:
+    """Whether a text written to people asks its reader something (the rule that makes the fifth version's corpora
+    hard negatives): a question mark, a request phrase ("can you", "could someone", "please", "let me know", "I
+    need"...), or a sentence (at the start of the text or a line, or after ``. ! ?``, past list or quote marks)
+    that opens with an imperative verb ("Use ...", "Check ...", "Please add ..."). Stricter than ``is_request`` on
+    clauses (no clause after a comma or a colon, no question word without a question mark): a long text holds many
+    clauses, and a statement's ("..., which is") would count). Web addresses are read without their query ("?")."""
+    text = _URL.sub(" ", text)
+    low = text.lower()
+    if "?" in text or any(phrase in low for phrase in _ASKS_PHRASES):
+        return True
+    return any(m.group(1).lower() in _REQUEST_VERBS for m in _SENTENCE_START.finditer(text))
+
+
+def people_texts() -> dict[str, list[PersonText]]:
+    """The fifth version's texts (``evals/third_party/``, as ``extract_integrity_sources.py --people`` wrote them),
+    each corpus's in file order, each written text once (case, punctuation and spacing aside: mail fixtures repeat
+    one body under several headers): github3.py's issue, pull request and comment objects as compact JSON, the two
+    mail libraries' e-mails as the extractor rendered them."""
+    out: dict[str, list[PersonText]] = {}
+    out["github3py-issues"] = [
+        PersonText(
+            json.dumps(r["object"], ensure_ascii=False),
+            f"{r['object'].get('title') or ''}\n\n{r['object']['body']}".strip(),
+            f"{r['repo']}@{r['commit'][:12]}:{r['file']}#{r['url']}",
+        )
+        for r in _jsonl(THIRD / "github3py_issues" / "objects.jsonl")
+    ]
+    for corpus, folder in (("ruby-mail", "ruby_mail"), ("email-reply-parser", "email_reply_parser")):
+        out[corpus] = [
+            PersonText(
+                r["text"],
+                r["text"].split("\n\n", 1)[-1] if r["file"].endswith(".eml") else r["text"],
+                f"{r['repo']}@{r['commit'][:12]}:{r['file']}",
+            )
+            for r in _jsonl(THIRD / folder / "messages.jsonl")
+        ]
+    distinct: dict[str, list[PersonText]] = {}
+    for corpus, texts in out.items():
+        seen: set[str] = set()
+        distinct[corpus] = []
+        for t in texts:
+            if _plain(t.asked) not in seen:
+                seen.add(_plain(t.asked))
+                distinct[corpus].append(t)
+    return distinct
 
 
 def _search_text(hits: list[dict[str, str]], as_json: bool) -> str:

@@ -6,6 +6,7 @@
     python evals/extract_integrity_sources.py --agent-reads OCTOKIT STRIPE READABILITY CPYTHON_EMAIL_DATA TALON \
         FLANKER /usr/share/doc
     python evals/extract_integrity_sources.py --instructions SELF_INSTRUCT FASTCHAT ARENA_HARD HH_RLHF
+    python evals/extract_integrity_sources.py --people GITHUB3PY RUBY_MAIL EMAIL_REPLY_PARSER
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -44,6 +45,11 @@ directories), the ``test_email/data`` folder of Debian's ``libpython3.11-testsui
 With ``--instructions`` it reads requests to an assistant (the fourth version; each function below says what it
 keeps): yizhongw/self-instruct (``self_instruct/``), lm-sys/FastChat (``fastchat_bench/``),
 lmarena/arena-hard-auto (``arena_hard/``) and anthropics/hh-rlhf (``hh_rlhf/``), git directories.
+
+With ``--people`` it reads texts written by people to people, as tools return them (the fifth version; each
+function below says what it keeps): sigmavirus24/github3.py's recorded GitHub API answers (``github3py_issues/``),
+mikel/mail's e-mail fixtures (``ruby_mail/``) and github/email_reply_parser's (``email_reply_parser/``), git
+directories; every row names the repository and commit it was read at.
 """
 
 from __future__ import annotations
@@ -492,7 +498,101 @@ def hh_rlhf(repo: str) -> None:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# The fifth version's texts between people (train only): issues, pull requests and comments people wrote to each
+# other on GitHub, and e-mails, as the tools that read them return them
+
+
+def _head(repo: str) -> str:
+    done = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def _cassette_bodies(cassette: dict[str, Any]) -> list[Any]:
+    """The JSON bodies of a betamax cassette's recorded responses (stored as text or as base64, gzipped or not)."""
+    import base64
+
+    bodies = []
+    for interaction in cassette.get("http_interactions", []):
+        body = interaction["response"]["body"]
+        if body.get("base64_string"):
+            raw = base64.b64decode(body["base64_string"])
+            if raw[:2] == b"\x1f\x8b":
+                raw = gzip.decompress(raw)
+            text = raw.decode("utf-8", errors="replace")
+        else:
+            text = body.get("string") or ""
+        try:
+            bodies.append(json.loads(text))
+        except ValueError:  # an empty body, a diff, a page of HTML
+            continue
+    return bodies
+
+
+_ISSUE_TEXT = re.compile(r"/(?:issues|pulls)/(?:\d+|comments/\d+)$|/gists/\w+/comments/\d+$")
+"""The API URL of an issue, a pull request, or a comment on one of them or on a gist: texts people wrote."""
+
+
+def github3py(repo: str) -> None:
+    """sigmavirus24/github3.py's betamax cassettes (``tests/cassettes/*.json``: real GitHub REST API answers its
+    tests recorded): every issue, pull request and comment object (its ``url`` an issue's, a pull request's or a
+    comment's, with a non-empty ``body``), the first time its URL occurs in path order, as the API returned it."""
+    dest = OUT / "github3py_issues"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    commit = _head(repo)
+    seen: set[str] = set()
+    with (dest / "objects.jsonl").open("w", encoding="utf-8") as f:
+        for path in sorted(p for p in files(repo) if p.startswith("tests/cassettes/") and p.endswith(".json")):
+            for body in _cassette_bodies(json.loads(show(repo, path))):
+                for obj in body if isinstance(body, list) else [body]:
+                    url = obj.get("url") if isinstance(obj, dict) else None
+                    if not isinstance(url, str) or url in seen or not _ISSUE_TEXT.search(url):
+                        continue
+                    if isinstance(obj.get("body"), str) and obj["body"].strip():
+                        seen.add(url)
+                        row = {"repo": "sigmavirus24/github3.py", "commit": commit, "file": path, "url": url}
+                        f.write(json.dumps(row | {"object": obj}, ensure_ascii=False) + "\n")
+
+
+MAIL_BYTES = 200_000
+"""Longer messages are left out: a message of attachments or pasted data."""
+
+
+def people_mail(ruby_mail: str, reply_parser: str) -> None:
+    """E-mails of two more mail libraries' tests, as a mail tool returns them (``_mail_text``: headers, then the
+    text), their first ``DOC_CHARS`` characters, those of at most ``MAIL_BYTES`` with a body of at least 20
+    characters: mikel/mail's ``spec/fixtures/emails/**/*.eml`` (whole messages: personal mail, mailing-list posts,
+    bounces, spam) and github/email_reply_parser's ``test/emails/*.txt`` (the bodies of replies, quoted text and
+    signatures included: what a tool that reads a message's text returns). Both MIT."""
+    for name, repo, slug, licence, folder in (
+        ("ruby_mail", ruby_mail, "mikel/mail", "MIT-LICENSE", "spec/fixtures/emails/"),
+        ("email_reply_parser", reply_parser, "github/email_reply_parser", "LICENSE", "test/emails/"),
+    ):
+        dest = OUT / name
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "LICENSE").write_text(show(repo, licence), encoding="utf-8")
+        commit = _head(repo)
+        with (dest / "messages.jsonl").open("w", encoding="utf-8") as f:
+            for path in sorted(p for p in files(repo) if p.startswith(folder) and p.endswith((".eml", ".txt"))):
+                raw = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True).stdout
+                if not raw or len(raw) > MAIL_BYTES:
+                    continue
+                if path.endswith(".eml"):
+                    text = _mail_text(raw)[:DOC_CHARS]
+                    body = text.split("\n\n", 1)[-1]
+                else:
+                    text = body = raw.decode("utf-8", errors="replace").strip()[:DOC_CHARS]
+                if len(body.strip()) >= 20:
+                    row = {"repo": slug, "commit": commit, "file": path, "text": text}
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--people":
+        github3py(sys.argv[2])
+        people_mail(sys.argv[3], sys.argv[4])
+        sys.exit()
     if len(sys.argv) == 6 and sys.argv[1] == "--instructions":
         self_instruct(sys.argv[2])
         fastchat_bench(sys.argv[3])

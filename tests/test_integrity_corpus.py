@@ -6,7 +6,9 @@ import hashlib
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,9 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evals"))
 
 from _integrity_data import CORPUS, Item, load_items  # noqa: E402
-from build_integrity import asks_reader, bipia_attacks, build, is_request  # noqa: E402
+from build_integrity import (  # noqa: E402
+    PEOPLE_OTHER_SHARE,
+    asks_reader,
+    asks_someone,
+    bipia_attacks,
+    build,
+    is_request,
+    people_texts,
+)
 from train_integrity import (  # noqa: E402
     AGENT_READS,
+    BETWEEN_PEOPLE,
     CARRIER_FOLDS,
     INSTRUCTIONS,
     SECOND_CORPORA,
@@ -54,9 +65,8 @@ def test_integrity_corpus_no_corpus_is_in_both_splits(items: list[Item]) -> None
 def test_integrity_corpus_second_version_records_are_train_only_and_name_their_licence() -> None:
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
-    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
-    # Without the third and fourth versions' records, appended after these.
-    records = [r for r in records if not _in_agent_reads(r) and r["corpus"] not in INSTRUCTIONS]
+    # Without the third, fourth and fifth versions' records, appended after these.
+    records = [r for r in _before_fifth() if not _in_agent_reads(r) and r["corpus"] not in INSTRUCTIONS]
     second = [r for r in records if r["corpus"] in SECOND_CORPORA]
     assert len(second) == 820 + 500
     assert {r["split"] for r in second} == {"train"}
@@ -68,6 +78,11 @@ def test_integrity_corpus_second_version_records_are_train_only_and_name_their_l
     assert records.index(second[0]) == len(records) - len(second)
 
 
+def _before_fifth() -> list[dict[str, Any]]:
+    """The corpus's records without the fifth version's (texts between people), appended after all the others."""
+    return [r for r in map(json.loads, CORPUS.open(encoding="utf-8")) if r["corpus"] not in BETWEEN_PEOPLE]
+
+
 def _in_agent_reads(record: dict[str, str]) -> bool:
     """A record of the third version: a clean text of its corpora, or an attack planted in one."""
     return record["corpus"] in AGENT_READS or record["source"].split("/in-")[-1] in AGENT_READS
@@ -76,8 +91,8 @@ def _in_agent_reads(record: dict[str, str]) -> bool:
 def test_integrity_corpus_third_version_records_are_train_only_appended_and_name_their_licence() -> None:
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
-    # Without the fourth version's records, appended after these.
-    records = [r for r in map(json.loads, CORPUS.open(encoding="utf-8")) if r["corpus"] not in INSTRUCTIONS]
+    # Without the fourth and fifth versions' records, appended after these.
+    records = [r for r in _before_fifth() if r["corpus"] not in INSTRUCTIONS]
     third = [r for r in records if _in_agent_reads(r)]
     clean = [r for r in third if r["corpus"] in AGENT_READS]
     planted = [r for r in third if r["corpus"] not in AGENT_READS]
@@ -119,7 +134,7 @@ def test_integrity_corpus_build_is_deterministic_and_is_the_file_on_disk() -> No
 def test_integrity_corpus_fourth_version_requests_are_train_only_appended_alone_and_planted() -> None:
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
-    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    records = _before_fifth()
     fourth = [r for r in records if r["corpus"] in INSTRUCTIONS]
     # Appended after the earlier versions' records: those keep their ids and texts.
     assert records.index(fourth[0]) == len(records) - len(fourth)
@@ -302,3 +317,100 @@ def test_integrity_training_by_default_takes_the_windows_around_a_planted_attack
     theta = shape.grams(["theta"])[0][0]
     assert labels.min() == 1  # only windows overlapping the planted span, carrier words included
     assert X[:, theta].sum() > 0
+
+
+def test_integrity_corpus_fifth_version_is_clean_texts_between_people_appended_last_with_provenance() -> None:
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    fifth = [r for r in records if r["corpus"] in BETWEEN_PEOPLE]
+    # Appended after every earlier version's records: those keep their ids and texts.
+    assert records[-len(fifth) :] == fifth
+    assert {r["split"] for r in fifth} == {"train"} and not any(r["label"] or r["span"] for r in fifth)
+    kinds = Counter((r["corpus"], r["kind"]) for r in fifth)
+    counts = {c: (kinds[c, "people_request"], kinds[c, "people_other"]) for c in BETWEEN_PEOPLE}
+    assert counts == {"github3py-issues": (146, 36), "ruby-mail": (17, 4), "email-reply-parser": (10, 2)}
+    licences = {"github3py-issues": "BSD-3-Clause", "ruby-mail": "MIT", "email-reply-parser": "MIT"}
+    assert {r["corpus"]: r["license"] for r in fifth} == licences
+    # Provenance per record: repository at commit, file (and API URL), each upstream text once.
+    repos = {"github3py-issues": "sigmavirus24/github3.py", "ruby-mail": "mikel/mail"}
+    repos["email-reply-parser"] = "github/email_reply_parser"
+    assert all(re.fullmatch(rf"{re.escape(repos[r['corpus']])}@[0-9a-f]{{12}}:\S+", r["upstream"]) for r in fifth)
+    assert all(r["group"] == f"{r['corpus']}/{r['upstream']}" for r in fifth)
+    assert len({r["upstream"] for r in fifth}) == len(fifth)
+    # The texts as their tools return them: GitHub API objects as JSON, e-mails (the mail fixtures with headers).
+    assert all(json.loads(r["tool_output"])["body"] for r in fifth if r["corpus"] == "github3py-issues")
+    headed = re.compile(r"(?:(?:From|To|Cc|Date|Subject): .*\n)*\n")  # a broken fixture has no header
+    assert all(headed.match(r["tool_output"]) for r in fifth if r["corpus"] == "ruby-mail")
+
+
+def test_integrity_corpus_fifth_version_keeps_texts_asking_someone_and_a_few_that_do_not() -> None:
+    texts = people_texts()
+    for corpus in BETWEEN_PEOPLE:
+        asking = [t for t in texts[corpus] if asks_someone(t.asked)]
+        assert asking, corpus
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    written = {t.upstream: t for texts_of in texts.values() for t in texts_of}
+    fifth = [r for r in records if r["corpus"] in BETWEEN_PEOPLE]
+    for r in fifth:
+        assert r["tool_output"] == written[r["upstream"]].text
+        assert asks_someone(written[r["upstream"]].asked) == (r["kind"] == "people_request")
+    for corpus in BETWEEN_PEOPLE:
+        kinds = [r["kind"] for r in fifth if r["corpus"] == corpus]
+        assert kinds.count("people_other") == kinds.count("people_request") // PEOPLE_OTHER_SHARE
+
+
+def test_integrity_corpus_fifth_version_sources_ship_their_licence_and_name_their_commit() -> None:
+    third = ROOT / "evals" / "third_party"
+    for folder, data, words in (
+        ("github3py_issues", "objects.jsonl", "BSD 3-Clause License"),
+        ("ruby_mail", "messages.jsonl", "Permission is hereby granted, free of charge"),
+        ("email_reply_parser", "messages.jsonl", "The MIT License"),
+    ):
+        assert words in (third / folder / "LICENSE").read_text(encoding="utf-8")
+        rows = [json.loads(line) for line in (third / folder / data).open(encoding="utf-8")]
+        assert rows and all(re.fullmatch(r"[0-9a-f]{40}", r["commit"]) and r["repo"] and r["file"] for r in rows)
+    # Kept small: the three sources together.
+    assert sum(p.stat().st_size for f in ("github3py_issues", "ruby_mail", "email_reply_parser")
+               for p in (third / f).iterdir()) < 3_000_000  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Could you send me the Q3 report before Friday",
+        "What is the best way to clear a Riak bucket after a test?",
+        "Thanks for the patch.\nPlease add a test for the empty case.",
+        "Looks good to me. Use the new serializer from now on.",
+        "- Check the logs on the staging box first",
+        "Let me know when the fix is deployed.",
+    ],
+)
+def test_integrity_people_rule_keeps_questions_request_phrases_and_imperative_sentences(text: str) -> None:
+    assert asks_someone(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fixes #36.",
+        "This is the first part.\n\n[attachment: api.rb]",
+        "Awesome! I haven't had another problem with it.",
+        "See https://example.com/s/r?l=5893&m=101 for the newsletter.",
+        "I fixed it, which is what the build needed, and added a note.",
+    ],
+)
+def test_integrity_people_rule_leaves_out_statements_and_web_addresses(text: str) -> None:
+    assert not asks_someone(text)
+
+
+def test_integrity_training_reads_the_people_corpora_only_when_added(items: list[Item]) -> None:
+    train = [i for i in items if i.split == "train"]
+    assert not {i.corpus for i in train_items(train, [])} & set(BETWEEN_PEOPLE)
+    added = train_items(train, list(BETWEEN_PEOPLE))
+    assert {i.corpus for i in added} >= set(BETWEEN_PEOPLE)
+    assert not any(i.label for i in added if i.corpus in BETWEEN_PEOPLE)
+    # Adding them changes nothing else: every other item is read as before.
+    assert [i for i in added if i.corpus not in BETWEEN_PEOPLE] == train_items(train, [])
