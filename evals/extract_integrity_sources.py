@@ -501,7 +501,7 @@ def hh_rlhf(repo: str) -> None:
 
 # ----------------------------------------------------------------------------------------------------------------
 # The fifth version's texts between people (train only): issues, pull requests and comments people wrote to each
-# other on GitHub, and e-mails, as the tools that read them return them
+# other on GitHub, e-mails and Stack Exchange threads, as the tools that read them return them
 
 
 def _head(repo: str) -> str:
