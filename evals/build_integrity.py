@@ -24,8 +24,8 @@ in an API object's string field, a page, a search hit, an e-mail or a changelog)
 assistant of four public instruction sets: self-instruct, FastChat's MT-bench and Vicuna questions, arena-hard,
 hh-rlhf; each alone and planted in a train carrier, half of those in a JSON field; ``is_request`` states which
 prompts count as requests), and the fifth (texts people wrote to people as tools return them: GitHub issues, pull
-requests and comments as API JSON, e-mails of two more mail libraries' tests; clean, each alone, those that ask
-someone something by ``asks_someone`` and a few that do not).
+requests and comments as API JSON, e-mails of two more mail libraries' tests, Stack Exchange threads as pages;
+clean, each alone, those that ask someone something by ``asks_someone`` and a few that do not).
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ SPLIT_OF = {
     "github3py-issues": "train",
     "ruby-mail": "train",
     "email-reply-parser": "train",
+    "stackexchange-math": "train",
 }
 LICENSE_OF = (
     dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT")
@@ -109,7 +110,8 @@ LICENSE_OF = (
     | {"hh-rlhf": "MIT"}
     | {"github3py-issues": "BSD-3-Clause", "ruby-mail": "MIT", "email-reply-parser": "MIT"}
 )
-"""A record's licence by corpus; ``debian-changelogs`` records carry their package's (``Corpus.licence``)."""
+"""A record's licence by corpus; ``debian-changelogs`` records carry their package's and ``stackexchange-math``
+records their posts' (``Corpus.licence``)."""
 TOOL_OF = {
     "mini-swe-agent": "bash",
     "bipia": "read_document",
@@ -125,6 +127,7 @@ TOOL_OF = {
     "github3py-issues": "github_api",
     "ruby-mail": "read_email",
     "email-reply-parser": "read_email",
+    "stackexchange-math": "fetch_url",
 }
 SEARCH_TOOL = "web_search"
 
@@ -687,7 +690,9 @@ def build() -> list[dict[str, Any]]:
         for n, t in enumerate(texts):
             if n in kept or n not in other:
                 kind = "people_other" if n in kept else "people_request"
+                c.licence = t.licence
                 c.add(t.text, False, corpus, kind, upstream=t.upstream)
+    c.licence = None
     return c.w.records
 
 
@@ -704,11 +709,14 @@ as the hard negatives (requests between people), but a mailbox or an issue track
 class PersonText:
     """A text a person wrote to people as a tool returns it (``text``: an API object as JSON, an e-mail with its
     headers), the part of it the person wrote (``asked``: an issue's title and body, a comment's body, an e-mail's
-    body) and where it comes from (``upstream``: repository at commit, file, and the object's API URL)."""
+    body, a thread's question and the comments under it) and where it comes from (``upstream``: repository at commit,
+    file, and the object's API URL or the thread's address); ``licence`` when it is the text's own rather than its
+    corpus's (a Stack Exchange thread's: the versions of CC BY-SA of its posts' dates)."""
 
     text: str
     asked: str
     upstream: str
+    licence: str | None = None
 
 
 _ASKS_PHRASES = (*_REQUEST_PHRASES, *_ASKS_READER, "let me know", "could someone", "can someone", "would be great")
@@ -734,7 +742,8 @@ def people_texts() -> dict[str, list[PersonText]]:
     """The fifth version's texts (``evals/third_party/``, as ``extract_integrity_sources.py --people`` wrote them),
     each corpus's in file order, each written text once (case, punctuation and spacing aside: mail fixtures repeat
     one body under several headers): github3.py's issue, pull request and comment objects as compact JSON, the two
-    mail libraries' e-mails as the extractor rendered them."""
+    mail libraries' e-mails as the extractor rendered them, the Stack Exchange threads as pages (the question's part:
+    its title, text and comments)."""
     out: dict[str, list[PersonText]] = {}
     out["github3py-issues"] = [
         PersonText(
@@ -753,6 +762,15 @@ def people_texts() -> dict[str, list[PersonText]]:
             )
             for r in _jsonl(THIRD / folder / "messages.jsonl")
         ]
+    out["stackexchange-math"] = [
+        PersonText(
+            r["text"],
+            r["text"][: r["question_chars"]],
+            f"{r['repo']}@{r['commit'][:12]}:{r['file']}#{r['thread']}",
+            " AND ".join(r["licences"]),
+        )
+        for r in _jsonl(THIRD / "stackexchange_math" / "threads.jsonl")
+    ]
     distinct: dict[str, list[PersonText]] = {}
     for corpus, texts in out.items():
         seen: set[str] = set()

@@ -6,7 +6,7 @@
     python evals/extract_integrity_sources.py --agent-reads OCTOKIT STRIPE READABILITY CPYTHON_EMAIL_DATA TALON \
         FLANKER /usr/share/doc
     python evals/extract_integrity_sources.py --instructions SELF_INSTRUCT FASTCHAT ARENA_HARD HH_RLHF
-    python evals/extract_integrity_sources.py --people GITHUB3PY RUBY_MAIL EMAIL_REPLY_PARSER
+    python evals/extract_integrity_sources.py --people GITHUB3PY RUBY_MAIL EMAIL_REPLY_PARSER FUTON6
 
 Each argument is a git directory (bare or not) of the public repository named below; the files are read at its
 HEAD with ``git show``. What it writes under ``evals/third_party/`` is shipped with the licence of each source
@@ -48,8 +48,9 @@ lmarena/arena-hard-auto (``arena_hard/``) and anthropics/hh-rlhf (``hh_rlhf/``),
 
 With ``--people`` it reads texts written by people to people, as tools return them (the fifth version; each
 function below says what it keeps): sigmavirus24/github3.py's recorded GitHub API answers (``github3py_issues/``),
-mikel/mail's e-mail fixtures (``ruby_mail/``) and github/email_reply_parser's (``email_reply_parser/``), git
-directories; every row names the repository and commit it was read at.
+mikel/mail's e-mail fixtures (``ruby_mail/``), github/email_reply_parser's (``email_reply_parser/``) and the
+Stack Exchange threads that tothedarktowercame/futon6 sampled (``stackexchange_math/``), git directories; every
+row names the repository and commit it was read at.
 """
 
 from __future__ import annotations
@@ -500,7 +501,7 @@ def hh_rlhf(repo: str) -> None:
 
 # ----------------------------------------------------------------------------------------------------------------
 # The fifth version's texts between people (train only): issues, pull requests and comments people wrote to each
-# other on GitHub, and e-mails, as the tools that read them return them
+# other on GitHub, e-mails and Stack Exchange threads, as the tools that read them return them
 
 
 def _head(repo: str) -> str:
@@ -588,10 +589,89 @@ def people_mail(ruby_mail: str, reply_parser: str) -> None:
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+_CC_BY_SA = (("2011-04-08", "CC-BY-SA-2.5"), ("2018-05-02", "CC-BY-SA-3.0"), ("9999", "CC-BY-SA-4.0"))
+"""Stack Exchange's licence of a post by the date it was written: before the first date 2.5, then 3.0, then 4.0."""
+SE_FILES = (
+    "math.stackexchange.com__category-theory.jsonl", "math.stackexchange.com__mathematical-physics.jsonl",
+    "mathoverflow.net__category-theory.jsonl", "mathoverflow.net__mathematical-physics.jsonl",
+)  # fmt: skip
+SE_LICENCE = """Stack Exchange content: user contributions licensed under Creative Commons Attribution-ShareAlike,
+the version of the date each post was written: before 2011-04-08 CC BY-SA 2.5
+(https://creativecommons.org/licenses/by-sa/2.5/legalcode), until 2018-05-02 CC BY-SA 3.0
+(https://creativecommons.org/licenses/by-sa/3.0/legalcode), since then CC BY-SA 4.0
+(https://creativecommons.org/licenses/by-sa/4.0/legalcode).
+
+Source: threads of math.stackexchange.com and mathoverflow.net (Stack Exchange network), as sampled from the public
+Stack Exchange data dump by tothedarktowercame/futon6 (data/stackexchange-samples/, whose README states the
+licence). Attribution: every row of threads.jsonl names its thread's address, the address of every post it holds
+and the profile address of every author; each row's "licences" lists the versions of its posts. Changes: the posts'
+text only (the dump's HTML as the sample's plain text), rendered as one page per thread and cut at 6,000
+characters. Redistributed under the same licences.
+"""
+
+
+def _se_licence(date: str) -> str:
+    return next(licence for until, licence in _CC_BY_SA if date < until)
+
+
+def _se_thread(thread: dict[str, Any]) -> tuple[str, int, list[dict[str, Any]]]:
+    """A Stack Exchange thread as a browsing tool reads its page (title, address, the question, its comments, then
+    each answer and its comments; authors as their profile address), where its first answer starts in it (the
+    question's part ends there), and its posts (each with its address, author and date)."""
+    q, site = thread["question"], thread["site"]
+    comments = thread["comments"]
+
+    def user(uid: Any) -> str:
+        return f"https://{site}/users/{uid}" if uid else "(deleted user)"
+
+    def notes(items: list[dict[str, Any]]) -> list[str]:
+        return [f"- {c['text']} (by {user(c.get('user_id'))})" for c in items]
+
+    tags = ", ".join(q.get("tags") or [])
+    asker = f"Asked {q['creation_date'][:10]} by {user(q.get('owner_user_id'))}, score {q['score']}"
+    lines = [q["title"], q["url"], asker, f"Tags: {tags}", "", q["body_text"], "", *notes(comments["question"])]
+    question_part = len("\n".join(lines).strip())
+    posts = [{"url": q["url"], "author": user(q.get("owner_user_id")), "date": q["creation_date"]}]
+    posts += [{"url": f"{q['url']}#comment{c['id']}", "author": user(c.get("user_id")), "date": c["creation_date"]}
+              for c in comments["question"]]  # fmt: skip
+    for a in thread["answers"]:
+        accepted = " (accepted)" if a["id"] == q.get("accepted_answer_id") else ""
+        under = comments["answers"].get(str(a["id"]), [])
+        lines += ["", f"Answer{accepted} by {user(a.get('owner_user_id'))}, score {a['score']}", "", a["body_text"]]
+        lines += ["", *notes(under)] if under else []
+        posts.append({"url": a["url"], "author": user(a.get("owner_user_id")), "date": a["creation_date"]})
+        posts += [{"url": f"{a['url']}#comment{c['id']}", "author": user(c.get("user_id")), "date": c["creation_date"]}
+                  for c in under]  # fmt: skip
+    return "\n".join(lines).strip(), question_part, posts
+
+
+def stackexchange(repo: str) -> None:
+    """The Stack Exchange threads (question, answers, comments) of tothedarktowercame/futon6's
+    ``data/stackexchange-samples/`` (``SE_FILES``: 50 threads each of two topics on math.stackexchange.com and
+    mathoverflow.net, sampled by its own seeded rule from the public data dump), each as a page (``_se_thread``),
+    its first ``DOC_CHARS`` characters, with the length of the question's part of it (``question_chars``) and the
+    addresses, authors and licences of the thread's posts."""
+    dest = OUT / "stackexchange_math"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(SE_LICENCE, encoding="utf-8")
+    commit = _head(repo)
+    with (dest / "threads.jsonl").open("w", encoding="utf-8") as f:
+        for name in SE_FILES:
+            path = f"data/stackexchange-samples/{name}"
+            for thread in _jsonl_lines(show(repo, path)):
+                page, question_part, posts = _se_thread(thread)
+                row = {"repo": "tothedarktowercame/futon6", "commit": commit, "file": path,
+                       "thread": thread["question"]["url"], "text": page[:DOC_CHARS],
+                       "question_chars": min(question_part, DOC_CHARS),
+                       "licences": sorted({_se_licence(p["date"]) for p in posts}), "posts": posts}  # fmt: skip
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--people":
+    if len(sys.argv) == 6 and sys.argv[1] == "--people":
         github3py(sys.argv[2])
         people_mail(sys.argv[3], sys.argv[4])
+        stackexchange(sys.argv[5])
         sys.exit()
     if len(sys.argv) == 6 and sys.argv[1] == "--instructions":
         self_instruct(sys.argv[2])

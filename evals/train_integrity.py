@@ -125,9 +125,9 @@ results, e-mail, changelogs), also the carriers of train attacks; left out unles
 INSTRUCTIONS = ("self-instruct", "fastchat-bench", "arena-hard", "hh-rlhf")
 """The fourth version's corpora: requests to an assistant of four instruction sets, alone and planted in the train
 carriers (those of ``AGENT_READS`` among them); left out unless added."""
-BETWEEN_PEOPLE = ("github3py-issues", "ruby-mail", "email-reply-parser")
+BETWEEN_PEOPLE = ("github3py-issues", "ruby-mail", "email-reply-parser", "stackexchange-math")
 """The fifth version's corpora: texts people wrote to people (GitHub issues, pull requests and comments as API
-JSON, e-mails), clean, most of them asking someone something; left out unless added."""
+JSON, e-mails, Stack Exchange threads), clean, most of them asking someone something; left out unless added."""
 OPTIONAL_CORPORA = SECOND_CORPORA + AGENT_READS + INSTRUCTIONS + BETWEEN_PEOPLE
 CARRIER_FOLDS = (
     ("reflexion-hotpotqa", ("advbench", "stopwise-requests-A", "stopwise-own-A")),

@@ -329,12 +329,18 @@ def test_integrity_corpus_fifth_version_is_clean_texts_between_people_appended_l
     assert {r["split"] for r in fifth} == {"train"} and not any(r["label"] or r["span"] for r in fifth)
     kinds = Counter((r["corpus"], r["kind"]) for r in fifth)
     counts = {c: (kinds[c, "people_request"], kinds[c, "people_other"]) for c in BETWEEN_PEOPLE}
-    assert counts == {"github3py-issues": (146, 36), "ruby-mail": (17, 4), "email-reply-parser": (10, 2)}
+    assert counts == {
+        "github3py-issues": (146, 36), "ruby-mail": (17, 4), "email-reply-parser": (10, 2),
+        "stackexchange-math": (197, 3),
+    }  # fmt: skip
     licences = {"github3py-issues": "BSD-3-Clause", "ruby-mail": "MIT", "email-reply-parser": "MIT"}
-    assert {r["corpus"]: r["license"] for r in fifth} == licences
+    assert {r["corpus"]: r["license"] for r in fifth if r["corpus"] in licences} == licences
+    # A Stack Exchange thread carries the CC BY-SA versions of its posts' dates.
+    cc_by_sa = re.compile(r"CC-BY-SA-(?:2\.5|3\.0|4\.0)(?: AND CC-BY-SA-(?:3\.0|4\.0))*")
+    assert all(cc_by_sa.fullmatch(r["license"]) for r in fifth if r["corpus"] == "stackexchange-math")
     # Provenance per record: repository at commit, file (and API URL), each upstream text once.
     repos = {"github3py-issues": "sigmavirus24/github3.py", "ruby-mail": "mikel/mail"}
-    repos["email-reply-parser"] = "github/email_reply_parser"
+    repos |= {"email-reply-parser": "github/email_reply_parser", "stackexchange-math": "tothedarktowercame/futon6"}
     assert all(re.fullmatch(rf"{re.escape(repos[r['corpus']])}@[0-9a-f]{{12}}:\S+", r["upstream"]) for r in fifth)
     assert all(r["group"] == f"{r['corpus']}/{r['upstream']}" for r in fifth)
     assert len({r["upstream"] for r in fifth}) == len(fifth)
@@ -359,22 +365,29 @@ def test_integrity_corpus_fifth_version_keeps_texts_asking_someone_and_a_few_tha
         assert asks_someone(written[r["upstream"]].asked) == (r["kind"] == "people_request")
     for corpus in BETWEEN_PEOPLE:
         kinds = [r["kind"] for r in fifth if r["corpus"] == corpus]
-        assert kinds.count("people_other") == kinds.count("people_request") // PEOPLE_OTHER_SHARE
+        others = sum(not asks_someone(t.asked) for t in texts[corpus])
+        assert kinds.count("people_other") == min(others, kinds.count("people_request") // PEOPLE_OTHER_SHARE)
 
 
-def test_integrity_corpus_fifth_version_sources_ship_their_licence_and_name_their_commit() -> None:
+def test_integrity_corpus_fifth_version_sources_ship_their_licence_name_their_commit_and_attribute() -> None:
     third = ROOT / "evals" / "third_party"
     for folder, data, words in (
         ("github3py_issues", "objects.jsonl", "BSD 3-Clause License"),
         ("ruby_mail", "messages.jsonl", "Permission is hereby granted, free of charge"),
         ("email_reply_parser", "messages.jsonl", "The MIT License"),
+        ("stackexchange_math", "threads.jsonl", "https://creativecommons.org/licenses/by-sa/4.0/legalcode"),
     ):
         assert words in (third / folder / "LICENSE").read_text(encoding="utf-8")
         rows = [json.loads(line) for line in (third / folder / data).open(encoding="utf-8")]
         assert rows and all(re.fullmatch(r"[0-9a-f]{40}", r["commit"]) and r["repo"] and r["file"] for r in rows)
-    # Kept small: the three sources together.
-    assert sum(p.stat().st_size for f in ("github3py_issues", "ruby_mail", "email_reply_parser")
-               for p in (third / f).iterdir()) < 3_000_000  # fmt: skip
+    # Attribution of the CC BY-SA threads: every post's address, author's profile and date.
+    threads = [json.loads(line) for line in (third / "stackexchange_math" / "threads.jsonl").open(encoding="utf-8")]
+    posts = [p for t in threads for p in t["posts"]]
+    assert all(p["url"].startswith("https://") and p["author"] and p["date"] for p in posts)
+    assert all(t["posts"][0]["url"] == t["thread"] and t["thread"] in t["text"] for t in threads)
+    # Kept small: the four sources together.
+    folders = ("github3py_issues", "ruby_mail", "email_reply_parser", "stackexchange_math")
+    assert sum(p.stat().st_size for f in folders for p in (third / f).iterdir()) < 3_000_000
 
 
 @pytest.mark.parametrize(
