@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _integrity_data import Item, load_items
 
-from stopwise.evals.metrics import brier, ece, ece_floor
+from stopwise.evals.metrics import brier, ece, ece_at_prior, ece_floor
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 
@@ -58,6 +58,10 @@ _KEYWORDS = re.compile(
     r"\b(?:ignore|disregard|instructions?|assistant|system|prompt|you must|important|urgent|override|forget)\b",
     re.IGNORECASE,
 )
+
+PRIOR = 0.05
+"""The share of injected results the integrity probability assumes (``train_integrity.BASE_RATE``): a corpus
+assembled at another share is also judged by ``ece_at_prior`` at this one."""
 
 Scorer = Callable[[str], float]
 
@@ -123,26 +127,48 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
     t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
     out: dict[str, Any] = {"n": len(items), "positives": int(y.sum()), "t_star": t_star, "systems": {}}
     print(f"held-out: {len(items)} tool results ({int(y.sum())} with an injection) from {len(corpora)} corpora")
-    print(f"\n{'system':22} {'AUROC':>6} {'recall@FPR<=.05':>16} {'ECE':>6} {'floor':>6} {'Brier':>6} {'ms/text':>8}")
+    print(
+        f"\n{'system':22} {'AUROC':>6} {'recall@FPR<=.05':>16} {'ECE':>6} {'floor':>6} {'ECE@5%':>6} {'Brier':>6} "
+        f"{'ms/text':>8}"
+    )
     for name, (score, ms, probabilistic) in systems.items():
         t = threshold_at(score, y)
         recall, _ = rates(score, y, t)
         cal = (ece(score, y), ece_floor(score), brier(score, y)) if probabilistic else (None, None, None)
-        print(f"{name:22} {_f(auroc(score, y)):>6} {_f(recall):>16} {_f(cal[0]):>6} {_f(cal[1]):>6} "
-              f"{_f(cal[2]):>6} {ms:8.2f}")
+        at_prior = ece_at_prior(score, y, PRIOR) if probabilistic else None
+        print(
+            f"{name:22} {_f(auroc(score, y)):>6} {_f(recall):>16} {_f(cal[0]):>6} {_f(cal[1]):>6} "
+            f"{_f(at_prior):>6} {_f(cal[2]):>6} {ms:8.2f}"
+        )
         out["systems"][name] = {
-            "auroc": auroc(score, y), "recall_at_fpr": recall, "threshold": t, "ms_per_text": ms,
-            "ece": cal[0], "ece_floor": cal[1], "brier": cal[2], "corpora": {}, "positions": {},
+            "auroc": auroc(score, y),
+            "recall_at_fpr": recall,
+            "threshold": t,
+            "ms_per_text": ms,
+            "ece": cal[0],
+            "ece_floor": cal[1],
+            "ece_at_prior": at_prior,
+            "brier": cal[2],
+            "corpora": {},
+            "positions": {},
         }
     third = np.array([i.corpus in THIRD_PARTY for i in items])
-    print(f"third-party corpora only ({int(third.sum())} results, {int(y[third].sum())} injected): AUROC / recall at "
-          "FPR <= 0.05 (threshold on their own negatives)")
-    for name, (score, _, _) in systems.items():
+    print(
+        f"third-party corpora only ({int(third.sum())} results, {int(y[third].sum())} injected): AUROC / recall at "
+        "FPR <= 0.05 (threshold on their own negatives)"
+    )
+    for name, (score, _, probabilistic) in systems.items():
         recall, _ = rates(score[third], y[third], threshold_at(score[third], y[third]))
         a = auroc(score[third], y[third])
-        print(f"  {name:22} {_f(a)} / {_f(recall)}")
+        at_prior = ece_at_prior(score[third], y[third], PRIOR) if probabilistic else None
+        print(
+            f"  {name:22} {_f(a)} / {_f(recall)}"
+            + (f", ECE at {PRIOR:.0%} injected {_f(at_prior)}" if probabilistic else "")
+        )
         row: dict[str, Any] = {"n": int(third.sum()), "positives": int(y[third].sum()), "auroc": a}
         row["recall_at_fpr"] = recall
+        if probabilistic:
+            row["ece_at_prior"] = at_prior
         if name == "stopwise":
             at_t = rates(score[third], y[third], t_star)
             row["at_t_star"] = {"recall": at_t[0], "fpr": at_t[1]}
@@ -153,10 +179,13 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
         print(f"stopwise at the policy threshold t*={t_star}: recall {_f(recall)}, FPR {_f(fpr)}")
         out["systems"]["stopwise"]["at_t_star"] = {"recall": recall, "fpr": fpr}
 
-    print("\nper corpus: AUROC within the corpus (vs all held-out negatives when it has no negatives), "
-          "recall / FPR at the pooled threshold")
+    print(
+        "\nper corpus: AUROC within the corpus (vs all held-out negatives when it has no negatives), "
+        "recall / FPR at the pooled threshold"
+    )
     names = list(systems)
-    print(f"{'corpus':26} {'n':>5} {'pos':>4} " + " ".join(f"{n[:18]:>22}" for n in names))
+    print("(e: ECE at the corpus's own share of injected results / at 5% injected, classes reweighted)")
+    print(f"{'corpus':26} {'n':>5} {'pos':>4} " + " ".join(f"{n[:18]:>27}" for n in names))
     rows = [(c, np.array([i.corpus == c for i in items])) for c in corpora]
     if "bipia" in corpora:
         unread = np.array([i.corpus == "bipia" and not i.kind.startswith(BIPIA_READ) for i in items])
@@ -178,13 +207,15 @@ def report(items: Sequence[Item], systems: dict[str, tuple[np.ndarray, float, bo
             row = {"n": int(idx.sum()), "positives": int(yc.sum()), "auroc": a, "recall": recall, "fpr": fpr}
             if probabilistic:
                 row |= {"ece": ece(score[idx], yc), "ece_floor": ece_floor(score[idx]), "brier": brier(score[idx], yc)}
+                row["ece_at_prior"] = ece_at_prior(score[idx], yc, PRIOR)
             if name == "stopwise":
                 # What a user meets: the policy's own threshold (false alarms on clean tool output escalate runs).
                 row["recall_at_t_star"], row["fpr_at_t_star"] = rates(score[idx], yc, t_star)
             out["systems"][name]["corpora"][corpus] = row
             rf = f"r{_f(recall, 2)}" if recall is not None else f"f{_f(fpr, 2)}"
-            cells.append(f"{_f(a):>6} {rf:>6}" + (f" e{_f(row.get('ece'), 2)}" if probabilistic else "      "))
-        print(f"{corpus:26} {int(idx.sum()):5} {int(yc.sum()):4} " + " ".join(f"{c:>22}" for c in cells))
+            cal = f" e{_f(row.get('ece'), 2)}/{_f(row.get('ece_at_prior'), 2)}" if probabilistic else "           "
+            cells.append(f"{_f(a):>6} {rf:>6}" + cal)
+        print(f"{corpus:26} {int(idx.sum()):5} {int(yc.sum()):4} " + " ".join(f"{c:>27}" for c in cells))
 
     if "stopwise" in systems:
         said = ", ".join(
