@@ -38,7 +38,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -104,6 +104,11 @@ def _read_data(name: str, path: str | Path | None) -> dict[str, Any]:
     return data
 
 
+INTEGRITY_SHARE = 0.05
+"""The share of injected tool results the shipped integrity map's intercept assumes
+(``RuleCoefficients.with_integrity_share`` moves it to another)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LogisticMap:
     """``p = 1 / (1 + exp(-(bias + sum(weights[k] * features[k]))))``; features it has no weight for count 0."""
@@ -119,6 +124,10 @@ class LogisticMap:
 
     def p(self, features: Mapping[str, float]) -> float:
         return _sigmoid(self.logit(features))
+
+    def shifted(self, log_odds: float) -> LogisticMap:
+        """The same map with ``log_odds`` added to its intercept: every ranking stays, the base rate moves."""
+        return LogisticMap(self.bias + log_odds, self.weights)
 
     @classmethod
     def from_data(cls, where: str, data: Any) -> LogisticMap:
@@ -168,6 +177,19 @@ class RuleCoefficients:
     an unanswered request to the user, a failure after the last confirmation, a final answer that says it could
     not finish: ``OUTCOME_FEATURES``), fitted on recorded runs of real models; None: ``goal_reached_open``
     answers those too."""
+
+    def with_integrity_share(self, share: float, assumed: float = INTEGRITY_SHARE) -> RuleCoefficients:
+        """These coefficients with the integrity answer calibrated for ``share`` of tool results injected.
+
+        The shipped intercept assumes ``INTEGRITY_SHARE`` (5%); where more (or fewer) of your results carry
+        injections, the probabilities are too low (or too high) by the difference in log-odds, and this moves the
+        intercept by exactly that (a prior shift: rankings and AUROC do not change, the probability and what
+        crosses the policy's threshold do). The version names the share, so logs say which map answered."""
+        for name, value in (("share", share), ("assumed", assumed)):
+            if not 0 < value < 1:
+                raise ConfigError(f"integrity {name}", f"must lie strictly between 0 and 1, not {value!r}")
+        shift = math.log(share / (1 - share)) - math.log(assumed / (1 - assumed))
+        return replace(self, version=f"{self.version}+share{share:g}", integrity=self.integrity.shifted(shift))
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RuleCoefficients:
