@@ -151,8 +151,10 @@ def main() -> None:
 
     reference = pipeline(data, data.light[:, None])
     ref_fpr = reference["fpr_at_t_star_by_corpus"]
-    print(f"reference (light logit alone, map refitted): AUROC {reference['auroc']:.3f}, "
-          f"recall / false alarms at t* {reference['recall_at_t_star']:.3f} / {reference['fpr_at_t_star']:.3f}")
+    print(
+        f"reference (light logit alone, map refitted): AUROC {reference['auroc']:.3f}, "
+        f"recall / false alarms at t* {reference['recall_at_t_star']:.3f} / {reference['fpr_at_t_star']:.3f}"
+    )
     candidates: dict[str, Any] = {"reference": reference}
     held: dict[float, np.ndarray] = {}
     for c in GRID:
@@ -160,9 +162,7 @@ def main() -> None:
         alone = float(roc_auc_score(data.y, held[c], sample_weight=data.weight))
         row = pipeline(data, np.column_stack([data.light, held[c]]))
         row["head_alone_auroc"] = alone
-        row["above_bound"] = {
-            k: v for k, v in row["fpr_at_t_star_by_corpus"].items() if v > ref_fpr[k] + BOUND + 1e-12
-        }
+        row["above_bound"] = {k: v for k, v in row["fpr_at_t_star_by_corpus"].items() if v > ref_fpr[k] + BOUND + 1e-12}
         candidates[f"C={c}"] = row
         print(
             f"C={c}: head alone {alone:.3f}; pipeline AUROC {row['auroc']:.3f}, recall / false alarms at t* "
@@ -171,8 +171,10 @@ def main() -> None:
         )
     print("false alarms at t* per clean train corpus: reference, then each C")
     for k in ref_fpr:
-        print(f"  {k:24} {ref_fpr[k]:.3f}  " + "  ".join(
-            f"{candidates[f'C={c}']['fpr_at_t_star_by_corpus'][k]:.3f}" for c in GRID))
+        print(
+            f"  {k:24} {ref_fpr[k]:.3f}  "
+            + "  ".join(f"{candidates[f'C={c}']['fpr_at_t_star_by_corpus'][k]:.3f}" for c in GRID)
+        )
     eligible = [c for c in GRID if not candidates[f"C={c}"]["above_bound"]]
     if eligible:
         chosen = max(eligible, key=lambda c: candidates[f"C={c}"]["auroc"])
@@ -200,8 +202,10 @@ def main() -> None:
             f"and corpus-held-out embed_logit, intercept moved to {BASE_RATE} injected"
         ),
         "head": {"bias": round(float(head.intercept_[0]), 6), "weights": [round(float(v), 6) for v in head.coef_[0]]},
-        "map": {"bias": round(bias, 6), "weights": {"light_logit": round(float(coef[0]), 6),
-                                                      "embed_logit": round(float(coef[1]), 6)}},
+        "map": {
+            "bias": round(bias, 6),
+            "weights": {"light_logit": round(float(coef[0]), 6), "embed_logit": round(float(coef[1]), 6)},
+        },
     }
     OUT.write_text(json.dumps(out) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: map {out['map']}")

