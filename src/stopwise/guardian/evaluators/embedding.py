@@ -170,8 +170,8 @@ class EmbeddingIntegrity:
     """
 
     def __init__(self, *, model: str | Path | None = None) -> None:
-        self.model = load_embedding_model(model)
         self.encoder, self.encoder_version = load_encoder()
+        self.model = load_embedding_model(model)
         self.version = f"embed-{self.encoder_version}/{self.model.version}"
 
     def __repr__(self) -> str:
