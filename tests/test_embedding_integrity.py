@@ -119,13 +119,26 @@ def test_the_backend_names_itself_in_the_model_version(heavy: RuleEvaluator) -> 
     assert heavy.model_version.startswith(RuleEvaluator().model_version + "+embed-")
 
 
-def test_a_request_planted_late_in_a_long_result_scores_above_the_same_result_clean(heavy: RuleEvaluator) -> None:
+def _planted() -> tuple[str, str]:
     text = bill(100)  # about 7,000 characters of a plain bill
-    planted = text[:6500] + "\n" + REQUEST + "\n" + text[6500:]
-    assert heavy.integrity is not None
+    return text, text[:6500] + "\n" + REQUEST + "\n" + text[6500:]
+
+
+def test_a_request_planted_late_in_a_long_result_scores_above_the_same_result_clean(heavy: RuleEvaluator) -> None:
+    text, planted = _planted()
+    assert p_injected(heavy, planted) > 2 * p_injected(heavy, text)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the experiment's measured failure (docs/evals.md): the head scores the bill's itemised lines (logit "
+    "up to +4.7) above the request read alone (+2.1), so the highest chunk does not move when it is planted",
+)
+def test_the_heads_highest_chunk_rises_when_a_request_is_planted(heavy: RuleEvaluator) -> None:
+    text, planted = _planted()
     backend = heavy.integrity
+    assert backend is not None
     assert backend.embed_logit(planted, 8000) > backend.embed_logit(text, 8000)  # type: ignore[attr-defined]
-    assert p_injected(heavy, planted) > p_injected(heavy, text)
 
 
 def test_trivial_results_stay_no_evidence_and_the_model_is_not_asked(heavy: RuleEvaluator) -> None:
