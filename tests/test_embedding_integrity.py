@@ -1,4 +1,5 @@
-"""The optional embedding integrity backend: its contract, and the real model behind ``stopwise[embed]``.
+"""The embedding integrity backend (an experiment, docs/evals.md): its contract, and the real model behind
+``stopwise[embed]``.
 
 The contract tests (lazy import, the error naming the extra, chunking, the shipped file) run everywhere; those
 that run the model skip only where the extra is not installed (CI does not install it: from PyPI it pulls a CUDA

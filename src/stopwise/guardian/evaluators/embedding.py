@@ -10,6 +10,10 @@ on the integrity set's train corpora only (``evals/train_embed.py``); both ship 
 **An experiment, not a recommended option:** on the held-out corpora it did not meet the rule written for it
 (docs/evals.md, "An embedding backend trained on our corpora").
 
+**An experiment, not a recommended option.** On the held-out integrity corpora it ranks below the light default
+(AUROC 0.830 against 0.859; the defender backend 0.917) and failed the rule written for it before it was scored
+(docs/evals.md, "An embedding backend trained on our corpora"). It stays as that experiment's reproducible record.
+
 Install it with ``pip install 'stopwise[embed]'`` (it pulls ``torch``; install a CPU build of torch first where
 the default wheel would be a CUDA one). Nothing here imports the model's libraries until an
 ``EmbeddingIntegrity`` is built: ``import stopwise`` never loads them, and building one without the extra raises a
