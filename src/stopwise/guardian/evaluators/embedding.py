@@ -46,6 +46,7 @@ __all__ = [
     "EmbeddingIntegrity",
     "EmbeddingModel",
     "embedding_chunks",
+    "encode",
     "load_embedding_model",
     "load_encoder",
 ]
