@@ -23,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _embedding import CHUNK_CHARS, embedding_chunks
 from _integrity_data import Item, load_items
 
 from stopwise.guardian.evaluators._integrity import is_trivial
-from stopwise.guardian.evaluators.embedding import CHUNK_CHARS, embedding_chunks
 
 CACHE = Path(os.environ.get("STOPWISE_EMBED_CACHE", "/tmp/stopwise-embed-cache"))
 READ_CHARS = 8000
@@ -99,8 +99,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     import torch
-
-    from stopwise.guardian.evaluators.embedding import encode, load_encoder
+    from _embedding import encode, load_encoder
 
     torch.set_num_threads(1)
     chunks = [c for r in train_rows() for c in (*r.chunks, *r.positives)] if split == "train" else test_chunks()

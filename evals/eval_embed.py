@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _embedding import embedding_chunks, load_embedding_model
 from _integrity_data import load_items
 from embed_cache import READ_CHARS, key, load
 from eval_integrity import _KEYWORDS, rates, report, stopwise_scorer, timed
@@ -38,7 +39,6 @@ from score_defender import text_key
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators._integrity import is_trivial
 from stopwise.guardian.evaluators.defender import LibraryScore, combined_features, load_combination
-from stopwise.guardian.evaluators.embedding import embedding_chunks, load_embedding_model
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 
 HEAVY = "stopwise + embed"
@@ -52,8 +52,7 @@ WHO_AND_WHEN_FPR = 0.182
 def live_timing(texts: Sequence[str]) -> dict[str, float]:
     """CPU and wall milliseconds per result, light and with the backend, each result read once."""
     import torch
-
-    from stopwise.guardian.evaluators.embedding import EmbeddingIntegrity
+    from _embedding import EmbeddingIntegrity
 
     torch.set_num_threads(1)
     out: dict[str, float] = {"n": len(texts)}

@@ -38,14 +38,14 @@ from sklearn.model_selection import GroupKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _embedding import CHUNK_CHARS, EMBEDDING_FILE
 from embed_cache import READ_CHARS, Row, key, load, train_rows
 from train_integrity import BASE_RATE
 
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
-from stopwise.guardian.evaluators.embedding import CHUNK_CHARS, EMBEDDING_FILE
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "stopwise" / "guardian" / "data" / EMBEDDING_FILE
+OUT = EMBEDDING_FILE
 GRID = (0.1, 1.0, 10.0)
 BOUND = 0.02
 FOLDS = 5
@@ -143,7 +143,7 @@ def pipeline(data: Data, x: np.ndarray) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--no-write", action="store_true", help=f"do not write {EMBEDDING_FILE}")
+    parser.add_argument("--no-write", action="store_true", help=f"do not write {EMBEDDING_FILE.name}")
     parser.add_argument("--choice-json", help="write every candidate's train-fold figures to this file")
     args = parser.parse_args()
     vectors, _ = load("train")

