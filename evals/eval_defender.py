@@ -21,7 +21,6 @@ import json
 import math
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _integrity_data import load_items
-from eval_integrity import _KEYWORDS, rates, report, stopwise_scorer, timed
+from eval_integrity import _KEYWORDS, rates, report, stopwise_scorer, time_evaluators, timed
 from score_defender import CACHE, load_cache, text_key
 
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
@@ -48,22 +47,9 @@ def live_timing(texts: Sequence[str]) -> dict[str, float]:
     """CPU and wall milliseconds per result, light and with the backend, each result read once (no memo hit)."""
     from stopwise.guardian.evaluators.defender import DefenderIntegrity
 
-    out: dict[str, float] = {"n": len(texts)}
-    for name, rules in (("light", RuleEvaluator()), ("with defender", RuleEvaluator(integrity=DefenderIntegrity()))):
-        rules.text_integrity_features("warm up " * 50)
-        cpu, wall = [], []
-        for text in texts:
-            c0, w0 = time.process_time(), time.perf_counter()
-            rules.text_integrity_features(text)
-            cpu.append((time.process_time() - c0) * 1000.0)
-            wall.append((time.perf_counter() - w0) * 1000.0)
-        out[f"{name} cpu median"], out[f"{name} wall median"] = float(np.median(cpu)), float(np.median(wall))
-        out[f"{name} cpu p95"] = float(np.percentile(cpu, 95))
-        print(
-            f"live, {len(texts)} results of 8,000+ characters, {name}: CPU median {np.median(cpu):.1f} ms, "
-            f"p95 {np.percentile(cpu, 95):.1f}; wall median {np.median(wall):.1f} ms"
-        )
-    return out
+    return time_evaluators(
+        texts, (("light", RuleEvaluator()), ("with defender", RuleEvaluator(integrity=DefenderIntegrity())))
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

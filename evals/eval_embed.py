@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _embedding import embedding_chunks, load_embedding_model
 from _integrity_data import load_items
 from embed_cache import READ_CHARS, key, load
-from eval_integrity import _KEYWORDS, rates, report, stopwise_scorer, timed
+from eval_integrity import _KEYWORDS, rates, report, stopwise_scorer, time_evaluators, timed
 from score_defender import load_cache as load_defender_cache
 from score_defender import text_key
 
@@ -55,22 +54,9 @@ def live_timing(texts: Sequence[str]) -> dict[str, float]:
     from _embedding import EmbeddingIntegrity
 
     torch.set_num_threads(1)
-    out: dict[str, float] = {"n": len(texts)}
-    for name, rules in (("light", RuleEvaluator()), ("with embed", RuleEvaluator(integrity=EmbeddingIntegrity()))):
-        rules.text_integrity_features("warm up " * 50)
-        cpu, wall = [], []
-        for text in texts:
-            c0, w0 = time.process_time(), time.perf_counter()
-            rules.text_integrity_features(text)
-            cpu.append((time.process_time() - c0) * 1000.0)
-            wall.append((time.perf_counter() - w0) * 1000.0)
-        out[f"{name} cpu median"], out[f"{name} wall median"] = float(np.median(cpu)), float(np.median(wall))
-        out[f"{name} cpu p95"] = float(np.percentile(cpu, 95))
-        print(
-            f"live, {len(texts)} results of 8,000+ characters, {name}: CPU median {np.median(cpu):.1f} ms, "
-            f"p95 {np.percentile(cpu, 95):.1f}; wall median {np.median(wall):.1f} ms"
-        )
-    return out
+    return time_evaluators(
+        texts, (("light", RuleEvaluator()), ("with embed", RuleEvaluator(integrity=EmbeddingIntegrity())))
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -112,6 +112,27 @@ def rates(score: np.ndarray, y: np.ndarray, t: float) -> tuple[float | None, flo
     return recall, fpr
 
 
+def time_evaluators(texts: Sequence[str], evaluators: Sequence[tuple[str, RuleEvaluator]]) -> dict[str, float]:
+    """CPU and wall milliseconds per result of each named evaluator's integrity features, each result read once
+    (no memo hit): what a guardian pays the first time it reads a result. Printed and returned."""
+    out: dict[str, float] = {"n": len(texts)}
+    for name, rules in evaluators:
+        rules.text_integrity_features("warm up " * 50)
+        cpu, wall = [], []
+        for text in texts:
+            c0, w0 = time.process_time(), time.perf_counter()
+            rules.text_integrity_features(text)
+            cpu.append((time.process_time() - c0) * 1000.0)
+            wall.append((time.perf_counter() - w0) * 1000.0)
+        out[f"{name} cpu median"], out[f"{name} wall median"] = float(np.median(cpu)), float(np.median(wall))
+        out[f"{name} cpu p95"] = float(np.percentile(cpu, 95))
+        print(
+            f"live, {len(texts)} results of 8,000+ characters, {name}: CPU median {np.median(cpu):.1f} ms, "
+            f"p95 {np.percentile(cpu, 95):.1f}; wall median {np.median(wall):.1f} ms"
+        )
+    return out
+
+
 def auroc(score: np.ndarray, y: np.ndarray) -> float | None:
     """AUROC of any score (not only probabilities); None with one class only."""
     return float(roc_auc_score(y, score)) if 0 < y.sum() < len(y) else None
