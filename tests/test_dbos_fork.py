@@ -102,6 +102,23 @@ async def _dev_runtime(folder: Path, store: SQLiteStore | None = None) -> AsyncI
         await store.close()
 
 
+def _request(
+    session_id: str, source_session_id: str, source_run_id: str, at_step: int, state: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A fork's workflow input as ``DBOSRuntime.fork`` writes it after its checks, to submit one unchecked (as
+    if it had waited in the queue while things changed, or an execution of it had died)."""
+    return {
+        "agent": TICKER.name,
+        "session_id": session_id,
+        "mode": "fork",
+        "input": None,
+        "state": dict(state or {}),
+        "source_session_id": source_session_id,
+        "source_run_id": source_run_id,
+        "at_step": at_step,
+    }
+
+
 async def _step_names(workflow_id: str) -> list[str]:
     from dbos import DBOS
 
@@ -172,6 +189,17 @@ async def test_a_refused_fork_submits_nothing_and_writes_nothing(tmp_path: Path)
                 await runtime.fork(agent, session, step, **options)
         assert len(await DBOS.list_workflows_async()) == submitted
         assert await runtime.store.list_sessions() == sessions
+        # A new session taken while the fork waited in the queue: its workflow is refused, that session untouched.
+        from dbos import SetWorkflowID
+
+        from stopwise.runtime import dbos as sw_dbos
+
+        taken = await runtime.store.load_session("p")
+        with SetWorkflowID("late-fork"):
+            await DBOS.enqueue_workflow_async(runtime.queue, sw_dbos._run_workflow, _request("p", "s", "run-s", 1))
+        with pytest.raises(ForkNotAllowed, match="'p' exists"):
+            await runtime.result(sw_dbos.RunHandle("late-fork", "p"))
+        assert await runtime.store.load_session("p") == taken
         # A suspended run's earlier step can be forked: the fork asks for the payment again, in its own session.
         suspended = await runtime.result(await runtime.fork(PAYER, "p", 0, new_session_id="p2"))
         assert suspended.status == "suspended" and [c.call_id for c in suspended.pending] == ["p1"]
@@ -275,16 +303,7 @@ async def test_the_fork_of_a_fork_cut_short_after_the_copied_note_is_completed_n
 
         from stopwise.runtime import dbos as sw_dbos
 
-        request = {
-            "agent": TICKER.name,
-            "session_id": "s2",
-            "mode": "fork",
-            "input": None,
-            "state": dict(source.state),
-            "source_session_id": "s1",
-            "source_run_id": run.run_id,
-            "at_step": 3,
-        }
+        request = _request("s2", "s1", run.run_id, 3, source.state)
         with SetWorkflowID("fork-2"):
             await DBOS.enqueue_workflow_async(runtime.queue, sw_dbos._run_workflow, request)
         second = await runtime.result(sw_dbos.RunHandle("fork-2", "s2"))
