@@ -3,10 +3,12 @@ new session, as ``Runner.fork`` does, driven as a DBOS workflow; its copy of the
 crashes (a worker SIGKILLed before the fork's note, after it, and after the forked leg's start), and DBOS's
 recovery of the workflow ends with the log an uninterrupted fork writes.
 
-On SQLite files (development): the runtime in this process, and the killed worker a process of its own on the
-same files. ``python tests/test_dbos_fork.py FOLDER KILL`` is that worker: it submits the fork of session ``s`` and
-kills itself with SIGKILL at ``KILL`` (``note``: as the fork's note is to be committed, the copy written;
-``noted``: just after the note; ``started``: just after the forked leg's start commits its message).
+On SQLite files (development) and on PostgreSQL (the log and DBOS's system database in one database): the runtime
+in this process, and the killed worker a process of its own on the same databases. ``python
+tests/test_dbos_fork.py FOLDER DSN KILL`` is that worker (``DSN`` empty: SQLite files in ``FOLDER``): it submits the
+fork of session ``s`` and kills itself with SIGKILL at ``KILL`` (``note``: as the fork's note is to be committed,
+the copy written; ``noted``: just after the note; ``started``: just after the forked leg's start commits its
+message). DBOS recovers the workflow when a runtime with the same executor id launches.
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _pgcluster import Server
 from stopwise import Agent, FunctionModel, Message, Reply, RunContext, Runner, SQLiteStore, ToolCall, tool
 from stopwise.approvals import Approve
 from stopwise.errors import ForkNotAllowed, RetryNotAllowed
 from stopwise.models import ModelRequest
 from stopwise.records import ForkRecord, parse_log, parse_records
-from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
+
+pytest.importorskip("dbos")
 
 APP_VERSION = "fork-test-1"
 EXECUTOR = "dev-fork"
@@ -75,10 +81,49 @@ def _log(snapshot: SessionSnapshot) -> list[tuple[Any, ...]]:
     return [(e.seq, e.kind, e.step, _shape(e.messages), e.decision, e.records) for e in snapshot.entries]
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where a test's log and DBOS's system database live: SQLite files in ``folder`` (development), or one
+    PostgreSQL database, ``dsn``, for both."""
+
+    folder: Path
+    dsn: str = ""
+
+    def store(self, kill: str = "") -> Store:
+        """The log's store; with ``kill``, one that SIGKILLs its process at that moment (``_KillAt``)."""
+        base: type[Any] = SQLiteStore
+        where: Any = self.folder / "log.db"
+        if self.dsn:
+            from stopwise.store.postgres import PostgresStore
+
+            base, where = PostgresStore, self.dsn
+        return _killing(base, where, kill) if kill else base(where)  # type: ignore[no-any-return]
+
+    def system_database_url(self) -> str:
+        if self.dsn:
+            from _fleet import dbos_url
+
+            return dbos_url(self.dsn)
+        return f"sqlite:///{self.folder / 'dbos.sqlite'}"
+
+
+def _place(request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> _Place:
+    if backend == "sqlite":
+        return _Place(tmp_path)
+    pytest.importorskip("psycopg")
+    server: Server = request.getfixturevalue("pg_server")
+    return _Place(tmp_path, server.new_database("fork"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> _Place:
+    return _place(request, tmp_path, request.param)
+
+
 @asynccontextmanager
-async def _dev_runtime(folder: Path, store: SQLiteStore | None = None) -> AsyncIterator[Any]:
-    """A DBOS runtime on SQLite files in ``folder`` (the same files, and executor, each time: DBOS recovers the
-    pending workflows of a killed one at launch)."""
+async def _dev_runtime(place: _Place, kill: str = "") -> AsyncIterator[Any]:
+    """A DBOS runtime on ``place`` (the same databases, and executor, each time: DBOS recovers the pending
+    workflows of a killed one at launch)."""
     from dbos import DBOS
 
     from stopwise.runtime.dbos import DBOSRuntime
@@ -86,13 +131,13 @@ async def _dev_runtime(folder: Path, store: SQLiteStore | None = None) -> AsyncI
     DBOS(
         config={
             "name": "stopwise-fork",
-            "system_database_url": f"sqlite:///{folder / 'dbos.sqlite'}",
+            "system_database_url": place.system_database_url(),
             "executor_id": EXECUTOR,
             "application_version": APP_VERSION,
             "log_level": "WARNING",
         }
     )
-    store = store or SQLiteStore(folder / "log.db")
+    store = place.store(kill)
     runtime = DBOSRuntime(store, [TICKER, PAYER], polling_interval=0.05)
     try:
         await runtime.launch()
@@ -125,18 +170,18 @@ async def _step_names(workflow_id: str) -> list[str]:
     return [s["function_name"] for s in await DBOS.list_workflow_steps_async(workflow_id)]
 
 
-async def _reference(folder: Path, at_step: int, message: str | None) -> tuple[SessionSnapshot, Any]:
+async def _reference(place: _Place, at_step: int, message: str | None) -> tuple[SessionSnapshot, Any]:
     """``Runner.fork`` of session ``s`` into session ``ref`` of the same log (the source is not touched by a
     fork): what the DBOS fork must write."""
-    async with Runner(SQLiteStore(folder / "log.db")) as runner:
+    async with Runner(place.store()) as runner:
         result = await runner.fork(TICKER, "s", at_step, new_session_id="ref", message=message)
         snapshot = await runner.store.load_session("ref")
     assert snapshot is not None
     return snapshot, result
 
 
-async def _source(folder: Path) -> SessionSnapshot:
-    async with _dev_runtime(folder) as runtime:
+async def _source(place: _Place) -> SessionSnapshot:
+    async with _dev_runtime(place) as runtime:
         done = await runtime.run(TICKER, "tick", session_id="s", workflow_id="run-s")
         assert done.status == "completed" and done.steps == 5
         await runtime.run(PAYER, "pay", session_id="p", workflow_id="run-p")  # suspends at step 1
@@ -146,10 +191,10 @@ async def _source(folder: Path) -> SessionSnapshot:
 
 
 @pytest.mark.slow
-async def test_fork_runs_as_a_workflow_with_the_local_runners_semantics(tmp_path: Path) -> None:
-    source = await _source(tmp_path)
-    expected, reference = await _reference(tmp_path, 2, "again")
-    async with _dev_runtime(tmp_path) as runtime:
+async def test_fork_runs_as_a_workflow_with_the_local_runners_semantics(place: _Place) -> None:
+    source = await _source(place)
+    expected, reference = await _reference(place, 2, "again")
+    async with _dev_runtime(place) as runtime:
         unnamed = await runtime.fork(TICKER, "s", 2, message="again", workflow_id="fork-f")
         assert unnamed.session_id == "fork-f"  # without new_session_id, the session is named after the workflow
         assert (await runtime.result(unnamed)).output == reference.output
@@ -173,8 +218,8 @@ async def test_fork_runs_as_a_workflow_with_the_local_runners_semantics(tmp_path
 async def test_a_refused_fork_submits_nothing_and_writes_nothing(tmp_path: Path) -> None:
     from dbos import DBOS
 
-    await _source(tmp_path)
-    async with _dev_runtime(tmp_path) as runtime:
+    await _source(_Place(tmp_path))
+    async with _dev_runtime(_Place(tmp_path)) as runtime:
         submitted = len(await DBOS.list_workflows_async())
         sessions = await runtime.store.list_sessions()
         refusals: list[tuple[Agent, str, int, Mapping[str, Any], type[Exception], str]] = [
@@ -206,18 +251,16 @@ async def test_a_refused_fork_submits_nothing_and_writes_nothing(tmp_path: Path)
         assert (await runtime.resume(PAYER, "p2", {"p1": Approve()})).output == "paid"
 
 
-class _Killing(SQLiteStore):
-    """The worker's store: a real SQLite store that SIGKILLs its process at one moment of the fork of ``s`` into
-    ``f`` (see the module's docstring)."""
+class _KillAt:
+    """A store that SIGKILLs its process at one moment of the fork of ``s`` into ``f`` (see the module's
+    docstring); mixed into a real store."""
 
-    def __init__(self, path: Path, kill: str) -> None:
-        super().__init__(path)
-        self.kill = kill
+    kill = ""
 
     async def start_run(
         self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
     ) -> None:
-        await super().start_run(run, entry, state, lease)
+        await super().start_run(run, entry, state, lease)  # type: ignore[misc]
         if self.kill == "started" and run.session_id == "f" and entry is not None and entry.seq > 1:
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -225,30 +268,46 @@ class _Killing(SQLiteStore):
         note = entry.session_id == "f" and any(isinstance(r, ForkRecord) for r in parse_records(entry.records))
         if note and self.kill == "note":
             os.kill(os.getpid(), signal.SIGKILL)
-        await super().commit(entry, state, run)
+        await super().commit(entry, state, run)  # type: ignore[misc]
         if note and self.kill == "noted":
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-async def _killed_worker(folder: Path, kill: str) -> None:
-    async with _dev_runtime(folder, _Killing(folder / "log.db", kill)) as runtime:
+def _killing(base: type[Any], where: Any, kill: str) -> Store:
+    """A ``base`` store on ``where`` that SIGKILLs its process at ``kill``."""
+
+    class Killing(_KillAt, base):  # type: ignore[misc, valid-type]
+        pass
+
+    store = Killing(where)
+    store.kill = kill
+    return store  # type: ignore[no-any-return]
+
+
+async def _killed_worker(place: _Place, kill: str) -> None:
+    async with _dev_runtime(place, kill) as runtime:
         handle = await runtime.fork(TICKER, "s", 2, new_session_id="f", message="again", workflow_id="fork-f")
         await runtime.result(handle)
     raise SystemExit(f"the worker was to be killed at {kill}")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill", ["note", "noted", "started"])
-async def test_a_fork_recovered_after_its_worker_was_killed_writes_its_copy_once(tmp_path: Path, kill: str) -> None:
-    await _source(tmp_path)
-    expected, reference = await _reference(tmp_path, 2, "again")
+@pytest.mark.parametrize(
+    ("backend", "kill"), [("sqlite", "note"), ("sqlite", "noted"), ("sqlite", "started"), ("postgres", "note")]
+)
+async def test_a_fork_recovered_after_its_worker_was_killed_writes_its_copy_once(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str, kill: str
+) -> None:
+    place = _place(request, tmp_path, backend)
+    await _source(place)
+    expected, reference = await _reference(place, 2, "again")
     worker = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, str(tmp_path), kill, stderr=asyncio.subprocess.PIPE
+        sys.executable, __file__, str(tmp_path), place.dsn, kill, stderr=asyncio.subprocess.PIPE
     )
     _, err = await asyncio.wait_for(worker.communicate(), 120)
     assert worker.returncode == -signal.SIGKILL, err.decode()
 
-    async with SQLiteStore(tmp_path / "log.db") as store:
+    async with place.store() as store:
         cut_short = await store.load_session("f")
         assert cut_short is not None
         notes = [r for _, rs in parse_log(cut_short.entries) for r in rs if isinstance(r, ForkRecord)]
@@ -257,7 +316,7 @@ async def test_a_fork_recovered_after_its_worker_was_killed_writes_its_copy_once
             with pytest.raises(ForkNotAllowed, match="not completely written"):
                 await Runner(store, lease_seconds=1e-9).retry(TICKER, "f")
 
-    async with _dev_runtime(tmp_path) as runtime:  # the same executor: DBOS recovers the fork's workflow
+    async with _dev_runtime(place) as runtime:  # the same executor: DBOS recovers the fork's workflow
         from stopwise.runtime.dbos import RunHandle
 
         forked = await runtime.result(RunHandle("fork-f", "f"))
@@ -277,8 +336,8 @@ async def test_the_fork_of_a_fork_cut_short_after_the_copied_note_is_completed_n
 ) -> None:
     """The copy of a forked session holds that session's own note: a fork of it cut short after that note, but
     before its own, is still not completely written; recovered, its workflow writes the rest."""
-    await _source(tmp_path)
-    async with _dev_runtime(tmp_path) as runtime:
+    await _source(_Place(tmp_path))
+    async with _dev_runtime(_Place(tmp_path)) as runtime:
         first = await runtime.result(await runtime.fork(TICKER, "s", 1, new_session_id="s1", message="one"))
         assert first.status == "completed"
         source = await runtime.store.load_session("s1")
@@ -321,4 +380,4 @@ async def test_the_fork_of_a_fork_cut_short_after_the_copied_note_is_completed_n
 
 
 if __name__ == "__main__":
-    asyncio.run(_killed_worker(Path(sys.argv[1]), sys.argv[2]))
+    asyncio.run(_killed_worker(_Place(Path(sys.argv[1]), sys.argv[2]), sys.argv[3]))
