@@ -95,5 +95,7 @@ def incomplete_fork(snapshot: SessionSnapshot, run: RunRecord) -> ForkRecord | N
     mark = run.report.get(_FORK_MARK)
     if mark is None:
         return None
-    noted = any(isinstance(r, ForkRecord) for _, rs in parse_log(snapshot.entries) for r in rs)
-    return None if noted else ForkRecord.from_data(mark)
+    fork = ForkRecord.from_data(mark)
+    # Its own note, not any: the copy of a forked session holds that session's note too.
+    noted = any(r == fork for _, rs in parse_log(snapshot.entries) for r in rs)
+    return None if noted else fork

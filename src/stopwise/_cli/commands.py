@@ -9,7 +9,9 @@ from stopwise._cli._common import DEFAULT_DB
 
 __all__ = ["COMMANDS", "add_commands", "dispatch"]
 
-COMMANDS = frozenset({"show", "report", "approve", "reject", "terminate", "resume", "retry", "expire", "serve", "gc"})
+COMMANDS = frozenset(
+    {"show", "report", "approve", "reject", "terminate", "resume", "retry", "fork", "expire", "serve", "gc"}
+)
 
 
 _REVIEWER = "who decides (free text), recorded with each decision in the log"
@@ -112,6 +114,25 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _db(p)
 
     p = commands.add_parser(
+        "fork",
+        help="continue a session's last run from an earlier committed step, in a new session",
+        description=(
+            "Load the Agent NAME from FILE.py and fork SESSION's last run at its committed step STEP (0: before "
+            "its first model call): a new session starts with a copy of the log up to that step and a note of "
+            "where it came from, and the forked run continues from there with a run id of its own. SESSION is "
+            "not touched. The fork starts from SESSION's current state. Prints where it came from, the new run "
+            "and how it ended. Exit code 0 when the forked run completed, 1 when it did not, 2 when the step, "
+            "the session, --new-session, the agent or the database cannot be used (nothing is written then)."
+        ),
+    )
+    p.add_argument("session", metavar="SESSION", help="the session whose last run to fork")
+    p.add_argument("--at", required=True, metavar="STEP", help="the committed step to continue from (0 or more)")
+    p.add_argument("--agent", required=True, metavar="FILE.py:NAME", help="the agent that runs the session")
+    p.add_argument("--new-session", metavar="ID", help="the new session's id (default: a fresh one)")
+    p.add_argument("--message", metavar="TEXT", help="a new user message to add before continuing")
+    _db(p)
+
+    p = commands.add_parser(
         "expire",
         help="end suspended runs whose approvals expired unanswered (approval_expired)",
         description=(
@@ -195,6 +216,8 @@ def dispatch(args: argparse.Namespace) -> int:
             message=args.message,
             reviewer=args.reviewer,
         )
+    if args.command == "fork":
+        return control.fork(args.db, args.agent, args.session, args.at, args.new_session, args.message)
     if args.command == "expire":
         return control.expire(args.db, args.session, every=args.all, now=args.now)
     if args.command == "gc":

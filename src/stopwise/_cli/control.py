@@ -1,5 +1,6 @@
-"""``stopwise approve|reject|terminate|resume|retry``: settle a suspended run, or continue a cut-off one, from
-the command line, through ``Runner.resume`` and ``Runner.retry`` on the SQLite log."""
+"""``stopwise approve|reject|terminate|resume|retry|fork``: settle a suspended run, continue a cut-off one, or
+fork one at an earlier step, from the command line, through ``Runner.resume``, ``Runner.retry`` and
+``Runner.fork`` on the SQLite log."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, Reject, Terminate
 from stopwise.errors import ConfigError, RetryNotAllowed, RunLeased, StepConflict
+from stopwise.records import ForkRecord, parse_log
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import ExpirySweep, Runner, SessionBusy
+from stopwise.store.base import Store
 from stopwise.store.sqlite import SQLiteStore
 
-__all__ = ["decide", "expire", "print_outcome", "print_pending", "resume", "retry"]
+__all__ = ["decide", "expire", "fork", "print_outcome", "print_pending", "resume", "retry"]
 
 
 def decide(
@@ -98,6 +101,47 @@ def retry(db: str, target: str, session: str, message: str | None) -> int:
     except (RetryNotAllowed, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
     return print_outcome(result, path, sys.stdout)
+
+
+def fork(db: str, target: str, session: str, at: str, new_session: str | None, message: str | None) -> int:
+    """Fork the session's last run at its committed step ``at`` into a new session and drive the fork; where it
+    came from, its run id, then the outcome as ``retry`` prints it. Every refusal is a ``UsageError``, raised
+    before anything is written."""
+    step = _step_number(at)
+    agent = _agent(target)
+    path = existing_db(db)
+
+    async def go() -> tuple[RunResult, ForkRecord]:
+        async with Runner(SQLiteStore(path)) as runner:
+            result = await runner.fork(agent, session, step, new_session_id=new_session, message=message)
+            return result, await _origin(runner.store, result.session_id)
+
+    try:
+        result, origin = asyncio.run(go())
+    except RetryNotAllowed as exc:  # ForkNotAllowed among them: a step, a session, an agent that does not fit
+        raise UsageError(str(exc)) from None
+    where = f"session {origin.source_session_id}, run {origin.source_run_id}, step {origin.at_step}"
+    print(terminal_safe(f"forked from: {where}"))
+    print(terminal_safe(f"run: {result.run_id}"))
+    return print_outcome(result, path, sys.stdout)
+
+
+def _step_number(at: str) -> int:
+    """``--at``'s step: a whole number >= 0 (0 forks before the run's first model call)."""
+    try:
+        step = int(at)
+    except ValueError:
+        step = -1
+    if step < 0 or at.strip() != str(step):
+        raise UsageError(f"--at {at}: not a step number (a whole number, 0 or more)")
+    return step
+
+
+async def _origin(store: Store, session_id: str) -> ForkRecord:
+    """Where the forked session ``session_id`` came from: its fork note."""
+    snapshot = await store.load_session(session_id)
+    entries = () if snapshot is None else snapshot.entries
+    return next(r for _, rs in parse_log(entries) for r in rs if isinstance(r, ForkRecord))
 
 
 def expire(db: str, session: str | None, *, every: bool, now: float | None) -> int:

@@ -3,7 +3,9 @@
 Every stored string goes through ``html.escape`` (quotes included), so a model's answer or a tool's result
 shows as text and never as markup. The page's sections carry stable ids and data attributes that the browser
 test reads: ``#summary``, ``#steps`` (one ``.step`` per step, ``data-step``), ``#guardian`` (one ``svg.series``
-per condition, ``data-condition``), ``#pending``.
+per condition, ``data-condition``), ``#pending``; a forked run's origin is ``#forked-from`` in the summary and a
+``.fork`` record on the step it continues from, each tool switch a ``.switch`` record (``data-step``) on the step
+that committed it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from html import escape
 from typing import Any
 
 from stopwise._view.timeline import ConditionSeries, RunView, StepView, readings
+from stopwise.records import ForkRecord
+from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = ["page", "render_html"]
 
@@ -72,6 +76,9 @@ def _body(view: RunView, actions: str) -> str:
         f"<p><span class='badge {_e(run.status.value)}' id='status'>{_e(run.status.value)}</span> "
         f"completion reason <b id='reason'>{_e(reason) or '-'}</b></p>",
     ]
+    origin = next((s.fork for s in reversed(view.steps) if s.fork is not None), None)
+    if origin is not None:  # the latest fork is where this run came from (a fork of a fork copies the first)
+        parts.append(f"<p id='forked-from'><b>Forked</b> from {_forked_from(origin)}</p>")
     if run.detail:
         parts.append(f"<p>Why: {_e(run.detail)}</p>")
     if run.error is not None:
@@ -122,6 +129,8 @@ def _step(step: StepView) -> str:
     out.append(f"<div><b>{title}</b>{forced} <span class='decision'>{_e(decision)}</span></div>")
     if step.detail:
         out.append(f"<div class='meta'>{_e(step.detail)}</div>")
+    if step.fork is not None:
+        out.append(f"<div class='rec fork'><span class='tag'>fork</span>forked from {_forked_from(step.fork)}</div>")
     if step.plan is not None:
         out.append(f"<div class='rec plan'><span class='tag'>prepare_step</span>{_e(step.plan.describe())}</div>")
     if step.history is not None:
@@ -143,6 +152,7 @@ def _step(step: StepView) -> str:
             f"<div class='rec guardrail'><span class='tag'>guardrail</span>{_e(g.hook.value)} {_e(g.name)} "
             f"<b>{_e(g.action)}</b>{_e(where)}{_e(why)}</div>"
         )
+    out.extend(_switch(w) for w in step.switches)
     for s in step.stop_guard:
         note = f": {s.message}" if s.message else ""
         out.append(
@@ -236,7 +246,21 @@ def _plot(series: ConditionSeries) -> str:
 
 
 def _has_records(step: StepView) -> bool:
-    return bool(step.guardrails or step.stop_guard or step.guardian or step.approvals)
+    return bool(step.guardrails or step.stop_guard or step.guardian or step.approvals or step.switches or step.fork)
+
+
+def _forked_from(fork: ForkRecord) -> str:
+    return f"session {_e(fork.source_session_id)}, run {_e(fork.source_run_id)}, step {fork.at_step}"
+
+
+def _switch(switch: ToolSwitchRecord) -> str:
+    """A tool switch as ``show`` prints it: who switched which tools on or off, at which step."""
+    changes = ", ".join([*(f"on {n}" for n in switch.on), *(f"off {n}" for n in switch.off)])
+    by = switch.source + ("" if switch.tool_call_id is None else f" (call {switch.tool_call_id})")
+    return (
+        f"<div class='rec switch' data-step='{switch.step}'><span class='tag'>tool switch</span>at step "
+        f"{switch.step} by <b>{_e(by)}</b>: {_e(changes)}</div>"
+    )
 
 
 def _e(text: str) -> str:

@@ -15,6 +15,9 @@ How a run maps onto DBOS:
 - a resume records where the log ended (``stopwise.probe``), then settles the suspended step
   (``stopwise.settle``: the reviewer's decisions applied, the approved tools run, the settle committed); a settle
   that committed before a crash is found at that position and returned, not run again;
+- a fork's first DBOS step, ``stopwise.fork``, writes the new session's copy of the source log and its fork note
+  (``Runner.fork``'s, under a run named after the workflow) and starts the forked leg; a step run again after a
+  crash writes only what of the copy is missing, and finds a leg start that committed (see ``DBOSRuntime.fork``);
 - every further stopwise step is one DBOS step, ``stopwise.advance``: the model call, the tools and the store
   commit of that step. It is keyed by ``(session, step)``: before acting it looks in the log, and a step that is
   already committed (the process died after the commit but before DBOS recorded the step) is returned from the
@@ -56,6 +59,7 @@ except ImportError as exc:  # a ModuleNotFoundError that says what to install, n
         f"stopwise.runtime.dbos needs the dbos extra: pip install 'stopwise[dbos]' ({exc})", name="dbos"
     ) from exc
 
+from stopwise._fork import Fork, incomplete_fork, plan_fork
 from stopwise._loop import Leg
 from stopwise._results import result_from_log
 from stopwise.agent import Agent
@@ -68,11 +72,11 @@ from stopwise.approvals import (
     Reject,
     Terminate,
 )
-from stopwise.errors import ConfigError, StepConflict, StopwiseError, StoreError
+from stopwise.errors import ConfigError, ForkNotAllowed, StepConflict, StopwiseError, StoreError
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
 from stopwise.goal import Goal
 from stopwise.messages import Message, decode_tool_result, dump_messages, load_messages
-from stopwise.records import parse_records
+from stopwise.records import ForkRecord, parse_records
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.runtime.local import Input, Runner, _client_row, _input_messages
 from stopwise.stop.decision import Action, StopDecision, apply_decision
@@ -252,6 +256,62 @@ class DBOSRuntime:
             "state": None,
         }
         return await self._submit_holding(request, workflow_id, snapshot)
+
+    async def fork(
+        self,
+        agent: Agent,
+        session_id: str,
+        at_step: int,
+        *,
+        new_session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        message: str | Message | None = None,
+        workflow_id: str | None = None,
+    ) -> RunHandle:
+        """Put a fork of the session's last run at its committed step ``at_step`` on the queue: ``Runner.fork``'s
+        semantics (a new session whose log is a copy of the source's up to that step's commit and a note holding
+        a ``ForkRecord``; the forked run continues from there as a run restored after a crash; ``state``, else
+        the source session's state as of this call; ``message`` appended as new input), driven as a DBOS
+        workflow. The forked run's id is the workflow's id, and so is the new session's unless ``new_session_id``
+        names it. The source session is not touched.
+
+        Refused before anything is submitted, as ``Runner.fork`` refuses: ``RetryNotAllowed`` for a session with
+        no run of this agent, ``ForkNotAllowed`` for a step that is not committed or that suspended for
+        approval, or a new session that exists. ``workflow_id`` makes the submission idempotent: a workflow id
+        DBOS already has is not checked or submitted again, its handle is returned.
+
+        Exactly once: the copy is written by the workflow's first step, ``stopwise.fork``, entry by entry, each
+        keyed by ``(new session, seq)`` like every log entry, the note last with the run record, and the run holds
+        the workflow's lease from the first entry on. A step that runs again after a crash (between the first
+        entry and the note, or after the note) finds the copy an earlier execution of this workflow wrote (its
+        run is named after the workflow), checks it against the plan and writes only what is missing: no entry is
+        written twice, and the note once. Until the note is written the session reads as a fork not completely
+        written (``retry()`` refuses it, a new ``run()`` finds it busy), so only this workflow completes it. A
+        leg start that committed (the ``message``) is found after the note and not written again. The plan is
+        made from the source run named at submission, whose entries up to that step an append-only log keeps
+        as they were; a source session removed meanwhile fails the workflow with ``ForkNotAllowed`` (a
+        partial copy then stays refused: fork again into another session).
+        """
+        self._check_agent(agent)
+        wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"
+        new_session_id = new_session_id or wf
+        if workflow_id is not None and await DBOS.get_workflow_status_async(wf) is not None:
+            return RunHandle(wf, new_session_id)
+        source, last = await Runner(self.store)._last_run(agent, session_id)
+        plan_fork(source, last, at_step, new_session_id, wf)  # checks only: the workflow writes its own plan
+        if await self.store.load_session(new_session_id) is not None:
+            raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session")
+        request = {
+            "agent": agent.name,
+            "session_id": new_session_id,
+            "mode": "fork",
+            "input": None if message is None else dump_messages(_input_messages(message)).decode(),
+            "state": dict(source.state if state is None else state),
+            "source_session_id": session_id,
+            "source_run_id": last.run_id,
+            "at_step": at_step,
+        }
+        return await self._submit(request, wf)
 
     async def enqueue_resume(
         self,
@@ -498,6 +558,8 @@ async def _run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     mode = request["mode"]
     if mode == "resume":
         outcome = await _settle(request, await _probe(request["session_id"]))
+    elif mode == "fork":
+        outcome = await _fork(request)
     else:
         outcome = await _begin(request, await _probe(request["session_id"]) if mode == "retry" else 0)
     while not outcome["finished"]:
@@ -545,6 +607,11 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
         leg = await holder.open_leg(agent, "retry", session_id=session_id, message=message)
         assert snapshot is not None  # open_leg refused a session with no run
         leg.lease = await _hold(holder, snapshot)
+    return await _started(holder, leg, wf)
+
+
+async def _started(holder: Runner, leg: Leg, wf: str) -> dict[str, Any]:
+    """Drive ``leg`` through its start commit and park it for the workflow's next step (its first model call)."""
     events = holder.drive_leased(leg)
     async for event in events:
         if isinstance(event, RunFinished):  # ended before any step (an input guardrail's block)
@@ -553,6 +620,87 @@ async def _begin(request: dict[str, Any], next_seq: int) -> dict[str, Any]:
             _live[wf] = _Live(event.run_id, events)
             return _outcome(event.run_id, event.step - 1, RunStatus.RUNNING)
     raise StopwiseError("the run leg ended without finishing")  # pragma: no cover - drive always finishes
+
+
+@DBOS.step(name="stopwise.fork")
+async def _fork(request: dict[str, Any]) -> dict[str, Any]:
+    """Write the fork's copy of the source log (what of it is not written yet) and start the forked leg, as
+    ``Runner.fork`` does; the model's first call comes in the next step. See ``DBOSRuntime.fork`` for what holds
+    when this step runs again after a crash."""
+    rt = _runtime()
+    wf = _workflow_id()
+    holder = _holder(rt, wf)
+    session_id = request["session_id"]
+    snapshot = await rt.store.load_session(session_id)
+    if snapshot is None or not _fork_written(snapshot, wf):
+        planned = await _fork_plan(rt.store, request, wf)
+        lease = Lease(wf, holder.owner, holder.clock() + holder.lease_seconds)
+        snapshot = await _write_fork(rt.store, planned, request["state"], lease)
+    note = next(e for e in reversed(snapshot.entries) if any(r.get("type") == ForkRecord.TYPE for r in e.records))
+    if snapshot.next_seq > note.seq + 1:
+        # This step ran before and its leg's start committed (its message), then the process died before DBOS
+        # recorded the step: the next step continues the leg from the log.
+        return _outcome_from_log(snapshot, wf, 0)
+    rows = None if request["input"] is None else load_messages(request["input"])
+    # The copy is a running run with its note: a retry of it restores the leg exactly as ``Runner.fork`` does
+    # (the budget it had at that step, the message as new input).
+    leg = await holder.open_leg(
+        rt.agent(request["agent"]), "retry", session_id=session_id, message=rows[0] if rows else None
+    )
+    leg.lease = await _hold(holder, snapshot)
+    return await _started(holder, leg, wf)
+
+
+def _fork_written(snapshot: SessionSnapshot, wf: str) -> bool:
+    """The session holds the whole copy of the fork the workflow ``wf`` writes (its note, or its leg began)."""
+    last = snapshot.last_run
+    return last is not None and last.run_id == wf and incomplete_fork(snapshot, last) is None
+
+
+async def _fork_plan(store: Store, request: dict[str, Any], wf: str) -> Fork:
+    """The fork the request asks for, planned from the source run named at submission."""
+    source_id, run_id = request["source_session_id"], request["source_run_id"]
+    source = await store.load_session(source_id)
+    run = None if source is None else await _find_run(store, source, run_id)
+    if source is None or run is None:
+        raise ForkNotAllowed(f"session {source_id!r} has no run {run_id!r} to fork any more")
+    return plan_fork(source, run, int(request["at_step"]), request["session_id"], wf)
+
+
+async def _write_fork(store: Store, planned: Fork, state: Mapping[str, Any], lease: Lease) -> SessionSnapshot:
+    """Write what of ``planned`` the store does not hold yet, in order, and return the session as written. An
+    earlier (or concurrent) execution of the same workflow may have written a part: each round reads what is
+    there, and a ``StepConflict`` means another execution wrote the entry first, so the next round reads again."""
+    session_id, entries = planned.run.session_id, planned.entries
+    for _ in range(len(entries) + 1):
+        snapshot = await store.load_session(session_id)
+        written = 0 if snapshot is None else _copied(snapshot, planned)
+        if snapshot is not None and written == len(entries):
+            return snapshot
+        # The record as first written: a re-plan may read a source run record that moved on since.
+        record = planned.run if snapshot is None or snapshot.last_run is None else snapshot.last_run
+        try:
+            if written == 0:
+                await store.start_run(record, entries[0], state, lease)
+                written = 1
+            for entry in entries[written:]:
+                await store.commit(entry, state, record if entry is entries[-1] else None)
+        except StepConflict:
+            continue
+    raise StopwiseError(f"session {session_id!r}: the fork's copy could not be written")  # pragma: no cover
+
+
+def _copied(snapshot: SessionSnapshot, planned: Fork) -> int:
+    """How many of the planned entries the session holds: ``ForkNotAllowed`` when it is another run's session,
+    ``StopwiseError`` when what it holds is not the plan's beginning."""
+    last = snapshot.last_run
+    if last is None or last.run_id != planned.run.run_id:
+        raise ForkNotAllowed(f"session {snapshot.session_id!r} exists: a fork writes a new session")
+    have = [(e.seq, e.kind, e.step, e.run_id) for e in snapshot.entries]
+    want = [(e.seq, e.kind, e.step, e.run_id) for e in planned.entries]
+    if have != want[: len(have)]:
+        raise StopwiseError(f"session {snapshot.session_id!r}: the fork's copy in the store is not its plan's")
+    return len(have)
 
 
 @DBOS.step(name="stopwise.settle")
