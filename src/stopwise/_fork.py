@@ -42,6 +42,8 @@ def plan_fork(snapshot: SessionSnapshot, run: RunRecord, at_step: int, new_sessi
     that commits that step (for ``at_step=0``, the run's entries before its first step), the run's own entries
     given ``new_run_id``, earlier runs' entries kept as written.
 
+    The forked run's ``max_steps`` budget counts from the start of the leg ``at_step`` belongs to (``_budget_base``).
+
     Raises ``ForkNotAllowed`` when ``at_step`` is not an int in ``0..`` the run's committed steps, or when that
     step suspended for approval (a fork cannot continue a run that waits for a reviewer: resume it instead).
     """
