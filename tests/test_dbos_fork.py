@@ -68,8 +68,15 @@ def _pay(request: ModelRequest) -> Reply:
     return Reply(tool_calls=[ToolCall("pay", {"amount": 5}, id="p1")])
 
 
+def _ticks_on(request: ModelRequest) -> Reply:
+    """Never answers: a run of it ends at its step cap."""
+    done = sum(1 for m in request.messages if m.role == "tool")
+    return Reply(tool_calls=[ToolCall("tick", {}, id=f"t{done}")])
+
+
 TICKER = Agent("ticker", "Tick.", FunctionModel(_ticks), tools=[tick], max_steps=10)
 PAYER = Agent("payer", "Pay.", FunctionModel(_pay), tools=[pay])
+CAPPED = Agent("capped", "Tick.", FunctionModel(_ticks_on), tools=[tick], max_steps=3)
 
 
 def _shape(messages: tuple[Message, ...] | list[Message]) -> list[tuple[Any, ...]]:
@@ -138,7 +145,7 @@ async def _dev_runtime(place: _Place, kill: str = "") -> AsyncIterator[Any]:
         }
     )
     store = place.store(kill)
-    runtime = DBOSRuntime(store, [TICKER, PAYER], polling_interval=0.05)
+    runtime = DBOSRuntime(store, [TICKER, PAYER, CAPPED], polling_interval=0.05)
     try:
         await runtime.launch()
         yield runtime
@@ -212,6 +219,36 @@ async def test_fork_runs_as_a_workflow_with_the_local_runners_semantics(place: _
         again = await runtime.fork(TICKER, "s", 2, new_session_id="f", message="again", workflow_id="fork-g")
         assert again == handle  # a workflow id DBOS has is returned, not checked or run again
         assert (await runtime.result(await runtime.fork(TICKER, "s", 0))).status == "completed"
+
+
+@pytest.mark.slow
+async def test_a_dbos_fork_counts_max_steps_from_the_leg_its_step_belongs_to(tmp_path: Path) -> None:
+    async with _dev_runtime(_Place(tmp_path)) as runtime:
+        cut = await runtime.run(CAPPED, "tick", session_id="s")
+        assert cut.completion_reason == "max_steps" and cut.steps == 3
+        retried = await runtime.result(await runtime.retry(CAPPED, "s"))
+        assert retried.completion_reason == "max_steps" and retried.steps == 6
+        first_leg = await runtime.result(await runtime.fork(CAPPED, "s", 1))
+        retry_leg = await runtime.result(await runtime.fork(CAPPED, "s", 4))
+    assert (first_leg.completion_reason, first_leg.steps) == ("max_steps", 3)
+    assert (retry_leg.completion_reason, retry_leg.steps) == ("max_steps", 6)
+
+
+@pytest.mark.slow
+async def test_a_submission_again_under_its_workflow_id_names_the_session_that_workflow_runs(tmp_path: Path) -> None:
+    async with _dev_runtime(_Place(tmp_path)) as runtime:
+        first = await runtime.enqueue(TICKER, "tick", workflow_id="run-1")
+        again = await runtime.enqueue(TICKER, "tick", workflow_id="run-1")  # no session id: a fresh one is drawn
+        assert again == first
+        named = await runtime.enqueue(TICKER, "tick", session_id="other", workflow_id="run-1")
+        assert named == first  # DBOS runs the first submission's workflow; "other" is not written
+        assert (await runtime.result(again)).session_id == first.session_id
+        assert await runtime.store.load_session("other") is None
+
+        fork = await runtime.fork(TICKER, first.session_id, 2, new_session_id="f", workflow_id="fork-1")
+        unnamed = await runtime.fork(TICKER, first.session_id, 2, workflow_id="fork-1")
+        assert unnamed == fork and unnamed.session_id == "f"
+        assert (await runtime.result(unnamed)).session_id == "f"
 
 
 @pytest.mark.slow

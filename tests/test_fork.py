@@ -125,6 +125,66 @@ async def test_a_fork_keeps_the_step_budget_it_had_at_that_step(store: Store) ->
     assert [r.step for r in model.requests[-2:]] == [2, 3]
 
 
+async def test_a_fork_counts_max_steps_from_the_leg_its_step_belongs_to_across_retries(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    model = Ticker(100)
+    agent = ticker(model, max_steps=3)
+    cut = await runner.run(agent, "go", session_id="s")
+    assert cut.completion_reason == "max_steps" and cut.steps == 3
+    retried = await runner.retry(agent, "s")
+    assert retried.completion_reason == "max_steps" and retried.steps == 6
+    reopened = Runner(SQLiteStore(tmp_path / "log.db"))  # what a later process reads from the file
+
+    # Step 1 belongs to the first leg (budget from 0): two more steps, cut at 3 as the source was.
+    first_leg = await reopened.fork(agent, "s", at_step=1)
+    assert first_leg.completion_reason == "max_steps" and first_leg.steps == 3
+    # Step 4 belongs to the retry leg (budget from 3): cut at 6.
+    retry_leg = await reopened.fork(agent, "s", at_step=4)
+    assert retry_leg.completion_reason == "max_steps" and retry_leg.steps == 6
+    # At the step a leg was cut on, a fork starts afresh, as retry() from there does.
+    at_cut = await reopened.fork(agent, "s", at_step=3)
+    assert at_cut.completion_reason == "max_steps" and at_cut.steps == 6
+    at_last_cut = await reopened.fork(agent, "s", at_step=6)
+    assert at_last_cut.completion_reason == "max_steps" and at_last_cut.steps == 9
+    # The forked run records the base its budget counts from.
+    records = {r.session_id: r for s in (first_leg, retry_leg) for r in await store.list_runs(s.session_id)}
+    assert records[first_leg.session_id].budget_base == 0 and records[retry_leg.session_id].budget_base == 3
+
+
+async def test_a_fork_of_a_cut_run_that_was_not_retried_keeps_its_first_legs_budget(store: Store) -> None:
+    runner = Runner(store)
+    agent = ticker(Ticker(100), max_steps=3)
+    await runner.run(agent, "go", session_id="s")
+    assert (await runner.fork(agent, "s", at_step=2)).steps == 3
+    assert (await runner.fork(agent, "s", at_step=3)).steps == 6
+
+
+async def test_a_fork_into_the_last_leg_after_a_failure_outside_any_step_counts_from_that_retry(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    ticks = Ticker(100)
+    calls = 0
+
+    def fails_once_at_step_2(req: ModelRequest) -> Reply:
+        nonlocal calls
+        calls += 1
+        if req.step == 2 and calls == 2:
+            raise RuntimeError("provider down")
+        return ticks(req)
+
+    agent = Agent("ticker", "Tick.", FunctionModel(fails_once_at_step_2), tools=[tick], max_steps=3)
+    failed = await runner.run(agent, "go", session_id="s")
+    assert failed.status == "failed" and failed.steps == 1  # no step entry records this leg's end
+    retried = await runner.retry(agent, "s")
+    assert retried.completion_reason == "max_steps" and retried.steps == 4
+    # Step 2 is in the retry leg, which the run record names: its budget counts from step 1.
+    forked = await runner.fork(agent, "s", at_step=2)
+    assert forked.completion_reason == "max_steps" and forked.steps == 4
+
+
 async def test_a_fork_starts_from_the_state_given_else_the_sources_current_state(store: Store) -> None:
     runner = Runner(store)
     await runner.run(ticker(Ticker(3)), "go", session_id="s")

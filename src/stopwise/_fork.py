@@ -24,6 +24,9 @@ _FORK_MARK = "fork"
 _COMMITS = (EntryKind.STEP, EntryKind.SETTLE)
 """The entries that commit a step (a step's ``intent`` is not committed until its ``settle``)."""
 
+_LEG_ENDS = (Action.FAIL, Action.TERMINATE)
+"""Step decisions that end a run as failed or cancelled: a ``retry()`` after one counts a fresh step budget."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fork:
@@ -38,6 +41,8 @@ def plan_fork(snapshot: SessionSnapshot, run: RunRecord, at_step: int, new_sessi
     """The fork of ``run`` (the last run of ``snapshot``) at ``at_step``: every entry of the session up to the one
     that commits that step (for ``at_step=0``, the run's entries before its first step), the run's own entries
     given ``new_run_id``, earlier runs' entries kept as written.
+
+    The forked run's ``max_steps`` budget counts from the start of the leg ``at_step`` belongs to (``_budget_base``).
 
     Raises ``ForkNotAllowed`` when ``at_step`` is not an int in ``0..`` the run's committed steps, or when that
     step suspended for approval (a fork cannot continue a run that waits for a reviewer: resume it instead).
@@ -59,11 +64,24 @@ def plan_fork(snapshot: SessionSnapshot, run: RunRecord, at_step: int, new_sessi
         new_session_id,
         run.agent,
         steps=at_step,
-        # A retry's fresh budget granted after the fork point is not the fork's; before it, it is kept.
-        budget_base=min(run.budget_base, at_step),
+        budget_base=_budget_base(own, at_step, run),
         report={_FORK_MARK: record.to_data()},
     )
     return Fork((*copies, note), forked)
+
+
+def _budget_base(own: list[LogEntry], at_step: int, run: RunRecord) -> int:
+    """The step ``max_steps`` counts from for a fork at ``at_step``: that of the leg the step belongs to.
+
+    The run record keeps only its last leg's base. The others are read from the log: a leg ends at a step whose
+    decision failed or ended the run (``fail``, a reviewer's ``terminate``), and ``retry()`` then counts a fresh
+    budget from that step. A fork at the very step a leg ended on starts afresh, as ``retry()`` from there
+    would. A leg that ended outside any step (the model failed, a cancellation) leaves no entry; its retry's
+    base is known only while it is the run's last leg (``run.budget_base``), so a fork into such a leg that is
+    not the last counts from the leg before it: fewer steps, never more.
+    """
+    ends = [e.step for e in own if e.kind in _COMMITS and (e.decision or {}).get("action") in _LEG_ENDS]
+    return max((b for b in (0, run.budget_base, *ends) if b <= at_step), default=0)
 
 
 def _cut(own: list[LogEntry], at_step: int, run: RunRecord) -> int:

@@ -221,7 +221,8 @@ class DBOSRuntime:
 
         ``workflow_id`` makes the submission idempotent: submitting the same id again returns the same run
         (DBOS deduplicates workflows by id), so a caller that is unsure whether its submission landed can
-        simply submit again.
+        simply submit again: the handle names the session that workflow runs, as DBOS recorded it, even when this
+        submission named another or (no ``session_id``) drew a fresh one.
         """
         self._check_agent(agent)
         request = request_for(agent.name, input, session_id=session_id, state=state, goal=goal)
@@ -278,7 +279,8 @@ class DBOSRuntime:
         Refused before anything is submitted, as ``Runner.fork`` refuses: ``RetryNotAllowed`` for a session with
         no run of this agent, ``ForkNotAllowed`` for a step that is not committed or that suspended for
         approval, or a new session that exists. ``workflow_id`` makes the submission idempotent: a workflow id
-        DBOS already has is not checked or submitted again, its handle is returned.
+        DBOS already has is not checked or submitted again, its handle is returned (naming the session it forks
+        into, as DBOS recorded it).
 
         Exactly once: the copy is written by the workflow's first step, ``stopwise.fork``, entry by entry, each
         keyed by ``(new session, seq)`` like every log entry, the note last with the run record, and the run holds
@@ -295,8 +297,8 @@ class DBOSRuntime:
         self._check_agent(agent)
         wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"
         new_session_id = new_session_id or wf
-        if workflow_id is not None and await DBOS.get_workflow_status_async(wf) is not None:
-            return RunHandle(wf, new_session_id)
+        if workflow_id is not None and (recorded := await _recorded_session(wf)) is not None:
+            return RunHandle(wf, recorded)
         source, last = await Runner(self.store)._last_run(agent, session_id)
         plan_fork(source, last, at_step, new_session_id, wf)  # checks only: the workflow writes its own plan
         if await self.store.load_session(new_session_id) is not None:
@@ -311,7 +313,7 @@ class DBOSRuntime:
             "source_run_id": last.run_id,
             "at_step": at_step,
         }
-        return await self._submit(request, wf)
+        return await self._submit(request, wf, fresh=workflow_id is None)
 
     async def enqueue_resume(
         self,
@@ -401,13 +403,19 @@ class DBOSRuntime:
         if self.agents.get(agent.name) is not agent:
             raise ConfigError("agent", f"agent {agent.name!r} is not one of this DBOSRuntime's agents")
 
-    async def _submit(self, request: dict[str, Any], workflow_id: str | None) -> RunHandle:
+    async def _submit(self, request: dict[str, Any], workflow_id: str | None, *, fresh: bool = False) -> RunHandle:
+        """Enqueue ``request`` as workflow ``workflow_id`` (a fresh id when None). DBOS keeps one workflow per id:
+        submitted again, the id names the workflow first submitted, so the handle names the session that workflow
+        runs (its recorded input), not this request's. ``fresh``: the caller made ``workflow_id`` up just now, so
+        no workflow can have it yet (nothing to read back)."""
         from dbos import SetWorkflowID
 
         wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"
         with SetWorkflowID(wf):
             await DBOS.enqueue_workflow_async(self.queue, _run_workflow, request)
-        return RunHandle(wf, request["session_id"])
+        if workflow_id is None or fresh:
+            return RunHandle(wf, request["session_id"])
+        return RunHandle(wf, await _recorded_session(wf) or request["session_id"])
 
     async def _submit_holding(
         self, request: dict[str, Any], workflow_id: str | None, snapshot: SessionSnapshot | None
@@ -417,14 +425,26 @@ class DBOSRuntime:
         again as it is (DBOS returns that workflow, which holds or held the run)."""
         wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"
         if snapshot is None or await DBOS.get_workflow_status_async(wf) is not None:
-            return await self._submit(request, wf)
+            return await self._submit(request, wf, fresh=workflow_id is None)
         lease = await _hold(_holder(self, wf), snapshot)
         try:
-            return await self._submit(request, wf)
+            return await self._submit(request, wf, fresh=workflow_id is None)
         except BaseException:
             with contextlib.suppress(StoreError):  # the error that stopped the submission is the one to see
                 await self.store.release(lease)
             raise
+
+
+async def _recorded_session(workflow_id: str) -> str | None:
+    """The session the DBOS workflow ``workflow_id`` runs, as its recorded input names it; None when DBOS has no
+    such workflow (or its input is not a stopwise request)."""
+    status = await DBOS.get_workflow_status_async(workflow_id)
+    if status is None or status.input is None:
+        return None
+    args = status.input.get("args") or ()
+    request = args[0] if args else None
+    session = request.get("session_id") if isinstance(request, dict) else None
+    return session if isinstance(session, str) else None
 
 
 def request_for(
