@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from stopwise._checks import check_function
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
@@ -138,10 +139,12 @@ class Agent:
         _check_int("max_completion_retries", self.max_completion_retries, 0)
         _check_int("forced_calls_at_cap", self.forced_calls_at_cap, 0)
         _check_int("max_tool_errors", self.max_tool_errors, 1)
-        if self.on_max_steps not in ("fail", "wrap_up") and not callable(self.on_max_steps):
-            raise ConfigError(
-                "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
-            )
+        if self.on_max_steps not in ("fail", "wrap_up"):
+            if not callable(self.on_max_steps):
+                raise ConfigError(
+                    "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
+                )
+            check_function("on_max_steps", self.on_max_steps, "ctx")
         for field_name, cls in (
             ("stop_guard", StopGuard),
             ("guardrails", Guardrails),
@@ -157,8 +160,10 @@ class Agent:
             raise ConfigError("run_unapproved_siblings", f"must be True or False, got {self.run_unapproved_siblings!r}")
         if self.end_strategy not in ("early", "exhaustive"):
             raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
-        if self.prepare_step is not None and not callable(self.prepare_step):
-            raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
+        if self.prepare_step is not None:
+            if not callable(self.prepare_step):
+                raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
+            check_function("prepare_step", self.prepare_step, "ctx")
 
     def _resolve_model(self) -> Model:
         if self.model is None:
@@ -166,6 +171,9 @@ class Agent:
         # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
         model = resolve_model(self.model) if isinstance(self.model, str) else self.model
         object.__setattr__(self, "model", model)
+        if isinstance(model, type):
+            # The class's generate is callable too, but called unbound it fails at the first step.
+            raise ConfigError("model", f"must be a model instance, got the class {model.__name__}: call it")
         if not callable(getattr(model, "generate", None)):
             raise ConfigError(
                 "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
@@ -173,12 +181,16 @@ class Agent:
         return model
 
     def _check_hooks(self, model: Model) -> None:
+        if not isinstance(self.middleware, Iterable) or isinstance(self.middleware, str):
+            raise ConfigError("middleware", f"must be a list of middleware functions, got {self.middleware!r}")
         object.__setattr__(self, "middleware", tuple(self.middleware))
         for field_name, what in (("output_validators", "the output"), ("history_processors", "the messages")):
             value = getattr(self, field_name)
             functions = tuple(value) if isinstance(value, Iterable) else None
             if functions is None or not all(callable(f) for f in functions):
                 raise ConfigError(field_name, f"must be a list of functions of {what}")
+            for f in functions:
+                check_function(field_name, f, what.removeprefix("the "))
             object.__setattr__(self, field_name, functions)
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
 
@@ -213,6 +225,7 @@ class Agent:
         its first run: the agent is otherwise immutable."""
         if not callable(fn):
             raise ConfigError("output_validators", f"{fn!r} is not a function")
+        check_function("output_validators", fn, "output")
         object.__setattr__(self, "output_validators", (*self.output_validators, fn))
         return fn
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.messages import Reply
 from stopwise.models.base import Model, ModelRequest
@@ -48,4 +49,5 @@ def wrap_model(model: Model, middleware: Sequence[Middleware]) -> Model:
     for i, mw in enumerate(chain):
         if not callable(mw):
             raise ConfigError("middleware", f"item {i} is not callable: {mw!r}")
+        check_function("middleware", mw, "request", "call_next")
     return _Wrapped(model, chain) if chain else model

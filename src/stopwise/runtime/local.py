@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, 
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
+from stopwise._checks import check_function, check_seconds
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise._results import result_from_log
@@ -89,9 +90,14 @@ class ExpirySweep:
 
 def _input_messages(input: Input) -> tuple[Message, ...]:
     if isinstance(input, str):
+        if not input.strip():
+            # Nothing for the model to act on (and some providers refuse an empty message).
+            raise ConfigError("input", "is empty: give the model something to do")
         return (Message.user(input),)
     if isinstance(input, Message):
         return (input,)
+    if not isinstance(input, Sequence):
+        raise TypeError(f"input must be a str, a Message or a list of Messages, got {type(input).__name__}")
     messages = tuple(input)
     for m in messages:
         if not isinstance(m, Message):
@@ -131,8 +137,15 @@ class Runner:
         lease_seconds: float = 300.0,
         owner: str | None = None,
     ) -> None:
-        if not lease_seconds > 0:
-            raise ConfigError("lease_seconds", f"must be a positive number of seconds, got {lease_seconds!r}")
+        check_seconds("lease_seconds", lease_seconds, optional=False)
+        if store is not None and not all(callable(getattr(store, m, None)) for m in ("load_session", "commit")):
+            raise ConfigError("store", f"must be a Store (MemoryStore(), SQLiteStore(path), ...), got {store!r}")
+        if not callable(clock):
+            raise ConfigError("clock", f"must be a function returning Unix seconds, got {clock!r}")
+        if on_event is not None:
+            check_function("on_event", on_event, "agent", "event")
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise ConfigError("owner", f"must be a non-empty string or None, got {owner!r}")
         self.store: Store = store if store is not None else MemoryStore()
         self.clock = clock
         self.on_event = on_event
@@ -618,6 +631,10 @@ class Runner:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
         rows = _input_messages(input)
+        if session_id is not None and (not isinstance(session_id, str) or not session_id):
+            raise ConfigError("session_id", f"must be a non-empty string or None (a new session), got {session_id!r}")
+        if state is not None and not isinstance(state, Mapping):
+            raise TypeError(f"state must be a mapping of names to JSON values, got {type(state).__name__}")
         stated = Goal.of(goal)
         if stated is None and agent.guardian is not None:
             # Logged even when it says only "the input is the goal", so no later configuration can change it.
