@@ -23,7 +23,7 @@ from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
 from stopwise.stop.limits import Limits
 from stopwise.stop.max_steps import MaxStepsHandler
-from stopwise.tools import Risk, Tool, ToolSource, _build
+from stopwise.tools import Risk, Tool, ToolSource, _build, check_tool_name
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -263,6 +263,11 @@ class Agent:
         for flag, value in (("inherit_guardrails", inherit_guardrails), ("persistent", persistent)):
             if not isinstance(value, bool):
                 raise ConfigError(f"as_tool.{flag}", f"must be True or False, got {value!r}")
+        try:
+            check_tool_name(self.name if name is None else name)
+        except ConfigError as exc:
+            hint = "" if name is not None else f" (the agent's name {self.name!r}): pass as_tool(name=...)"
+            raise ConfigError("as_tool.name", exc.problem + hint) from None
         companion = (name or self.name) if persistent else None
 
         async def run_agent(input: str, ctx: RunContext) -> Any:

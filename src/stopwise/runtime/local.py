@@ -257,6 +257,9 @@ class Runner:
         suspended it. The run is claimed atomically before any call runs: of two resumes at once, one goes on and
         the other raises ``RunLeased`` (or ``StepConflict`` when the first already moved the run on).
         """
+        for given, what in ((decisions, "decisions"), (results, "results")):
+            if given is not None and not isinstance(given, Mapping):
+                raise ApprovalError(f"{what} must be a mapping of call id to its {what[:-1]}, got {type(given).__name__}")
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
         return await self._driven(agent, leg)
 
