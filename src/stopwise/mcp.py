@@ -245,7 +245,9 @@ class MCPServer:
         check_seconds(f"mcp server {name!r}.timeout", timeout)
         if isinstance(needs_approval, str) or not all(isinstance(n, str) for n in needs_approval):
             # A lone name would otherwise be read as a set of one-letter names.
-            raise ConfigError(f"mcp server {name!r}.needs_approval", f"must be a list of tool names, got {needs_approval!r}")
+            raise ConfigError(
+                f"mcp server {name!r}.needs_approval", f"must be a list of tool names, got {needs_approval!r}"
+            )
         declared: dict[str, Risk] = {}
         for tool_name, risk in (risks or {}).items():
             try:
@@ -284,7 +286,9 @@ class MCPServer:
         """A server started as a child process that speaks MCP on its stdin and stdout; its stderr goes to
         ``errlog`` (this process's stderr by default). Options: see ``MCPServer``."""
         if not isinstance(command, str) or not command.strip():
-            raise ConfigError("MCPServer.stdio.command", f"must be the program to start, a non-empty string, got {command!r}")
+            raise ConfigError(
+                "MCPServer.stdio.command", f"must be the program to start, a non-empty string, got {command!r}"
+            )
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             # A lone string would otherwise be passed as one argument per character.
             raise ConfigError("MCPServer.stdio.args", f"must be a list of strings, got {args!r}")

@@ -97,7 +97,9 @@ class Tool:
         if not callable(self.fn):
             raise ConfigError(f"tool {self.name!r}.fn", f"must be a function, got {self.fn!r}")
         if not (isinstance(self.args_model, type) and issubclass(self.args_model, BaseModel)):
-            raise ConfigError(f"tool {self.name!r}.args_model", f"must be a pydantic model class, got {self.args_model!r}")
+            raise ConfigError(
+                f"tool {self.name!r}.args_model", f"must be a pydantic model class, got {self.args_model!r}"
+            )
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
@@ -295,7 +297,8 @@ def _check_schema(tool_name: str, args_model: type[BaseModel], fields: Mapping[s
                 create_model("probe", __base__=_args_base(), **{pname: spec}).model_json_schema()
             except PydanticUserError as exc:
                 raise ConfigError(
-                    f"tool {tool_name!r}", f"parameter {pname!r}: its type has no JSON schema for the model ({str(exc).splitlines()[0]})"
+                    f"tool {tool_name!r}",
+                    f"parameter {pname!r}: its type has no JSON schema for the model ({str(exc).splitlines()[0]})",
                 ) from None
         raise
 

@@ -71,7 +71,8 @@ class Condition:
             outcome = GuardianOutcome(self.outcome)
         except ValueError:
             raise ConfigError(
-                f"Condition {self.name}.outcome", f"must be one of {[o.value for o in GuardianOutcome]}, got {self.outcome!r}"
+                f"Condition {self.name}.outcome",
+                f"must be one of {[o.value for o in GuardianOutcome]}, got {self.outcome!r}",
             ) from None
         object.__setattr__(self, "outcome", outcome)
         if self.when not in ("turn", "pre_execution"):
@@ -79,7 +80,9 @@ class Condition:
         if isinstance(self.delta, bool) or not isinstance(self.delta, int | float) or not 0 <= self.delta < 0.5:
             raise ConfigError(f"Condition {self.name}.delta", f"must be in [0, 0.5), got {self.delta!r}")
         if isinstance(self.fires_on, str):
-            raise ConfigError(f"Condition {self.name}.fires_on", f"must be a list of answer labels, got {self.fires_on!r}")
+            raise ConfigError(
+                f"Condition {self.name}.fires_on", f"must be a list of answer labels, got {self.fires_on!r}"
+            )
         labels = set(self.question.labels)
         if not self.fires_on or not set(self.fires_on) <= labels:
             raise ConfigError(
@@ -96,7 +99,9 @@ class Condition:
         if self.hysteresis is not None:
             pair = tuple(self.hysteresis) if isinstance(self.hysteresis, tuple | list) else ()
             if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
-                raise ConfigError(f"Condition {self.name}.hysteresis", f"must be a pair (k, n) of ints, got {self.hysteresis!r}")
+                raise ConfigError(
+                    f"Condition {self.name}.hysteresis", f"must be a pair (k, n) of ints, got {self.hysteresis!r}"
+                )
             k, n = pair
             if not 1 <= k <= n:
                 raise ConfigError(f"Condition {self.name}.hysteresis", f"needs 1 <= k <= n, got {self.hysteresis}")

@@ -76,7 +76,9 @@ class Guardian:
         for name in ("evaluator", "judge"):
             value = getattr(self, name)
             if value is not None and not callable(getattr(value, "evaluate", None)):
-                raise ConfigError(f"guardian.{name}", f"must have an async evaluate(projection, conditions), got {value!r}")
+                raise ConfigError(
+                    f"guardian.{name}", f"must have an async evaluate(projection, conditions), got {value!r}"
+                )
         if not isinstance(self.policy, ThresholdPolicy):
             raise ConfigError("guardian.policy", f"must be a ThresholdPolicy(...), got {type(self.policy).__name__}")
         if self.on_unavailable is not None:

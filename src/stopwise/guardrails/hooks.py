@@ -342,4 +342,6 @@ def _check_json(value: Any, name: str, hook: Hook, what: str) -> None:
     try:
         encode_tool_result(value, tool_call_id="")
     except Exception as exc:
-        raise GuardrailError(name, hook, f"{what} cannot be serialised to JSON ({type(value).__name__}): {exc}") from None
+        raise GuardrailError(
+            name, hook, f"{what} cannot be serialised to JSON ({type(value).__name__}): {exc}"
+        ) from None

@@ -83,7 +83,7 @@ class Deciders:
     ) -> Deciders:
         """The deciders from an integration's keyword arguments: a fresh in-memory store unless one is given."""
         kept = store if store is not None else MemoryStore()
-        return cls(stop_guard, guardrails, guardian, kept, agent, dict(risks or {}))
+        return cls(stop_guard, guardrails, guardian, kept, agent, risks if risks is not None else {})
 
     def __post_init__(self) -> None:
         if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
@@ -92,6 +92,12 @@ class Deciders:
             raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
         if self.guardian is not None and not isinstance(self.guardian, Guardian):
             raise ConfigError("guardian", f"must be a Guardian(...), got {type(self.guardian).__name__}")
+        if not all(callable(getattr(self.store, m, None)) for m in ("load_session", "commit")):
+            raise ConfigError("store", f"must be a Store (MemoryStore(), SQLiteStore(path), ...), got {self.store!r}")
+        if not isinstance(self.agent, str) or not self.agent.strip():
+            raise ConfigError("agent", f"must be a non-empty string (the name on run records), got {self.agent!r}")
+        if not isinstance(self.risks, Mapping):
+            raise ConfigError("risks", f"must be a mapping of tool name to risk class, got {type(self.risks).__name__}")
         risks: dict[str, Risk] = {}
         for name, risk in self.risks.items():
             try:

@@ -98,11 +98,12 @@ def _input_messages(input: Input) -> tuple[Message, ...]:
         return (input,)
     if not isinstance(input, Sequence):
         raise TypeError(f"input must be a str, a Message or a list of Messages, got {type(input).__name__}")
-    messages = tuple(input)
-    for m in messages:
+    messages: list[Message] = []
+    for m in input:
         if not isinstance(m, Message):
             raise TypeError(f"input must be a str, a Message or a list of Messages; found {type(m).__name__}")
-    return messages
+        messages.append(m)
+    return tuple(messages)
 
 
 class Runner:
@@ -259,7 +260,9 @@ class Runner:
         """
         for given, what in ((decisions, "decisions"), (results, "results")):
             if given is not None and not isinstance(given, Mapping):
-                raise ApprovalError(f"{what} must be a mapping of call id to its {what[:-1]}, got {type(given).__name__}")
+                raise ApprovalError(
+                    f"{what} must be a mapping of call id to its {what[:-1]}, got {type(given).__name__}"
+                )
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
         return await self._driven(agent, leg)
 
