@@ -103,6 +103,71 @@ def test_a_predicate_with_a_default_or_varargs_is_accepted() -> None:
     assert _agent(stop_when=lambda *args: False).stop_condition is not None
 
 
+class _SyncModel:
+    def generate(self, request: object) -> Reply:
+        return Reply(text="done")
+
+
+class _SyncEvaluator:
+    name = "sync"
+    model_version = "1"
+
+    def evaluate(self, projection: object, conditions: object) -> None:
+        return None
+
+
+class _SyncSource:
+    name = "sync-source"
+
+    def list_tools(self) -> list[Tool]:
+        return [add]
+
+
+async def _async_predicate(args: object) -> bool:
+    return False
+
+
+async def _async_on_event(agent: object, event: object) -> None:
+    return None
+
+
+async def _async_clock() -> float:
+    return 0.0
+
+
+@pytest.mark.parametrize(
+    ("make", "field", "says"),
+    [
+        (lambda: _agent(model=_SyncModel()), "model", "_SyncModel.generate must be 'async def'"),
+        (lambda: Guardian(evaluator=_SyncEvaluator()), "guardian.evaluator", "evaluate must be 'async def'"),
+        (lambda: _agent(tools=[_SyncSource()]), "tools", "list_tools must be 'async def'"),
+        (lambda: tool(name="pay", needs_approval=_async_predicate)(_fn), "tool 'pay'.needs_approval", "not async"),
+        (lambda: Runner(on_event=_async_on_event), "on_event", "not async"),
+        (lambda: Runner(clock=_async_clock), "clock", "plain function"),
+    ],
+)
+def test_a_sync_method_where_the_loop_awaits_or_an_async_one_where_it_calls_is_refused_when_defined(
+    make: Callable[[], object], field: str, says: str
+) -> None:
+    # Before: a sync generate failed every run at step 1, a sync evaluate escalated every turn, an async
+    # needs_approval suspended every call (its coroutine is truthy), an async on_event never ran.
+    error = _raises_config(make, field)
+    assert says in str(error)
+
+
+async def test_a_plain_def_middleware_may_answer_itself_or_pass_the_call_on() -> None:
+    def canned(request: Any, call_next: Any) -> Reply:
+        return Reply(text="from the middleware")
+
+    def passing(request: Any, call_next: Any) -> Any:
+        return call_next(request)
+
+    answered = await Runner().run(_agent(middleware=[canned]), "hi")
+    passed = await Runner().run(_agent(middleware=[passing]), "hi")
+    assert (answered.status, answered.output) == (RunStatus.COMPLETED, "from the middleware")
+    assert (passed.status, passed.output) == (RunStatus.COMPLETED, "done")
+
+
 # --- tools -----------------------------------------------------------------------------------------------------
 
 
@@ -360,6 +425,26 @@ async def test_resume_with_decisions_that_are_not_a_mapping_is_an_approval_error
         await runner.resume(agent, "s", results=["c1"])  # type: ignore[arg-type]
     done = await runner.resume(agent, "s", {"c1": Approve()})
     assert done.status is RunStatus.COMPLETED and done.output == "paid"
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "says"),
+    [
+        ({"new_session_id": ""}, ConfigError, "new_session_id"),
+        ({"new_session_id": 5}, ConfigError, "new_session_id"),
+        ({"state": [("k", 1)]}, TypeError, "state must be a mapping"),
+    ],
+)
+async def test_a_fork_with_a_bad_new_session_id_or_state_raises_before_anything_is_written(
+    tmp_path: Path, options: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    await runner.run(_agent(model=ScriptedModel([_call(), "done"]), tools=[add]), "hi", session_id="s")
+    with pytest.raises(error, match=says):
+        await runner.fork(_agent(tools=[add]), "s", 1, **options)
+    assert await store.count_sessions() == 1
+    await store.close()
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 from stopwise.errors import ConfigError
 
-__all__ = ["check_function", "check_seconds"]
+__all__ = ["check_async_method", "check_function", "check_seconds", "is_async_function"]
 
 
 def check_seconds(field: str, value: object, *, optional: bool = True) -> None:
@@ -41,6 +41,28 @@ def check_function(field: str, fn: object, *params: str) -> Callable[..., Any]:
         wanted = f"({', '.join(params)})" if params else "()"
         raise ConfigError(field, f"{_label(fn)} cannot be called as fn{wanted}: {exc}") from None
     return fn
+
+
+def is_async_function(fn: object) -> bool:
+    """Whether calling ``fn`` makes a coroutine: an ``async def`` function or method, one wrapped by a decorator
+    that kept ``__wrapped__``, or an object whose ``__call__`` is ``async def``."""
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(inspect.unwrap(fn)):  # type: ignore[arg-type]
+        return True
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or not callable(fn):
+        return False
+    return inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def check_async_method(field: str, obj: object, method: str) -> None:
+    """``obj.method`` exists, is callable, and is not a plain ``def``: the loop awaits what it returns, so a sync
+    method (``def generate(self, request)``) would fail the run at its first call. A callable Python cannot tell
+    apart (a builtin, a mock) is taken on trust."""
+    fn = getattr(obj, method, None)
+    if not callable(fn):
+        raise ConfigError(field, f"must have an async {method}(...) method, got {obj!r}")
+    target = inspect.unwrap(getattr(fn, "__func__", fn))
+    if inspect.isfunction(target) and not inspect.iscoroutinefunction(target):
+        raise ConfigError(field, f"{type(obj).__name__}.{method} must be 'async def': the loop awaits it")
 
 
 def _label(fn: object) -> str:

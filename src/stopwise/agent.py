@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from stopwise._checks import check_function
+from stopwise._checks import check_async_method, check_function
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
@@ -178,6 +178,7 @@ class Agent:
             raise ConfigError(
                 "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
             )
+        check_async_method("model", model, "generate")
         return model
 
     def _check_hooks(self, model: Model) -> None:
@@ -200,6 +201,8 @@ class Agent:
             raise ConfigError("tools", "must be a list of tools")
         tool_map: dict[str, Tool] = {}
         sources = tuple(t for t in tools if isinstance(t, ToolSource))
+        for source in sources:
+            check_async_method("tools", source, "list_tools")
         for t in (t for t in tools if not isinstance(t, ToolSource)):
             if not isinstance(t, Tool):
                 raise ConfigError(

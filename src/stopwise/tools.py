@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload, runti
 
 from pydantic_core import ValidationError
 
-from stopwise._checks import check_function, check_seconds
+from stopwise._checks import check_function, check_seconds, is_async_function
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
@@ -108,7 +108,13 @@ class Tool:
     def requires_approval(self, args: Mapping[str, Any]) -> bool:
         """Whether a call with these arguments must wait for a human (``needs_approval``)."""
         if callable(self.needs_approval):
-            return bool(self.needs_approval(args))
+            verdict = self.needs_approval(args)
+            if inspect.isawaitable(verdict):
+                getattr(verdict, "close", lambda: None)()  # no "never awaited" warning on top of this error
+                raise TypeError(
+                    f"needs_approval of tool {self.name!r} returned an awaitable: it must be a plain predicate"
+                )
+            return bool(verdict)
         return bool(self.needs_approval)
 
     async def invoke(
@@ -239,6 +245,9 @@ def _build(
         raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a bool or a predicate of the arguments")
     if callable(needs_approval):
         check_function(f"tool {tool_name!r}.needs_approval", needs_approval, "args")
+        if is_async_function(needs_approval):
+            # Its coroutine would read as true: every call would wait for a human, whatever it decided.
+            raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a plain (not async) predicate")
     if client and (needs_approval is not False or timeout is not None):
         raise ConfigError(
             f"tool {tool_name!r}.client", "a client tool runs at the caller: no needs_approval or timeout"

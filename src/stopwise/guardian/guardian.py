@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from stopwise._checks import check_seconds
+from stopwise._checks import check_async_method, check_seconds
 from stopwise.errors import ConfigError
 from stopwise.goal import Goal
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
@@ -75,7 +75,9 @@ class Guardian:
             raise ConfigError("guardian.conditions", "must be a QuestionSet")
         for name in ("evaluator", "judge"):
             value = getattr(self, name)
-            if value is not None and not callable(getattr(value, "evaluate", None)):
+            if value is not None and callable(getattr(value, "evaluate", None)):
+                check_async_method(f"guardian.{name}", value, "evaluate")
+            elif value is not None:
                 raise ConfigError(
                     f"guardian.{name}", f"must have an async evaluate(projection, conditions), got {value!r}"
                 )

@@ -8,7 +8,9 @@ the process); use guardrails for run-level decisions you want recorded and able 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from typing import cast
 
 from stopwise._checks import check_function
 from stopwise.errors import ConfigError
@@ -38,7 +40,11 @@ class _Wrapped:
 
 def _bind(mw: Middleware, call_next: CallNext) -> CallNext:
     async def call(request: ModelRequest) -> Reply:
-        return await mw(request, call_next)
+        # A plain ``def`` middleware works too: one that answers itself returns a Reply, which is not awaited.
+        reply = mw(request, call_next)
+        if not inspect.isawaitable(reply):
+            return cast(Reply, reply)
+        return await reply
 
     return call
 

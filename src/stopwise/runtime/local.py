@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, 
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from stopwise._checks import check_function, check_seconds
+from stopwise._checks import check_function, check_seconds, is_async_function
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise._results import result_from_log
@@ -88,6 +88,14 @@ class ExpirySweep:
     skipped: tuple[SkippedExpiry, ...] = ()
 
 
+def _check_session_args(field: str, session_id: object, state: object) -> None:
+    """A session id a caller names is a non-empty string (None: a new one), and a state is a mapping."""
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise ConfigError(field, f"must be a non-empty string or None (a new session), got {session_id!r}")
+    if state is not None and not isinstance(state, Mapping):
+        raise TypeError(f"state must be a mapping of names to JSON values, got {type(state).__name__}")
+
+
 def _input_messages(input: Input) -> tuple[Message, ...]:
     if isinstance(input, str):
         if not input.strip():
@@ -141,10 +149,15 @@ class Runner:
         check_seconds("lease_seconds", lease_seconds, optional=False)
         if store is not None and not all(callable(getattr(store, m, None)) for m in ("load_session", "commit")):
             raise ConfigError("store", f"must be a Store (MemoryStore(), SQLiteStore(path), ...), got {store!r}")
-        if not callable(clock):
-            raise ConfigError("clock", f"must be a function returning Unix seconds, got {clock!r}")
+        if not callable(clock) or is_async_function(clock):
+            raise ConfigError("clock", f"must be a plain function returning Unix seconds, got {clock!r}")
         if on_event is not None:
             check_function("on_event", on_event, "agent", "event")
+            if is_async_function(on_event):
+                # It is called, not awaited, in order with the events: an async one would never run.
+                raise ConfigError(
+                    "on_event", "must be a plain function (not async): it is called as each event happens"
+                )
         if owner is not None and (not isinstance(owner, str) or not owner):
             raise ConfigError("owner", f"must be a non-empty string or None, got {owner!r}")
         self.store: Store = store if store is not None else MemoryStore()
@@ -218,6 +231,7 @@ class Runner:
         ``ForkNotAllowed`` for a step that is not committed or that suspended for approval, or a
         ``new_session_id`` that exists. Either way nothing was written.
         """
+        _check_session_args("new_session_id", new_session_id, state)
         snapshot, last = await self._last_run(agent, session_id)
         new_session_id = new_session_id or uuid.uuid4().hex
         planned = plan_fork(snapshot, last, at_step, new_session_id, uuid.uuid4().hex)
@@ -637,10 +651,7 @@ class Runner:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
         rows = _input_messages(input)
-        if session_id is not None and (not isinstance(session_id, str) or not session_id):
-            raise ConfigError("session_id", f"must be a non-empty string or None (a new session), got {session_id!r}")
-        if state is not None and not isinstance(state, Mapping):
-            raise TypeError(f"state must be a mapping of names to JSON values, got {type(state).__name__}")
+        _check_session_args("session_id", session_id, state)
         stated = Goal.of(goal)
         if stated is None and agent.guardian is not None:
             # Logged even when it says only "the input is the goal", so no later configuration can change it.
