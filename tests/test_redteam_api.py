@@ -37,11 +37,24 @@ from stopwise.approvals import ApprovalError
 from stopwise.cli import main
 from stopwise.errors import ConfigError, ErrorCode
 from stopwise.guardian import Condition, GuardianOutcome, QuestionSet, YesNo
+from stopwise.guardian.evaluators.judge import JudgeEvaluator
 from stopwise.guardian.policy import ThresholdPolicy
-from stopwise.guardrails import Block, Guardrails, Rewrite, named
+from stopwise.guardrails import (
+    Block,
+    Guardrails,
+    Rewrite,
+    block_pii,
+    max_output_length,
+    max_tool_result_length,
+    named,
+    prompt_injection_guardrail,
+    redact_pii,
+)
 from stopwise.integrations._base import Deciders
 from stopwise.mcp import MCPServer
 from stopwise.messages import AUTOMATED
+from stopwise.models.anthropic import AnthropicModel
+from stopwise.models.openai import OpenAIModel
 from stopwise.store.sqlite import SQLiteStore
 
 
@@ -314,6 +327,47 @@ async def test_a_guardrail_verdict_that_cannot_be_logged_fails_the_run_as_guardr
 def test_a_test_model_given_the_wrong_script_or_function_is_refused_when_made(
     make: Callable[[], object], field: str
 ) -> None:
+    _raises_config(make, field)
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: OpenAIModel("m", api_key="k", timeout="30"), "model"),
+        (lambda: OpenAIModel("m", api_key="k", timeout=float("nan")), "model"),
+        (lambda: OpenAIModel("m", api_key="k", base_url="localhost:11434/v1"), "model"),
+        (lambda: OpenAIModel("m", api_key=3), "model"),  # type: ignore[arg-type]
+        (lambda: OpenAIModel("m", api_key="k", logprobs="yes"), "model"),  # type: ignore[arg-type]
+        (lambda: OpenAIModel("m", api_key="k", logprobs=True, top_logprobs=50), "model"),
+        (lambda: OpenAIModel("m", api_key="k", parallel_tool_calls="no"), "model"),  # type: ignore[arg-type]
+        (lambda: OpenAIModel("m", api_key="k", settings=[("temperature", 0)]), "settings"),  # type: ignore[arg-type]
+        (lambda: AnthropicModel("m", api_key="k", timeout=-1), "model"),
+        (lambda: AnthropicModel("m", api_key="k", base_url="api.anthropic.com"), "model"),
+        (lambda: JudgeEvaluator(ScriptedModel), "JudgeEvaluator.model"),  # type: ignore[arg-type]
+        (lambda: JudgeEvaluator(_SyncModel()), "JudgeEvaluator.model"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_model_adapter_or_judge_given_an_option_the_sdk_would_trip_on_is_refused_when_made(
+    make: Callable[[], object], field: str
+) -> None:
+    # Checked before the SDK is imported: these hold without the extras installed.
+    _raises_config(make, field)
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: max_output_length("100"), "max_output_length.n"),  # type: ignore[arg-type]
+        (lambda: max_tool_result_length(None), "max_tool_result_length.n"),  # type: ignore[arg-type]
+        (lambda: block_pii(phones="yes"), "block_pii.phones"),  # type: ignore[arg-type]
+        (lambda: redact_pii(cards=1), "redact_pii.cards"),  # type: ignore[arg-type]
+        (lambda: prompt_injection_guardrail(3), "prompt_injection_guardrail.policy"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_built_in_guardrail_given_the_wrong_kind_of_setting_is_refused_rather_than_read_as_zero_or_true(
+    make: Callable[[], object], field: str
+) -> None:
+    # Before: max_output_length("100") clamped to 0 and emptied every answer; phones="yes" read as True.
     _raises_config(make, field)
 
 

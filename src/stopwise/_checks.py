@@ -10,7 +10,7 @@ from typing import Any
 
 from stopwise.errors import ConfigError
 
-__all__ = ["check_async_method", "check_function", "check_seconds", "is_async_function"]
+__all__ = ["check_async_method", "check_function", "check_model", "check_seconds", "is_async_function"]
 
 
 def check_seconds(field: str, value: object, *, optional: bool = True) -> None:
@@ -63,6 +63,16 @@ def check_async_method(field: str, obj: object, method: str) -> None:
     target = inspect.unwrap(getattr(fn, "__func__", fn))
     if inspect.isfunction(target) and not inspect.iscoroutinefunction(target):
         raise ConfigError(field, f"{type(obj).__name__}.{method} must be 'async def': the loop awaits it")
+
+
+def check_model(field: str, model: object) -> None:
+    """``model`` is a model instance whose ``generate`` is ``async def`` (or cannot be told apart from one)."""
+    if isinstance(model, type):
+        # The class's generate is callable too, but called unbound it fails at the first step.
+        raise ConfigError(field, f"must be a model instance, got the class {model.__name__}: call it")
+    if not callable(getattr(model, "generate", None)):
+        raise ConfigError(field, f"must have an async generate(request) method or be a model string, got {model!r}")
+    check_async_method(field, model, "generate")
 
 
 def _label(fn: object) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from stopwise._checks import check_async_method, check_function
+from stopwise._checks import check_async_method, check_function, check_model
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
@@ -171,14 +171,7 @@ class Agent:
         # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
         model = resolve_model(self.model) if isinstance(self.model, str) else self.model
         object.__setattr__(self, "model", model)
-        if isinstance(model, type):
-            # The class's generate is callable too, but called unbound it fails at the first step.
-            raise ConfigError("model", f"must be a model instance, got the class {model.__name__}: call it")
-        if not callable(getattr(model, "generate", None)):
-            raise ConfigError(
-                "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
-            )
-        check_async_method("model", model, "generate")
+        check_model("model", model)
         return model
 
     def _check_hooks(self, model: Model) -> None:
