@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
-from typing import Any
 
 from stopwise.errors import ConfigError
 
@@ -23,7 +21,7 @@ def check_seconds(field: str, value: object, *, optional: bool = True) -> None:
         raise ConfigError(field, f"must be positive seconds (a finite number){or_none}, got {value!r}")
 
 
-def check_function(field: str, fn: object, *params: str) -> Callable[..., Any]:
+def check_function(field: str, fn: object, *params: str) -> None:
     """``fn`` is callable with the positional arguments ``params`` name (the loop calls it so).
 
     A function that cannot take them (``lambda: True`` for a predicate of the step) would otherwise fail the run
@@ -34,13 +32,12 @@ def check_function(field: str, fn: object, *params: str) -> Callable[..., Any]:
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
-        return fn
+        return
     try:
         signature.bind(*params)
     except TypeError as exc:
         wanted = f"({', '.join(params)})" if params else "()"
         raise ConfigError(field, f"{_label(fn)} cannot be called as fn{wanted}: {exc}") from None
-    return fn
 
 
 def is_async_function(fn: object) -> bool:

@@ -74,13 +74,8 @@ class Guardian:
         if not isinstance(self.conditions, QuestionSet):
             raise ConfigError("guardian.conditions", "must be a QuestionSet")
         for name in ("evaluator", "judge"):
-            value = getattr(self, name)
-            if value is not None and callable(getattr(value, "evaluate", None)):
-                check_async_method(f"guardian.{name}", value, "evaluate")
-            elif value is not None:
-                raise ConfigError(
-                    f"guardian.{name}", f"must have an async evaluate(projection, conditions), got {value!r}"
-                )
+            if getattr(self, name) is not None:
+                check_async_method(f"guardian.{name}", getattr(self, name), "evaluate")
         if not isinstance(self.policy, ThresholdPolicy):
             raise ConfigError("guardian.policy", f"must be a ThresholdPolicy(...), got {type(self.policy).__name__}")
         if self.on_unavailable is not None:
