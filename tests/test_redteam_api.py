@@ -20,6 +20,7 @@ from stopwise import (
     Continue,
     Fail,
     FunctionModel,
+    Goal,
     Guardian,
     Limits,
     Reject,
@@ -31,6 +32,7 @@ from stopwise import (
     Terminate,
     Tool,
     ToolCall,
+    decode_tool_result,
     tool,
 )
 from stopwise.approvals import ApprovalError
@@ -419,6 +421,13 @@ def test_a_condition_outcome_given_as_its_string_becomes_the_enum_and_serialises
 
 def test_limits_priced_as_must_name_a_model() -> None:
     _raises_config(lambda: Limits(priced_as=3), "limits.priced_as")  # type: ignore[arg-type]
+
+
+def test_a_goal_whose_criteria_are_not_a_list_is_a_config_error_and_decode_takes_only_a_row() -> None:
+    _raises_config(lambda: Goal("ship it", None), "goal.criteria")  # type: ignore[arg-type]
+    _raises_config(lambda: Goal("ship it", 3), "goal.criteria")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="decode_tool_result takes a tool row"):
+        decode_tool_result('{"a": 1}')  # type: ignore[arg-type]
 
 
 # --- the runner and a run's arguments --------------------------------------------------------------------------
