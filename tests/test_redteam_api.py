@@ -526,6 +526,22 @@ def test_an_approval_decision_with_a_field_of_the_wrong_type_is_refused_when_mad
         make()
 
 
+@pytest.mark.parametrize("now", ["soon", float("nan"), True])
+async def test_expire_with_a_now_that_is_not_unix_seconds_is_a_config_error_and_the_run_stays_suspended(
+    now: Any,
+) -> None:
+    pay = tool(name="pay", needs_approval=True, approval_ttl=10)(_fn)
+    runner = Runner(clock=lambda: 1000.0)
+    await runner.run(_agent(model=ScriptedModel([_call("pay", {})]), tools=[pay]), "pay", session_id="s")
+    with pytest.raises(ConfigError, match="now: must be Unix seconds"):
+        await runner.expire("s", now=now)
+    with pytest.raises(ConfigError, match="now: must be Unix seconds"):
+        await runner.expire_all(now=now)
+    snapshot = await runner.store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    assert snapshot.last_run.status is RunStatus.SUSPENDED
+
+
 # --- MCP servers and the peer integrations ---------------------------------------------------------------------
 
 
@@ -569,3 +585,15 @@ def test_stopwise_run_on_a_file_that_exits_while_imported_is_a_load_error_not_a_
     err = capsys.readouterr().err
     assert err.startswith("stopwise run: error: importing script.py called sys.exit(3)")
     assert "if __name__ == '__main__'" in err
+
+
+def test_stopwise_run_with_an_empty_goal_exits_2_naming_it_rather_than_running_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "agents.py").write_text(
+        "from stopwise import Agent, ScriptedModel\nagent = Agent('a', model=ScriptedModel(['done']))\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "agents.py:agent", "Hi", "--goal", ""]) == 2
+    assert "goal.text: must be a non-empty string" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
 import time
@@ -94,6 +95,12 @@ def _check_session_args(field: str, session_id: object, state: object) -> None:
         raise ConfigError(field, f"must be a non-empty string or None (a new session), got {session_id!r}")
     if state is not None and not isinstance(state, Mapping):
         raise TypeError(f"state must be a mapping of names to JSON values, got {type(state).__name__}")
+
+
+def _check_now(now: object) -> None:
+    """``now`` is Unix seconds (a finite number) or None (the runner's clock)."""
+    if now is not None and (isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now)):
+        raise ConfigError("now", f"must be Unix seconds (a finite number) or None, got {now!r}")
 
 
 def _input_messages(input: Input) -> tuple[Message, ...]:
@@ -292,6 +299,7 @@ class Runner:
         approvals has expired, and, like ``resume``, ``RunLeased`` or ``StepConflict`` when another worker holds
         the run or moved it on; nothing was written then.
         """
+        _check_now(now)
         now = self.clock() if now is None else now
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
@@ -305,6 +313,7 @@ class Runner:
 
         A run another worker holds (a resume in flight) or moved on since the sweep read it is skipped, with why;
         the sweep goes on. Runs whose approvals have not expired (or never do) are left as they are."""
+        _check_now(now)
         now = self.clock() if now is None else now
         ended: list[RunResult] = []
         skipped: list[SkippedExpiry] = []
