@@ -57,6 +57,7 @@ from stopwise.mcp import MCPServer
 from stopwise.messages import AUTOMATED
 from stopwise.models.anthropic import AnthropicModel
 from stopwise.models.openai import OpenAIModel
+from stopwise.step_plan import StepPlan
 from stopwise.store.sqlite import SQLiteStore
 
 
@@ -181,6 +182,14 @@ async def test_a_plain_def_middleware_may_answer_itself_or_pass_the_call_on() ->
     passed = await Runner().run(_agent(middleware=[passing]), "hi")
     assert (answered.status, answered.output) == (RunStatus.COMPLETED, "from the middleware")
     assert (passed.status, passed.output) == (RunStatus.COMPLETED, "done")
+
+
+async def test_a_step_plan_naming_one_tool_as_a_string_fails_prepare_step_naming_the_field() -> None:
+    # Before: "add" was read as the tools "a", "d", "d".
+    agent = _agent(tools=[add], prepare_step=lambda ctx: StepPlan(tools="add"))  # type: ignore[arg-type]
+    result = await Runner().run(agent, "hi")
+    assert result.error is not None and result.error.code == ErrorCode.PREPARE_STEP_FAILED
+    assert "StepPlan.tools: must be a list of tool names" in result.error.message
 
 
 # --- tools -----------------------------------------------------------------------------------------------------
