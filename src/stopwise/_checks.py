@@ -8,7 +8,7 @@ import math
 
 from stopwise.errors import ConfigError
 
-__all__ = ["check_async_method", "check_function", "check_model", "check_seconds", "is_async_function"]
+__all__ = ["check_async_method", "check_function", "check_model", "check_seconds", "check_store", "is_async_function"]
 
 
 def check_seconds(field: str, value: object, *, optional: bool = True) -> None:
@@ -70,6 +70,13 @@ def check_model(field: str, model: object) -> None:
     if not callable(getattr(model, "generate", None)):
         raise ConfigError(field, f"must have an async generate(request) method or be a model string, got {model!r}")
     check_async_method(field, model, "generate")
+
+
+def check_store(field: str, store: object) -> None:
+    """``store`` has a store's methods: a path given where a ``SQLiteStore(path)`` is meant fails here, not at the
+    first ``load_session`` of a run."""
+    if not all(callable(getattr(store, method, None)) for method in ("load_session", "start_run", "commit")):
+        raise ConfigError(field, f"must be a Store (MemoryStore(), SQLiteStore(path), ...), got {store!r}")
 
 
 def _label(fn: object) -> str:

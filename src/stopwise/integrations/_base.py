@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
 from stopwise._step.stop_guard import ask_guard, guard_event
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
@@ -92,8 +93,7 @@ class Deciders:
             raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
         if self.guardian is not None and not isinstance(self.guardian, Guardian):
             raise ConfigError("guardian", f"must be a Guardian(...), got {type(self.guardian).__name__}")
-        if not all(callable(getattr(self.store, m, None)) for m in ("load_session", "commit")):
-            raise ConfigError("store", f"must be a Store (MemoryStore(), SQLiteStore(path), ...), got {self.store!r}")
+        check_store("store", self.store)
         if not isinstance(self.agent, str) or not self.agent.strip():
             raise ConfigError("agent", f"must be a non-empty string (the name on run records), got {self.agent!r}")
         if not isinstance(self.risks, Mapping):

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, 
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from stopwise._checks import check_function, check_seconds, is_async_function
+from stopwise._checks import check_function, check_seconds, check_store, is_async_function
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise._results import result_from_log
@@ -154,8 +154,8 @@ class Runner:
         owner: str | None = None,
     ) -> None:
         check_seconds("lease_seconds", lease_seconds, optional=False)
-        if store is not None and not all(callable(getattr(store, m, None)) for m in ("load_session", "commit")):
-            raise ConfigError("store", f"must be a Store (MemoryStore(), SQLiteStore(path), ...), got {store!r}")
+        if store is not None:
+            check_store("store", store)
         if not callable(clock) or is_async_function(clock):
             raise ConfigError("clock", f"must be a plain function returning Unix seconds, got {clock!r}")
         if on_event is not None:
