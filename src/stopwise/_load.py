@@ -60,6 +60,13 @@ def _import(path: Path) -> ModuleType:
     sys.path.insert(0, str(path.resolve().parent))
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        # A script that runs its main code on import: the CLI must not exit with the script's status unexplained.
+        del sys.modules[module_name]
+        raise LoadError(
+            f"importing {path} called sys.exit({exc.code!r}): guard the file's script code with "
+            "if __name__ == '__main__':"
+        ) from exc
     except Exception as exc:
         del sys.modules[module_name]
         if isinstance(exc, ConfigError):

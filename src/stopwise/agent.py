@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from stopwise._checks import check_async_method, check_function, check_model
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.guardian.guardian import Guardian
@@ -22,7 +23,7 @@ from stopwise.stop.conditions import StopCondition, as_condition
 from stopwise.stop.guard import StopGuard
 from stopwise.stop.limits import Limits
 from stopwise.stop.max_steps import MaxStepsHandler
-from stopwise.tools import Risk, Tool, ToolSource, _build
+from stopwise.tools import Risk, Tool, ToolSource, _build, check_tool_name
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -138,10 +139,12 @@ class Agent:
         _check_int("max_completion_retries", self.max_completion_retries, 0)
         _check_int("forced_calls_at_cap", self.forced_calls_at_cap, 0)
         _check_int("max_tool_errors", self.max_tool_errors, 1)
-        if self.on_max_steps not in ("fail", "wrap_up") and not callable(self.on_max_steps):
-            raise ConfigError(
-                "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
-            )
+        if self.on_max_steps not in ("fail", "wrap_up"):
+            if not callable(self.on_max_steps):
+                raise ConfigError(
+                    "on_max_steps", f"must be 'fail', 'wrap_up' or a handler function, got {self.on_max_steps!r}"
+                )
+            check_function("on_max_steps", self.on_max_steps, "ctx")
         for field_name, cls in (
             ("stop_guard", StopGuard),
             ("guardrails", Guardrails),
@@ -157,8 +160,10 @@ class Agent:
             raise ConfigError("run_unapproved_siblings", f"must be True or False, got {self.run_unapproved_siblings!r}")
         if self.end_strategy not in ("early", "exhaustive"):
             raise ConfigError("end_strategy", f"must be 'early' or 'exhaustive', got {self.end_strategy!r}")
-        if self.prepare_step is not None and not callable(self.prepare_step):
-            raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
+        if self.prepare_step is not None:
+            if not callable(self.prepare_step):
+                raise ConfigError("prepare_step", f"must be a function of the step, got {self.prepare_step!r}")
+            check_function("prepare_step", self.prepare_step, "ctx")
 
     def _resolve_model(self) -> Model:
         if self.model is None:
@@ -166,19 +171,20 @@ class Agent:
         # A model string ("openai:gpt-4.1-mini") is resolved here, so a bad one or a missing key fails now.
         model = resolve_model(self.model) if isinstance(self.model, str) else self.model
         object.__setattr__(self, "model", model)
-        if not callable(getattr(model, "generate", None)):
-            raise ConfigError(
-                "model", f"must have an async generate(request) method or be a model string, got {self.model!r}"
-            )
+        check_model("model", model)
         return model
 
     def _check_hooks(self, model: Model) -> None:
+        if not isinstance(self.middleware, Iterable) or isinstance(self.middleware, str):
+            raise ConfigError("middleware", f"must be a list of middleware functions, got {self.middleware!r}")
         object.__setattr__(self, "middleware", tuple(self.middleware))
         for field_name, what in (("output_validators", "the output"), ("history_processors", "the messages")):
             value = getattr(self, field_name)
             functions = tuple(value) if isinstance(value, Iterable) else None
             if functions is None or not all(callable(f) for f in functions):
                 raise ConfigError(field_name, f"must be a list of functions of {what}")
+            for f in functions:
+                check_function(field_name, f, what.removeprefix("the "))
             object.__setattr__(self, field_name, functions)
         object.__setattr__(self, "caller", wrap_model(model, self.middleware))
 
@@ -188,6 +194,8 @@ class Agent:
             raise ConfigError("tools", "must be a list of tools")
         tool_map: dict[str, Tool] = {}
         sources = tuple(t for t in tools if isinstance(t, ToolSource))
+        for source in sources:
+            check_async_method("tools", source, "list_tools")
         for t in (t for t in tools if not isinstance(t, ToolSource)):
             if not isinstance(t, Tool):
                 raise ConfigError(
@@ -213,6 +221,7 @@ class Agent:
         its first run: the agent is otherwise immutable."""
         if not callable(fn):
             raise ConfigError("output_validators", f"{fn!r} is not a function")
+        check_function("output_validators", fn, "output")
         object.__setattr__(self, "output_validators", (*self.output_validators, fn))
         return fn
 
@@ -250,6 +259,11 @@ class Agent:
         for flag, value in (("inherit_guardrails", inherit_guardrails), ("persistent", persistent)):
             if not isinstance(value, bool):
                 raise ConfigError(f"as_tool.{flag}", f"must be True or False, got {value!r}")
+        try:
+            check_tool_name(self.name if name is None else name)
+        except ConfigError as exc:
+            hint = "" if name is not None else f" (the agent's name {self.name!r}): pass as_tool(name=...)"
+            raise ConfigError("as_tool.name", exc.problem + hint) from None
         companion = (name or self.name) if persistent else None
 
         async def run_agent(input: str, ctx: RunContext) -> Any:

@@ -128,6 +128,9 @@ class Approve:
     reviewer: str | None = None
     """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
 
+    def __post_init__(self) -> None:
+        _check_fields(self, "Approve", ())
+
 
 @dataclass(frozen=True, slots=True)
 class Reject:
@@ -137,6 +140,9 @@ class Reject:
     args_hash: str | None = None
     reviewer: str | None = None
     """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, "Reject", ("message",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +154,9 @@ class Modify:
     reviewer: str | None = None
     """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
 
+    def __post_init__(self) -> None:
+        _check_fields(self, "Modify", ())
+
 
 @dataclass(frozen=True, slots=True)
 class Terminate:
@@ -157,6 +166,9 @@ class Terminate:
     args_hash: str | None = None
     reviewer: str | None = None
     """Who decided (free text: a name, an email, a service), recorded with the decision in the log."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, "Terminate", ("reason",))
 
 
 ApprovalDecision = Approve | Reject | Modify | Terminate
@@ -294,6 +306,18 @@ class ApprovalRecord:
 class ApprovalError(StopwiseError):
     """``resume`` was given decisions that cannot settle the pending calls (unknown call, changed arguments,
     an expired approval, a missing decision, or a run that is not suspended)."""
+
+
+def _check_fields(decision: object, kind: str, texts: tuple[str, ...]) -> None:
+    """A decision's text fields are strings (``texts`` required, the others optional): checked when the decision is
+    made, before ``resume`` claims the run, so a wrong type cannot fail it halfway."""
+    for name in texts:
+        if not isinstance(getattr(decision, name), str):
+            raise ApprovalError(f"{kind}.{name} must be a string, got {getattr(decision, name)!r}")
+    for name in ("args_hash", "reviewer"):
+        value = getattr(decision, name)
+        if value is not None and not isinstance(value, str):
+            raise ApprovalError(f"{kind}.{name} must be a string or None, got {value!r}")
 
 
 __getattr__ = aliases(__name__, {"Decision": ("ApprovalDecision", ApprovalDecision)})

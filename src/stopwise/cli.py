@@ -215,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args.db)
         if args.command == "run":
-            goal = Goal(args.goal, args.criterion or ()) if args.goal or args.criterion else None
+            given = args.goal is not None or args.criterion
+            goal = Goal(args.goal, args.criterion or ()) if given else None
             return _run(args.target, args.prompt, args.model, args.db, goal)
         if args.command == "replay":
             return _replay(args.db, args.run, args.policy)

@@ -32,6 +32,8 @@ class Goal:
             raise ConfigError("goal.text", f"must be a non-empty string or None, got {text!r}")
         if isinstance(criteria, str):
             raise ConfigError("goal.criteria", "must be a list of statements, not one string")
+        if not isinstance(criteria, Iterable):
+            raise ConfigError("goal.criteria", f"must be a list of statements, got {type(criteria).__name__}")
         items = tuple(criteria)
         for c in items:
             if not isinstance(c, str) or not c.strip():

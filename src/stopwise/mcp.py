@@ -23,6 +23,7 @@ from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from stopwise._checks import check_seconds
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
@@ -239,8 +240,14 @@ class MCPServer:
         timeout: float | None = 30.0,
         needs_approval: Sequence[str] = (),
     ) -> None:
-        if timeout is not None and not timeout > 0:
-            raise ConfigError(f"mcp server {name!r}.timeout", f"must be positive seconds or None, got {timeout!r}")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError("mcp server name", f"must be a non-empty string, got {name!r}")
+        check_seconds(f"mcp server {name!r}.timeout", timeout)
+        if isinstance(needs_approval, str) or not all(isinstance(n, str) for n in needs_approval):
+            # A lone name would otherwise be read as a set of one-letter names.
+            raise ConfigError(
+                f"mcp server {name!r}.needs_approval", f"must be a list of tool names, got {needs_approval!r}"
+            )
         declared: dict[str, Risk] = {}
         for tool_name, risk in (risks or {}).items():
             try:
@@ -278,6 +285,13 @@ class MCPServer:
     ) -> MCPServer:
         """A server started as a child process that speaks MCP on its stdin and stdout; its stderr goes to
         ``errlog`` (this process's stderr by default). Options: see ``MCPServer``."""
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError(
+                "MCPServer.stdio.command", f"must be the program to start, a non-empty string, got {command!r}"
+            )
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            # A lone string would otherwise be passed as one argument per character.
+            raise ConfigError("MCPServer.stdio.args", f"must be a list of strings, got {args!r}")
         params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
         label = name or " ".join([command, *args])
         return cls(label, lambda: stdio_client(params, errlog=errlog or sys.stderr), **options)
@@ -288,6 +302,8 @@ class MCPServer:
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (such as ``http://127.0.0.1:8000/mcp``), with these
         headers on every request (an ``Authorization``, say). Options: see ``MCPServer``."""
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError("MCPServer.http.url", f"must be an http:// or https:// URL, got {url!r}")
         return cls(name or url, lambda: _http(url, dict(headers or {})), **options)
 
     @property

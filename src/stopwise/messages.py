@@ -263,6 +263,8 @@ def decode_tool_result(message: Message) -> Any:
     A row marked as text returns its content as the string it was; an unmarked row (JSON results, and rows
     written before the marker existed) is parsed as JSON, falling back to the raw text when it is not JSON.
     """
+    if not isinstance(message, Message):
+        raise TypeError(f"decode_tool_result takes a tool row (a Message), got {type(message).__name__}")
     if message.metadata.get(CONTENT_ENCODING) == "text":
         return message.content
     try:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
+from stopwise.errors import ConfigError
 from stopwise.messages import Message
 from stopwise.models.base import Model
 from stopwise.tools import Tool
@@ -51,6 +52,15 @@ class StepPlan:
     """``"auto"``, ``"required"``, ``"none"``, or a tool's name to force that tool."""
     instructions: str | None = None
     """The system instructions for this call instead of the agent's."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tools, str):
+            # A lone name would otherwise be read as one tool name per character.
+            raise ConfigError("StepPlan.tools", f"must be a list of tool names or tools, got {self.tools!r}")
+        if self.tool_choice is not None and not isinstance(self.tool_choice, str):
+            raise ConfigError("StepPlan.tool_choice", f"must be a string or None, got {self.tool_choice!r}")
+        if self.instructions is not None and not isinstance(self.instructions, str):
+            raise ConfigError("StepPlan.instructions", f"must be a string or None, got {self.instructions!r}")
 
 
 @dataclass(frozen=True, slots=True)

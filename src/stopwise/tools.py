@@ -11,6 +11,7 @@ import asyncio
 import functools
 import inspect
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload, runti
 
 from pydantic_core import ValidationError
 
+from stopwise._checks import check_function, check_seconds, is_async_function
 from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
@@ -87,6 +89,17 @@ class Tool:
     is_async: bool = field(init=False)
 
     def __post_init__(self) -> None:
+        from pydantic import BaseModel
+
+        check_tool_name(self.name)
+        if not isinstance(self.description, str):
+            raise ConfigError(f"tool {self.name!r}.description", f"must be a string, got {self.description!r}")
+        if not callable(self.fn):
+            raise ConfigError(f"tool {self.name!r}.fn", f"must be a function, got {self.fn!r}")
+        if not (isinstance(self.args_model, type) and issubclass(self.args_model, BaseModel)):
+            raise ConfigError(
+                f"tool {self.name!r}.args_model", f"must be a pydantic model class, got {self.args_model!r}"
+            )
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
@@ -95,7 +108,13 @@ class Tool:
     def requires_approval(self, args: Mapping[str, Any]) -> bool:
         """Whether a call with these arguments must wait for a human (``needs_approval``)."""
         if callable(self.needs_approval):
-            return bool(self.needs_approval(args))
+            verdict = self.needs_approval(args)
+            if inspect.isawaitable(verdict):
+                getattr(verdict, "close", lambda: None)()  # no "never awaited" warning on top of this error
+                raise TypeError(
+                    f"needs_approval of tool {self.name!r} returned an awaitable: it must be a plain predicate"
+                )
+            return bool(verdict)
         return bool(self.needs_approval)
 
     async def invoke(
@@ -215,19 +234,25 @@ def _build(
 ) -> Tool:
     if not callable(fn):
         raise ConfigError("tool", f"expected a function, got {type(fn).__name__}")
-    tool_name = name or getattr(fn, "__name__", "")
-    if not tool_name or tool_name == "<lambda>":
+    tool_name = name if name is not None else getattr(fn, "__name__", "")
+    if name is None and (not tool_name or tool_name == "<lambda>"):
         raise ConfigError("tool.name", "a lambda or nameless callable needs an explicit name=")
-    if timeout is not None and timeout <= 0:
-        raise ConfigError(f"tool {tool_name!r}.timeout", f"must be positive seconds, got {timeout!r}")
+    check_tool_name(tool_name)
+    if description is not None and not isinstance(description, str):
+        raise ConfigError(f"tool {tool_name!r}.description", f"must be a string or None, got {description!r}")
+    check_seconds(f"tool {tool_name!r}.timeout", timeout)
     if not (isinstance(needs_approval, bool) or callable(needs_approval)):
         raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a bool or a predicate of the arguments")
+    if callable(needs_approval):
+        check_function(f"tool {tool_name!r}.needs_approval", needs_approval, "args")
+        if is_async_function(needs_approval):
+            # Its coroutine would read as true: every call would wait for a human, whatever it decided.
+            raise ConfigError(f"tool {tool_name!r}.needs_approval", "must be a plain (not async) predicate")
     if client and (needs_approval is not False or timeout is not None):
         raise ConfigError(
             f"tool {tool_name!r}.client", "a client tool runs at the caller: no needs_approval or timeout"
         )
-    if approval_ttl is not None and not approval_ttl > 0:
-        raise ConfigError(f"tool {tool_name!r}.approval_ttl", f"must be positive seconds or None, got {approval_ttl!r}")
+    check_seconds(f"tool {tool_name!r}.approval_ttl", approval_ttl)
     try:
         risk = Risk(risk)
     except ValueError:
@@ -239,6 +264,7 @@ def _build(
 
     summary, fields, context_param = _signature(fn, tool_name)
     args_model = create_model(f"{tool_name}_arguments", __base__=_args_base(), **fields)
+    _check_schema(tool_name, args_model, fields)
     return Tool(
         name=tool_name,
         description=description if description is not None else summary,
@@ -251,6 +277,39 @@ def _build(
         approval_ttl=approval_ttl,
         client=client,
     )
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""The tool names every provider accepts: OpenAI's function names (Anthropic's allow as many characters or more)."""
+
+
+def check_tool_name(name: object) -> None:
+    """Raise ``ConfigError`` unless ``name`` is one a provider accepts (letters, digits, ``_`` and ``-``, at most
+    64 of them): a name the model's API would refuse fails when the tool is defined, not at the first model call."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigError(
+            "tool.name", f"must be 1 to 64 letters, digits, '_' or '-' (what model APIs accept), got {name!r}"
+        )
+
+
+def _check_schema(tool_name: str, args_model: type[BaseModel], fields: Mapping[str, Any]) -> None:
+    """Raise ``ConfigError`` naming the parameter whose type has no JSON schema (the model could not be told how
+    to fill it), rather than pydantic's error from deep in ``Tool``."""
+    from pydantic import create_model
+    from pydantic.errors import PydanticUserError
+
+    try:
+        args_model.model_json_schema()
+    except PydanticUserError:
+        for pname, spec in fields.items():
+            try:
+                create_model("probe", __base__=_args_base(), **{pname: spec}).model_json_schema()
+            except PydanticUserError as exc:
+                raise ConfigError(
+                    f"tool {tool_name!r}",
+                    f"parameter {pname!r}: its type has no JSON schema for the model ({str(exc).splitlines()[0]})",
+                ) from None
+        raise
 
 
 def _signature(fn: Callable[..., Any], tool_name: str) -> tuple[str, dict[str, Any], str | None]:
@@ -269,9 +328,13 @@ def _signature(fn: Callable[..., Any], tool_name: str) -> tuple[str, dict[str, A
         raise ConfigError(
             f"tool {tool_name!r}", f"cannot resolve a type hint ({exc}); define the types at module level"
         ) from None
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"tool {tool_name!r}", f"cannot read the function's signature ({exc})") from None
     fields: dict[str, Any] = {}
     context_param = None
-    for pname, param in inspect.signature(fn).parameters.items():
+    for pname, param in parameters.items():
         annotation = hints.get(pname, Any)
         if annotation is RunContext:
             context_param = pname

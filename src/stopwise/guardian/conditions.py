@@ -67,8 +67,22 @@ class Condition:
             cost = getattr(self, costname)
             if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not math.isfinite(cost) or cost <= 0:
                 raise ConfigError(f"Condition {self.name}.{costname}", f"must be a positive number, got {cost!r}")
-        if not 0 <= self.delta < 0.5:
+        try:
+            outcome = GuardianOutcome(self.outcome)
+        except ValueError:
+            raise ConfigError(
+                f"Condition {self.name}.outcome",
+                f"must be one of {[o.value for o in GuardianOutcome]}, got {self.outcome!r}",
+            ) from None
+        object.__setattr__(self, "outcome", outcome)
+        if self.when not in ("turn", "pre_execution"):
+            raise ConfigError(f"Condition {self.name}.when", f"must be 'turn' or 'pre_execution', got {self.when!r}")
+        if isinstance(self.delta, bool) or not isinstance(self.delta, int | float) or not 0 <= self.delta < 0.5:
             raise ConfigError(f"Condition {self.name}.delta", f"must be in [0, 0.5), got {self.delta!r}")
+        if isinstance(self.fires_on, str):
+            raise ConfigError(
+                f"Condition {self.name}.fires_on", f"must be a list of answer labels, got {self.fires_on!r}"
+            )
         labels = set(self.question.labels)
         if not self.fires_on or not set(self.fires_on) <= labels:
             raise ConfigError(
@@ -83,7 +97,12 @@ class Condition:
                 f"the uncertain band t*={t:.3f} +/- {self.delta} must stay inside (0, 1); use a smaller delta",
             )
         if self.hysteresis is not None:
-            k, n = self.hysteresis
+            pair = tuple(self.hysteresis) if isinstance(self.hysteresis, tuple | list) else ()
+            if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+                raise ConfigError(
+                    f"Condition {self.name}.hysteresis", f"must be a pair (k, n) of ints, got {self.hysteresis!r}"
+                )
+            k, n = pair
             if not 1 <= k <= n:
                 raise ConfigError(f"Condition {self.name}.hysteresis", f"needs 1 <= k <= n, got {self.hysteresis}")
 
@@ -118,6 +137,9 @@ class QuestionSet:
 
     def __post_init__(self) -> None:
         conditions = tuple(self.conditions)
+        for c in conditions:
+            if not isinstance(c, Condition):
+                raise ConfigError("QuestionSet.conditions", f"each item must be a Condition(...), got {c!r}")
         names = [c.name for c in conditions]
         if len(set(names)) != len(names):
             raise ConfigError("QuestionSet.conditions", f"duplicate condition names in {names}")

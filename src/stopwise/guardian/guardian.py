@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from stopwise._checks import check_async_method, check_seconds
 from stopwise.errors import ConfigError
 from stopwise.goal import Goal
 from stopwise.guardian.answers import Answers, Evaluator, uncertain
@@ -72,13 +73,27 @@ class Guardian:
             object.__setattr__(self, "evaluator", _default_evaluator())
         if not isinstance(self.conditions, QuestionSet):
             raise ConfigError("guardian.conditions", "must be a QuestionSet")
+        for name in ("evaluator", "judge"):
+            if getattr(self, name) is not None:
+                check_async_method(f"guardian.{name}", getattr(self, name), "evaluate")
+        if not isinstance(self.policy, ThresholdPolicy):
+            raise ConfigError("guardian.policy", f"must be a ThresholdPolicy(...), got {type(self.policy).__name__}")
         if self.on_unavailable is not None:
             object.__setattr__(self, "policy", dataclasses.replace(self.policy, on_unavailable=self.on_unavailable))
         for name in ("timeout", "judge_timeout"):
+            check_seconds(f"guardian.{name}", getattr(self, name), optional=False)
+        for name in ("history_steps", "result_chars", "max_chars"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ConfigError(f"guardian.{name}", f"must be positive seconds, got {value!r}")
-        object.__setattr__(self, "criteria", tuple(self.criteria))
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"guardian.{name}", f"must be an int >= 1, got {value!r}")
+        if self.goal is not None and not isinstance(self.goal, str):
+            raise ConfigError("guardian.goal", f"must be a string or None, got {type(self.goal).__name__}")
+        # Checked as a run's Goal checks them: a lone string would otherwise be one criterion per character.
+        try:
+            criteria = Goal(None, self.criteria).criteria
+        except ConfigError as exc:
+            raise ConfigError("guardian.criteria", exc.problem) from None
+        object.__setattr__(self, "criteria", criteria)
 
     @property
     def default_goal(self) -> Goal | None:

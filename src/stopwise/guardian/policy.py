@@ -165,10 +165,10 @@ class ThresholdPolicy:
     not read."""
 
     def __post_init__(self) -> None:
-        if self.max_replans < 0:
-            raise ConfigError("ThresholdPolicy.max_replans", f"must be >= 0, got {self.max_replans}")
-        if self.repeat_limit < 2:
-            raise ConfigError("ThresholdPolicy.repeat_limit", f"must be >= 2, got {self.repeat_limit}")
+        for name, least in (("max_replans", 0), ("repeat_limit", 2)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(f"ThresholdPolicy.{name}", f"must be an int >= {least}, got {value!r}")
         if self.on_unavailable not in ("escalate", "continue", "stop"):
             raise ConfigError(
                 "ThresholdPolicy.on_unavailable", f"must be escalate, continue or stop, got {self.on_unavailable!r}"

@@ -52,6 +52,8 @@ def prompt_injection_guardrail(policy: str | None = None) -> Callable[[InputCont
     the cost of an injection, it does not make one impossible.
     """
     text = PROMPT_INJECTION_POLICY if policy is None else policy
+    if not isinstance(text, str):
+        raise ConfigError("prompt_injection_guardrail.policy", f"must be a string or None, got {text!r}")
     if not text.strip():
         raise ConfigError("prompt_injection_guardrail.policy", "must not be empty")
 
@@ -103,9 +105,11 @@ def block_injected_results(threshold: float = 0.5) -> Callable[[ToolResultContex
 _WINDOW_OVERLAP = 200
 
 
-def _cap(n: float) -> int:
+def _cap(n: float, factory: str) -> int:
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        raise ConfigError(f"{factory}.n", f"must be a number of characters, got {n!r}")
     # A negative or NaN cap clamps to 0 rather than quietly switching the guard off.
-    if not isinstance(n, (int, float)) or isinstance(n, bool) or math.isnan(n) or n < 0:
+    if math.isnan(n) or n < 0:
         return 0
     return int(n) if not math.isinf(n) else 2**62
 
@@ -120,7 +124,7 @@ def max_output_length(
 ) -> Callable[[OutputContext], Rewrite | Block | None]:
     """Cap the final answer at ``n`` characters (not tokens): truncate it, or block it (empty answer)."""
     _mode(mode, "max_output_length")
-    cap = _cap(n)
+    cap = _cap(n, "max_output_length")
 
     def guard(ctx: OutputContext) -> Rewrite | Block | None:
         if len(ctx.text) <= cap:
@@ -146,7 +150,7 @@ def max_tool_result_length(
     """Cap each tool result the model sees at ``n`` characters (JSON results measured as JSON text). The log's
     tool receipt keeps the full raw result."""
     _mode(mode, "max_tool_result_length")
-    cap = _cap(n)
+    cap = _cap(n, "max_tool_result_length")
 
     def guard(ctx: ToolResultContext) -> Rewrite | Block | None:
         text = _as_text(ctx.result)
@@ -231,6 +235,9 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _pii_scan(factory: str, cards: bool, ssns: bool, ibans: bool, phones: bool, phone_region: str) -> _PiiScan:
+    for flag, value in (("cards", cards), ("ssns", ssns), ("ibans", ibans), ("phones", phones)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{factory}.{flag}", f"must be True or False, got {value!r}")
     kinds = frozenset(
         k
         for k, on in ((PiiKind.CARD, cards), (PiiKind.SSN, ssns), (PiiKind.IBAN, ibans), (PiiKind.PHONE, phones))

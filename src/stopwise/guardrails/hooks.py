@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from stopwise._checks import check_function, check_seconds
 from stopwise.errors import ConfigError
 from stopwise.guardrails.verdicts import (
     Block,
@@ -28,7 +29,7 @@ from stopwise.guardrails.verdicts import (
     Rewrite,
     rewrite_field,
 )
-from stopwise.messages import Message, ToolCall
+from stopwise.messages import Message, ToolCall, encode_tool_result
 
 __all__ = [
     "GuardrailContext",
@@ -104,11 +105,6 @@ class _Named:
         return self.fn(ctx)
 
 
-def _check_timeout(where: str, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
-        raise ConfigError(where, f"must be positive seconds or None, got {value!r}")
-
-
 def named(name: str, fn: GuardrailFn, *, timeout: float | None = None) -> GuardrailFn:
     """Give a guardrail an explicit name: the one records show and the model reads in a block message.
 
@@ -116,7 +112,7 @@ def named(name: str, fn: GuardrailFn, *, timeout: float | None = None) -> Guardr
     """
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("named", "a guardrail name must be a non-empty string")
-    _check_timeout(f"named({name!r}).timeout", timeout)
+    check_seconds(f"named({name!r}).timeout", timeout)
     return _Named(fn, name, timeout)
 
 
@@ -156,6 +152,7 @@ def _chain(hook: Hook, value: Any, timeout: float | None) -> tuple[_Link, ...]:
     for i, fn in enumerate(items):
         if not callable(fn):
             raise ConfigError(f"guardrails.on_{hook.value}", f"item {i} is not callable: {fn!r}")
+        check_function(f"guardrails.on_{hook.value}", fn.fn if isinstance(fn, _Named) else fn, "ctx")
         own = fn.timeout if isinstance(fn, _Named) else None
         chain.append(_Link(fn, _name_of(fn, hook, i), _is_async(fn), own if own is not None else timeout))
     return tuple(chain)
@@ -185,7 +182,7 @@ class Guardrails:
     chains: Mapping[Hook, tuple[_Link, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _check_timeout("guardrails.timeout", self.timeout)
+        check_seconds("guardrails.timeout", self.timeout)
         key = self.receipt_hmac_key
         if key is not None and (not isinstance(key, bytes) or len(key) < 16):
             raise ConfigError("guardrails.receipt_hmac_key", "must be bytes, at least 16 of them (or None)")
@@ -274,6 +271,8 @@ async def run_chain(
         if isinstance(verdict, Block):
             if not isinstance(verdict.reason, str):
                 raise GuardrailError(name, hook, "Block.reason must be a string")
+            if verdict.replacement is not None and not isinstance(verdict.replacement, str):
+                raise GuardrailError(name, hook, "Block.replacement must be a string or None")
             records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step))
             if verdict.redacted:
                 redacted, clean = True, None
@@ -316,6 +315,7 @@ def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:
         wrong = [f for f in given if f != "result"]
         if wrong:
             raise GuardrailError(name, hook, f"Rewrite sets {wrong}; the {hook.value} hook takes Rewrite(result=...)")
+        _check_json(verdict.result, name, hook, "Rewrite.result")
         return verdict.result
     if given != [field_name]:
         raise GuardrailError(
@@ -327,8 +327,21 @@ def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:
         if not all(isinstance(m, Message) for m in messages):
             raise GuardrailError(name, hook, "Rewrite.messages must be a list of Message")
         return messages
-    if hook is Hook.TOOL_CALL and not isinstance(value, Mapping):
-        raise GuardrailError(name, hook, "Rewrite.args must be a mapping")
+    if hook is Hook.TOOL_CALL:
+        if not isinstance(value, Mapping):
+            raise GuardrailError(name, hook, "Rewrite.args must be a mapping")
+        _check_json(value, name, hook, "Rewrite.args")
     if hook is Hook.OUTPUT and not isinstance(value, str):
         raise GuardrailError(name, hook, "Rewrite.text must be a string")
     return value
+
+
+def _check_json(value: Any, name: str, hook: Hook, what: str) -> None:
+    """A rewritten value goes into the log as JSON: one that cannot be is the guardrail's error, raised before
+    anything of the step is written."""
+    try:
+        encode_tool_result(value, tool_call_id="")
+    except Exception as exc:
+        raise GuardrailError(
+            name, hook, f"{what} cannot be serialised to JSON ({type(value).__name__}): {exc}"
+        ) from None

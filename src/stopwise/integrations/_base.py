@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
 from stopwise._step.stop_guard import ask_guard, guard_event
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
@@ -83,7 +84,7 @@ class Deciders:
     ) -> Deciders:
         """The deciders from an integration's keyword arguments: a fresh in-memory store unless one is given."""
         kept = store if store is not None else MemoryStore()
-        return cls(stop_guard, guardrails, guardian, kept, agent, dict(risks or {}))
+        return cls(stop_guard, guardrails, guardian, kept, agent, risks if risks is not None else {})
 
     def __post_init__(self) -> None:
         if self.stop_guard is not None and not isinstance(self.stop_guard, StopGuard):
@@ -92,6 +93,11 @@ class Deciders:
             raise ConfigError("guardrails", f"must be a Guardrails(...), got {type(self.guardrails).__name__}")
         if self.guardian is not None and not isinstance(self.guardian, Guardian):
             raise ConfigError("guardian", f"must be a Guardian(...), got {type(self.guardian).__name__}")
+        check_store("store", self.store)
+        if not isinstance(self.agent, str) or not self.agent.strip():
+            raise ConfigError("agent", f"must be a non-empty string (the name on run records), got {self.agent!r}")
+        if not isinstance(self.risks, Mapping):
+            raise ConfigError("risks", f"must be a mapping of tool name to risk class, got {type(self.risks).__name__}")
         risks: dict[str, Risk] = {}
         for name, risk in self.risks.items():
             try:

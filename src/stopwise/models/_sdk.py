@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import inspect
 import json
+import math
 import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,7 +22,16 @@ from typing import Any, Generic, TypeVar
 from stopwise.errors import ConfigError, ModelError
 from stopwise.messages import Message
 
-__all__ = ["ClientPerLoop", "api_key", "check_settings", "import_sdk", "parse_args", "provider_error", "wire_ids"]
+__all__ = [
+    "ClientPerLoop",
+    "api_key",
+    "check_options",
+    "check_settings",
+    "import_sdk",
+    "parse_args",
+    "provider_error",
+    "wire_ids",
+]
 
 _C = TypeVar("_C")
 
@@ -77,6 +87,24 @@ def parse_args(raw: str | None) -> dict[str, Any] | str:
     except (ValueError, RecursionError):  # not JSON, or nested too deep to decode: the loop refuses the raw text
         return raw
     return value if isinstance(value, dict) else raw
+
+
+def check_options(cls_name: str, *, base_url: object, api_key: object, timeout: object, settings: object) -> None:
+    """Raise ``ConfigError`` for the connection options an adapter shares when one is of the wrong kind: a base URL
+    that is not http(s), a key that is not a string, a timeout that is not positive finite seconds, settings that
+    are not a mapping (each would otherwise fail inside the SDK, at the first call or never clearly)."""
+    if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):
+        raise ConfigError("model", f"{cls_name} base_url must be an http:// or https:// URL, got {base_url!r}")
+    if api_key is not None and not isinstance(api_key, str):
+        raise ConfigError("model", f"{cls_name} api_key must be a string, got {type(api_key).__name__}")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not (timeout > 0 and math.isfinite(timeout))
+    ):
+        raise ConfigError("model", f"{cls_name} timeout must be positive finite seconds or None, got {timeout!r}")
+    if settings is not None and not isinstance(settings, Mapping):
+        raise ConfigError("settings", f"{cls_name} settings must be a mapping, got {type(settings).__name__}")
 
 
 def check_settings(settings: Mapping[str, Any], create: Callable[..., Any], sdk: ModuleType, cls_name: str) -> None:

@@ -13,6 +13,7 @@ from stopwise.messages import TOOL_ERROR, Message, Reply, Role, StopReason, Tool
 from stopwise.models._sdk import (
     ClientPerLoop,
     api_key,
+    check_options,
     check_settings,
     import_sdk,
     malformed,
@@ -79,6 +80,7 @@ class AnthropicModel:
             raise ConfigError("model", f"AnthropicModel max_tokens must be an int >= 1, got {max_tokens!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError("model", f"AnthropicModel max_retries must be an int >= 0, got {max_retries!r}")
+        check_options("AnthropicModel", base_url=base_url, api_key=api_key, timeout=timeout, settings=settings)
         self._sdk = import_sdk("anthropic", extra="anthropic")
         self.model = model
         self.max_tokens = max_tokens

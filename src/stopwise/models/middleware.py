@@ -8,8 +8,11 @@ the process); use guardrails for run-level decisions you want recorded and able 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from typing import cast
 
+from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.messages import Reply
 from stopwise.models.base import Model, ModelRequest
@@ -37,7 +40,11 @@ class _Wrapped:
 
 def _bind(mw: Middleware, call_next: CallNext) -> CallNext:
     async def call(request: ModelRequest) -> Reply:
-        return await mw(request, call_next)
+        # A plain ``def`` middleware works too: one that answers itself returns a Reply, which is not awaited.
+        reply = mw(request, call_next)
+        if not inspect.isawaitable(reply):
+            return cast(Reply, reply)
+        return await reply
 
     return call
 
@@ -48,4 +55,5 @@ def wrap_model(model: Model, middleware: Sequence[Middleware]) -> Model:
     for i, mw in enumerate(chain):
         if not callable(mw):
             raise ConfigError("middleware", f"item {i} is not callable: {mw!r}")
+        check_function("middleware", mw, "request", "call_next")
     return _Wrapped(model, chain) if chain else model

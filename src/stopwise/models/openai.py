@@ -15,6 +15,7 @@ from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, To
 from stopwise.models._sdk import (
     ClientPerLoop,
     api_key,
+    check_options,
     check_settings,
     import_sdk,
     malformed,
@@ -76,8 +77,19 @@ class OpenAIModel:
             raise ConfigError("model", f"OpenAIModel needs a model name, got {model!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError("model", f"OpenAIModel max_retries must be an int >= 0, got {max_retries!r}")
+        if not isinstance(logprobs, bool):
+            raise ConfigError("model", f"OpenAIModel logprobs must be True or False, got {logprobs!r}")
         if top_logprobs is not None and not logprobs:
             raise ConfigError("model", "OpenAIModel top_logprobs needs logprobs=True")
+        if top_logprobs is not None and (
+            isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 0 <= top_logprobs <= 20
+        ):
+            raise ConfigError("model", f"OpenAIModel top_logprobs must be an int from 0 to 20, got {top_logprobs!r}")
+        if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
+            raise ConfigError(
+                "model", f"OpenAIModel parallel_tool_calls must be True, False or None, got {parallel_tool_calls!r}"
+            )
+        check_options("OpenAIModel", base_url=base_url, api_key=api_key, timeout=timeout, settings=settings)
         self._sdk = import_sdk("openai", extra="openai")
         self.model = model
         self.base_url = base_url

@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
-from stopwise.errors import ModelScriptExhausted
+from stopwise._checks import check_function
+from stopwise.errors import ConfigError, ModelScriptExhausted
 from stopwise.messages import Reply
 from stopwise.models.base import ModelRequest
 
@@ -22,6 +23,13 @@ class ScriptedModel:
     """
 
     def __init__(self, replies: Iterable[Reply | str]) -> None:
+        if isinstance(replies, str | Reply) or not isinstance(replies, Iterable):
+            # A lone string would otherwise be a script of one-character replies.
+            raise ConfigError("ScriptedModel.replies", f"must be a list of replies, got {type(replies).__name__}")
+        replies = list(replies)
+        for i, r in enumerate(replies):
+            if not isinstance(r, Reply | str):
+                raise ConfigError("ScriptedModel.replies", f"item {i} must be a Reply or a str, got {type(r).__name__}")
         self._replies = [r if isinstance(r, Reply) else Reply(text=r) for r in replies]
         self._next = 0
         self.requests: list[ModelRequest] = []
@@ -54,6 +62,9 @@ class FunctionModel:
     text reply (as ``ScriptedModel`` takes strings)."""
 
     def __init__(self, fn: ReplyFn, *, name: str | None = None) -> None:
+        if not callable(fn):
+            raise ConfigError("FunctionModel.fn", f"must be a function of the request, got {fn!r}")
+        check_function("FunctionModel.fn", fn, "request")
         self._fn = fn
         self.name = name or getattr(fn, "__name__", "function")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
 import time
@@ -13,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, 
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
+from stopwise._checks import check_function, check_seconds, check_store, is_async_function
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
 from stopwise._results import result_from_log
@@ -87,16 +89,36 @@ class ExpirySweep:
     skipped: tuple[SkippedExpiry, ...] = ()
 
 
+def _check_session_args(field: str, session_id: object, state: object) -> None:
+    """A session id a caller names is a non-empty string (None: a new one), and a state is a mapping."""
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise ConfigError(field, f"must be a non-empty string or None (a new session), got {session_id!r}")
+    if state is not None and not isinstance(state, Mapping):
+        raise TypeError(f"state must be a mapping of names to JSON values, got {type(state).__name__}")
+
+
+def _check_now(now: object) -> None:
+    """``now`` is Unix seconds (a finite number) or None (the runner's clock)."""
+    if now is not None and (isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now)):
+        raise ConfigError("now", f"must be Unix seconds (a finite number) or None, got {now!r}")
+
+
 def _input_messages(input: Input) -> tuple[Message, ...]:
     if isinstance(input, str):
+        if not input.strip():
+            # Nothing for the model to act on (and some providers refuse an empty message).
+            raise ConfigError("input", "is empty: give the model something to do")
         return (Message.user(input),)
     if isinstance(input, Message):
         return (input,)
-    messages = tuple(input)
-    for m in messages:
+    if not isinstance(input, Sequence):
+        raise TypeError(f"input must be a str, a Message or a list of Messages, got {type(input).__name__}")
+    messages: list[Message] = []
+    for m in input:
         if not isinstance(m, Message):
             raise TypeError(f"input must be a str, a Message or a list of Messages; found {type(m).__name__}")
-    return messages
+        messages.append(m)
+    return tuple(messages)
 
 
 class Runner:
@@ -131,8 +153,20 @@ class Runner:
         lease_seconds: float = 300.0,
         owner: str | None = None,
     ) -> None:
-        if not lease_seconds > 0:
-            raise ConfigError("lease_seconds", f"must be a positive number of seconds, got {lease_seconds!r}")
+        check_seconds("lease_seconds", lease_seconds, optional=False)
+        if store is not None:
+            check_store("store", store)
+        if not callable(clock) or is_async_function(clock):
+            raise ConfigError("clock", f"must be a plain function returning Unix seconds, got {clock!r}")
+        if on_event is not None:
+            check_function("on_event", on_event, "agent", "event")
+            if is_async_function(on_event):
+                # It is called, not awaited, in order with the events: an async one would never run.
+                raise ConfigError(
+                    "on_event", "must be a plain function (not async): it is called as each event happens"
+                )
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise ConfigError("owner", f"must be a non-empty string or None, got {owner!r}")
         self.store: Store = store if store is not None else MemoryStore()
         self.clock = clock
         self.on_event = on_event
@@ -204,6 +238,7 @@ class Runner:
         ``ForkNotAllowed`` for a step that is not committed or that suspended for approval, or a
         ``new_session_id`` that exists. Either way nothing was written.
         """
+        _check_session_args("new_session_id", new_session_id, state)
         snapshot, last = await self._last_run(agent, session_id)
         new_session_id = new_session_id or uuid.uuid4().hex
         planned = plan_fork(snapshot, last, at_step, new_session_id, uuid.uuid4().hex)
@@ -244,6 +279,11 @@ class Runner:
         suspended it. The run is claimed atomically before any call runs: of two resumes at once, one goes on and
         the other raises ``RunLeased`` (or ``StepConflict`` when the first already moved the run on).
         """
+        for given, what in ((decisions, "decisions"), (results, "results")):
+            if given is not None and not isinstance(given, Mapping):
+                raise ApprovalError(
+                    f"{what} must be a mapping of call id to its {what[:-1]}, got {type(given).__name__}"
+                )
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
         return await self._driven(agent, leg)
 
@@ -259,6 +299,7 @@ class Runner:
         approvals has expired, and, like ``resume``, ``RunLeased`` or ``StepConflict`` when another worker holds
         the run or moved it on; nothing was written then.
         """
+        _check_now(now)
         now = self.clock() if now is None else now
         snapshot = await self.store.load_session(session_id)
         last = None if snapshot is None else snapshot.last_run
@@ -272,6 +313,7 @@ class Runner:
 
         A run another worker holds (a resume in flight) or moved on since the sweep read it is skipped, with why;
         the sweep goes on. Runs whose approvals have not expired (or never do) are left as they are."""
+        _check_now(now)
         now = self.clock() if now is None else now
         ended: list[RunResult] = []
         skipped: list[SkippedExpiry] = []
@@ -618,6 +660,7 @@ class Runner:
         if not isinstance(agent, Agent):
             raise TypeError(f"agent must be an Agent, got {type(agent).__name__}")
         rows = _input_messages(input)
+        _check_session_args("session_id", session_id, state)
         stated = Goal.of(goal)
         if stated is None and agent.guardian is not None:
             # Logged even when it says only "the input is the goal", so no later configuration can change it.

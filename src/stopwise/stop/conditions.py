@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR, Message, Reply
 
@@ -157,6 +158,7 @@ def as_condition(value: Any) -> StopCondition:
         return combined
     if not callable(value):
         raise ConfigError("stop_when", f"expected a callable or a list of callables, got {type(value).__name__}")
+    check_function("stop_when", value, "step")
     label = getattr(value, "__name__", None) or type(value).__name__
     if label == "<lambda>":
         label = "stop_when predicate"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
+from stopwise._checks import check_function, check_seconds
 from stopwise._deprecated import aliases
 from stopwise.errors import ConfigError, StopGuardExpired
 from stopwise.goal import Goal
@@ -52,12 +53,24 @@ class Continue:
     feedback: str | None = None
     context: Sequence[str | Message | ToolSwitch] = ()
 
+    def __post_init__(self) -> None:
+        if self.feedback is not None and not isinstance(self.feedback, str):
+            raise ConfigError("Continue.feedback", f"must be a string or None, got {type(self.feedback).__name__}")
+        if isinstance(self.context, str | Message | ToolSwitch) or not isinstance(self.context, Iterable):
+            # A lone string would otherwise be read as one context row per character.
+            raise ConfigError("Continue.context", f"must be a list of items, got {type(self.context).__name__}")
+        object.__setattr__(self, "context", tuple(self.context))
+
 
 @dataclass(frozen=True, slots=True)
 class Fail:
     """Fail the run with code ``stop_guard_rejected`` (not retryable), carrying ``message``."""
 
     message: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.message, str):
+            raise ConfigError("Fail.message", f"must be a string, got {type(self.message).__name__}")
 
 
 StopGuardVerdict = Stop | Continue | Fail | None
@@ -101,12 +114,16 @@ class StopGuard:
     def __post_init__(self) -> None:
         if not callable(self.check):
             raise ConfigError("stop_guard.check", f"must be callable, got {type(self.check).__name__}")
+        check_function("stop_guard.check", self.check, "ctx")
         if isinstance(self.max_continues, bool) or not isinstance(self.max_continues, int) or self.max_continues < 0:
             raise ConfigError("stop_guard.max_continues", f"must be an int >= 0, got {self.max_continues!r}")
-        if self.timeout is not None and (isinstance(self.timeout, bool) or not self.timeout > 0):
-            raise ConfigError("stop_guard.timeout", f"must be positive seconds or None, got {self.timeout!r}")
+        check_seconds("stop_guard.timeout", self.timeout)
         if self.on_error not in ("stop", "fail"):
             raise ConfigError("stop_guard.on_error", f"must be 'stop' or 'fail', got {self.on_error!r}")
+        if not isinstance(self.name, str):
+            raise ConfigError("stop_guard.name", f"must be a string, got {self.name!r}")
+        if self.progress_note is not None and not isinstance(self.progress_note, str):
+            raise ConfigError("stop_guard.progress_note", f"must be a string or None, got {self.progress_note!r}")
         if not self.name:
             label = getattr(self.check, "__name__", "") or type(self.check).__name__
             object.__setattr__(self, "name", "stop_guard" if label == "<lambda>" else label)

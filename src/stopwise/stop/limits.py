@@ -77,6 +77,10 @@ class Limits:
             ok = isinstance(value, int | float | Decimal) and not isinstance(value, bool) and value > 0
             if value is not None and not (ok and math.isfinite(float(value))):
                 raise ConfigError(f"limits.{name}", f"must be a positive number or None, got {value!r}")
+        if self.priced_as is not None and (not isinstance(self.priced_as, str) or not self.priced_as.strip()):
+            raise ConfigError(
+                "limits.priced_as", f"must be a model name such as 'openai:gpt-4.1-mini', got {self.priced_as!r}"
+            )
         for name in ("count_judges", "count_sub_agents"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"limits.{name}", f"must be True or False, got {getattr(self, name)!r}")

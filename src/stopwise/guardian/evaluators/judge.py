@@ -29,6 +29,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from stopwise._checks import check_model
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
@@ -88,6 +89,7 @@ class JudgeEvaluator:
     def __init__(self, model: Model, *, name: str | None = None) -> None:
         if not isinstance(model, Model):
             raise ConfigError("JudgeEvaluator.model", f"needs a Model (async generate), got {type(model).__name__}")
+        check_model("JudgeEvaluator.model", model)
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise ConfigError("JudgeEvaluator.name", f"must be a non-empty string, got {name!r}")
         self.model = model
