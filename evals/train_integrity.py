@@ -215,7 +215,7 @@ def vocabulary(items: Sequence[Item], tok: Sequence[Tokenised], min_corpora: int
 class Tokenised:
     """One item's tokens (normalised, respelt) and, for a planted injection, the token span it covers and the
     planted text's own tokens (read alone, with no carrier around it). Without ``marks``, punctuation marks are
-    left out (what a model without ``marks`` reads, ``IntegrityModel.read``), so the span counts words."""
+    left out (what a model without ``marks`` reads, ``IntegrityModel.tokens_read``), so the span counts words."""
 
     def __init__(self, item: Item, marks: bool = True) -> None:
         def words(text: str) -> list[str]:

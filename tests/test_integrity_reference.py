@@ -75,7 +75,7 @@ def _digests(texts: list[str], read_chars: int) -> Iterator[tuple[str, str]]:
 
 def _plain_windows(model: IntegrityModel, words: list[str]) -> list[tuple[int, float]]:
     """``(start token, logit)`` of every window, the slow and obvious way."""
-    mask, shaped = (1 << model.bits) - 1, list(model.read(words))
+    mask, shaped = (1 << model.bits) - 1, list(model.tokens_read(words))
     grams = [
         [
             model.weights.get(zlib.crc32(" ".join(shaped[i : i + n]).encode()) & mask, 0.0)
@@ -129,7 +129,7 @@ def test_integrity_model_logit_and_window_equal_a_plain_recomputation_on_every_r
         z = max(logit for _, logit in windows)
         assert abs(scored.features["model_logit"] - z) < 1e-12, text[:200]
         # Windows of repeated text tie up to rounding: the highest is any of those.
-        chars, n = len(read.norm), max(len(model.read(read.words)), 1)
+        chars, n = len(read.norm), max(len(model.tokens_read(read.words)), 1)
         highest = {round(start * chars / n) for start, logit in windows if logit > z - 1e-12}
         assert scored.window_char in highest, text[:200]
 

@@ -204,7 +204,7 @@ def test_integrity_a_model_without_marks_scores_a_text_as_a_marked_model_scores_
     assert 0 < len(only) < len(words)
     words_only = IntegrityModel("t", shipped.bits, 2, 0.1, shipped.weights, 16, 8, vocab, marks=False)
     marked = IntegrityModel("t", shipped.bits, 2, 0.1, shipped.weights, 16, 8, vocab)
-    assert list(words_only.read(words)) == list(marked.read(only))
+    assert list(words_only.tokens_read(words)) == list(marked.tokens_read(only))
     # Windows are cut after the marks are dropped: 16 words, not 16 tokens.
     assert words_only.window_logits(words) == marked.window_logits(only)
     assert words_only.grams(words) == marked.grams(only)

@@ -571,7 +571,7 @@ class IntegrityModel:
             dense[bucket] = weight
         object.__setattr__(self, "_tables", [_WordTable(dense)])
 
-    def read(self, words: Sequence[str]) -> Sequence[str]:
+    def tokens_read(self, words: Sequence[str]) -> Sequence[str]:
         """The tokens the model reads of a text's ``tokens``: without punctuation marks unless ``marks``, then as
         ``shapes`` gives them. ``windows`` counts these."""
         if not self.marks:
@@ -587,7 +587,7 @@ class IntegrityModel:
 
     def grams(self, words: Sequence[str]) -> list[list[int]]:
         """Per n (1..``ngram``), the bucket of the n-gram ending at each token (index ``i`` is the gram ending at
-        token ``i + n - 1`` of ``read(words)``)."""
+        token ``i + n - 1`` of ``tokens_read(words)``)."""
         mask = (1 << self.bits) - 1
         table, rows = self._rows(words)
         pick = _picker(rows)
@@ -603,16 +603,16 @@ class IntegrityModel:
         return out
 
     def _rows(self, words: Sequence[str]) -> tuple[_WordTable, list[int]]:
-        """The word table and the rows in it of the tokens the model reads of ``words`` (``read``; a fresh table
+        """The word table and the rows in it of the tokens the model reads of ``words`` (``tokens_read``; a fresh table
         when these words could fill it)."""
         table = self._tables[0]
         if len(table) + len(words) > _CACHED_WORDS:
             table = self._tables[0] = _WordTable(table.dense)
         if self.vocab is not None:
-            return table, list(map(table.__getitem__, self.read(words)))
+            return table, list(map(table.__getitem__, self.tokens_read(words)))
         rows = list(map(table.__getitem__, words))
         if not self.marks:
-            # The table knows which rows are marks: one C pass drops them (what ``read`` does word by word).
+            # The table knows which rows are marks: one C pass drops them (what ``tokens_read`` does word by word).
             rows = list(compress(rows, _pick(table.word, rows)))
         return table, rows
 
@@ -634,7 +634,7 @@ class IntegrityModel:
 
     def window_logits(self, words: Sequence[str]) -> list[tuple[int, float]]:
         """``(start token, logit)`` of every window of a tokenised text (``tokens``), in the order of ``windows``
-        (tokens counted as the model reads them, ``read``)."""
+        (tokens counted as the model reads them, ``tokens_read``)."""
         return self._windows(words)[1]
 
     def _windows(self, words: Sequence[str]) -> tuple[int, list[tuple[int, float]]]:
