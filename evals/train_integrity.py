@@ -43,6 +43,9 @@ beat the shipped model without raising the false alarms on clean web output):
   carrier added too, ``--agent-reads``);
 - ``--people`` also trains on the fifth version's corpora (``BETWEEN_PEOPLE``: texts people wrote to people, clean, as
   the hard negatives of a model of requests);
+- ``--ngram N`` and ``--no-marks`` choose what the model reads: n-grams up to N (default 2) of every token, or of
+  words only (punctuation marks dropped, ``IntegrityModel.marks``): the cheaper variants of "a cheaper model for the
+  cost target" (``docs/evals.md``);
 - ``--min-corpora N`` reads words found in fewer than N train corpora as their shape (``IntegrityModel.vocab``),
   so the model learns phrasing rather than the topics of the few carriers it was trained on;
 - ``--carrier-folds`` chooses on ``CARRIER_FOLDS`` instead: each holds out one kind of tool output (the clean
@@ -102,6 +105,7 @@ from stopwise.guardian.evaluators._integrity import (
     IntegrityModel,
     _read,
     integrity_markers,
+    is_mark,
     is_trivial,
     normalise_untrusted,
     window_contrast,
@@ -210,18 +214,23 @@ def vocabulary(items: Sequence[Item], tok: Sequence[Tokenised], min_corpora: int
 
 class Tokenised:
     """One item's tokens (normalised, respelt) and, for a planted injection, the token span it covers and the
-    planted text's own tokens (read alone, with no carrier around it)."""
+    planted text's own tokens (read alone, with no carrier around it). Without ``marks``, punctuation marks are
+    left out (what a model without ``marks`` reads, ``IntegrityModel.tokens_read``), so the span counts words."""
 
-    def __init__(self, item: Item) -> None:
+    def __init__(self, item: Item, marks: bool = True) -> None:
+        def words(text: str) -> list[str]:
+            found = _read(normalise_untrusted(text, READ_CHARS)[0]).words
+            return found if marks else [w for w in found if not is_mark(w)]
+
         self.trivial = is_trivial(item.text)
-        self.words = _read(normalise_untrusted(item.text, READ_CHARS)[0]).words
+        self.words = words(item.text)
         self.span: tuple[int, int] | None = None
         self.alone: list[str] = []
         if item.span is not None:
-            self.alone = _read(normalise_untrusted(item.text[item.span[0] : item.span[1]], READ_CHARS)[0]).words
+            self.alone = words(item.text[item.span[0] : item.span[1]])
             # Token offsets of the planted part: the tokens of the text before it, and up to its end.
-            lo = len(_read(normalise_untrusted(item.text[: item.span[0]], READ_CHARS)[0]).words)
-            hi = len(_read(normalise_untrusted(item.text[: item.span[1]], READ_CHARS)[0]).words)
+            lo = len(words(item.text[: item.span[0]]))
+            hi = len(words(item.text[: item.span[1]]))
             self.span = (lo, max(hi, lo + 1))
 
 
@@ -278,7 +287,7 @@ def text_windows(shape: IntegrityModel, coef: np.ndarray, bias: float, tok: Sequ
     """The run-time window logits of each item under weights ``coef`` (``IntegrityModel.window_logits``); one
     window of logit 0 for trivial items."""
     weights = {int(j): float(coef[j]) for j in np.flatnonzero(coef)}
-    model = IntegrityModel("cv", BITS, shape.ngram, bias, weights, shape.window, shape.stride, shape.vocab)
+    model = IntegrityModel("cv", BITS, shape.ngram, bias, weights, shape.window, shape.stride, shape.vocab, shape.marks)
     return [[(0, 0.0)] if t.trivial else model.window_logits(t.words) for t in tok]
 
 
@@ -308,7 +317,7 @@ def choose(
     pooled = len(held) == len(items) and len(set(held.tolist())) == len(items)
     best: tuple[float, IntegrityModel, float, list[Windows]] | None = None
     for window, stride in dict.fromkeys((w, s) for w, s, _ in grid):
-        shape = IntegrityModel("shape", BITS, shape_of.ngram, 0.0, {}, window, stride, shape_of.vocab)
+        shape = IntegrityModel("shape", BITS, shape_of.ngram, 0.0, {}, window, stride, shape_of.vocab, shape_of.marks)
         X, wy, owner = window_rows(shape, items, tok, alone)
         for C in (c for w, s, c in grid if (w, s) == (window, stride)):
             windows: list[Windows] = []
@@ -334,9 +343,12 @@ def model_data(shape: IntegrityModel, model: LogisticRegression, C: float) -> di
     weights = {k: v for k, v in weights.items() if v != 0.0}
     vocab = None if shape.vocab is None else sorted(shape.vocab)
     hashed: list[Any] = [shape.window, shape.stride, sorted(weights.items())]
-    blob = json.dumps(hashed if vocab is None else [*hashed[:2], vocab, hashed[2]]).encode()
-    version = f"int-w{shape.ngram}b{BITS}x{shape.window}-{hashlib.sha256(blob).hexdigest()[:8]}"
+    hashed = hashed if vocab is None else [*hashed[:2], vocab, hashed[2]]
+    blob = json.dumps(hashed if shape.marks else ["no marks", *hashed]).encode()
+    words = "" if shape.marks else "m"  # a model of words only: punctuation marks are not its tokens
+    version = f"int-w{shape.ngram}b{BITS}x{shape.window}{words}-{hashlib.sha256(blob).hexdigest()[:8]}"
     shapes = "" if vocab is None else " (words outside vocab read as their shape)"
+    shapes += "" if shape.marks else " (punctuation marks not read)"
     return {
         "version": version,
         "about": f"Logistic regression over hashed word n-grams of normalised tool output{shapes}, scored in "
@@ -348,6 +360,7 @@ def model_data(shape: IntegrityModel, model: LogisticRegression, C: float) -> di
         "stride": shape.stride,
         "bias": round(float(model.intercept_[0]), 4),
         **({"vocab": vocab} if shape.vocab is not None else {}),
+        **({"marks": False} if not shape.marks else {}),
         "weights": {str(k): v for k, v in sorted(weights.items())},
     }
 
@@ -581,6 +594,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--people", action="store_true", help="--add every corpus of BETWEEN_PEOPLE")
     parser.add_argument("--carrier-folds", action="store_true", help="choose on CARRIER_FOLDS")
     parser.add_argument("--ngram", type=int, default=NGRAM, help=f"n-gram order (default {NGRAM})")
+    parser.add_argument("--no-marks", action="store_true", help="the model reads words only, no punctuation marks")
     parser.add_argument("--min-corpora", type=int, default=0, help="read rarer words as their shape (default: off)")
     parser.add_argument("--map", choices=MAPS, default="markers", help="the combination fitted (default: markers)")
     parser.add_argument("--contrast", action="store_true", help="the same as --map contrast")
@@ -592,6 +606,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--beside-shipped", action="store_true", help="judge the model beside the shipped markers")
     parser.add_argument("--weight", type=float, help="with --beside-shipped: the model's weight written")
     args = parser.parse_args(argv)
+    if args.no_marks and args.beside_shipped:
+        parser.error("--beside-shipped reads the shipped model on the train tokens: not with --no-marks")
     if args.agent_reads:
         args.add = [*args.add, *AGENT_READS]
     if args.instructions:
@@ -610,7 +626,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     y = np.array([int(i.label) for i in items])
     corpora = sorted({i.corpus for i in items})
     print(f"train: {len(items)} texts ({int(y.sum())} with instructions) from {corpora}")
-    tok = [Tokenised(i) for i in items]
+    tok = [Tokenised(i, not args.no_marks) for i in items]
     # Corpora read for the choice only: every model (of the folds and the final one) is trained without them.
     judged = np.array([i.corpus in args.judge_only or carrier(i) in args.judge_only for i in items])
 
@@ -619,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     splits = [(tr[~judged[tr]], te) for tr, te in (carrier_folds(items) if args.carrier_folds else corpus_folds(items))]
     how = "held-out carriers and attacks" if args.carrier_folds else "5-fold cross-validation leaving corpora out"
     print(f"model: {args.ngram}-grams of {said}; choosing the window and C by {how}")
-    shape_of = IntegrityModel("shape", BITS, args.ngram, 0.0, {}, vocab=vocab)
+    shape_of = IntegrityModel("shape", BITS, args.ngram, 0.0, {}, vocab=vocab, marks=not args.no_marks)
     shape, C, held, oof = choose(items, tok, grid, splits, shape_of, args.alone)
     X, wy, owner = window_rows(shape, items, tok, args.alone)
     model = fit(X[~judged[owner]], wy[~judged[owner]], C)

@@ -75,16 +75,16 @@ def _digests(texts: list[str], read_chars: int) -> Iterator[tuple[str, str]]:
 
 def _plain_windows(model: IntegrityModel, words: list[str]) -> list[tuple[int, float]]:
     """``(start token, logit)`` of every window, the slow and obvious way."""
-    mask, shaped = (1 << model.bits) - 1, list(model.shapes(words))
+    mask, shaped = (1 << model.bits) - 1, list(model.tokens_read(words))
     grams = [
         [
             model.weights.get(zlib.crc32(" ".join(shaped[i : i + n]).encode()) & mask, 0.0)
-            for i in range(len(words) - n + 1)
+            for i in range(len(shaped) - n + 1)
         ]
         for n in range(1, model.ngram + 1)
     ]
     out = []
-    for start, end in model.windows(len(words)) if words else [(0, 0)]:
+    for start, end in model.windows(len(shaped)) if shaped else [(0, 0)]:
         weights = [w for n, row in enumerate(grams, 1) for w in row[start : max(start, end - n + 1)]]
         out.append((start, model.bias + math.fsum(weights) / math.sqrt(len(weights)) if weights else model.bias))
     return out
@@ -129,7 +129,7 @@ def test_integrity_model_logit_and_window_equal_a_plain_recomputation_on_every_r
         z = max(logit for _, logit in windows)
         assert abs(scored.features["model_logit"] - z) < 1e-12, text[:200]
         # Windows of repeated text tie up to rounding: the highest is any of those.
-        chars, n = len(read.norm), max(len(read.words), 1)
+        chars, n = len(read.norm), max(len(model.tokens_read(read.words)), 1)
         highest = {round(start * chars / n) for start, logit in windows if logit > z - 1e-12}
         assert scored.window_char in highest, text[:200]
 
@@ -196,15 +196,16 @@ def test_spacing_and_leetspeak_folds_rewrite_only_hinted_lines_exactly_as_a_whol
     assert hits > 500  # the texts do hold spaced and leetspeak words
 
 
+@pytest.mark.parametrize("marks", [True, False])
 @pytest.mark.parametrize("ngram", [1, 2, 3])
-def test_window_logits_equal_the_plain_recomputation_for_every_order_and_length(ngram: int) -> None:
+def test_window_logits_equal_the_plain_recomputation_for_every_order_and_length(ngram: int, marks: bool) -> None:
     """Texts of 0 to 80 tokens (fewer than a window, one window, several, a last short one) under models of every
-    n-gram order with a weight in every bucket."""
+    n-gram order with a weight in every bucket, reading punctuation marks or not."""
     import random
 
     rng = random.Random(ngram)
     weights = {bucket: rng.uniform(-2, 2) for bucket in range(1 << 8)}
-    model = IntegrityModel("t", 8, ngram, -0.5, weights, window=8, stride=3)
+    model = IntegrityModel("t", 8, ngram, -0.5, weights, window=8, stride=3, marks=marks)
     vocabulary = ["ignore", "the", "{", '"', "é", "previous", "7", "rules", "x"]
     for n in [0, 1, 2, 3, 7, 8, 9, 10, 11, 30, 80]:
         words = [rng.choice(vocabulary) for _ in range(n)]

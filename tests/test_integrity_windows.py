@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import zlib
 
 import pytest
 
@@ -12,6 +13,7 @@ from stopwise.errors import ConfigError
 from stopwise.guardian.evaluators._integrity import (
     CONTRAST_FEATURES,
     IntegrityModel,
+    is_mark,
     normalise_untrusted,
     score_text,
     tokens,
@@ -182,6 +184,47 @@ def test_integrity_a_model_file_with_a_vocabulary_loads_it() -> None:
     data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {"1": 0.5}, "vocab": ["please", "send"]}
     assert IntegrityModel.from_data(data).vocab == frozenset({"please", "send"})
     assert IntegrityModel.from_data({**data, "vocab": None}).vocab is None
+
+
+# -- a model of words only (``marks`` false) -------------------------------------------------------------------
+
+
+def test_integrity_a_mark_is_one_character_neither_letter_nor_digit() -> None:
+    assert all(is_mark(t) for t in ("{", '"', ":", ",", "'", "$", "_", "!"))
+    assert not any(is_mark(t) for t in ("a", "7", "é", "中", "don't", "ok", "''"))
+
+
+@pytest.mark.parametrize("vocab", [None, frozenset({"please", "send", "the", "to", "ignore", "previous"})])
+def test_integrity_a_model_without_marks_scores_a_text_as_a_marked_model_scores_its_words_alone(
+    vocab: frozenset[str] | None,
+) -> None:
+    shipped = load_integrity_model()
+    words = tokens(normalise_untrusted('{"note": "' + bill(20) + " " + INJECTION + '"}')[0])
+    only = [w for w in words if not is_mark(w)]
+    assert 0 < len(only) < len(words)
+    words_only = IntegrityModel("t", shipped.bits, 2, 0.1, shipped.weights, 16, 8, vocab, marks=False)
+    marked = IntegrityModel("t", shipped.bits, 2, 0.1, shipped.weights, 16, 8, vocab)
+    assert list(words_only.tokens_read(words)) == list(marked.tokens_read(only))
+    # Windows are cut after the marks are dropped: 16 words, not 16 tokens.
+    assert words_only.window_logits(words) == marked.window_logits(only)
+    assert words_only.grams(words) == marked.grams(only)
+    assert words_only.window_logits(words) != marked.window_logits(words)
+
+
+def test_integrity_without_marks_the_note_still_says_how_far_in_the_suspicious_window_starts() -> None:
+    # One word carries all the weight: the top window is the one holding it, about 5,000 characters in.
+    model = IntegrityModel("t", 18, 1, -3.0, {zlib.crc32(b"ignore") & ((1 << 18) - 1): 6.0}, 16, 8, marks=False)
+    text = _inside(bill(115), 5000)
+    assert "ignore" not in text[:5000].lower()
+    assert 4000 <= score_text(text, model).window_char <= 6000
+
+
+def test_integrity_a_model_file_says_whether_it_reads_marks() -> None:
+    data = {"version": "t", "bits": 10, "ngram": 2, "bias": 0.0, "weights": {"1": 0.5}}
+    assert IntegrityModel.from_data(data).marks is True
+    assert IntegrityModel.from_data({**data, "marks": False}).marks is False
+    with pytest.raises(ConfigError, match="marks"):
+        IntegrityModel.from_data({**data, "marks": "no"})
 
 
 def test_integrity_windows_cover_every_token_and_end_at_the_text_end() -> None:

@@ -27,7 +27,7 @@ import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import add, itemgetter, sub
 from typing import Any, NamedTuple
 
@@ -40,6 +40,7 @@ __all__ = [
     "IntegrityModel",
     "TextScore",
     "integrity_markers",
+    "is_mark",
     "is_trivial",
     "normalise_untrusted",
     "score_text",
@@ -482,11 +483,18 @@ _CACHED_WORDS = 1 << 16
 a word's CRC costs more than looking it up. Words only, never a text or anything read from one but single words."""
 
 
+def is_mark(token: str) -> bool:
+    """True for a punctuation mark as ``tokens`` splits them (one character, neither a letter nor a digit): a token a
+    model without ``marks`` does not read."""
+    return len(token) == 1 and not token.isalnum()
+
+
 class _WordTable(dict[str, int]):
-    """word -> its row in three parallel lists: the CRC-32 of its UTF-8, the UTF-8 of " " + word (what an n-gram's
-    CRC continues over) and its unigram weight. A text's rows are looked up once; each list is then read with one
-    ``itemgetter`` call (C, no hashing). Rows are only ever added (under a lock: threads may share a model) and a
-    full table is replaced, never emptied, so rows a caller holds stay right."""
+    """word -> its row in four parallel lists: the CRC-32 of its UTF-8, the UTF-8 of " " + word (what an n-gram's
+    CRC continues over), its unigram weight and whether it is a word (not ``is_mark``). A text's rows are looked
+    up once; each list is then read with one ``itemgetter`` call (C, no hashing). Rows are only ever added (under
+    a lock: threads may share a model) and a full table is replaced, never emptied, so rows a caller holds stay
+    right."""
 
     def __init__(self, dense: list[float]) -> None:
         super().__init__()
@@ -494,6 +502,7 @@ class _WordTable(dict[str, int]):
         self.crc: list[int] = []
         self.spaced: list[bytes] = []
         self.unigram: list[float] = []
+        self.word: list[bool] = []
         self.lock = threading.Lock()
 
     def __missing__(self, word: str) -> int:
@@ -505,6 +514,7 @@ class _WordTable(dict[str, int]):
             self.crc.append(code)
             self.spaced.append(b" " + encoded)
             self.unigram.append(self.dense[code & self.mask])
+            self.word.append(not is_mark(word))
             row = self[word] = len(self.crc) - 1
             return row
 
@@ -534,6 +544,10 @@ class IntegrityModel:
     With a ``vocab``, a word outside it is read as its shape (``<n>`` when it starts with a digit, ``<w>``
     otherwise) before it is hashed: the model then sees how a text is phrased ("please <w> the <w> to") rather
     than what it is about, which is what carries from one kind of tool output to another.
+
+    Without ``marks``, the model reads words only: punctuation marks (``is_mark``), each a token of ``tokens``, are
+    left out before the windows are cut, so a window is ``window`` words and a JSON result has about half as many
+    tokens to score.
     """
 
     version: str
@@ -544,6 +558,7 @@ class IntegrityModel:
     window: int = 64
     stride: int = 32
     vocab: frozenset[str] | None = None
+    marks: bool = True
     _tables: list[_WordTable] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -556,6 +571,13 @@ class IntegrityModel:
             dense[bucket] = weight
         object.__setattr__(self, "_tables", [_WordTable(dense)])
 
+    def tokens_read(self, words: Sequence[str]) -> Sequence[str]:
+        """The tokens the model reads of a text's ``tokens``: without punctuation marks unless ``marks``, then as
+        ``shapes`` gives them. ``windows`` counts these."""
+        if not self.marks:
+            words = [w for w in words if not is_mark(w)]
+        return self.shapes(words)
+
     def shapes(self, words: Sequence[str]) -> Sequence[str]:
         """``words`` as the model reads them: each word outside ``vocab`` replaced by its shape (see above)."""
         vocab = self.vocab
@@ -565,8 +587,7 @@ class IntegrityModel:
 
     def grams(self, words: Sequence[str]) -> list[list[int]]:
         """Per n (1..``ngram``), the bucket of the n-gram ending at each token (index ``i`` is the gram ending at
-        token ``i + n - 1``)."""
-        words = self.shapes(words)
+        token ``i + n - 1`` of ``tokens_read(words)``)."""
         mask = (1 << self.bits) - 1
         table, rows = self._rows(words)
         pick = _picker(rows)
@@ -574,7 +595,7 @@ class IntegrityModel:
         # as hashing the joined text, without joining it.
         running = list(pick(table.crc))
         out = [list(map(mask.__and__, running))]
-        if self.ngram > 1 and len(words) > 1:
+        if self.ngram > 1 and len(rows) > 1:
             spaced = pick(table.spaced)
             for n in range(2, self.ngram + 1):
                 running = list(map(zlib.crc32, spaced[n - 1 :], running))  # (map stops at the shorter)
@@ -582,14 +603,21 @@ class IntegrityModel:
         return out
 
     def _rows(self, words: Sequence[str]) -> tuple[_WordTable, list[int]]:
-        """The word table and the rows of ``words`` in it (a fresh table when these words could fill it)."""
+        """The word table and the rows in it of the tokens the model reads of ``words`` (``tokens_read``; a fresh table
+        when these words could fill it)."""
         table = self._tables[0]
         if len(table) + len(words) > _CACHED_WORDS:
             table = self._tables[0] = _WordTable(table.dense)
-        return table, list(map(table.__getitem__, words))
+        if self.vocab is not None:
+            return table, list(map(table.__getitem__, self.tokens_read(words)))
+        rows = list(map(table.__getitem__, words))
+        if not self.marks:
+            # The table knows which rows are marks: one C pass drops them (what ``tokens_read`` does word by word).
+            rows = list(compress(rows, _pick(table.word, rows)))
+        return table, rows
 
     def windows(self, n_tokens: int) -> list[tuple[int, int]]:
-        """The ``[start, end)`` token spans scored for a text of ``n_tokens`` tokens."""
+        """The ``[start, end)`` token spans scored for a text of ``n_tokens`` tokens (as the model reads them)."""
         if n_tokens <= self.window:
             return [(0, n_tokens)]
         spans = [(s, s + self.window) for s in range(0, n_tokens - self.window + 1, self.stride)]
@@ -605,14 +633,20 @@ class IntegrityModel:
         return out
 
     def window_logits(self, words: Sequence[str]) -> list[tuple[int, float]]:
-        """``(start token, logit)`` of every window of a tokenised text, in the order of ``windows``."""
-        n = len(words)
+        """``(start token, logit)`` of every window of a tokenised text (``tokens``), in the order of ``windows``
+        (tokens counted as the model reads them, ``tokens_read``)."""
+        return self._windows(words)[1]
+
+    def _windows(self, words: Sequence[str]) -> tuple[int, list[tuple[int, float]]]:
+        """How many tokens the model reads of ``words``, and ``window_logits``."""
+        table, rows = self._rows(words)
+        n = len(rows)
         if not n:
-            return [(0, self.bias)]
-        prefix = self._prefix_sums(words)
+            return 0, [(0, self.bias)]
+        prefix = self._prefix_sums(table, rows)
         spans = self.windows(n)
         if n <= self.window:
-            return [(0, self._window_logit(prefix, 0, n))]
+            return n, [(0, self._window_logit(prefix, 0, n))]
         width, step = self.window, self.stride
         # The regular windows start every ``stride`` tokens; every one holds the same number of grams.
         starts = range(0, n - width + 1, step)
@@ -625,16 +659,14 @@ class IntegrityModel:
         if len(spans) > len(out):  # the last window, ending at the text's end
             s, e = spans[-1]
             out.append((s, self._window_logit(prefix, s, e)))
-        return out
+        return n, out
 
-    def _prefix_sums(self, words: Sequence[str]) -> list[list[float]]:
+    def _prefix_sums(self, table: _WordTable, rows: list[int]) -> list[list[float]]:
         """Per n, the prefix sums of the weights of ``grams`` (a window's total is a difference of two of them per
-        n), read from the word table's rows without building the bucket lists of ``grams``."""
-        words = self.shapes(words)
-        table, rows = self._rows(words)
+        n), read from the word table's ``rows`` (``_rows``) without building the bucket lists of ``grams``."""
         pick = _picker(rows)
         out = [list(accumulate(pick(table.unigram), initial=0.0))]
-        if self.ngram > 1 and len(words) > 1:
+        if self.ngram > 1 and len(rows) > 1:
             mask, dense = table.mask, table.dense
             running = pick(table.crc)
             spaced = pick(table.spaced)
@@ -678,7 +710,11 @@ class IntegrityModel:
         vocab = data.get("vocab")
         if vocab is not None and (not isinstance(vocab, list) or not all(isinstance(w, str) and w for w in vocab)):
             raise ConfigError("integrity_model.vocab", "must be a list of non-empty words when given")
-        return cls(version, bits, ngram, bias, weights, window, stride, None if vocab is None else frozenset(vocab))
+        marks = data.get("marks", True)
+        if not isinstance(marks, bool):
+            raise ConfigError("integrity_model.marks", f"must be true or false when given, got {marks!r}")
+        vocabulary = None if vocab is None else frozenset(vocab)
+        return cls(version, bits, ngram, bias, weights, window, stride, vocabulary, marks)
 
 
 def _number(where: str, value: Any) -> float:
@@ -740,11 +776,10 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000, *, cont
     norm, tricks = normalise_untrusted(text, read_chars)
     read = _read(norm)
     features = _markers_of(read.norm, tricks, read.misspelt, read.present)
-    words, norm = read.words, read.norm
-    windows = model.window_logits(words)
+    n, windows = model._windows(read.words)
     start, z = max(windows, key=itemgetter(1))
     features["model_logit"] = z
     if contrast:
         features.update(window_contrast(windows, model.window))
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
-    return TextScore(features, round(start * len(norm) / max(len(words), 1)))
+    return TextScore(features, round(start * len(read.norm) / max(n, 1)))
