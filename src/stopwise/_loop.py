@@ -12,6 +12,7 @@ a blocked input), is a ``StepSignals`` the resolver decides and ``apply_decision
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,7 @@ from stopwise._step.output import run_max_steps_handler, run_validators
 from stopwise._step.prepare import Prepared, plain_prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
-from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable, StepConflict
 from stopwise.events import (
     Event,
     GuardrailEvent,
@@ -182,7 +183,9 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
         if leg.run.status is not RunStatus.RUNNING or (leg.settle is not None and not leg.settle.intent):
             raise
-        await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
+        # A leg whose lease another worker took over records nothing (``_end``): the run is that worker's now.
+        with contextlib.suppress(StepConflict):
+            await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
         raise
 
 
@@ -1063,9 +1066,11 @@ def _events_for(leg: Leg, step: _Step) -> list[Event]:
 
 async def _end(leg: Leg, signals: StepSignals) -> RunResult:
     """End the leg when no step can be committed (the model failed, caller code failed, a cancellation): the
-    resolver decides the ending like any other, and the run record is written on its own."""
+    resolver decides the ending like any other, and the run record is written on its own, under the leg's lease:
+    ``StepConflict`` (nothing written) when another worker took the run over after the lease lapsed, so a leg that
+    lost its run never writes over the new holder's record."""
     leg.run = apply_decision(leg.run, resolve(signals), **leg.progress())
-    await leg.store.update_run(leg.run)
+    await leg.store.update_run(leg.run, leg.lease)
     return _result(leg)
 
 

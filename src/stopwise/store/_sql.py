@@ -52,7 +52,7 @@ __all__ = [
     "Deletion",
     "Op",
     "append_op",
-    "check_append",
+    "check_rows",
     "claim_params",
     "claim_refused",
     "commit_ops",
@@ -60,6 +60,7 @@ __all__ = [
     "entry_from",
     "entry_row",
     "hold_from",
+    "lease_lost",
     "lease_params",
     "numbered",
     "pending_migrations",
@@ -100,6 +101,11 @@ UPSERT_RUN = (
     f"ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _RUN_UPDATED)}, "
     "updated_at=excluded.updated_at"
 )
+
+# A leg's run record written without an entry (``Store.update_run`` with the leg's lease): the update only while the
+# row still names this worker as its lease owner (expired or not: nobody took the run over), so a worker whose
+# lease lapsed and was taken cannot overwrite the new holder's record; a record not written yet goes in.
+UPSERT_RUN_HELD = UPSERT_RUN + " WHERE runs.lease_owner = :owner"
 
 UPSERT_SESSION = (
     "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
@@ -244,14 +250,29 @@ class Op:
     sql: str
     params: Mapping[str, Any]
     appends: LogEntry | None = None
-    """Set on a log append: the dialect passes the statement's row count to ``check_append``."""
+    """Set on a log append: the dialect passes the statement's row count to ``check_rows``."""
+    held: Lease | None = None
+    """Set on a run record written under this lease (``UPSERT_RUN_HELD``): ``check_rows`` too."""
 
 
-def check_append(op: Op, rowcount: int) -> None:
-    """Raise ``StepConflict`` unless the append ``op`` inserted its one row (the caller rolls back)."""
+def check_rows(op: Op, rowcount: int) -> None:
+    """Raise ``StepConflict`` unless the append ``op`` inserted its one row, or the lease-fenced run write ``op``
+    wrote its one row (the caller rolls back)."""
     e = op.appends
     if e is not None and rowcount != 1:
         raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
+    if op.held is not None and rowcount != 1:
+        raise lease_lost(op.held, str(op.params["session_id"]))
+
+
+def lease_lost(lease: Lease, session_id: str) -> StepConflict:
+    """The error of a run write refused because ``lease`` is no longer its owner's."""
+    return StepConflict(
+        f"run {lease.run_id}: {lease.owner!r} no longer holds its lease (another worker took the run over after it "
+        "lapsed); its record was not written",
+        operation="update_run",
+        session_id=session_id,
+    )
 
 
 def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
@@ -400,8 +421,12 @@ def commit_ops(
     return ops
 
 
-def update_run_ops(run: RunRecord, now: float) -> list[Op]:
-    return [Op(UPSERT_RUN, _run_params(storable(run, where=f"run {run.run_id}"), now))]
+def update_run_ops(run: RunRecord, now: float, lease: Lease | None = None) -> list[Op]:
+    """``Store.update_run``: the run record; with ``lease``, only while the stored record still holds it."""
+    params = _run_params(storable(run, where=f"run {run.run_id}"), now)
+    if lease is None:
+        return [Op(UPSERT_RUN, params)]
+    return [Op(UPSERT_RUN_HELD, {**params, "owner": lease.owner}, held=lease)]
 
 
 def run_from(row: Row) -> RunRecord:

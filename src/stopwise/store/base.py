@@ -177,8 +177,10 @@ class Store(Protocol):
         when ``(session_id, seq)`` is taken."""
         ...
 
-    async def update_run(self, run: RunRecord) -> None:
-        """Write a run record on its own (a run that ends without a step of its own)."""
+    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
+        """Write a run record on its own (a run that ends without a step of its own). With ``lease`` (the leg's),
+        a record already stored is written only while it still holds that owner's lease, expired or not: once
+        another worker took the run over, ``StepConflict`` and nothing written."""
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

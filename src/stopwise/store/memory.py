@@ -106,7 +106,11 @@ class MemoryStore:
         if run is not None:
             self._runs[run.run_id] = run
 
-    async def update_run(self, run: RunRecord) -> None:
+    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
+        if lease is not None and run.run_id in self._runs:
+            held = self._leases.get(run.run_id)
+            if held is None or held.owner != lease.owner:
+                raise _sql.lease_lost(lease, run.session_id)
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:

@@ -214,7 +214,7 @@ class PostgresStore:
                 async with conn.pipeline():
                     cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
                 for op, cur in zip(ops, cursors, strict=True):
-                    _sql.check_append(op, cur.rowcount)
+                    _sql.check_rows(op, cur.rowcount)
 
     async def _rows(self, sql: str, operation: str, **params: Any) -> list[DictRow]:
         pool = await self._pool_ready()
@@ -298,8 +298,8 @@ class PostgresStore:
         state_json = dump_state(state, entry.session_id)
         await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
-    async def update_run(self, run: RunRecord) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
+    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
+        await self._write(lambda now: _sql.update_run_ops(run, now, lease), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         rows = await self._rows(_sql.RUN_BY_ID, "get_run", run_id=run_id)

@@ -167,7 +167,7 @@ class SQLiteStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for op in ops:
-                _sql.check_append(op, conn.execute(op.sql, op.params).rowcount)
+                _sql.check_rows(op, conn.execute(op.sql, op.params).rowcount)
             conn.execute("COMMIT")
             self._checkpointer.committed()
         except BaseException:
@@ -264,8 +264,8 @@ class SQLiteStore:
 
         await self._do_small(write, "commit", entry.session_id)
 
-    async def update_run(self, run: RunRecord) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
+    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
+        await self._write(lambda now: _sql.update_run_ops(run, now, lease), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def read() -> RunRecord | None:
