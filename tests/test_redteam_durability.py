@@ -55,7 +55,7 @@ async def test_a_worker_whose_lease_was_taken_over_cannot_overwrite_the_new_hold
     taken = await b.retry(agent, "s")
     assert (taken.status, taken.output) == ("completed", "done by B")
     a_may_fail.set()
-    with pytest.raises(StepConflict, match="no longer holds its lease"):
+    with pytest.raises(StepConflict, match="moved on without"):
         await first
     record = await store.get_run(taken.run_id)
     assert record is not None
@@ -103,3 +103,38 @@ async def test_a_worker_whose_lease_lapsed_but_was_not_taken_over_still_records_
     record = await store.get_run(result.run_id)
     assert result.status == "failed"
     assert record is not None and record.status is RunStatus.FAILED
+
+
+async def test_a_taken_over_run_that_its_old_worker_finished_first_is_not_failed_by_the_new_one(store: Store) -> None:
+    # The other order: B claims the run, A (whose lease lapsed) commits the run's last step before B commits
+    # anything, then B's model call fails. B's leg ending must not turn A's committed completion into a failure.
+    a_asked, a_may_answer = asyncio.Event(), asyncio.Event()
+    b_asked, b_may_fail = asyncio.Event(), asyncio.Event()
+
+    async def model(request: ModelRequest) -> Reply:
+        if not a_asked.is_set():
+            a_asked.set()
+            await a_may_answer.wait()
+            return Reply("done by A")
+        b_asked.set()
+        await b_may_fail.wait()
+        raise ConnectionError("the provider dropped B's call")
+
+    agent = Agent("slow", "Answer.", FunctionModel(model))
+    clock_b = _Clock()
+    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
+    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
+    first = asyncio.create_task(a.run(agent, "go", session_id="s"))
+    await a_asked.wait()
+    clock_b.now += LEASE + 1
+    second = asyncio.create_task(b.retry(agent, "s"))
+    await b_asked.wait()
+    a_may_answer.set()
+    done = await first
+    assert (done.status, done.output) == ("completed", "done by A")
+    b_may_fail.set()
+    with pytest.raises(StepConflict):
+        await second
+    record = await store.get_run(done.run_id)
+    assert record is not None
+    assert (record.status, record.output) == (RunStatus.COMPLETED, "done by A")

@@ -73,7 +73,7 @@ from stopwise.stop.decision import (
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
 from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
-from stopwise.store.base import EntryKind, LogEntry, RunRecord
+from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
 
@@ -1066,11 +1066,12 @@ def _events_for(leg: Leg, step: _Step) -> list[Event]:
 
 async def _end(leg: Leg, signals: StepSignals) -> RunResult:
     """End the leg when no step can be committed (the model failed, caller code failed, a cancellation): the
-    resolver decides the ending like any other, and the run record is written on its own, under the leg's lease:
-    ``StepConflict`` (nothing written) when another worker took the run over after the lease lapsed, so a leg that
-    lost its run never writes over the new holder's record."""
+    resolver decides the ending like any other, and the run record is written on its own, fenced by the leg's lease
+    and its last commit: ``StepConflict`` (nothing written) when another worker took the run over after the lease
+    lapsed or committed a step since, so a leg that lost its run never writes over what the other worker wrote."""
     leg.run = apply_decision(leg.run, resolve(signals), **leg.progress())
-    await leg.store.update_run(leg.run, leg.lease)
+    fence = None if leg.lease is None else Fence(leg.lease, leg.next_seq - 1)
+    await leg.store.update_run(leg.run, fence)
     return _result(leg)
 
 

@@ -25,7 +25,7 @@ from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import is_storable, storable
 from stopwise.store._codec import dump_error, dump_json, dump_rows, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
-from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import EntryKind, Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import RunHold
 
 __all__ = [
@@ -60,7 +60,7 @@ __all__ = [
     "entry_from",
     "entry_row",
     "hold_from",
-    "lease_lost",
+    "fence_broken",
     "lease_params",
     "numbered",
     "pending_migrations",
@@ -102,10 +102,14 @@ UPSERT_RUN = (
     "updated_at=excluded.updated_at"
 )
 
-# A leg's run record written without an entry (``Store.update_run`` with the leg's lease): the update only while the
-# row still names this worker as its lease owner (expired or not: nobody took the run over), so a worker whose
-# lease lapsed and was taken cannot overwrite the new holder's record; a record not written yet goes in.
-UPSERT_RUN_HELD = UPSERT_RUN + " WHERE runs.lease_owner = :owner"
+# A leg's run record written without an entry (``Store.update_run`` with a ``Fence``): the update only while the
+# row still names this worker as its lease owner (expired or not: nobody took the run over) and the log still ends
+# where the leg last committed, so a worker that lost the run cannot overwrite what another one wrote since; a
+# record not written yet goes in.
+UPSERT_RUN_FENCED = (
+    UPSERT_RUN + " WHERE runs.lease_owner = :owner "
+    "AND (SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = :session_id) = :last_seq"
+)
 
 UPSERT_SESSION = (
     "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
@@ -251,8 +255,8 @@ class Op:
     params: Mapping[str, Any]
     appends: LogEntry | None = None
     """Set on a log append: the dialect passes the statement's row count to ``check_rows``."""
-    held: Lease | None = None
-    """Set on a run record written under this lease (``UPSERT_RUN_HELD``): ``check_rows`` too."""
+    fence: Fence | None = None
+    """Set on a run record written under a fence (``UPSERT_RUN_FENCED``): ``check_rows`` checks it wrote its row."""
 
 
 def check_rows(op: Op, rowcount: int) -> None:
@@ -261,15 +265,16 @@ def check_rows(op: Op, rowcount: int) -> None:
     e = op.appends
     if e is not None and rowcount != 1:
         raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
-    if op.held is not None and rowcount != 1:
-        raise lease_lost(op.held, str(op.params["session_id"]))
+    if op.fence is not None and rowcount != 1:
+        raise fence_broken(op.fence, str(op.params["session_id"]))
 
 
-def lease_lost(lease: Lease, session_id: str) -> StepConflict:
-    """The error of a run write refused because ``lease`` is no longer its owner's."""
+def fence_broken(fence: Fence, session_id: str) -> StepConflict:
+    """The error of a run write refused by its ``fence``."""
+    lease = fence.lease
     return StepConflict(
-        f"run {lease.run_id}: {lease.owner!r} no longer holds its lease (another worker took the run over after it "
-        "lapsed); its record was not written",
+        f"run {lease.run_id} moved on without {lease.owner!r} (another worker took it over after its lease lapsed, "
+        f"or committed after seq {fence.last_seq}); its record was not written",
         operation="update_run",
         session_id=session_id,
     )
@@ -421,12 +426,12 @@ def commit_ops(
     return ops
 
 
-def update_run_ops(run: RunRecord, now: float, lease: Lease | None = None) -> list[Op]:
-    """``Store.update_run``: the run record; with ``lease``, only while the stored record still holds it."""
+def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> list[Op]:
+    """``Store.update_run``: the run record; with ``fence``, only while the stored run and its log satisfy it."""
     params = _run_params(storable(run, where=f"run {run.run_id}"), now)
-    if lease is None:
+    if fence is None:
         return [Op(UPSERT_RUN, params)]
-    return [Op(UPSERT_RUN_HELD, {**params, "owner": lease.owner}, held=lease)]
+    return [Op(UPSERT_RUN_FENCED, {**params, "owner": fence.lease.owner, "last_seq": fence.last_seq}, fence=fence)]
 
 
 def run_from(row: Row) -> RunRecord:

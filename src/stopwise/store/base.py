@@ -18,7 +18,7 @@ from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import text_fields
 from stopwise.store.retention import Expired
 
-__all__ = ["EntryKind", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
+__all__ = ["EntryKind", "Fence", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
 
 
 class EntryKind(StrEnum):
@@ -106,6 +106,16 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class Fence:
+    """What a run leg's write of its run record alone (``Store.update_run``) requires of the store: the leg still
+    holds ``lease`` (its owner's, expired or not: nobody took the run over) and the session's log still ends at
+    ``last_seq`` (nobody committed a step since the leg's last commit)."""
+
+    lease: Lease
+    last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
     """A session as of its last committed entry."""
 
@@ -177,10 +187,11 @@ class Store(Protocol):
         when ``(session_id, seq)`` is taken."""
         ...
 
-    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
-        """Write a run record on its own (a run that ends without a step of its own). With ``lease`` (the leg's),
-        a record already stored is written only while it still holds that owner's lease, expired or not: once
-        another worker took the run over, ``StepConflict`` and nothing written."""
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        """Write a run record on its own (a run that ends without a step of its own). With ``fence`` (a leg's), a
+        record already stored is written only while the run still holds the fence's lease and the log still ends
+        at its ``last_seq``; else ``StepConflict`` (another worker took the run over, or committed since) and
+        nothing is written."""
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

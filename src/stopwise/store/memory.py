@@ -14,7 +14,7 @@ from stopwise.result import RunStatus
 from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased
 
 __all__ = ["MemoryStore"]
@@ -106,11 +106,13 @@ class MemoryStore:
         if run is not None:
             self._runs[run.run_id] = run
 
-    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
-        if lease is not None and run.run_id in self._runs:
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        if fence is not None and run.run_id in self._runs:
             held = self._leases.get(run.run_id)
-            if held is None or held.owner != lease.owner:
-                raise _sql.lease_lost(lease, run.session_id)
+            s = self._sessions.get(run.session_id)
+            last_seq = s.entries[-1].seq if s is not None and s.entries else 0
+            if held is None or held.owner != fence.lease.owner or last_seq != fence.last_seq:
+                raise _sql.fence_broken(fence, run.session_id)
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
 
 if TYPE_CHECKING:
@@ -298,8 +298,8 @@ class PostgresStore:
         state_json = dump_state(state, entry.session_id)
         await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
-    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now, lease), "update_run", run.session_id)
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         rows = await self._rows(_sql.RUN_BY_ID, "get_run", run_id=run_id)

@@ -37,7 +37,7 @@ from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavaila
 from stopwise.store import _sql
 from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
 
 __all__ = ["SQLiteStore"]
@@ -264,8 +264,8 @@ class SQLiteStore:
 
         await self._do_small(write, "commit", entry.session_id)
 
-    async def update_run(self, run: RunRecord, lease: Lease | None = None) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now, lease), "update_run", run.session_id)
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def read() -> RunRecord | None:
