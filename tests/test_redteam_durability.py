@@ -12,12 +12,41 @@ import asyncio
 
 import pytest
 
-from stopwise import Agent, FunctionModel, Reply, Runner, Store
-from stopwise.errors import StepConflict
+from stopwise import (
+    Agent,
+    ApprovalError,
+    Approve,
+    FunctionModel,
+    Reject,
+    Reply,
+    RunContext,
+    Runner,
+    Store,
+    ToolCall,
+    tool,
+)
+from stopwise.errors import ConfigError, RunLeased, StepConflict
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
+from stopwise.store.base import EntryKind
 
 LEASE = 60.0
+
+
+def _pay_once_model(request: ModelRequest) -> Reply:
+    if any(m.role == "tool" for m in request.messages):
+        return Reply("done")
+    return Reply(tool_calls=[ToolCall("pay", {"to": "ana"}, id="call-1")])
+
+
+def _payer(paid: list[str]) -> Agent:
+    @tool(needs_approval=True)
+    def pay(to: str, ctx: RunContext) -> str:
+        """Pay someone, once a human approved it."""
+        paid.append(ctx.idempotency_key)
+        return f"paid {to}"
+
+    return Agent("payer", "Pay ana.", FunctionModel(_pay_once_model), tools=[pay])
 
 
 class _Clock:
@@ -138,3 +167,57 @@ async def test_a_taken_over_run_that_its_old_worker_finished_first_is_not_failed
     record = await store.get_run(done.run_id)
     assert record is not None
     assert (record.status, record.output) == (RunStatus.COMPLETED, "done by A")
+
+
+@pytest.mark.parametrize("bad", ["user\x00", "user\ud800"])
+async def test_a_session_id_no_store_keeps_as_it_is_is_refused_before_anything_is_written(
+    store: Store, bad: str
+) -> None:
+    # Stored under "user\ufffd", such a run could not be loaded by its own id, and would share its log with the
+    # session of that name.
+    agent = Agent("echo", "Answer.", FunctionModel(lambda r: Reply(f"{len(r.messages)} rows")))
+    runner = Runner(store)
+    neighbour = await runner.run(agent, "hi", session_id="user\ufffd")
+    for call in (
+        lambda: runner.run(agent, "hi", session_id=bad),
+        lambda: runner.retry(agent, bad),
+        lambda: runner.resume(agent, bad, {}),
+        lambda: runner.expire(bad),
+        lambda: runner.fork(agent, "user\ufffd", 1, new_session_id=bad),
+    ):
+        with pytest.raises(ConfigError, match="NUL or a lone surrogate"):
+            await call()
+    assert await store.list_sessions() == ["user\ufffd"]
+    again = await runner.run(agent, "hi", session_id="user\ufffd")
+    first = int(neighbour.output.split()[0])
+    assert again.output == f"{first + 2} rows", "the neighbour's log holds its own run and nothing else"
+
+
+@pytest.mark.parametrize("runners", ["one runner", "two runners"])
+async def test_an_approve_and_a_reject_racing_for_one_call_settle_it_once_and_the_other_is_refused(
+    store: Store, runners: str
+) -> None:
+    paid: list[str] = []
+    agent = _payer(paid)
+    first = Runner(store, owner="web-1")
+    second = first if runners == "one runner" else Runner(store, owner="web-2")
+    suspended = await first.run(agent, "go", session_id="s")
+    assert suspended.status == "suspended"
+    outcomes = await asyncio.gather(
+        first.resume(agent, "s", {"call-1": Approve()}),
+        second.resume(agent, "s", {"call-1": Reject("no")}),
+        return_exceptions=True,
+    )
+    won = [o for o in outcomes if not isinstance(o, BaseException)]
+    lost = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(won) == 1 and len(lost) == 1, outcomes
+    assert isinstance(lost[0], RunLeased | StepConflict | ApprovalError), repr(lost[0])
+    approved = outcomes[0] is won[0]
+    assert paid == ([f"{suspended.run_id}:1:call-1"] if approved else [])
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    settles = [e for e in snapshot.entries if e.kind is EntryKind.SETTLE and e.step == 1]
+    assert len(settles) == 1, "the suspended step settles once"
+    assert snapshot.last_run.status is RunStatus.COMPLETED
+    tool_rows = [m for m in snapshot.messages() if m.role == "tool"]
+    assert [m.content for m in tool_rows] == (["paid ana"] if approved else ["no"])

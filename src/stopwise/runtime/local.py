@@ -55,6 +55,7 @@ from stopwise.messages import (
     error_tool_result,
 )
 from stopwise.records import LogRecord, ToolReceipt
+from stopwise.storable import is_storable
 from stopwise.result import RunResult, RunStatus
 from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
@@ -205,7 +206,7 @@ class Runner:
         ``new_session_id`` that exists. Either way nothing was written.
         """
         snapshot, last = await self._last_run(agent, session_id)
-        new_session_id = new_session_id or uuid.uuid4().hex
+        new_session_id = _session_key(new_session_id, "new_session_id") if new_session_id else uuid.uuid4().hex
         planned = plan_fork(snapshot, last, at_step, new_session_id, uuid.uuid4().hex)
         if await self.store.load_session(new_session_id) is not None:
             raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session")
@@ -260,7 +261,7 @@ class Runner:
         the run or moved it on; nothing was written then.
         """
         now = self.clock() if now is None else now
-        snapshot = await self.store.load_session(session_id)
+        snapshot = await self.store.load_session(_session_key(session_id))
         last = None if snapshot is None else snapshot.last_run
         if snapshot is None or last is None or last.status is not RunStatus.SUSPENDED:
             what = "has no run" if last is None else f"run {last.run_id} is {last.status.value}"
@@ -622,7 +623,7 @@ class Runner:
         if stated is None and agent.guardian is not None:
             # Logged even when it says only "the input is the goal", so no later configuration can change it.
             stated = agent.guardian.default_goal or Goal()
-        session_id = session_id or uuid.uuid4().hex
+        session_id = _session_key(session_id) if session_id else uuid.uuid4().hex
         snapshot = await self.store.load_session(session_id)
         if snapshot is not None and snapshot.last_run is not None:
             last = snapshot.last_run
@@ -654,7 +655,7 @@ class Runner:
         return self._leg(leg, runtime_context)
 
     async def _last_run(self, agent: Agent, session_id: str) -> tuple[SessionSnapshot, RunRecord]:
-        snapshot = await self.store.load_session(session_id)
+        snapshot = await self.store.load_session(_session_key(session_id))
         last = None if snapshot is None else snapshot.last_run
         if snapshot is None or last is None:
             raise RetryNotAllowed(f"session {session_id!r} has no run to continue")
@@ -735,6 +736,18 @@ class Runner:
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
+
+
+def _session_key(session_id: object, name: str = "session_id") -> str:
+    """``session_id`` as the key of a session, or ``ConfigError`` naming ``name``. A key must be a string every
+    store keeps as it is: the storable-text rule would turn a NUL or a lone surrogate into U+FFFD on disk (and the
+    database stores cannot look such a key up), so the session would be written under another key than the one
+    its caller loads, and would share it with a session named with the U+FFFD."""
+    if not isinstance(session_id, str):
+        raise ConfigError(name, f"must be a string, got {type(session_id).__name__}")
+    if not is_storable(session_id):
+        raise ConfigError(name, f"{session_id!r} holds a NUL or a lone surrogate, which no store keeps as it is")
+    return session_id
 
 
 def _with_results(
