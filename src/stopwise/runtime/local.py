@@ -55,8 +55,8 @@ from stopwise.messages import (
     error_tool_result,
 )
 from stopwise.records import LogRecord, ToolReceipt
-from stopwise.storable import is_storable
 from stopwise.result import RunResult, RunStatus
+from stopwise.storable import is_storable
 from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError
