@@ -9,6 +9,7 @@ and clocks passed to the runners, never by sleeping.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from stopwise import (
     tool,
 )
 from stopwise.errors import ConfigError, RunLeased, StepConflict
+from stopwise.guardrails import Guardrails
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store.base import EntryKind
@@ -221,3 +223,20 @@ async def test_an_approve_and_a_reject_racing_for_one_call_settle_it_once_and_th
     assert snapshot.last_run.status is RunStatus.COMPLETED
     tool_rows = [m for m in snapshot.messages() if m.role == "tool"]
     assert [m.content for m in tool_rows] == (["paid ana"] if approved else ["no"])
+
+
+async def test_a_first_run_whose_input_guardrail_raises_is_on_record_as_failed_in_every_store(store: Store) -> None:
+    # Its record used to be written alone for a session that did not exist yet: SQLite refused it (foreign key),
+    # the caller got a StoreRefused instead of the failed result, and the memory store kept an orphan record.
+    def broken(ctx: Any) -> None:
+        raise RuntimeError("guardrail bug")
+
+    agent = Agent("guarded", "Answer.", FunctionModel(lambda r: Reply("hi")), guardrails=Guardrails(on_input=broken))
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.status == "failed" and result.error is not None
+    assert result.error.code == "guardrail_raised"
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    assert (snapshot.last_run.run_id, snapshot.last_run.status) == (result.run_id, RunStatus.FAILED)
+    assert [r.run_id for r in await store.list_runs("s")] == [result.run_id]
+    assert snapshot.entries == (), "the input the guardrail never passed is not logged"

@@ -213,7 +213,7 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     if leg.new_input:
         entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.INPUT, leg.new_input)
     if leg.settle is None:
-        checked = await _check_input(leg, history, entry)
+        checked = await _check_input(leg, history, entry, started=not leg.write_start)
         for event in checked.events:
             yield event
         if checked.finished:
@@ -249,7 +249,7 @@ async def _settle_first(leg: Leg) -> AsyncGenerator[Event, None]:
         yield event
         if isinstance(event, RunFinished):
             return
-    checked = await _check_input(leg, tuple(leg.messages), None)
+    checked = await _check_input(leg, tuple(leg.messages), None, started=True)
     for event in checked.events:
         yield event
     if checked.finished:
@@ -260,9 +260,13 @@ async def _settle_first(leg: Leg) -> AsyncGenerator[Event, None]:
     leg.messages = list(checked.history)
 
 
-async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry | None) -> _InputChecked:
+async def _check_input(
+    leg: Leg, history: tuple[Message, ...], entry: LogEntry | None, *, started: bool
+) -> _InputChecked:
     """Run the input guardrails on ``history``; a block ends the run here (its note committed with the record),
-    a rewrite replaces ``entry`` with one that records the rewritten history."""
+    a rewrite replaces ``entry`` with one that records the rewritten history. ``started``: the leg's start is
+    committed already (else a guardrail that raises ends a run whose start, session included, commits with its
+    failed record)."""
     run = leg.run
     guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.INPUT):
@@ -278,7 +282,8 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
             step=None,
         )
     except (GuardrailRaised, GuardrailError) as exc:
-        ended = RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=caller_failure(exc))))
+        signals = StepSignals(caller_failed=caller_failure(exc))
+        ended = RunFinished(run.run_id, leg.steps, await _end(leg, signals, start=not started))
         return _InputChecked([ended], history, entry, finished=True)
     records = [*chain.records]
     events: list[Event] = [GuardrailEvent(run.run_id, 0, record) for record in chain.records]
@@ -1064,12 +1069,16 @@ def _events_for(leg: Leg, step: _Step) -> list[Event]:
 # --- ending without a step -----------------------------------------------------------------------------------
 
 
-async def _end(leg: Leg, signals: StepSignals) -> RunResult:
+async def _end(leg: Leg, signals: StepSignals, *, start: bool = False) -> RunResult:
     """End the leg when no step can be committed (the model failed, caller code failed, a cancellation): the
     resolver decides the ending like any other, and the run record is written on its own, fenced by the leg's lease
     and its last commit: ``StepConflict`` (nothing written) when another worker took the run over after the lease
-    lapsed or committed a step since, so a leg that lost its run never writes over what the other worker wrote."""
+    lapsed or committed a step since, so a leg that lost its run never writes over what the other worker wrote.
+    ``start``: the leg's start was not committed; the record commits as a start (the session with it, no input)."""
     leg.run = apply_decision(leg.run, resolve(signals), **leg.progress())
+    if start:
+        await leg.store.start_run(leg.run, None, leg.state, leg.lease)
+        return _result(leg)
     fence = None if leg.lease is None else Fence(leg.lease, leg.next_seq - 1)
     await leg.store.update_run(leg.run, fence)
     return _result(leg)
