@@ -9,6 +9,8 @@ and clocks passed to the runners, never by sleeping.
 from __future__ import annotations
 
 import asyncio
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -222,7 +224,8 @@ async def test_an_approve_and_a_reject_racing_for_one_call_settle_it_once_and_th
     assert len(settles) == 1, "the suspended step settles once"
     assert snapshot.last_run.status is RunStatus.COMPLETED
     tool_rows = [m for m in snapshot.messages() if m.role == "tool"]
-    assert [m.content for m in tool_rows] == (["paid ana"] if approved else ["no"])
+    assert len(tool_rows) == 1
+    assert tool_rows[0].content == "paid ana" if approved else "Rejected by the reviewer: no" in tool_rows[0].content
 
 
 async def test_a_first_run_whose_input_guardrail_raises_is_on_record_as_failed_in_every_store(store: Store) -> None:
@@ -240,3 +243,49 @@ async def test_a_first_run_whose_input_guardrail_raises_is_on_record_as_failed_i
     assert (snapshot.last_run.run_id, snapshot.last_run.status) == (result.run_id, RunStatus.FAILED)
     assert [r.run_id for r in await store.list_runs("s")] == [result.run_id]
     assert snapshot.entries == (), "the input the guardrail never passed is not logged"
+
+
+async def test_a_run_deleted_by_retention_while_its_worker_waits_on_the_model_is_not_written_back(
+    store: Store,
+) -> None:
+    # Retention took the session once the run's lease lapsed (by the sweep's clock); the worker, still alive,
+    # then fails its step. Its ending must not re-create the run (an orphan record, or a foreign-key error).
+    asked, may_fail = asyncio.Event(), asyncio.Event()
+
+    async def model(request: ModelRequest) -> Reply:
+        asked.set()
+        await may_fail.wait()
+        raise ConnectionError("the provider failed")
+
+    agent = Agent("slow", "Answer.", FunctionModel(model))
+    live = asyncio.create_task(Runner(store, lease_seconds=LEASE).run(agent, "go", session_id="s"))
+    await asyncio.wait_for(asked.wait(), 30)
+    gone = await store.expire_sessions(datetime.now(UTC) + timedelta(days=1), now=time.time() + 10 * LEASE)
+    assert gone.sessions == 1
+    may_fail.set()
+    with pytest.raises(StepConflict):
+        await live
+    assert await store.list_sessions() == []
+    assert await store.load_session("s") is None
+    assert await store.list_runs("s") == []
+
+
+async def test_a_first_run_cancelled_before_its_start_committed_raises_the_cancellation_and_writes_nothing(
+    store: Store,
+) -> None:
+    checking = asyncio.Event()
+
+    async def slow_check(ctx: Any) -> None:
+        checking.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    agent = Agent(
+        "guarded", "Answer.", FunctionModel(lambda r: Reply("hi")), guardrails=Guardrails(on_input=slow_check)
+    )
+    task = asyncio.create_task(Runner(store).run(agent, "go", session_id="s"))
+    await asyncio.wait_for(checking.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await store.load_session("s") is None
+    assert await store.list_sessions() == []

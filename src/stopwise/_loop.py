@@ -183,7 +183,8 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
         if leg.run.status is not RunStatus.RUNNING or (leg.settle is not None and not leg.settle.intent):
             raise
-        # A leg whose lease another worker took over records nothing (``_end``): the run is that worker's now.
+        # A leg whose lease another worker took over records nothing (``_end``): the run is that worker's now (or
+        # gone, or never started: a first leg cancelled before its start commit).
         with contextlib.suppress(StepConflict):
             await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
         raise

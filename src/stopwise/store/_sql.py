@@ -102,12 +102,13 @@ UPSERT_RUN = (
     "updated_at=excluded.updated_at"
 )
 
-# A leg's run record written without an entry (``Store.update_run`` with a ``Fence``): the update only while the
-# row still names this worker as its lease owner (expired or not: nobody took the run over) and the log still ends
-# where the leg last committed, so a worker that lost the run cannot overwrite what another one wrote since; a
-# record not written yet goes in.
-UPSERT_RUN_FENCED = (
-    UPSERT_RUN + " WHERE runs.lease_owner = :owner "
+# A leg's run record written without an entry (``Store.update_run`` with a ``Fence``): an update of the stored
+# record only while it still names this worker as its lease owner (expired or not: nobody took the run over) and the
+# log still ends where the leg last committed, so a worker that lost the run cannot overwrite what another one wrote
+# since, nor write back a run that retention deleted.
+UPDATE_RUN_FENCED = (
+    f"UPDATE runs SET {', '.join(f'{c}=:{c}' for c in _RUN_UPDATED)}, updated_at=:now "
+    "WHERE run_id = :run_id AND lease_owner = :owner "
     "AND (SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = :session_id) = :last_seq"
 )
 
@@ -256,7 +257,7 @@ class Op:
     appends: LogEntry | None = None
     """Set on a log append: the dialect passes the statement's row count to ``check_rows``."""
     fence: Fence | None = None
-    """Set on a run record written under a fence (``UPSERT_RUN_FENCED``): ``check_rows`` checks it wrote its row."""
+    """Set on a run record written under a fence (``UPDATE_RUN_FENCED``): ``check_rows`` checks it wrote its row."""
 
 
 def check_rows(op: Op, rowcount: int) -> None:
@@ -274,7 +275,7 @@ def fence_broken(fence: Fence, session_id: str) -> StepConflict:
     lease = fence.lease
     return StepConflict(
         f"run {lease.run_id} moved on without {lease.owner!r} (another worker took it over after its lease lapsed, "
-        f"or committed after seq {fence.last_seq}); its record was not written",
+        f"or committed after seq {fence.last_seq}, or the run was deleted); its record was not written",
         operation="update_run",
         session_id=session_id,
     )
@@ -427,11 +428,12 @@ def commit_ops(
 
 
 def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> list[Op]:
-    """``Store.update_run``: the run record; with ``fence``, only while the stored run and its log satisfy it."""
+    """``Store.update_run``: the run record (created if new); with ``fence``, an update of the stored record, only
+    while it and its log satisfy the fence."""
     params = _run_params(storable(run, where=f"run {run.run_id}"), now)
     if fence is None:
         return [Op(UPSERT_RUN, params)]
-    return [Op(UPSERT_RUN_FENCED, {**params, "owner": fence.lease.owner, "last_seq": fence.last_seq}, fence=fence)]
+    return [Op(UPDATE_RUN_FENCED, {**params, "owner": fence.lease.owner, "last_seq": fence.last_seq}, fence=fence)]
 
 
 def run_from(row: Row) -> RunRecord:

@@ -107,11 +107,12 @@ class MemoryStore:
             self._runs[run.run_id] = run
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
-        if fence is not None and run.run_id in self._runs:
+        if fence is not None:
             held = self._leases.get(run.run_id)
             s = self._sessions.get(run.session_id)
             last_seq = s.entries[-1].seq if s is not None and s.entries else 0
-            if held is None or held.owner != fence.lease.owner or last_seq != fence.last_seq:
+            stored = run.run_id in self._runs
+            if not stored or held is None or held.owner != fence.lease.owner or last_seq != fence.last_seq:
                 raise _sql.fence_broken(fence, run.session_id)
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
