@@ -9,8 +9,11 @@ and clocks passed to the runners, never by sleeping.
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +27,12 @@ from stopwise import (
     Reply,
     RunContext,
     Runner,
+    SQLiteStore,
     Store,
     ToolCall,
     tool,
 )
-from stopwise.errors import ConfigError, RunLeased, StepConflict
+from stopwise.errors import ConfigError, RunLeased, StepConflict, StoreError
 from stopwise.guardrails import Guardrails
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
@@ -289,3 +293,115 @@ async def test_a_first_run_cancelled_before_its_start_committed_raises_the_cance
         await task
     assert await store.load_session("s") is None
     assert await store.list_sessions() == []
+
+
+async def test_a_tool_call_outlasting_its_lease_is_carried_out_by_the_new_holder_with_the_same_key(
+    store: Store,
+) -> None:
+    # A's step committed its intent, then its tool call outlasted the lease. B takes the run over and carries
+    # the intent out: the same call, the same idempotency key, no new model call for that step. A's results then
+    # conflict; the step settles once, with B's results.
+    keys: list[str] = []
+    a_in_tool, a_may_return = asyncio.Event(), asyncio.Event()
+    asked: list[int] = []
+
+    @tool
+    async def pay(to: str, ctx: RunContext) -> str:
+        """Pay someone."""
+        keys.append(ctx.idempotency_key)
+        if len(keys) == 1:
+            a_in_tool.set()
+            await a_may_return.wait()
+        return f"paid {to}"
+
+    def model(request: ModelRequest) -> Reply:
+        asked.append(len(request.messages))
+        return _pay_once_model(request)
+
+    agent = Agent("payer", "Pay ana.", FunctionModel(model), tools=[pay])
+    clock_b = _Clock()
+    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
+    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
+    first = asyncio.create_task(a.run(agent, "go", session_id="s"))
+    await asyncio.wait_for(a_in_tool.wait(), 30)
+    clock_b.now += LEASE + 1
+    taken = await b.retry(agent, "s")
+    assert (taken.status, taken.output) == ("completed", "done")
+    a_may_return.set()
+    with pytest.raises(StepConflict):
+        await first
+    assert keys == [f"{taken.run_id}:1:call-1"] * 2, "at least once, every time with the one key"
+    assert len(asked) == 2, "the step's model call is not made again; the second call is the answer's"
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    assert [e.kind for e in snapshot.entries if e.step == 1] == [EntryKind.INTENT, EntryKind.SETTLE]
+    assert [m.content for m in snapshot.messages() if m.role == "tool"] == ["paid ana"]
+    assert snapshot.last_run.status is RunStatus.COMPLETED
+
+
+def _flaky_model(fail: list[bool]) -> FunctionModel:
+    """Pays once, then answers; fails the answer while ``fail[0]`` holds."""
+
+    def model(request: ModelRequest) -> Reply:
+        if any(m.role == "tool" for m in request.messages) and fail[0]:
+            raise ConnectionError("the provider failed")
+        return _pay_once_model(request)
+
+    return FunctionModel(model)
+
+
+@tool(name="pay")
+def pay_now(to: str) -> str:
+    """Pay someone."""
+    return f"paid {to}"
+
+
+async def test_a_log_holding_records_of_a_future_version_loads_and_its_run_continues(tmp_path: Path) -> None:
+    fail = [True]
+    agent = Agent("payer", "Pay ana.", _flaky_model(fail), tools=[pay_now])
+    path = tmp_path / "log.db"
+    async with SQLiteStore(path) as store:
+        failed = await Runner(store).run(agent, "go", session_id="s")
+    assert failed.status == "failed"
+    with sqlite3.connect(path) as db:  # a newer stopwise wrote a record type this one does not know
+        (seq, records) = db.execute("SELECT seq, records FROM log WHERE kind = 'settle'").fetchone()
+        future = [*json.loads(records or "[]"), {"type": "from_the_future", "weight": 3}]
+        db.execute("UPDATE log SET records = ? WHERE seq = ?", (json.dumps(future), seq))
+    fail[0] = False
+    async with SQLiteStore(path) as store:
+        done = await Runner(store).retry(agent, "s")
+        snapshot = await store.load_session("s")
+    assert (done.status, done.output) == ("completed", "done")
+    assert snapshot is not None
+    kept = [r for e in snapshot.entries if e.seq == seq for r in e.records]
+    assert {"type": "from_the_future", "weight": 3} in kept, "a record this version cannot read is kept as it was"
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("kind", "from_the_future"), ("messages", '[{"role": "assistant", "content": "torn')],
+    ids=["unknown kind", "torn entry"],
+)
+async def test_retry_of_a_session_whose_last_entry_this_version_cannot_read_is_refused_and_writes_nothing(
+    tmp_path: Path, column: str, value: object
+) -> None:
+    fail = [True]
+    agent = Agent("payer", "Pay ana.", _flaky_model(fail), tools=[pay_now])
+    path = tmp_path / "log.db"
+    async with SQLiteStore(path) as store:
+        await Runner(store).run(agent, "go", session_id="s")
+        await Runner(store).run(agent, "go", session_id="neighbour")
+    with sqlite3.connect(path) as db:
+        last = db.execute("SELECT MAX(seq) FROM log WHERE session_id = 's'").fetchone()[0]
+        db.execute(f"UPDATE log SET {column} = ? WHERE session_id = 's' AND seq = ?", (value, last))
+        before = db.execute("SELECT COUNT(*) FROM log").fetchone()[0]
+    fail[0] = False
+    async with SQLiteStore(path) as store:
+        with pytest.raises(StoreError) as refused:
+            await Runner(store).retry(agent, "s")
+        assert refused.value.session_id == "s"
+        assert (await Runner(store).retry(agent, "neighbour")).status == "completed"
+    with sqlite3.connect(path) as db:
+        after = db.execute("SELECT COUNT(*) FROM log WHERE session_id = 's'").fetchone()[0]
+        assert db.execute("SELECT COUNT(*) FROM log").fetchone()[0] - before == 1  # the neighbour's answer
+    assert after == last
