@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,6 +38,7 @@ from stopwise.errors import ConfigError, RunLeased, StepConflict, StoreError
 from stopwise.guardrails import Guardrails
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
+from stopwise.store._schema import LATEST
 from stopwise.store.base import EntryKind
 
 LEASE = 60.0
@@ -405,3 +408,33 @@ async def test_retry_of_a_session_whose_last_entry_this_version_cannot_read_is_r
         after = db.execute("SELECT COUNT(*) FROM log WHERE session_id = 's'").fetchone()[0]
         assert db.execute("SELECT COUNT(*) FROM log").fetchone()[0] - before == 1  # the neighbour's answer
     assert after == last
+
+
+@pytest.mark.parametrize("start", ["a new file", "a version 3 log"])
+def test_processes_opening_one_database_at_once_migrate_it_once_and_all_open_it(tmp_path: Path, start: str) -> None:
+    # Workers started together on one file each read its version, then migrate: each migration must run once
+    # (before, every opener but the first failed with "table sessions already exists" or "duplicate column").
+    # Threads stand for the processes: each opens its own connection, and SQLite runs them in parallel.
+    path = tmp_path / "log.db"
+    if start == "a version 3 log":
+        shutil.copy(Path(__file__).parent / "fixtures" / "log_v3.db", path)
+    openers = 8
+    barrier = threading.Barrier(openers)
+    failures: list[BaseException] = []
+    versions: list[int] = []
+
+    def open_it() -> None:
+        barrier.wait(30)
+        try:
+            with SQLiteStore(path) as store:
+                versions.append(store.schema_version)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(openers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    assert versions == [LATEST] * openers

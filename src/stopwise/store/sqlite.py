@@ -100,17 +100,24 @@ class SQLiteStore:
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
         pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
         conn.execute("PRAGMA journal_mode=WAL")
-        for target, statements in pending:
+        while pending:
+            target, statements = pending[0]
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for sql in statements:
-                    conn.execute(sql)
-                conn.execute(f"PRAGMA user_version={target}")
+                # Read again under the write lock: another process opening the file at the same time may have
+                # applied this migration (or all of them) since, and a migration must run once.
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version < target:
+                    for sql in statements:
+                        conn.execute(sql)
+                    conn.execute(f"PRAGMA user_version={target}")
+                    version = target
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            version = target
+            pending = _sql.pending_migrations(version, repr(self.path))
         return version
 
     async def _do(self, fn: Callable[[], T], operation: str, session_id: str | None = None) -> T:
