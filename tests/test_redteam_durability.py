@@ -438,3 +438,36 @@ def test_processes_opening_one_database_at_once_migrate_it_once_and_all_open_it(
         t.join(60)
     assert failures == []
     assert versions == [LATEST] * openers
+
+
+async def test_a_worker_whose_session_was_deleted_and_started_again_cannot_append_to_the_new_sessions_log(
+    store: Store,
+) -> None:
+    # Retention deleted the session of A's run (its lease lapsed by the sweep's clock) and a new run B started in
+    # a session of the same id. A's step then lands at the position B's log is at: it must not go into B's log.
+    asked: dict[str, asyncio.Event] = {"a": asyncio.Event(), "b": asyncio.Event()}
+    may_answer: dict[str, asyncio.Event] = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    async def model(request: ModelRequest) -> Reply:
+        who = str(request.messages[-1].content)
+        asked[who].set()
+        await may_answer[who].wait()
+        return Reply(f"answer of {who}")
+
+    agent = Agent("slow", "Answer.", FunctionModel(model))
+    a = asyncio.create_task(Runner(store, lease_seconds=LEASE, owner="a").run(agent, "a", session_id="s"))
+    await asyncio.wait_for(asked["a"].wait(), 30)
+    gone = await store.expire_sessions(datetime.now(UTC) + timedelta(days=1), now=time.time() + 10 * LEASE)
+    assert gone.sessions == 1
+    b = asyncio.create_task(Runner(store, lease_seconds=LEASE, owner="b").run(agent, "b", session_id="s"))
+    await asyncio.wait_for(asked["b"].wait(), 30)
+    may_answer["a"].set()
+    with pytest.raises(StepConflict):
+        await a
+    may_answer["b"].set()
+    done = await b
+    assert (done.status, done.output) == ("completed", "answer of b")
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    assert {e.run_id for e in snapshot.entries} == {done.run_id}
+    assert [r.run_id for r in await store.list_runs("s")] == [done.run_id]

@@ -122,11 +122,14 @@ UPDATE_SESSION_STATE = "UPDATE sessions SET state=:state, updated_at=:now WHERE 
 # The append rule. The entry goes in only when its seq is the session's next free one: a gap makes the WHERE
 # false, and a seq another writer already took (committed, or committing concurrently: PostgreSQL waits for
 # that transaction on the primary key) is skipped by ON CONFLICT DO NOTHING. Either way 0 rows: StepConflict.
-# Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed.
+# Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed. The
+# entry's run must be on record too: a worker whose session retention deleted (and someone started again under the
+# same id) finds its seq free in the new log, but not its run, and gets 0 rows instead of writing into that log.
 _INSERT_ENTRY = (
     "INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at) "
     "SELECT :session_id, :seq, :run_id, :step, :kind, :messages, :decision, :usage, :forced, :records, :now "
     "WHERE :seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = :session_id) "
+    "AND EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id) "
 )
 _ON_TAKEN = "ON CONFLICT (session_id, seq) DO NOTHING"
 APPEND_ENTRY = _INSERT_ENTRY + _ON_TAKEN
@@ -265,7 +268,10 @@ def check_rows(op: Op, rowcount: int) -> None:
     wrote its one row (the caller rolls back)."""
     e = op.appends
     if e is not None and rowcount != 1:
-        raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
+        raise StepConflict(
+            f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log, or run {e.run_id} is "
+            "not on record (deleted)"
+        )
     if op.fence is not None and rowcount != 1:
         raise fence_broken(op.fence, str(op.params["session_id"]))
 

@@ -100,6 +100,8 @@ class MemoryStore:
         self._sessions[entry.session_id] = s
         if not s.entries or entry.seq != s.entries[-1].seq + 1:  # the check, without a call for the common append
             self._check_seq(s, entry)
+        if entry.run_id not in self._runs:  # deleted with its session (which may have started again since)
+            raise StepConflict(f"session {entry.session_id!r}: run {entry.run_id} is not on record (deleted)")
         s.entries.append(entry)
         s.state_json = state_json
         s.updated_at = time.time()
