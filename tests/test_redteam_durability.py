@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
+import os
 import shutil
+import signal
 import sqlite3
 import threading
 import time
@@ -471,3 +474,94 @@ async def test_a_worker_whose_session_was_deleted_and_started_again_cannot_appen
     assert snapshot is not None and snapshot.last_run is not None
     assert {e.run_id for e in snapshot.entries} == {done.run_id}
     assert [r.run_id for r in await store.list_runs("s")] == [done.run_id]
+
+
+# --- a sub-agent's run outlives its crashed parent's lease ------------------------------------------------------
+
+_held: dict[str, Any] = {}
+"""Set in the process that is killed: where its child's model reports in and waits to be killed."""
+
+
+def _sub_model(request: ModelRequest) -> Reply:
+    if any(m.role == "tool" for m in request.messages):
+        return Reply("paid")
+    if _held:  # the doomed process: report, then wait inside the child's model call until SIGKILL
+        _held["queue"].put("child asked")
+        os.close(os.open(_held["fifo"], os.O_RDONLY))
+    return Reply(tool_calls=[ToolCall("pay", {"to": "ana"}, id="pay-1")])
+
+
+def _parent_model(request: ModelRequest) -> Reply:
+    if any(m.role == "tool" for m in request.messages):
+        return Reply("the helper is done")
+    if _held:
+        _held["clock"][0] += 30.0  # the parent's model call takes 30 s by the doomed process's clock
+    return Reply(tool_calls=[ToolCall("helper", {"input": "pay ana"}, id="call-1")])
+
+
+def _sub_agents(effects: str) -> Agent:
+    @tool
+    def pay(to: str, ctx: RunContext) -> str:
+        """Pay someone."""
+        with open(effects, "a") as f:
+            f.write(f"{ctx.idempotency_key}\n")
+        return f"paid {to}"
+
+    helper = Agent("helper", "Pay.", FunctionModel(_sub_model), tools=[pay])
+    return Agent("parent", "Delegate.", FunctionModel(_parent_model), tools=[helper.as_tool("helper")])
+
+
+def _doomed_parent(path: str, effects: str, fifo: str, queue: Any) -> None:
+    clock = [0.0]
+    _held.update(fifo=fifo, queue=queue, clock=clock)
+
+    async def go() -> None:
+        async with SQLiteStore(path) as store:
+            runner = Runner(store, clock=lambda: time.time() + clock[0], lease_seconds=LEASE, owner="doomed")
+            await runner.run(_sub_agents(effects), "go", session_id="p")
+
+    asyncio.run(go())
+
+
+@pytest.mark.slow
+def test_a_parent_retried_while_its_crashed_sub_agents_lease_is_live_fails_retryably_without_settling_the_call(
+    tmp_path: Path,
+) -> None:
+    # The parent's lease lapsed (its model call took 30 s before the sub-agent started), the sub-agent's has not.
+    # A retry in between must not commit the sub-agent call as failed: the model would ask again under a new call
+    # id, and a new sub-agent run would repeat the first one's effects. It fails retryably, the call still open;
+    # once the sub-agent's lease lapsed too, a retry continues that same sub-agent run.
+    path, effects, fifo = str(tmp_path / "log.db"), str(tmp_path / "effects"), str(tmp_path / "gate")
+    Path(effects).touch()
+    os.mkfifo(fifo)
+    ctx = multiprocessing.get_context("forkserver")
+    queue = ctx.Queue()
+    doomed = ctx.Process(target=_doomed_parent, args=(path, effects, fifo, queue))
+    doomed.start()
+    try:
+        assert queue.get(timeout=60) == "child asked"
+    finally:
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.join(60)
+    agent = _sub_agents(effects)
+
+    async def retry(after: float) -> tuple[Any, Store]:
+        store = SQLiteStore(path)
+        result = await Runner(store, clock=lambda: time.time() + after, lease_seconds=LEASE).retry(agent, "p")
+        return result, store
+
+    async def go() -> None:
+        early, store = await retry(LEASE + 1)  # the parent's lease lapsed, the sub-agent's is live
+        assert early.status == "failed" and early.error is not None
+        assert (early.error.code, early.error.retryable) == ("tool_unavailable", True)
+        snapshot = await store.load_session("p")
+        assert snapshot is not None and snapshot.entries[-1].kind is EntryKind.INTENT, "the call is still open"
+        await store.close()
+        done, store = await retry(LEASE + 60)
+        assert (done.status, done.output) == ("completed", "the helper is done")
+        child = await store.load_session("p/call-1")
+        assert child is not None and len(await store.list_runs("p/call-1")) == 1, "the same sub-agent run"
+        await store.close()
+
+    asyncio.run(go())
+    assert len(Path(effects).read_text().splitlines()) == 1

@@ -59,7 +59,7 @@ from stopwise.result import RunResult, RunStatus
 from stopwise.storable import is_storable
 from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
-from stopwise.tools import ToolError
+from stopwise.tools import ToolError, ToolUnavailable
 
 __all__ = ["ExpirySweep", "Runner", "SessionBusy", "SkippedExpiry"]
 
@@ -535,7 +535,15 @@ class Runner:
                 leg = await self._start(agent, input, session_id, None, ctx.runtime_context, run_id)
                 leg.lease = self._lease(leg.run.run_id)
             else:
-                leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
+                try:
+                    leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
+                except (RunLeased, StepConflict) as exc:
+                    # Another worker drives the child run, or its crashed worker's lease has not lapsed yet. Not a
+                    # failure of the call (the model would ask again under a new call id, and a new child run would
+                    # repeat this one's effects) but the parent run's: it fails retryably, the call still open.
+                    raise ToolUnavailable(
+                        f"sub-agent {agent.name!r} cannot continue its run in session {session_id!r} now: {exc}"
+                    ) from exc
             leg.agent_path = (*ctx.agent_path, agent.name)
             leg.guardrails = for_sub_agent(agent.guardrails, ctx.guardrails if inherit_guardrails else None)
             result = await self._driven(agent, leg)
