@@ -32,12 +32,13 @@ from stopwise import (
     Reply,
     RunContext,
     Runner,
+    SessionBusy,
     SQLiteStore,
     Store,
     ToolCall,
     tool,
 )
-from stopwise.errors import ConfigError, RunLeased, StepConflict, StoreError
+from stopwise.errors import ConfigError, RunLeased, StepConflict, StoreError, StoreUnavailable
 from stopwise.guardrails import Guardrails
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
@@ -565,3 +566,72 @@ def test_a_parent_retried_while_its_crashed_sub_agents_lease_is_live_fails_retry
 
     asyncio.run(go())
     assert len(Path(effects).read_text().splitlines()) == 1
+
+
+async def test_two_runs_started_at_once_on_one_session_log_one_and_the_other_conflicts(store: Store) -> None:
+    paid: list[str] = []
+
+    @tool
+    def pay(to: str, ctx: RunContext) -> str:
+        """Pay someone."""
+        paid.append(ctx.run_id)
+        return f"paid {to}"
+
+    agent = Agent("payer", "Pay ana.", FunctionModel(_pay_once_model), tools=[pay])
+    outcomes = await asyncio.gather(
+        Runner(store, owner="web-1").run(agent, "go", session_id="s"),
+        Runner(store, owner="web-2").run(agent, "go", session_id="s"),
+        return_exceptions=True,
+    )
+    won = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert len(won) == 1 and any(isinstance(o, StepConflict | SessionBusy) for o in outcomes), outcomes
+    assert paid == [won[0].run_id]
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    assert {e.run_id for e in snapshot.entries} == {won[0].run_id}
+    assert [r.run_id for r in await store.list_runs("s")] == [won[0].run_id]
+
+
+@pytest.mark.parametrize("size", [4_000_000])
+async def test_a_very_large_tool_result_commits_and_reads_back_verbatim(store: Store, size: int) -> None:
+    big = ("ünïcødé 🧾 line\n" * (size // 16))[:size]
+
+    @tool
+    def dump() -> str:
+        """Return a large document."""
+        return big
+
+    def model(request: ModelRequest) -> Reply:
+        if any(m.role == "tool" for m in request.messages):
+            return Reply("read it")
+        return Reply(tool_calls=[ToolCall("dump", {}, id="call-1")])
+
+    result = await Runner(store).run(Agent("reader", "Read.", FunctionModel(model), tools=[dump]), "go", session_id="s")
+    assert result.status == "completed"
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    assert [m.content for m in snapshot.messages() if m.role == "tool"] == [big]
+
+
+async def test_a_store_closed_under_a_running_tool_fails_the_commit_typed_and_retry_finishes_with_the_same_key(
+    tmp_path: Path,
+) -> None:
+    keys: list[str] = []
+    store = SQLiteStore(tmp_path / "log.db")
+
+    @tool
+    async def pay(to: str, ctx: RunContext) -> str:
+        """Pay someone."""
+        keys.append(ctx.idempotency_key)
+        if len(keys) == 1:
+            await store.close()  # the application shuts its store down while the call is out
+        return f"paid {to}"
+
+    agent = Agent("payer", "Pay ana.", FunctionModel(_pay_once_model), tools=[pay])
+    with pytest.raises(StoreUnavailable) as closed:
+        await Runner(store, lease_seconds=LEASE).run(agent, "go", session_id="s")
+    assert closed.value.operation == "commit"
+    async with SQLiteStore(tmp_path / "log.db") as again:
+        done = await Runner(again, clock=lambda: time.time() + LEASE + 1, lease_seconds=LEASE).retry(agent, "s")
+    assert (done.status, done.output) == ("completed", "done")
+    assert keys == [f"{done.run_id}:1:call-1"] * 2
