@@ -635,3 +635,11 @@ async def test_a_store_closed_under_a_running_tool_fails_the_commit_typed_and_re
         done = await Runner(again, clock=lambda: time.time() + LEASE + 1, lease_seconds=LEASE).retry(agent, "s")
     assert (done.status, done.output) == ("completed", "done")
     assert keys == [f"{done.run_id}:1:call-1"] * 2
+
+
+@pytest.mark.parametrize("owner", ["w\x00", "w\ud800", "", 7])
+def test_a_lease_owner_no_store_keeps_as_it_is_is_refused_when_the_runner_is_made(owner: Any) -> None:
+    # Before, PostgreSQL refused the first run's start (NUL), raised a raw UnicodeEncodeError (a lone surrogate),
+    # or, for a number, started the run and then failed to drop its lease.
+    with pytest.raises(ConfigError, match="owner"):
+        Runner(owner=owner)

@@ -138,6 +138,9 @@ class Runner:
         self.clock = clock
         self.on_event = on_event
         self.lease_seconds = float(lease_seconds)
+        if owner is not None and not (isinstance(owner, str) and owner and is_storable(owner)):
+            # The owner is written with every lease and compared on every renewal: a key, kept as it is.
+            raise ConfigError("owner", f"must be a non-empty string without NUL or lone surrogates, got {owner!r}")
         self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._companion_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
