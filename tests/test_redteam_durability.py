@@ -44,6 +44,7 @@ from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST
 from stopwise.store.base import EntryKind
+from stopwise.tools import ToolUnavailable
 
 LEASE = 60.0
 
@@ -643,3 +644,32 @@ def test_a_lease_owner_no_store_keeps_as_it_is_is_refused_when_the_runner_is_mad
     # or, for a number, started the run and then failed to drop its lease.
     with pytest.raises(ConfigError, match="owner"):
         Runner(owner=owner)
+
+
+@pytest.mark.parametrize("open_step", ["an intent cut off", "a suspended approval"])
+async def test_a_recorded_call_whose_tool_the_agent_no_longer_has_is_answered_not_run(
+    store: Store, open_step: str
+) -> None:
+    # The agent's code changed between the crash (or the suspension) and the retry (or the resume): the recorded
+    # call cannot run as planned. Before, the loop stopped on a bare AssertionError.
+    @tool(needs_approval=open_step == "a suspended approval")
+    def pay(to: str) -> str:
+        """Pay someone."""
+        raise ToolUnavailable("the payment service is down")
+
+    runner = Runner(store)
+    first = await runner.run(
+        Agent("payer", "Pay ana.", FunctionModel(_pay_once_model), tools=[pay]), "go", session_id="s"
+    )
+    changed = Agent("payer", "Pay ana.", FunctionModel(_pay_once_model))
+    if open_step == "an intent cut off":
+        assert first.status == "failed"
+        done = await runner.retry(changed, "s")
+    else:
+        assert first.status == "suspended"
+        done = await runner.resume(changed, "s", {"call-1": Approve()})
+    assert (done.status, done.output) == ("completed", "done")
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    rows = [m.content for m in snapshot.messages() if m.role == "tool"]
+    assert len(rows) == 1 and "no longer a tool of agent 'payer'" in rows[0]

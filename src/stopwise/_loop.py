@@ -362,6 +362,8 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
                 # The plans were read back from the log before the leg listed its tool sources.
                 if plan.tool is None and plan.row is None:
                     plan.tool = leg.tools.get(plan.call.name)
+                    if plan.tool is None:  # the agent no longer has it (its code changed since the step planned)
+                        plan.row = _gone(leg, plan.call.id, plan.call.name)
             step.records.extend(settling.records)
             step.terminated, step.rejected = settling.terminated, settling.rejected
             step.settled, step.kept = settling.settled, settling.pending
@@ -480,6 +482,12 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
         step.rows.append(row)
     step.plans = plans
     return failed
+
+
+def _gone(leg: Leg, call_id: str, name: str) -> Message:
+    """The answer of a recorded call whose tool the agent no longer has: the call cannot run as planned."""
+    message = f"Tool '{name}' is no longer a tool of agent {leg.agent.name!r}: the call was not run"
+    return error_tool_result(message, tool_call_id=call_id, origin="stopwise")
 
 
 def _answer_waiting(step: _Step, why: str) -> None:
