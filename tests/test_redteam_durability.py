@@ -17,12 +17,14 @@ import signal
 import sqlite3
 import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _pgcluster import HOW_TO_ENABLE
 from stopwise import (
     Agent,
     ApprovalError,
@@ -673,3 +675,121 @@ async def test_a_recorded_call_whose_tool_the_agent_no_longer_has_is_answered_no
     assert snapshot is not None
     rows = [m.content for m in snapshot.messages() if m.role == "tool"]
     assert len(rows) == 1 and "no longer a tool of agent 'payer'" in rows[0]
+
+
+# --- SIGKILL between a tool's effect and its step's commit, on SQLite and PostgreSQL ---------------------------
+
+
+def _open_db(kind: str, where: str, schema: str) -> Store:
+    if kind == "sqlite":
+        return SQLiteStore(where)
+    from stopwise.store.postgres import PostgresStore
+
+    return PostgresStore(where, schema=schema, max_size=2)
+
+
+def _refunder(ledger: str, effects: str, asks: str) -> Agent:
+    """Refunds 5 on order 1: ``refund_keyed`` dedupes on the key in a ledger (the doc's example), ``refund_bare``
+    does not. Every model call is noted in ``asks``."""
+
+    @tool
+    def refund_keyed(order: str, amount: int, ctx: RunContext) -> str:
+        """Refund an order, once per key."""
+        with sqlite3.connect(ledger) as db:
+            db.execute("CREATE TABLE IF NOT EXISTS refunds (key TEXT PRIMARY KEY, order_id TEXT, amount INTEGER)")
+            db.execute("INSERT OR IGNORE INTO refunds VALUES (?, ?, ?)", (ctx.idempotency_key, order, amount))
+        return _after_effect(f"refunded {amount} on {order}")
+
+    @tool
+    def refund_bare(order: str, amount: int, ctx: RunContext) -> str:
+        """Refund an order."""
+        with open(effects, "a") as f:
+            f.write(f"{ctx.idempotency_key} {order} {amount}\n")
+        return _after_effect(f"refunded {amount} on {order}")
+
+    def model(request: ModelRequest) -> Reply:
+        with open(asks, "a") as f:
+            f.write(f"{len(request.messages)}\n")
+        if any(m.role == "tool" for m in request.messages):
+            return Reply("refunded")
+        name = request.tools[0].name
+        return Reply(tool_calls=[ToolCall(name, {"order": "1", "amount": 5})])
+
+    return Agent("refunder", "Refund.", FunctionModel(model), tools=[refund_keyed, refund_bare])
+
+
+def _after_effect(result: str) -> str:
+    if _held:  # the doomed process: the effect is done; report, then wait to be killed before the step commits
+        _held["queue"].put("effect done")
+        os.close(os.open(_held["fifo"], os.O_RDONLY))
+    return result
+
+
+def _doomed_refund(
+    kind: str, where: str, schema: str, tool_name: str, files: tuple[str, str, str], fifo: str, q: Any
+) -> None:
+    _held.update(fifo=fifo, queue=q)
+
+    async def go() -> None:
+        store = _open_db(kind, where, schema)
+        agent = _refunder(*files)
+        agent = Agent(agent.name, agent.instructions, agent.model, tools=[agent.tool_map[tool_name]])
+        await Runner(store, lease_seconds=LEASE, owner="doomed").run(agent, "go", session_id="refund")
+
+    asyncio.run(go())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("tool_name", ["refund_keyed", "refund_bare"])
+def test_sigkill_between_a_tools_effect_and_its_commit_reruns_the_call_once_with_its_key(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, tool_name: str
+) -> None:
+    # The doc's contract: at least once, every time with the same key and arguments; exactly once is the tool's
+    # half. A tool that dedupes on the key pays once; one that does not pays twice, both times with one key.
+    where, schema = str(tmp_path / "log.db"), ""
+    if kind == "postgres":
+        dsn = request.getfixturevalue("pg_dsn")
+        if dsn is None:
+            pytest.skip(HOW_TO_ENABLE)
+        where, schema = dsn, f"k_{uuid.uuid4().hex[:12]}"
+    files = (str(tmp_path / "ledger.db"), str(tmp_path / "effects"), str(tmp_path / "asks"))
+    fifo = str(tmp_path / "gate")
+    os.mkfifo(fifo)
+    ctx = multiprocessing.get_context("forkserver")
+    q = ctx.Queue()
+    doomed = ctx.Process(target=_doomed_refund, args=(kind, where, schema, tool_name, files, fifo, q))
+    doomed.start()
+    try:
+        assert q.get(timeout=60) == "effect done"
+    finally:
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.join(60)
+    assert doomed.exitcode == -signal.SIGKILL
+
+    async def retry() -> tuple[Any, list[str]]:
+        store = _open_db(kind, where, schema)
+        try:
+            agent = _refunder(*files)
+            agent = Agent(agent.name, agent.instructions, agent.model, tools=[agent.tool_map[tool_name]])
+            runner = Runner(store, clock=lambda: time.time() + LEASE + 1, lease_seconds=LEASE)
+            done = await runner.retry(agent, "refund")
+            snapshot = await store.load_session("refund")
+            assert snapshot is not None
+            return done, [m.content for m in snapshot.messages() if m.role == "tool"]
+        finally:
+            await store.close()
+
+    done, rows = asyncio.run(retry())
+    assert (done.status, done.output) == ("completed", "refunded")
+    assert rows == ["refunded 5 on 1"], "the step settles once"
+    asks = Path(files[2]).read_text().split()
+    assert len(asks) == 2, "the step whose intent committed is not asked again; the second call is the answer's"
+    key = f"{done.run_id}:1:"
+    if tool_name == "refund_keyed":
+        with sqlite3.connect(files[0]) as db:
+            ledger = db.execute("SELECT key, order_id, amount FROM refunds").fetchall()
+        assert len(ledger) == 1 and ledger[0][0].startswith(key) and ledger[0][1:] == ("1", 5)
+    else:
+        effects = Path(files[1]).read_text().splitlines()
+        assert len(effects) == 2 and effects[0] == effects[1] and effects[0].startswith(key)
