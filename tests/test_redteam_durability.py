@@ -32,6 +32,7 @@ from stopwise import (
     FunctionModel,
     Reject,
     Reply,
+    RetryNotAllowed,
     RunContext,
     Runner,
     SessionBusy,
@@ -793,3 +794,29 @@ def test_sigkill_between_a_tools_effect_and_its_commit_reruns_the_call_once_with
     else:
         effects = Path(files[1]).read_text().splitlines()
         assert len(effects) == 2 and effects[0] == effects[1] and effects[0].startswith(key)
+
+
+async def test_a_retry_racing_a_resume_is_refused_and_the_approved_call_runs_once(store: Store) -> None:
+    paid: list[str] = []
+    agent = _payer(paid)
+    suspended = await Runner(store, owner="web-1").run(agent, "go", session_id="s")
+    in_answer, may_answer = asyncio.Event(), asyncio.Event()
+
+    async def answer(request: ModelRequest) -> Reply:
+        in_answer.set()
+        await may_answer.wait()
+        return _pay_once_model(request)
+
+    slow = Agent("payer", "Pay ana.", FunctionModel(answer), tools=list(agent.tools))
+    resuming = asyncio.create_task(Runner(store, owner="web-1").resume(slow, "s", {"call-1": Approve()}))
+    retrier = Runner(store, owner="web-2")
+    with pytest.raises(RetryNotAllowed):  # whether or not the resume claimed the run yet, its record reads suspended
+        await retrier.retry(agent, "s")
+    await in_answer.wait()  # the call ran and its step settled; the resume's next model call is out
+    with pytest.raises(RunLeased) as leased:
+        await retrier.retry(agent, "s")
+    assert leased.value.owner == "web-1"
+    may_answer.set()
+    done = await resuming
+    assert (done.status, done.output) == ("completed", "done")
+    assert paid == [f"{suspended.run_id}:1:call-1"]
