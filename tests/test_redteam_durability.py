@@ -820,3 +820,48 @@ async def test_a_retry_racing_a_resume_is_refused_and_the_approved_call_runs_onc
     done = await resuming
     assert (done.status, done.output) == ("completed", "done")
     assert paid == [f"{suspended.run_id}:1:call-1"]
+
+
+async def test_a_step_the_old_worker_commits_while_the_new_ones_input_guardrails_run_is_not_overwritten(
+    store: Store,
+) -> None:
+    # B claims the run (A's lease lapsed), then its input guardrails take a while; meanwhile A commits the run's
+    # last step. B's leg start must not then write the run back to "running" with the older state: the run is
+    # A's completed one, and B stops with StepConflict before it asks the model anything.
+    a_asked, a_may_answer = asyncio.Event(), asyncio.Event()
+    b_checking, b_may_pass = asyncio.Event(), asyncio.Event()
+    asked: list[str] = []
+
+    async def model(request: ModelRequest) -> Reply:
+        asked.append("model")
+        if not a_asked.is_set():
+            a_asked.set()
+            await a_may_answer.wait()
+            return Reply("done by A")
+        return Reply("done by B")
+
+    async def check(ctx: Any) -> None:
+        if a_asked.is_set():  # B's leg (A's was checked before its model call)
+            b_checking.set()
+            await b_may_pass.wait()
+
+    agent = Agent("slow", "Answer.", FunctionModel(model), guardrails=Guardrails(on_input=check))
+
+    clock_b = _Clock()
+    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
+    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
+    first = asyncio.create_task(a.run(agent, "go", session_id="s", state={"by": "start"}))
+    await asyncio.wait_for(a_asked.wait(), 30)
+    clock_b.now += LEASE + 1
+    second = asyncio.create_task(b.retry(agent, "s"))
+    await asyncio.wait_for(b_checking.wait(), 30)
+    a_may_answer.set()
+    done = await first
+    assert (done.status, done.output) == ("completed", "done by A")
+    b_may_pass.set()
+    with pytest.raises(StepConflict):
+        await second
+    assert asked == ["model"], "B asked the model nothing"
+    record = await store.get_run(done.run_id)
+    assert record is not None
+    assert (record.status, record.output) == (RunStatus.COMPLETED, "done by A")

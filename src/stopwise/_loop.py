@@ -225,7 +225,8 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
         entry = _with_goal(run, leg.next_seq, entry, leg.goal)
         leg.log_goal = False
     if leg.write_start:
-        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease)
+        fence = _fence(leg) if leg.continues else None
+        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease, fence)
     elif entry is not None:
         await leg.store.commit(entry, leg.state)
     if entry is not None:
@@ -295,7 +296,7 @@ async def _check_input(
         decision = resolve(StepSignals(input_blocked=chain.block.reason))
         leg.run = apply_decision(leg.run, decision, **leg.progress(), output=text)
         note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
-        await leg.store.start_run(leg.run, note, leg.state, leg.lease)
+        await leg.store.start_run(leg.run, note, leg.state, leg.lease, _fence(leg) if leg.continues else None)
         leg.next_seq += 1
         return _InputChecked([*events, RunFinished(run.run_id, leg.steps, _result(leg))], history, entry, True)
     if not chain.records:
@@ -1086,11 +1087,16 @@ async def _end(leg: Leg, signals: StepSignals, *, start: bool = False) -> RunRes
     ``start``: the leg's start was not committed; the record commits as a start (the session with it, no input)."""
     leg.run = apply_decision(leg.run, resolve(signals), **leg.progress())
     if start:
-        await leg.store.start_run(leg.run, None, leg.state, leg.lease)
-        return _result(leg)
-    fence = None if leg.lease is None else Fence(leg.lease, leg.next_seq - 1)
-    await leg.store.update_run(leg.run, fence)
+        await leg.store.start_run(leg.run, None, leg.state, leg.lease, _fence(leg) if leg.continues else None)
+    else:
+        await leg.store.update_run(leg.run, _fence(leg))
     return _result(leg)
+
+
+def _fence(leg: Leg) -> Fence | None:
+    """What the leg's writes of its run record without a step require: its lease, and the log ending at the leg's
+    last commit (or where it was read, before the leg's first). None for a leg without a lease."""
+    return None if leg.lease is None else Fence(leg.lease, leg.next_seq - 1)
 
 
 def _result(leg: Leg) -> RunResult:

@@ -106,11 +106,14 @@ UPSERT_RUN = (
 # record only while it still names this worker as its lease owner (expired or not: nobody took the run over) and the
 # log still ends where the leg last committed, so a worker that lost the run cannot overwrite what another one wrote
 # since, nor write back a run that retention deleted.
-UPDATE_RUN_FENCED = (
-    f"UPDATE runs SET {', '.join(f'{c}=:{c}' for c in _RUN_UPDATED)}, updated_at=:now "
+_FENCE_HOLDS = (
     "WHERE run_id = :run_id AND lease_owner = :owner "
     "AND (SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = :session_id) = :last_seq"
 )
+UPDATE_RUN_FENCED = f"UPDATE runs SET {', '.join(f'{c}=:{c}' for c in _RUN_UPDATED)}, updated_at=:now " + _FENCE_HOLDS
+# The same fence ahead of a continued leg's start (``Store.start_run`` with a ``Fence``): a no-op update of the run's
+# row that matches it only while the fence holds; else the start's transaction stops before it writes anything.
+CHECK_FENCE = "UPDATE runs SET lease_owner = lease_owner " + _FENCE_HOLDS
 
 UPSERT_SESSION = (
     "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
@@ -260,7 +263,8 @@ class Op:
     appends: LogEntry | None = None
     """Set on a log append: the dialect passes the statement's row count to ``check_rows``."""
     fence: Fence | None = None
-    """Set on a run record written under a fence (``UPDATE_RUN_FENCED``): ``check_rows`` checks it wrote its row."""
+    """Set on a statement that must match its one run row (``UPDATE_RUN_FENCED``, ``CHECK_FENCE``): ``check_rows``
+    checks it did."""
 
 
 def check_rows(op: Op, rowcount: int) -> None:
@@ -273,18 +277,28 @@ def check_rows(op: Op, rowcount: int) -> None:
             "not on record (deleted)"
         )
     if op.fence is not None and rowcount != 1:
-        raise fence_broken(op.fence, str(op.params["session_id"]))
+        operation = "start_run" if op.sql == CHECK_FENCE else "update_run"
+        raise fence_broken(op.fence, str(op.params["session_id"]), operation)
 
 
-def fence_broken(fence: Fence, session_id: str) -> StepConflict:
-    """The error of a run write refused by its ``fence``."""
+def fence_broken(fence: Fence, session_id: str, operation: str) -> StepConflict:
+    """The error of a run write (``operation``) refused by its ``fence``."""
     lease = fence.lease
     return StepConflict(
         f"run {lease.run_id} moved on without {lease.owner!r} (another worker took it over after its lease lapsed, "
-        f"or committed after seq {fence.last_seq}, or the run was deleted); its record was not written",
-        operation="update_run",
+        f"or committed after seq {fence.last_seq}, or the run was deleted); nothing was written",
+        operation=operation,
         session_id=session_id,
     )
+
+
+def _fence_params(fence: Fence, session_id: str) -> dict[str, Any]:
+    return {
+        "run_id": fence.lease.run_id,
+        "owner": fence.lease.owner,
+        "session_id": session_id,
+        "last_seq": fence.last_seq,
+    }
 
 
 def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
@@ -400,12 +414,18 @@ def claim_refused(run: RunRecord, row: Row | None, now: float) -> StopwiseError:
 
 
 def start_run_ops(
-    run: RunRecord, entry: LogEntry | None, state_json: str, now: float, lease: Lease | None = None
+    run: RunRecord,
+    entry: LogEntry | None,
+    state_json: str,
+    now: float,
+    lease: Lease | None = None,
+    fence: Fence | None = None,
 ) -> list[Op]:
     """``Store.start_run``: the session (created if new) with its state, the run record (holding ``lease``, if
-    given), the input entry."""
+    given), the input entry; with ``fence``, first the check that it holds (``StepConflict`` else)."""
     run = storable(run, where=f"run {run.run_id}")
-    ops = [
+    ops: list[Op] = [] if fence is None else [Op(CHECK_FENCE, _fence_params(fence, run.session_id), fence=fence)]
+    ops += [
         Op(UPSERT_SESSION, {"session_id": run.session_id, "state": state_json, "now": now}),
         Op(UPSERT_RUN, _run_params(run, now)),
     ]
@@ -439,7 +459,7 @@ def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> li
     params = _run_params(storable(run, where=f"run {run.run_id}"), now)
     if fence is None:
         return [Op(UPSERT_RUN, params)]
-    return [Op(UPDATE_RUN_FENCED, {**params, "owner": fence.lease.owner, "last_seq": fence.last_seq}, fence=fence)]
+    return [Op(UPDATE_RUN_FENCED, {**params, **_fence_params(fence, run.session_id)}, fence=fence)]
 
 
 def run_from(row: Row) -> RunRecord:

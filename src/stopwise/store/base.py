@@ -107,9 +107,10 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class Fence:
-    """What a run leg's write of its run record alone (``Store.update_run``) requires of the store: the leg still
-    holds ``lease`` (its owner's, expired or not: nobody took the run over) and the session's log still ends at
-    ``last_seq`` (nobody committed a step since the leg's last commit)."""
+    """What a run leg's write of its run record without a step (``Store.update_run``, and ``Store.start_run`` of a
+    leg that continues a run) requires of the store: the leg still holds ``lease`` (its owner's, expired or not:
+    nobody took the run over) and the session's log still ends at ``last_seq`` (nobody committed a step since the
+    leg's last commit, or its claim)."""
 
     lease: Lease
     last_seq: int
@@ -158,10 +159,16 @@ class Store(Protocol):
         ...
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Create or update the run record, create the session if new, and append the input entry; with
-        ``lease``, the run record holds it from the same transaction on."""
+        ``lease``, the run record holds it from the same transaction on. With ``fence`` (a leg that continues a
+        run on record), nothing is written unless the fence holds, as for ``update_run``: ``StepConflict``."""
         ...
 
     async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:

@@ -48,8 +48,15 @@ class MemoryStore:
         return SessionSnapshot(session_id, _readable(s), json.loads(s.state_json), last)
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        if fence is not None:
+            self._check_fence(fence, run.session_id, "start_run")
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
         state_json = dump_state(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
@@ -110,12 +117,7 @@ class MemoryStore:
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         if fence is not None:
-            held = self._leases.get(run.run_id)
-            s = self._sessions.get(run.session_id)
-            last_seq = s.entries[-1].seq if s is not None and s.entries else 0
-            stored = run.run_id in self._runs
-            if not stored or held is None or held.owner != fence.lease.owner or last_seq != fence.last_seq:
-                raise _sql.fence_broken(fence, run.session_id)
+            self._check_fence(fence, run.session_id, "update_run")
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -189,6 +191,15 @@ class MemoryStore:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+    def _check_fence(self, fence: Fence, session_id: str, operation: str) -> None:
+        """``StepConflict`` unless the fence holds: its run on record, holding its lease, the log ending at its seq."""
+        held = self._leases.get(fence.lease.run_id)
+        s = self._sessions.get(session_id)
+        last_seq = s.entries[-1].seq if s is not None and s.entries else 0
+        stored = fence.lease.run_id in self._runs
+        if not stored or held is None or held.owner != fence.lease.owner or last_seq != fence.last_seq:
+            raise _sql.fence_broken(fence, session_id, operation)
 
     @staticmethod
     def _check_seq(s: _Session, entry: LogEntry) -> None:

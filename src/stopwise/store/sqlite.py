@@ -221,11 +221,16 @@ class SQLiteStore:
             self._lock.release()
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
         state_json = dump_state(state, run.session_id)
         await self._write(
-            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
+            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease, fence), "start_run", run.session_id
         )
 
     async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
