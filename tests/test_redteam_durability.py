@@ -41,12 +41,21 @@ from stopwise import (
     ToolCall,
     tool,
 )
-from stopwise.errors import ConfigError, RunLeased, StepConflict, StoreError, StoreUnavailable
+from stopwise.errors import (
+    ConfigError,
+    RunLeased,
+    StepConflict,
+    StoreError,
+    StoreUnavailable,
+    UnreadableEntry,
+    UnreadableRun,
+)
 from stopwise.guardrails import Guardrails
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST
 from stopwise.store.base import EntryKind
+from stopwise.store.walk import every_session
 from stopwise.tools import ToolUnavailable
 
 LEASE = 60.0
@@ -865,3 +874,27 @@ async def test_a_step_the_old_worker_commits_while_the_new_ones_input_guardrails
     record = await store.get_run(done.run_id)
     assert record is not None
     assert (record.status, record.output) == (RunStatus.COMPLETED, "done by A")
+
+
+@pytest.mark.parametrize(("column", "value"), [("completion_reason", "from_the_future"), ("status", "hibernating")])
+async def test_a_run_record_a_newer_version_wrote_is_a_typed_unreadable_error_and_other_sessions_read_on(
+    tmp_path: Path, column: str, value: str
+) -> None:
+    # Before, a status or completion reason this version does not know raised a bare ValueError from every read
+    # of the session, and `stopwise runs` died with a traceback.
+    path = tmp_path / "log.db"
+    agent = Agent("echo", "Answer.", FunctionModel(lambda r: Reply("hi")))
+    async with SQLiteStore(path) as store:
+        for session in ("future", "today"):
+            await Runner(store).run(agent, "go", session_id=session)
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE runs SET {column} = ? WHERE session_id = 'future'", (value,))
+    async with SQLiteStore(path) as store:
+        for read in (lambda: store.load_session("future"), lambda: store.list_runs("future")):
+            with pytest.raises(UnreadableEntry) as unreadable:
+                await read()
+            assert isinstance(unreadable.value, UnreadableRun) and unreadable.value.session_id == "future"
+            assert value in unreadable.value.why
+        skipped: list[UnreadableEntry] = []
+        walked = [s.session_id async for s in every_session(store, on_unreadable=skipped.append)]
+    assert walked == ["today"] and [e.session_id for e in skipped] == ["future"]

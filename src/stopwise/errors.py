@@ -201,6 +201,23 @@ class UnreadableEntry(StoreError):
         self.why = why
 
 
+class UnreadableRun(UnreadableEntry):
+    """A run record this version of stopwise cannot read (say, a status or completion reason a newer release
+    wrote): ``session_id``, ``run_id`` and ``why`` name it (``seq`` is 0). An ``UnreadableEntry``, so whatever skips
+    a session with an unreadable entry skips this one too; the rest of the database stays readable."""
+
+    def __init__(self, session_id: str, run_id: str, why: str) -> None:
+        StoreError.__init__(
+            self,
+            f"session {session_id!r}: run record {run_id} cannot be read: {why}",
+            operation="load_session",
+            session_id=session_id,
+        )
+        self.seq = 0
+        self.why = why
+        self.run_id = run_id
+
+
 class SchemaTooNew(StoreError):
     """The database was written by a newer stopwise; it is not opened so nothing is written to it."""
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from pydantic_core import PydanticSerializationError
 
-from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry
+from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry, UnreadableRun
 from stopwise.messages import load_messages
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import is_storable, storable
@@ -463,6 +463,15 @@ def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> li
 
 
 def run_from(row: Row) -> RunRecord:
+    """The run record a ``runs`` row holds; ``UnreadableRun`` (naming the session, the run and why) when this
+    version cannot read it, as ``entry_from`` does for an entry."""
+    try:
+        return _run(row)
+    except Exception as exc:
+        raise UnreadableRun(str(row["session_id"]), str(row["run_id"]), f"{type(exc).__name__}: {exc}") from exc
+
+
+def _run(row: Row) -> RunRecord:
     reason = row["completion_reason"]
     return RunRecord(
         run_id=row["run_id"],

@@ -71,7 +71,7 @@ class SQLiteStore:
         self._conn = conn
         try:
             # The version check comes first: a newer database must not be touched, not even its journal mode.
-            self.schema_version = self._migrate()
+            self.schema_version = self._migrate(busy_timeout)
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
@@ -95,11 +95,11 @@ class SQLiteStore:
             # connection waits for nothing, and the worker raises the wait to ``busy_timeout`` for its own work.
             conn.execute("PRAGMA busy_timeout=0")
 
-    def _migrate(self) -> int:
+    def _migrate(self, busy_timeout: float) -> int:
         conn = self._conn
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
         pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
-        conn.execute("PRAGMA journal_mode=WAL")
+        _to_wal(conn, busy_timeout)
         while pending:
             target, statements = pending[0]
             conn.execute("BEGIN IMMEDIATE")
@@ -414,6 +414,22 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+
+def _to_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again for up to ``busy_timeout`` while the file is busy. The switch needs
+    the file to itself, and SQLite refuses it at once (its busy handler is not called) while other connections
+    open the same new file: processes starting together on one database would fail to open it."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.005)  # the other openers hold the file for a few statements
 
 
 def _failure(exc: sqlite3.Error, path: str, operation: str, session_id: str | None) -> StoreError:
