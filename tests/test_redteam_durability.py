@@ -898,3 +898,18 @@ async def test_a_run_record_a_newer_version_wrote_is_a_typed_unreadable_error_an
         skipped: list[UnreadableEntry] = []
         walked = [s.session_id async for s in every_session(store, on_unreadable=skipped.append)]
     assert walked == ["today"] and [e.session_id for e in skipped] == ["future"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [UnreadableEntry("s", 3, "torn"), UnreadableRun("s", "r1", "a future status")],
+    ids=lambda e: type(e).__name__,
+)
+def test_an_unreadable_log_error_survives_pickling_whole_as_dbos_records_a_workflows_error(
+    error: UnreadableEntry,
+) -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert (str(copy), copy.session_id, copy.seq, copy.why) == (str(error), "s", error.seq, error.why)

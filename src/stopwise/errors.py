@@ -200,6 +200,10 @@ class UnreadableEntry(StoreError):
         self.seq = seq
         self.why = why
 
+    def __reduce__(self) -> tuple[type[UnreadableEntry], tuple[str, int, str]]:
+        # Pickled whole (DBOS records a workflow's error so): rebuilt from the fields, not from the message.
+        return (type(self), (str(self.session_id), self.seq, self.why))
+
 
 class UnreadableRun(UnreadableEntry):
     """A run record this version of stopwise cannot read (say, a status or completion reason a newer release
@@ -216,6 +220,9 @@ class UnreadableRun(UnreadableEntry):
         self.seq = 0
         self.why = why
         self.run_id = run_id
+
+    def __reduce__(self) -> tuple[type[UnreadableEntry], tuple[str, str, str]]:  # type: ignore[override]
+        return (type(self), (str(self.session_id), self.run_id, self.why))
 
 
 class SchemaTooNew(StoreError):
