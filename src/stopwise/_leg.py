@@ -121,6 +121,9 @@ class Leg:
     settle: Settle | None = None
     lease: Lease | None = None
     """The lease the runner holds on the run while it drives this leg; the run's start writes it with the record."""
+    continues: bool = False
+    """The leg continues a run on record (``restore_leg``): its start's write is fenced by its lease and the log's
+    end as the leg read it (``store.base.Fence``), as its ending is."""
     goal: Goal | None = None
     """The run's goal as its log has it (None: a log from before goals were logged, or none stated)."""
     _switches: tuple[int, frozenset[str]] = (0, frozenset())
@@ -338,6 +341,7 @@ def restore_leg(
         ),
         settle=None if open_intent is None else _carry_out(agent, open_intent),
         goal=next((r for r in parsed if isinstance(r, Goal)), None),
+        continues=True,
     )
 
 

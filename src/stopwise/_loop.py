@@ -12,6 +12,7 @@ a blocked input), is a ``StepSignals`` the resolver decides and ``apply_decision
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,7 @@ from stopwise._step.output import run_max_steps_handler, run_validators
 from stopwise._step.prepare import Prepared, plain_prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
 from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
-from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable
+from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable, StepConflict
 from stopwise.events import (
     Event,
     GuardrailEvent,
@@ -72,7 +73,7 @@ from stopwise.stop.decision import (
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
 from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
-from stopwise.store.base import EntryKind, LogEntry, RunRecord
+from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
 
@@ -182,7 +183,10 @@ async def drive(leg: Leg) -> AsyncGenerator[Event, None]:
         # had not settled its step yet leaves the run suspended, so the same decisions can be sent again.
         if leg.run.status is not RunStatus.RUNNING or (leg.settle is not None and not leg.settle.intent):
             raise
-        await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
+        # A leg whose lease another worker took over records nothing (``_end``): the run is that worker's now (or
+        # gone, or never started: a first leg cancelled before its start commit).
+        with contextlib.suppress(StepConflict):
+            await asyncio.shield(_end(leg, StepSignals(cancelled=True)))
         raise
 
 
@@ -210,7 +214,7 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
     if leg.new_input:
         entry = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.INPUT, leg.new_input)
     if leg.settle is None:
-        checked = await _check_input(leg, history, entry)
+        checked = await _check_input(leg, history, entry, started=not leg.write_start)
         for event in checked.events:
             yield event
         if checked.finished:
@@ -221,7 +225,8 @@ async def _begin(leg: Leg) -> AsyncGenerator[Event, None]:
         entry = _with_goal(run, leg.next_seq, entry, leg.goal)
         leg.log_goal = False
     if leg.write_start:
-        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease)
+        fence = _fence(leg) if leg.continues else None
+        await leg.store.start_run(replace(leg.run, **leg.progress()), entry, leg.state, leg.lease, fence)
     elif entry is not None:
         await leg.store.commit(entry, leg.state)
     if entry is not None:
@@ -246,7 +251,7 @@ async def _settle_first(leg: Leg) -> AsyncGenerator[Event, None]:
         yield event
         if isinstance(event, RunFinished):
             return
-    checked = await _check_input(leg, tuple(leg.messages), None)
+    checked = await _check_input(leg, tuple(leg.messages), None, started=True)
     for event in checked.events:
         yield event
     if checked.finished:
@@ -257,9 +262,13 @@ async def _settle_first(leg: Leg) -> AsyncGenerator[Event, None]:
     leg.messages = list(checked.history)
 
 
-async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry | None) -> _InputChecked:
+async def _check_input(
+    leg: Leg, history: tuple[Message, ...], entry: LogEntry | None, *, started: bool
+) -> _InputChecked:
     """Run the input guardrails on ``history``; a block ends the run here (its note committed with the record),
-    a rewrite replaces ``entry`` with one that records the rewritten history."""
+    a rewrite replaces ``entry`` with one that records the rewritten history. ``started``: the leg's start is
+    committed already (else a guardrail that raises ends a run whose start, session included, commits with its
+    failed record)."""
     run = leg.run
     guardrails = leg.guardrails
     if guardrails is None or not guardrails.has(Hook.INPUT):
@@ -275,7 +284,8 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
             step=None,
         )
     except (GuardrailRaised, GuardrailError) as exc:
-        ended = RunFinished(run.run_id, leg.steps, await _end(leg, StepSignals(caller_failed=caller_failure(exc))))
+        signals = StepSignals(caller_failed=caller_failure(exc))
+        ended = RunFinished(run.run_id, leg.steps, await _end(leg, signals, start=not started))
         return _InputChecked([ended], history, entry, finished=True)
     records = [*chain.records]
     events: list[Event] = [GuardrailEvent(run.run_id, 0, record) for record in chain.records]
@@ -286,7 +296,7 @@ async def _check_input(leg: Leg, history: tuple[Message, ...], entry: LogEntry |
         decision = resolve(StepSignals(input_blocked=chain.block.reason))
         leg.run = apply_decision(leg.run, decision, **leg.progress(), output=text)
         note = LogEntry(run.session_id, leg.next_seq, run.run_id, 0, EntryKind.NOTE, (), records=to_data(records))
-        await leg.store.start_run(leg.run, note, leg.state, leg.lease)
+        await leg.store.start_run(leg.run, note, leg.state, leg.lease, _fence(leg) if leg.continues else None)
         leg.next_seq += 1
         return _InputChecked([*events, RunFinished(run.run_id, leg.steps, _result(leg))], history, entry, True)
     if not chain.records:
@@ -353,6 +363,8 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
                 # The plans were read back from the log before the leg listed its tool sources.
                 if plan.tool is None and plan.row is None:
                     plan.tool = leg.tools.get(plan.call.name)
+                    if plan.tool is None:  # the agent no longer has it (its code changed since the step planned)
+                        plan.row = _gone(leg, plan.call.id, plan.call.name)
             step.records.extend(settling.records)
             step.terminated, step.rejected = settling.terminated, settling.rejected
             step.settled, step.kept = settling.settled, settling.pending
@@ -471,6 +483,12 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
         step.rows.append(row)
     step.plans = plans
     return failed
+
+
+def _gone(leg: Leg, call_id: str, name: str) -> Message:
+    """The answer of a recorded call whose tool the agent no longer has: the call cannot run as planned."""
+    message = f"Tool '{name}' is no longer a tool of agent {leg.agent.name!r}: the call was not run"
+    return error_tool_result(message, tool_call_id=call_id, origin="stopwise")
 
 
 def _answer_waiting(step: _Step, why: str) -> None:
@@ -1061,12 +1079,24 @@ def _events_for(leg: Leg, step: _Step) -> list[Event]:
 # --- ending without a step -----------------------------------------------------------------------------------
 
 
-async def _end(leg: Leg, signals: StepSignals) -> RunResult:
+async def _end(leg: Leg, signals: StepSignals, *, start: bool = False) -> RunResult:
     """End the leg when no step can be committed (the model failed, caller code failed, a cancellation): the
-    resolver decides the ending like any other, and the run record is written on its own."""
+    resolver decides the ending like any other, and the run record is written on its own, fenced by the leg's lease
+    and its last commit: ``StepConflict`` (nothing written) when another worker took the run over after the lease
+    lapsed or committed a step since, so a leg that lost its run never writes over what the other worker wrote.
+    ``start``: the leg's start was not committed; the record commits as a start (the session with it, no input)."""
     leg.run = apply_decision(leg.run, resolve(signals), **leg.progress())
-    await leg.store.update_run(leg.run)
+    if start:
+        await leg.store.start_run(leg.run, None, leg.state, leg.lease, _fence(leg) if leg.continues else None)
+    else:
+        await leg.store.update_run(leg.run, _fence(leg))
     return _result(leg)
+
+
+def _fence(leg: Leg) -> Fence | None:
+    """What the leg's writes of its run record without a step require: its lease, and the log ending at the leg's
+    last commit (or where it was read, before the leg's first). None for a leg without a lease."""
+    return None if leg.lease is None else Fence(leg.lease, leg.next_seq - 1)
 
 
 def _result(leg: Leg) -> RunResult:

@@ -200,6 +200,30 @@ class UnreadableEntry(StoreError):
         self.seq = seq
         self.why = why
 
+    def __reduce__(self) -> tuple[type[UnreadableEntry], tuple[str, int, str]]:
+        # Pickled whole (DBOS records a workflow's error so): rebuilt from the fields, not from the message.
+        return (type(self), (str(self.session_id), self.seq, self.why))
+
+
+class UnreadableRun(UnreadableEntry):
+    """A run record this version of stopwise cannot read (say, a status or completion reason a newer release
+    wrote): ``session_id``, ``run_id`` and ``why`` name it (``seq`` is 0). An ``UnreadableEntry``, so whatever skips
+    a session with an unreadable entry skips this one too; the rest of the database stays readable."""
+
+    def __init__(self, session_id: str, run_id: str, why: str) -> None:
+        StoreError.__init__(
+            self,
+            f"session {session_id!r}: run record {run_id} cannot be read: {why}",
+            operation="load_session",
+            session_id=session_id,
+        )
+        self.seq = 0
+        self.why = why
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[type[UnreadableEntry], tuple[str, str, str]]:  # type: ignore[override]
+        return (type(self), (str(self.session_id), self.run_id, self.why))
+
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer stopwise; it is not opened so nothing is written to it."""

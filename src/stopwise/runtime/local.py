@@ -58,9 +58,10 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.result import RunResult, RunStatus
+from stopwise.storable import is_storable
 from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
 from stopwise.store.memory import MemoryStore
-from stopwise.tools import ToolError
+from stopwise.tools import ToolError, ToolUnavailable
 
 __all__ = ["ExpirySweep", "Runner", "SessionBusy", "SkippedExpiry"]
 
@@ -171,6 +172,9 @@ class Runner:
         self.clock = clock
         self.on_event = on_event
         self.lease_seconds = float(lease_seconds)
+        if owner is not None and not (isinstance(owner, str) and owner and is_storable(owner)):
+            # The owner is written with every lease and compared on every renewal: a key, kept as it is.
+            raise ConfigError("owner", f"must be a non-empty string without NUL or lone surrogates, got {owner!r}")
         self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._companion_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -240,7 +244,7 @@ class Runner:
         """
         _check_session_args("new_session_id", new_session_id, state)
         snapshot, last = await self._last_run(agent, session_id)
-        new_session_id = new_session_id or uuid.uuid4().hex
+        new_session_id = _session_key(new_session_id, "new_session_id") if new_session_id else uuid.uuid4().hex
         planned = plan_fork(snapshot, last, at_step, new_session_id, uuid.uuid4().hex)
         if await self.store.load_session(new_session_id) is not None:
             raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session")
@@ -301,7 +305,7 @@ class Runner:
         """
         _check_now(now)
         now = self.clock() if now is None else now
-        snapshot = await self.store.load_session(session_id)
+        snapshot = await self.store.load_session(_session_key(session_id))
         last = None if snapshot is None else snapshot.last_run
         if snapshot is None or last is None or last.status is not RunStatus.SUSPENDED:
             what = "has no run" if last is None else f"run {last.run_id} is {last.status.value}"
@@ -576,7 +580,15 @@ class Runner:
                 leg = await self._start(agent, input, session_id, None, ctx.runtime_context, run_id)
                 leg.lease = self._lease(leg.run.run_id)
             else:
-                leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
+                try:
+                    leg = await self._retry(agent, session_id, None, ctx.runtime_context, claim=True)
+                except (RunLeased, StepConflict) as exc:
+                    # Another worker drives the child run, or its crashed worker's lease has not lapsed yet. Not a
+                    # failure of the call (the model would ask again under a new call id, and a new child run would
+                    # repeat this one's effects) but the parent run's: it fails retryably, the call still open.
+                    raise ToolUnavailable(
+                        f"sub-agent {agent.name!r} cannot continue its run in session {session_id!r} now: {exc}"
+                    ) from exc
             leg.agent_path = (*ctx.agent_path, agent.name)
             leg.guardrails = for_sub_agent(agent.guardrails, ctx.guardrails if inherit_guardrails else None)
             result = await self._driven(agent, leg)
@@ -665,7 +677,7 @@ class Runner:
         if stated is None and agent.guardian is not None:
             # Logged even when it says only "the input is the goal", so no later configuration can change it.
             stated = agent.guardian.default_goal or Goal()
-        session_id = session_id or uuid.uuid4().hex
+        session_id = _session_key(session_id) if session_id else uuid.uuid4().hex
         snapshot = await self.store.load_session(session_id)
         if snapshot is not None and snapshot.last_run is not None:
             last = snapshot.last_run
@@ -697,7 +709,7 @@ class Runner:
         return self._leg(leg, runtime_context)
 
     async def _last_run(self, agent: Agent, session_id: str) -> tuple[SessionSnapshot, RunRecord]:
-        snapshot = await self.store.load_session(session_id)
+        snapshot = await self.store.load_session(_session_key(session_id))
         last = None if snapshot is None else snapshot.last_run
         if snapshot is None or last is None:
             raise RetryNotAllowed(f"session {session_id!r} has no run to continue")
@@ -778,6 +790,18 @@ class Runner:
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
+
+
+def _session_key(session_id: object, name: str = "session_id") -> str:
+    """``session_id`` as the key of a session, or ``ConfigError`` naming ``name``. A key must be a string every
+    store keeps as it is: the storable-text rule would turn a NUL or a lone surrogate into U+FFFD on disk (and the
+    database stores cannot look such a key up), so the session would be written under another key than the one
+    its caller loads, and would share it with a session named with the U+FFFD."""
+    if not isinstance(session_id, str):
+        raise ConfigError(name, f"must be a string, got {type(session_id).__name__}")
+    if not is_storable(session_id):
+        raise ConfigError(name, f"{session_id!r} holds a NUL or a lone surrogate, which no store keeps as it is")
+    return session_id
 
 
 def _with_results(

@@ -19,13 +19,13 @@ from typing import Any, Protocol
 
 from pydantic_core import PydanticSerializationError
 
-from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry
+from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry, UnreadableRun
 from stopwise.messages import load_messages
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import is_storable, storable
 from stopwise.store._codec import dump_error, dump_json, dump_rows, dump_usage, error_from, load_json, usage_from
 from stopwise.store._schema import LATEST, MIGRATIONS
-from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import EntryKind, Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import RunHold
 
 __all__ = [
@@ -52,13 +52,14 @@ __all__ = [
     "Deletion",
     "Op",
     "append_op",
-    "check_append",
+    "check_rows",
     "claim_params",
     "claim_refused",
     "commit_ops",
     "deletions",
     "entry_from",
     "entry_row",
+    "fence_broken",
     "hold_from",
     "lease_params",
     "numbered",
@@ -101,6 +102,19 @@ UPSERT_RUN = (
     "updated_at=excluded.updated_at"
 )
 
+# A leg's run record written without an entry (``Store.update_run`` with a ``Fence``): an update of the stored
+# record only while it still names this worker as its lease owner (expired or not: nobody took the run over) and the
+# log still ends where the leg last committed, so a worker that lost the run cannot overwrite what another one wrote
+# since, nor write back a run that retention deleted.
+_FENCE_HOLDS = (
+    "WHERE run_id = :run_id AND lease_owner = :owner "
+    "AND (SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = :session_id) = :last_seq"
+)
+UPDATE_RUN_FENCED = f"UPDATE runs SET {', '.join(f'{c}=:{c}' for c in _RUN_UPDATED)}, updated_at=:now " + _FENCE_HOLDS
+# The same fence ahead of a continued leg's start (``Store.start_run`` with a ``Fence``): a no-op update of the run's
+# row that matches it only while the fence holds; else the start's transaction stops before it writes anything.
+CHECK_FENCE = "UPDATE runs SET lease_owner = lease_owner " + _FENCE_HOLDS
+
 UPSERT_SESSION = (
     "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
     "ON CONFLICT (session_id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at"
@@ -111,11 +125,14 @@ UPDATE_SESSION_STATE = "UPDATE sessions SET state=:state, updated_at=:now WHERE 
 # The append rule. The entry goes in only when its seq is the session's next free one: a gap makes the WHERE
 # false, and a seq another writer already took (committed, or committing concurrently: PostgreSQL waits for
 # that transaction on the primary key) is skipped by ON CONFLICT DO NOTHING. Either way 0 rows: StepConflict.
-# Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed.
+# Under READ COMMITTED the sub-select sees only committed rows, so an insert at k proves k-1 is committed. The
+# entry's run must be on record too: a worker whose session retention deleted (and someone started again under the
+# same id) finds its seq free in the new log, but not its run, and gets 0 rows instead of writing into that log.
 _INSERT_ENTRY = (
     "INSERT INTO log (session_id, seq, run_id, step, kind, messages, decision, usage, forced, records, created_at) "
     "SELECT :session_id, :seq, :run_id, :step, :kind, :messages, :decision, :usage, :forced, :records, :now "
     "WHERE :seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM log WHERE session_id = :session_id) "
+    "AND EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id) "
 )
 _ON_TAKEN = "ON CONFLICT (session_id, seq) DO NOTHING"
 APPEND_ENTRY = _INSERT_ENTRY + _ON_TAKEN
@@ -244,14 +261,44 @@ class Op:
     sql: str
     params: Mapping[str, Any]
     appends: LogEntry | None = None
-    """Set on a log append: the dialect passes the statement's row count to ``check_append``."""
+    """Set on a log append: the dialect passes the statement's row count to ``check_rows``."""
+    fence: Fence | None = None
+    """Set on a statement that must match its one run row (``UPDATE_RUN_FENCED``, ``CHECK_FENCE``): ``check_rows``
+    checks it did."""
 
 
-def check_append(op: Op, rowcount: int) -> None:
-    """Raise ``StepConflict`` unless the append ``op`` inserted its one row (the caller rolls back)."""
+def check_rows(op: Op, rowcount: int) -> None:
+    """Raise ``StepConflict`` unless the append ``op`` inserted its one row, or the lease-fenced run write ``op``
+    wrote its one row (the caller rolls back)."""
     e = op.appends
     if e is not None and rowcount != 1:
-        raise StepConflict(f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log")
+        raise StepConflict(
+            f"session {e.session_id!r}: seq {e.seq} is not the next free position in the log, or run {e.run_id} is "
+            "not on record (deleted)"
+        )
+    if op.fence is not None and rowcount != 1:
+        operation = "start_run" if op.sql == CHECK_FENCE else "update_run"
+        raise fence_broken(op.fence, str(op.params["session_id"]), operation)
+
+
+def fence_broken(fence: Fence, session_id: str, operation: str) -> StepConflict:
+    """The error of a run write (``operation``) refused by its ``fence``."""
+    lease = fence.lease
+    return StepConflict(
+        f"run {lease.run_id} moved on without {lease.owner!r} (another worker took it over after its lease lapsed, "
+        f"or committed after seq {fence.last_seq}, or the run was deleted); nothing was written",
+        operation=operation,
+        session_id=session_id,
+    )
+
+
+def _fence_params(fence: Fence, session_id: str) -> dict[str, Any]:
+    return {
+        "run_id": fence.lease.run_id,
+        "owner": fence.lease.owner,
+        "session_id": session_id,
+        "last_seq": fence.last_seq,
+    }
 
 
 def _run_params(run: RunRecord, now: float) -> dict[str, Any]:
@@ -367,12 +414,18 @@ def claim_refused(run: RunRecord, row: Row | None, now: float) -> StopwiseError:
 
 
 def start_run_ops(
-    run: RunRecord, entry: LogEntry | None, state_json: str, now: float, lease: Lease | None = None
+    run: RunRecord,
+    entry: LogEntry | None,
+    state_json: str,
+    now: float,
+    lease: Lease | None = None,
+    fence: Fence | None = None,
 ) -> list[Op]:
     """``Store.start_run``: the session (created if new) with its state, the run record (holding ``lease``, if
-    given), the input entry."""
+    given), the input entry; with ``fence``, first the check that it holds (``StepConflict`` else)."""
     run = storable(run, where=f"run {run.run_id}")
-    ops = [
+    ops: list[Op] = [] if fence is None else [Op(CHECK_FENCE, _fence_params(fence, run.session_id), fence=fence)]
+    ops += [
         Op(UPSERT_SESSION, {"session_id": run.session_id, "state": state_json, "now": now}),
         Op(UPSERT_RUN, _run_params(run, now)),
     ]
@@ -400,11 +453,25 @@ def commit_ops(
     return ops
 
 
-def update_run_ops(run: RunRecord, now: float) -> list[Op]:
-    return [Op(UPSERT_RUN, _run_params(storable(run, where=f"run {run.run_id}"), now))]
+def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> list[Op]:
+    """``Store.update_run``: the run record (created if new); with ``fence``, an update of the stored record, only
+    while it and its log satisfy the fence."""
+    params = _run_params(storable(run, where=f"run {run.run_id}"), now)
+    if fence is None:
+        return [Op(UPSERT_RUN, params)]
+    return [Op(UPDATE_RUN_FENCED, {**params, **_fence_params(fence, run.session_id)}, fence=fence)]
 
 
 def run_from(row: Row) -> RunRecord:
+    """The run record a ``runs`` row holds; ``UnreadableRun`` (naming the session, the run and why) when this
+    version cannot read it, as ``entry_from`` does for an entry."""
+    try:
+        return _run(row)
+    except Exception as exc:
+        raise UnreadableRun(str(row["session_id"]), str(row["run_id"]), f"{type(exc).__name__}: {exc}") from exc
+
+
+def _run(row: Row) -> RunRecord:
     reason = row["completion_reason"]
     return RunRecord(
         run_id=row["run_id"],

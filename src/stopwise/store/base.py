@@ -18,7 +18,7 @@ from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import text_fields
 from stopwise.store.retention import Expired
 
-__all__ = ["EntryKind", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
+__all__ = ["EntryKind", "Fence", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
 
 
 class EntryKind(StrEnum):
@@ -106,6 +106,17 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class Fence:
+    """What a run leg's write of its run record without a step (``Store.update_run``, and ``Store.start_run`` of a
+    leg that continues a run) requires of the store: the leg still holds ``lease`` (its owner's, expired or not:
+    nobody took the run over) and the session's log still ends at ``last_seq`` (nobody committed a step since the
+    leg's last commit, or its claim)."""
+
+    lease: Lease
+    last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
     """A session as of its last committed entry."""
 
@@ -148,10 +159,16 @@ class Store(Protocol):
         ...
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Create or update the run record, create the session if new, and append the input entry; with
-        ``lease``, the run record holds it from the same transaction on."""
+        ``lease``, the run record holds it from the same transaction on. With ``fence`` (a leg that continues a
+        run on record), nothing is written unless the fence holds, as for ``update_run``: ``StepConflict``."""
         ...
 
     async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
@@ -177,8 +194,11 @@ class Store(Protocol):
         when ``(session_id, seq)`` is taken."""
         ...
 
-    async def update_run(self, run: RunRecord) -> None:
-        """Write a run record on its own (a run that ends without a step of its own)."""
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        """Write a run record on its own (a run that ends without a step of its own). With ``fence`` (a leg's), the
+        stored record is updated only while it still holds the fence's lease and the log still ends at its
+        ``last_seq``; else ``StepConflict`` (another worker took the run over or committed since, or the run was
+        deleted) and nothing is written."""
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

@@ -14,7 +14,7 @@ from stopwise.result import RunStatus
 from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased
 
 __all__ = ["MemoryStore"]
@@ -48,8 +48,15 @@ class MemoryStore:
         return SessionSnapshot(session_id, _readable(s), json.loads(s.state_json), last)
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        if fence is not None:
+            self._check_fence(fence, run.session_id, "start_run")
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
         state_json = dump_state(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
@@ -100,13 +107,17 @@ class MemoryStore:
         self._sessions[entry.session_id] = s
         if not s.entries or entry.seq != s.entries[-1].seq + 1:  # the check, without a call for the common append
             self._check_seq(s, entry)
+        if entry.run_id not in self._runs:  # deleted with its session (which may have started again since)
+            raise StepConflict(f"session {entry.session_id!r}: run {entry.run_id} is not on record (deleted)")
         s.entries.append(entry)
         s.state_json = state_json
         s.updated_at = time.time()
         if run is not None:
             self._runs[run.run_id] = run
 
-    async def update_run(self, run: RunRecord) -> None:
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        if fence is not None:
+            self._check_fence(fence, run.session_id, "update_run")
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -180,6 +191,15 @@ class MemoryStore:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+    def _check_fence(self, fence: Fence, session_id: str, operation: str) -> None:
+        """``StepConflict`` unless the fence holds: its run on record, holding its lease, the log ending at its seq."""
+        held = self._leases.get(fence.lease.run_id)
+        s = self._sessions.get(session_id)
+        last_seq = s.entries[-1].seq if s is not None and s.entries else 0
+        stored = fence.lease.run_id in self._runs
+        if not stored or held is None or held.owner != fence.lease.owner or last_seq != fence.last_seq:
+            raise _sql.fence_broken(fence, session_id, operation)
 
     @staticmethod
     def _check_seq(s: _Session, entry: LogEntry) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class PostgresStore:
                 async with conn.pipeline():
                     cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
                 for op, cur in zip(ops, cursors, strict=True):
-                    _sql.check_append(op, cur.rowcount)
+                    _sql.check_rows(op, cur.rowcount)
 
     async def _rows(self, sql: str, operation: str, **params: Any) -> list[DictRow]:
         pool = await self._pool_ready()
@@ -259,11 +259,16 @@ class PostgresStore:
         return _sql.snapshot_from(session_id, state, log, last)
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
         state_json = dump_state(state, run.session_id)
         await self._write(
-            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
+            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease, fence), "start_run", run.session_id
         )
 
     async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
@@ -298,8 +303,8 @@ class PostgresStore:
         state_json = dump_state(state, entry.session_id)
         await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
-    async def update_run(self, run: RunRecord) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         rows = await self._rows(_sql.RUN_BY_ID, "get_run", run_id=run_id)

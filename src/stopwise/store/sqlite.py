@@ -37,7 +37,7 @@ from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavaila
 from stopwise.store import _sql
 from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
 
 __all__ = ["SQLiteStore"]
@@ -71,7 +71,7 @@ class SQLiteStore:
         self._conn = conn
         try:
             # The version check comes first: a newer database must not be touched, not even its journal mode.
-            self.schema_version = self._migrate()
+            self.schema_version = self._migrate(busy_timeout)
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
@@ -95,22 +95,29 @@ class SQLiteStore:
             # connection waits for nothing, and the worker raises the wait to ``busy_timeout`` for its own work.
             conn.execute("PRAGMA busy_timeout=0")
 
-    def _migrate(self) -> int:
+    def _migrate(self, busy_timeout: float) -> int:
         conn = self._conn
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
         pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
-        conn.execute("PRAGMA journal_mode=WAL")
-        for target, statements in pending:
+        _to_wal(conn, busy_timeout)
+        while pending:
+            target, statements = pending[0]
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for sql in statements:
-                    conn.execute(sql)
-                conn.execute(f"PRAGMA user_version={target}")
+                # Read again under the write lock: another process opening the file at the same time may have
+                # applied this migration (or all of them) since, and a migration must run once.
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version < target:
+                    for sql in statements:
+                        conn.execute(sql)
+                    conn.execute(f"PRAGMA user_version={target}")
+                    version = target
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            version = target
+            pending = _sql.pending_migrations(version, repr(self.path))
         return version
 
     async def _do(self, fn: Callable[[], T], operation: str, session_id: str | None = None) -> T:
@@ -167,7 +174,7 @@ class SQLiteStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for op in ops:
-                _sql.check_append(op, conn.execute(op.sql, op.params).rowcount)
+                _sql.check_rows(op, conn.execute(op.sql, op.params).rowcount)
             conn.execute("COMMIT")
             self._checkpointer.committed()
         except BaseException:
@@ -214,11 +221,16 @@ class SQLiteStore:
             self._lock.release()
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
         state_json = dump_state(state, run.session_id)
         await self._write(
-            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease), "start_run", run.session_id
+            lambda now: _sql.start_run_ops(run, entry, state_json, now, lease, fence), "start_run", run.session_id
         )
 
     async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
@@ -264,8 +276,8 @@ class SQLiteStore:
 
         await self._do_small(write, "commit", entry.session_id)
 
-    async def update_run(self, run: RunRecord) -> None:
-        await self._write(lambda now: _sql.update_run_ops(run, now), "update_run", run.session_id)
+    async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
+        await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         def read() -> RunRecord | None:
@@ -402,6 +414,22 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+
+def _to_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again for up to ``busy_timeout`` while the file is busy. The switch needs
+    the file to itself, and SQLite refuses it at once (its busy handler is not called) while other connections
+    open the same new file: processes starting together on one database would fail to open it."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.005)  # the other openers hold the file for a few statements
 
 
 def _failure(exc: sqlite3.Error, path: str, operation: str, session_id: str | None) -> StoreError:
