@@ -21,10 +21,10 @@ from stopwise._step.guardian import held_before, reanchor_text, released, repeat
 from stopwise._step.stop_guard import ask_guard, guard_event
 from stopwise.approvals import ApprovalRecord, Approve, Reject
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
-from stopwise.guardian.conditions import GuardianOutcome
+from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.guardian import Guardian, consult, label
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import project
+from stopwise.guardian.projection import project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import (
     Guardrails,
@@ -35,7 +35,7 @@ from stopwise.guardrails.hooks import (
     run_chain,
 )
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
-from stopwise.messages import Message, Reply, Role, ToolCall, encode_tool_result
+from stopwise.messages import Message, Reply, Role, ToolCall, automated_feedback, encode_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_record, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
@@ -146,7 +146,11 @@ class ResultVerdict:
 
     value: Any
     changed: bool = False
-    """A guardrail rewrote or blocked the result: ``value`` replaces it (a block: ``{"error": ...}``)."""
+    """A guardrail rewrote or blocked the result, or the guardian withheld it or added feedback to it: ``value``
+    replaces it (a block: ``{"error": ...}``)."""
+    stop: StopDecision | None = None
+    """Set when the guardian stopped the run (a replan past ``max_replans``: ``fail``, ``infeasible``): the peer
+    ends the run with it (``PeerRun.finish`` is not called yet) and raises ``RunFailed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +199,10 @@ class ReviewVerdict:
 
 def _message_text(rows: Sequence[Message]) -> str:
     return "\n\n".join(m.content for m in rows if m.content)
+
+
+_PER_RESULT = ("integrity", "stagnation")
+"""The turn conditions a per-result hook asks: what one tool result can show on its own."""
 
 
 def _goal(guardian: Guardian, history: Sequence[Message]) -> str:
@@ -343,13 +351,52 @@ class PeerRun:
         ``ToolReceipt`` for each output an integrity escalation withholds (see ``TurnVerdict``)."""
         guardian = self.deciders.guardian
         conditions = guardian.turn_conditions if guardian is not None else ()
+        return await self._consult_turn(step, history, results, final, conditions)
+
+    async def judge_result(self, step: int, call: ToolCall, value: Any, history: Sequence[Message]) -> ResultVerdict:
+        """The guardian's ``integrity`` and ``stagnation`` conditions on one tool result, for a peer whose only
+        point after a tool ran is a per-result hook (``history``: the run's rows up to the reply that made the
+        call). One consultation per result (a ``turn`` decision with the call's id), read as the native loop
+        reads a turn: an integrity escalation withholds the output (the model reads the quarantine notice, the
+        raw output is kept in a quarantined ``ToolReceipt``); a replan (the same call again and again) appends
+        the re-anchoring on the goal to what the model reads; a replan past ``max_replans`` is ``stop`` (the
+        typed ``infeasible`` failure, for the peer to end the run with). A peer cannot suspend after a tool ran:
+        an escalation is recorded, and its output withheld, but no human is asked."""
+        guardian = self.deciders.guardian
+        conditions = guardian.conditions.only(_PER_RESULT).turn() if guardian is not None else ()
+        if guardian is None or not conditions:
+            return ResultVerdict(value)
+        row = encode_tool_result(value, tool_call_id=call.id)
+        turn = await self._consult_turn(step, history, [row], None, conditions, call.id)
+        if turn.quarantined:
+            return ResultVerdict(turn.results[0].content, True)
+        if turn.decision.action is Action.FAIL:
+            return ResultVerdict(value, stop=turn.decision)
+        if turn.feedback:
+            return ResultVerdict(
+                f"{row.content}\n\n{automated_feedback(turn.feedback, source='guardian').content}", True
+            )
+        return ResultVerdict(value)
+
+    async def _consult_turn(
+        self,
+        step: int,
+        history: Sequence[Message],
+        results: Sequence[Message],
+        final: str | None,
+        conditions: tuple[Condition, ...],
+        call_id: str | None = None,
+    ) -> TurnVerdict:
+        guardian = self.deciders.guardian
         if guardian is None or not conditions:
             return TurnVerdict(resolve(StepSignals(has_tool_calls=final is None)), tuple(results))
         started = time.perf_counter()
         rows = [*history, *results]
         shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
+        # Only the last ``history_steps`` steps are shown: the rows before them are counted, not projected.
+        start = tail_start(shown, guardian.history_steps)
         projection = project(
-            shown,
+            shown[start:],
             goal=_goal(guardian, history),
             criteria=guardian.criteria,
             last_k=guardian.history_steps,
@@ -357,10 +404,19 @@ class PeerRun:
             risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
             final=final,
             max_chars=guardian.max_chars,
+            steps_before=sum(1 for i in range(start) if shown[i].role is Role.ASSISTANT),
         )
         inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(reversed(shown)))
         consultation = await consult(
-            guardian, projection, conditions, inputs, run_id=self.run.run_id, step=step, kind="turn", started=started
+            guardian,
+            projection,
+            conditions,
+            inputs,
+            run_id=self.run.run_id,
+            step=step,
+            kind="turn",
+            call_id=call_id,
+            started=started,
         )
         turn = consultation.decision
         records: list[LogRecord] = [turn, *consultation.labels]
