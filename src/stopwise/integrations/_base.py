@@ -367,6 +367,9 @@ class PeerRun:
         if guardian is None or not conditions:
             return ResultVerdict(value)
         row = encode_tool_result(value, tool_call_id=call.id)
+        if not any(c.id == call.id for m in reversed(history) if m.role is Role.ASSISTANT for c in m.tool_calls):
+            # A peer whose hook sees the turn's input only (the OpenAI Agents SDK): the call is the turn's reply.
+            history = [*history, Message(Role.ASSISTANT, "", (call,))]
         turn = await self._consult_turn(step, history, [row], None, conditions, call.id)
         if turn.quarantined:
             return ResultVerdict(turn.results[0].content, True)
