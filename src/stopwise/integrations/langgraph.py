@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stopwise._step.guardian import QUARANTINE
 from stopwise.approvals import Approve, Reject
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
@@ -284,7 +285,9 @@ def to_messages(history: Sequence[BaseMessage]) -> list[Message]:
             calls = tuple(ToolCall(c["name"], dict(c["args"]), id=str(c["id"])) for c in m.tool_calls)
             rows.append(Message(Role.ASSISTANT, m.text, calls))
         elif isinstance(m, ToolMessage):
-            rows.append(Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id))
+            # A withheld output stays marked: the guardian's projection shows it as withheld, not as evidence.
+            held = {"quarantined": True} if m.text == QUARANTINE else {}
+            rows.append(Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id, metadata=held))
         elif isinstance(m, HumanMessage):
             rows.append(Message(Role.USER, m.text))
         elif isinstance(m, SystemMessage):
