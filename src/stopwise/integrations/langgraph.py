@@ -1,4 +1,4 @@
-"""stopwise's deciders between the steps of a LangGraph agent graph (a ``messages`` state), as two nodes.
+"""stopwise's deciders between the steps of a LangGraph agent graph (a ``messages`` state), as three nodes.
 
     from stopwise.integrations.langgraph import Stopwise
 
@@ -7,18 +7,23 @@
     graph.add_node("input", stopwise.input_node(model="model"))                    # first, on each input
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))   # after every model call
-    graph.add_node("tools", stopwise.tool_node(tools))                              # instead of ToolNode
-    graph.add_edge(START, "input"); graph.add_edge("model", "finish"); graph.add_edge("tools", "model")
+    graph.add_node("tools", stopwise.tool_node(tools, model="model"))              # instead of ToolNode
+    graph.add_edge(START, "input"); graph.add_edge("model", "finish")             # no edge out of "tools"
     app = graph.compile(checkpointer=InMemorySaver())
 
 - ``input_node`` runs the input guardrails once per input: a block ends the graph with its replacement;
-- ``finish_node`` routes a reply with tool calls to the tools node; on a final answer it asks the stop guard,
+- ``finish_node`` routes a reply with tool calls to the tools node; on a final answer it asks the guardian's
+  turn conditions (an escalation interrupts, a stop with failure raises ``RunFailed``), then the stop guard,
   then the output guardrails: a continue goes back to the model with the feedback as a human message, a fail
   raises ``RunFailed`` out of ``invoke``, a complete ends the graph (with the output guardrails' rewrite);
 - ``tool_node`` runs the tool calls as stopwise's loop does: the tool-call guardrails and the guardian's risk
   gate for every call first; an escalation is LangGraph's ``interrupt()`` (resume with ``Command(resume=True)``
   to approve, ``Command(resume="why")`` or ``False`` to reject), and nothing in the batch runs until every
-  escalated call is answered; a block is the call's result.
+  escalated call is answered; a block is the call's result. Then the guardian's turn conditions on the turn,
+  mapped as the loop maps them: continue; replan (the re-anchoring on the goal follows the results); escalate
+  (``interrupt({"guardian": ...})``; a turn escalated for integrity shows the model the quarantine notice
+  instead of each output, an approval releases them as labelled data, a rejection re-anchors); stop (the graph
+  ends, or ``RunFailed`` for ``infeasible``). It routes itself (``Command(goto=model)`` or ``END``).
 
 Needs the ``langgraph`` extra. Decisions are recorded in ``store``: a session per thread, a run per input (from
 the first node call until the finish node ends the graph), so ``stopwise replay`` and ``guardian stats`` read
