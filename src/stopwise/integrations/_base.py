@@ -376,9 +376,8 @@ class PeerRun:
         if turn.decision.action is Action.FAIL:
             return ResultVerdict(value, stop=turn.decision)
         if turn.feedback:
-            return ResultVerdict(
-                f"{row.content}\n\n{automated_feedback(turn.feedback, source='guardian').content}", True
-            )
+            feedback = automated_feedback(turn.feedback, source="guardian_replan").content
+            return ResultVerdict(f"{row.content}\n\n{feedback}", True)
         return ResultVerdict(value)
 
     async def _consult_turn(
