@@ -24,7 +24,7 @@ from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, 
 from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.guardian import Guardian, consult, label
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import project, tail_start
+from stopwise.guardian.projection import Projection, project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import (
     Guardrails,
@@ -290,16 +290,7 @@ class PeerRun:
         if guardian is None or not guardian.call_conditions:
             return CallVerdict(args)
         pending = dataclasses.replace(call, args=dict(args))
-        projection = project(
-            list(history),
-            goal=_goal(guardian, history),
-            criteria=guardian.criteria,
-            last_k=guardian.history_steps,
-            result_chars=guardian.result_chars,
-            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
-            pending=pending,
-            max_chars=guardian.max_chars,
-        )
+        projection = self._project(guardian, history, _goal(guardian, history), pending=pending)
         consultation = await consult(
             guardian,
             projection,
@@ -395,19 +386,7 @@ class PeerRun:
         started = time.perf_counter()
         rows = [*history, *results]
         shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
-        # Only the last ``history_steps`` steps are shown: the rows before them are counted, not projected.
-        start = tail_start(shown, guardian.history_steps)
-        projection = project(
-            shown[start:],
-            goal=_goal(guardian, history),
-            criteria=guardian.criteria,
-            last_k=guardian.history_steps,
-            result_chars=guardian.result_chars,
-            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
-            final=final,
-            max_chars=guardian.max_chars,
-            steps_before=sum(1 for i in range(start) if shown[i].role is Role.ASSISTANT),
-        )
+        projection = self._project(guardian, shown, _goal(guardian, history), final=final)
         inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(reversed(shown)))
         consultation = await consult(
             guardian,
@@ -443,6 +422,31 @@ class PeerRun:
             self.replans += 1
             feedback = reanchor_text(_goal(guardian, history), guardian.criteria, decision.detail)
         return TurnVerdict(decision, seen, turn, feedback, quarantined)
+
+    def _project(
+        self,
+        guardian: Guardian,
+        rows: Sequence[Message],
+        goal: str,
+        *,
+        pending: ToolCall | None = None,
+        final: str | None = None,
+    ) -> Projection:
+        """The guardian's projection of ``rows``: only the last ``history_steps`` steps are projected, the steps
+        before them counted (the same projection as of all the rows, at a cost that does not grow with the run)."""
+        start = tail_start(rows, guardian.history_steps)
+        return project(
+            list(rows[start:]),
+            goal=goal,
+            criteria=guardian.criteria,
+            last_k=guardian.history_steps,
+            result_chars=guardian.result_chars,
+            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
+            pending=pending,
+            final=final,
+            max_chars=guardian.max_chars,
+            steps_before=sum(1 for i in range(start) if rows[i].role is Role.ASSISTANT),
+        )
 
     async def review_turn(
         self, step: int, verdict: TurnVerdict, answer: Approve | Reject, history: Sequence[Message]
