@@ -479,7 +479,8 @@ async def test_null_content_without_calls_or_refusal_fails_the_run_model_error_i
 
 
 @pytest.mark.parametrize(
-    ("body", "stop"), [(completion(None, finish="length"), StopReason.MAX_TOKENS), (completion(""), StopReason.END_TURN)]
+    ("body", "stop"),
+    [(completion(None, finish="length"), StopReason.MAX_TOKENS), (completion(""), StopReason.END_TURN)],
 )
 async def test_an_empty_reply_cut_short_or_an_empty_string_is_not_a_malformed_reply(
     server: ProviderServer, body: dict[str, Any], stop: StopReason
