@@ -1,0 +1,81 @@
+"""Edges of what callers, tools and tool sources hand the runner: values JSON cannot hold, no input at all,
+reviewer arguments that cannot be logged, tool sources that fail or list the wrong things. Each is refused with
+a typed error or ends the run with a typed failure, the same on every store, and the log stays consistent."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from stopwise import (
+    Agent,
+    FunctionModel,
+    Message,
+    Reply,
+    Runner,
+    RunStatus,
+    ScriptedModel,
+    Store,
+    ToolCall,
+    decode_tool_result,
+    tool,
+)
+from stopwise.messages import TOOL_ERROR
+from stopwise.models import ModelRequest
+
+
+def _calls(*calls: ToolCall) -> Reply:
+    return Reply(tool_calls=calls)
+
+
+# --- 2. a tool result JSON cannot hold ---------------------------------------------------------------------
+
+
+@tool
+def measure(kind: str) -> Any:
+    """A reading that is not a JSON number."""
+    return {"nan": float("nan"), "inf": [1.0, float("inf")], "neg": -float("inf"), "top": float("nan")}[kind]
+
+
+@pytest.mark.parametrize("kind", ["nan", "inf", "neg", "top"])
+async def test_a_tool_result_holding_nan_or_infinity_is_refused_as_unserialisable_and_the_model_reads_an_error_row(
+    store: Store, kind: str
+) -> None:
+    seen: list[Message] = []
+
+    def model(request: ModelRequest) -> Reply:
+        if request.step == 1:
+            return _calls(ToolCall("measure", {"kind": kind}, id="c1"))
+        seen.extend(request.messages)
+        return Reply("the reading failed")
+
+    agent = Agent("a", model=FunctionModel(model), tools=[measure])
+    result = await Runner(store).run(agent, "measure", session_id="s")
+    assert result.status is RunStatus.COMPLETED, result.error
+    row = next(m for m in seen if m.tool_call_id == "c1")
+    assert row.metadata.get(TOOL_ERROR) is True
+    assert "cannot be serialised to JSON" in decode_tool_result(row)["error"]
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    for m in snapshot.messages():  # every stored row is strict JSON where it is JSON at all
+        if m.tool_call_id is not None:
+            json.loads(m.content, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise AssertionError(f"{name} is not JSON")
+
+
+async def test_a_finite_float_result_is_kept_as_it_is() -> None:
+    @tool
+    def pi() -> float:
+        """Pi."""
+        return math.pi
+
+    agent = Agent("a", model=ScriptedModel([_calls(ToolCall("pi", {}, id="c1")), "done"]), tools=[pi])
+    result = await Runner().run(agent, "pi", session_id="s")
+    row = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert decode_tool_result(row) == math.pi and not row.metadata.get(TOOL_ERROR)
