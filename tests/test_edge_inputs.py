@@ -23,6 +23,8 @@ from stopwise import (
     decode_tool_result,
     tool,
 )
+from stopwise.approvals import ApprovalError
+from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR
 from stopwise.models import ModelRequest
 
@@ -79,3 +81,47 @@ async def test_a_finite_float_result_is_kept_as_it_is() -> None:
     result = await Runner().run(agent, "pi", session_id="s")
     row = next(m for m in result.messages if m.tool_call_id == "c1")
     assert decode_tool_result(row) == math.pi and not row.metadata.get(TOOL_ERROR)
+
+
+async def test_a_client_result_holding_nan_is_an_approval_error_and_the_run_stays_suspended(store: Store) -> None:
+    @tool(client=True)
+    def locate() -> float:
+        """Where the device is."""
+        return 0.0
+
+    agent = Agent("a", model=ScriptedModel([_calls(ToolCall("locate", {}, id="c1")), "done"]), tools=[locate])
+    runner = Runner(store)
+    first = await runner.run(agent, "where", session_id="s")
+    assert first.status is RunStatus.SUSPENDED
+    before = await store.load_session("s")
+    with pytest.raises(ApprovalError, match="c1 cannot be serialised to JSON: NaN is not a JSON number"):
+        await runner.resume(agent, "s", {}, results={"c1": {"lat": float("nan")}})
+    after = await store.load_session("s")
+    assert after is not None and before is not None and after.next_seq == before.next_seq
+    assert after.last_run is not None and after.last_run.status is RunStatus.SUSPENDED
+
+
+# --- 3. no input at all ------------------------------------------------------------------------------------
+
+
+async def test_a_run_with_an_empty_list_on_a_new_session_is_a_config_error_and_nothing_is_written(
+    store: Store,
+) -> None:
+    with pytest.raises(ConfigError, match="input: is empty"):
+        await Runner(store).run(Agent("a", model=ScriptedModel(["hi"])), [], session_id="s")
+    assert await store.load_session("s") is None
+
+
+async def test_a_run_with_an_empty_list_continues_a_session_that_already_has_input(store: Store) -> None:
+    runner = Runner(store)
+    first = await runner.run(Agent("a", model=ScriptedModel(["first"])), "hello", session_id="s")
+    assert first.status is RunStatus.COMPLETED
+    seen: list[Message] = []
+
+    def model(request: ModelRequest) -> Reply:
+        seen.extend(request.messages)
+        return Reply("second")
+
+    again = await runner.run(Agent("a", model=FunctionModel(model)), [], session_id="s")
+    assert again.status is RunStatus.COMPLETED and again.output == "second"
+    assert [m.content for m in seen] == ["hello", "first"]

@@ -675,10 +675,14 @@ class Runner:
                     f"session {session_id!r}: run {last.run_id} is {last.status.value}; "
                     f"call {action} to continue it before starting a new run"
                 )
+        messages = snapshot.messages() if snapshot is not None else []
+        if not rows and not messages:
+            # ``[]`` adds nothing: it may continue a session's log, but on a new session the model would get no
+            # message at all (as for "", which _input_messages refuses).
+            raise ConfigError("input", "is empty and the session has no messages: give the model something to do")
         session_state = dict(snapshot.state) if snapshot is not None else {}
         if state is not None:
             session_state.update(state)
-        messages = snapshot.messages() if snapshot is not None else []
         next_seq = snapshot.next_seq if snapshot is not None else 1
         run = RunRecord(run_id or uuid.uuid4().hex, session_id, agent.name)
         leg = Leg(
