@@ -23,7 +23,7 @@ from stopwise import (
     decode_tool_result,
     tool,
 )
-from stopwise.approvals import ApprovalError
+from stopwise.approvals import ApprovalError, Modify
 from stopwise.errors import ConfigError
 from stopwise.messages import TOOL_ERROR
 from stopwise.models import ModelRequest
@@ -125,3 +125,40 @@ async def test_a_run_with_an_empty_list_continues_a_session_that_already_has_inp
     again = await runner.run(Agent("a", model=FunctionModel(model)), [], session_id="s")
     assert again.status is RunStatus.COMPLETED and again.output == "second"
     assert [m.content for m in seen] == ["hello", "first"]
+
+
+# --- 4. a reviewer's arguments the log cannot keep ---------------------------------------------------------
+
+
+@tool(needs_approval=True)
+def pay(amount: Any) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ({"amount": object()}, "object"),
+        ({"amount": float("nan")}, "NaN"),
+        ({"amount": [1, {"deep": float("inf")}]}, "Infinity"),
+        ({1: 5}, "key"),
+    ],
+)
+async def test_modify_with_arguments_json_cannot_hold_is_an_approval_error_naming_the_call_and_nothing_is_written(
+    store: Store, args: Any, says: str
+) -> None:
+    agent = Agent("a", model=ScriptedModel([_calls(ToolCall("pay", {"amount": 5}, id="c1")), "done"]), tools=[pay])
+    runner = Runner(store)
+    first = await runner.run(agent, "pay", session_id="s")
+    assert first.status is RunStatus.SUSPENDED
+    before = await store.load_session("s")
+    with pytest.raises(ApprovalError, match="c1") as info:
+        await runner.resume(agent, "s", {"c1": Modify(args)})
+    assert says in str(info.value) and "pay" in str(info.value)
+    after = await store.load_session("s")
+    assert after is not None and before is not None and after.next_seq == before.next_seq
+    assert after.last_run is not None and after.last_run.status is RunStatus.SUSPENDED
+    done = await runner.resume(agent, "s", {"c1": Modify({"amount": 7})})  # a good decision still goes through
+    assert done.status is RunStatus.COMPLETED
+    assert any(m.content == "paid 7" for m in done.messages)

@@ -31,6 +31,7 @@ from stopwise.approvals import (
     PlannedCall,
     Reject,
     Terminate,
+    args_problem,
     expired,
 )
 from stopwise.context import RunContext
@@ -850,8 +851,15 @@ def _check_decisions(
                 f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f}); "
                 "it can still be rejected or terminated"
             )
-        if isinstance(decision, Modify) and not isinstance(decision.args, Mapping):
-            raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
+        if isinstance(decision, Modify):
+            if not isinstance(decision.args, Mapping):
+                raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
+            # Checked here, not at the commit: arguments the log cannot keep would fail the resume halfway.
+            problem = args_problem(decision.args)
+            if problem is not None:
+                raise ApprovalError(
+                    f"Modify for {call_id} ({p.tool}): the arguments cannot be logged as JSON: {problem}"
+                )
 
 
 def _settle_review(
