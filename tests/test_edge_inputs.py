@@ -162,3 +162,60 @@ async def test_modify_with_arguments_json_cannot_hold_is_an_approval_error_namin
     done = await runner.resume(agent, "s", {"c1": Modify({"amount": 7})})  # a good decision still goes through
     assert done.status is RunStatus.COMPLETED
     assert any(m.content == "paid 7" for m in done.messages)
+
+
+# --- 5. a tool source that fails or lists the wrong things -------------------------------------------------
+
+
+class _Source:
+    """A tool source (``ToolSource``) whose ``list_tools`` answers with ``listing`` or raises it."""
+
+    def __init__(self, listing: Any) -> None:
+        self.listing = listing
+
+    @property
+    def name(self) -> str:
+        return "inventory"
+
+    async def list_tools(self) -> Any:
+        if isinstance(self.listing, BaseException):
+            raise self.listing
+        return self.listing
+
+
+@pytest.mark.parametrize(
+    ("listing", "category", "retryable", "says"),
+    [
+        (RuntimeError("index corrupt"), "tool", False, "RuntimeError: index corrupt"),
+        (ConnectionResetError("peer reset"), "tool", True, "ConnectionResetError: peer reset"),
+        (KeyError("tools"), "tool", False, "KeyError"),
+        (["measure"], "caller", False, "listed a str ('measure'), not a Tool"),
+        ([measure, {"name": "x"}], "caller", False, "listed a dict"),
+        (None, "caller", False, "listed NoneType, not a sequence of Tool"),
+    ],
+)
+async def test_a_tool_source_that_raises_or_lists_what_is_not_a_tool_fails_the_run_typed_naming_the_source(
+    store: Store, listing: Any, category: str, retryable: bool, says: str
+) -> None:
+    agent = Agent("a", model=ScriptedModel(["never asked"]), tools=[_Source(listing)])
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.status is RunStatus.FAILED
+    assert result.error is not None and result.error.code == "tool_source_failed"
+    assert (result.error.category, result.error.retryable) == (category, retryable)
+    assert "tool source 'inventory'" in result.error.message and says in result.error.message
+    assert result.error.details["source"] == "inventory"
+    snapshot = await store.load_session("s")  # the run is on record, failed, with its input and nothing else
+    assert snapshot is not None and snapshot.last_run is not None
+    assert snapshot.last_run.status is RunStatus.FAILED and snapshot.last_run.error == result.error
+    assert [m.role for m in snapshot.messages()] == ["user"]
+
+
+async def test_a_run_failed_by_its_tool_source_is_retried_once_the_source_lists_tools() -> None:
+    source = _Source(RuntimeError("not yet"))
+    model = ScriptedModel([_calls(ToolCall("measure", {"kind": "nan"}, id="c1")), "done"])
+    agent = Agent("a", model=model, tools=[source])
+    runner = Runner()
+    assert (await runner.run(agent, "go", session_id="s")).status is RunStatus.FAILED
+    source.listing = [measure]
+    again = await runner.retry(agent, "s")
+    assert again.status is RunStatus.COMPLETED and again.output == "done"

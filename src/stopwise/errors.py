@@ -71,6 +71,7 @@ class ErrorCode(StrEnum):
     CANCELLED = "cancelled"
     TOOL_UNAVAILABLE = "tool_unavailable"
     TOOL_NAME_CLASH = "tool_name_clash"
+    TOOL_SOURCE_FAILED = "tool_source_failed"
     TOOL_CALL_LIMIT = "tool_call_limit"
     TOKEN_LIMIT = "token_limit"
     COST_LIMIT = "cost_limit"
