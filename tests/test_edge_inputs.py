@@ -25,6 +25,7 @@ from stopwise import (
 )
 from stopwise.approvals import ApprovalError, Modify
 from stopwise.errors import ConfigError
+from stopwise.guardrails import Guardrails, Rewrite
 from stopwise.messages import TOOL_ERROR
 from stopwise.models import ModelRequest
 
@@ -219,3 +220,15 @@ async def test_a_run_failed_by_its_tool_source_is_retried_once_the_source_lists_
     source.listing = [measure]
     again = await runner.retry(agent, "s")
     assert again.status is RunStatus.COMPLETED and again.output == "done"
+
+
+async def test_a_tool_result_guardrail_rewriting_to_nan_fails_the_run_guardrail_invalid_naming_it() -> None:
+    def smudge(ctx: Any) -> Rewrite:
+        return Rewrite(result={"value": float("nan")})
+
+    model = ScriptedModel([_calls(ToolCall("measure", {"kind": "nan"}, id="c1")), "done"])
+    agent = Agent("a", model=model, tools=[measure], guardrails=Guardrails(on_tool_result=smudge))
+    result = await Runner().run(agent, "measure")
+    assert result.status is RunStatus.FAILED and result.error is not None
+    assert result.error.code == "guardrail_invalid"
+    assert "'smudge'" in result.error.message and "NaN is not a JSON number" in result.error.message
