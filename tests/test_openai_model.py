@@ -454,7 +454,7 @@ def test_settings_the_installed_sdk_does_not_take_are_a_config_error_when_the_mo
 # --- a reply with nothing in it ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("finish", ["stop", None])
+@pytest.mark.parametrize("finish", ["stop", None, "tool_calls"])
 async def test_null_content_without_calls_or_refusal_fails_the_run_model_error_instead_of_completing_with_nothing(
     server: ProviderServer, tmp_path: Any, finish: str | None
 ) -> None:

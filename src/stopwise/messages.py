@@ -245,7 +245,7 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
 
 def _refuse_constant(name: str) -> Any:
     # pydantic writes a non-finite float as a bare NaN / Infinity, which JSON does not have: strict readers (a
-    # JavaScript UI, PostgreSQL's jsonb, most other languages) refuse the row, so the result is refused here.
+    # JavaScript UI, a jsonb cast, most languages' parsers) refuse the row, so the result is refused here.
     raise ValueError(f"{name} is not a JSON number")
 
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from stopwise.errors import ConfigError
-from stopwise.messages import NATURAL_FINISH, Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
+from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
 from stopwise.models._sdk import (
     ClientPerLoop,
     api_key,
@@ -264,11 +264,15 @@ def _reply(completion: Any, provider: str) -> Reply:
     )
 
 
+_CUT_SHORT = frozenset({StopReason.MAX_TOKENS, StopReason.CONTENT_FILTER})
+
+
 def _check_not_empty(stop_reason: StopReason, provider: str) -> None:
-    """Raise for a reply that ends the turn with null content, no tool call and no refusal: the model sent
-    nothing, which is not an answer (read as one, the run would complete with ""). A reply cut short (length,
-    content filter) may be empty: its stop reason ends the run with its own code."""
-    if stop_reason in NATURAL_FINISH:
+    """Raise for a reply with null content, no tool call and no refusal that was not cut short: the model sent
+    nothing, which is not an answer (read as one, the run would complete with ""), nor the calls a "tool_calls"
+    finish promises. A reply cut short (length, content filter) may be empty: its stop reason ends the run with
+    its own code."""
+    if stop_reason not in _CUT_SHORT:
         raise malformed(provider, "the message has null content, no tool calls and no refusal")
 
 
