@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from typing import Any
 
 import pytest
@@ -24,7 +25,14 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import ApprovalError, Modify
-from stopwise.errors import ConfigError
+from stopwise.errors import (
+    ConfigError,
+    ModelError,
+    RunLeased,
+    StoreError,
+    StoreUnavailable,
+    UnreadableEntry,
+)
 from stopwise.guardrails import Guardrails, Rewrite
 from stopwise.messages import TOOL_ERROR
 from stopwise.models import ModelRequest
@@ -232,3 +240,23 @@ async def test_a_tool_result_guardrail_rewriting_to_nan_fails_the_run_guardrail_
     assert result.status is RunStatus.FAILED and result.error is not None
     assert result.error.code == "guardrail_invalid"
     assert "'smudge'" in result.error.message and "NaN is not a JSON number" in result.error.message
+
+
+# --- typed errors survive pickling (DBOS records a workflow's error so, and ``result`` raises it) -------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConfigError("input", "is empty"),
+        ModelError("openai: HTTP 500", provider="openai", status=500, request_id="req_1", retryable=True),
+        StoreError("disk full", operation="commit", session_id="s"),
+        StoreUnavailable("lost connection", operation="load_session"),
+        UnreadableEntry("s", 3, "unknown kind"),
+        RunLeased("r1", "worker-a", 12.5),
+    ],
+)
+def test_a_typed_error_pickled_and_unpickled_keeps_its_type_message_and_fields(error: Exception) -> None:
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error) and str(again) == str(error)
+    assert vars(again) == vars(error)

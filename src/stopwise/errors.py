@@ -100,6 +100,11 @@ class StopwiseError(Exception):
     """Root of every exception stopwise raises."""
 
 
+def _rebuilt(cls: type[StopwiseError], args: tuple[Any, ...], kwargs: dict[str, Any]) -> StopwiseError:
+    """An error unpickled: built again with the arguments it was made with."""
+    return cls(*args, **kwargs)
+
+
 class ConfigError(StopwiseError, ValueError):
     """An agent, tool or runner was configured wrongly; the message names the field."""
 
@@ -107,6 +112,11 @@ class ConfigError(StopwiseError, ValueError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str]]:
+        # Pickled whole (DBOS records a workflow's error so, and ``result`` raises it): the default would call
+        # ConfigError(message) and fail with a TypeError in the caller's place.
+        return (type(self), (self.field, self.problem))
 
 
 class ModelError(StopwiseError):
@@ -129,6 +139,10 @@ class ModelError(StopwiseError):
         self.status = status
         self.request_id = request_id
         self.retryable = retryable
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        facts = {"provider": self.provider, "status": self.status, "request_id": self.request_id}
+        return (_rebuilt, (type(self), self.args, {**facts, "retryable": self.retryable}))
 
 
 class RetryNotAllowed(StopwiseError):
@@ -200,6 +214,9 @@ class UnreadableEntry(StoreError):
         )
         self.seq = seq
         self.why = why
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.session_id, self.seq, self.why))
 
 
 class SchemaTooNew(StoreError):
