@@ -1,6 +1,7 @@
 """Edges of what callers, tools and tool sources hand the runner: values JSON cannot hold, no input at all,
 reviewer arguments that cannot be logged, tool sources that fail or list the wrong things. Each is refused with
-a typed error or ends the run with a typed failure, the same on every store, and the log stays consistent."""
+a typed error or ends the run with a typed failure, the same on every store, and the log stays consistent; a
+typed error survives pickling (how DBOS hands a workflow's error back)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _calls(*calls: ToolCall) -> Reply:
     return Reply(tool_calls=calls)
 
 
-# --- 2. a tool result JSON cannot hold ---------------------------------------------------------------------
+# --- a tool result JSON cannot hold ---------------------------------------------------------------------
 
 
 @tool
@@ -110,7 +111,7 @@ async def test_a_client_result_holding_nan_is_an_approval_error_and_the_run_stay
     assert after.last_run is not None and after.last_run.status is RunStatus.SUSPENDED
 
 
-# --- 3. no input at all ------------------------------------------------------------------------------------
+# --- no input at all ------------------------------------------------------------------------------------
 
 
 async def test_a_run_with_an_empty_list_on_a_new_session_is_a_config_error_and_nothing_is_written(
@@ -136,7 +137,7 @@ async def test_a_run_with_an_empty_list_continues_a_session_that_already_has_inp
     assert [m.content for m in seen] == ["hello", "first"]
 
 
-# --- 4. a reviewer's arguments the log cannot keep ---------------------------------------------------------
+# --- a reviewer's arguments the log cannot keep ---------------------------------------------------------
 
 
 @tool(needs_approval=True)
@@ -173,7 +174,7 @@ async def test_modify_with_arguments_json_cannot_hold_is_an_approval_error_namin
     assert any(m.content == "paid 7" for m in done.messages)
 
 
-# --- 5. a tool source that fails or lists the wrong things -------------------------------------------------
+# --- a tool source that fails or lists the wrong things -------------------------------------------------
 
 
 class _Source:
