@@ -32,6 +32,7 @@ from stopwise.approvals import (
     PlannedCall,
     Reject,
     Terminate,
+    args_problem,
     expired,
 )
 from stopwise.context import RunContext
@@ -688,10 +689,14 @@ class Runner:
                     f"session {session_id!r}: run {last.run_id} is {last.status.value}; "
                     f"call {action} to continue it before starting a new run"
                 )
+        messages = snapshot.messages() if snapshot is not None else []
+        if not rows and not messages:
+            # ``[]`` adds nothing: it may continue a session's log, but on a new session the model would get no
+            # message at all (as for "", which _input_messages refuses).
+            raise ConfigError("input", "is empty and the session has no messages: give the model something to do")
         session_state = dict(snapshot.state) if snapshot is not None else {}
         if state is not None:
             session_state.update(state)
-        messages = snapshot.messages() if snapshot is not None else []
         next_seq = snapshot.next_seq if snapshot is not None else 1
         run = RunRecord(run_id or uuid.uuid4().hex, session_id, agent.name)
         leg = Leg(
@@ -871,8 +876,15 @@ def _check_decisions(
                 f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f}); "
                 "it can still be rejected or terminated"
             )
-        if isinstance(decision, Modify) and not isinstance(decision.args, Mapping):
-            raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
+        if isinstance(decision, Modify):
+            if not isinstance(decision.args, Mapping):
+                raise ApprovalError(f"Modify for {call_id} needs a mapping of arguments")
+            # Checked here, not at the commit: arguments the log cannot keep would fail the resume halfway.
+            problem = args_problem(decision.args)
+            if problem is not None:
+                raise ApprovalError(
+                    f"Modify for {call_id} ({p.tool}): the arguments cannot be logged as JSON: {problem}"
+                )
 
 
 def _settle_review(
