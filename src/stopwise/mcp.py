@@ -140,7 +140,7 @@ class MCPTool(Tool):
             return error_tool_result(f"Tool '{self.name}' failed: {exc}", tool_call_id=call.id)
         text = _text_of(result.content)
         value = result.structured_content
-        if not text and value is not None:  # no text beside it (no blocks at all): the typed result is the result
+        if not text and value is not None:  # no text beside it (no blocks, or empty ones): the typed result is it
             text = None
         if result.is_error:
             why = "" if value is None else f": {json.dumps(value, ensure_ascii=False, default=str)}"
