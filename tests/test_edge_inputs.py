@@ -1,13 +1,11 @@
 """Edges of what callers, tools and tool sources hand the runner: values JSON cannot hold, no input at all,
 reviewer arguments that cannot be logged, tool sources that fail or list the wrong things. Each is refused with
-a typed error or ends the run with a typed failure, the same on every store, and the log stays consistent; a
-typed error survives pickling (how DBOS hands a workflow's error back)."""
+a typed error or ends the run with a typed failure, the same on every store, and the log stays consistent."""
 
 from __future__ import annotations
 
 import json
 import math
-import pickle
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from stopwise import (
     FunctionModel,
     Message,
     Reply,
+    RunContext,
     Runner,
     RunStatus,
     ScriptedModel,
@@ -26,14 +25,7 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import ApprovalError, Modify
-from stopwise.errors import (
-    ConfigError,
-    ModelError,
-    RunLeased,
-    StoreError,
-    StoreUnavailable,
-    UnreadableEntry,
-)
+from stopwise.errors import ConfigError, StateNotSerializable
 from stopwise.guardrails import Guardrails, Rewrite
 from stopwise.messages import TOOL_ERROR
 from stopwise.models import ModelRequest
@@ -109,6 +101,40 @@ async def test_a_client_result_holding_nan_is_an_approval_error_and_the_run_stay
     after = await store.load_session("s")
     assert after is not None and before is not None and after.next_seq == before.next_seq
     assert after.last_run is not None and after.last_run.status is RunStatus.SUSPENDED
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {"readings": [1.0, -float("inf")]}])
+async def test_session_state_holding_nan_or_infinity_is_refused_naming_the_key_and_nothing_is_written(
+    store: Store, value: Any
+) -> None:
+    runner = Runner(store)
+    await runner.run(Agent("a", model=ScriptedModel(["first"])), "hi", session_id="s", state={"kept": 1})
+    before = await store.load_session("s")
+
+    @tool
+    def record(ctx: RunContext) -> str:
+        """Keep a reading in the session state."""
+        ctx.state["reading"] = value
+        return "kept"
+
+    agent = Agent("a", model=ScriptedModel([_calls(ToolCall("record", {}, id="c1")), "done"]), tools=[record])
+    result = await runner.run(agent, "again", session_id="s")
+    assert result.status is RunStatus.FAILED and result.error is not None
+    assert result.error.code == "state_invalid" and "'reading'" in result.error.message
+    after = await store.load_session("s")
+    assert before is not None and after is not None
+    assert after.state == {"kept": 1}  # the state in the store was never NaN, not even for a moment
+    assert not any(m.tool_call_id == "c1" for m in after.messages())  # the step that set the state wrote nothing
+    with pytest.raises(StateNotSerializable, match="'reading' holds NaN or Infinity"):
+        await runner.run(agent, "hi", session_id="s2", state={"reading": value})
+    assert await store.load_session("s2") is None
+
+
+async def test_session_state_with_a_string_spelling_nan_is_kept_as_it_is(store: Store) -> None:
+    state = {"word": "NaN", "sign": "-Infinity", "n": [1.5, "Infinity"]}
+    await Runner(store).run(Agent("a", model=ScriptedModel(["ok"])), "hi", session_id="s", state=state)
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.state == state
 
 
 # --- no input at all ------------------------------------------------------------------------------------
@@ -241,23 +267,3 @@ async def test_a_tool_result_guardrail_rewriting_to_nan_fails_the_run_guardrail_
     assert result.status is RunStatus.FAILED and result.error is not None
     assert result.error.code == "guardrail_invalid"
     assert "'smudge'" in result.error.message and "NaN is not a JSON number" in result.error.message
-
-
-# --- typed errors survive pickling (DBOS records a workflow's error so, and ``result`` raises it) -------------
-
-
-@pytest.mark.parametrize(
-    "error",
-    [
-        ConfigError("input", "is empty"),
-        ModelError("openai: HTTP 500", provider="openai", status=500, request_id="req_1", retryable=True),
-        StoreError("disk full", operation="commit", session_id="s"),
-        StoreUnavailable("lost connection", operation="load_session"),
-        UnreadableEntry("s", 3, "unknown kind"),
-        RunLeased("r1", "worker-a", 12.5),
-    ],
-)
-def test_a_typed_error_pickled_and_unpickled_keeps_its_type_message_and_fields(error: Exception) -> None:
-    again = pickle.loads(pickle.dumps(error))
-    assert type(again) is type(error) and str(again) == str(error)
-    assert vars(again) == vars(error)

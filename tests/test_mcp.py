@@ -23,6 +23,7 @@ from stopwise.errors import ConfigError
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import replay
 from stopwise.mcp import MCPServer, MCPTool, ToolHints, risk_of
+from stopwise.messages import TOOL_ERROR
 from stopwise.models import ModelRequest
 from stopwise.tools import Risk, tool
 
@@ -30,7 +31,7 @@ from stopwise.tools import Risk, tool
 pytestmark = pytest.mark.slow
 
 SERVER = Path(__file__).resolve().parents[1] / "examples" / "mcp_notes_server.py"
-NAN_SERVER = Path(__file__).resolve().parent / "mcp_nan_server.py"
+HANDWRITTEN = Path(__file__).resolve().parent / "mcp_handwritten_server.py"
 
 
 @pytest.fixture
@@ -324,8 +325,32 @@ async def test_a_result_whose_json_holds_nan_is_an_error_row_the_model_reads_and
     """Python's and pydantic's JSON parsers accept a bare NaN, which JSON does not have: a server written without an
     SDK may send one, and the log keeps strict JSON only."""
     model = ScriptedModel([Reply(tool_calls=[ToolCall("reading", {}, id="r1")]), "no reading"])
-    async with MCPServer.stdio(sys.executable, [str(NAN_SERVER)]) as s:
+    async with MCPServer.stdio(sys.executable, [str(HANDWRITTEN)]) as s:
         result = await Runner().run(Agent("a", "", model, tools=[s]), "read the sensor")
     assert result.status == "completed" and result.output == "no reading"
     row = next(m for m in result.messages if m.tool_call_id == "r1")
     assert "cannot be serialised to JSON: NaN is not a JSON number" in decode_tool_result(row)["error"]
+
+
+async def test_a_result_with_no_content_blocks_is_read_from_its_structured_content() -> None:
+    """The spec's typed result: a server may leave ``content`` empty and answer only in ``structuredContent``;
+    the model gets that JSON, not an empty text."""
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("stats", {}, id="s1")]), "three"])
+    async with MCPServer.stdio(sys.executable, [str(HANDWRITTEN)]) as s:
+        result = await Runner().run(Agent("a", "", model, tools=[s]), "how many")
+    row = next(m for m in result.messages if m.tool_call_id == "s1")
+    assert decode_tool_result(row) == {"count": 3, "mean": 1.5, "tags": ["a", "b"]}
+    assert not row.metadata.get(TOOL_ERROR)
+
+
+async def test_an_error_with_no_content_blocks_names_its_structured_content_and_one_with_nothing_reads_empty() -> None:
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("refuse", {}, id="e1"), ToolCall("silent", {}, id="q1")]), "ok"])
+    async with MCPServer.stdio(sys.executable, [str(HANDWRITTEN)]) as s:
+        result = await Runner().run(Agent("a", "", model, tools=[s]), "go")
+    error = next(m for m in result.messages if m.tool_call_id == "e1")
+    assert error.metadata.get(TOOL_ERROR)
+    assert decode_tool_result(error) == {
+        "error": """Tool 'refuse' reported an error: {"code": "quota", "retry_after": 30}"""
+    }
+    silent = next(m for m in result.messages if m.tool_call_id == "q1")
+    assert decode_tool_result(silent) == "" and not silent.metadata.get(TOOL_ERROR)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,11 +139,14 @@ class MCPTool(Tool):
         except MCPError as exc:
             return error_tool_result(f"Tool '{self.name}' failed: {exc}", tool_call_id=call.id)
         text = _text_of(result.content)
+        value = result.structured_content
+        if not text and value is not None:  # no text beside it (no blocks, or empty ones): the typed result is it
+            text = None
         if result.is_error:
-            return error_tool_result(text or f"Tool '{self.name}' reported an error", tool_call_id=call.id)
+            why = "" if value is None else f": {json.dumps(value, ensure_ascii=False, default=str)}"
+            return error_tool_result(text or f"Tool '{self.name}' reported an error{why}", tool_call_id=call.id)
         if text is not None:
             return encode_tool_result(text, tool_call_id=call.id)
-        value = result.structured_content
         if value is None:
             value = [b.model_dump(mode="json", exclude_none=True) for b in result.content]
         try:
@@ -153,7 +157,8 @@ class MCPTool(Tool):
 
 
 def _text_of(content: Sequence[Any]) -> str | None:
-    """The result's text when every block is text (most tools): the model reads it verbatim."""
+    """The result's text when every block is text (most tools): the model reads it verbatim. No blocks at all read
+    as "", which gives way to the result's structured content when it has one (the spec's typed result)."""
     if not all(isinstance(b, mcp_types.TextContent) for b in content):
         return None
     return "\n".join(b.text for b in content)

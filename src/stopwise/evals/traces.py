@@ -529,6 +529,10 @@ class TraceFormatError(ValueError):
         more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
         super().__init__(f"{self.problems[0]}{more}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole: the default would call this with the message as the problems.
+        return (type(self), (self.problems,))
+
 
 @dataclass(frozen=True, slots=True)
 class TraceSet:

@@ -39,6 +39,10 @@ class UnresolvedConfig(LookupError):
         )
         self.key = key
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole: the default would call this with the message as the key.
+        return (type(self), (self.key,))
+
 
 @dataclass(frozen=True, slots=True)
 class ConditionSpec:

@@ -128,6 +128,10 @@ class GuardrailRaised(StopwiseError):
         self.hook = hook
         self.error = error
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (DBOS records a workflow's error so): the default would call this with the message alone.
+        return (type(self), (self.guardrail, self.hook, self.error))
+
 
 class GuardrailTimeout(GuardrailRaised):
     """A guardrail gave no verdict within its time limit. Never a pass: the run ends failed (code
@@ -139,6 +143,9 @@ class GuardrailTimeout(GuardrailRaised):
         self.args = (message,)
         self.timeout = timeout
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.guardrail, self.hook, self.timeout))
+
 
 class GuardrailError(StopwiseError):
     """A guardrail returned a verdict of the wrong type or with the wrong field for its hook."""
@@ -147,6 +154,10 @@ class GuardrailError(StopwiseError):
         super().__init__(f"guardrail {name!r} on the {hook.value} hook: {problem}")
         self.guardrail = name
         self.hook = hook
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.guardrail, self.hook, self.problem))
 
 
 __getattr__ = aliases(__name__, {"Verdict": ("GuardrailVerdict", GuardrailVerdict)})

@@ -66,6 +66,10 @@ class RunFailed(StopwiseError):
         super().__init__(f"{error.code}: {error.message}")
         self.error = error
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (a worker pool or DBOS hands it across processes so): rebuilt from the detail.
+        return (type(self), (self.error,))
+
 
 @dataclass(frozen=True, slots=True)
 class Deciders:

@@ -26,7 +26,8 @@ def load_json(text: str | bytes | None) -> Any:
 
 
 def dump_state(state: Mapping[str, Any], session_id: str) -> str:
-    """Session ``session_id``'s ``state`` as JSON under the storable-text rule. The rule's walk runs only when the
+    """Session ``session_id``'s ``state`` as JSON under the storable-text rule; ``StateNotSerializable`` (naming
+    the key) for a value JSON cannot hold, a NaN or infinite float included. The rule's walk runs only when the
     encoding shows a string that needs it: a lone surrogate fails to encode, a NUL reads ``\\u0000`` (a false
     alarm only costs the walk)."""
     if type(state) is dict and not state:
@@ -40,6 +41,12 @@ def dump_state(state: Mapping[str, Any], session_id: str) -> str:
             text = dump_json(storable(state, where=f"the state of session {session_id!r}"))
         except (PydanticSerializationError, TypeError, ValueError) as exc:
             raise StateNotSerializable(f"session state must be JSON-serialisable: {exc}") from exc
+    if "NaN" in text or "Infinity" in text:  # a bare float constant, or only a string holding the word
+        for key, value in json.loads(text).items():
+            try:
+                json.dumps(value, allow_nan=False)
+            except ValueError:  # strict readers (a jsonb cast, a JavaScript UI) refuse the row: refused here
+                raise StateNotSerializable(f"session state key {key!r} holds NaN or Infinity: not JSON") from None
     return text
 
 
