@@ -31,6 +31,7 @@ __all__ = [
     "StoreRefused",
     "StoreUnavailable",
     "UnreadableEntry",
+    "UnreadableRun",
 ]
 
 
