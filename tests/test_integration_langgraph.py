@@ -480,3 +480,24 @@ async def test_what_the_deciders_read_after_a_node_trims_the_history_is_the_trim
     )
     assert list(seen[-1]) == to_messages(done["messages"][: asked_c + 1])
     assert [m.tool_call_id for m in seen[-1] if m.tool_call_id] == ["b"]
+
+
+async def test_the_risk_gate_numbers_a_later_inputs_steps_from_that_inputs_start() -> None:
+    stopwise = Stopwise(guardian=Guardian(history_steps=2))
+    reads = [
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"{name}.txt"}, "id": name}])
+        for name in ("a", "b", "c")
+    ]
+    delete = AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "c.txt"}, "id": "d"}])
+    app = build(stopwise, [reads[0], AIMessage("Read."), reads[1], reads[2], delete, AIMessage("Deleted.")])
+    await app.ainvoke({"messages": [("user", "Read a.txt")]}, THREAD)
+    await app.ainvoke({"messages": [("user", "Read b.txt and c.txt, then delete c.txt")]}, THREAD)
+    records = await _records(stopwise.deciders.store, "t1")
+    (gate,) = [r for r in records if isinstance(r, GuardianDecision) and r.call_id == "d"]
+    assert gate.state is not None
+    # The last two of the second run's three steps (read b, read c, delete c), numbered within that run.
+    assert [line.split("]")[0] for line in gate.state.splitlines() if line.startswith("[step")] == [
+        "[step 2",
+        "[step 3",
+    ]
+    assert 'read_file({"path": "c.txt"})' in gate.state and "b.txt" not in gate.state.split("[step 2]")[1]

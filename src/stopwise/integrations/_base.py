@@ -228,6 +228,9 @@ class PeerRun:
         """Where this run's rows start in the histories the peer passes its hooks (the index of its input), for a
         peer whose histories hold a thread's earlier runs too (LangGraph): the guardian reads the run's goal and
         steps from there on, as the native loop reads them from the run's start."""
+        self._counted: tuple[int, Message | None, int] = (0, None, 0)
+        """The run's assistant rows counted at the last projection: up to which index, the row just before it,
+        and how many (see ``_steps_before``)."""
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
         """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
@@ -465,8 +468,21 @@ class PeerRun:
             pending=pending,
             final=final,
             max_chars=guardian.max_chars,
-            steps_before=sum(1 for i in range(self.run_start, start) if rows[i].role is Role.ASSISTANT),
+            steps_before=self._steps_before(rows, start),
         )
+
+    def _steps_before(self, rows: Sequence[Message], start: int) -> int:
+        """The run's assistant rows before index ``start`` of ``rows``. Counts only the rows after those counted
+        last time when ``rows`` still holds, at the same index, the very row object counted last (a peer's
+        history grown by appending keeps its row objects; a converted-again one has new ones): a long run's
+        projection costs the same per step as a short one's."""
+        end, last, count = self._counted
+        if not (self.run_start < end <= start and rows[end - 1] is last):
+            end, count = self.run_start, 0
+        count += sum(1 for i in range(end, start) if rows[i].role is Role.ASSISTANT)
+        if start > self.run_start:
+            self._counted = (start, rows[start - 1], count)
+        return count
 
     async def review_turn(
         self, step: int, verdict: TurnVerdict, answer: Approve | Reject, history: Sequence[Message]
