@@ -26,7 +26,7 @@ from stopwise.approvals import ApprovalRecord
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, GuardianLabel, replay
 from stopwise.guardrails import Block, Guardrails, Rewrite
-from stopwise.integrations.langgraph import Converted, RunFailed, Stopwise, to_messages
+from stopwise.integrations.langgraph import ConvertedHistory, RunFailed, Stopwise, to_messages
 from stopwise.records import ToolReceipt, parse_records
 from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
 from stopwise.store.base import RunStatus, Store
@@ -398,7 +398,7 @@ def _thread_of(*texts: str) -> list[BaseMessage]:
 
 
 def test_the_incremental_conversion_equals_a_full_conversion_after_appends() -> None:
-    converted = Converted()
+    converted = ConvertedHistory()
     messages = _thread_of("first")
     converted.update(messages)
     for text in ("second", "third"):
@@ -409,7 +409,7 @@ def test_the_incremental_conversion_equals_a_full_conversion_after_appends() -> 
 
 
 def test_the_incremental_conversion_equals_a_full_conversion_after_messages_are_removed_or_replaced() -> None:
-    converted = Converted()
+    converted = ConvertedHistory()
     messages = _thread_of("first", "second")
     converted.update(messages)
     # A message removed with RemoveMessage, as a trimming node does, then a new step.
@@ -427,7 +427,7 @@ def test_the_incremental_conversion_equals_a_full_conversion_after_messages_are_
 
 
 def test_the_incremental_conversion_equals_a_full_conversion_after_a_checkpoint_round_trip() -> None:
-    converted = Converted()
+    converted = ConvertedHistory()
     messages = _thread_of("first", "second")
     converted.update(messages)
     # A resume reads the checkpoint back: equal messages, new objects, then the next step's rows.
@@ -437,7 +437,7 @@ def test_the_incremental_conversion_equals_a_full_conversion_after_a_checkpoint_
     restored = add_messages(restored, _thread_of("third"))
     converted.update(restored)
     assert converted.rows == to_messages(restored)
-    fresh = Converted()  # another process: nothing converted before
+    fresh = ConvertedHistory()  # another process: nothing converted before
     fresh.update(restored)
     assert fresh.rows == converted.rows
 

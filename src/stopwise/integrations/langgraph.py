@@ -59,7 +59,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
 
-__all__ = ["Converted", "RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
+__all__ = ["ConvertedHistory", "RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
 
 
 class Stopwise:
@@ -87,15 +87,15 @@ class Stopwise:
         """What each call answered, by (thread, call): a call that ran does not run again on a re-execution."""
         self._turns: dict[tuple[str, str], TurnVerdict] = {}
         """The guardian's turn verdicts by (thread, ``turn:<step>``), judged once per turn."""
-        self._histories: dict[str, Converted] = {}
-        """Each running thread's messages as rows, converted once (see ``Converted``)."""
+        self._histories: dict[str, ConvertedHistory] = {}
+        """Each running thread's messages as rows, converted once (see ``ConvertedHistory``)."""
 
-    def _rows(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Converted:
+    def _rows(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> ConvertedHistory:
         """The thread's messages as rows: only the messages new since the thread's last step are converted."""
         thread = _thread(config)
         converted = self._histories.get(thread)
         if converted is None:
-            converted = self._histories[thread] = Converted()
+            converted = self._histories[thread] = ConvertedHistory()
         converted.update(messages)
         return converted
 
@@ -315,13 +315,13 @@ def _row(m: BaseMessage) -> Message | None:
     return None
 
 
-class Converted:
+class ConvertedHistory:
     """One thread's messages as rows, kept between its steps so that a step converts only the messages appended
     since the last: ``rows`` always equals ``to_messages`` of the messages last given to ``update``.
 
     The messages converted before are kept (references, not copies) and must be the prefix of the new ones, each
     the same object or an equal one: LangGraph hands a node the same message objects step after step, so the
-    check is a pointer comparison per message, far cheaper than converting it. Anything else (a message removed
+    check is a pointer comparison per message (in C), far cheaper than converting it. Anything else (a message removed
     with ``RemoveMessage`` or replaced by id, a state overwritten, a checkpoint loaded elsewhere) converts the
     whole history again."""
 
