@@ -321,9 +321,9 @@ class ConvertedHistory:
 
     The messages converted before are kept (references, not copies) and must be the prefix of the new ones, each
     the same object or an equal one: LangGraph hands a node the same message objects step after step, so the
-    check is a pointer comparison per message (in C), far cheaper than converting it. Anything else (a message removed
-    with ``RemoveMessage`` or replaced by id, a state overwritten, a checkpoint loaded elsewhere) converts the
-    whole history again."""
+    check is a pointer comparison per message (in C), far cheaper than converting it (messages read back from a
+    checkpoint are compared by value). Anything else (a message removed with ``RemoveMessage`` or replaced by id,
+    a state overwritten) converts the whole history again."""
 
     def __init__(self) -> None:
         self._source: list[BaseMessage] = []
