@@ -12,8 +12,11 @@ difference per step is what the integration costs; the ratio is against the bare
 Method: both variants are built and warmed up with one full run, then timed in interleaved rounds (one run each
 per round, the order alternating) so that drift in machine load hits them alike; medians are reported.
 
+The per-step cost of a long run shows whether the integration's work per step grows with the history (a
+conversion or a scan of every message on every step): compare ``--steps 50`` with ``--steps 500``.
+
 Usage:
-  python benchmarks/bench_integrations.py [--steps 50] [--runs 9]
+  python benchmarks/bench_integrations.py [--steps 50] [--runs 9] [--peer all|pydantic-ai|openai-agents|langgraph]
 """
 
 from __future__ import annotations
@@ -123,11 +126,18 @@ async def compare(bare: Adapter, integrated: Adapter, runs: int) -> None:
     print(f"  overhead per step: {(with_us - base) * 1e6:.0f} us ({with_us / base:.2f}x the bare peer)")
 
 
-async def main_async(steps: int, runs: int) -> int:
+PEERS: dict[str, tuple[type[Adapter], type[Adapter]]] = {
+    "pydantic-ai": (PydanticAI, PydanticAIWithStopwise),
+    "openai-agents": (OpenAIAgents, OpenAIAgentsWithStopwise),
+    "langgraph": (LangGraph, LangGraphWithStopwise),
+}
+
+
+async def main_async(steps: int, runs: int, peer: str = "all") -> int:
     print(f"{steps} steps per run, {runs} timed runs each, medians; Python {sys.version.split()[0]}")
-    await compare(PydanticAI(steps), PydanticAIWithStopwise(steps), runs)
-    await compare(OpenAIAgents(steps), OpenAIAgentsWithStopwise(steps), runs)
-    await compare(LangGraph(steps), LangGraphWithStopwise(steps), runs)
+    for name, (bare, integrated) in PEERS.items():
+        if peer in ("all", name):
+            await compare(bare(steps), integrated(steps), runs)
     return 0
 
 
@@ -135,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--peer", choices=["all", *PEERS], default="all")
     args = parser.parse_args(argv)
-    return asyncio.run(main_async(args.steps, args.runs))
+    return asyncio.run(main_async(args.steps, args.runs, args.peer))
 
 
 if __name__ == "__main__":

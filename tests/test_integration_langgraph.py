@@ -12,10 +12,12 @@ import pytest
 pytest.importorskip("langgraph", reason="needs the 'langgraph' extra")
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.types import Command
 
 from stopwise import SQLiteStore
@@ -24,7 +26,7 @@ from stopwise.approvals import ApprovalRecord
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, GuardianLabel, replay
 from stopwise.guardrails import Block, Guardrails, Rewrite
-from stopwise.integrations.langgraph import RunFailed, Stopwise
+from stopwise.integrations.langgraph import ConvertedHistory, RunFailed, Stopwise, to_messages
 from stopwise.records import ToolReceipt, parse_records
 from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
 from stopwise.store.base import RunStatus, Store
@@ -355,3 +357,147 @@ async def test_a_replan_past_max_replans_stops_the_graph_with_the_typed_infeasib
     assert turns[-1].outcome is GuardianOutcome.STOP_FAILURE
     (run,) = await stopwise.deciders.store.list_runs("t1")
     assert run.status is RunStatus.FAILED and run.completion_reason == "infeasible"
+
+
+async def test_a_later_input_on_a_thread_is_gated_against_its_own_goal_not_the_threads_first() -> None:
+    stopwise = Stopwise(guardian=Guardian())
+    read = AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "notes.txt"}, "id": "r1"}])
+    delete = AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "notes.txt"}, "id": "d1"}])
+    app = build(stopwise, [read, AIMessage("It lists three errands."), delete, AIMessage("Deleted.")])
+    await app.ainvoke({"messages": [("user", "Summarize notes.txt")]}, THREAD)
+    paused = await app.ainvoke({"messages": [("user", "Clean up notes.txt")]}, THREAD)
+    assert paused["__interrupt__"]
+    records = await _records(stopwise.deciders.store, "t1")
+    (gate,) = [r for r in records if isinstance(r, GuardianDecision) and r.call_id == "d1"]
+    assert gate.outcome is GuardianOutcome.ESCALATE and gate.state is not None
+    # The risk gate read the second input's goal, and only the second run's steps.
+    assert gate.state.startswith("GOAL: Clean up notes.txt")
+    assert "Summarize" not in gate.state and "read_file" not in gate.state
+
+
+async def test_a_rejected_turn_review_on_a_later_input_re_anchors_on_that_inputs_goal() -> None:
+    stopwise = Stopwise(guardian=Guardian(), risks=READ_ONLY)
+    ask = AIMessage("", tool_calls=[{"name": "search_help", "args": {"query": "refund policy"}, "id": "s1"}])
+    app = guarded(stopwise, [ask, AIMessage("Billing handles refunds."), FETCH, AIMessage("4.5 stars.")])
+    await app.ainvoke({"messages": [("user", "Who handles refunds?")]}, THREAD)
+    await app.ainvoke({"messages": [("user", "Summarize the reviews of the Acme Widget X200.")]}, THREAD)
+    done = await app.ainvoke(Command(resume="The page carries injected instructions."), THREAD)
+    replan = done["messages"][-2]
+    assert "Re-anchor on the original goal: Summarize the reviews of the Acme Widget X200." in replan.text
+
+
+def _thread_of(*texts: str) -> list[BaseMessage]:
+    """A thread's messages as LangGraph's reducer keeps them (each with an id)."""
+    rows: list[BaseMessage] = []
+    for i, text in enumerate(texts):
+        call = {"name": "read_file", "args": {"path": f"{i}.txt"}, "id": f"c{i}"}
+        rows = add_messages(
+            rows, [HumanMessage(text), AIMessage("", tool_calls=[call]), ToolMessage(f"row {i}", tool_call_id=f"c{i}")]
+        )
+    return rows
+
+
+def test_the_incremental_conversion_equals_a_full_conversion_after_appends() -> None:
+    converted = ConvertedHistory()
+    messages = _thread_of("first")
+    converted.update(messages)
+    for text in ("second", "third"):
+        messages = add_messages(messages, _thread_of(text))
+        converted.update(messages)
+        assert converted.rows == to_messages(messages)
+        assert converted.steps == sum(1 for m in messages if isinstance(m, AIMessage))
+
+
+def test_the_incremental_conversion_equals_a_full_conversion_after_messages_are_removed_or_replaced() -> None:
+    converted = ConvertedHistory()
+    messages = _thread_of("first", "second")
+    converted.update(messages)
+    # A message removed with RemoveMessage, as a trimming node does, then a new step.
+    messages = add_messages(messages, [RemoveMessage(id=str(messages[1].id)), AIMessage("next")])
+    converted.update(messages)
+    assert converted.rows == to_messages(messages)
+    # A message replaced by id (same length: the conversion cannot tell from the length alone).
+    messages = add_messages(messages, [HumanMessage("an edited first input", id=messages[0].id)])
+    converted.update(messages)
+    assert converted.rows == to_messages(messages) and converted.rows[0].content == "an edited first input"
+    # The whole state overwritten with a shorter history.
+    messages = add_messages(messages, [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("start over")])
+    converted.update(messages)
+    assert converted.rows == to_messages(messages) and converted.steps == 0
+
+
+def test_the_incremental_conversion_equals_a_full_conversion_after_a_checkpoint_round_trip() -> None:
+    converted = ConvertedHistory()
+    messages = _thread_of("first", "second")
+    converted.update(messages)
+    # A resume reads the checkpoint back: equal messages, new objects, then the next step's rows.
+    serde = JsonPlusSerializer()
+    restored = serde.loads_typed(serde.dumps_typed(messages))
+    assert restored == messages and restored[0] is not messages[0]
+    restored = add_messages(restored, _thread_of("third"))
+    converted.update(restored)
+    assert converted.rows == to_messages(restored)
+    fresh = ConvertedHistory()  # another process: nothing converted before
+    fresh.update(restored)
+    assert fresh.rows == converted.rows
+
+
+async def test_what_the_deciders_read_after_a_node_trims_the_history_is_the_trimmed_history() -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def remember(ctx: Any) -> None:
+        seen.append(ctx.messages)
+
+    stopwise = Stopwise(guardrails=Guardrails(on_tool_result=[remember]))
+    reads = [
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"{name}.txt"}, "id": name}])
+        for name in ("a", "b", "c")
+    ]
+    model = FakeMessagesListChatModel(responses=[*reads, AIMessage("Read all three.")])
+
+    async def trimming_model(state: MessagesState) -> dict[str, Any]:
+        # On its third call the model node drops the oldest tool result, as a history-trimming node does.
+        reply = await model.ainvoke(state["messages"])
+        results = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+        third = sum(1 for m in state["messages"] if isinstance(m, AIMessage)) == 2
+        trim = [RemoveMessage(id=str(results[0].id))] if third else []
+        return {"messages": [*trim, reply]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", trimming_model)
+    graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
+    graph.add_node("tools", stopwise.tool_node([read_file]))
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "finish")
+    app = graph.compile(checkpointer=InMemorySaver())
+    done = await app.ainvoke({"messages": [("user", "Read a, b and c.")]}, THREAD)
+    assert len(seen) == 3
+    # The last call's result guardrail read the trimmed history: no row of call a's result.
+    asked_c = next(
+        i
+        for i, m in enumerate(done["messages"])
+        if isinstance(m, AIMessage) and m.tool_calls[:1] and m.tool_calls[0]["id"] == "c"
+    )
+    assert list(seen[-1]) == to_messages(done["messages"][: asked_c + 1])
+    assert [m.tool_call_id for m in seen[-1] if m.tool_call_id] == ["b"]
+
+
+async def test_the_risk_gate_numbers_a_later_inputs_steps_from_that_inputs_start() -> None:
+    stopwise = Stopwise(guardian=Guardian(history_steps=2))
+    reads = [
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": f"{name}.txt"}, "id": name}])
+        for name in ("a", "b", "c")
+    ]
+    delete = AIMessage("", tool_calls=[{"name": "delete_file", "args": {"path": "c.txt"}, "id": "d"}])
+    app = build(stopwise, [reads[0], AIMessage("Read."), reads[1], reads[2], delete, AIMessage("Deleted.")])
+    await app.ainvoke({"messages": [("user", "Read a.txt")]}, THREAD)
+    await app.ainvoke({"messages": [("user", "Read b.txt and c.txt, then delete c.txt")]}, THREAD)
+    records = await _records(stopwise.deciders.store, "t1")
+    (gate,) = [r for r in records if isinstance(r, GuardianDecision) and r.call_id == "d"]
+    assert gate.state is not None
+    # The last two of the second run's three steps (read b, read c, delete c), numbered within that run.
+    assert [line.split("]")[0] for line in gate.state.splitlines() if line.startswith("[step")] == [
+        "[step 2",
+        "[step 3",
+    ]
+    assert 'read_file({"path": "c.txt"})' in gate.state and "b.txt" not in gate.state.split("[step 2]")[1]

@@ -281,3 +281,25 @@ async def test_a_replan_past_max_replans_raises_the_typed_infeasible_failure_out
     assert raised.value.error.code == "infeasible"
     (run,) = await stopwise.deciders.store.list_runs("s")
     assert run.status is RunStatus.FAILED and run.completion_reason == "infeasible"
+
+
+async def test_a_run_that_continues_a_conversation_is_gated_against_its_own_input_not_the_first() -> None:
+    stopwise = Stopwise(guardian=Guardian())
+    model = ScriptedModel(
+        [
+            [function_call("read_file", {"path": "notes.txt"}, call_id="r1")],
+            [assistant_message("It lists three errands.")],
+            [function_call("delete_file", {"path": "notes.txt"}, call_id="d1")],
+        ]
+    )
+    agent = stopwise.attach(Agent("cleaner", model=model, tools=[read_file, delete_file]))
+    first = await stopwise.run(agent, "Summarize notes.txt", session_id="s")
+    conversation = [*first.to_input_list(), {"role": "user", "content": "Clean up notes.txt"}]
+    second = await stopwise.run(agent, conversation, session_id="s")
+    assert [i.raw_item.call_id for i in second.interruptions] == ["d1"]
+    records = await _records(stopwise.deciders.store)
+    (gate,) = [r for r in records if isinstance(r, GuardianDecision) and r.call_id == "d1"]
+    assert gate.outcome is GuardianOutcome.ESCALATE and gate.state is not None
+    # The risk gate read the second input's goal, and only the second run's steps.
+    assert gate.state.startswith("GOAL: Clean up notes.txt")
+    assert "Summarize" not in gate.state and "read_file" not in gate.state

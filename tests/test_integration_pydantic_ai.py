@@ -294,3 +294,27 @@ async def test_a_replan_past_max_replans_raises_the_typed_infeasible_failure_out
     (session,) = await capability.deciders.store.list_sessions()
     (run,) = await capability.deciders.store.list_runs(session)
     assert run.status is RunStatus.FAILED and run.completion_reason == "infeasible"
+
+
+async def test_a_run_that_continues_a_conversation_is_gated_against_its_own_prompt_not_the_first() -> None:
+    def two_runs(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        n = _responses(messages)
+        if n == 0:
+            return ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes.txt"}, tool_call_id="r1")])
+        if n == 1:
+            return ModelResponse(parts=[TextPart("It lists three errands.")])
+        return ModelResponse(parts=[ToolCallPart("delete_file", {"path": "notes.txt"}, tool_call_id="d1")])
+
+    capability = StopwiseCapability(guardian=Guardian())
+    agent = make_agent(two_runs, capability)
+    first = await agent.run("Summarize notes.txt")
+    second = await agent.run("Clean up notes.txt", message_history=first.all_messages())
+    assert isinstance(second.output, DeferredToolRequests)
+    run = await capability.deciders.store.get_run(second.run_id)
+    assert run is not None
+    records = await _records(capability.deciders.store, run.session_id)
+    (gate,) = [r for r in records if isinstance(r, GuardianDecision) and r.call_id == "d1"]
+    assert gate.outcome is GuardianOutcome.ESCALATE and gate.state is not None
+    # The risk gate read the second prompt's goal, and only the second run's steps.
+    assert gate.state.startswith("GOAL: Clean up notes.txt")
+    assert "Summarize" not in gate.state and "read_file" not in gate.state

@@ -11,6 +11,7 @@ the loop writes it (the same typed records, in ``note`` entries of the run), so 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -215,11 +216,6 @@ _PER_RESULT = ("integrity", "stagnation")
 """The turn conditions a per-result hook asks: what one tool result can show on its own."""
 
 
-def _goal(guardian: Guardian, history: Sequence[Message]) -> str:
-    """The run's goal as the guardian reads it: its configured goal, else the first user input in ``history``."""
-    return guardian.goal or next((m.content for m in history if m.role is Role.USER), "")
-
-
 class PeerRun:
     """One run of a peer's agent as stopwise records it. Start it, consult it from the peer's hooks, finish it."""
 
@@ -232,6 +228,17 @@ class PeerRun:
         self._started = False
         self.replans = 0
         """Replans made in this run (the guardian's own and rejected reviews): the policy's ``max_replans``."""
+        self.run_start = 0
+        """Where this run's rows start in the histories the peer passes its hooks (the index of its input), for a
+        peer whose histories hold a thread's earlier runs too (LangGraph): the guardian reads the run's goal and
+        steps from there on, as the native loop reads them from the run's start."""
+        self._counted: tuple[int, Message | None, int] = (0, None, 0)
+        """The run's assistant rows counted at the last projection: up to which index, the row just before it,
+        and how many (see ``_steps_before``)."""
+
+    def starts_at_input(self, rows: Sequence[Message]) -> None:
+        """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
+        self.run_start = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].role is Role.USER), 0)
 
     async def start(self) -> None:
         """Write the run record (running). Earlier runs of the session count toward the stop guard's budget."""
@@ -277,7 +284,7 @@ class PeerRun:
 
     async def check_call(self, step: int, call: ToolCall, history: Sequence[Message]) -> CallVerdict:
         """The tool-call guardrails, then the guardian's risk gate, on one proposed call (``history`` ends with
-        the reply that proposed it)."""
+        the reply that proposed it). The gate judges it against this run's goal and steps (from ``run_start``)."""
         args: Mapping[str, Any] = dict(call.args) if isinstance(call.args, Mapping) else {}
         guardrails = self.deciders.guardrails
         run = self.run
@@ -300,7 +307,7 @@ class PeerRun:
         if guardian is None or not guardian.call_conditions:
             return CallVerdict(args)
         pending = dataclasses.replace(call, args=dict(args))
-        projection = self._project(guardian, history, _goal(guardian, history), pending=pending)
+        projection = self._project(guardian, history, self._goal(guardian, history), pending=pending)
         consultation = await consult(
             guardian,
             projection,
@@ -345,7 +352,8 @@ class PeerRun:
         self, step: int, history: Sequence[Message], results: Sequence[Message], *, final: str | None = None
     ) -> TurnVerdict:
         """The guardian's turn conditions on one turn, as the native loop asks them after the turn's tools ran:
-        ``history`` is the run's rows up to the reply that made the calls, ``results`` their tool rows (with
+        ``history`` is the rows up to the reply that made the calls (this run's from ``run_start``; the guardian
+        reads no earlier run's goal nor steps), ``results`` their tool rows (with
         ``tool_call_id``); on a final answer, ``history`` is the rows before it, ``final`` its text and
         ``results`` empty. The policy reads the run's earlier turn decisions (hysteresis), its replans and how
         many times in a row the latest call was made (stagnation). The decision is recorded, with a quarantined
@@ -396,8 +404,9 @@ class PeerRun:
         started = time.perf_counter()
         rows = [*history, *results]
         shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
-        projection = self._project(guardian, shown, _goal(guardian, history), final=final)
-        inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(reversed(shown)))
+        projection = self._project(guardian, shown, self._goal(guardian, history), final=final)
+        run_rows = itertools.islice(reversed(shown), max(len(shown) - self.run_start, 0))  # newest first, this run's
+        inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
         consultation = await consult(
             guardian,
             projection,
@@ -430,8 +439,16 @@ class PeerRun:
         feedback = ""
         if decision.action is Action.REPLAN:
             self.replans += 1
-            feedback = reanchor_text(_goal(guardian, history), guardian.criteria, decision.detail)
+            feedback = reanchor_text(self._goal(guardian, history), guardian.criteria, decision.detail)
         return TurnVerdict(decision, seen, turn, feedback, quarantined)
+
+    def _goal(self, guardian: Guardian, history: Sequence[Message]) -> str:
+        """The run's goal as the guardian reads it: its configured goal, else the run's first user input (the
+        first at or after ``run_start`` in ``history``)."""
+        if guardian.goal:
+            return guardian.goal
+        rows = (history[i] for i in range(self.run_start, len(history)))
+        return next((m.content for m in rows if m.role is Role.USER), "")
 
     def _project(
         self,
@@ -444,7 +461,7 @@ class PeerRun:
     ) -> Projection:
         """The guardian's projection of ``rows``: only the last ``history_steps`` steps are projected, the steps
         before them counted (the same projection as of all the rows, at a cost that does not grow with the run)."""
-        start = tail_start(rows, guardian.history_steps)
+        start = tail_start(rows, guardian.history_steps, lo=min(self.run_start, len(rows)))
         return project(
             list(rows[start:]),
             goal=goal,
@@ -455,8 +472,21 @@ class PeerRun:
             pending=pending,
             final=final,
             max_chars=guardian.max_chars,
-            steps_before=sum(1 for i in range(start) if rows[i].role is Role.ASSISTANT),
+            steps_before=self._steps_before(rows, start),
         )
+
+    def _steps_before(self, rows: Sequence[Message], start: int) -> int:
+        """The run's assistant rows before index ``start`` of ``rows``. Counts only the rows after those counted
+        last time when ``rows`` still holds, at the same index, the very row object counted last (a peer's
+        history grown by appending keeps its row objects; a converted-again one has new ones): a long run's
+        projection costs the same per step as a short one's."""
+        end, last, count = self._counted
+        if not (self.run_start < end <= start and rows[end - 1] is last):
+            end, count = self.run_start, 0
+        count += sum(1 for i in range(end, start) if rows[i].role is Role.ASSISTANT)
+        if start > self.run_start:
+            self._counted = (start, rows[start - 1], count)
+        return count
 
     async def review_turn(
         self, step: int, verdict: TurnVerdict, answer: Approve | Reject, history: Sequence[Message]
@@ -484,7 +514,8 @@ class PeerRun:
             return ReviewVerdict(resolve(StepSignals(has_tool_calls=True)), feedback)
         self.replans += 1
         decision = resolve(StepSignals(has_tool_calls=True, review_rejected=answer.message))
-        return ReviewVerdict(decision, (reanchor_text(_goal(guardian, history), guardian.criteria, answer.message),))
+        reanchor = reanchor_text(self._goal(guardian, history), guardian.criteria, answer.message)
+        return ReviewVerdict(decision, (reanchor,))
 
     async def judge_finish(self, step: int, text: str, history: Sequence[Message]) -> FinishVerdict:
         """The stop guard on a final answer, then (when it stands) the output guardrails: the resolver's decision

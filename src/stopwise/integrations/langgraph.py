@@ -59,7 +59,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
 
-__all__ = ["RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
+__all__ = ["ConvertedHistory", "RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
 
 
 class Stopwise:
@@ -87,18 +87,24 @@ class Stopwise:
         """What each call answered, by (thread, call): a call that ran does not run again on a re-execution."""
         self._turns: dict[tuple[str, str], TurnVerdict] = {}
         """The guardian's turn verdicts by (thread, ``turn:<step>``), judged once per turn."""
-        self._starts: dict[str, int] = {}
-        """Where the thread's current run starts in its messages (the guardian reads the run's rows)."""
+        self._histories: dict[str, ConvertedHistory] = {}
+        """Each running thread's messages as rows, converted once (see ``ConvertedHistory``)."""
 
-    async def _run(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> PeerRun:
-        thread = str((config.get("configurable") or {}).get("thread_id") or "default")
+    def _rows(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> ConvertedHistory:
+        """The thread's messages as rows: only the messages new since the thread's last step are converted."""
+        thread = _thread(config)
+        converted = self._histories.get(thread)
+        if converted is None:
+            converted = self._histories[thread] = ConvertedHistory()
+        converted.update(messages)
+        return converted
+
+    async def _run(self, config: RunnableConfig, rows: Sequence[Message]) -> PeerRun:
+        thread = _thread(config)
         run = self._runs.get(thread)
         if run is None:
             run = self._runs[thread] = PeerRun(self.deciders, thread, uuid.uuid4().hex)
-            # The run's rows start at its input: the thread's latest human message when the run starts.
-            self._starts[thread] = next(
-                (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), 0
-            )
+            run.starts_at_input(rows)  # the thread's earlier runs are not this run's
             await run.start()
         return run
 
@@ -106,7 +112,7 @@ class Stopwise:
         """The run ended: the thread's next input starts a new run."""
         thread = run.run.session_id
         self._runs.pop(thread, None)
-        self._starts.pop(thread, None)
+        self._histories.pop(thread, None)
         for memo in (self._verdicts, self._results, self._turns):
             for key in [k for k in memo if k[0] == thread]:
                 del memo[key]
@@ -116,8 +122,8 @@ class Stopwise:
         with the block's replacement as the answer (no model call); otherwise the graph goes on to ``model``."""
 
         async def check_input(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
-            run = await self._run(config, state["messages"])
-            history = to_messages(state["messages"])
+            history = self._rows(config, state["messages"]).rows
+            run = await self._run(config, history)
             verdict = await run.check_input(history)
             if verdict.decision is not None:
                 await run.finish(verdict.decision, steps=0, text=verdict.replacement)
@@ -137,9 +143,10 @@ class Stopwise:
             last = messages[-1]
             if isinstance(last, AIMessage) and last.tool_calls:
                 return Command(goto=tools)
-            run = await self._run(config, messages)
-            history = to_messages(messages[:-1])
-            step = sum(1 for m in messages if isinstance(m, AIMessage))
+            converted = self._rows(config, messages)
+            run = await self._run(config, converted.rows)
+            history = converted.rows[:-1]  # the rows before the answer under judgment
+            step = converted.steps
             _, decision, feedback = await self._turn(run, step, history, [], final=last.text)
             if decision.action is Action.FAIL and decision.error is not None:
                 await run.finish(decision, steps=step, text=last.text)
@@ -170,10 +177,11 @@ class Stopwise:
             messages: Sequence[BaseMessage] = state["messages"]
             last = messages[-1]
             assert isinstance(last, AIMessage)
-            run = await self._run(config, messages)
+            converted = self._rows(config, messages)
+            run = await self._run(config, converted.rows)
             thread = run.run.session_id
-            history = to_messages(messages)
-            step = sum(1 for m in messages if isinstance(m, AIMessage))
+            history = converted.rows
+            step = converted.steps
             verdicts = []
             for call in last.tool_calls:
                 key = (thread, str(call["id"]))
@@ -229,7 +237,7 @@ class Stopwise:
         thread = run.run.session_id
         key = (thread, f"turn:{step}")
         if key not in self._turns:
-            self._turns[key] = await run.check_turn(step, history[self._starts[thread] :], results, final=final)
+            self._turns[key] = await run.check_turn(step, history, results, final=final)
         turn = self._turns[key]
         if turn.decision.action is not Action.SUSPEND:
             return turn, turn.decision, [turn.feedback] if turn.feedback else []
@@ -238,7 +246,7 @@ class Stopwise:
         assert turn.turn is not None
         review = {"conditions": list(turn.turn.escalated), "reason": turn.turn.reason}
         answer = interrupt({"guardian": {**review, "quarantined": list(turn.quarantined)}})
-        settled = await run.review_turn(step, turn, _review(answer), history[self._starts[thread] :])
+        settled = await run.review_turn(step, turn, _review(answer), history)
         return turn, settled.decision, settled.feedback
 
     async def _answer(
@@ -266,6 +274,10 @@ class Stopwise:
         return result if isinstance(result, str) else json.dumps(result, default=str)
 
 
+def _thread(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get("thread_id") or "default")
+
+
 def _feedback(texts: Sequence[str]) -> list[HumanMessage]:
     """Feedback for the model as human messages behind stopwise's automated-feedback label."""
     return [HumanMessage(automated_feedback(text, source="guardian").content) for text in texts]
@@ -283,18 +295,51 @@ class UnsupportedVerdict(StopwiseError):
 
 
 def to_messages(history: Sequence[BaseMessage]) -> list[Message]:
-    """LangChain messages as stopwise's rows (what the guardian's projection and the guards read)."""
-    rows: list[Message] = []
-    for m in history:
-        if isinstance(m, AIMessage):
-            calls = tuple(ToolCall(c["name"], dict(c["args"]), id=str(c["id"])) for c in m.tool_calls)
-            rows.append(Message(Role.ASSISTANT, m.text, calls))
-        elif isinstance(m, ToolMessage):
-            # A withheld output stays marked: the guardian's projection shows it as withheld, not as evidence.
-            held = {"quarantined": True} if m.text == QUARANTINE else {}
-            rows.append(Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id, metadata=held))
-        elif isinstance(m, HumanMessage):
-            rows.append(Message(Role.USER, m.text))
-        elif isinstance(m, SystemMessage):
-            rows.append(Message(Role.SYSTEM, m.text))
-    return rows
+    """LangChain messages as stopwise's rows (what the guardian's projection and the guards read); a message of
+    another kind has no row."""
+    return [row for row in map(_row, history) if row is not None]
+
+
+def _row(m: BaseMessage) -> Message | None:
+    if isinstance(m, AIMessage):
+        calls = tuple(ToolCall(c["name"], dict(c["args"]), id=str(c["id"])) for c in m.tool_calls)
+        return Message(Role.ASSISTANT, m.text, calls)
+    if isinstance(m, ToolMessage):
+        # A withheld output stays marked: the guardian's projection shows it as withheld, not as evidence.
+        held = {"quarantined": True} if m.text == QUARANTINE else {}
+        return Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id, metadata=held)
+    if isinstance(m, HumanMessage):
+        return Message(Role.USER, m.text)
+    if isinstance(m, SystemMessage):
+        return Message(Role.SYSTEM, m.text)
+    return None
+
+
+class ConvertedHistory:
+    """One thread's messages as rows, kept between its steps so that a step converts only the messages appended
+    since the last: ``rows`` always equals ``to_messages`` of the messages last given to ``update``.
+
+    The messages converted before are kept (references, not copies) and must be the prefix of the new ones, each
+    the same object or an equal one: LangGraph hands a node the same message objects step after step, so the
+    check is a pointer comparison per message (in C), far cheaper than converting it (messages read back from a
+    checkpoint are compared by value). Anything else (a message removed with ``RemoveMessage`` or replaced by id,
+    a state overwritten) converts the whole history again."""
+
+    def __init__(self) -> None:
+        self._source: list[BaseMessage] = []
+        self.rows: list[Message] = []
+        self.steps = 0
+        """The assistant rows in ``rows``: the thread's step count."""
+
+    def update(self, messages: Sequence[BaseMessage]) -> None:
+        """Bring ``rows`` up to ``messages``."""
+        kept = len(self._source)
+        if len(messages) < kept or list(messages[:kept]) != self._source:
+            self._source, self.rows, self.steps, kept = [], [], 0, 0
+        for m in messages[kept:]:
+            self._source.append(m)
+            row = _row(m)
+            if row is not None:
+                self.rows.append(row)
+                if row.role is Role.ASSISTANT:
+                    self.steps += 1

@@ -219,6 +219,8 @@ class Stopwise:
         honoured: a continue runs the agent again on the history plus the feedback. ``input`` may be a
         ``RunState`` (after approving an interruption). Raises ``RunFailed`` when the resolver fails the run."""
         peer = PeerRun(self.deciders, session_id or uuid.uuid4().hex, uuid.uuid4().hex)
+        if isinstance(input, list):  # a conversation's items: this run's goal and steps start at its last input
+            peer.starts_at_input(to_messages(input))
         await peer.start()
         run = _Run(peer)
         token = _RUN.set(run)

@@ -28,7 +28,7 @@ by pydantic-ai's conversation id, so ``stopwise replay`` and ``stopwise guardian
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from stopwise.errors import StopwiseError
@@ -99,6 +99,10 @@ class StopwiseCapability(AbstractCapability[Any]):
         fresh = StopwiseCapability(deciders=self.deciders)
         run_id = ctx.run_id or "run"
         fresh._run = PeerRun(self.deciders, ctx.conversation_id or run_id, run_id)
+        # ``message_history=`` holds earlier runs: this run's goal and steps start at its prompt, which follows
+        # them, or (a run that goes on after approvals, with no prompt of its own) at the latest prompt in them.
+        earlier = ctx.messages
+        fresh._run.run_start = len(to_messages(earlier)) if ctx.prompt is not None else prompt_start(earlier)
         return fresh
 
     @property
@@ -188,7 +192,16 @@ class StopwiseCapability(AbstractCapability[Any]):
 
 def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
     """pydantic-ai's history as stopwise's rows (what the guardian's projection and the guards read)."""
-    rows: list[Message] = []
+    return [row for row, _ in _rows(history)]
+
+
+def prompt_start(history: Sequence[ModelMessage]) -> int:
+    """The index in ``to_messages(history)`` of the latest user prompt (a retry prompt is not one), 0 if none."""
+    return max((i for i, (_, prompt) in enumerate(_rows(history)) if prompt), default=0)
+
+
+def _rows(history: Sequence[ModelMessage]) -> Iterator[tuple[Message, bool]]:
+    """Each row of ``history``, and whether it is a user prompt."""
     for message in history:
         if isinstance(message, ModelResponse):
             text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
@@ -197,21 +210,20 @@ def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
                 for p in message.parts
                 if isinstance(p, ToolCallPart)
             )
-            rows.append(Message(Role.ASSISTANT, text, calls))
+            yield Message(Role.ASSISTANT, text, calls), False
             continue
         if not isinstance(message, ModelRequest):
             continue
         for part in message.parts:
             if isinstance(part, SystemPromptPart):
-                rows.append(Message(Role.SYSTEM, part.content))
+                yield Message(Role.SYSTEM, part.content), False
             elif isinstance(part, UserPromptPart):
                 content = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
-                rows.append(Message(Role.USER, content))
+                yield Message(Role.USER, content), True
             elif isinstance(part, ToolReturnPart):
-                rows.append(Message(Role.TOOL, part.model_response_str(), tool_call_id=part.tool_call_id))
+                yield Message(Role.TOOL, part.model_response_str(), tool_call_id=part.tool_call_id), False
             elif isinstance(part, RetryPromptPart):
                 if part.tool_name is not None and part.tool_call_id:
-                    rows.append(Message(Role.TOOL, part.model_response(), tool_call_id=part.tool_call_id))
+                    yield Message(Role.TOOL, part.model_response(), tool_call_id=part.tool_call_id), False
                 else:
-                    rows.append(Message(Role.USER, part.model_response()))
-    return rows
+                    yield Message(Role.USER, part.model_response()), False
