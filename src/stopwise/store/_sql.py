@@ -45,6 +45,7 @@ __all__ = [
     "RENEW_LEASE",
     "RUNS_OF_SESSION",
     "RUN_BY_ID",
+    "RUN_ROW",
     "SESSIONS_RECENT",
     "SESSION_LOG",
     "SESSION_STATE",
@@ -114,6 +115,13 @@ UPDATE_RUN_FENCED = f"UPDATE runs SET {', '.join(f'{c}=:{c}' for c in _RUN_UPDAT
 # The same fence ahead of a continued leg's start (``Store.start_run`` with a ``Fence``): a no-op update of the run's
 # row that matches it only while the fence holds; else the start's transaction stops before it writes anything.
 CHECK_FENCE = "UPDATE runs SET lease_owner = lease_owner " + _FENCE_HOLDS
+# The run's row, which PostgreSQL locks (``FOR UPDATE``) in a statement of its own ahead of a fenced write or a claim.
+# Under READ COMMITTED a statement that waits for another transaction's lock on the row re-checks its WHERE on the
+# row as that transaction left it, but not its sub-select of the log, which still reads the snapshot from before
+# the wait: a fence or a claim waiting on the old holder's terminal commit would pass on a log that ended before
+# that commit's entry. Waiting in the lock statement instead, the fenced statement starts after it, on a snapshot
+# that holds every commit which touched the row. SQLite needs none of this: its write lock is taken first.
+RUN_ROW = "SELECT run_id FROM runs WHERE run_id = :run_id"
 
 UPSERT_SESSION = (
     "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
@@ -174,8 +182,8 @@ QUICK_COLUMNS = (*ENTRY_COLUMNS, "state", "fresh_since")
 
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
 # caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
-# claims serialise on the run's row (SQLite's write lock; PostgreSQL re-checks the WHERE on the row the winner
-# updated), so exactly one gets a row. Expiry is compared with the claimer's clock, passed in as :now.
+# claims serialise on the run's row (SQLite's write lock; PostgreSQL locks ``RUN_ROW`` first, then claims on a
+# snapshot taken after the winner committed), so exactly one gets a row. Expiry is compared with the claimer's clock, passed in as :now.
 SET_LEASE = "UPDATE runs SET lease_owner = :owner, lease_expires = :until WHERE run_id = :run_id"
 CLAIM_RUN = (
     "UPDATE runs SET lease_owner = :owner, lease_expires = :until "

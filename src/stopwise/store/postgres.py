@@ -6,7 +6,9 @@ so ``import stopwise`` works without the extra.
 
 Concurrency: every write is one transaction at READ COMMITTED on a pooled connection. Two writers that append
 the same ``(session_id, seq)`` meet on the log's primary key: the second waits for the first, then inserts
-nothing and gets ``StepConflict`` (see ``_sql.APPEND_ENTRY``), so exactly one of them commits its step.
+nothing and gets ``StepConflict`` (see ``_sql.APPEND_ENTRY``), so exactly one of them commits its step. A fenced
+run write and a claim lock the run's row in a statement of their own first (``_sql.RUN_ROW``), so their check of
+the log reads a snapshot taken after any commit that held that row.
 """
 
 from __future__ import annotations
@@ -212,7 +214,11 @@ class PostgresStore:
                 # append's row count is checked once the results are in; a conflict raises inside the transaction
                 # block, so everything sent after the append is rolled back with it.
                 async with conn.pipeline():
-                    cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
+                    cursors = []
+                    for op in ops:
+                        if op.fence is not None:
+                            await conn.execute(_locked(_sql.RUN_ROW), {"run_id": op.fence.lease.run_id})
+                        cursors.append(await conn.execute(_placeholders(op.sql), op.params))
                 for op, cur in zip(ops, cursors, strict=True):
                     _sql.check_rows(op, cur.rowcount)
 
@@ -275,9 +281,12 @@ class PostgresStore:
         pool = await self._pool_ready()
         with self._translated("claim", run.session_id):
             async with pool.connection() as conn, conn.transaction():
-                # READ COMMITTED: a second claim on the same row waits for the first's transaction, then
-                # re-checks its WHERE on the row as the first left it (lease taken), and updates nothing.
-                cur = await conn.execute(_placeholders(_sql.CLAIM_RUN), _sql.claim_params(run, last_seq, lease, now))
+                # The row is locked first (see _sql.RUN_ROW): a second claim, or a claim racing the old holder's
+                # commit, waits there; the claim then reads the row and the log as that transaction left them.
+                async with conn.pipeline():
+                    await conn.execute(_locked(_sql.RUN_ROW), {"run_id": run.run_id})
+                    params = _sql.claim_params(run, last_seq, lease, now)
+                    cur = await conn.execute(_placeholders(_sql.CLAIM_RUN), params)
                 taken = cur.rowcount
                 row = None
                 if not taken:
@@ -378,7 +387,7 @@ class PostgresStore:
 
 
 def _locked(sql: str) -> str:
-    """A retention read that also locks the rows it reads, until the transaction ends."""
+    """A read that also locks the rows it reads, until the transaction ends."""
     return _placeholders(sql + " FOR UPDATE")
 
 
