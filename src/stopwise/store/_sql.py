@@ -183,7 +183,8 @@ QUICK_COLUMNS = (*ENTRY_COLUMNS, "state", "fresh_since")
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
 # caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
 # claims serialise on the run's row (SQLite's write lock; PostgreSQL locks ``RUN_ROW`` first, then claims on a
-# snapshot taken after the winner committed), so exactly one gets a row. Expiry is compared with the claimer's clock, passed in as :now.
+# snapshot taken after the winner committed), so exactly one gets a row. Expiry is compared with the claimer's
+# clock, passed in as :now.
 SET_LEASE = "UPDATE runs SET lease_owner = :owner, lease_expires = :until WHERE run_id = :run_id"
 CLAIM_RUN = (
     "UPDATE runs SET lease_owner = :owner, lease_expires = :until "
