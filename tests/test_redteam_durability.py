@@ -1068,3 +1068,41 @@ async def test_resuming_a_suspension_whose_log_was_damaged_is_a_typed_error_nami
     assert paid == [], "nothing ran"
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*), MAX(seq) FROM log").fetchone() == before, "nothing was written"
+
+
+def test_stopwise_runs_lists_the_readable_runs_and_names_the_unreadable_one_on_one_stderr_line_with_exit_1(
+    tmp_path: Path,
+) -> None:
+    # One run record a newer version wrote (a status this one does not know, holding an escape sequence) among
+    # readable ones: the listing goes on without it, and stderr names it on one terminal-safe line.
+    import subprocess
+    import sys
+
+    path = tmp_path / "log.db"
+    agent = Agent("echo", "Answer.", FunctionModel(lambda r: Reply("hi")))
+
+    async def write() -> list[str]:
+        async with SQLiteStore(path) as store:
+            return [(await Runner(store).run(agent, "go", session_id=s)).run_id for s in ("s", "s", "t")]
+
+    first, second, other = asyncio.run(write())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET status = ? WHERE run_id = ?", ("\x1b[31mhibernating\nfake row", first))
+
+    def runs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "stopwise", "runs", "--db", str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+
+    for args, listed in (((), {second, other}), (("--session", "s"), {second})):
+        done = runs(*args)
+        assert done.returncode == 1, done.stderr
+        assert {run_id for run_id in (first, second, other) if run_id in done.stdout} == listed
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert first in lines[0] and "session 's'" in lines[0] and "left out" in lines[0]
+        assert "\x1b" not in done.stderr and "\\x1b" in lines[0]

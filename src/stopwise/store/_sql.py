@@ -13,7 +13,7 @@ syntax. Everything that decides *what* is written lives here, so the two backend
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -67,6 +67,7 @@ __all__ = [
     "pending_migrations",
     "quick_commit_row",
     "run_from",
+    "runs_from",
     "snapshot_from",
     "start_run_ops",
     "update_run_ops",
@@ -478,6 +479,20 @@ def run_from(row: Row) -> RunRecord:
         return _run(row)
     except Exception as exc:
         raise UnreadableRun(str(row["session_id"]), str(row["run_id"]), f"{type(exc).__name__}: {exc}") from exc
+
+
+def runs_from(rows: Sequence[Row], on_unreadable: Callable[[UnreadableRun], None] | None) -> list[RunRecord]:
+    """The run records of ``rows`` (``Store.list_runs``): an unreadable one raises, or with ``on_unreadable`` is
+    handed to it and left out."""
+    out: list[RunRecord] = []
+    for row in rows:
+        try:
+            out.append(run_from(row))
+        except UnreadableRun as exc:
+            if on_unreadable is None:
+                raise
+            on_unreadable(exc)
+    return out
 
 
 def _run(row: Row) -> RunRecord:

@@ -24,7 +24,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable
+from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable, UnreadableRun
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
@@ -319,9 +319,11 @@ class PostgresStore:
         rows = await self._rows(_sql.RUN_BY_ID, "get_run", run_id=run_id)
         return _sql.run_from(rows[0]) if rows else None
 
-    async def list_runs(self, session_id: str) -> list[RunRecord]:
+    async def list_runs(
+        self, session_id: str, *, on_unreadable: Callable[[UnreadableRun], None] | None = None
+    ) -> list[RunRecord]:
         rows = await self._rows(_sql.RUNS_OF_SESSION, "list_runs", session_id=session_id)
-        return [_sql.run_from(r) for r in rows]
+        return _sql.runs_from(rows, on_unreadable)
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
         return [r["session_id"] for r in await self._rows(_sql.SESSIONS_RECENT, "list_sessions", limit=limit)]
