@@ -1106,3 +1106,42 @@ def test_stopwise_runs_lists_the_readable_runs_and_names_the_unreadable_one_on_o
         assert len(lines) == 1, done.stderr
         assert first in lines[0] and "session 's'" in lines[0] and "left out" in lines[0]
         assert "\x1b" not in done.stderr and "\\x1b" in lines[0]
+
+
+async def test_on_postgres_a_continued_legs_start_racing_the_old_holders_commit_is_refused_not_deadlocked(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Every write takes the session's row before the run's (a commit: the state, then the run record). A continued
+    # leg's fenced start took the run's row first: caught between the old holder's two, each waited on the other
+    # and PostgreSQL broke the deadlock by failing B with a StoreUnavailable that names no conflict.
+    from stopwise.store import _sql
+
+    store = await _pg_store(request)
+    try:
+        run, lease_a, entry = _first_leg()
+        await store.start_run(run, entry, {}, lease_a)
+        lease_b = Lease("r1", "b", 5_000.0)
+        await store.claim(run, 1, lease_b, 2_000.0)
+        done = replace(run, status=RunStatus.COMPLETED, output="done by A", steps=1)
+        step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "done by A"),))
+        entry_and_state, record = (
+            _sql.commit_ops(step, "{}", done, 2_001.0)[:2],
+            _sql.commit_ops(step, "{}", done, 0)[2],
+        )
+        a = await _held_open_commit(store, entry_and_state)
+        try:
+            b = asyncio.create_task(store.start_run(run, None, {}, lease_b, Fence(lease_b, 1)))
+            await _until_waiting_on_a_lock(store, a.info.backend_pid)
+            from stopwise.store.postgres import _placeholders
+
+            await a.execute(_placeholders(record.sql), record.params)
+            await a.commit()
+        finally:
+            await a.close()
+        with pytest.raises(StepConflict, match="moved on without"):
+            await b
+        stored = await store.get_run("r1")
+        assert stored is not None
+        assert (stored.status, stored.output) == (RunStatus.COMPLETED, "done by A")
+    finally:
+        await store.close()

@@ -7,8 +7,9 @@ so ``import stopwise`` works without the extra.
 Concurrency: every write is one transaction at READ COMMITTED on a pooled connection. Two writers that append
 the same ``(session_id, seq)`` meet on the log's primary key: the second waits for the first, then inserts
 nothing and gets ``StepConflict`` (see ``_sql.APPEND_ENTRY``), so exactly one of them commits its step. A fenced
-run write and a claim lock the run's row in a statement of their own first (``_sql.RUN_ROW``), so their check of
-the log reads a snapshot taken after any commit that held that row.
+run write and a claim lock the run's row in a statement of their own first (``_sql.RUN_ROW``; a fenced write the
+session's row before it, the order every write takes them in), so their check of the log reads a snapshot taken
+after any commit that held that row.
 """
 
 from __future__ import annotations
@@ -217,6 +218,9 @@ class PostgresStore:
                     cursors = []
                     for op in ops:
                         if op.fence is not None:
+                            # The session's row before the run's, the order every write takes them in (a commit:
+                            # the state, then the run record), so a fenced start racing a commit cannot deadlock.
+                            await conn.execute(_locked(_sql.SESSION_KEY), {"session_id": op.params["session_id"]})
                             await conn.execute(_locked(_sql.RUN_ROW), {"run_id": op.fence.lease.run_id})
                         cursors.append(await conn.execute(_placeholders(op.sql), op.params))
                 for op, cur in zip(ops, cursors, strict=True):
