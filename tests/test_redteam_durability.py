@@ -1145,3 +1145,31 @@ async def test_on_postgres_a_continued_legs_start_racing_the_old_holders_commit_
         assert (stored.status, stored.output) == (RunStatus.COMPLETED, "done by A")
     finally:
         await store.close()
+
+
+async def test_an_expiry_sweep_skips_a_suspension_whose_log_was_damaged_naming_it_and_ends_the_others(
+    tmp_path: Path,
+) -> None:
+    # A cron job's sweep over every suspended run: one damaged session must not stop it ending the rest.
+    @tool(needs_approval=True, approval_ttl=60)
+    def pay(to: str) -> str:
+        """Pay someone, once a human approved it."""
+        return f"paid {to}"
+
+    agent = Agent("payer", "Pay ana.", FunctionModel(_pay_once_model), tools=[pay])
+    path = tmp_path / "log.db"
+    async with SQLiteStore(path) as store:
+        runner = Runner(store, clock=lambda: 1_000.0)
+        for session in ("damaged", "fine"):
+            assert (await runner.run(agent, "go", session_id=session)).status == "suspended"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "DELETE FROM log WHERE session_id = 'damaged' AND seq = (SELECT MAX(seq) FROM log WHERE "
+            "session_id = 'damaged')"
+        )
+    async with SQLiteStore(path) as store:
+        sweep = await Runner(store, clock=lambda: 1_000.0).expire_all(now=2_000.0)
+        assert [r.session_id for r in sweep.expired] == ["fine"]
+        assert [s.session_id for s in sweep.skipped] == ["damaged"]
+        assert "no approval request" in sweep.skipped[0].why
+        assert [r.session_id for r in await store.suspended_runs()] == ["damaged"], "left as it was"
