@@ -921,7 +921,7 @@ def test_an_unreadable_log_error_survives_pickling_whole_as_dbos_records_a_workf
 # --- PostgreSQL under READ COMMITTED: a fence or a claim waiting on the row the old holder's commit updates ---------
 
 
-async def _pg_store(request: pytest.FixtureRequest) -> Any:
+def _pg_store(request: pytest.FixtureRequest) -> Any:
     dsn = request.getfixturevalue("pg_dsn")
     if dsn is None:
         pytest.skip(HOW_TO_ENABLE)
@@ -979,7 +979,7 @@ async def test_on_postgres_a_fenced_write_waiting_on_the_old_holders_commit_is_r
     # with a record written from a log that ended at 1 (READ COMMITTED re-checks only the row after the wait).
     from stopwise.store import _sql
 
-    store = await _pg_store(request)
+    store = _pg_store(request)
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
@@ -1011,7 +1011,7 @@ async def test_on_postgres_a_claim_waiting_on_the_old_holders_commit_is_refused_
     # and B claims the run having read the log at seq 1. Taking it would have B carry out the settled step again.
     from stopwise.store import _sql
 
-    store = await _pg_store(request)
+    store = _pg_store(request)
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
@@ -1116,7 +1116,7 @@ async def test_on_postgres_a_continued_legs_start_racing_the_old_holders_commit_
     # and PostgreSQL broke the deadlock by failing B with a StoreUnavailable that names no conflict.
     from stopwise.store import _sql
 
-    store = await _pg_store(request)
+    store = _pg_store(request)
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
