@@ -2,11 +2,12 @@
 SDK, LangGraph) against the same peer with the stopwise integration attached, side by side in one run.
 
 The script is the shared one of ``_frameworks.py`` (an instant fake model asks for one call of an instant async
-tool on every step but the last). The integrated agent consults, on every step, a tool-call guardrail (it
-passes), the guardian's risk gate with the offline rule evaluator (the tool is declared read-only, so every call
-runs), and on the final answer a stop guard (it accepts) and an output guardrail (it passes); every decision is
-written to an in-memory store. The difference per step is what the integration costs; the ratio is against the
-bare peer.
+tool on every step but the last, each with new arguments). The integrated agent consults, on every step, a
+tool-call guardrail (it passes), the guardian's risk gate with the offline rule evaluator (the tool is declared
+read-only, so every call runs), the guardian's turn conditions once the tool ran (LangGraph: all of them, on the
+turn; pydantic-ai and the OpenAI Agents SDK: integrity and stagnation, on the result), and on the final answer a
+stop guard (it accepts) and an output guardrail (it passes); every decision is written to an in-memory store. The
+difference per step is what the integration costs; the ratio is against the bare peer.
 
 Method: both variants are built and warmed up with one full run, then timed in interleaved rounds (one run each
 per round, the order alternating) so that drift in machine load hits them alike; medians are reported.
@@ -83,10 +84,9 @@ class LangGraphWithStopwise(LangGraph):
 
         stopwise = Stopwise(**_deciders())
         graph.add_node("finish", stopwise.finish_node(model="agent", tools="tools"))
-        graph.add_node("tools", stopwise.tool_node(tools))
+        graph.add_node("tools", stopwise.tool_node(tools, model="agent"))  # it routes itself: no edge out
         graph.add_edge(START, "agent")
         graph.add_edge("agent", "finish")
-        graph.add_edge("tools", "agent")
 
     async def _invoke(self) -> Any:
         # A thread per run, as an application has: the integration keeps a run per thread until it ends.

@@ -69,10 +69,9 @@ async def main() -> int:
     graph.add_node("input", stopwise.input_node(model="model"))
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
-    graph.add_node("tools", stopwise.tool_node([read_invoice, pay_invoice]))
+    graph.add_node("tools", stopwise.tool_node([read_invoice, pay_invoice], model="model"))  # routes itself
     graph.add_edge(START, "input")
     graph.add_edge("model", "finish")
-    graph.add_edge("tools", "model")
     app = graph.compile(checkpointer=InMemorySaver())
 
     thread = {"configurable": {"thread_id": "inv-7"}}

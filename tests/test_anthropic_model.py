@@ -302,3 +302,31 @@ async def test_stream_takes_the_input_tokens_reported_in_message_delta(server: P
     reply = items[-1]
     assert isinstance(reply, Reply) and reply.usage is not None
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (33, 4)
+
+
+# --- content that is not a list of blocks -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["Hello!", {"type": "text", "text": "Hello!"}, ["Hello!"], [{"text": "Hello!"}]])
+async def test_content_that_is_not_a_list_of_blocks_fails_the_run_model_error_instead_of_completing_with_nothing(
+    server: ProviderServer, tmp_path: Any, content: Any
+) -> None:
+    from stopwise import Agent, Runner, SQLiteStore
+
+    body = message()
+    body["content"] = content
+    server.answer(Answer(body=body))
+    store = SQLiteStore(tmp_path / "log.db")
+    result = await Runner(store).run(Agent("a", model=_model(server)), "Hi", session_id="s")
+    assert result.status == "failed" and result.output is None
+    assert result.error is not None and result.error.code == "model_error"
+    assert result.error.details["provider"] == "anthropic" and "malformed response" in result.error.message
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and [m.role for m in snapshot.messages()] == ["user"]  # nothing of the reply
+    await store.close()
+
+
+async def test_an_empty_list_of_blocks_is_a_reply_with_no_text_not_a_malformed_one(server: ProviderServer) -> None:
+    server.answer(Answer(body=message()))
+    reply = await _model(server).generate(_request())
+    assert (reply.text, reply.tool_calls, reply.stop_reason) == ("", (), StopReason.END_TURN)

@@ -31,7 +31,7 @@ from stopwise.approvals import Approve
 from stopwise.errors import ForkNotAllowed, RetryNotAllowed
 from stopwise.models import ModelRequest
 from stopwise.records import ForkRecord, parse_log, parse_records
-from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, Fence, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 
 pytest.importorskip("dbos")
 
@@ -295,9 +295,14 @@ class _KillAt:
     kill = ""
 
     async def start_run(
-        self, run: RunRecord, entry: LogEntry | None, state: Mapping[str, Any], lease: Lease | None = None
+        self,
+        run: RunRecord,
+        entry: LogEntry | None,
+        state: Mapping[str, Any],
+        lease: Lease | None = None,
+        fence: Fence | None = None,
     ) -> None:
-        await super().start_run(run, entry, state, lease)  # type: ignore[misc]
+        await super().start_run(run, entry, state, lease, fence)  # type: ignore[misc]
         if self.kill == "started" and run.session_id == "f" and entry is not None and entry.seq > 1:
             os.kill(os.getpid(), signal.SIGKILL)
 

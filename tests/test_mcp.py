@@ -30,6 +30,7 @@ from stopwise.tools import Risk, tool
 pytestmark = pytest.mark.slow
 
 SERVER = Path(__file__).resolve().parents[1] / "examples" / "mcp_notes_server.py"
+NAN_SERVER = Path(__file__).resolve().parent / "mcp_nan_server.py"
 
 
 @pytest.fixture
@@ -317,3 +318,14 @@ async def test_tools_the_application_names_wait_for_a_human_even_without_a_guard
         result = await Runner().run(Agent("a", "", model, tools=[s]), "note milk")
     assert result.status == "suspended" and [p.call_id for p in result.pending] == ["w1"]
     assert not (notes / "todo.txt").exists()
+
+
+async def test_a_result_whose_json_holds_nan_is_an_error_row_the_model_reads_and_the_run_goes_on() -> None:
+    """Python's and pydantic's JSON parsers accept a bare NaN, which JSON does not have: a server written without an
+    SDK may send one, and the log keeps strict JSON only."""
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("reading", {}, id="r1")]), "no reading"])
+    async with MCPServer.stdio(sys.executable, [str(NAN_SERVER)]) as s:
+        result = await Runner().run(Agent("a", "", model, tools=[s]), "read the sensor")
+    assert result.status == "completed" and result.output == "no reading"
+    row = next(m for m in result.messages if m.tool_call_id == "r1")
+    assert "cannot be serialised to JSON: NaN is not a JSON number" in decode_tool_result(row)["error"]

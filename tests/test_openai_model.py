@@ -449,3 +449,60 @@ def test_settings_the_installed_sdk_does_not_take_are_a_config_error_when_the_mo
         OpenAIModel("gpt-test", api_key="sk-test", settings={"temprature": 0})
     assert "'temprature'" in str(info.value) and "temperature" in str(info.value)
     assert OpenAIModel("gpt-test", api_key="sk-test", settings={"temperature": 0, "seed": 1}).settings["seed"] == 1
+
+
+# --- a reply with nothing in it ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("finish", ["stop", None, "tool_calls"])
+async def test_null_content_without_calls_or_refusal_fails_the_run_model_error_instead_of_completing_with_nothing(
+    server: ProviderServer, tmp_path: Any, finish: str | None
+) -> None:
+    from stopwise import SQLiteStore
+
+    body = completion(None)
+    body["choices"][0]["finish_reason"] = finish
+    server.answer(Answer(body=body))
+    store = SQLiteStore(tmp_path / "log.db")
+    result = await Runner(store).run(Agent("a", model=_model(server)), "Hi", session_id="s")
+    assert result.status == "failed" and result.output is None
+    assert result.error is not None and result.error.code == "model_error"
+    assert result.error.details["provider"] == "openai-compatible" and result.error.retryable is False
+    assert "null content" in result.error.message
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and [m.role for m in snapshot.messages()] == ["user"]  # nothing of the reply
+    # The documented way on: retry() asks the model again.
+    server.answer(Answer(body=completion("Hello!")))
+    again = await Runner(store).retry(Agent("a", model=_model(server)), "s")
+    assert again.status == "completed" and again.output == "Hello!"
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "stop"),
+    [(completion(None, finish="length"), StopReason.MAX_TOKENS), (completion(""), StopReason.END_TURN)],
+)
+async def test_an_empty_reply_cut_short_or_an_empty_string_is_not_a_malformed_reply(
+    server: ProviderServer, body: dict[str, Any], stop: StopReason
+) -> None:
+    server.answer(Answer(body=body))
+    reply = await _model(server).generate(_request())
+    assert (reply.text, reply.tool_calls, reply.stop_reason) == ("", (), stop)
+
+
+async def test_content_that_is_not_a_string_raises_a_malformed_model_error(server: ProviderServer) -> None:
+    body = completion(None)
+    body["choices"][0]["message"]["content"] = {"text": "Hi"}
+    server.answer(Answer(body=body))
+    with pytest.raises(ModelError, match="malformed response: the message's content is dict"):
+        await _model(server).generate(_request())
+
+
+async def test_a_stream_without_any_content_calls_or_refusal_raises_a_malformed_model_error(
+    server: ProviderServer,
+) -> None:
+    events = [(None, chunk({"role": "assistant"})), (None, chunk({}, finish="stop")), (None, "[DONE]")]
+    server.answer(Answer(events=events))
+    with pytest.raises(ModelError, match="null content"):
+        async for _ in _model(server).stream(_request()):
+            pass

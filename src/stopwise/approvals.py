@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -156,6 +157,34 @@ class Modify:
 
     def __post_init__(self) -> None:
         _check_fields(self, "Modify", ())
+
+
+def args_problem(args: Mapping[str, Any], *, max_depth: int = 1000) -> str | None:
+    """What keeps ``Modify`` arguments from being logged as strict JSON, or None when nothing does: every key a
+    string, every value None, a bool, an int, a finite float, a string, or a list, tuple or mapping of those,
+    nested at most ``max_depth`` levels (which also ends the walk of a value that contains itself)."""
+    stack: list[tuple[Any, str, int]] = [(args, "args", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if value is None or isinstance(value, str | bool | int):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                spelled = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+                return f"{where} is {spelled}, not a JSON number"
+            continue
+        if not isinstance(value, Mapping | list | tuple):
+            return f"{where} is of type {type(value).__name__}, not a JSON value"
+        if depth > max_depth:
+            return f"{where} is nested deeper than {max_depth} levels"
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{where} has a key that is not a string: {key!r}"
+                stack.append((item, f"{where}.{key}", depth + 1))
+        else:
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,7 @@ class ErrorCode(StrEnum):
     CANCELLED = "cancelled"
     TOOL_UNAVAILABLE = "tool_unavailable"
     TOOL_NAME_CLASH = "tool_name_clash"
+    TOOL_SOURCE_FAILED = "tool_source_failed"
     TOOL_CALL_LIMIT = "tool_call_limit"
     TOKEN_LIMIT = "token_limit"
     COST_LIMIT = "cost_limit"
@@ -100,6 +101,11 @@ class StopwiseError(Exception):
     """Root of every exception stopwise raises."""
 
 
+def _rebuilt(cls: type[StopwiseError], args: tuple[Any, ...], kwargs: dict[str, Any]) -> StopwiseError:
+    """An error unpickled: built again with the arguments it was made with."""
+    return cls(*args, **kwargs)
+
+
 class ConfigError(StopwiseError, ValueError):
     """An agent, tool or runner was configured wrongly; the message names the field."""
 
@@ -107,6 +113,11 @@ class ConfigError(StopwiseError, ValueError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str]]:
+        # Pickled whole (DBOS records a workflow's error so, and ``result`` raises it): the default would call
+        # ConfigError(message) and fail with a TypeError in the caller's place.
+        return (type(self), (self.field, self.problem))
 
 
 class ModelError(StopwiseError):
@@ -129,6 +140,10 @@ class ModelError(StopwiseError):
         self.status = status
         self.request_id = request_id
         self.retryable = retryable
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        facts = {"provider": self.provider, "status": self.status, "request_id": self.request_id}
+        return (_rebuilt, (type(self), self.args, {**facts, "retryable": self.retryable}))
 
 
 class RetryNotAllowed(StopwiseError):

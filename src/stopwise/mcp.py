@@ -142,10 +142,14 @@ class MCPTool(Tool):
             return error_tool_result(text or f"Tool '{self.name}' reported an error", tool_call_id=call.id)
         if text is not None:
             return encode_tool_result(text, tool_call_id=call.id)
-        if result.structured_content is not None:
-            return encode_tool_result(result.structured_content, tool_call_id=call.id)
-        blocks = [b.model_dump(mode="json", exclude_none=True) for b in result.content]
-        return encode_tool_result(blocks, tool_call_id=call.id)
+        value = result.structured_content
+        if value is None:
+            value = [b.model_dump(mode="json", exclude_none=True) for b in result.content]
+        try:
+            return encode_tool_result(value, tool_call_id=call.id)
+        except ValueError as exc:  # a server's JSON may spell NaN or Infinity, which the log does not keep
+            message = f"Tool '{self.name}' returned a value that cannot be serialised to JSON: {exc}"
+            return error_tool_result(message, tool_call_id=call.id)
 
 
 def _text_of(content: Sequence[Any]) -> str | None:

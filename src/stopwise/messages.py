@@ -220,6 +220,9 @@ text_fields(TokenLogprob, "token", "top")
 
 def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
     """The tool row for a successful result: a string verbatim with the text marker, anything else as JSON.
+    Raises ``ValueError`` for a value that strict JSON cannot hold (a NaN or infinite float anywhere in it) and
+    pydantic's error for one it cannot encode at all: the callers turn either into the error of an unserialisable
+    result (an error row the model reads, for a tool).
 
     Tool output is untrusted text: the storable-text rule applies (``stopwise.storable``), so a lone surrogate or
     a NUL becomes U+FFFD instead of failing the commit."""
@@ -235,7 +238,15 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
         content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()
     if "\\u0000" in content:  # a NUL inside a string value (JSON escapes it)
         content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()
+    if "NaN" in content or "Infinity" in content:  # a bare float constant, or only text that contains the word
+        json.loads(content, parse_constant=_refuse_constant)
     return Message(Role.TOOL, content, tool_call_id=tool_call_id)
+
+
+def _refuse_constant(name: str) -> Any:
+    # pydantic writes a non-finite float as a bare NaN / Infinity, which JSON does not have: strict readers (a
+    # JavaScript UI, a jsonb cast, most languages' parsers) refuse the row, so the result is refused here.
+    raise ValueError(f"{name} is not a JSON number")
 
 
 DENIED = "denied"

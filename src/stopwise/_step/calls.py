@@ -4,7 +4,7 @@ executed concurrently, then judged by the tool-result guardrails, all before any
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -72,15 +72,33 @@ def unavailable(exc: ToolUnavailable) -> ErrorDetail:
     return ErrorDetail(ErrorCode.TOOL_UNAVAILABLE, str(exc), ErrorCategory.TOOL, retryable=True)
 
 
+def source_failed(source: str, problem: str, *, raised: Exception | None = None) -> ErrorDetail:
+    """A tool source's ``list_tools`` raised (``raised``: a tool-side failure, retryable when transient, as a model's
+    unclassified exception is) or listed what is not a ``Tool`` (the source's code is wrong: not retryable)."""
+    message = f"tool source {source!r} failed to list its tools: {problem}"
+    if raised is None:
+        return ErrorDetail(ErrorCode.TOOL_SOURCE_FAILED, message, ErrorCategory.CALLER, False, {"source": source})
+    transient = isinstance(raised, TimeoutError | ConnectionError)
+    details = {"source": source, "exception": type(raised).__name__}
+    return ErrorDetail(ErrorCode.TOOL_SOURCE_FAILED, message, ErrorCategory.TOOL, transient, details)
+
+
 async def list_sources(leg: Leg) -> ErrorDetail | None:
     """List the agent's tool sources once for this leg and add their tools to the leg's; the failure that ends
-    the leg when a source cannot be reached or offers a name the agent already has."""
+    the leg when a source cannot be reached, raises, lists what is not a ``Tool``, or offers a name the agent
+    already has."""
     for source in leg.agent.tool_sources:
         try:
             listed = await source.list_tools()
         except ToolUnavailable as exc:
             return unavailable(exc)
+        except Exception as exc:
+            return source_failed(source.name, f"{type(exc).__name__}: {exc}", raised=exc)
+        if isinstance(listed, str | bytes | Mapping) or not isinstance(listed, Iterable):
+            return source_failed(source.name, f"listed {type(listed).__name__}, not a sequence of Tool")
         for t in listed:
+            if not isinstance(t, Tool):
+                return source_failed(source.name, f"listed a {type(t).__name__} ({t!r:.60}), not a Tool")
             if t.name in leg.tools:
                 message = f"tool {t.name!r} of {source.name!r} has the name of another tool of agent {leg.agent.name!r}"
                 return ErrorDetail(ErrorCode.TOOL_NAME_CLASH, message, ErrorCategory.CALLER, retryable=False)

@@ -11,18 +11,21 @@ the loop writes it (the same typed records, in ``note`` entries of the run), so 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
+from stopwise._step.guardian import held_before, reanchor_text, released, repeats, withhold
 from stopwise._step.stop_guard import ask_guard, guard_event
+from stopwise.approvals import ApprovalRecord, Approve, Reject
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
-from stopwise.guardian.conditions import GuardianOutcome
-from stopwise.guardian.guardian import Guardian, consult
+from stopwise.guardian.conditions import Condition, GuardianOutcome
+from stopwise.guardian.guardian import Guardian, consult, label
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import project
+from stopwise.guardian.projection import Projection, project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import (
     Guardrails,
@@ -33,7 +36,7 @@ from stopwise.guardrails.hooks import (
     run_chain,
 )
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
-from stopwise.messages import Message, Reply, Role, ToolCall, encode_tool_result
+from stopwise.messages import Message, Reply, Role, ToolCall, automated_feedback, encode_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_record, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
@@ -42,7 +45,17 @@ from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
 
-__all__ = ["CallVerdict", "Deciders", "FinishVerdict", "InputVerdict", "PeerRun", "ResultVerdict", "RunFailed"]
+__all__ = [
+    "CallVerdict",
+    "Deciders",
+    "FinishVerdict",
+    "InputVerdict",
+    "PeerRun",
+    "ResultVerdict",
+    "ReviewVerdict",
+    "RunFailed",
+    "TurnVerdict",
+]
 
 
 class RunFailed(StopwiseError):
@@ -63,7 +76,8 @@ class Deciders:
     guardrails: Guardrails | None = None
     """The input, tool-call and output hooks (the tool-result hook where the peer offers one)."""
     guardian: Guardian | None = None
-    """Its pre-execution questions (risk) gate each proposed tool call; an escalation asks for approval."""
+    """Its pre-execution questions (risk) gate each proposed tool call; an escalation asks for approval. Its turn
+    conditions (progress, drift, integrity, goal reached, ...) judge each turn where the peer lets us see one."""
     store: Store = field(default_factory=MemoryStore)
     """Where runs and decision records are written: a ``SQLiteStore`` makes them readable by ``stopwise``."""
     agent: str = "agent"
@@ -138,7 +152,11 @@ class ResultVerdict:
 
     value: Any
     changed: bool = False
-    """A guardrail rewrote or blocked the result: ``value`` replaces it (a block: ``{"error": ...}``)."""
+    """A guardrail rewrote or blocked the result, or the guardian withheld it or added feedback to it: ``value``
+    replaces it (a block: ``{"error": ...}``)."""
+    stop: StopDecision | None = None
+    """Set when the guardian stopped the run (a replan past ``max_replans``: ``fail``, ``infeasible``): the peer
+    ends the run with it (``PeerRun.finish`` is not called yet) and raises ``RunFailed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +170,50 @@ class FinishVerdict:
     feedback: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnVerdict:
+    """The guardian's turn conditions on one turn: what the model reads of its tool results, and what happens.
+
+    ``decision`` is the resolver's, as the native loop gets it: ``continue``; ``replan`` (send ``feedback``, the
+    re-anchoring on the goal, to the model); ``suspend`` (the turn escalated: a human reviews it, see
+    ``PeerRun.review_turn``); ``complete`` (``goal_reached``) or ``fail`` (``infeasible``) end the run. On a final
+    answer (no tool calls) only ``suspend`` and ``fail`` are the guardian's; anything else lets the answer go on
+    to the stop guard."""
+
+    decision: StopDecision
+    results: tuple[Message, ...] = ()
+    """The turn's tool rows as the model reads them: an integrity escalation replaces each output with the
+    quarantine notice (the raw output is kept in a quarantined ``ToolReceipt`` record)."""
+    turn: GuardianDecision | None = None
+    """The guardian's decision record; None when the guardian has no turn conditions."""
+    feedback: str = ""
+    """For a replan: the re-anchoring the model reads (behind stopwise's automated-feedback label)."""
+    quarantined: tuple[str, ...] = ()
+    """The call ids whose outputs were withheld."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewVerdict:
+    """A human's answer to a turn escalation, as the native loop settles a guardian review."""
+
+    decision: StopDecision
+    """``continue`` after an approval; ``replan`` after a rejection."""
+    feedback: tuple[str, ...] = ()
+    """What the model reads next (behind stopwise's automated-feedback label): each released output after an
+    approval, the re-anchoring with the reviewer's message after a rejection."""
+
+
 def _message_text(rows: Sequence[Message]) -> str:
     return "\n\n".join(m.content for m in rows if m.content)
+
+
+_PER_RESULT = ("integrity", "stagnation")
+"""The turn conditions a per-result hook asks: what one tool result can show on its own."""
+
+
+def _goal(guardian: Guardian, history: Sequence[Message]) -> str:
+    """The run's goal as the guardian reads it: its configured goal, else the first user input in ``history``."""
+    return guardian.goal or next((m.content for m in history if m.role is Role.USER), "")
 
 
 class PeerRun:
@@ -166,6 +226,8 @@ class PeerRun:
         """This session's stop guard records and this run's others: the guard's budget is counted from them."""
         self._seq = 1
         self._started = False
+        self.replans = 0
+        """Replans made in this run (the guardian's own and rejected reviews): the policy's ``max_replans``."""
 
     async def start(self) -> None:
         """Write the run record (running). Earlier runs of the session count toward the stop guard's budget."""
@@ -234,17 +296,7 @@ class PeerRun:
         if guardian is None or not guardian.call_conditions:
             return CallVerdict(args)
         pending = dataclasses.replace(call, args=dict(args))
-        goal = guardian.goal or next((m.content for m in history if m.role is Role.USER), "")
-        projection = project(
-            list(history),
-            goal=goal,
-            criteria=guardian.criteria,
-            last_k=guardian.history_steps,
-            result_chars=guardian.result_chars,
-            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
-            pending=pending,
-            max_chars=guardian.max_chars,
-        )
+        projection = self._project(guardian, history, _goal(guardian, history), pending=pending)
         consultation = await consult(
             guardian,
             projection,
@@ -284,6 +336,151 @@ class PeerRun:
         if chain.block is not None:
             return ResultVerdict({"error": f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}"}, True)
         return ResultVerdict(chain.value, True)
+
+    async def check_turn(
+        self, step: int, history: Sequence[Message], results: Sequence[Message], *, final: str | None = None
+    ) -> TurnVerdict:
+        """The guardian's turn conditions on one turn, as the native loop asks them after the turn's tools ran:
+        ``history`` is the run's rows up to the reply that made the calls, ``results`` their tool rows (with
+        ``tool_call_id``); on a final answer, ``history`` is the rows before it, ``final`` its text and
+        ``results`` empty. The policy reads the run's earlier turn decisions (hysteresis), its replans and how
+        many times in a row the latest call was made (stagnation). The decision is recorded, with a quarantined
+        ``ToolReceipt`` for each output an integrity escalation withholds (see ``TurnVerdict``)."""
+        guardian = self.deciders.guardian
+        conditions = guardian.turn_conditions if guardian is not None else ()
+        return await self._consult_turn(step, history, results, final, conditions)
+
+    async def judge_result(self, step: int, call: ToolCall, value: Any, history: Sequence[Message]) -> ResultVerdict:
+        """The guardian's ``integrity`` and ``stagnation`` conditions on one tool result, for a peer whose only
+        point after a tool ran is a per-result hook (``history``: the run's rows up to the reply that made the
+        call). One consultation per result (a ``turn`` decision with the call's id), read as the native loop
+        reads a turn: an integrity escalation withholds the output (the model reads the quarantine notice, the
+        raw output is kept in a quarantined ``ToolReceipt``); a replan (the same call again and again) appends
+        the re-anchoring on the goal to what the model reads; a replan past ``max_replans`` is ``stop`` (the
+        typed ``infeasible`` failure, for the peer to end the run with). A peer cannot suspend after a tool ran:
+        an escalation is recorded, and its output withheld, but no human is asked."""
+        guardian = self.deciders.guardian
+        conditions = guardian.conditions.only(_PER_RESULT).turn() if guardian is not None else ()
+        if guardian is None or not conditions:
+            return ResultVerdict(value)
+        row = encode_tool_result(value, tool_call_id=call.id)
+        if not any(c.id == call.id for m in reversed(history) if m.role is Role.ASSISTANT for c in m.tool_calls):
+            # A peer whose hook sees the turn's input only (the OpenAI Agents SDK): the call is the turn's reply.
+            history = [*history, Message(Role.ASSISTANT, "", (call,))]
+        turn = await self._consult_turn(step, history, [row], None, conditions, call.id)
+        if turn.quarantined:
+            return ResultVerdict(turn.results[0].content, True)
+        if turn.decision.action is Action.FAIL:
+            return ResultVerdict(value, stop=turn.decision)
+        if turn.feedback:
+            feedback = automated_feedback(turn.feedback, source="guardian_replan").content
+            return ResultVerdict(f"{row.content}\n\n{feedback}", True)
+        return ResultVerdict(value)
+
+    async def _consult_turn(
+        self,
+        step: int,
+        history: Sequence[Message],
+        results: Sequence[Message],
+        final: str | None,
+        conditions: tuple[Condition, ...],
+        call_id: str | None = None,
+    ) -> TurnVerdict:
+        guardian = self.deciders.guardian
+        if guardian is None or not conditions:
+            return TurnVerdict(resolve(StepSignals(has_tool_calls=final is None)), tuple(results))
+        started = time.perf_counter()
+        rows = [*history, *results]
+        shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
+        projection = self._project(guardian, shown, _goal(guardian, history), final=final)
+        inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(reversed(shown)))
+        consultation = await consult(
+            guardian,
+            projection,
+            conditions,
+            inputs,
+            run_id=self.run.run_id,
+            step=step,
+            kind="turn",
+            call_id=call_id,
+            started=started,
+        )
+        turn = consultation.decision
+        records: list[LogRecord] = [turn, *consultation.labels]
+        seen = tuple(results)
+        quarantined: tuple[str, ...] = ()
+        if turn.outcome is GuardianOutcome.ESCALATE and "integrity" in turn.escalated and results:
+            ids = [r.tool_call_id or "" for r in results]
+            seen = tuple(withhold(ids, results, records))
+            quarantined = tuple(i for i, r in zip(ids, seen, strict=True) if r.metadata.get("quarantined"))
+        await self._record(step, records)
+        guardian_said = None if turn.outcome is GuardianOutcome.CONTINUE else turn.outcome.value
+        signals = StepSignals(
+            has_tool_calls=final is None,
+            guardian=guardian_said,  # type: ignore[arg-type]  # GuardianOutcome's values are the Literal's
+            guardian_reason=turn.reason if guardian_said is not None else "",
+        )
+        decision = resolve(signals)
+        if final is not None and decision.action not in (Action.SUSPEND, Action.FAIL):
+            decision = resolve(StepSignals())  # the answer goes on to the stop guard, as in the native loop
+        feedback = ""
+        if decision.action is Action.REPLAN:
+            self.replans += 1
+            feedback = reanchor_text(_goal(guardian, history), guardian.criteria, decision.detail)
+        return TurnVerdict(decision, seen, turn, feedback, quarantined)
+
+    def _project(
+        self,
+        guardian: Guardian,
+        rows: Sequence[Message],
+        goal: str,
+        *,
+        pending: ToolCall | None = None,
+        final: str | None = None,
+    ) -> Projection:
+        """The guardian's projection of ``rows``: only the last ``history_steps`` steps are projected, the steps
+        before them counted (the same projection as of all the rows, at a cost that does not grow with the run)."""
+        start = tail_start(rows, guardian.history_steps)
+        return project(
+            list(rows[start:]),
+            goal=goal,
+            criteria=guardian.criteria,
+            last_k=guardian.history_steps,
+            result_chars=guardian.result_chars,
+            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
+            pending=pending,
+            final=final,
+            max_chars=guardian.max_chars,
+            steps_before=sum(1 for i in range(start) if rows[i].role is Role.ASSISTANT),
+        )
+
+    async def review_turn(
+        self, step: int, verdict: TurnVerdict, answer: Approve | Reject, history: Sequence[Message]
+    ) -> ReviewVerdict:
+        """Settle a turn escalation with a human's answer, as the native loop settles a guardian review: the
+        approval or rejection is recorded (an ``ApprovalRecord`` for ``guardian:<step>``, a human label per
+        escalated condition); an approval releases each quarantined output as a labelled row that says it is
+        data, not instructions; a rejection re-anchors the run on its goal (the first user input in ``history``
+        unless the guardian sets one) with the reviewer's message."""
+        turn, guardian = verdict.turn, self.deciders.guardian
+        assert turn is not None and guardian is not None, "only a turn the guardian escalated is reviewed"
+        held = not isinstance(answer, Approve)
+        run_id = self.run.run_id
+        records: list[LogRecord] = [
+            ApprovalRecord.of(f"guardian:{step}", "guardian", answer, time.time()),
+            *(
+                label(name, held, turn.state or "", turn.state_hash, "human", run_id, step, reviewer=answer.reviewer)
+                for name in turn.escalated
+            ),
+        ]
+        await self._record(step, records)
+        if isinstance(answer, Approve):
+            raw = {r.tool_call_id: r.raw for r in self.records if isinstance(r, ToolReceipt) and r.quarantined}
+            feedback = tuple(released(call_id, raw[call_id]) for call_id in verdict.quarantined)
+            return ReviewVerdict(resolve(StepSignals(has_tool_calls=True)), feedback)
+        self.replans += 1
+        decision = resolve(StepSignals(has_tool_calls=True, review_rejected=answer.message))
+        return ReviewVerdict(decision, (reanchor_text(_goal(guardian, history), guardian.criteria, answer.message),))
 
     async def judge_finish(self, step: int, text: str, history: Sequence[Message]) -> FinishVerdict:
         """The stop guard on a final answer, then (when it stands) the output guardrails: the resolver's decision

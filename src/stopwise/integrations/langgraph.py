@@ -1,4 +1,4 @@
-"""stopwise's deciders between the steps of a LangGraph agent graph (a ``messages`` state), as two nodes.
+"""stopwise's deciders between the steps of a LangGraph agent graph (a ``messages`` state), as three nodes.
 
     from stopwise.integrations.langgraph import Stopwise
 
@@ -7,18 +7,23 @@
     graph.add_node("input", stopwise.input_node(model="model"))                    # first, on each input
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))   # after every model call
-    graph.add_node("tools", stopwise.tool_node(tools))                              # instead of ToolNode
-    graph.add_edge(START, "input"); graph.add_edge("model", "finish"); graph.add_edge("tools", "model")
+    graph.add_node("tools", stopwise.tool_node(tools, model="model"))              # instead of ToolNode
+    graph.add_edge(START, "input"); graph.add_edge("model", "finish")             # no edge out of "tools"
     app = graph.compile(checkpointer=InMemorySaver())
 
 - ``input_node`` runs the input guardrails once per input: a block ends the graph with its replacement;
-- ``finish_node`` routes a reply with tool calls to the tools node; on a final answer it asks the stop guard,
+- ``finish_node`` routes a reply with tool calls to the tools node; on a final answer it asks the guardian's
+  turn conditions (an escalation interrupts, a stop with failure raises ``RunFailed``), then the stop guard,
   then the output guardrails: a continue goes back to the model with the feedback as a human message, a fail
   raises ``RunFailed`` out of ``invoke``, a complete ends the graph (with the output guardrails' rewrite);
 - ``tool_node`` runs the tool calls as stopwise's loop does: the tool-call guardrails and the guardian's risk
   gate for every call first; an escalation is LangGraph's ``interrupt()`` (resume with ``Command(resume=True)``
   to approve, ``Command(resume="why")`` or ``False`` to reject), and nothing in the batch runs until every
-  escalated call is answered; a block is the call's result.
+  escalated call is answered; a block is the call's result. Then the guardian's turn conditions on the turn,
+  mapped as the loop maps them: continue; replan (the re-anchoring on the goal follows the results); escalate
+  (``interrupt({"guardian": ...})``; a turn escalated for integrity shows the model the quarantine notice
+  instead of each output, an approval releases them as labelled data, a rejection re-anchors); stop (the graph
+  ends, or ``RunFailed`` for ``infeasible``). It routes itself (``Command(goto=model)`` or ``END``).
 
 Needs the ``langgraph`` extra. Decisions are recorded in ``store``: a session per thread, a run per input (from
 the first node call until the finish node ends the graph), so ``stopwise replay`` and ``guardian stats`` read
@@ -32,13 +37,15 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stopwise._step.guardian import QUARANTINE
+from stopwise.approvals import Approve, Reject
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
-from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed
-from stopwise.messages import Message, Role, ToolCall
+from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed, TurnVerdict
+from stopwise.messages import Message, Role, ToolCall, automated_feedback
 from stopwise.result import RunStatus
-from stopwise.stop.decision import Action
+from stopwise.stop.decision import Action, StopDecision
 from stopwise.stop.guard import StopGuard
 from stopwise.store.base import Store
 from stopwise.tools import Risk
@@ -76,12 +83,22 @@ class Stopwise:
         self._verdicts: dict[tuple[str, str], CallVerdict] = {}
         """Verdicts by (thread, call): LangGraph re-executes a node after an interrupt, and a call already
         judged is not judged (nor recorded) again."""
+        self._results: dict[tuple[str, str], str] = {}
+        """What each call answered, by (thread, call): a call that ran does not run again on a re-execution."""
+        self._turns: dict[tuple[str, str], TurnVerdict] = {}
+        """The guardian's turn verdicts by (thread, ``turn:<step>``), judged once per turn."""
+        self._starts: dict[str, int] = {}
+        """Where the thread's current run starts in its messages (the guardian reads the run's rows)."""
 
-    async def _run(self, config: RunnableConfig) -> PeerRun:
+    async def _run(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> PeerRun:
         thread = str((config.get("configurable") or {}).get("thread_id") or "default")
         run = self._runs.get(thread)
         if run is None:
             run = self._runs[thread] = PeerRun(self.deciders, thread, uuid.uuid4().hex)
+            # The run's rows start at its input: the thread's latest human message when the run starts.
+            self._starts[thread] = next(
+                (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), 0
+            )
             await run.start()
         return run
 
@@ -89,15 +106,17 @@ class Stopwise:
         """The run ended: the thread's next input starts a new run."""
         thread = run.run.session_id
         self._runs.pop(thread, None)
-        for key in [k for k in self._verdicts if k[0] == thread]:
-            del self._verdicts[key]
+        self._starts.pop(thread, None)
+        for memo in (self._verdicts, self._results, self._turns):
+            for key in [k for k in memo if k[0] == thread]:
+                del memo[key]
 
     def input_node(self, *, model: str = "model") -> Any:
         """The node between ``START`` and the model: the input guardrails on the history. A block ends the graph
         with the block's replacement as the answer (no model call); otherwise the graph goes on to ``model``."""
 
         async def check_input(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
-            run = await self._run(config)
+            run = await self._run(config, state["messages"])
             history = to_messages(state["messages"])
             verdict = await run.check_input(history)
             if verdict.decision is not None:
@@ -118,9 +137,16 @@ class Stopwise:
             last = messages[-1]
             if isinstance(last, AIMessage) and last.tool_calls:
                 return Command(goto=tools)
-            run = await self._run(config)
+            run = await self._run(config, messages)
             history = to_messages(messages[:-1])
             step = sum(1 for m in messages if isinstance(m, AIMessage))
+            _, decision, feedback = await self._turn(run, step, history, [], final=last.text)
+            if decision.action is Action.FAIL and decision.error is not None:
+                await run.finish(decision, steps=step, text=last.text)
+                self._forget(run)
+                raise RunFailed(decision.error)
+            if decision.action is Action.REPLAN:  # a rejected review of the answer: back to the model
+                return Command(goto=model, update={"messages": _feedback(feedback)})
             verdict = await run.judge_finish(step, last.text, history)
             if verdict.decision.action is Action.CONTINUE:
                 feedback = verdict.feedback or "Keep working on the task before you answer."
@@ -134,20 +160,23 @@ class Stopwise:
 
         return finish
 
-    def tool_node(self, tools: Sequence[BaseTool]) -> Any:
-        """The node that runs the last reply's tool calls, after the guardrails and the risk gate."""
+    def tool_node(self, tools: Sequence[BaseTool], *, model: str = "model") -> Any:
+        """The node that runs the last reply's tool calls, after the guardrails and the risk gate, then asks the
+        guardian's turn conditions about the turn; it routes itself: on to ``model``, or to ``END`` when the
+        guardian stops the run (see the module). Add no edge out of it."""
         by_name = {t.name: t for t in tools}
 
-        async def run_tools(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        async def run_tools(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
             messages: Sequence[BaseMessage] = state["messages"]
             last = messages[-1]
             assert isinstance(last, AIMessage)
-            run = await self._run(config)
+            run = await self._run(config, messages)
+            thread = run.run.session_id
             history = to_messages(messages)
             step = sum(1 for m in messages if isinstance(m, AIMessage))
             verdicts = []
             for call in last.tool_calls:
-                key = (run.run.session_id, str(call["id"]))
+                key = (thread, str(call["id"]))
                 if key not in self._verdicts:
                     proposed = ToolCall(call["name"], dict(call["args"]), id=str(call["id"]))
                     self._verdicts[key] = await run.check_call(step, proposed, history)
@@ -164,25 +193,89 @@ class Stopwise:
                     answers.append(interrupt({"tool_call": call, "reason": reason}))
                 else:
                     answers.append(True)
-            rows: list[ToolMessage] = []
+            results: list[Message] = []
             for call, verdict, answer in zip(last.tool_calls, verdicts, answers, strict=True):
-                call_id = str(call["id"])
-                if verdict.blocked is not None:
-                    content = json.dumps({"error": verdict.blocked})
-                elif answer is not True:
-                    why = answer if isinstance(answer, str) else "no reason given"
-                    content = json.dumps({"error": f"Rejected by the reviewer: {why}"})
-                elif call["name"] not in by_name:
-                    content = json.dumps({"error": f"Unknown tool '{call['name']}'"})
-                else:
-                    ran = ToolCall(call["name"], dict(verdict.args), id=call_id)
-                    result = await by_name[call["name"]].ainvoke(dict(verdict.args))
-                    result = (await run.check_result(step, ran, result, history)).value
-                    content = result if isinstance(result, str) else json.dumps(result, default=str)
-                rows.append(ToolMessage(content, tool_call_id=call_id, name=call["name"]))
-            return {"messages": rows}
+                key = (thread, str(call["id"]))
+                if key not in self._results:  # a re-execution after the turn's escalation runs no tool again
+                    self._results[key] = await self._answer(run, step, call, verdict, answer, history, by_name)
+                results.append(Message(Role.TOOL, self._results[key], tool_call_id=str(call["id"])))
+            turn, decision, feedback = await self._turn(run, step, history, results)
+            rows: list[BaseMessage] = [
+                ToolMessage(r.content, tool_call_id=call["id"], name=call["name"])
+                for call, r in zip(last.tool_calls, turn.results, strict=True)
+            ]
+            if decision.ends_run:
+                await run.finish(decision, steps=step, text=last.text)
+                self._forget(run)
+                if decision.action is Action.FAIL and decision.error is not None:
+                    raise RunFailed(decision.error)
+                return Command(goto=END, update={"messages": rows})
+            return Command(goto=model, update={"messages": [*rows, *_feedback(feedback)]})
 
         return run_tools
+
+    async def _turn(
+        self,
+        run: PeerRun,
+        step: int,
+        history: Sequence[Message],
+        results: Sequence[Message],
+        *,
+        final: str | None = None,
+    ) -> tuple[TurnVerdict, StopDecision, Sequence[str]]:
+        """The guardian's turn conditions on this turn (judged once: LangGraph re-executes a node after an
+        interrupt), and what follows: an escalation is ``interrupt()``-ed for a human and settled with the answer.
+        Returns the verdict (the tool rows the model reads), the decision that stands and the model's feedback."""
+        thread = run.run.session_id
+        key = (thread, f"turn:{step}")
+        if key not in self._turns:
+            self._turns[key] = await run.check_turn(step, history[self._starts[thread] :], results, final=final)
+        turn = self._turns[key]
+        if turn.decision.action is not Action.SUSPEND:
+            return turn, turn.decision, [turn.feedback] if turn.feedback else []
+        if run.run.status is RunStatus.RUNNING:
+            await run.finish(turn.decision, steps=step)  # on record as waiting for the review
+        assert turn.turn is not None
+        review = {"conditions": list(turn.turn.escalated), "reason": turn.turn.reason}
+        answer = interrupt({"guardian": {**review, "quarantined": list(turn.quarantined)}})
+        settled = await run.review_turn(step, turn, _review(answer), history[self._starts[thread] :])
+        return turn, settled.decision, settled.feedback
+
+    async def _answer(
+        self,
+        run: PeerRun,
+        step: int,
+        call: Mapping[str, Any],
+        verdict: CallVerdict,
+        answer: Any,
+        history: Sequence[Message],
+        by_name: Mapping[str, BaseTool],
+    ) -> str:
+        """What the model reads for one call: a block, a rejection, an unknown tool's error, or the tool's result
+        after the tool-result guardrails."""
+        if verdict.blocked is not None:
+            return json.dumps({"error": verdict.blocked})
+        if answer is not True:
+            why = answer if isinstance(answer, str) else "no reason given"
+            return json.dumps({"error": f"Rejected by the reviewer: {why}"})
+        if call["name"] not in by_name:
+            return json.dumps({"error": f"Unknown tool '{call['name']}'"})
+        ran = ToolCall(call["name"], dict(verdict.args), id=str(call["id"]))
+        result = await by_name[call["name"]].ainvoke(dict(verdict.args))
+        result = (await run.check_result(step, ran, result, history)).value
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+
+
+def _feedback(texts: Sequence[str]) -> list[HumanMessage]:
+    """Feedback for the model as human messages behind stopwise's automated-feedback label."""
+    return [HumanMessage(automated_feedback(text, source="guardian").content) for text in texts]
+
+
+def _review(answer: Any) -> Approve | Reject:
+    """A resume value as a review: ``True`` approves; a string (the reviewer's message) or anything else rejects."""
+    if answer is True:
+        return Approve()
+    return Reject(answer) if isinstance(answer, str) else Reject("The reviewer rejected the turn.")
 
 
 class UnsupportedVerdict(StopwiseError):
@@ -197,7 +290,9 @@ def to_messages(history: Sequence[BaseMessage]) -> list[Message]:
             calls = tuple(ToolCall(c["name"], dict(c["args"]), id=str(c["id"])) for c in m.tool_calls)
             rows.append(Message(Role.ASSISTANT, m.text, calls))
         elif isinstance(m, ToolMessage):
-            rows.append(Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id))
+            # A withheld output stays marked: the guardian's projection shows it as withheld, not as evidence.
+            held = {"quarantined": True} if m.text == QUARANTINE else {}
+            rows.append(Message(Role.TOOL, m.text, tool_call_id=m.tool_call_id, metadata=held))
         elif isinstance(m, HumanMessage):
             rows.append(Message(Role.USER, m.text))
         elif isinstance(m, SystemMessage):

@@ -14,6 +14,11 @@ Where each decider sits in the SDK's run, and what its outcome becomes:
   both, in stopwise's order; an escalation interrupts the run for approval (``result.interruptions``, approve
   on ``result.to_state()`` and run it again); a block is what the model reads instead of the result (the tool's
   input guardrail rejects the content with it);
+- the tool-result guardrails, then the guardian's ``integrity`` and ``stagnation`` conditions: each function
+  tool's output guardrail, on each result (see ``PeerRun.judge_result``); what the model reads instead (a
+  rewrite, a block, the quarantine notice of a result judged injected, the result with the re-anchoring on the
+  goal after the same call again and again) is the content the guardrail rejects the result with; a replan past
+  ``max_replans`` raises ``RunFailed`` (``infeasible``) out of ``Stopwise.run``;
 - the stop guard, then the output guardrails: an SDK output guardrail on the final answer; a continue trips it
   and ``Stopwise.run`` runs the agent again on the history plus the feedback (a stop guard's continue has no
   counterpart in the SDK); a fail trips it and ``Stopwise.run`` raises ``RunFailed``; an output guardrail's
@@ -83,6 +88,18 @@ class _Run:
     """Verdicts reached in the approval predicate, applied by the tool's input guardrail."""
     steps: int = 0
     ended: StopDecision | None = None
+    seen: list[tuple[str, Message, Message]] = dataclasses.field(default_factory=list)
+    """Each call that ran in this run, by id, with its result as the model read it: the SDK's hooks see a
+    turn's input only, and the guardian's stagnation check reads the calls made before."""
+
+    def history(self, turn_input: Sequence[Any]) -> list[Message]:
+        """The turn's input as rows, followed by the calls (and results) of this run it does not hold."""
+        rows = to_messages(turn_input)
+        held = {m.tool_call_id for m in rows if m.tool_call_id}
+        for call_id, call, result in self.seen:
+            if call_id not in held:
+                rows.extend((call, result))
+        return rows
 
 
 def _current() -> _Run:
@@ -151,12 +168,21 @@ class Stopwise:
             run = _current()
             ctx = data.context
             ran = ToolCall(t.name, json.loads(ctx.tool_arguments or "{}"), id=ctx.tool_call_id)
-            verdict = await run.peer.check_result(run.steps, ran, data.output, to_messages(ctx.turn_input))
+            history = run.history(ctx.turn_input)
+            verdict = await run.peer.check_result(run.steps, ran, data.output, history)
+            judged = await run.peer.judge_result(run.steps, ran, verdict.value, history)
+            if judged.stop is not None and judged.stop.error is not None:
+                run.ended = judged.stop
+                await run.peer.finish(judged.stop, steps=run.steps)
+                raise RunFailed(judged.stop.error)
+            verdict = judged if judged.changed else verdict
+            value = verdict.value
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            row = Message(Role.TOOL, shown, tool_call_id=ran.id)
+            run.seen.append((ran.id, Message(Role.ASSISTANT, "", (ran,)), row))
             if not verdict.changed:
                 return ToolGuardrailFunctionOutput.allow(output_info=verdict)
             # The SDK's way to show the model something other than the result: reject it with the new content.
-            value = verdict.value
-            shown = value if isinstance(value, str) else json.dumps(value, default=str)
             return ToolGuardrailFunctionOutput.reject_content(shown, output_info=verdict)
 
         guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(apply_verdict, name="stopwise_tool_call")
@@ -214,6 +240,9 @@ class Stopwise:
                 except Exception as exc:
                     if run.ended is not None and run.ended.action is Action.COMPLETE:  # an input block
                         await peer.finish(run.ended, steps=run.steps)
+                    if run.ended is not None and run.ended.action is Action.FAIL and run.ended.error is not None:
+                        # The guardian stopped the run from a tool's hook: the SDK wraps what a hook raises.
+                        raise RunFailed(run.ended.error) from exc
                     await peer.crashed(exc, steps=run.steps)
                     raise
                 break

@@ -14,6 +14,10 @@ Where each decider sits in pydantic-ai's run, and what its outcome becomes:
   instead of the tool's result, a rewrite changes the arguments, an escalation raises pydantic-ai's
   ``ApprovalRequired`` (the run ends with ``DeferredToolRequests``; run again with ``DeferredToolResults`` to go
   on, and an approved call runs without asking the gate again);
+- the tool-result guardrails, then the guardian's ``integrity`` and ``stagnation`` conditions:
+  ``after_tool_execute``, on each result (see ``PeerRun.judge_result``): a result judged injected is withheld
+  (the model reads the quarantine notice), the same call again and again appends the re-anchoring on the goal
+  to what the model reads, a replan past ``max_replans`` raises ``RunFailed`` (``infeasible``);
 - the stop guard, then the output guardrails: ``after_output_process`` on a text answer; a continue is a
   ``ModelRetry`` carrying the feedback, a fail raises ``RunFailed`` out of ``agent.run``.
 
@@ -142,8 +146,14 @@ class StopwiseCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, result: Any
     ) -> Any:
         proposed = ToolCall(call.tool_name, dict(args) if isinstance(args, Mapping) else {}, id=call.tool_call_id)
-        verdict = await self.run.check_result(ctx.run_step, proposed, result, to_messages(ctx.messages))
-        return verdict.value
+        history = to_messages(ctx.messages)
+        value = (await self.run.check_result(ctx.run_step, proposed, result, history)).value
+        judged = await self.run.judge_result(ctx.run_step, proposed, value, history)
+        if judged.stop is not None and judged.stop.error is not None:
+            self._ended = judged.stop
+            await self.run.finish(judged.stop, steps=ctx.run_step)
+            raise RunFailed(judged.stop.error)
+        return judged.value
 
     async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
         if not isinstance(output, str) or self._ended is not None:

@@ -226,10 +226,15 @@ def _reply(message: Any, provider: str) -> Reply:
     content = getattr(message, "content", None)
     if content is None or getattr(message, "type", "message") != "message":
         raise malformed(provider, "no content in the message")
+    if not isinstance(content, list):
+        # The SDK does not validate responses: a string here would be read one character per (unknown) block.
+        raise malformed(provider, f"the message's content is {type(content).__name__}, not a list of blocks")
     text: list[str] = []
     calls: list[ToolCall] = []
-    for block in content:
+    for i, block in enumerate(content):
         kind = getattr(block, "type", None)
+        if not isinstance(kind, str):
+            raise malformed(provider, f"content[{i}] is not a content block (no type)")
         if kind == "text":
             text.append(block.text)
         elif kind == "tool_use":

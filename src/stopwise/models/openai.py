@@ -247,16 +247,33 @@ def _reply(completion: Any, provider: str) -> Reply:
         if getattr(c, "function", None) is not None
     ]
     refusal = getattr(message, "refusal", None)
-    text = message.content or refusal or ""
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        raise malformed(provider, f"the message's content is {type(content).__name__}, not a string or null")
+    stop_reason = _stop_reason(choice.finish_reason, bool(calls), bool(refusal) and not content)
+    if content is None and not calls and not refusal:
+        _check_not_empty(stop_reason, provider)
     choice_logprobs = getattr(choice, "logprobs", None)
     logprobs = None if choice_logprobs is None else tuple(_logprobs(choice_logprobs.content))
     return Reply(
-        text=text,
+        text=content or refusal or "",
         tool_calls=calls,
-        stop_reason=_stop_reason(choice.finish_reason, bool(calls), bool(refusal) and not message.content),
+        stop_reason=stop_reason,
         usage=_usage(completion.usage),
         logprobs=logprobs,
     )
+
+
+_CUT_SHORT = frozenset({StopReason.MAX_TOKENS, StopReason.CONTENT_FILTER})
+
+
+def _check_not_empty(stop_reason: StopReason, provider: str) -> None:
+    """Raise for a reply with null content, no tool call and no refusal that was not cut short: the model sent
+    nothing, which is not an answer (read as one, the run would complete with ""), nor the calls a "tool_calls"
+    finish promises. A reply cut short (length, content filter) may be empty: its stop reason ends the run with
+    its own code."""
+    if stop_reason not in _CUT_SHORT:
+        raise malformed(provider, "the message has null content, no tool calls and no refusal")
 
 
 class _StreamState:
@@ -270,6 +287,8 @@ class _StreamState:
         self.usage: Usage | None = None
         self.logprobs: list[TokenLogprob] | None = None
         self.chunks = 0
+        self.content = False
+        """Whether any chunk carried a content field (even ""): a stream without one sent null content."""
 
     def add(self, chunk: Any) -> str:
         """Take one chunk in; return its text delta ("" if none)."""
@@ -282,6 +301,7 @@ class _StreamState:
                 continue
             delta = choice.delta
             if delta is not None:
+                self.content = self.content or delta.content is not None
                 if delta.content:
                     self.text.append(delta.content)
                     delta_text += delta.content
@@ -305,10 +325,13 @@ class _StreamState:
             raise malformed(provider, "the stream ended without a chunk")
         calls = [ToolCall(c["name"], parse_args(c["arguments"]), id=c["id"]) for _, c in sorted(self.calls.items())]
         refused = bool(self.refusal) and not self.text
+        stop_reason = _stop_reason(self.finish, bool(calls), refused)
+        if not self.content and not calls and not self.refusal:
+            _check_not_empty(stop_reason, provider)
         return Reply(
             text="".join(self.text) + "".join(self.refusal),
             tool_calls=calls,
-            stop_reason=_stop_reason(self.finish, bool(calls), refused),
+            stop_reason=stop_reason,
             usage=self.usage,
             logprobs=None if self.logprobs is None else tuple(self.logprobs),
         )
