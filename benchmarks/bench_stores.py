@@ -8,6 +8,12 @@ on the last step, the run record). Reported per store and concurrency:
 - commit latency: median and p99 of the time one ``Store.commit`` call takes, as the loop sees it (under
   concurrency this includes waiting for the database's lock or a pooled connection).
 
+Then the writes at a leg's edges, once per leg rather than per step (median and p99 ms, sequential, one run each):
+a claim (``Store.claim``, what ``retry`` and ``resume`` take a run with), a run record written alone under a
+lease fence (``update_run`` with a ``Fence``: a leg that ends without a step) and, as the baseline, the same
+record written without a fence. On PostgreSQL the claim and the fenced write lock the run's row in a statement of
+their own first (``store/_sql.py``'s ``RUN_ROW``); the ratio to the baseline is what the fence costs.
+
 Then what bounds them: this process's CPU time per step (``time.process_time``: the loop, the codec, the driver;
 its inverse is the steps/s one core of Python allows, the ceiling when the store costs nothing), the share of that
 ceiling reached, and for PostgreSQL the round trip of a bare ``SELECT 1`` on one connection (a commit is one
@@ -35,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -43,8 +49,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' throwaway cluster
 
 from stopwise import Agent, FunctionModel, Reply, Runner, SQLiteStore, Store, ToolCall, tool
+from stopwise.messages import Message
 from stopwise.models import ModelRequest
-from stopwise.store.base import LogEntry, RunRecord
+from stopwise.store.base import EntryKind, Fence, Lease, LogEntry, RunRecord
 
 
 @tool
@@ -107,6 +114,31 @@ async def _round(store: Store, agent: Agent, concurrency: int, steps: int) -> di
     }
 
 
+async def _timed(samples: list[float], write: Awaitable[None]) -> None:
+    started = time.perf_counter()
+    await write
+    samples.append(time.perf_counter() - started)
+
+
+async def _leg_writes(store: Store, n: int = 300) -> dict[str, float]:
+    """Median and p99 ms of a claim, a fenced ``update_run`` and a plain one, each on a run of its own session."""
+    took: dict[str, list[float]] = {"claim": [], "fenced": [], "plain": []}
+    tag = uuid.uuid4().hex[:8]
+    for i in range(n):
+        run = RunRecord(f"{tag}-{i}", f"{tag}-s{i}", "bench")
+        entry = LogEntry(run.session_id, 1, run.run_id, 0, EntryKind.INPUT, (Message("user", "go"),))
+        await store.start_run(run, entry, {}, Lease(run.run_id, "first", 10.0))
+        lease = Lease(run.run_id, "second", 1e12)
+        await _timed(took["claim"], store.claim(run, 1, lease, 100.0))
+        await _timed(took["fenced"], store.update_run(run, Fence(lease, 1)))
+        await _timed(took["plain"], store.update_run(run))
+    out: dict[str, float] = {}
+    for name, samples in took.items():
+        out[f"{name}_median_ms"] = _pct(samples, 50) * 1000
+        out[f"{name}_p99_ms"] = _pct(samples, 99) * 1000
+    return out
+
+
 async def _round_trip_ms(dsn: str, n: int = 200) -> float:
     """Median milliseconds of a bare ``SELECT 1`` on one connection: the floor of any PostgreSQL commit."""
     import psycopg
@@ -125,12 +157,14 @@ async def _bench(args: argparse.Namespace, dsn: str | None, folder: Path) -> dic
     figures: dict[str, dict[int, dict[str, float]]] = {}
     sqlite = SQLiteStore(folder / "bench.db", synchronous="FULL" if args.durable else "NORMAL")
     figures["sqlite"] = {c: await _round(sqlite, agent, c, args.steps) for c in args.concurrency}
+    figures["leg_writes"] = {0: await _leg_writes(sqlite)}
     await sqlite.close()
     if dsn is not None:
         from stopwise.store.postgres import PostgresStore
 
         async with PostgresStore(dsn, schema=f"bench_{uuid.uuid4().hex[:8]}", max_size=16) as pg:
             figures["postgres"] = {c: await _round(pg, agent, c, args.steps) for c in args.concurrency}
+            figures["leg_writes"][1] = await _leg_writes(pg)
         figures["postgres_round_trip_ms"] = {0: {"median_ms": await _round_trip_ms(dsn)}}
     return figures
 
@@ -159,6 +193,12 @@ def _print(figures: dict[str, dict[int, dict[str, float]]], args: argparse.Names
             ratio = figures["postgres"][c]["steps_per_s"] / figures["sqlite"][c]["steps_per_s"]
             line += f" | {ratio:>16.2f}x"
         print(line)
+    print()
+    print("writes at a leg's edge, ms (median / p99): claim, update_run fenced, update_run plain; fenced/plain")
+    for at, s in enumerate(stores):
+        w = figures["leg_writes"][at]
+        cells = "  ".join(f"{w[k + '_median_ms']:.3f} / {w[k + '_p99_ms']:.3f}" for k in ("claim", "fenced", "plain"))
+        print(f"{s:>8}: {cells}  {w['fenced_median_ms'] / w['plain_median_ms']:.2f}x")
     print()
     print("what bounds them: this process's CPU per step and the steps/s one core allows at that cost")
     for s in stores:

@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,12 +50,14 @@ from stopwise.errors import (
     StoreUnavailable,
     UnreadableEntry,
     UnreadableRun,
+    UnreadableSuspension,
 )
 from stopwise.guardrails import Guardrails
+from stopwise.messages import Message
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST
-from stopwise.store.base import EntryKind
+from stopwise.store.base import EntryKind, Fence, Lease, LogEntry, RunRecord
 from stopwise.store.walk import every_session
 from stopwise.tools import ToolUnavailable
 
@@ -913,3 +916,260 @@ def test_an_unreadable_log_error_survives_pickling_whole_as_dbos_records_a_workf
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is type(error)
     assert (str(copy), copy.session_id, copy.seq, copy.why) == (str(error), "s", error.seq, error.why)
+
+
+# --- PostgreSQL under READ COMMITTED: a fence or a claim waiting on the row the old holder's commit updates ---------
+
+
+def _pg_store(request: pytest.FixtureRequest) -> Any:
+    dsn = request.getfixturevalue("pg_dsn")
+    if dsn is None:
+        pytest.skip(HOW_TO_ENABLE)
+    from stopwise.store.postgres import PostgresStore
+
+    return PostgresStore(dsn, schema=f"f_{uuid.uuid4().hex[:12]}", max_size=4)
+
+
+async def _held_open_commit(store: Any, ops: list[Any]) -> Any:
+    """The statements of a store write run on a connection of their own, in a transaction left open (its row locks
+    held) until the caller commits it: the old holder's commit caught between its writes and its COMMIT."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from stopwise.store.postgres import _placeholders
+
+    conn = await psycopg.AsyncConnection.connect(store.dsn, row_factory=dict_row)
+    await conn.execute(f"SET search_path TO {store.schema}")
+    for op in ops:
+        await conn.execute(_placeholders(op.sql), op.params)
+    return conn
+
+
+async def _until_waiting_on_a_lock(store: Any, besides: int) -> None:
+    """Return once a backend other than ``besides`` waits on a row lock in the store's database (the racing write
+    reached the row the open transaction holds). A condition polled on the server, not a guess at a duration."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(store.dsn, autocommit=True) as watcher:
+        for _ in range(10_000):
+            cur = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> %s "
+                "AND wait_event_type = 'Lock'",
+                (besides,),
+            )
+            row = await cur.fetchone()
+            if row is not None and row[0] > 0:
+                return
+        raise AssertionError("the racing write never waited on the row")
+
+
+def _first_leg() -> tuple[RunRecord, Lease, LogEntry]:
+    lease_a = Lease("r1", "a", 1_000.0)
+    run = RunRecord("r1", "s", "agent")
+    entry = LogEntry("s", 1, "r1", 0, EntryKind.INPUT, (Message("user", "go"),))
+    return run, lease_a, entry
+
+
+async def test_on_postgres_a_fenced_write_waiting_on_the_old_holders_commit_is_refused_once_that_commit_lands(
+    request: pytest.FixtureRequest,
+) -> None:
+    # A's lease lapsed and B claimed the run at seq 1. A's last step (seq 2, run completed) is mid-commit, holding
+    # the run's row, when B's leg ends and writes its run record fenced at seq 1. B waits for the row; once A's
+    # commit lands the log ends at 2, so B's fence no longer holds: B must be refused, not overwrite A's completion
+    # with a record written from a log that ended at 1 (READ COMMITTED re-checks only the row after the wait).
+    from stopwise.store import _sql
+
+    store = _pg_store(request)
+    try:
+        run, lease_a, entry = _first_leg()
+        await store.start_run(run, entry, {}, lease_a)
+        lease_b = Lease("r1", "b", 5_000.0)
+        await store.claim(run, 1, lease_b, 2_000.0)
+        done = replace(run, status=RunStatus.COMPLETED, output="done by A", steps=1)
+        step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "done by A"),))
+        a = await _held_open_commit(store, _sql.commit_ops(step, "{}", done, 2_001.0))
+        try:
+            failed = replace(run, status=RunStatus.FAILED, detail="B's model call failed")
+            b = asyncio.create_task(store.update_run(failed, Fence(lease_b, 1)))
+            await _until_waiting_on_a_lock(store, a.info.backend_pid)
+            await a.commit()
+        finally:
+            await a.close()
+        with pytest.raises(StepConflict, match="moved on without"):
+            await b
+        record = await store.get_run("r1")
+        assert record is not None
+        assert (record.status, record.output) == (RunStatus.COMPLETED, "done by A")
+    finally:
+        await store.close()
+
+
+async def test_on_postgres_a_claim_waiting_on_the_old_holders_commit_is_refused_once_that_commit_lands(
+    request: pytest.FixtureRequest,
+) -> None:
+    # The same race on a claim: A's lease lapsed while A settles an approved call (seq 2; the run stays running),
+    # and B claims the run having read the log at seq 1. Taking it would have B carry out the settled step again.
+    from stopwise.store import _sql
+
+    store = _pg_store(request)
+    try:
+        run, lease_a, entry = _first_leg()
+        await store.start_run(run, entry, {}, lease_a)
+        settled = replace(run, steps=1)
+        step = LogEntry("s", 2, "r1", 1, EntryKind.SETTLE, (Message("tool", "paid", tool_call_id="c1"),))
+        a = await _held_open_commit(store, _sql.commit_ops(step, "{}", settled, 1_500.0))
+        try:
+            b = asyncio.create_task(store.claim(run, 1, Lease("r1", "b", 5_000.0), 2_000.0))
+            await _until_waiting_on_a_lock(store, a.info.backend_pid)
+            await a.commit()
+        finally:
+            await a.close()
+        with pytest.raises(StepConflict, match="changed since it was read"):
+            await b
+        lease = await store._rows(_sql.LEASE_OF_RUN, "test", run_id="r1")
+        assert lease[0]["lease_owner"] == "a", "the run is still A's"
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "missing"),
+    [
+        ("DELETE FROM log WHERE seq = (SELECT MAX(seq) FROM log)", "no approval request"),
+        ("UPDATE log SET messages = '[]' WHERE seq = (SELECT MAX(seq) FROM log)", "no model reply for step 1"),
+    ],
+)
+async def test_resuming_a_suspension_whose_log_was_damaged_is_a_typed_error_naming_the_session_and_writes_nothing(
+    tmp_path: Path, damage: str, missing: str
+) -> None:
+    # The run record says "suspended" but the log lost what settling the step needs (the entry holding the request,
+    # or the reply whose calls wait). A bare LookupError (or a StopIteration) told the caller nothing it could act on.
+    path = tmp_path / "log.db"
+    paid: list[str] = []
+    agent = _payer(paid)
+    store = SQLiteStore(path)
+    try:
+        suspended = await Runner(store).run(agent, "go", session_id="s")
+        assert suspended.status == "suspended"
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        db.execute(damage)
+        before = db.execute("SELECT COUNT(*), MAX(seq) FROM log").fetchone()
+    store = SQLiteStore(path)
+    try:
+        with pytest.raises(UnreadableSuspension, match=missing) as caught:
+            await Runner(store).resume(agent, "s", {"call-1": Approve()})
+    finally:
+        await store.close()
+    assert isinstance(caught.value, UnreadableEntry), "walks that skip an unreadable session skip this one too"
+    assert (caught.value.session_id, caught.value.run_id) == ("s", suspended.run_id)
+    assert "session 's'" in str(caught.value) and suspended.run_id in str(caught.value)
+    assert paid == [], "nothing ran"
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*), MAX(seq) FROM log").fetchone() == before, "nothing was written"
+
+
+def test_stopwise_runs_lists_the_readable_runs_and_names_the_unreadable_one_on_one_stderr_line_with_exit_1(
+    tmp_path: Path,
+) -> None:
+    # One run record a newer version wrote (a status this one does not know, holding an escape sequence) among
+    # readable ones: the listing goes on without it, and stderr names it on one terminal-safe line.
+    import subprocess
+    import sys
+
+    path = tmp_path / "log.db"
+    agent = Agent("echo", "Answer.", FunctionModel(lambda r: Reply("hi")))
+
+    async def write() -> list[str]:
+        async with SQLiteStore(path) as store:
+            return [(await Runner(store).run(agent, "go", session_id=s)).run_id for s in ("s", "s", "t")]
+
+    first, second, other = asyncio.run(write())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET status = ? WHERE run_id = ?", ("\x1b[31mhibernating\nfake row", first))
+
+    def runs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "stopwise", "runs", "--db", str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+
+    for args, listed in (((), {second, other}), (("--session", "s"), {second})):
+        done = runs(*args)
+        assert done.returncode == 1, done.stderr
+        assert {run_id for run_id in (first, second, other) if run_id in done.stdout} == listed
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert first in lines[0] and "session 's'" in lines[0] and "left out" in lines[0]
+        assert "\x1b" not in done.stderr and "\\x1b" in lines[0]
+
+
+async def test_on_postgres_a_continued_legs_start_racing_the_old_holders_commit_is_refused_not_deadlocked(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Every write takes the session's row before the run's (a commit: the state, then the run record). A continued
+    # leg's fenced start took the run's row first: caught between the old holder's two, each waited on the other
+    # and PostgreSQL broke the deadlock by failing B with a StoreUnavailable that names no conflict.
+    from stopwise.store import _sql
+
+    store = _pg_store(request)
+    try:
+        run, lease_a, entry = _first_leg()
+        await store.start_run(run, entry, {}, lease_a)
+        lease_b = Lease("r1", "b", 5_000.0)
+        await store.claim(run, 1, lease_b, 2_000.0)
+        done = replace(run, status=RunStatus.COMPLETED, output="done by A", steps=1)
+        step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "done by A"),))
+        entry_and_state, record = (
+            _sql.commit_ops(step, "{}", done, 2_001.0)[:2],
+            _sql.commit_ops(step, "{}", done, 0)[2],
+        )
+        a = await _held_open_commit(store, entry_and_state)
+        try:
+            b = asyncio.create_task(store.start_run(run, None, {}, lease_b, Fence(lease_b, 1)))
+            await _until_waiting_on_a_lock(store, a.info.backend_pid)
+            from stopwise.store.postgres import _placeholders
+
+            await a.execute(_placeholders(record.sql), record.params)
+            await a.commit()
+        finally:
+            await a.close()
+        with pytest.raises(StepConflict, match="moved on without"):
+            await b
+        stored = await store.get_run("r1")
+        assert stored is not None
+        assert (stored.status, stored.output) == (RunStatus.COMPLETED, "done by A")
+    finally:
+        await store.close()
+
+
+async def test_an_expiry_sweep_skips_a_suspension_whose_log_was_damaged_naming_it_and_ends_the_others(
+    tmp_path: Path,
+) -> None:
+    # A cron job's sweep over every suspended run: one damaged session must not stop it ending the rest.
+    @tool(needs_approval=True, approval_ttl=60)
+    def pay(to: str) -> str:
+        """Pay someone, once a human approved it."""
+        return f"paid {to}"
+
+    agent = Agent("payer", "Pay ana.", FunctionModel(_pay_once_model), tools=[pay])
+    path = tmp_path / "log.db"
+    async with SQLiteStore(path) as store:
+        runner = Runner(store, clock=lambda: 1_000.0)
+        for session in ("damaged", "fine"):
+            assert (await runner.run(agent, "go", session_id=session)).status == "suspended"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "DELETE FROM log WHERE session_id = 'damaged' AND seq = (SELECT MAX(seq) FROM log WHERE "
+            "session_id = 'damaged')"
+        )
+    async with SQLiteStore(path) as store:
+        sweep = await Runner(store, clock=lambda: 1_000.0).expire_all(now=2_000.0)
+        assert [r.session_id for r in sweep.expired] == ["fine"]
+        assert [s.session_id for s in sweep.skipped] == ["damaged"]
+        assert "no approval request" in sweep.skipped[0].why
+        assert [r.session_id for r in await store.suspended_runs()] == ["damaged"], "left as it was"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PendingApproval, expired
+from stopwise.errors import UnreadableSuspension
 from stopwise.messages import Message, Reply, Role, error_tool_result
 from stopwise.records import LogRecord, parse_log, to_data
 from stopwise.stop.decision import Phase, StepSignals, apply_decision, resolve
@@ -41,7 +42,9 @@ class SuspendedStep:
 
 
 def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
-    """The step ``run`` (suspended) waits on, read from ``snapshot``'s log."""
+    """The step ``run`` (suspended) waits on, read from ``snapshot``'s log. ``UnreadableSuspension`` (naming the
+    session, the run and what is missing) when the log no longer holds the suspension's request or the reply whose
+    calls it holds: a damaged or hand-edited log, nothing to settle from."""
     log = parse_log(e for e in snapshot.entries if e.run_id == run.run_id)
     entries = [e for e, _ in log]
     at, request = 0, None
@@ -54,11 +57,16 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
                 at, records = i, parsed
                 break
     if request is None:
-        raise LookupError(f"run {run.run_id} is suspended but its log holds no approval request")
+        raise UnreadableSuspension(run.session_id, run.run_id, "its log holds no approval request")
     step = entries[at].step
     # The reply is in the step's own entry, or in its write-ahead intent when calls ran before it suspended.
-    assistant = next(e for e in reversed(entries[: at + 1]) if e.kind in (EntryKind.STEP, EntryKind.INTENT))
-    reply = Reply(assistant.messages[0].content, assistant.messages[0].tool_calls)
+    assistant = next((e for e in reversed(entries[: at + 1]) if e.kind in (EntryKind.STEP, EntryKind.INTENT)), None)
+    first = assistant.messages[0] if assistant is not None and assistant.messages else None
+    if first is None:
+        raise UnreadableSuspension(
+            run.session_id, run.run_id, f"its log holds no model reply for step {step}, whose calls wait on approval"
+        )
+    reply = Reply(first.content, first.tool_calls)
     since = [(e, rs) for e, rs in log[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     settled = {m.tool_call_id: m for e, _ in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
     decided = {r.call_id: r for _, rs in since[1:] for r in rs if isinstance(r, ApprovalRecord)}

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -29,7 +29,7 @@ from stopwise._progress import ProgressBar
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
-from stopwise.errors import ConfigError, StoreError, UnreadableEntry
+from stopwise.errors import ConfigError, StoreError, UnreadableEntry, UnreadableRun
 from stopwise.goal import Goal
 from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
@@ -285,10 +285,16 @@ def _runs(db: str, session_id: str | None, limit: int, only: RunFilter) -> int:
     if limit < 1:
         raise _UsageError(f"--limit must be at least 1, got {limit}")
     path = _existing_db(db)
-    records = only.apply(asyncio.run(_list_runs(path, session_id, limit, only.page)))
+    unreadable: list[UnreadableRun] = []
+    records = only.apply(asyncio.run(_list_runs(path, session_id, limit, only.page, unreadable.append)))
+    # A record this version cannot read is left out with one line naming it, and the listing of the others goes
+    # on; the exit code is then 1 (partial output), whatever the others are.
+    for exc in unreadable:
+        print(f"stopwise runs: error: {terminal_safe(str(exc))}; left out", file=sys.stderr)
     if not records:
-        where = f"session {session_id!r} of {path}" if session_id is not None else str(path)
-        print(f"stopwise runs: no runs in {terminal_safe(where)}", file=sys.stderr)
+        if not unreadable:
+            where = f"session {session_id!r} of {path}" if session_id is not None else str(path)
+            print(f"stopwise runs: no runs in {terminal_safe(where)}", file=sys.stderr)
         return EXIT_FAILED
     rows = [
         [
@@ -304,10 +310,12 @@ def _runs(db: str, session_id: str | None, limit: int, only: RunFilter) -> int:
     ]
     headers = ["run_id", "session", "agent", "status", "completion_reason", "steps", "error"]
     _table(headers, rows, sys.stdout, right={5})
-    return EXIT_OK
+    return EXIT_FAILED if unreadable else EXIT_OK
 
 
-async def _list_runs(path: Path, session_id: str | None, limit: int, page: int = 1) -> list[RunRecord]:
+async def _list_runs(
+    path: Path, session_id: str | None, limit: int, page: int, on_unreadable: Callable[[UnreadableRun], None]
+) -> list[RunRecord]:
     store = SQLiteStore(path)
     try:
         # Paging over sessions, most recently written first: page P is sessions (P-1)*limit+1 .. P*limit.
@@ -315,7 +323,7 @@ async def _list_runs(path: Path, session_id: str | None, limit: int, page: int =
             sessions = [session_id]
         else:
             sessions = (await store.list_sessions(limit * page))[(page - 1) * limit :]
-        return [run for s in sessions for run in await store.list_runs(s)]
+        return [run for s in sessions for run in await store.list_runs(s, on_unreadable=on_unreadable)]
     finally:
         await store.close()
 

@@ -32,6 +32,7 @@ __all__ = [
     "StoreUnavailable",
     "UnreadableEntry",
     "UnreadableRun",
+    "UnreadableSuspension",
 ]
 
 
@@ -231,6 +232,27 @@ class UnreadableRun(UnreadableEntry):
             self,
             f"session {session_id!r}: run record {run_id} cannot be read: {why}",
             operation="load_session",
+            session_id=session_id,
+        )
+        self.seq = 0
+        self.why = why
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[type[UnreadableEntry], tuple[str, str, str]]:  # type: ignore[override]
+        return (type(self), (str(self.session_id), self.run_id, self.why))
+
+
+class UnreadableSuspension(UnreadableEntry):
+    """A suspended run whose log no longer holds what settling its step needs (the approval request, or the
+    model's reply that asked for the calls): ``session_id``, ``run_id`` and ``why`` name it (``seq`` is 0).
+    Raised by ``resume``, ``approve`` and ``expire`` of that run, before anything is written; an
+    ``UnreadableEntry``, so whatever skips a session with an unreadable entry skips this one too."""
+
+    def __init__(self, session_id: str, run_id: str, why: str) -> None:
+        StoreError.__init__(
+            self,
+            f"session {session_id!r}: suspended run {run_id} cannot be settled: {why}",
+            operation="resume",
             session_id=session_id,
         )
         self.seq = 0

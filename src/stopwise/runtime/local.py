@@ -44,6 +44,7 @@ from stopwise.errors import (
     StepConflict,
     StopwiseError,
     StoreError,
+    UnreadableEntry,
 )
 from stopwise.events import Event, RunFinished, StepCommitted
 from stopwise.goal import Goal
@@ -317,7 +318,8 @@ class Runner:
     async def expire_all(self, *, now: float | None = None) -> ExpirySweep:
         """``expire`` every suspended run of the store whose approvals expired at ``now``: a sweep for a cron job.
 
-        A run another worker holds (a resume in flight) or moved on since the sweep read it is skipped, with why;
+        A run another worker holds (a resume in flight) or moved on since the sweep read it, or whose session's log
+        this version cannot read (``UnreadableEntry``, ``UnreadableSuspension`` among them), is skipped, with why;
         the sweep goes on. Runs whose approvals have not expired (or never do) are left as they are."""
         _check_now(now)
         now = self.clock() if now is None else now
@@ -326,13 +328,13 @@ class Runner:
         for run in await self.store.suspended_runs():
             if not expired([PendingApproval.from_data(p) for p in run.report.get("pending", ())], now):
                 continue
-            snapshot = await self.store.load_session(run.session_id)
-            last = None if snapshot is None else snapshot.last_run
-            if snapshot is None or last is None or last.run_id != run.run_id:
-                continue  # the session moved on since the runs were listed
             try:
+                snapshot = await self.store.load_session(run.session_id)
+                last = None if snapshot is None else snapshot.last_run
+                if snapshot is None or last is None or last.run_id != run.run_id:
+                    continue  # the session moved on since the runs were listed
                 ended.append(await self._expire(snapshot, last, now))
-            except (RunLeased, StepConflict, ApprovalError) as exc:
+            except (RunLeased, StepConflict, ApprovalError, UnreadableEntry) as exc:
                 skipped.append(SkippedExpiry(run.session_id, run.run_id, str(exc)))
         return ExpirySweep(tuple(ended), tuple(skipped))
 

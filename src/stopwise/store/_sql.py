@@ -13,7 +13,7 @@ syntax. Everything that decides *what* is written lives here, so the two backend
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -45,6 +45,7 @@ __all__ = [
     "RENEW_LEASE",
     "RUNS_OF_SESSION",
     "RUN_BY_ID",
+    "RUN_ROW",
     "SESSIONS_RECENT",
     "SESSION_LOG",
     "SESSION_STATE",
@@ -66,6 +67,7 @@ __all__ = [
     "pending_migrations",
     "quick_commit_row",
     "run_from",
+    "runs_from",
     "snapshot_from",
     "start_run_ops",
     "update_run_ops",
@@ -114,6 +116,13 @@ UPDATE_RUN_FENCED = f"UPDATE runs SET {', '.join(f'{c}=:{c}' for c in _RUN_UPDAT
 # The same fence ahead of a continued leg's start (``Store.start_run`` with a ``Fence``): a no-op update of the run's
 # row that matches it only while the fence holds; else the start's transaction stops before it writes anything.
 CHECK_FENCE = "UPDATE runs SET lease_owner = lease_owner " + _FENCE_HOLDS
+# The run's row, which PostgreSQL locks (``FOR UPDATE``) in a statement of its own ahead of a fenced write or a claim.
+# Under READ COMMITTED a statement that waits for another transaction's lock on the row re-checks its WHERE on the
+# row as that transaction left it, but not its sub-select of the log, which still reads the snapshot from before
+# the wait: a fence or a claim waiting on the old holder's terminal commit would pass on a log that ended before
+# that commit's entry. Waiting in the lock statement instead, the fenced statement starts after it, on a snapshot
+# that holds every commit which touched the row. SQLite needs none of this: its write lock is taken first.
+RUN_ROW = "SELECT run_id FROM runs WHERE run_id = :run_id"
 
 UPSERT_SESSION = (
     "INSERT INTO sessions (session_id, state, created_at, updated_at) VALUES (:session_id, :state, :now, :now) "
@@ -174,8 +183,9 @@ QUICK_COLUMNS = (*ENTRY_COLUMNS, "state", "fresh_since")
 
 # Leases. A claim is one conditional update: it takes the run only while the run still has the status the
 # caller read, the log still ends where the caller read it, and no other worker's lease is live. Concurrent
-# claims serialise on the run's row (SQLite's write lock; PostgreSQL re-checks the WHERE on the row the winner
-# updated), so exactly one gets a row. Expiry is compared with the claimer's clock, passed in as :now.
+# claims serialise on the run's row (SQLite's write lock; PostgreSQL locks ``RUN_ROW`` first, then claims on a
+# snapshot taken after the winner committed), so exactly one gets a row. Expiry is compared with the claimer's
+# clock, passed in as :now.
 SET_LEASE = "UPDATE runs SET lease_owner = :owner, lease_expires = :until WHERE run_id = :run_id"
 CLAIM_RUN = (
     "UPDATE runs SET lease_owner = :owner, lease_expires = :until "
@@ -469,6 +479,20 @@ def run_from(row: Row) -> RunRecord:
         return _run(row)
     except Exception as exc:
         raise UnreadableRun(str(row["session_id"]), str(row["run_id"]), f"{type(exc).__name__}: {exc}") from exc
+
+
+def runs_from(rows: Sequence[Row], on_unreadable: Callable[[UnreadableRun], None] | None) -> list[RunRecord]:
+    """The run records of ``rows`` (``Store.list_runs``): an unreadable one raises, or with ``on_unreadable`` is
+    handed to it and left out."""
+    out: list[RunRecord] = []
+    for row in rows:
+        try:
+            out.append(run_from(row))
+        except UnreadableRun as exc:
+            if on_unreadable is None:
+                raise
+            on_unreadable(exc)
+    return out
 
 
 def _run(row: Row) -> RunRecord:

@@ -6,13 +6,13 @@ the terminal step) the run record commit in one transaction, so a crash leaves e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from stopwise.errors import ErrorDetail
+from stopwise.errors import ErrorDetail, UnreadableRun
 from stopwise.messages import Message, Usage
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import text_fields
@@ -203,8 +203,11 @@ class Store(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
-    async def list_runs(self, session_id: str) -> list[RunRecord]:
-        """The session's runs, oldest first."""
+    async def list_runs(
+        self, session_id: str, *, on_unreadable: Callable[[UnreadableRun], None] | None = None
+    ) -> list[RunRecord]:
+        """The session's runs, oldest first. A run record this version cannot read raises ``UnreadableRun``; with
+        ``on_unreadable`` it is handed to that callback instead and left out, and the others are returned."""
         ...
 
     async def list_sessions(self, limit: int = 100) -> list[str]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from stopwise.errors import StepConflict
+from stopwise.errors import StepConflict, UnreadableRun
 from stopwise.result import RunStatus
 from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
@@ -123,7 +123,10 @@ class MemoryStore:
     async def get_run(self, run_id: str) -> RunRecord | None:
         return self._runs.get(run_id)
 
-    async def list_runs(self, session_id: str) -> list[RunRecord]:
+    async def list_runs(
+        self, session_id: str, *, on_unreadable: Callable[[UnreadableRun], None] | None = None
+    ) -> list[RunRecord]:
+        # Records held as objects are always readable: on_unreadable is never called.
         s = self._sessions.get(session_id)
         return [] if s is None else [self._runs[r] for r in s.runs]
 

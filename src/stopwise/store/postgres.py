@@ -6,7 +6,10 @@ so ``import stopwise`` works without the extra.
 
 Concurrency: every write is one transaction at READ COMMITTED on a pooled connection. Two writers that append
 the same ``(session_id, seq)`` meet on the log's primary key: the second waits for the first, then inserts
-nothing and gets ``StepConflict`` (see ``_sql.APPEND_ENTRY``), so exactly one of them commits its step.
+nothing and gets ``StepConflict`` (see ``_sql.APPEND_ENTRY``), so exactly one of them commits its step. A fenced
+run write and a claim lock the run's row in a statement of their own first (``_sql.RUN_ROW``; a fenced write the
+session's row before it, the order every write takes them in), so their check of the log reads a snapshot taken
+after any commit that held that row.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable
+from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable, UnreadableRun
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
@@ -212,7 +215,14 @@ class PostgresStore:
                 # append's row count is checked once the results are in; a conflict raises inside the transaction
                 # block, so everything sent after the append is rolled back with it.
                 async with conn.pipeline():
-                    cursors = [await conn.execute(_placeholders(op.sql), op.params) for op in ops]
+                    cursors = []
+                    for op in ops:
+                        if op.fence is not None:
+                            # The session's row before the run's, the order every write takes them in (a commit:
+                            # the state, then the run record), so a fenced start racing a commit cannot deadlock.
+                            await conn.execute(_locked(_sql.SESSION_KEY), {"session_id": op.params["session_id"]})
+                            await conn.execute(_locked(_sql.RUN_ROW), {"run_id": op.fence.lease.run_id})
+                        cursors.append(await conn.execute(_placeholders(op.sql), op.params))
                 for op, cur in zip(ops, cursors, strict=True):
                     _sql.check_rows(op, cur.rowcount)
 
@@ -275,9 +285,12 @@ class PostgresStore:
         pool = await self._pool_ready()
         with self._translated("claim", run.session_id):
             async with pool.connection() as conn, conn.transaction():
-                # READ COMMITTED: a second claim on the same row waits for the first's transaction, then
-                # re-checks its WHERE on the row as the first left it (lease taken), and updates nothing.
-                cur = await conn.execute(_placeholders(_sql.CLAIM_RUN), _sql.claim_params(run, last_seq, lease, now))
+                # The row is locked first (see _sql.RUN_ROW): a second claim, or a claim racing the old holder's
+                # commit, waits there; the claim then reads the row and the log as that transaction left them.
+                async with conn.pipeline():
+                    await conn.execute(_locked(_sql.RUN_ROW), {"run_id": run.run_id})
+                    params = _sql.claim_params(run, last_seq, lease, now)
+                    cur = await conn.execute(_placeholders(_sql.CLAIM_RUN), params)
                 taken = cur.rowcount
                 row = None
                 if not taken:
@@ -310,9 +323,11 @@ class PostgresStore:
         rows = await self._rows(_sql.RUN_BY_ID, "get_run", run_id=run_id)
         return _sql.run_from(rows[0]) if rows else None
 
-    async def list_runs(self, session_id: str) -> list[RunRecord]:
+    async def list_runs(
+        self, session_id: str, *, on_unreadable: Callable[[UnreadableRun], None] | None = None
+    ) -> list[RunRecord]:
         rows = await self._rows(_sql.RUNS_OF_SESSION, "list_runs", session_id=session_id)
-        return [_sql.run_from(r) for r in rows]
+        return _sql.runs_from(rows, on_unreadable)
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
         return [r["session_id"] for r in await self._rows(_sql.SESSIONS_RECENT, "list_sessions", limit=limit)]
@@ -378,7 +393,7 @@ class PostgresStore:
 
 
 def _locked(sql: str) -> str:
-    """A retention read that also locks the rows it reads, until the transaction ends."""
+    """A read that also locks the rows it reads, until the transaction ends."""
     return _placeholders(sql + " FOR UPDATE")
 
 

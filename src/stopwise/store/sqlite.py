@@ -33,7 +33,7 @@ from datetime import datetime
 from os import PathLike
 from typing import Any, Literal, TypeVar
 
-from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable
+from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable, UnreadableRun
 from stopwise.store import _sql
 from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
@@ -286,9 +286,11 @@ class SQLiteStore:
 
         return await self._do(read, "get_run")
 
-    async def list_runs(self, session_id: str) -> list[RunRecord]:
+    async def list_runs(
+        self, session_id: str, *, on_unreadable: Callable[[UnreadableRun], None] | None = None
+    ) -> list[RunRecord]:
         def read() -> list[RunRecord]:
-            return [_sql.run_from(r) for r in self._rows(_sql.RUNS_OF_SESSION, session_id=session_id)]
+            return _sql.runs_from(self._rows(_sql.RUNS_OF_SESSION, session_id=session_id), on_unreadable)
 
         return await self._do(read, "list_runs", session_id)
 
