@@ -33,6 +33,7 @@ from stopwise.errors import (
     StoreUnavailable,
     UnreadableEntry,
     UnreadableRun,
+    UnreadableSuspension,
 )
 from stopwise.evals.traces import LineProblem, TraceFormatError
 from stopwise.guardian.evaluators.scripted import EvaluatorScriptExhausted
@@ -59,6 +60,7 @@ SAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     StoreRefused: lambda: StoreRefused("value too large", operation="commit", session_id="s1"),
     UnreadableEntry: lambda: UnreadableEntry("s1", 4, "unknown kind 'x'"),
     UnreadableRun: lambda: UnreadableRun("s1", "r1", "unknown status 'paused'"),
+    UnreadableSuspension: lambda: UnreadableSuspension("s1", "r1", "no approval request"),
     SchemaTooNew: lambda: SchemaTooNew("schema 9 > 3", operation="open"),
     StateNotSerializable: lambda: StateNotSerializable("state['n'] is not JSON"),
     StopGuardExpired: lambda: StopGuardExpired("write after the consultation ended"),
