@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -17,8 +18,12 @@ from typing import Any
 
 import pytest
 
+import stopwise
+from provider_server import Answer as Canned
+from provider_server import ProviderServer, serve
 from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
 from stopwise.guardian import Answer, Answers, Condition, GuardianOutcome, QuestionSet, YesNo
+from stopwise.guardian.evaluators import JudgeEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
 from stopwise.guardian.projection import Projection
@@ -26,12 +31,7 @@ from stopwise.guardian.records import replay
 from stopwise.integrations._base import Deciders, PeerRun
 from stopwise.messages import Message, Role, Usage
 from stopwise.models.openai import OpenAIModel
-from stopwise.guardian.evaluators import JudgeEvaluator
 from stopwise.store.sqlite import SQLiteStore
-
-sys.path.insert(0, str(Path(__file__).parent))
-from provider_server import Answer as Canned  # noqa: E402
-from provider_server import ProviderServer, serve  # noqa: E402
 
 Make = Callable[[QuestionSet], Awaitable[object]]
 
@@ -177,7 +177,11 @@ async def test_the_stop_guard_with_a_misbehaving_evaluator_lets_the_finish_stand
 
 @pytest.mark.parametrize(
     "make",
-    [MISBEHAVIOURS["usage that is not a Usage"], MISBEHAVIOURS["a stray CancelledError"], MISBEHAVIOURS["True as a probability"]],
+    [
+        MISBEHAVIOURS["usage that is not a Usage"],
+        MISBEHAVIOURS["a stray CancelledError"],
+        MISBEHAVIOURS["True as a probability"],
+    ],
     ids=["usage", "CancelledError", "True"],
 )
 async def test_a_peers_turn_check_with_a_misbehaving_evaluator_suspends_for_a_human_and_records_it(
@@ -362,7 +366,8 @@ def test_a_tool_result_that_contains_itself_becomes_an_error_row_instead_of_hang
         print(result.status, "|", row.content)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": str(Path(stopwise.__file__).parents[1])}  # this tree's stopwise
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     status, row = done.stdout.strip().split(" | ", 1)
     assert status == "completed"
@@ -378,7 +383,8 @@ def _stagnation(**options: Any) -> Condition:
 
 def test_max_replans_0_turns_the_first_replan_into_a_stop_with_failure() -> None:
     c = _stagnation(delta=0.05)
-    result = ThresholdPolicy(max_replans=0).decide({"stagnation": Answer({"yes": 0.9, "no": 0.1})}, (c,), PolicyInputs({}))
+    stagnating = {"stagnation": Answer({"yes": 0.9, "no": 0.1})}
+    result = ThresholdPolicy(max_replans=0).decide(stagnating, (c,), PolicyInputs({}))
     assert result.outcome is GuardianOutcome.STOP_FAILURE
     assert result.reason.startswith("stop: 0 replans already")
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
+from stopwise.storable import storable_text
 
 __all__ = ["ProjectedStep", "Projection", "project", "tail_start"]
 
@@ -72,7 +73,9 @@ class Projection:
         def __getattr__(self, name: str) -> Any:
             if name != "text" and name != "state_hash":
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            text = _render(self)
+            # Under the log's storable-text rule (a lone surrogate from a goal or a tool becomes U+FFFD): the text
+            # is hashed, sent to a model evaluator and kept in an escalation's record, all of which need UTF-8.
+            text = storable_text(_render(self), where="the guardian's projection")
             if len(text) > self.max_chars:
                 # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
                 head = self.max_chars // 3
