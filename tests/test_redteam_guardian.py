@@ -344,6 +344,25 @@ async def test_a_100_kb_goal_keeps_the_projection_within_max_chars() -> None:
     assert seen and all(len(p.text) <= 4000 for p in seen)
 
 
+async def test_a_10_mb_final_answer_and_a_1_mb_goal_reach_the_evaluator_cut_to_max_chars() -> None:
+    seen: list[Projection] = []
+
+    class Recording:
+        name = "recording"
+
+        async def evaluate(self, projection: Projection, questions: QuestionSet) -> Answers:
+            seen.append(projection)
+            return Answers("recording", "v1", {c.name: Answer({}, True, "no") for c in questions.conditions})
+
+    guardian = Guardian(Recording(), max_chars=4000, on_unavailable="continue")
+    agent = Agent("a", model=ScriptedModel(["Revenue grew. " * 750_000]), guardian=guardian)
+    await Runner().run(agent, "Write the report", goal="report " * 150_000)
+
+    (projection,) = seen
+    assert projection.final is not None and len(projection.final) <= 4100
+    assert len(projection.goal) <= 4100
+
+
 def test_a_tool_result_that_contains_itself_becomes_an_error_row_instead_of_hanging_the_run(tmp_path: Path) -> None:
     # In a process of its own with a memory cap: before the fix the storable walk grew without end.
     script = textwrap.dedent(

@@ -145,13 +145,15 @@ def project(
             for c in m.tool_calls
         )
         steps.append(ProjectedStep(before + len(steps) + 1, _truncate(m.content, result_chars), calls))
+    # The goal and the final answer are cut like a tool result, at ``max_chars`` (the rendered text shows no more
+    # of them): an evaluator that reads the structure then costs the same on a 10 MB answer as on 8,000 characters.
     return Projection(
-        goal,
+        _truncate(goal, max_chars),
         tuple(criteria),
         tuple(steps),
         pending,
         risks.get(pending.name, "unknown") if pending is not None else "unknown",
-        final,
+        None if final is None else _truncate(final, max_chars),
         max_chars,
     )
 
