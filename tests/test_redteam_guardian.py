@@ -88,8 +88,16 @@ MISBEHAVIOURS: dict[str, Make] = {
     "None instead of Answers": lambda q: asyncio.sleep(0, None),
     "a dict instead of Answers": lambda q: asyncio.sleep(0, {"goal_reached": 1.0}),
     "a raise": lambda q: _raise(RuntimeError("evaluator crashed")),
+    "answers that raise when read": lambda q: _answers(Exploding()),
     "a stray CancelledError": lambda q: _raise(asyncio.CancelledError()),
 }
+
+
+class Exploding(dict[str, Any]):
+    """An answers mapping of an evaluator's own that fails when read."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise KeyError(key)
 
 
 def _finishing_agent(guardian: Guardian, *replies: Reply | str, tools: Any = ()) -> Agent:
@@ -454,6 +462,16 @@ async def test_replay_of_a_log_reads_the_policy_each_decision_recorded_not_the_c
     assert replay(decision).outcome is GuardianOutcome.STOP_FAILURE
     # ...and a what-if under another policy is asked for explicitly.
     assert replay(decision, ThresholdPolicy(max_replans=3)).outcome is GuardianOutcome.REPLAN
+
+
+async def test_an_evaluators_10_mb_note_is_recorded_cut_not_whole() -> None:
+    async def chatty(questions: QuestionSet) -> object:
+        return Answers("chatty", "v1", _each(questions, lambda c: Answer({}, True, "x" * 10_000_000)))
+
+    result = await Runner().run(_finishing_agent(Guardian(Misbehaving(chatty))), "Write the report")
+
+    assert result.status == "suspended"
+    assert all(len(a.note) <= 2100 for a in result.decisions[-1].answers.values())
 
 
 def test_checked_answers_keep_well_formed_ones_as_they_are() -> None:

@@ -88,8 +88,14 @@ class Answers:
         return Answers(self.evaluator, self.model_version, fixed, self.latency_ms, self.usage)
 
 
+_NOTE_CHARS = 2000
+"""The longest note kept from an evaluator: every decision records its notes."""
+
+
 def _checked(c: Condition, a: Answer) -> Answer:
     note = a.note if isinstance(a.note, str) else repr(a.note)
+    if len(note) > _NOTE_CHARS:
+        note = note[:_NOTE_CHARS] + f"... [{len(note) - _NOTE_CHARS} more characters]"
     if a.uncertain:
         return a if note is a.note and a.uncertain is True else uncertain(note)
     dist = a.distribution

@@ -199,7 +199,10 @@ async def _ask(
         problem = _malformed(answers)
         if problem is None:
             assert isinstance(answers, Answers)
-            return answers.checked(conditions)
+            try:
+                return answers.checked(conditions)
+            except Exception as exc:  # a Mapping or Answer of the evaluator's own that raises when read
+                problem = f"answers that cannot be read: {type(exc).__name__}: {exc}"
         note = f"{name} returned {problem}"
     return Answers(name, "unavailable", {c.name: uncertain(note) for c in conditions})
 
