@@ -233,7 +233,10 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
         return Message(Role.TOOL, str(value), tool_call_id=tool_call_id)
     try:
         content = to_json(value).decode()
-    except PydanticSerializationError:
+    except PydanticSerializationError as exc:
+        # A value that contains itself has no JSON form, and the storable rule's walk would never end on it.
+        if "Circular reference" in str(exc):
+            raise
         # Most often a lone surrogate in a string; anything else still fails on the second try.
         content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()
     if "\\u0000" in content:  # a NUL inside a string value (JSON escapes it)

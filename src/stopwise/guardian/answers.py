@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -71,30 +70,51 @@ class Answers:
     model. The run's token budgets count it and ``RunResult.judge_usage`` reports it."""
 
     def checked(self, conditions: tuple[Condition, ...]) -> Answers:
-        """Every asked condition present and well-formed; anything else becomes uncertain, with a note."""
+        """Every asked condition present and well-formed; anything else becomes uncertain, with a note.
+
+        Well-formed: an ``Answer`` whose distribution maps only the question's labels to real numbers in [0, 1]
+        (``True``, ``"0.7"``, NaN and infinities are not probabilities) summing to 1; its ``note`` is kept as text
+        and its flags as booleans, so what an evaluator returns can always be recorded. Answers to conditions that
+        were not asked are dropped."""
         fixed: dict[str, Answer] = {}
         for c in conditions:
             a = self.answers.get(c.name)
             if a is None:
                 fixed[c.name] = uncertain(f"the evaluator gave no answer for {c.name}")
-                continue
-            if a.uncertain:
-                fixed[c.name] = a
-                continue
-            labels = set(c.question.labels)
-            values = list(a.distribution.values())
-            bad = [k for k in a.distribution if k not in labels]
-            if (
-                bad
-                or not values
-                or any(not isinstance(v, (int, float)) or math.isnan(v) or not 0 <= v <= 1 for v in values)
-            ):
-                fixed[c.name] = uncertain(f"malformed answer for {c.name}: {dict(a.distribution)}")
-            elif abs(sum(values) - 1.0) > 0.02 and len(values) > 1:
-                fixed[c.name] = uncertain(f"probabilities for {c.name} sum to {sum(values):.3f}, not 1")
+            elif not isinstance(a, Answer):
+                fixed[c.name] = uncertain(f"malformed answer for {c.name}: {type(a).__name__}, not an Answer")
             else:
-                fixed[c.name] = a
+                fixed[c.name] = _checked(c, a)
         return Answers(self.evaluator, self.model_version, fixed, self.latency_ms, self.usage)
+
+
+_NOTE_CHARS = 2000
+"""The longest note kept from an evaluator: every decision records its notes."""
+
+
+def _checked(c: Condition, a: Answer) -> Answer:
+    note = a.note if isinstance(a.note, str) else repr(a.note)
+    if len(note) > _NOTE_CHARS:
+        note = note[:_NOTE_CHARS] + f"... [{len(note) - _NOTE_CHARS} more characters]"
+    if a.uncertain:
+        return a if note is a.note and a.uncertain is True else uncertain(note)
+    dist = a.distribution
+    if not isinstance(dist, Mapping):
+        return uncertain(f"malformed answer for {c.name}: {dist!r}")
+    labels = set(c.question.labels)
+    values = list(dist.values())
+    if (
+        not values
+        or any(k not in labels for k in dist)
+        or any(isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1 for v in values)
+    ):
+        # NaN fails 0 <= v <= 1 too.
+        return uncertain(f"malformed answer for {c.name}: {dict(dist)}")
+    if abs(sum(values) - 1.0) > 0.02 and len(values) > 1:
+        return uncertain(f"probabilities for {c.name} sum to {sum(values):.3f}, not 1")
+    if note is a.note and type(a.defer) is bool and type(dist) is dict:
+        return a
+    return Answer({k: float(v) for k, v in dist.items()}, False, note, bool(a.defer))
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from stopwise._checks import check_async_method, check_seconds
@@ -174,18 +174,60 @@ async def _ask(
     conditions: tuple[Condition, ...],
     limit: float,
 ) -> Answers:
-    name = getattr(evaluator, "name", type(evaluator).__name__)
+    """The evaluator's checked answers, never a raise: a timeout, an exception (a stray ``CancelledError``
+    included), or a return value that is not a well-formed ``Answers`` makes every answer uncertain. The wait is
+    bounded by ``limit`` even for an evaluator that swallows its cancellation: it is cancelled and left behind."""
+    name = getattr(evaluator, "name", None)
+    name = name if isinstance(name, str) and name else type(evaluator).__name__
+    task = asyncio.ensure_future(_evaluate(evaluator, projection, questions))
     try:
-        async with asyncio.timeout(limit):
-            answers = await evaluator.evaluate(projection, questions)
-        if not isinstance(answers, Answers):
-            raise TypeError(f"evaluate() returned {type(answers).__name__}, expected Answers")
-        return answers.checked(conditions)
-    except TimeoutError:
+        done, _ = await asyncio.wait((task,), timeout=limit)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        # Collect whatever it ends with, so that an evaluator finishing late is never an unretrieved exception.
+        task.add_done_callback(_collect)
         note = f"{name} timed out after {limit:g}s"
-    except Exception as exc:
+    elif task.cancelled():
+        note = f"{name} failed: it cancelled itself"
+    elif (exc := task.exception()) is not None:
         note = f"{name} failed: {type(exc).__name__}: {exc}"
+    else:
+        answers = task.result()
+        problem = _malformed(answers)
+        if problem is None:
+            assert isinstance(answers, Answers)
+            try:
+                return answers.checked(conditions)
+            except Exception as exc:  # a Mapping or Answer of the evaluator's own that raises when read
+                problem = f"answers that cannot be read: {type(exc).__name__}: {exc}"
+        note = f"{name} returned {problem}"
     return Answers(name, "unavailable", {c.name: uncertain(note) for c in conditions})
+
+
+async def _evaluate(evaluator: Evaluator, projection: Projection, questions: QuestionSet) -> object:
+    # A coroutine of ours, so that a stray BaseException of the evaluator's (CancelledError) stays in the task.
+    return await evaluator.evaluate(projection, questions)
+
+
+def _collect(task: asyncio.Future[object]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _malformed(answers: object) -> str | None:
+    """What is wrong with an evaluator's return value that would break the decision record, or None."""
+    if not isinstance(answers, Answers):
+        return f"{type(answers).__name__}, not Answers"
+    if not isinstance(answers.evaluator, str) or not isinstance(answers.model_version, str):
+        return "an evaluator name or model version that is not text"
+    if not isinstance(answers.answers, Mapping):
+        return f"answers as {type(answers.answers).__name__}, not a mapping"
+    if not isinstance(answers.usage, Usage):
+        return f"usage as {type(answers.usage).__name__}, not Usage"
+    return None
 
 
 async def consult(

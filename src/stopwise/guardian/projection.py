@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
+from stopwise.storable import storable_text
 
 __all__ = ["ProjectedStep", "Projection", "project", "tail_start"]
 
@@ -72,7 +73,9 @@ class Projection:
         def __getattr__(self, name: str) -> Any:
             if name != "text" and name != "state_hash":
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            text = _render(self)
+            # Under the log's storable-text rule (a lone surrogate from a goal or a tool becomes U+FFFD): the text
+            # is hashed, sent to a model evaluator and kept in an escalation's record, all of which need UTF-8.
+            text = storable_text(_render(self), where="the guardian's projection")
             if len(text) > self.max_chars:
                 # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
                 head = self.max_chars // 3
@@ -142,13 +145,15 @@ def project(
             for c in m.tool_calls
         )
         steps.append(ProjectedStep(before + len(steps) + 1, _truncate(m.content, result_chars), calls))
+    # The goal and the final answer are cut like a tool result, at ``max_chars`` (the rendered text shows no more
+    # of them): an evaluator that reads the structure then costs the same on a 10 MB answer as on 8,000 characters.
     return Projection(
-        goal,
+        _truncate(goal, max_chars),
         tuple(criteria),
         tuple(steps),
         pending,
         risks.get(pending.name, "unknown") if pending is not None else "unknown",
-        final,
+        None if final is None else _truncate(final, max_chars),
         max_chars,
     )
 
