@@ -10,6 +10,7 @@ the loop writes it (the same typed records, in ``note`` entries of the run), so 
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import itertools
 import time
@@ -592,7 +593,7 @@ class PeerRun:
 S = TypeVar("S")
 
 
-class ConvertedHistory(Generic[S]):
+class ConvertedHistory(abc.ABC, Generic[S]):
     """A peer's history (its own message objects) as stopwise's rows, kept between the run's steps so that a step
     converts only what changed: ``rows`` always equals converting, from scratch, the items last given to ``update``.
 
@@ -612,10 +613,10 @@ class ConvertedHistory(Generic[S]):
         self._tail: tuple[int, Message | None, int] = (0, None, 0)
         """Before the newest kept item was converted: the row count, the last row and ``steps``."""
 
+    @abc.abstractmethod
     def extend(self, rows: list[Message], item: S) -> None:
         """Append ``item``'s rows to ``rows``; it may replace ``rows[-1]`` (a call merged into the reply before
         it), never an earlier row."""
-        raise NotImplementedError
 
     def update(self, items: Sequence[S]) -> None:
         """Bring ``rows`` up to ``items``."""
