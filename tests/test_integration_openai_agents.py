@@ -4,6 +4,7 @@ observed through the SDK's run API (``Runner.run`` results, interruptions, tripw
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from stopwise._step.guardian import QUARANTINE
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.guardrails import Block, Guardrails
-from stopwise.integrations.openai_agents import NotInARun, RunFailed, Stopwise
+from stopwise.integrations.openai_agents import ConvertedHistory, NotInARun, RunFailed, Stopwise, to_messages
 from stopwise.records import ToolReceipt, parse_records
 from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
 from stopwise.store.base import RunStatus, Store
@@ -303,3 +304,65 @@ async def test_a_run_that_continues_a_conversation_is_gated_against_its_own_inpu
     # The risk gate read the second input's goal, and only the second run's steps.
     assert gate.state.startswith("GOAL: Clean up notes.txt")
     assert "Summarize" not in gate.state and "read_file" not in gate.state
+
+
+async def _cleanup_items() -> list[Any]:
+    """A real run's input items: the prompt, two tool steps and the answer."""
+    stopwise = Stopwise()
+    agent = stopwise.attach(
+        Agent("cleaner", model=cleanup_script("notes.txt is deleted."), tools=[read_file, delete_file])
+    )
+    return (await stopwise.run(agent, "Clean up notes.txt")).to_input_list()
+
+
+def _assistant_rows(rows: list[Any]) -> int:
+    return sum(1 for r in rows if r.role.value == "assistant")
+
+
+async def test_the_incremental_conversion_equals_a_full_conversion_after_appends() -> None:
+    items = await _cleanup_items()
+    converted = ConvertedHistory()
+    for end in range(1, len(items) + 1):
+        converted.update(items[:end])
+        assert converted.rows == to_messages(items[:end])
+        assert converted.steps == _assistant_rows(to_messages(items[:end]))
+
+
+def test_the_incremental_conversion_merges_a_call_into_the_reply_before_it_across_updates() -> None:
+    # Two calls in one reply arrive as two items; a step that sees only the first, then one that sees both.
+    items: list[Any] = [
+        {"role": "user", "content": "Clean up"},
+        {"type": "function_call", "name": "read_file", "arguments": '{"path": "a"}', "call_id": "c1"},
+        {"type": "function_call", "name": "read_file", "arguments": '{"path": "b"}', "call_id": "c2"},
+        {"type": "function_call_output", "call_id": "c1", "output": "A"},
+    ]
+    converted = ConvertedHistory()
+    for end in range(1, len(items) + 1):
+        converted.update(items[:end])
+        assert converted.rows == to_messages(items[:end])
+    assert converted.steps == 1 and [c.id for c in converted.rows[1].tool_calls] == ["c1", "c2"]
+
+
+async def test_the_incremental_conversion_equals_a_full_conversion_after_the_history_is_edited() -> None:
+    items = await _cleanup_items()
+    converted = ConvertedHistory()
+    converted.update(items)
+    edited = [dict(i) for i in items]  # equal items, new objects: the SDK rebuilds a turn's input
+    edited[2] = {**edited[2], "output": "redacted"}
+    assert edited[2]["type"] == "function_call_output"
+    converted.update(edited)
+    assert converted.rows == to_messages(edited) and converted.rows[2].content == "redacted"
+    converted.update(items[:1])
+    assert converted.rows == to_messages(items[:1]) and converted.steps == 0
+
+
+async def test_the_incremental_conversion_equals_a_full_conversion_after_a_serialised_round_trip() -> None:
+    items = await _cleanup_items()
+    converted = ConvertedHistory()
+    converted.update(items[:3])
+    restored = json.loads(json.dumps(items))  # a conversation stored and read back by another process
+    converted.update(restored)
+    assert converted.rows == to_messages(items)
+    fresh = ConvertedHistory()
+    fresh.update(restored)
+    assert fresh.rows == converted.rows and fresh.steps == converted.steps == 3  # two calls and the answer

@@ -12,7 +12,15 @@ import pytest
 pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
 
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from stopwise import SQLiteStore
@@ -20,7 +28,7 @@ from stopwise._step.guardian import QUARANTINE
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.guardrails import Block, Guardrails, Rewrite
-from stopwise.integrations.pydantic_ai import RunFailed, StopwiseCapability
+from stopwise.integrations.pydantic_ai import ConvertedHistory, RunFailed, StopwiseCapability, to_messages
 from stopwise.records import ToolReceipt, parse_records
 from stopwise.stop.guard import Continue, Fail, StopGuard, StopGuardRecord
 from stopwise.store.base import RunStatus, Store
@@ -318,3 +326,58 @@ async def test_a_run_that_continues_a_conversation_is_gated_against_its_own_prom
     # The risk gate read the second prompt's goal, and only the second run's steps.
     assert gate.state.startswith("GOAL: Clean up notes.txt")
     assert "Summarize" not in gate.state and "read_file" not in gate.state
+
+
+async def _cleanup_history() -> list[ModelMessage]:
+    """A real run's messages: a prompt, two tool steps and the answer."""
+    agent = make_agent(cleanup_model, StopwiseCapability())
+    return (await agent.run("Clean up notes.txt")).all_messages()
+
+
+async def test_the_incremental_conversion_equals_a_full_conversion_after_appends() -> None:
+    messages = await _cleanup_history()
+    converted = ConvertedHistory()
+    for end in range(1, len(messages) + 1):
+        converted.update(messages[:end])
+        assert converted.rows == to_messages(messages[:end])
+        assert converted.steps == _responses(messages[:end])
+
+
+async def test_the_incremental_conversion_sees_the_newest_message_completed_in_place() -> None:
+    messages = await _cleanup_history()
+    converted = ConvertedHistory()
+    converted.update(messages[:2])
+    # pydantic-ai adds parts to its newest request in place (same object, same list position).
+    newest = messages[1]
+    assert isinstance(newest, ModelResponse)
+    newest.parts = [*newest.parts, TextPart("and one more thought")]
+    converted.update(messages[:3])
+    assert converted.rows == to_messages(messages[:3])
+    assert converted.rows[1].content.endswith("and one more thought")
+
+
+async def test_the_incremental_conversion_equals_a_full_conversion_after_the_history_is_edited() -> None:
+    messages = await _cleanup_history()
+    converted = ConvertedHistory()
+    converted.update(messages)
+    # An earlier message replaced (a history processor rewrote it), then the history trimmed to fewer messages.
+    redacted = ModelRequest(parts=[ToolReturnPart("read_file", "redacted", tool_call_id="c1")])
+    edited = [*messages[:2], redacted, *messages[3:]]
+    converted.update(edited)
+    assert converted.rows == to_messages(edited)
+    converted.update(messages[:2])
+    assert converted.rows == to_messages(messages[:2]) and converted.steps == 1
+
+
+async def test_the_incremental_conversion_equals_a_full_conversion_after_a_serialised_round_trip() -> None:
+    messages = await _cleanup_history()
+    converted = ConvertedHistory()
+    converted.update(messages[:3])
+    # A run that goes on from stored history reads it back: equal messages, new objects, then the next steps.
+    restored = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
+    assert restored[0] is not messages[0]
+    converted.update(restored)
+    assert converted.rows == to_messages(messages)
+    fresh = ConvertedHistory()  # another process: nothing converted before
+    fresh.update(restored)
+    assert fresh.rows == converted.rows and fresh.steps == converted.steps == _responses(messages)

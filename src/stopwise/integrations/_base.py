@@ -10,12 +10,13 @@ the loop writes it (the same typed records, in ``note`` entries of the run), so 
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
@@ -47,6 +48,7 @@ from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
 
 __all__ = [
+    "ConvertedHistory",
     "CallVerdict",
     "Deciders",
     "FinishVerdict",
@@ -586,3 +588,53 @@ class PeerRun:
         self.run = apply_decision(self.run, decision, steps=steps, text=text, output=text or None)
         await self.deciders.store.update_run(self.run)
         return self.run
+
+
+S = TypeVar("S")
+
+
+class ConvertedHistory(abc.ABC, Generic[S]):
+    """A peer's history (its own message objects) as stopwise's rows, kept between the run's steps so that a step
+    converts only what changed: ``rows`` always equals converting, from scratch, the items last given to ``update``.
+
+    Each peer names its conversion by overriding ``extend`` (one item's rows onto the rows so far). The items
+    converted before are kept (references, not copies) and must be the prefix of the new ones, each the same
+    object or an equal one: the check is a pointer comparison per item when the peer hands the same objects
+    step after step, a comparison by value when it rebuilds them (still cheaper than converting). The newest
+    item kept is converted again on every update, because a peer may complete its newest message in place
+    (pydantic-ai adds parts to its last request). Anything else (an item removed, replaced or edited before
+    the newest) converts the whole history again."""
+
+    def __init__(self) -> None:
+        self._source: list[S] = []
+        self.rows: list[Message] = []
+        self.steps = 0
+        """The assistant rows in ``rows``: the run's step count."""
+        self._tail: tuple[int, Message | None, int] = (0, None, 0)
+        """Before the newest kept item was converted: the row count, the last row and ``steps``."""
+
+    @abc.abstractmethod
+    def extend(self, rows: list[Message], item: S) -> None:
+        """Append ``item``'s rows to ``rows``; it may replace ``rows[-1]`` (a call merged into the reply before
+        it), never an earlier row."""
+
+    def update(self, items: Sequence[S]) -> None:
+        """Bring ``rows`` up to ``items``."""
+        kept = len(self._source) - 1  # the newest item is converted again (see the class)
+        if kept < 0 or len(items) < kept or list(items[:kept]) != self._source[:kept]:
+            self._source, self.rows, self.steps, self._tail = [], [], 0, (0, None, 0)
+            kept = 0
+        else:
+            count, last, steps = self._tail
+            del self._source[kept:], self.rows[count:]
+            if last is not None:
+                self.rows[-1] = last
+            self.steps = steps
+        for item in items[kept:]:
+            count, last = len(self.rows), (self.rows[-1] if self.rows else None)
+            self._tail = (count, last, self.steps)
+            self._source.append(item)
+            self.extend(self.rows, item)
+            changed = self.rows[count - 1 :] if count else self.rows
+            self.steps += sum(1 for r in changed if r.role is Role.ASSISTANT)
+            self.steps -= 1 if last is not None and last.role is Role.ASSISTANT else 0

@@ -42,6 +42,7 @@ from stopwise.approvals import Approve, Reject
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
+from stopwise.integrations import _base
 from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed, TurnVerdict
 from stopwise.messages import Message, Role, ToolCall, automated_feedback
 from stopwise.result import RunStatus
@@ -315,31 +316,13 @@ def _row(m: BaseMessage) -> Message | None:
     return None
 
 
-class ConvertedHistory:
-    """One thread's messages as rows, kept between its steps so that a step converts only the messages appended
-    since the last: ``rows`` always equals ``to_messages`` of the messages last given to ``update``.
+class ConvertedHistory(_base.ConvertedHistory[BaseMessage]):
+    """One thread's messages as rows, converted once each (see ``stopwise.integrations._base.ConvertedHistory``):
+    LangGraph hands a node the same message objects step after step; messages read back from a checkpoint are
+    compared by value; a message removed with ``RemoveMessage`` or replaced by id, or a state overwritten,
+    converts the whole history again."""
 
-    The messages converted before are kept (references, not copies) and must be the prefix of the new ones, each
-    the same object or an equal one: LangGraph hands a node the same message objects step after step, so the
-    check is a pointer comparison per message (in C), far cheaper than converting it (messages read back from a
-    checkpoint are compared by value). Anything else (a message removed with ``RemoveMessage`` or replaced by id,
-    a state overwritten) converts the whole history again."""
-
-    def __init__(self) -> None:
-        self._source: list[BaseMessage] = []
-        self.rows: list[Message] = []
-        self.steps = 0
-        """The assistant rows in ``rows``: the thread's step count."""
-
-    def update(self, messages: Sequence[BaseMessage]) -> None:
-        """Bring ``rows`` up to ``messages``."""
-        kept = len(self._source)
-        if len(messages) < kept or list(messages[:kept]) != self._source:
-            self._source, self.rows, self.steps, kept = [], [], 0, 0
-        for m in messages[kept:]:
-            self._source.append(m)
-            row = _row(m)
-            if row is not None:
-                self.rows.append(row)
-                if row.role is Role.ASSISTANT:
-                    self.steps += 1
+    def extend(self, rows: list[Message], item: BaseMessage) -> None:
+        row = _row(item)
+        if row is not None:
+            rows.append(row)

@@ -41,6 +41,7 @@ from typing import Any
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
+from stopwise.integrations import _base
 from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed
 from stopwise.messages import Message, Role, ToolCall
 from stopwise.stop.decision import Action, StopDecision
@@ -71,7 +72,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.openai_agents needs the 'openai-agents' extra") from exc
 
-__all__ = ["NotInARun", "RunFailed", "Stopwise", "to_messages"]
+__all__ = ["ConvertedHistory", "NotInARun", "RunFailed", "Stopwise", "to_messages"]
 
 _RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("stopwise_openai_agents_run")
 
@@ -92,9 +93,17 @@ class _Run:
     """Each call that ran in this run, by id, with its result as the model read it: the SDK's hooks see a
     turn's input only, and the guardian's stagnation check reads the calls made before."""
 
+    converted: ConvertedHistory = dataclasses.field(default_factory=lambda: ConvertedHistory())
+    """The turns' input items as rows, converted once each (see ``ConvertedHistory``)."""
+
+    def rows(self, turn_input: Sequence[Any]) -> list[Message]:
+        """The turn's input as rows: only the items new since the last hook are converted."""
+        self.converted.update(turn_input)
+        return self.converted.rows
+
     def history(self, turn_input: Sequence[Any]) -> list[Message]:
         """The turn's input as rows, followed by the calls (and results) of this run it does not hold."""
-        rows = to_messages(turn_input)
+        rows = list(self.rows(turn_input))
         held = {m.tool_call_id for m in rows if m.tool_call_id}
         for call_id, call, result in self.seen:
             if call_id not in held:
@@ -143,7 +152,7 @@ class Stopwise:
         async def needs_approval(ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
             run = _current()
             run.steps += 1
-            history = to_messages(ctx.turn_input)
+            history = run.rows(ctx.turn_input)
             verdict = await run.peer.check_call(run.steps, ToolCall(t.name, dict(params), id=call_id), history)
             run.calls[call_id] = verdict
             if verdict.blocked is not None:
@@ -209,7 +218,7 @@ class Stopwise:
         run = _current()
         run.steps += 1
         text = output if isinstance(output, str) else json.dumps(output, default=str)
-        verdict = await run.peer.judge_finish(run.steps, text, to_messages(ctx.turn_input))
+        verdict = await run.peer.judge_finish(run.steps, text, run.rows(ctx.turn_input))
         run.ended = verdict.decision
         stands = verdict.decision.action is Action.COMPLETE and verdict.text == text
         return GuardrailFunctionOutput(output_info=verdict, tripwire_triggered=not stands)
@@ -276,26 +285,39 @@ def to_messages(items: Sequence[Any]) -> list[Message]:
     """The SDK's input items (Responses API shapes) as stopwise's rows (what the guardian and the guards read)."""
     rows: list[Message] = []
     for item in items:
-        data = item if isinstance(item, Mapping) else getattr(item, "model_dump", lambda: {})()
-        kind = data.get("type")
-        if kind == "function_call":
-            call = ToolCall(data["name"], json.loads(data.get("arguments") or "{}"), id=data["call_id"])
-            if rows and rows[-1].role is Role.ASSISTANT and not rows[-1].content:
-                last = rows.pop()
-                rows.append(Message(Role.ASSISTANT, last.content, (*last.tool_calls, call)))
-            else:
-                rows.append(Message(Role.ASSISTANT, "", (call,)))
-        elif kind == "function_call_output":
-            output = data.get("output")
-            content = output if isinstance(output, str) else json.dumps(output, default=str)
-            rows.append(Message(Role.TOOL, content, tool_call_id=data["call_id"]))
-        elif data.get("role") in ("user", "assistant", "system", "developer"):
-            raw = data.get("content")
-            content = (
-                raw
-                if isinstance(raw, str)
-                else "".join(str(p.get("text", "")) for p in raw or () if isinstance(p, Mapping))
-            )
-            role = Role.SYSTEM if data["role"] == "developer" else Role(data["role"])
-            rows.append(Message(role, content))
+        _extend(rows, item)
     return rows
+
+
+class ConvertedHistory(_base.ConvertedHistory[Any]):
+    """A run's input items as rows, converted once each (see ``stopwise.integrations._base.ConvertedHistory``):
+    the SDK rebuilds a turn's input items (equal ones, compared by value) and appends the turn's new items."""
+
+    def extend(self, rows: list[Message], item: Any) -> None:
+        _extend(rows, item)
+
+
+def _extend(rows: list[Message], item: Any) -> None:
+    """Append one input item's row to ``rows``; a call merges into the reply before it when that has no text."""
+    data = item if isinstance(item, Mapping) else getattr(item, "model_dump", lambda: {})()
+    kind = data.get("type")
+    if kind == "function_call":
+        call = ToolCall(data["name"], json.loads(data.get("arguments") or "{}"), id=data["call_id"])
+        if rows and rows[-1].role is Role.ASSISTANT and not rows[-1].content:
+            last = rows.pop()
+            rows.append(Message(Role.ASSISTANT, last.content, (*last.tool_calls, call)))
+        else:
+            rows.append(Message(Role.ASSISTANT, "", (call,)))
+    elif kind == "function_call_output":
+        output = data.get("output")
+        content = output if isinstance(output, str) else json.dumps(output, default=str)
+        rows.append(Message(Role.TOOL, content, tool_call_id=data["call_id"]))
+    elif data.get("role") in ("user", "assistant", "system", "developer"):
+        raw = data.get("content")
+        content = (
+            raw
+            if isinstance(raw, str)
+            else "".join(str(p.get("text", "")) for p in raw or () if isinstance(p, Mapping))
+        )
+        role = Role.SYSTEM if data["role"] == "developer" else Role(data["role"])
+        rows.append(Message(role, content))

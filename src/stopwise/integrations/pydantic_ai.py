@@ -34,6 +34,7 @@ from typing import Any
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
+from stopwise.integrations import _base
 from stopwise.integrations._base import Deciders, PeerRun, RunFailed
 from stopwise.messages import Message, Role, ToolCall
 from stopwise.stop.decision import Action, StopDecision
@@ -62,7 +63,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
 
-__all__ = ["RunFailed", "StopwiseCapability", "UnsupportedVerdict", "to_messages"]
+__all__ = ["ConvertedHistory", "RunFailed", "StopwiseCapability", "UnsupportedVerdict", "to_messages"]
 
 
 class UnsupportedVerdict(StopwiseError):
@@ -94,6 +95,13 @@ class StopwiseCapability(AbstractCapability[Any]):
         self._run: PeerRun | None = None
         self._ended: StopDecision | None = None
         self._asked = False
+        self._history = ConvertedHistory()
+        """This run's messages as rows, converted once each (see ``ConvertedHistory``)."""
+
+    def _rows(self, ctx: RunContext[Any]) -> list[Message]:
+        """The run's messages as rows: only the messages new since the last hook are converted."""
+        self._history.update(ctx.messages)
+        return self._history.rows
 
     async def for_run(self, ctx: RunContext[Any]) -> StopwiseCapability:
         fresh = StopwiseCapability(deciders=self.deciders)
@@ -120,7 +128,7 @@ class StopwiseCapability(AbstractCapability[Any]):
         if self._asked:
             return request_context
         self._asked = True
-        history = to_messages(ctx.messages)
+        history = self._rows(ctx)
         verdict = await self.run.check_input(history)
         if verdict.decision is not None:
             # The run ends here: no model call, the block's replacement (if any) is the answer.
@@ -136,7 +144,7 @@ class StopwiseCapability(AbstractCapability[Any]):
         if ctx.tool_call_approved:
             return args  # a human approved this call when the run went on: the gate asked already
         proposed = ToolCall(call.tool_name, dict(args) if isinstance(args, Mapping) else {}, id=call.tool_call_id)
-        history = to_messages(ctx.messages)
+        history = self._rows(ctx)
         verdict = await self.run.check_call(ctx.run_step, proposed, history)
         if verdict.blocked is not None:
             raise SkipToolExecution({"error": verdict.blocked})
@@ -150,7 +158,7 @@ class StopwiseCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, result: Any
     ) -> Any:
         proposed = ToolCall(call.tool_name, dict(args) if isinstance(args, Mapping) else {}, id=call.tool_call_id)
-        history = to_messages(ctx.messages)
+        history = self._rows(ctx)
         value = (await self.run.check_result(ctx.run_step, proposed, result, history)).value
         judged = await self.run.judge_result(ctx.run_step, proposed, value, history)
         if judged.stop is not None and judged.stop.error is not None:
@@ -162,7 +170,7 @@ class StopwiseCapability(AbstractCapability[Any]):
     async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
         if not isinstance(output, str) or self._ended is not None:
             return output
-        history = to_messages(ctx.messages)
+        history = self._rows(ctx)
         if history and history[-1].role is Role.ASSISTANT:
             history = history[:-1]  # the answer under judgment is passed on its own
         verdict = await self.run.judge_finish(ctx.run_step, output, history)
@@ -203,27 +211,40 @@ def prompt_start(history: Sequence[ModelMessage]) -> int:
 def _rows(history: Sequence[ModelMessage]) -> Iterator[tuple[Message, bool]]:
     """Each row of ``history``, and whether it is a user prompt."""
     for message in history:
-        if isinstance(message, ModelResponse):
-            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-            calls = tuple(
-                ToolCall(p.tool_name, p.args_as_dict(), id=p.tool_call_id)
-                for p in message.parts
-                if isinstance(p, ToolCallPart)
-            )
-            yield Message(Role.ASSISTANT, text, calls), False
-            continue
-        if not isinstance(message, ModelRequest):
-            continue
-        for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                yield Message(Role.SYSTEM, part.content), False
-            elif isinstance(part, UserPromptPart):
-                content = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
-                yield Message(Role.USER, content), True
-            elif isinstance(part, ToolReturnPart):
-                yield Message(Role.TOOL, part.model_response_str(), tool_call_id=part.tool_call_id), False
-            elif isinstance(part, RetryPromptPart):
-                if part.tool_name is not None and part.tool_call_id:
-                    yield Message(Role.TOOL, part.model_response(), tool_call_id=part.tool_call_id), False
-                else:
-                    yield Message(Role.USER, part.model_response()), False
+        yield from _message_rows(message)
+
+
+class ConvertedHistory(_base.ConvertedHistory[ModelMessage]):
+    """A run's messages as rows, converted once each (see ``stopwise.integrations._base.ConvertedHistory``):
+    pydantic-ai hands every hook the run's same message objects, and completes its newest request in place."""
+
+    def extend(self, rows: list[Message], item: ModelMessage) -> None:
+        rows.extend(row for row, _ in _message_rows(item))
+
+
+def _message_rows(message: ModelMessage) -> Iterator[tuple[Message, bool]]:
+    """The rows of one message, and whether each is a user prompt."""
+    if isinstance(message, ModelResponse):
+        text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+        calls = tuple(
+            ToolCall(p.tool_name, p.args_as_dict(), id=p.tool_call_id)
+            for p in message.parts
+            if isinstance(p, ToolCallPart)
+        )
+        yield Message(Role.ASSISTANT, text, calls), False
+        return
+    if not isinstance(message, ModelRequest):
+        return
+    for part in message.parts:
+        if isinstance(part, SystemPromptPart):
+            yield Message(Role.SYSTEM, part.content), False
+        elif isinstance(part, UserPromptPart):
+            content = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
+            yield Message(Role.USER, content), True
+        elif isinstance(part, ToolReturnPart):
+            yield Message(Role.TOOL, part.model_response_str(), tool_call_id=part.tool_call_id), False
+        elif isinstance(part, RetryPromptPart):
+            if part.tool_name is not None and part.tool_call_id:
+                yield Message(Role.TOOL, part.model_response(), tool_call_id=part.tool_call_id), False
+            else:
+                yield Message(Role.USER, part.model_response()), False
