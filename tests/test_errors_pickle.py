@@ -93,7 +93,7 @@ def _subclasses(cls: type[BaseException]) -> Iterator[type[BaseException]]:
 
 
 def _raised_by_stopwise() -> set[type[BaseException]]:
-    """Every StopwiseError subclass, and every exception a public stopwise module exports."""
+    """Every public StopwiseError subclass, and every exception a public stopwise module exports."""
     found: set[type[BaseException]] = set()
     for info in pkgutil.walk_packages(stopwise.__path__, "stopwise."):
         module = importlib.import_module(info.name)
@@ -104,7 +104,8 @@ def _raised_by_stopwise() -> set[type[BaseException]]:
             if inspect.isclass(value) and issubclass(value, BaseException):
                 found.add(value)
     found.update(_subclasses(StopwiseError))
-    return {c for c in found if c.__module__.startswith("stopwise")}
+    # A private base (its name starts with "_") is never raised itself: its subclasses are.
+    return {c for c in found if c.__module__.startswith("stopwise") and not c.__name__.startswith("_")}
 
 
 def _facts(error: BaseException) -> dict[str, object]:

@@ -222,16 +222,19 @@ class UnreadableEntry(StoreError):
         return (type(self), (str(self.session_id), self.seq, self.why))
 
 
-class UnreadableRun(UnreadableEntry):
-    """A run record this version of stopwise cannot read (say, a status or completion reason a newer release
-    wrote): ``session_id``, ``run_id`` and ``why`` name it (``seq`` is 0). An ``UnreadableEntry``, so whatever skips
-    a session with an unreadable entry skips this one too; the rest of the database stays readable."""
+class _UnreadableOfRun(UnreadableEntry):
+    """What cannot be read belongs to one run, not to one log entry: ``session_id``, ``run_id`` and ``why`` name it
+    (``seq`` is 0). Subclasses say what could not be read (``_WHAT``, formatted with the run id) and in which
+    operation."""
+
+    _WHAT = ""
+    _OPERATION = ""
 
     def __init__(self, session_id: str, run_id: str, why: str) -> None:
         StoreError.__init__(
             self,
-            f"session {session_id!r}: run record {run_id} cannot be read: {why}",
-            operation="load_session",
+            f"session {session_id!r}: {self._WHAT.format(run_id)}: {why}",
+            operation=self._OPERATION,
             session_id=session_id,
         )
         self.seq = 0
@@ -242,25 +245,23 @@ class UnreadableRun(UnreadableEntry):
         return (type(self), (str(self.session_id), self.run_id, self.why))
 
 
-class UnreadableSuspension(UnreadableEntry):
+class UnreadableRun(_UnreadableOfRun):
+    """A run record this version of stopwise cannot read (say, a status or completion reason a newer release
+    wrote): ``session_id``, ``run_id`` and ``why`` name it (``seq`` is 0). An ``UnreadableEntry``, so whatever skips
+    a session with an unreadable entry skips this one too; the rest of the database stays readable."""
+
+    _WHAT = "run record {} cannot be read"
+    _OPERATION = "load_session"
+
+
+class UnreadableSuspension(_UnreadableOfRun):
     """A suspended run whose log no longer holds what settling its step needs (the approval request, or the
     model's reply that asked for the calls): ``session_id``, ``run_id`` and ``why`` name it (``seq`` is 0).
     Raised by ``resume``, ``approve`` and ``expire`` of that run, before anything is written; an
     ``UnreadableEntry``, so whatever skips a session with an unreadable entry skips this one too."""
 
-    def __init__(self, session_id: str, run_id: str, why: str) -> None:
-        StoreError.__init__(
-            self,
-            f"session {session_id!r}: suspended run {run_id} cannot be settled: {why}",
-            operation="resume",
-            session_id=session_id,
-        )
-        self.seq = 0
-        self.why = why
-        self.run_id = run_id
-
-    def __reduce__(self) -> tuple[type[UnreadableEntry], tuple[str, str, str]]:  # type: ignore[override]
-        return (type(self), (str(self.session_id), self.run_id, self.why))
+    _WHAT = "suspended run {} cannot be settled"
+    _OPERATION = "resume"
 
 
 class SchemaTooNew(StoreError):
