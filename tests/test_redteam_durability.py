@@ -1173,3 +1173,28 @@ async def test_an_expiry_sweep_skips_a_suspension_whose_log_was_damaged_naming_i
         assert [s.session_id for s in sweep.skipped] == ["damaged"]
         assert "no approval request" in sweep.skipped[0].why
         assert [r.session_id for r in await store.suspended_runs()] == ["damaged"], "left as it was"
+
+
+def test_the_serve_runs_page_lists_the_readable_runs_and_names_the_unreadable_one_escaped(tmp_path: Path) -> None:
+    # One run record a newer version wrote, its status holding markup, among readable ones: the page lists the
+    # others and names that one, escaped, instead of failing whole.
+    from stopwise._cli.serve import Viewer
+
+    path = tmp_path / "log.db"
+    agent = Agent("echo", "Answer.", FunctionModel(lambda r: Reply("hi")))
+
+    async def write() -> list[str]:
+        async with SQLiteStore(path) as store:
+            return [(await Runner(store).run(agent, "go", session_id=s)).run_id for s in ("s", "s", "t")]
+
+    first, second, other = asyncio.run(write())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET status = ? WHERE run_id = ?", ("<script>alert(1)</script>", first))
+
+    html = Viewer(path, {}, "csrf").runs_page()
+    listed = html.split("<table id='runs'>", 1)[1].split("</table>", 1)[0]
+    assert f"data-run='{second}'" in listed and f"data-run='{other}'" in listed
+    assert first not in listed
+    named = html.split("<ul id='unreadable-runs'>", 1)[1].split("</ul>", 1)[0]
+    assert first in named and "session s" in named
+    assert "<script>" not in html and "&lt;script&gt;" in named
