@@ -85,7 +85,8 @@ class Viewer:
         if unreadable:
             # A record a newer version wrote is named, not rendered: the page lists what it can read.
             items = "".join(
-                f"<li data-run='{_e(u.run_id)}'>run {_e(u.run_id)} of session {_e(u.session_id or '')}: {_e(u.why)}</li>"
+                f"<li data-run='{_e(u.run_id)}'>run {_e(u.run_id)} of session {_e(u.session_id or '')}: "
+                f"{_e(u.why)}</li>"
                 for u in unreadable
             )
             body += (
