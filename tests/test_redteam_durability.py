@@ -1173,3 +1173,66 @@ async def test_an_expiry_sweep_skips_a_suspension_whose_log_was_damaged_naming_i
         assert [s.session_id for s in sweep.skipped] == ["damaged"]
         assert "no approval request" in sweep.skipped[0].why
         assert [r.session_id for r in await store.suspended_runs()] == ["damaged"], "left as it was"
+
+
+def test_the_serve_runs_page_lists_the_readable_runs_and_names_the_unreadable_one_escaped(tmp_path: Path) -> None:
+    # One run record a newer version wrote, its status holding markup, among readable ones: the page lists the
+    # others and names that one, escaped, instead of failing whole.
+    from stopwise._cli.serve import Viewer
+
+    path = tmp_path / "log.db"
+    agent = Agent("echo", "Answer.", FunctionModel(lambda r: Reply("hi")))
+
+    async def write() -> list[str]:
+        async with SQLiteStore(path) as store:
+            return [(await Runner(store).run(agent, "go", session_id=s)).run_id for s in ("s", "s", "t")]
+
+    first, second, other = asyncio.run(write())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET status = ? WHERE run_id = ?", ("<script>alert(1)</script>", first))
+
+    html = Viewer(path, {}, "csrf").runs_page()
+    listed = html.split("<table id='runs'>", 1)[1].split("</table>", 1)[0]
+    assert f"data-run='{second}'" in listed and f"data-run='{other}'" in listed
+    assert first not in listed
+    named = html.split("<ul id='unreadable-runs'>", 1)[1].split("</ul>", 1)[0]
+    assert first in named and "session s" in named
+    assert "<script>" not in html and "&lt;script&gt;" in named
+
+
+async def test_on_postgres_a_commit_racing_the_deletion_of_its_session_is_refused_and_leaves_no_log_row(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Retention deletes a session whose run holds no live lease (its worker's lease lapsed) while that worker
+    # commits a step. The deletion holds the session's row and has already removed the log; the commit's insert read
+    # the run as still on record. Had the commit gone on, its entry would outlive the session: an orphan log row
+    # that a new session under the same id would find at seq 2 with no seq 1.
+    from stopwise.store import _sql
+
+    store = _pg_store(request)
+    try:
+        run, lease_a, entry = _first_leg()
+        await store.start_run(run, entry, {}, lease_a)
+        deletion = [
+            _sql.Op(_sql.SESSION_KEY + " FOR UPDATE", {"session_id": "s"}),
+            _sql.Op(_sql.HOLDS_OF_SESSION + " FOR UPDATE", {"session_id": "s"}),
+            *(_sql.Op(d.sql, d.params) for d in _sql.deletions(["s"])),
+        ]
+        d = await _held_open_commit(store, deletion)
+        try:
+            step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "late"),))
+            c = asyncio.create_task(store.commit(step, {"k": 1}))
+            await _until_waiting_on_a_lock(store, d.info.backend_pid)
+            await d.commit()
+        finally:
+            await d.close()
+        with pytest.raises(StepConflict):
+            await c
+        assert await store.load_session("s") is None
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(store.dsn) as conn:
+            cur = await conn.execute(f"SELECT count(*) FROM {store.schema}.log WHERE session_id = 's'")
+            assert await cur.fetchone() == (0,), "no entry outlives its session"
+    finally:
+        await store.close()

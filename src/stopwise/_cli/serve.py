@@ -38,7 +38,7 @@ from stopwise._view.html import page, render_html
 from stopwise._view.timeline import RunView, run_view
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, Reject, Terminate
-from stopwise.errors import ConfigError, StopwiseError
+from stopwise.errors import ConfigError, StopwiseError, UnreadableRun
 from stopwise.result import RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import RunRecord
@@ -65,7 +65,7 @@ class Viewer:
         self.csrf = csrf
 
     def runs_page(self) -> str:
-        runs, total = asyncio.run(self._latest_runs())
+        runs, unreadable, total = asyncio.run(self._latest_runs())
         rows = []
         for r in runs:
             reason = "" if r.completion_reason is None else r.completion_reason.value
@@ -82,6 +82,17 @@ class Viewer:
             "<table id='runs'><tr><th>run</th><th>session</th><th>agent</th><th>status</th><th>reason</th>"
             f"<th>steps</th></tr>{''.join(rows)}</table>"
         )
+        if unreadable:
+            # A record a newer version wrote is named, not rendered: the page lists what it can read.
+            items = "".join(
+                f"<li data-run='{_e(u.run_id)}'>run {_e(u.run_id)} of session {_e(u.session_id or '')}: "
+                f"{_e(u.why)}</li>"
+                for u in unreadable
+            )
+            body += (
+                f"<p class='err' id='unreadable'>{len(unreadable)} run record(s) this version of stopwise cannot "
+                f"read, left out:</p><ul id='unreadable-runs'>{items}</ul>"
+            )
         return page("stopwise runs", body)
 
     def run_page(self, ref: str, notice: str = "") -> str:
@@ -152,14 +163,16 @@ class Viewer:
             "<p><button type='submit'>Submit decisions and continue the run</button></p></form>"
         )
 
-    async def _latest_runs(self) -> tuple[list[RunRecord], int]:
-        """The runs of the most recently written sessions (at most ``_SESSIONS_LISTED``), and how many sessions
-        there are in all, so the page says what it leaves out."""
+    async def _latest_runs(self) -> tuple[list[RunRecord], list[UnreadableRun], int]:
+        """The readable runs of the most recently written sessions (at most ``_SESSIONS_LISTED``), the run records
+        among them this version cannot read, and how many sessions there are in all, so the page says what it
+        leaves out."""
         store = SQLiteStore(self.db)
+        unreadable: list[UnreadableRun] = []
         try:
             sessions = await store.list_sessions(_SESSIONS_LISTED)
-            runs = [r for s in sessions for r in reversed(await store.list_runs(s))]
-            return runs, await store.count_sessions()
+            runs = [r for s in sessions for r in reversed(await store.list_runs(s, on_unreadable=unreadable.append))]
+            return runs, unreadable, await store.count_sessions()
         finally:
             await store.close()
 

@@ -275,11 +275,14 @@ class Op:
     fence: Fence | None = None
     """Set on a statement that must match its one run row (``UPDATE_RUN_FENCED``, ``CHECK_FENCE``): ``check_rows``
     checks it did."""
+    session_kept: str | None = None
+    """Set on a commit's update of its session's row (the session's id): ``check_rows`` checks the row was still
+    there, since retention may have deleted the session."""
 
 
 def check_rows(op: Op, rowcount: int) -> None:
-    """Raise ``StepConflict`` unless the append ``op`` inserted its one row, or the lease-fenced run write ``op``
-    wrote its one row (the caller rolls back)."""
+    """Raise ``StepConflict`` unless the append ``op`` inserted its one row, the lease-fenced run write ``op``
+    wrote its one row, or the commit's session update ``op`` found its row (the caller rolls back)."""
     e = op.appends
     if e is not None and rowcount != 1:
         raise StepConflict(
@@ -289,6 +292,12 @@ def check_rows(op: Op, rowcount: int) -> None:
     if op.fence is not None and rowcount != 1:
         operation = "start_run" if op.sql == CHECK_FENCE else "update_run"
         raise fence_broken(op.fence, str(op.params["session_id"]), operation)
+    if op.session_kept is not None and rowcount != 1:
+        raise StepConflict(
+            f"session {op.session_kept!r} is not on record (retention deleted it); nothing was written",
+            operation="commit",
+            session_id=op.session_kept,
+        )
 
 
 def fence_broken(fence: Fence, session_id: str, operation: str) -> StepConflict:
@@ -449,14 +458,22 @@ def start_run_ops(
 def commit_ops(
     entry: LogEntry, state_json: str, run: RunRecord | None, now: float, append: Op | None = None
 ) -> list[Op]:
-    """``Store.commit``: the entry first (a conflict stops the transaction before anything else is written),
-    then the state after it and, on a terminal step, the run record. ``append``: the entry's ``append_op`` when
-    the caller already built it (for ``now``)."""
+    """``Store.commit``: the state after the entry, then the entry, then on a terminal step the run record; a
+    deleted session or a conflict (``check_rows``) rolls the whole transaction back. ``append``: the entry's
+    ``append_op`` when the caller already built it (for ``now``)."""
     if run is not None:
         run = storable(run, where=f"run {run.run_id}")
+    # The session's row first, the order every write takes the rows in. On PostgreSQL the update waits for a
+    # retention deletion that holds the row and then finds it gone; the append after it reads the log and the runs
+    # on a snapshot taken after that wait. Appended first, the entry read the run as still on record, went in
+    # beside the deletion, and outlived the session (an orphan log row).
     ops = [
+        Op(
+            UPDATE_SESSION_STATE,
+            {"session_id": entry.session_id, "state": state_json, "now": now},
+            session_kept=entry.session_id,
+        ),
         append_op(entry, now) if append is None else append,
-        Op(UPDATE_SESSION_STATE, {"session_id": entry.session_id, "state": state_json, "now": now}),
     ]
     if run is not None:
         ops.append(Op(UPSERT_RUN, _run_params(run, now)))
