@@ -717,4 +717,4 @@ async def test_a_tool_returning_a_value_that_contains_itself_gets_an_error_row_a
         await store.close()
     assert result.output == "done"
     row = next(m for m in result.messages if m.tool_call_id == "c1")
-    assert "contains itself" in row.content
+    assert "cannot be serialised to JSON" in row.content and "contains itself: [1]['next']" in row.content
