@@ -115,13 +115,13 @@ def _clean(value: Any, where: str) -> bool:
 
     A cycle would keep this loop going forever, and telling one from a container merely shared (the same list
     in two places) needs the path to each container, which costs every check. So each container's id is kept,
-    and only when one is met again does ``_cycle`` walk the value once to tell which it is: a cycle raises
+    and only when one is met again does ``_refuse_cycle`` walk the value once to tell which it is: a cycle raises
     ``CyclicValue``; a shared container is skipped, its contents having been seen already."""
     stack = [value]
     pop, push, extend = stack.pop, stack.append, stack.extend
     seen: set[int] = set()
     mark = seen.add
-    shared_ok = False  # set once _cycle found no cycle: further repeats are shared containers
+    shared_ok = False  # set once _refuse_cycle found no cycle: further repeats are shared containers
     while stack:
         v = pop()
         kind = type(v)
@@ -131,14 +131,22 @@ def _clean(value: Any, where: str) -> bool:
             continue
         if kind in _SCALARS:
             continue
-        if kind is not tuple or v:  # the empty tuple is one shared object; it holds nothing
-            i = id(v)
-            if i in seen:
-                if not shared_ok:
-                    _refuse_cycle(value, where)
-                    shared_ok = True
-                continue
-            mark(i)
+        # Only a container this loop looks inside is kept: leaves and empty containers shared everywhere (enum
+        # members, the empty tuple, a constant empty dict) would otherwise look like repeats.
+        if ((kind is dict or kind is list or kind is tuple) and v) or kind in _FIELDS:
+            pass
+        elif isinstance(v, str):  # a str subclass (an enum member)
+            if not is_storable(v):
+                return False
+            continue
+        elif not (isinstance(v, (Mapping, list, tuple)) and v) and _field_names(kind) is None:
+            continue
+        if (i := id(v)) in seen:
+            if not shared_ok:
+                _refuse_cycle(value, where)
+                shared_ok = True
+            continue
+        mark(i)
         if kind is dict:
             extend(v.keys())
             extend(v.values())
@@ -147,9 +155,6 @@ def _clean(value: Any, where: str) -> bool:
         elif (names := _FIELDS.get(kind)) is not None:
             for name in names:
                 push(getattr(v, name))
-        elif isinstance(v, str):  # a str subclass (an enum member)
-            if not is_storable(v):
-                return False
         elif isinstance(v, Mapping):
             extend(v.keys())
             extend(v.values())
