@@ -17,6 +17,7 @@ from stopwise._load import LoadError
 from stopwise.approvals import ApprovalError
 from stopwise.errors import (
     ConfigError,
+    CyclicValue,
     ErrorDetail,
     ForkNotAllowed,
     ModelError,
@@ -50,6 +51,7 @@ from stopwise.tools import ToolError, ToolUnavailable
 SAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     StopwiseError: lambda: StopwiseError("something went wrong"),
     ConfigError: lambda: ConfigError("max_steps", "must be at least 1, got 0"),
+    CyclicValue: lambda: CyclicValue("the result of call c1", "[0] is the value itself"),
     ModelError: lambda: ModelError("rate limited", provider="openai", status=429, request_id="req_1", retryable=True),
     RetryNotAllowed: lambda: RetryNotAllowed("session s1 has no run to continue"),
     ForkNotAllowed: lambda: ForkNotAllowed("step 3 of run r1 is not committed"),

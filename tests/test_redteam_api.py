@@ -8,6 +8,7 @@ that round lists them with what they did before.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,13 @@ from stopwise import (
 )
 from stopwise.approvals import ApprovalError
 from stopwise.cli import main
-from stopwise.errors import ConfigError, ErrorCode
+from stopwise.errors import ConfigError, CyclicValue, ErrorCode
 from stopwise.guardian import Condition, GuardianOutcome, QuestionSet, YesNo
+from stopwise.guardian.answers import yes
+from stopwise.guardian.audit import PolicyOverride, replay_all
 from stopwise.guardian.evaluators.judge import JudgeEvaluator
-from stopwise.guardian.policy import ThresholdPolicy
+from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
+from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
 from stopwise.guardrails import (
     Block,
     Guardrails,
@@ -58,6 +62,7 @@ from stopwise.messages import AUTOMATED
 from stopwise.models.anthropic import AnthropicModel
 from stopwise.models.openai import OpenAIModel
 from stopwise.step_plan import StepPlan
+from stopwise.storable import needs_rule, storable
 from stopwise.store.sqlite import SQLiteStore
 
 
@@ -606,3 +611,110 @@ def test_stopwise_run_with_an_empty_goal_exits_2_naming_it_rather_than_running_w
     monkeypatch.chdir(tmp_path)
     assert main(["run", "agents.py:agent", "Hi", "--goal", ""]) == 2
     assert "goal.text: must be a non-empty string" in capsys.readouterr().err
+
+
+# --- replay of a record another version wrote; values that contain themselves -------------------------------
+
+
+def _replan_decision(policy: dict[str, Any]) -> GuardianDecision:
+    """A turn on which stagnation held (p 0.9 over its 0.5 threshold), recorded under ``policy``."""
+    spec = ConditionSpec("stagnation", GuardianOutcome.REPLAN, 0.5, 0.05, ("yes",), None)
+    return GuardianDecision(
+        run_id="r1",
+        step=3,
+        kind="turn",
+        call_id=None,
+        state_hash="h",
+        question_set_version="qs",
+        evaluator="fixed",
+        model_version="1",
+        answers={"stagnation": yes(0.9)},
+        conditions=(spec,),
+        policy=policy,
+        inputs=PolicyInputs({"stagnation": ()}, 0, 0),
+        outcome=GuardianOutcome.STOP_FAILURE,
+        reason="replans",
+        latency_ms=0.5,
+    )
+
+
+def test_replaying_a_record_whose_policy_has_a_setting_this_version_lacks_is_a_config_error_naming_it() -> None:
+    newer = _replan_decision({**ThresholdPolicy(max_replans=0).to_data(), "replan_cooldown": 4})
+    with pytest.raises(ConfigError, match=r"run r1, step 3.*\['replan_cooldown'\].*newer stopwise"):
+        replay(newer)
+    # The what-if path reads the recorded policy too, and says the same.
+    with pytest.raises(ConfigError, match="replan_cooldown"):
+        replay_all([newer], PolicyOverride.from_data({"policy": {"max_replans": 3}}))
+
+
+def test_replaying_an_older_record_without_a_setting_takes_that_settings_documented_default() -> None:
+    # Recorded before budget_nearly_spent existed: the rest of its policy still decides.
+    older = _replan_decision(
+        {k: v for k, v in ThresholdPolicy(max_replans=0).to_data().items() if k != "budget_nearly_spent"}
+    )
+    assert replay(older).outcome is GuardianOutcome.STOP_FAILURE
+    # With no max_replans recorded, the documented default (2 replans) lets this one replan.
+    assert replay(_replan_decision({})).outcome is GuardianOutcome.REPLAN
+
+
+def test_a_policy_file_with_a_setting_threshold_policy_lacks_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"policy file: policy.*max_replan\b"):
+        PolicyOverride.from_data({"policy": {"max_replan": 3}})
+
+
+def _cyclic_list() -> list[Any]:
+    loop: list[Any] = ["a"]
+    loop.append({"next": loop})
+    return loop
+
+
+def test_storable_of_a_value_that_contains_itself_raises_cyclic_value_naming_the_cycle() -> None:
+    with pytest.raises(
+        CyclicValue, match=r"the result of call c1 contains itself: \[1\]\['next'\] is the value itself"
+    ):
+        storable(_cyclic_list(), where="the result of call c1")
+    with pytest.raises(CyclicValue):
+        needs_rule({"deep": _cyclic_list()})
+
+
+def test_storable_refuses_a_cycle_even_after_a_string_it_must_replace() -> None:
+    # The check stops at the first string to replace; the walk that replaces it must not then loop on the cycle.
+    loop: list[Any] = ["\ud800"]
+    loop.append(loop)
+    with pytest.raises(CyclicValue, match=r"\[1\] is the value itself"):
+        storable(loop)
+
+
+def test_a_container_shared_in_two_places_is_not_a_cycle_and_is_still_cleaned() -> None:
+    shared = ["ok", "\x00"]
+    value = {"a": shared, "b": [shared, shared], "c": ()}
+    assert needs_rule(value)
+    out = storable(value)
+    assert out["a"] == out["b"][0] == out["b"][1] == ["ok", "\ufffd"]
+    clean = {"a": ["ok"], "b": ()}
+    clean["c"] = clean["a"]
+    assert storable(clean) is clean
+
+
+def test_a_cyclic_value_error_survives_pickling_with_its_fields() -> None:
+    err = pickle.loads(pickle.dumps(CyclicValue("the state", "[0] is the value itself")))
+    assert (err.where, err.path) == ("the state", "[0] is the value itself")
+
+
+async def test_a_tool_returning_a_value_that_contains_itself_gets_an_error_row_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    @tool
+    def loops() -> list[Any]:
+        """Return a list that contains itself."""
+        return _cyclic_list()
+
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("loops", {}, id="c1")]), Reply(text="done")])
+    store = SQLiteStore(tmp_path / "db.sqlite")
+    try:
+        result = await Runner(store=store).run(Agent("looper", model=model, tools=[loops]), "go")
+    finally:
+        await store.close()
+    assert result.output == "done"
+    row = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert "cannot be serialised to JSON" in row.content and "contains itself: [1]['next']" in row.content

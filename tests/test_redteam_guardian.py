@@ -398,7 +398,7 @@ def test_a_tool_result_that_contains_itself_becomes_an_error_row_instead_of_hang
     assert done.returncode == 0, done.stderr[-2000:]
     status, row = done.stdout.strip().split(" | ", 1)
     assert status == "completed"
-    assert "cannot be serialised to JSON" in row and "Circular reference" in row
+    assert "cannot be serialised to JSON" in row and "contains itself: ['self'] is the value itself" in row
 
 
 # --- the policy's edges -----------------------------------------------------------------------------------------

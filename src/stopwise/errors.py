@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "ConfigError",
+    "CyclicValue",
     "ErrorCategory",
     "ErrorCode",
     "ErrorDetail",
@@ -266,6 +267,21 @@ class UnreadableSuspension(_UnreadableOfRun):
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer stopwise; it is not opened so nothing is written to it."""
+
+
+class CyclicValue(StopwiseError, ValueError):
+    """A value that contains itself (a list, dict or dataclass reachable from inside itself) was handed where
+    stopwise keeps values (a tool result, a message, a log record): it has no JSON form. ``where`` names the value
+    and ``path`` the cycle, as ``"[0]['next'] is the value itself"``. A ``ValueError``, so a tool result that is one
+    becomes the error row of an unserialisable result."""
+
+    def __init__(self, where: str, path: str) -> None:
+        super().__init__(f"{where} contains itself: {path}")
+        self.where = where
+        self.path = path
+
+    def __reduce__(self) -> tuple[type[CyclicValue], tuple[str, str]]:
+        return (type(self), (self.where, self.path))
 
 
 class StateNotSerializable(StopwiseError, TypeError):

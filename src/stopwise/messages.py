@@ -220,7 +220,8 @@ text_fields(TokenLogprob, "token", "top")
 
 def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
     """The tool row for a successful result: a string verbatim with the text marker, anything else as JSON.
-    Raises ``ValueError`` for a value that strict JSON cannot hold (a NaN or infinite float anywhere in it) and
+    Raises ``ValueError`` for a value that strict JSON cannot hold (a NaN or infinite float anywhere in it;
+    ``CyclicValue``, one, for a value that contains itself) and
     pydantic's error for one it cannot encode at all: the callers turn either into the error of an unserialisable
     result (an error row the model reads, for a tool).
 
@@ -233,11 +234,9 @@ def encode_tool_result(value: Any, *, tool_call_id: str) -> Message:
         return Message(Role.TOOL, str(value), tool_call_id=tool_call_id)
     try:
         content = to_json(value).decode()
-    except PydanticSerializationError as exc:
-        # A value that contains itself has no JSON form, and the storable rule's walk would never end on it.
-        if "Circular reference" in str(exc):
-            raise
-        # Most often a lone surrogate in a string; anything else still fails on the second try.
+    except PydanticSerializationError:
+        # Most often a lone surrogate in a string; anything else still fails on the second try (a value that
+        # contains itself: ``storable`` raises ``CyclicValue``, a ``ValueError``).
         content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()
     if "\\u0000" in content:  # a NUL inside a string value (JSON escapes it)
         content = to_json(storable(value, where=f"the result of call {tool_call_id}")).decode()

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from stopwise.errors import ConfigError
 from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.policy import ThresholdPolicy
-from stopwise.guardian.records import ConditionSpec, GuardianDecision, replay
+from stopwise.guardian.records import ConditionSpec, GuardianDecision, recorded_policy, replay
 
 __all__ = ["ConditionStats", "Flip", "PolicyOverride", "Tally", "replay_all", "stats"]
 
@@ -45,6 +45,9 @@ class PolicyOverride:
         unknown = set(data) - {"policy", "conditions"}
         if unknown:
             raise ConfigError("policy file", f"unknown keys {sorted(unknown)}; expected 'policy' and 'conditions'")
+        bad_settings = set(data.get("policy", {})) - {f.name for f in fields(ThresholdPolicy)}
+        if bad_settings:
+            raise ConfigError("policy file: policy", f"unknown settings {sorted(bad_settings)}")
         for name, values in data.get("conditions", {}).items():
             bad = set(values) - {"cost_false_stop", "cost_false_continue", "threshold", "delta"}
             if bad:
@@ -57,7 +60,7 @@ class PolicyOverride:
         return sorted(set(self.conditions) - known)
 
     def apply(self, d: GuardianDecision) -> tuple[ThresholdPolicy, tuple[ConditionSpec, ...]]:
-        policy = ThresholdPolicy(**{**d.policy, **self.policy})
+        policy = recorded_policy(d, self.policy)
         specs = []
         for c in d.conditions:
             change = self.conditions.get(c.name)

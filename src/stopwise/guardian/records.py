@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from stopwise._deprecated import aliases
+from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer
 from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.policy import PolicyInputs, PolicyResult, ThresholdPolicy
@@ -426,13 +427,36 @@ class GuardianLabel:
         )
 
 
+_POLICY_SETTINGS = frozenset(f.name for f in fields(ThresholdPolicy))
+
+
+def recorded_policy(decision: GuardianDecision, changes: Mapping[str, Any] | None = None) -> ThresholdPolicy:
+    """The ``ThresholdPolicy`` ``decision`` recorded, with ``changes`` over it. A setting an older record lacks
+    takes ``ThresholdPolicy``'s documented default (so ``budget_nearly_spent``, which acts only on a
+    ``budget_used``, changes nothing for a record older than both). A setting this version does not know (a newer
+    stopwise wrote the record) raises ``ConfigError`` naming the decision and the settings: replaying without it
+    could report an agreement or a flip the recorded policy would not have made, so replay that log with the
+    version that wrote it."""
+    unknown = sorted(set(decision.policy) - _POLICY_SETTINGS)
+    if unknown:
+        raise ConfigError(
+            f"guardian decision (run {decision.run_id}, step {decision.step}, {decision.kind})",
+            f"its policy has settings this stopwise does not know: {unknown} (a newer stopwise wrote it); "
+            "replay it with that version",
+        )
+    return ThresholdPolicy(**{**decision.policy, **(changes or {})})
+
+
 def replay(
     decision: GuardianDecision,
     policy: ThresholdPolicy | None = None,
     conditions: tuple[ConditionSpec, ...] | None = None,
 ) -> PolicyResult:
-    """Recompute a decision's outcome from its record (or under another policy / other thresholds)."""
-    p = policy if policy is not None else ThresholdPolicy(**decision.policy)
+    """Recompute a decision's outcome from its record (or under another policy / other thresholds).
+
+    Without ``policy`` the decision's recorded policy is used (see ``recorded_policy``: a record a newer stopwise
+    wrote with settings this version does not know raises ``ConfigError``)."""
+    p = policy if policy is not None else recorded_policy(decision)
     return p.decide(decision.answers, conditions if conditions is not None else decision.conditions, decision.inputs)
 
 
