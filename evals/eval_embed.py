@@ -31,11 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _embedding import embedding_chunks, load_embedding_model
 from _integrity_data import load_items
 from embed_cache import READ_CHARS, key, load
-from eval_integrity import _KEYWORDS, rates, report, stopwise_scorer, time_evaluators, timed
+from eval_integrity import _KEYWORDS, print_at_t_star, report, stopwise_scorer, time_evaluators, timed
 from score_defender import load_cache as load_defender_cache
 from score_defender import text_key
 
-from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators._integrity import is_trivial
 from stopwise.guardian.evaluators.defender import LibraryScore, combined_features, load_combination
 from stopwise.guardian.evaluators.rule import RuleEvaluator
@@ -104,18 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     out = report(items, systems)
 
-    y = np.array([int(i.label) for i in items])
-    t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
-    print(f"\nat the policy threshold t*={t_star}: recall / false alarms per corpus")
-    print(f"{'corpus':26} {'light':>14} {'with embed':>14} {'with defender':>14}")
-    for corpus in ["(pooled)", *sorted({i.corpus for i in items})]:
-        idx = np.ones(len(items), bool) if corpus == "(pooled)" else np.array([i.corpus == corpus for i in items])
-        cells = []
-        for name in ("stopwise", HEAVY, DEFENDER):
-            recall, fpr = rates(systems[name][0][idx], y[idx], t_star)
-            out["systems"][name].setdefault("at_t_star_by_corpus", {})[corpus] = {"recall": recall, "fpr": fpr}
-            cells.append(f"{'-' if recall is None else f'{recall:.3f}':>6} / {'-' if fpr is None else f'{fpr:.3f}':>5}")
-        print(f"{corpus:26} " + " ".join(f"{c:>14}" for c in cells))
+    print_at_t_star(items, systems, out, {"stopwise": "light", HEAVY: "with embed", DEFENDER: "with defender"})
 
     lengths = np.array([min(len(t), READ_CHARS) for t in texts])
     cost = {}

@@ -29,7 +29,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,25 @@ def rates(score: np.ndarray, y: np.ndarray, t: float) -> tuple[float | None, flo
     recall = float(fires[y == 1].mean()) if (y == 1).any() else None
     fpr = float(fires[y == 0].mean()) if (y == 0).any() else None
     return recall, fpr
+
+
+def print_at_t_star(
+    items: Sequence[Any], systems: Mapping[str, Any], out: dict[str, Any], columns: Mapping[str, str]
+) -> None:
+    """Print recall / false alarms at the policy's integrity threshold t*, pooled and per corpus, for the systems
+    ``columns`` names (system -> column heading); recorded in ``out["systems"][name]["at_t_star_by_corpus"]``."""
+    y = np.array([int(i.label) for i in items])
+    t_star = DEFAULT_CONDITIONS.by_name["integrity"].threshold
+    print(f"\nat the policy threshold t*={t_star}: recall / false alarms per corpus")
+    print(f"{'corpus':26} " + " ".join(f"{heading:>14}" for heading in columns.values()))
+    for corpus in ["(pooled)", *sorted({i.corpus for i in items})]:
+        idx = np.ones(len(items), bool) if corpus == "(pooled)" else np.array([i.corpus == corpus for i in items])
+        cells = []
+        for name in columns:
+            recall, fpr = rates(systems[name][0][idx], y[idx], t_star)
+            out["systems"][name].setdefault("at_t_star_by_corpus", {})[corpus] = {"recall": recall, "fpr": fpr}
+            cells.append(f"{'-' if recall is None else f'{recall:.3f}':>6} / {'-' if fpr is None else f'{fpr:.3f}':>5}")
+        print(f"{corpus:26} " + " ".join(f"{c:>14}" for c in cells))
 
 
 def time_evaluators(texts: Sequence[str], evaluators: Sequence[tuple[str, RuleEvaluator]]) -> dict[str, float]:
