@@ -970,6 +970,18 @@ def _first_leg() -> tuple[RunRecord, Lease, LogEntry]:
     return run, lease_a, entry
 
 
+async def _claimed_by_b_while_a_finishes(store: Store) -> tuple[RunRecord, Lease, RunRecord, LogEntry]:
+    """A started the run and its lease lapsed; B claimed it at seq 1. Returns the run, B's lease, and the completed
+    record and last step (seq 2) A is about to commit."""
+    run, lease_a, entry = _first_leg()
+    await store.start_run(run, entry, {}, lease_a)
+    lease_b = Lease("r1", "b", 5_000.0)
+    await store.claim(run, 1, lease_b, 2_000.0)
+    done = replace(run, status=RunStatus.COMPLETED, output="done by A", steps=1)
+    step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "done by A"),))
+    return run, lease_b, done, step
+
+
 async def test_on_postgres_a_fenced_write_waiting_on_the_old_holders_commit_is_refused_once_that_commit_lands(
     request: pytest.FixtureRequest,
 ) -> None:
@@ -981,12 +993,7 @@ async def test_on_postgres_a_fenced_write_waiting_on_the_old_holders_commit_is_r
 
     store = _pg_store(request)
     try:
-        run, lease_a, entry = _first_leg()
-        await store.start_run(run, entry, {}, lease_a)
-        lease_b = Lease("r1", "b", 5_000.0)
-        await store.claim(run, 1, lease_b, 2_000.0)
-        done = replace(run, status=RunStatus.COMPLETED, output="done by A", steps=1)
-        step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "done by A"),))
+        run, lease_b, done, step = await _claimed_by_b_while_a_finishes(store)
         a = await _held_open_commit(store, _sql.commit_ops(step, "{}", done, 2_001.0))
         try:
             failed = replace(run, status=RunStatus.FAILED, detail="B's model call failed")
@@ -1118,12 +1125,7 @@ async def test_on_postgres_a_continued_legs_start_racing_the_old_holders_commit_
 
     store = _pg_store(request)
     try:
-        run, lease_a, entry = _first_leg()
-        await store.start_run(run, entry, {}, lease_a)
-        lease_b = Lease("r1", "b", 5_000.0)
-        await store.claim(run, 1, lease_b, 2_000.0)
-        done = replace(run, status=RunStatus.COMPLETED, output="done by A", steps=1)
-        step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "done by A"),))
+        run, lease_b, done, step = await _claimed_by_b_while_a_finishes(store)
         entry_and_state, record = (
             _sql.commit_ops(step, "{}", done, 2_001.0)[:2],
             _sql.commit_ops(step, "{}", done, 0)[2],
