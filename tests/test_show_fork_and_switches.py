@@ -7,32 +7,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from stopwise import Agent, Continue, FunctionModel, Reply, RunContext, Runner, SQLiteStore, StopGuard, ToolCall, tool
+from _switching_agent import switching_agent
+from stopwise import Runner, SQLiteStore
 from stopwise._cli.show import load_view, render_text
-from stopwise.models import ModelRequest
-from stopwise.stop.guard import StopGuardContext
-from stopwise.tool_switches import ToolSwitch
-
-
-@tool
-def search(q: str, ctx: RunContext) -> str:
-    """Search once: the tool switches itself off after use."""
-    ctx.switch_off("search")
-    return f"found {q}"
-
-
-def _model(req: ModelRequest) -> Reply:
-    if req.step == 1:
-        return Reply(tool_calls=[ToolCall("search", {"q": "a"}, id="s1")])
-    return Reply(f"answer {req.step}")
-
-
-def _guard(ctx: StopGuardContext) -> Continue | None:
-    return None if ctx.continues_used else Continue("Search again.", context=[ToolSwitch(on=["search"])])
-
-
-def _agent() -> Agent:
-    return Agent("s", "", FunctionModel(_model), tools=[search], stop_guard=StopGuard(_guard))
 
 
 async def test_show_prints_each_tool_switch_and_a_forks_origin(tmp_path: Path) -> None:
@@ -40,8 +17,8 @@ async def test_show_prints_each_tool_switch_and_a_forks_origin(tmp_path: Path) -
     store = SQLiteStore(db)
     try:
         runner = Runner(store)
-        source = await runner.run(_agent(), "q", session_id="s")
-        forked = await runner.fork(_agent(), "s", at_step=1, new_session_id="s-fork")
+        source = await runner.run(switching_agent(), "q", session_id="s")
+        forked = await runner.fork(switching_agent(), "s", at_step=1, new_session_id="s-fork")
     finally:
         await store.close()
 

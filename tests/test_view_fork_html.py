@@ -10,35 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from stopwise import Agent, Continue, FunctionModel, Reply, RunContext, Runner, SQLiteStore, StopGuard, ToolCall, tool
+from _switching_agent import switching_agent
+from stopwise import Runner, SQLiteStore
 from stopwise.cli import main
-from stopwise.models import ModelRequest
-from stopwise.stop.guard import StopGuardContext
-from stopwise.tool_switches import ToolSwitch
 
 SOURCE = "s<img src=x onerror=alert(1)>"
 FORKED = "f&'\"<b>"
-
-
-@tool
-def search(q: str, ctx: RunContext) -> str:
-    """Search once: the tool switches itself off after use."""
-    ctx.switch_off("search")
-    return f"found {q}"
-
-
-def _model(req: ModelRequest) -> Reply:
-    if req.step == 1:
-        return Reply(tool_calls=[ToolCall("search", {"q": "a"}, id="s1")])
-    return Reply(f"answer {req.step}")
-
-
-def _guard(ctx: StopGuardContext) -> Continue | None:
-    return None if ctx.continues_used else Continue("Search again.", context=[ToolSwitch(on=["search"])])
-
-
-def _agent() -> Agent:
-    return Agent("s", "", FunctionModel(_model), tools=[search], stop_guard=StopGuard(_guard))
 
 
 class _Records(HTMLParser):
@@ -78,8 +55,8 @@ async def _forked_run(db: Path) -> tuple[str, str]:
     store = SQLiteStore(db)
     try:
         runner = Runner(store)
-        source = await runner.run(_agent(), "q", session_id=SOURCE)
-        forked = await runner.fork(_agent(), SOURCE, at_step=1, new_session_id=FORKED)
+        source = await runner.run(switching_agent(), "q", session_id=SOURCE)
+        forked = await runner.fork(switching_agent(), SOURCE, at_step=1, new_session_id=FORKED)
         assert forked.status == "completed"
         return source.run_id, forked.run_id
     finally:
