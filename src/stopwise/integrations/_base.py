@@ -570,6 +570,13 @@ class PeerRun:
             return FinishVerdict(blocked, chain.block.replacement or "")
         return FinishVerdict(decision, chain.value)
 
+    async def stopped_by_peer(self, signals: StepSignals, *, steps: int) -> None:
+        """The peer ended the run on its own terms (its turn or usage limit, its own guardrail's tripwire):
+        record the end the resolver gives ``signals`` (the stopwise reason that names it, as a stopwise run would
+        end), unless the run's end is on record already."""
+        if self.run.status is RunStatus.RUNNING:
+            await self.finish(resolve(signals), steps=steps)
+
     async def crashed(self, exc: BaseException, *, steps: int) -> None:
         """The peer's run raised: record it failed, unless its end is on record already. A guardrail that raised
         or misbehaved is caller code (``guardrail_raised``, ...); anything else the peer raised mid-run counts as
