@@ -46,7 +46,7 @@ from stopwise.integrations import _base
 from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed, TurnVerdict
 from stopwise.messages import Message, Role, ToolCall, automated_feedback
 from stopwise.result import RunStatus
-from stopwise.stop.decision import Action, StopDecision
+from stopwise.stop.decision import Action, StepSignals, StopDecision, resolve
 from stopwise.stop.guard import StopGuard
 from stopwise.store.base import Store
 from stopwise.tools import Risk
@@ -119,11 +119,23 @@ class Stopwise:
             for key in [k for k in memo if k[0] == thread]:
                 del memo[key]
 
+    async def _abandon(self, run: PeerRun) -> None:
+        """End a run the graph left behind: ``ainvoke`` raised out of it (a tool's exception, ``recursion_limit``,
+        a model error) or the caller dropped it mid-run. No node sees why, so it is recorded cancelled; a run that
+        waits for approval is left waiting only while the graph can be resumed, and a new input means it was not."""
+        steps = self._histories[run.run.session_id].steps if run.run.session_id in self._histories else 0
+        if run.run.status in (RunStatus.RUNNING, RunStatus.SUSPENDED):
+            await run.finish(resolve(StepSignals(cancelled=True)), steps=steps)
+        self._forget(run)
+
     def input_node(self, *, model: str = "model") -> Any:
         """The node between ``START`` and the model: the input guardrails on the history. A block ends the graph
         with the block's replacement as the answer (no model call); otherwise the graph goes on to ``model``."""
 
         async def check_input(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
+            left = self._runs.get(_thread(config))
+            if left is not None:  # a new input while the thread's run never ended: it was abandoned
+                await self._abandon(left)
             history = self._rows(config, state["messages"]).rows
             run = await self._run(config, history)
             verdict = await run.check_input(history)
