@@ -244,7 +244,7 @@ def _limit_signals(error: UsageLimitExceeded, usage: RunUsage) -> StepSignals | 
         LimitKind.OUTPUT_TOKENS: usage.output_tokens,
         LimitKind.TOTAL_TOKENS: usage.total_tokens,
     }.get(kind, usage.cost if usage.cost is not None else 0)
-    return StepSignals(limit_hit=LimitHit(kind, cap, used))
+    return StepSignals(has_tool_calls=True, limit_hit=LimitHit(kind, cap, used))
 
 
 def _json_text(output: Any) -> str:
