@@ -163,7 +163,7 @@ def agent_with_tools(model: Model, **agent: Any) -> Build:
 
 
 async def test_a_tools_model_retry_sends_a_retry_prompt_and_the_run_goes_on() -> None:
-    """pydantic-ai: a tool raising ``ModelRetry`` gets a ``RetryPromptPart`` and the model tries again
+    """pydantic-ai: a tool raising ``ModelRetry`` gets its message back as the call's result and the model tries again
     (``tests/test_agent.py::test_tool_retry_count_resets_after_successful_call``)."""
     pair = await both(
         agent_with_tools(calls_then("done", [("lookup", {"city": "Atlantis"})], [("lookup", {"city": "Oslo"})]))

@@ -13,10 +13,13 @@ from __future__ import annotations
 import abc
 import dataclasses
 import itertools
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
@@ -58,6 +61,7 @@ __all__ = [
     "ReviewVerdict",
     "RunFailed",
     "TurnVerdict",
+    "answer_text",
 ]
 
 
@@ -208,6 +212,16 @@ class ReviewVerdict:
     feedback: tuple[str, ...] = ()
     """What the model reads next (behind stopwise's automated-feedback label): each released output after an
     approval, the re-anchoring with the reviewer's message after a rejection."""
+
+
+def answer_text(output: Any) -> str:
+    """A peer's final output as the text the stop guard and the output guardrails read: text as it is, a
+    structured output (a pydantic model, or plain data) as JSON."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    return json.dumps(output, default=str)
 
 
 def _message_text(rows: Sequence[Message]) -> str:

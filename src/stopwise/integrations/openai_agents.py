@@ -42,7 +42,7 @@ from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed
+from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed, answer_text
 from stopwise.messages import Message, Role, ToolCall
 from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
@@ -234,7 +234,7 @@ class Stopwise:
     async def _judge(self, ctx: RunContextWrapper[Any], agent: Agent[Any], output: Any) -> GuardrailFunctionOutput:
         run = _current()
         run.steps += 1
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        text = answer_text(output)
         verdict = await run.peer.judge_finish(run.steps, text, run.rows(ctx.turn_input))
         run.ended = verdict.decision
         stands = verdict.decision.action is Action.COMPLETE and verdict.text == text

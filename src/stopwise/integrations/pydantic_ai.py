@@ -36,7 +36,7 @@ from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import Deciders, PeerRun, RunFailed
+from stopwise.integrations._base import Deciders, PeerRun, RunFailed, answer_text
 from stopwise.messages import Message, Role, ToolCall
 from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
@@ -45,7 +45,6 @@ from stopwise.store.base import Store
 from stopwise.tools import Risk
 
 try:
-    from pydantic import BaseModel
     from pydantic_ai import DeferredToolRequests, ModelRetry, RunContext
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.exceptions import ApprovalRequired, SkipModelRequest, SkipToolExecution, UsageLimitExceeded
@@ -175,7 +174,7 @@ class StopwiseCapability(AbstractCapability[Any]):
         if isinstance(output, DeferredToolRequests) or self._ended is not None:
             return output
         # A structured output is judged as the JSON the model gave; only a text output can be rewritten.
-        text = output if isinstance(output, str) else _json_text(output)
+        text = answer_text(output)
         history = self._rows(ctx)
         if history and history[-1].role is Role.ASSISTANT:
             history = history[:-1]  # the answer under judgment is passed on its own
@@ -245,13 +244,6 @@ def _limit_signals(error: UsageLimitExceeded, usage: RunUsage) -> StepSignals | 
         LimitKind.TOTAL_TOKENS: usage.total_tokens,
     }.get(kind, usage.cost if usage.cost is not None else 0)
     return StepSignals(has_tool_calls=True, limit_hit=LimitHit(kind, cap, used))
-
-
-def _json_text(output: Any) -> str:
-    """A structured output as the JSON text a guard reads."""
-    if isinstance(output, BaseModel):
-        return output.model_dump_json()
-    return json.dumps(output, default=str)
 
 
 def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
