@@ -29,7 +29,7 @@ from langgraph.types import Command, interrupt
 
 from stopwise import MemoryStore
 from stopwise.guardian import Guardian
-from stopwise.guardrails import Guardrails
+from stopwise.guardrails import Guardrails, Rewrite
 from stopwise.integrations.langgraph import Stopwise, UnsupportedToolOutput
 from stopwise.stop.guard import StopGuard
 from stopwise.store.base import RunRecord, RunStatus
@@ -344,3 +344,28 @@ async def test_a_tool_returning_a_command_is_refused_by_name() -> None:
     app = stopwise_graph(passing(MemoryStore()), replies, [remember])
     with pytest.raises(UnsupportedToolOutput, match="Command"):
         await app.ainvoke({"messages": [HumanMessage("go")]}, thread())
+
+
+async def test_the_tool_result_guardrails_read_tool_node_results_as_the_loop_gives_them() -> None:
+    """With the calls run by ``ToolNode``, a tool-result guardrail still reads what stopwise's loop gives it: a
+    structured result as data (not ``ToolNode``'s JSON text), an error message as ``is_error`` with
+    ``{"error": ...}``; its rewrite is what the model reads, rendered as ``ToolNode`` renders a result."""
+    seen: list[tuple[Any, bool]] = []
+
+    def redact(ctx: Any) -> Rewrite | None:
+        seen.append((ctx.result, ctx.is_error))
+        return Rewrite(result={**ctx.result, "celsius": None}) if not ctx.is_error else None
+
+    stopwise = Stopwise(guardrails=Guardrails(on_tool_result=[redact]), risks=RISKS)
+    replies = [calls(("forecast", {"city": "Zürich"}), ("add", {"a": "two"})), AIMessage("done")]
+    out = await stopwise_graph(stopwise, replies).ainvoke({"messages": [HumanMessage("go")]}, thread())
+    results = {m.name: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert sorted(seen, key=repr) == sorted(
+        [
+            ({"city": "Zürich", "sky": "überwiegend sonnig", "celsius": 4}, False),
+            ({"error": results["add"].content}, True),
+        ],
+        key=repr,
+    )
+    assert results["forecast"].content == '{"city": "Zürich", "sky": "überwiegend sonnig", "celsius": null}'
+    assert results["add"].status == "error"

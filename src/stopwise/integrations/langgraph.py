@@ -57,6 +57,7 @@ try:
     from langchain_core.tools import BaseTool
     from langgraph.graph import END
     from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt.tool_node import msg_content_output
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
@@ -278,13 +279,13 @@ class Stopwise:
             produced = await runner.ainvoke(batch, config)
             for message in _tool_messages(produced):
                 call = next(c for c in allowed if str(c["id"]) == str(message.tool_call_id))
-                if message.status == "error":
-                    out[str(call["id"])] = message  # LangGraph's own error message: no result to guard
-                    continue
                 ran = ToolCall(call["name"], dict(call["args"]), id=str(call["id"]))
-                value = (await run.check_result(step, ran, message.text, history)).value
-                text = value if isinstance(value, str) else json.dumps(value, default=str)
-                out[str(call["id"])] = message if text == message.text else message.model_copy(update={"content": text})
+                failed = message.status == "error"
+                value = {"error": message.text} if failed else _decoded(message.text)
+                guarded = await run.check_result(step, ran, value, history, is_error=failed)
+                out[ran.id] = message
+                if guarded.changed:  # what the model reads instead, as ToolNode would render it
+                    out[ran.id] = message.model_copy(update={"content": msg_content_output(guarded.value)})
         return [out[str(c["id"])] for c, _ in pending]
 
     async def _turn(
@@ -317,6 +318,17 @@ class Stopwise:
 
 def _thread(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("thread_id") or "default")
+
+
+def _decoded(content: str) -> Any:
+    """A tool result as the tool-result guardrails read it (as the loop decodes one): the data a tool's JSON
+    content holds (``ToolNode`` renders a non-text result as JSON), else the text."""
+    if content[:1] in ("{", "["):
+        try:
+            return json.loads(content)
+        except ValueError:
+            pass
+    return content
 
 
 def _refused(call: Mapping[str, Any], error: Mapping[str, str]) -> ToolMessage:
