@@ -321,7 +321,7 @@ async def test_a_tool_calls_limit_raises_usage_limit_exceeded_and_is_recorded_as
     assert isinstance(same_exception(pair), UsageLimitExceeded)
     run = await pair.run()
     assert run.completion_reason == "tool_call_limit"
-    assert run.error is not None and run.error.details["allowed"] == 3
+    assert run.error is not None and (run.error.details["allowed"], run.error.details["used"]) == (3, 4)
 
 
 async def test_a_tools_own_approval_required_defers_the_call_as_without_stopwise() -> None:

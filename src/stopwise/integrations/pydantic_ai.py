@@ -216,6 +216,7 @@ class StopwiseCapability(AbstractCapability[Any]):
 _LIMIT = re.compile(
     r"(request|tool_calls|per_request_input_tokens|input_tokens|output_tokens|total_tokens|cost)_limit`? of ([0-9.]+)"
 )
+_USED = re.compile(r"\(`?\w+`?=([0-9.]+)\)")
 _LIMIT_KINDS = {
     "tool_calls": LimitKind.TOOL_CALLS,
     "input_tokens": LimitKind.INPUT_TOKENS,
@@ -237,12 +238,14 @@ def _limit_signals(error: UsageLimitExceeded, usage: RunUsage) -> StepSignals | 
     if name == "request":
         return StepSignals(has_tool_calls=True, steps_used=int(cap), max_steps=int(cap))
     kind = _LIMIT_KINDS[name]
-    used = {
+    said = _USED.search(str(error))  # the figure that went past, where the message gives it
+    counted = {
         LimitKind.TOOL_CALLS: usage.tool_calls,
         LimitKind.INPUT_TOKENS: usage.input_tokens,
         LimitKind.OUTPUT_TOKENS: usage.output_tokens,
         LimitKind.TOTAL_TOKENS: usage.total_tokens,
     }.get(kind, usage.cost if usage.cost is not None else 0)
+    used = float(said.group(1)) if said is not None else counted
     return StepSignals(has_tool_calls=True, limit_hit=LimitHit(kind, cap, used))
 
 
