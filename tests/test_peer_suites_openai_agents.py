@@ -302,6 +302,41 @@ async def test_a_slow_stopwise_input_block_comes_before_any_model_call_or_tool()
     assert len(model.calls) == 0 and RAN == []
 
 
+async def test_a_session_holds_each_item_once_across_a_stop_guards_continue() -> None:
+    """SDK: with ``session=`` the runner sends the session's items before the input and saves the run's items
+    (``tests/test_session.py``). A stop guard's continue runs the agent again: the model must read the
+    conversation once, and the session hold each item once (before, the input went to the model, and into the
+    session, twice)."""
+    from agents import SQLiteSession
+
+    verdicts = iter([Continue("Say which city."), None])
+    stopwise = Stopwise(stop_guard=StopGuard(lambda ctx: next(verdicts), name="once"))
+    model = ScriptedModel(
+        [
+            [function_call("lookup", {"city": "Oslo"}, call_id="c1")],
+            [assistant_message("sunny")],
+            [assistant_message("sunny in Oslo")],
+        ]
+    )
+    session = SQLiteSession("weather")
+    await session.add_items([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    agent = stopwise.attach(Agent("weather", model=model, tools=[lookup]))
+    result = await stopwise.run(agent, "weather in Oslo?", session=session)
+    assert result.final_output == "sunny in Oslo"
+
+    def texts(items: Sequence[Any]) -> list[str]:
+        return [str(i.get("content") or i.get("output") or i.get("name")) for i in items]
+
+    last_input = texts(model.calls[-1].input)
+    assert [t for t in last_input if "weather in Oslo?" in t or t in ("hi", "hello")] == [
+        "hi",
+        "hello",
+        "weather in Oslo?",
+    ]
+    saved = texts(await session.get_items())
+    assert len(saved) == len(set(saved)), saved
+
+
 def triage(model: ScriptedModel) -> Agent[Any]:
     clerk = Agent(
         "clerk",

@@ -266,7 +266,10 @@ class Stopwise:
                         await peer.stopped_by_peer(StepSignals(output_blocked=blocked), steps=run.steps)
                         raise
                     if verdict.decision.action is Action.CONTINUE and exc.run_data is not None:
-                        input = [*_replayable(exc.run_data.input, exc.run_data.new_items), _user(verdict.feedback)]
+                        replay = _replayable(exc.run_data.input, exc.run_data.new_items)
+                        if kwargs.get("session") is not None:  # the SDK's session adds what it saved itself
+                            replay = _unsaved(replay, await kwargs["session"].get_items())
+                        input = [*replay, _user(verdict.feedback)]
                         turns += len(exc.run_data.raw_responses)
                         continue
                     await peer.finish(verdict.decision, steps=run.steps, text=verdict.text)
@@ -314,6 +317,15 @@ def _replayable(first: Any, items: Sequence[Any]) -> list[Any]:
     """The run's input and what it produced, as input for the next run (approval markers are not input)."""
     start = [_user(first)] if isinstance(first, str) else list(first)
     return [*start, *(i.to_input_item() for i in items if not isinstance(i, ToolApprovalItem))]
+
+
+def _unsaved(replay: Sequence[Any], saved: Sequence[Any]) -> list[Any]:
+    """What of ``replay`` the session does not end with: the SDK saves a run's input and its turns' items to the
+    session as it goes (not the answer a tripwire stopped), and sends the session's items before the next input."""
+    key = [json.dumps(item, sort_keys=True, default=str) for item in replay]
+    held = [json.dumps(item, sort_keys=True, default=str) for item in saved]
+    kept = next(k for k in range(min(len(key), len(held)), -1, -1) if k == 0 or held[-k:] == key[:k])
+    return list(replay[kept:])
 
 
 def to_messages(items: Sequence[Any]) -> list[Message]:
