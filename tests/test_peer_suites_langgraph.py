@@ -369,3 +369,27 @@ async def test_the_tool_result_guardrails_read_tool_node_results_as_the_loop_giv
     )
     assert results["forecast"].content == '{"city": "Zürich", "sky": "überwiegend sonnig", "celsius": null}'
     assert results["add"].status == "error"
+
+
+async def test_streamed_values_and_messages_are_the_same_and_updates_name_stopwises_nodes_too() -> None:
+    """LangGraph: ``astream(stream_mode=...)`` gives each state (``values``), each message with its node
+    (``messages``), each node's update (``updates``) (``libs/langgraph/tests/test_pregel_async.py``, stream
+    modes). ``values`` and ``messages`` are the same; ``updates`` also names stopwise's ``input`` and ``finish``
+    nodes, by design (they are nodes of the graph)."""
+    replies = [calls(("lookup", {"city": "Oslo"})), AIMessage("done")]
+    seen: dict[str, list[Any]] = {}
+    for name, app in (("plain", plain_graph(replies)), ("stopwise", stopwise_graph(passing(MemoryStore()), replies))):
+        for mode in ("values", "messages", "updates"):
+            chunks = []
+            async for chunk in app.astream({"messages": [HumanMessage("go")]}, thread(name + mode), stream_mode=mode):
+                if mode == "values":
+                    chunks.append(shown(chunk["messages"]))
+                elif mode == "messages":
+                    chunks.append((shown([chunk[0]]), chunk[1]["langgraph_node"]))
+                else:
+                    chunks.append(list(chunk))
+            seen[f"{name} {mode}"] = chunks
+    assert seen["plain values"] == seen["stopwise values"]
+    assert seen["plain messages"] == seen["stopwise messages"]
+    assert seen["plain updates"] == [["model"], ["tools"], ["model"]]
+    assert seen["stopwise updates"] == [["input"], ["model"], ["finish"], ["tools"], ["model"], ["finish"]]
