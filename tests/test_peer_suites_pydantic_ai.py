@@ -8,6 +8,7 @@ own suite (``pydantic/pydantic-ai`` ``tests/``) that pins it there."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -430,3 +431,40 @@ async def test_a_streamed_tool_call_runs_through_the_deciders_like_a_non_streame
             outputs.append(await result.get_output())
     assert outputs == ["sunny", "sunny"]
     assert ran == ["Oslo", "Oslo"]
+
+
+async def test_concurrent_runs_of_one_agent_stay_apart_and_each_is_its_own_run_on_record() -> None:
+    """pydantic-ai: one ``Agent`` serves concurrent ``run`` calls, each with its own messages and usage
+    (``tests/test_agent.py``, concurrency). With one capability attached, each run is recorded on its own."""
+
+    def echo(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = next(str(p.content) for m in messages if isinstance(m, ModelRequest) for p in m.parts)
+        if _responses(messages) == 0:
+            return ModelResponse(parts=[ToolCallPart("lookup", {"city": prompt}, tool_call_id="c0")])
+        return ModelResponse(parts=[TextPart(f"weather for {prompt}")])
+
+    store = MemoryStore()
+    outputs = []
+    for capabilities in ([], [passing_capability(store)]):
+        log: list[tuple[str, Any]] = []
+        agent = agent_with_tools(echo)(capabilities, log)
+        results = await asyncio.gather(*(agent.run(city) for city in ("Oslo", "Lima", "Pune")))
+        outputs.append([(r.output, r.usage.requests) for r in results])
+    assert outputs[0] == outputs[1] == [(f"weather for {c}", 2) for c in ("Oslo", "Lima", "Pune")]
+    sessions = await store.list_sessions()
+    runs = [run for s in sessions for run in await store.list_runs(s)]
+    assert len(runs) == 3 and {r.text for r in runs} == {f"weather for {c}" for c in ("Oslo", "Lima", "Pune")}
+
+
+async def test_iterating_a_run_node_by_node_gives_the_same_nodes_and_output() -> None:
+    """pydantic-ai: ``agent.iter`` walks the run's graph nodes (``UserPromptNode``, ``ModelRequestNode``,
+    ``CallToolsNode``, ``End``) (``tests/test_agent.py``, ``iter``); the capability's hooks run inside them."""
+    walks = []
+    for capabilities in ([], [passing_capability(MemoryStore())]):
+        agent = agent_with_tools(calls_then("done", [("lookup", {"city": "Oslo"})]))(capabilities, [])
+        async with agent.iter("go") as run:
+            nodes = [type(node).__name__ async for node in run]
+        assert run.result is not None
+        walks.append((nodes, run.result.output))
+    assert walks[0] == walks[1]
+    assert walks[0][1] == "done"
