@@ -19,11 +19,14 @@
 - ``tool_node`` runs the tool calls as stopwise's loop does: the tool-call guardrails and the guardian's risk
   gate for every call first; an escalation is LangGraph's ``interrupt()`` (resume with ``Command(resume=True)``
   to approve, ``Command(resume="why")`` or ``False`` to reject), and nothing in the batch runs until every
-  escalated call is answered; a block is the call's result. Then the guardian's turn conditions on the turn,
+  escalated call is answered; a block is the call's result; the calls that may run are run by LangGraph's own
+  ``ToolNode`` (pass yours to keep its settings). Then the guardian's turn conditions on the turn,
   mapped as the loop maps them: continue; replan (the re-anchoring on the goal follows the results); escalate
   (``interrupt({"guardian": ...})``; a turn escalated for integrity shows the model the quarantine notice
   instead of each output, an approval releases them as labelled data, a rejection re-anchors); stop (the graph
   ends, or ``RunFailed`` for ``infeasible``). It routes itself (``Command(goto=model)`` or ``END``).
+- a run left behind (``ainvoke`` raised out of it) is recorded cancelled when the thread's next input reaches
+  ``input_node``.
 
 Needs the ``langgraph`` extra. Decisions are recorded in ``store``: a session per thread, a run per input (from
 the first node call until the finish node ends the graph), so ``stopwise replay`` and ``guardian stats`` read
