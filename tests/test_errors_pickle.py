@@ -79,6 +79,7 @@ SAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     openai_agents.UnsupportedVerdict: lambda: openai_agents.UnsupportedVerdict("cannot rewrite arguments"),
     pydantic_ai.UnsupportedVerdict: lambda: pydantic_ai.UnsupportedVerdict("cannot rewrite the input"),
     langgraph.UnsupportedVerdict: lambda: langgraph.UnsupportedVerdict("cannot rewrite the input"),
+    langgraph.UnsupportedToolOutput: lambda: langgraph.UnsupportedToolOutput("a tool returned a Command"),
     ToolError: lambda: ToolError("no such file"),
     ToolUnavailable: lambda: ToolUnavailable("server hung up"),
     RetryOutput: lambda: RetryOutput("give a number"),

@@ -13,10 +13,13 @@ from __future__ import annotations
 import abc
 import dataclasses
 import itertools
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
@@ -58,6 +61,7 @@ __all__ = [
     "ReviewVerdict",
     "RunFailed",
     "TurnVerdict",
+    "answer_text",
 ]
 
 
@@ -208,6 +212,16 @@ class ReviewVerdict:
     feedback: tuple[str, ...] = ()
     """What the model reads next (behind stopwise's automated-feedback label): each released output after an
     approval, the re-anchoring with the reviewer's message after a rejection."""
+
+
+def answer_text(output: Any) -> str:
+    """A peer's final output as the text the stop guard and the output guardrails read: text as it is, a
+    structured output (a pydantic model, or plain data) as JSON."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    return json.dumps(output, default=str)
 
 
 def _message_text(rows: Sequence[Message]) -> str:
@@ -569,6 +583,13 @@ class PeerRun:
             blocked = resolve(StepSignals(output_blocked=chain.block.reason))
             return FinishVerdict(blocked, chain.block.replacement or "")
         return FinishVerdict(decision, chain.value)
+
+    async def stopped_by_peer(self, signals: StepSignals, *, steps: int) -> None:
+        """The peer ended the run on its own terms (its turn or usage limit, its own guardrail's tripwire):
+        record the end the resolver gives ``signals`` (the stopwise reason that names it, as a stopwise run would
+        end), unless the run's end is on record already."""
+        if self.run.status is RunStatus.RUNNING:
+            await self.finish(resolve(signals), steps=steps)
 
     async def crashed(self, exc: BaseException, *, steps: int) -> None:
         """The peer's run raised: record it failed, unless its end is on record already. A guardrail that raised

@@ -19,11 +19,14 @@
 - ``tool_node`` runs the tool calls as stopwise's loop does: the tool-call guardrails and the guardian's risk
   gate for every call first; an escalation is LangGraph's ``interrupt()`` (resume with ``Command(resume=True)``
   to approve, ``Command(resume="why")`` or ``False`` to reject), and nothing in the batch runs until every
-  escalated call is answered; a block is the call's result. Then the guardian's turn conditions on the turn,
+  escalated call is answered; a block is the call's result; the calls that may run are run by LangGraph's own
+  ``ToolNode`` (pass yours to keep its settings). Then the guardian's turn conditions on the turn,
   mapped as the loop maps them: continue; replan (the re-anchoring on the goal follows the results); escalate
   (``interrupt({"guardian": ...})``; a turn escalated for integrity shows the model the quarantine notice
   instead of each output, an approval releases them as labelled data, a rejection re-anchors); stop (the graph
   ends, or ``RunFailed`` for ``infeasible``). It routes itself (``Command(goto=model)`` or ``END``).
+- a run left behind (``ainvoke`` raised out of it) is recorded cancelled when the thread's next input reaches
+  ``input_node``.
 
 Needs the ``langgraph`` extra. Decisions are recorded in ``store``: a session per thread, a run per input (from
 the first node call until the finish node ends the graph), so ``stopwise replay`` and ``guardian stats`` read
@@ -46,7 +49,7 @@ from stopwise.integrations import _base
 from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed, TurnVerdict
 from stopwise.messages import Message, Role, ToolCall, automated_feedback
 from stopwise.result import RunStatus
-from stopwise.stop.decision import Action, StopDecision
+from stopwise.stop.decision import Action, StepSignals, StopDecision, resolve
 from stopwise.stop.guard import StopGuard
 from stopwise.store.base import Store
 from stopwise.tools import Risk
@@ -56,11 +59,13 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
     from langgraph.graph import END
+    from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt.tool_node import msg_content_output
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
 
-__all__ = ["ConvertedHistory", "RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
+__all__ = ["ConvertedHistory", "RunFailed", "Stopwise", "UnsupportedToolOutput", "UnsupportedVerdict", "to_messages"]
 
 
 class Stopwise:
@@ -84,8 +89,8 @@ class Stopwise:
         self._verdicts: dict[tuple[str, str], CallVerdict] = {}
         """Verdicts by (thread, call): LangGraph re-executes a node after an interrupt, and a call already
         judged is not judged (nor recorded) again."""
-        self._results: dict[tuple[str, str], str] = {}
-        """What each call answered, by (thread, call): a call that ran does not run again on a re-execution."""
+        self._results: dict[tuple[str, str], ToolMessage] = {}
+        """What each call answered, by (thread, call): a batch that ran does not run again on a re-execution."""
         self._turns: dict[tuple[str, str], TurnVerdict] = {}
         """The guardian's turn verdicts by (thread, ``turn:<step>``), judged once per turn."""
         self._histories: dict[str, ConvertedHistory] = {}
@@ -118,11 +123,23 @@ class Stopwise:
             for key in [k for k in memo if k[0] == thread]:
                 del memo[key]
 
+    async def _abandon(self, run: PeerRun) -> None:
+        """End a run the graph left behind: ``ainvoke`` raised out of it (a tool's exception, ``recursion_limit``,
+        a model error) or the caller dropped it mid-run. No node sees why, so it is recorded cancelled; a run that
+        waits for approval is left waiting only while the graph can be resumed, and a new input means it was not."""
+        steps = self._histories[run.run.session_id].steps if run.run.session_id in self._histories else 0
+        if run.run.status in (RunStatus.RUNNING, RunStatus.SUSPENDED):
+            await run.finish(resolve(StepSignals(cancelled=True)), steps=steps)
+        self._forget(run)
+
     def input_node(self, *, model: str = "model") -> Any:
         """The node between ``START`` and the model: the input guardrails on the history. A block ends the graph
         with the block's replacement as the answer (no model call); otherwise the graph goes on to ``model``."""
 
         async def check_input(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
+            left = self._runs.get(_thread(config))
+            if left is not None:  # a new input while the thread's run never ended: it was abandoned
+                await self._abandon(left)
             history = self._rows(config, state["messages"]).rows
             run = await self._run(config, history)
             verdict = await run.check_input(history)
@@ -168,11 +185,17 @@ class Stopwise:
 
         return finish
 
-    def tool_node(self, tools: Sequence[BaseTool], *, model: str = "model") -> Any:
+    def tool_node(self, tools: Sequence[BaseTool] | ToolNode, *, model: str = "model") -> Any:
         """The node that runs the last reply's tool calls, after the guardrails and the risk gate, then asks the
         guardian's turn conditions about the turn; it routes itself: on to ``model``, or to ``END`` when the
-        guardian stops the run (see the module). Add no edge out of it."""
-        by_name = {t.name: t for t in tools}
+        guardian stops the run (see the module). Add no edge out of it.
+
+        The calls that may run are run by LangGraph's own ``ToolNode`` (``tools``, or one built from them), so
+        what LangGraph documents for it holds: the calls of a batch run concurrently; an unknown tool and
+        invalid arguments are error ``ToolMessage`` s the model reads; ``handle_tool_errors`` (give your own
+        ``ToolNode``) decides whether a tool's exception is an error message or raises out of the graph; an
+        ``interrupt()`` inside a tool pauses the graph and the batch runs again on resume."""
+        runner = tools if isinstance(tools, ToolNode) else ToolNode(list(tools))
 
         async def run_tools(state: Mapping[str, Any], config: RunnableConfig) -> Command[Any]:
             messages: Sequence[BaseMessage] = state["messages"]
@@ -202,16 +225,20 @@ class Stopwise:
                     answers.append(interrupt({"tool_call": call, "reason": reason}))
                 else:
                     answers.append(True)
-            results: list[Message] = []
-            for call, verdict, answer in zip(last.tool_calls, verdicts, answers, strict=True):
-                key = (thread, str(call["id"]))
-                if key not in self._results:  # a re-execution after the turn's escalation runs no tool again
-                    self._results[key] = await self._answer(run, step, call, verdict, answer, history, by_name)
-                results.append(Message(Role.TOOL, self._results[key], tool_call_id=str(call["id"])))
+            pending = [
+                (call, verdict)
+                for call, verdict, answer in zip(last.tool_calls, verdicts, answers, strict=True)
+                if (thread, str(call["id"])) not in self._results  # a re-execution runs no finished batch again
+            ]
+            if pending:
+                ran = await self._execute(run, step, runner, state, config, last, pending, answers, history)
+                self._results.update(((thread, str(m.tool_call_id)), m) for m in ran)
+            done = [self._results[(thread, str(call["id"]))] for call in last.tool_calls]
+            results = [Message(Role.TOOL, m.text, tool_call_id=str(m.tool_call_id)) for m in done]
             turn, decision, feedback = await self._turn(run, step, history, results)
             rows: list[BaseMessage] = [
-                ToolMessage(r.content, tool_call_id=call["id"], name=call["name"])
-                for call, r in zip(last.tool_calls, turn.results, strict=True)
+                m if r.content == m.text else m.model_copy(update={"content": r.content})
+                for m, r in zip(done, turn.results, strict=True)
             ]
             if decision.ends_run:
                 await run.finish(decision, steps=step, text=last.text)
@@ -222,6 +249,47 @@ class Stopwise:
             return Command(goto=model, update={"messages": [*rows, *_feedback(feedback)]})
 
         return run_tools
+
+    async def _execute(
+        self,
+        run: PeerRun,
+        step: int,
+        runner: ToolNode,
+        state: Mapping[str, Any],
+        config: RunnableConfig,
+        last: AIMessage,
+        pending: Sequence[tuple[Mapping[str, Any], CallVerdict]],
+        answers: Sequence[Any],
+        history: Sequence[Message],
+    ) -> list[ToolMessage]:
+        """The pending calls' results, in the reply's order: a block's or a rejection's error message, the rest
+        run together by ``runner`` (with a tool-call guardrail's arguments), then the tool-result guardrails."""
+        answer_of = {str(c["id"]): a for c, a in zip(last.tool_calls, answers, strict=True)}
+        out: dict[str, ToolMessage] = {}
+        allowed: list[Any] = []
+        for call, verdict in pending:
+            call_id, answer = str(call["id"]), answer_of[str(call["id"])]
+            if verdict.blocked is not None:
+                out[call_id] = _refused(call, {"error": verdict.blocked})
+            elif answer is not True:
+                why = answer if isinstance(answer, str) else "no reason given"
+                out[call_id] = _refused(call, {"error": f"Rejected by the reviewer: {why}"})
+            else:
+                allowed.append({**call, "args": dict(verdict.args)})
+        if allowed:
+            # The state as the node got it, its last reply asking only for the calls that may run.
+            batch = {**state, "messages": [*state["messages"][:-1], last.model_copy(update={"tool_calls": allowed})]}
+            produced = await runner.ainvoke(batch, config)
+            for message in _tool_messages(produced):
+                call = next(c for c in allowed if str(c["id"]) == str(message.tool_call_id))
+                ran = ToolCall(call["name"], dict(call["args"]), id=str(call["id"]))
+                failed = message.status == "error"
+                value = {"error": message.text} if failed else _decoded(message.text)
+                guarded = await run.check_result(step, ran, value, history, is_error=failed)
+                out[ran.id] = message
+                if guarded.changed:  # what the model reads instead, as ToolNode would render it
+                    out[ran.id] = message.model_copy(update={"content": msg_content_output(guarded.value)})
+        return [out[str(c["id"])] for c, _ in pending]
 
     async def _turn(
         self,
@@ -250,33 +318,33 @@ class Stopwise:
         settled = await run.review_turn(step, turn, _review(answer), history)
         return turn, settled.decision, settled.feedback
 
-    async def _answer(
-        self,
-        run: PeerRun,
-        step: int,
-        call: Mapping[str, Any],
-        verdict: CallVerdict,
-        answer: Any,
-        history: Sequence[Message],
-        by_name: Mapping[str, BaseTool],
-    ) -> str:
-        """What the model reads for one call: a block, a rejection, an unknown tool's error, or the tool's result
-        after the tool-result guardrails."""
-        if verdict.blocked is not None:
-            return json.dumps({"error": verdict.blocked})
-        if answer is not True:
-            why = answer if isinstance(answer, str) else "no reason given"
-            return json.dumps({"error": f"Rejected by the reviewer: {why}"})
-        if call["name"] not in by_name:
-            return json.dumps({"error": f"Unknown tool '{call['name']}'"})
-        ran = ToolCall(call["name"], dict(verdict.args), id=str(call["id"]))
-        result = await by_name[call["name"]].ainvoke(dict(verdict.args))
-        result = (await run.check_result(step, ran, result, history)).value
-        return result if isinstance(result, str) else json.dumps(result, default=str)
-
 
 def _thread(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("thread_id") or "default")
+
+
+def _decoded(content: str) -> Any:
+    """A tool result as the tool-result guardrails read it (as the loop decodes one): the data a tool's JSON
+    content holds (``ToolNode`` renders a non-text result as JSON), else the text."""
+    if content[:1] in ("{", "["):
+        try:
+            return json.loads(content)
+        except ValueError:
+            pass
+    return content
+
+
+def _refused(call: Mapping[str, Any], error: Mapping[str, str]) -> ToolMessage:
+    """What the model reads for a call that does not run (a guardrail's block, a reviewer's rejection)."""
+    return ToolMessage(json.dumps(error), tool_call_id=str(call["id"]), name=call["name"], status="error")
+
+
+def _tool_messages(produced: Any) -> list[ToolMessage]:
+    """The ``ToolMessage`` s a ``ToolNode`` returned; a tool that returns a ``Command`` is refused by name."""
+    items = produced.get("messages", []) if isinstance(produced, Mapping) else produced
+    if any(not isinstance(m, ToolMessage) for m in items):
+        raise UnsupportedToolOutput("a tool returned a Command: stopwise's tool node routes the graph itself")
+    return list(items)
 
 
 def _feedback(texts: Sequence[str]) -> list[HumanMessage]:
@@ -293,6 +361,11 @@ def _review(answer: Any) -> Approve | Reject:
 
 class UnsupportedVerdict(StopwiseError):
     """A guardrail asked for something these nodes do not do (rewriting the input history)."""
+
+
+class UnsupportedToolOutput(StopwiseError):
+    """A tool returned a ``Command`` (a state update or a route): the tool node routes the graph itself, so it
+    cannot apply one."""
 
 
 def to_messages(history: Sequence[BaseMessage]) -> list[Message]:

@@ -42,9 +42,9 @@ from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed
+from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed, answer_text
 from stopwise.messages import Message, Role, ToolCall
-from stopwise.stop.decision import Action, StopDecision
+from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
 from stopwise.store.base import Store
 from stopwise.tools import Risk
@@ -55,6 +55,8 @@ try:
         FunctionTool,
         GuardrailFunctionOutput,
         InputGuardrail,
+        InputGuardrailTripwireTriggered,
+        MaxTurnsExceeded,
         OutputGuardrail,
         OutputGuardrailTripwireTriggered,
         RunContextWrapper,
@@ -62,6 +64,7 @@ try:
         RunResult,
     )
     from agents.items import ToolApprovalItem
+    from agents.run import DEFAULT_MAX_TURNS
     from agents.tool_guardrails import (
         ToolGuardrailFunctionOutput,
         ToolInputGuardrail,
@@ -138,13 +141,27 @@ class Stopwise:
 
     def attach(self, agent: Agent[Any]) -> Agent[Any]:
         """A copy of ``agent`` with stopwise's guardrails added to its own, and its function tools asking
-        stopwise before they run (other tools are left as they are)."""
+        stopwise before they run (other tools are left as they are). The agents it hands off to (given as
+        ``Agent`` s in ``handoffs``, and theirs in turn) are attached too: a handed-off agent's tools pass the same
+        gate, and its final answer (the run's, then) meets the stop guard. A ``Handoff`` object is left as it
+        is: its target is built by its own callback."""
+        return self._attach(agent, {})
+
+    def _attach(self, agent: Agent[Any], done: dict[int, Agent[Any]]) -> Agent[Any]:
+        if id(agent) in done:  # agents that hand off to each other are attached once each
+            return done[id(agent)]
         tools = [self._tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
-        return agent.clone(
+        attached = done[id(agent)] = agent.clone(
             tools=tools,
-            input_guardrails=[*agent.input_guardrails, InputGuardrail(self._check_input, name="stopwise_input")],
+            # Not in parallel with the model: a block must come before any model call, and any tool it asks for.
+            input_guardrails=[
+                *agent.input_guardrails,
+                InputGuardrail(self._check_input, name="stopwise_input", run_in_parallel=False),
+            ],
             output_guardrails=[*agent.output_guardrails, OutputGuardrail(self._judge, name="stopwise_finish")],
         )
+        attached.handoffs = [self._attach(h, done) if isinstance(h, Agent) else h for h in agent.handoffs]
+        return attached
 
     def _tool(self, t: FunctionTool) -> FunctionTool:
         own = t.needs_approval
@@ -217,7 +234,7 @@ class Stopwise:
     async def _judge(self, ctx: RunContextWrapper[Any], agent: Agent[Any], output: Any) -> GuardrailFunctionOutput:
         run = _current()
         run.steps += 1
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        text = answer_text(output)
         verdict = await run.peer.judge_finish(run.steps, text, run.rows(ctx.turn_input))
         run.ended = verdict.decision
         stands = verdict.decision.action is Action.COMPLETE and verdict.text == text
@@ -232,25 +249,46 @@ class Stopwise:
             peer.starts_at_input(to_messages(input))
         await peer.start()
         run = _Run(peer)
+        max_turns = kwargs.pop("max_turns", DEFAULT_MAX_TURNS)
+        turns = 0  # the model calls of the legs before this one: the run's max_turns holds across continues
         token = _RUN.set(run)
         try:
             while True:
                 try:
-                    result = await Runner.run(agent, input, **kwargs)
+                    if max_turns is not None and turns >= max_turns:
+                        raise MaxTurnsExceeded(f"Max turns ({max_turns}) exceeded")
+                    left = None if max_turns is None else max_turns - turns
+                    result = await Runner.run(agent, input, max_turns=left, **kwargs)
                 except OutputGuardrailTripwireTriggered as exc:
                     verdict = exc.guardrail_result.output.output_info
-                    if not isinstance(verdict, FinishVerdict):
+                    if not isinstance(verdict, FinishVerdict):  # the agent's own output guardrail tripped
+                        blocked = f"output guardrail '{exc.guardrail_result.guardrail.get_name()}' tripped"
+                        await peer.stopped_by_peer(StepSignals(output_blocked=blocked), steps=run.steps)
                         raise
                     if verdict.decision.action is Action.CONTINUE and exc.run_data is not None:
-                        input = [*_replayable(exc.run_data.input, exc.run_data.new_items), _user(verdict.feedback)]
+                        replay = _replayable(exc.run_data.input, exc.run_data.new_items)
+                        if kwargs.get("session") is not None:  # the SDK's session adds what it saved itself
+                            replay = _unsaved(replay, await kwargs["session"].get_items())
+                        input = [*replay, _user(verdict.feedback)]
+                        turns += len(exc.run_data.raw_responses)
                         continue
                     await peer.finish(verdict.decision, steps=run.steps, text=verdict.text)
                     if verdict.decision.action is Action.FAIL and verdict.decision.error is not None:
                         raise RunFailed(verdict.decision.error) from exc
                     raise
-                except Exception as exc:
-                    if run.ended is not None and run.ended.action is Action.COMPLETE:  # an input block
+                except InputGuardrailTripwireTriggered as exc:
+                    if run.ended is None:  # the agent's own input guardrail tripped, not stopwise's
+                        blocked = f"input guardrail '{exc.guardrail_result.guardrail.get_name()}' tripped"
+                        await peer.stopped_by_peer(StepSignals(input_blocked=blocked), steps=run.steps)
+                    else:
                         await peer.finish(run.ended, steps=run.steps)
+                    raise
+                except MaxTurnsExceeded:
+                    assert max_turns is not None  # the SDK raises it only under a cap
+                    cap = StepSignals(has_tool_calls=True, steps_used=max_turns, max_steps=max_turns)
+                    await peer.stopped_by_peer(cap, steps=run.steps)
+                    raise
+                except Exception as exc:
                     if run.ended is not None and run.ended.action is Action.FAIL and run.ended.error is not None:
                         # The guardian stopped the run from a tool's hook: the SDK wraps what a hook raises.
                         raise RunFailed(run.ended.error) from exc
@@ -279,6 +317,15 @@ def _replayable(first: Any, items: Sequence[Any]) -> list[Any]:
     """The run's input and what it produced, as input for the next run (approval markers are not input)."""
     start = [_user(first)] if isinstance(first, str) else list(first)
     return [*start, *(i.to_input_item() for i in items if not isinstance(i, ToolApprovalItem))]
+
+
+def _unsaved(replay: Sequence[Any], saved: Sequence[Any]) -> list[Any]:
+    """What of ``replay`` the session does not end with: the SDK saves a run's input and its turns' items to the
+    session as it goes (not the answer a tripwire stopped), and sends the session's items before the next input."""
+    key = [json.dumps(item, sort_keys=True, default=str) for item in replay]
+    held = [json.dumps(item, sort_keys=True, default=str) for item in saved]
+    kept = next(k for k in range(min(len(key), len(held)), -1, -1) if k == 0 or held[-k:] == key[:k])
+    return list(replay[kept:])
 
 
 def to_messages(items: Sequence[Any]) -> list[Message]:

@@ -28,6 +28,7 @@ by pydantic-ai's conversation id, so ``stopwise replay`` and ``stopwise guardian
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -35,17 +36,18 @@ from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import Deciders, PeerRun, RunFailed
+from stopwise.integrations._base import Deciders, PeerRun, RunFailed, answer_text
 from stopwise.messages import Message, Role, ToolCall
-from stopwise.stop.decision import Action, StopDecision
+from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
+from stopwise.stop.limits import LimitHit, LimitKind
 from stopwise.store.base import Store
 from stopwise.tools import Risk
 
 try:
     from pydantic_ai import DeferredToolRequests, ModelRetry, RunContext
     from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.exceptions import ApprovalRequired, SkipModelRequest, SkipToolExecution
+    from pydantic_ai.exceptions import ApprovalRequired, SkipModelRequest, SkipToolExecution, UsageLimitExceeded
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -60,6 +62,7 @@ try:
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
     from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.usage import RunUsage
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
 
@@ -168,22 +171,34 @@ class StopwiseCapability(AbstractCapability[Any]):
         return judged.value
 
     async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
-        if not isinstance(output, str) or self._ended is not None:
+        if isinstance(output, DeferredToolRequests) or self._ended is not None:
             return output
+        # A structured output is judged as the JSON the model gave; only a text output can be rewritten.
+        text = answer_text(output)
         history = self._rows(ctx)
         if history and history[-1].role is Role.ASSISTANT:
             history = history[:-1]  # the answer under judgment is passed on its own
-        verdict = await self.run.judge_finish(ctx.run_step, output, history)
+        verdict = await self.run.judge_finish(ctx.run_step, text, history)
         if verdict.decision.action is Action.CONTINUE:
             raise ModelRetry(verdict.feedback or "Keep working on the task before you answer.")
         self._ended = verdict.decision
         if verdict.decision.action is Action.FAIL:
-            await self.run.finish(verdict.decision, steps=ctx.run_step, text=output)
+            await self.run.finish(verdict.decision, steps=ctx.run_step, text=text)
             assert verdict.decision.error is not None
             raise RunFailed(verdict.decision.error)
-        return verdict.text
+        if isinstance(output, str):
+            return verdict.text
+        if verdict.text != text:
+            await self.run.finish(verdict.decision, steps=ctx.run_step, text=verdict.text)
+            raise UnsupportedVerdict(
+                "an output guardrail rewrote or blocked a structured output: pydantic-ai would return it unchanged"
+            )
+        return output
 
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        limit = _limit_signals(error, ctx.usage) if isinstance(error, UsageLimitExceeded) else None
+        if limit is not None:
+            await self.run.stopped_by_peer(limit, steps=ctx.run_step)
         await self.run.crashed(error, steps=ctx.run_step)
         raise error
 
@@ -196,6 +211,42 @@ class StopwiseCapability(AbstractCapability[Any]):
         text = result.output if isinstance(result.output, str) else ""
         await self.run.finish(ended, steps=ctx.run_step, text=text)
         return result
+
+
+_LIMIT = re.compile(
+    r"(request|tool_calls|per_request_input_tokens|input_tokens|output_tokens|total_tokens|cost)_limit`? of ([0-9.]+)"
+)
+_USED = re.compile(r"\(`?\w+`?=([0-9.]+)\)")
+_LIMIT_KINDS = {
+    "tool_calls": LimitKind.TOOL_CALLS,
+    "input_tokens": LimitKind.INPUT_TOKENS,
+    "per_request_input_tokens": LimitKind.INPUT_TOKENS,
+    "output_tokens": LimitKind.OUTPUT_TOKENS,
+    "total_tokens": LimitKind.TOTAL_TOKENS,
+    "cost": LimitKind.COST,
+}
+
+
+def _limit_signals(error: UsageLimitExceeded, usage: RunUsage) -> StepSignals | None:
+    """The stopwise budget a ``UsageLimitExceeded`` names: ``request_limit`` is the step cap (``max_steps``), the
+    others the budget of the same name. The exception has no field naming it, so its message is read (the
+    ``UsageLimits`` field and its value); None for a message that names none (the run is then a crash)."""
+    found = _LIMIT.search(str(error))
+    if found is None:
+        return None
+    name, cap = found.group(1), float(found.group(2).rstrip("."))
+    if name == "request":
+        return StepSignals(has_tool_calls=True, steps_used=int(cap), max_steps=int(cap))
+    kind = _LIMIT_KINDS[name]
+    said = _USED.search(str(error))  # the figure that went past, where the message gives it
+    counted = {
+        LimitKind.TOOL_CALLS: usage.tool_calls,
+        LimitKind.INPUT_TOKENS: usage.input_tokens,
+        LimitKind.OUTPUT_TOKENS: usage.output_tokens,
+        LimitKind.TOTAL_TOKENS: usage.total_tokens,
+    }.get(kind, usage.cost if usage.cost is not None else 0)
+    used = float(said.group(1)) if said is not None else counted
+    return StepSignals(has_tool_calls=True, limit_hit=LimitHit(kind, cap, used))
 
 
 def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
