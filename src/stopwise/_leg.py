@@ -339,7 +339,7 @@ def restore_leg(
         budget_judge_usage=judge_usage(
             r for r in records if isinstance(r, GuardianDecision | StopGuardRecord) and r.step > run.budget_base
         ),
-        settle=None if open_intent is None else _carry_out(agent, open_intent),
+        settle=None if open_intent is None else _carry_out(agent, open_intent, configs),
         goal=next((r for r in parsed if isinstance(r, Goal)), None),
         continues=True,
     )
@@ -386,9 +386,10 @@ def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Messa
     return last
 
 
-def _carry_out(agent: Agent, entry: LogEntry) -> Settle:
-    """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids."""
-    intent = next(r for r in parse_records(entry.records) if isinstance(r, StepIntent))
+def _carry_out(agent: Agent, entry: LogEntry, configs: dict[str, GuardianConfig]) -> Settle:
+    """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids. ``configs``:
+    the run's guardian configs read so far (the intent's pre-execution decisions name one an earlier step wrote)."""
+    intent = next(r for r in parse_records(entry.records, configs) if isinstance(r, StepIntent))
     assistant = entry.messages[0]
     reply = Reply(assistant.content, assistant.tool_calls)
     by_id = {c.call_id: c for c in intent.calls}

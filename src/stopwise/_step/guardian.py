@@ -90,6 +90,7 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
         final=final,
         max_chars=guardian.max_chars,
         steps_before=run_steps(leg) - shown,
+        step_chars=guardian.step_chars,
     )
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 from stopwise.storable import storable_text
 
-__all__ = ["ProjectedStep", "Projection", "project", "tail_start"]
+__all__ = ["ProjectedStep", "Projection", "project", "shares", "tail_start"]
 
 UNTRUSTED_OPEN = "<untrusted-tool-output>"
 UNTRUSTED_CLOSE = "</untrusted-tool-output>"
@@ -34,6 +34,8 @@ class ProjectedCall:
     """The tool's declared risk class."""
     denied: bool = False
     """The call never ran: a guardrail blocked it or a reviewer rejected it (``error`` is then true too)."""
+    call_id: str | None = None
+    """The call's id (as its tool receipt names it), when the projection was made from a run's rows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +120,17 @@ def project(
     final: str | None = None,
     max_chars: int = 8000,
     steps_before: int = 0,
+    step_chars: int | None = None,
 ) -> Projection:
     """Project a run's rows onto the last ``last_k`` steps.
 
     ``messages`` is the run from its input onwards, or any tail of it that starts at a step (an assistant row):
     ``steps_before`` then says how many steps of the run come before that tail, so the steps keep their numbers.
-    The work is bounded by the rows from the oldest step kept onwards, not by the run's length."""
+    The work is bounded by the rows from the oldest step kept onwards, not by the run's length.
+
+    Each tool result is cut to ``result_chars``; ``step_chars`` (None: no limit) bounds the characters of
+    results one step keeps in all. Past it every result of the step still shows, its head cut to a fair share
+    (``shares``): a result shorter than its share is kept whole, and what it leaves goes to the longer ones."""
     risks = risks or {}
     start = tail_start(messages, last_k)
     before = steps_before + sum(1 for i in range(start) if messages[i].role is Role.ASSISTANT) if last_k else 0
@@ -133,16 +140,19 @@ def project(
     for m in window:
         if m.role is not Role.ASSISTANT:
             continue
+        rows = [results.get(c.id) for c in m.tool_calls]
+        cuts = shares([_shown(r) for r in rows], result_chars, step_chars)
         calls = tuple(
             ProjectedCall(
                 c.name,
                 c.args,
-                _result_text(results.get(c.id), result_chars),
-                bool(results[c.id].metadata.get(TOOL_ERROR)) if c.id in results else False,
+                _result_text(row, cut),
+                bool(row.metadata.get(TOOL_ERROR)) if row is not None else False,
                 risks.get(c.name, "unknown"),
-                bool(results[c.id].metadata.get(DENIED)) if c.id in results else False,
+                bool(row.metadata.get(DENIED)) if row is not None else False,
+                c.id,
             )
-            for c in m.tool_calls
+            for c, row, cut in zip(m.tool_calls, rows, cuts, strict=True)
         )
         steps.append(ProjectedStep(before + len(steps) + 1, _truncate(m.content, result_chars), calls))
     # The goal and the final answer are cut like a tool result, at ``max_chars`` (the rendered text shows no more
@@ -171,6 +181,27 @@ def tail_start(messages: Sequence[Message], last_k: int, lo: int = 0) -> int:
             if seen == last_k:
                 return i
     return lo
+
+
+def shares(lengths: Sequence[int], each: int, total: int | None) -> list[int]:
+    """How many characters of each of one step's results a projection keeps: ``each`` apiece while the step's
+    results fit in ``total`` (None: no limit), else a max-min fair split of ``total`` (pure). Every result gets a
+    share, so none goes unread; a result shorter than its share is kept whole and the rest is split evenly among
+    the longer ones, so no single long result (a 10 MB page, one of 500) can crowd out another."""
+    wanted = [min(n, each) for n in lengths]
+    if total is None or sum(wanted) <= total:
+        return [each] * len(lengths)
+    out = [0] * len(wanted)
+    left = total
+    for k, i in enumerate(sorted(range(len(wanted)), key=wanted.__getitem__)):
+        out[i] = min(wanted[i], left // (len(wanted) - k))
+        left -= out[i]
+    return out
+
+
+def _shown(row: Message | None) -> int:
+    # What a result's text would cost in full; a missing or withheld one shows a short fixed notice instead.
+    return len(row.content) if row is not None and not row.metadata.get("quarantined") else 0
 
 
 def _result_text(row: Message | None, n: int) -> str:

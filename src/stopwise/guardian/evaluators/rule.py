@@ -609,12 +609,14 @@ class RuleEvaluator:
         best_z = -math.inf
         where = ""
         for step in projection.steps[-co.scan_steps :] if co.scan_steps > 0 else ():
-            for call in step.calls:
+            for i, call in enumerate(step.calls):
                 scored = self.text_integrity_score(call.result)
                 z = self._integrity_logit(scored.features)
                 if z > best_z:
                     best, best_z = dict(scored.features), z
                     where = f"step {step.step} {call.tool}"
+                    if len(step.calls) > 1:  # which of a wide step's calls: its id, as its tool receipt names it
+                        where += f" call {call.call_id or i + 1} of {len(step.calls)}"
                     if scored.window_char:
                         where += f" (from about character {scored.window_char})"
         return best, where
