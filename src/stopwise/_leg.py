@@ -139,6 +139,10 @@ class Leg:
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
     count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
+    repeat_rows: tuple[list[Message] | None, int, Any] = (None, 0, None)
+    """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
+    streak as ``stopwise._step.guardian.Streak``). A cache, so the guardian counts repeats without walking back
+    the whole streak every step (a run repeating one call 2,000 times)."""
     runtime_context: Any = None
     agent_path: tuple[str, ...] = ()
     """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
@@ -30,6 +31,7 @@ __all__ = [
     "reanchor_text",
     "released",
     "repeats",
+    "run_repeats",
     "withhold",
 ]
 
@@ -106,6 +108,50 @@ def run_steps(leg: Leg) -> int:
     return count
 
 
+@dataclass(frozen=True, slots=True)
+class Streak:
+    """The latest run of one repeated call (same tool, same arguments) in a span of rows: its call's key, how many
+    times in a row it was made, and whether the span holds no other call (so the streak may go on before it)."""
+
+    key: tuple[str, str] | None = None
+    count: int = 0
+    whole: bool = True
+
+    @classmethod
+    def of(cls, rows: Sequence[Message]) -> Streak:
+        """The streak at the end of ``rows`` (oldest first): reads every row once."""
+        key, count = None, 0
+        for m in reversed(rows):
+            for c in reversed(m.tool_calls):
+                k = (c.name, _args_key(c.args))
+                if key is None:
+                    key = k
+                elif k != key:
+                    return cls(key, count, False)
+                count += 1
+        return cls(key, count)
+
+    def then(self, newer: Streak) -> Streak:
+        """The streak of this span followed by ``newer``'s (rows without calls leave a streak as it is)."""
+        if newer.key is None:
+            return self
+        if newer.whole and newer.key == self.key:
+            return Streak(self.key, self.count + newer.count, self.whole)
+        return newer
+
+
+def run_repeats(leg: Leg, rows: Sequence[Message]) -> int:
+    """``repeats`` of the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the
+    rows committed since the last call: the streak so far is kept on the leg, keyed to the list it read."""
+    read, end, streak = leg.repeat_rows
+    messages = leg.messages
+    if read is not messages or not isinstance(streak, Streak) or not leg.run_start <= end <= len(messages):
+        end, streak = leg.run_start, Streak()
+    streak = streak.then(Streak.of(messages[end:]))
+    leg.repeat_rows = (messages, len(messages), streak)
+    return streak.then(Streak.of(rows)).count
+
+
 def repeats(newest_first: Iterable[Message]) -> int:
     """How many times in a row the latest call (same tool, same arguments) was made, given the run's rows newest
     first. Reads back only as far as the repeat goes."""
@@ -131,7 +177,7 @@ def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind]
     return PolicyInputs(
         held_before(conditions, leg.records),
         leg.replans,
-        repeats(_newest_first(leg, rows)),
+        run_repeats(leg, rows),
         None,
         used,
         None if kind is None else kind.value,
@@ -155,12 +201,6 @@ def held_before(conditions: Sequence[Condition], records: Sequence[LogRecord]) -
         c.name: tuple(bool(r.held.get(c.name, False)) for r in turns[max(0, len(turns) - _look_back(c)) :])
         for c in conditions
     }
-
-
-def _newest_first(leg: Leg, rows: list[Message]) -> Iterator[Message]:
-    yield from reversed(rows)
-    for i in range(len(leg.messages) - 1, leg.run_start - 1, -1):
-        yield leg.messages[i]
 
 
 def _look_back(condition: Condition) -> int:
