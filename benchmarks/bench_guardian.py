@@ -21,7 +21,8 @@ Each turn figure covers the five turn conditions plus ``ThresholdPolicy.decide``
 - wide step (``--wide``, default 50 and 500 calls): one step whose calls each return an 8,000-character result,
   projected as the guardian does and answered by a fresh evaluator (each result arrives once): the default
   ``Guardian().step_chars`` budget beside no budget (``step_chars=None``, every result read whole, as before the
-  budget), with the characters of results the evaluator read.
+  budget), with the characters of results the evaluator read; and a real run whose one reply makes that many
+  calls: the recorded latency of the risk question per call (a reply's calls share one projection of the run).
 - repeat streak (``--streak``, default 2,000): a real run that makes the same call every step under a policy whose
   ``repeat_limit`` never fires; the recorded turn latency of its first and last 100 steps (the streak's count
   must not walk back the whole streak every step).
@@ -174,6 +175,25 @@ def wide_step(calls: int, step_chars: int | None, reps: int = 3) -> dict[str, fl
     return {"median_ms": statistics.median(samples), "result_chars_read": kept, "n": reps}
 
 
+def wide_reply(calls: int) -> dict[str, float]:
+    """A real run whose one reply makes ``calls`` calls of an instant tool: the recorded latency of the risk
+    question per call (median, and of the last 10 calls), and the run's wall time."""
+    from stopwise import Agent, Guardian, Reply, Risk, Runner, ScriptedModel, tool
+
+    @tool(risk=Risk.READ_ONLY)
+    async def fetch(n: int) -> str:
+        """Fetch a statement line."""
+        return f"Statement line {n}: balance 12.00 EUR, cleared."
+
+    reply = Reply(tool_calls=tuple(ToolCall("fetch", {"n": n}, id=f"c{n}") for n in range(calls)))
+    agent = Agent(name="b", instructions="x", model=ScriptedModel([reply, "done"]), tools=[fetch], guardian=Guardian())
+    start = time.perf_counter()
+    result = asyncio.run(Runner().run(agent, "go"))
+    wall = time.perf_counter() - start
+    pre = [d.latency_ms for d in result.decisions if d.kind == "pre_execution"]
+    return {"pre_median_ms": statistics.median(pre), "pre_last_10_ms": statistics.median(pre[-10:]), "wall_s": wall}
+
+
 def repeat_streak(steps: int) -> dict[str, float]:
     """The recorded turn latency of the first and last 100 steps of a run that repeats one call every step."""
     from stopwise import Agent, FunctionModel, Guardian, Reply, Risk, Runner, tool
@@ -271,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{unbounded['median_ms']:.1f} ms reading {unbounded['result_chars_read']:,} "
             f"({unbounded['median_ms'] / bounded['median_ms']:.1f}x)"
         )
+    replies = {str(calls): wide_reply(calls) for calls in args.wide}
+    for calls, r in replies.items():
+        print(
+            f"one reply of {calls} calls in a run: risk question {r['pre_median_ms']:.3f} ms per call (median; last "
+            f"10: {r['pre_last_10_ms']:.3f} ms), run {r['wall_s']:.2f} s"
+        )
     streak = repeat_streak(args.streak) if args.streak else None
     if streak is not None:
         print(
@@ -288,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             "target_ms": TARGET_MS,
             **figures,
             "wide_step": wide,
+            "wide_reply": replies,
             "repeat_streak": streak,
         }
         with open(args.json, "w", encoding="utf-8") as f:

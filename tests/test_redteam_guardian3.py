@@ -139,6 +139,65 @@ def test_a_single_call_step_names_its_tool_as_before() -> None:
     assert "step 1 fetch;" in note and "call c1" not in note
 
 
+async def test_the_calls_of_one_reply_share_one_projection_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = [0]
+    real = step_guardian.project
+
+    def counting(*args: Any, **kwargs: Any) -> Projection:
+        built[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(step_guardian, "project", counting)
+    evaluator = Recording()
+    result = await Runner().run(wide_agent([statement(n, 200) for n in range(300)], Guardian(evaluator)), "Read")
+
+    assert result.status == "completed"
+    asked = [p for p in evaluator.seen if p.pending is not None]
+    assert [p.pending.id for p in asked if p.pending] == [f"c{n}" for n in range(300)]
+    assert all(p.pending_risk == "read_only" and len(p.steps[-1].calls) == 300 for p in asked)
+    # One projection of the run for the reply's 300 risk questions, one per turn (two): 300 + 2 before.
+    assert built[0] == 3
+
+
+def test_the_projection_text_renders_only_what_it_keeps_and_equals_the_whole_text_cut() -> None:
+    import random
+
+    from stopwise.guardian.projection import ELIDED, ProjectedCall, ProjectedStep, _lines
+
+    rng = random.Random(5)
+
+    def words() -> str:
+        return "".join(rng.choice("abc de\nfg") for _ in range(rng.randrange(0, 60)))
+
+    for _ in range(500):
+        steps = tuple(
+            ProjectedStep(
+                i + 1,
+                words(),
+                tuple(
+                    ProjectedCall(words(), {"q": words()}, words() * rng.randrange(1, 30), rng.random() < 0.2)
+                    for _ in range(rng.randrange(0, 4))
+                ),
+            )
+            for i in range(rng.randrange(0, 6))
+        )
+        pending = ToolCall("t", {"x": words()}) if rng.random() < 0.5 else None
+        limit = rng.choice([61, 200, 1000, 8000])
+        p = Projection(words() * 3, (words(),), steps, pending, final=words() or None, max_chars=limit)
+        whole = "\n".join(_lines(p))
+        head = limit // 3
+        expected = whole if len(whole) <= limit else whole[:head] + ELIDED + whole[-(limit - head - 40) :]
+        assert p.text == expected
+        assert len(p.text) <= limit
+
+
+@pytest.mark.parametrize("limit", [1, 30, 60])
+def test_a_tiny_max_chars_still_bounds_the_projection_text(limit: int) -> None:
+    # Before, a cap of 60 or less kept the whole text: the tail's slice was [-0:] or [positive:].
+    p = Projection("g" * 500, (), (), max_chars=limit)
+    assert p.text == ("GOAL: " + "g" * 500)[:limit]
+
+
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "32000"])
 def test_step_chars_must_be_a_positive_int_or_none(bad: object) -> None:
     from stopwise.errors import ConfigError

@@ -139,6 +139,10 @@ class Leg:
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
     count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
+    call_projection: tuple[Any, ...] = ()
+    """The guardian's projection for the pre-execution questions of one reply's calls, and what it was built from
+    (see ``stopwise._step.guardian.projection_for_call``): the calls of a reply share it, so a reply of 3,000 calls
+    projects the run once, not once per call."""
     repeat_rows: tuple[list[Message] | None, int, Any] = (None, 0, None)
     """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
     streak as ``stopwise._step.guardian.Streak``). A cache, so the guardian counts repeats without walking back

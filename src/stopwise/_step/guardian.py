@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -13,7 +14,7 @@ from stopwise.goal import Goal
 from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import project, tail_start
+from stopwise.guardian.projection import Projection, project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
@@ -94,6 +95,27 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
         steps_before=run_steps(leg) - shown,
         step_chars=guardian.step_chars,
     )
+
+
+def projection_for_call(leg: Leg, rows: list[Message], call: ToolCall) -> Projection:
+    """``projection_for(leg, rows, pending=call)``, projecting the run once for all the calls of one reply: the
+    projection without a pending call is kept on the leg with what it was built from (the committed rows, this
+    step's rows, the tools), and each call gets it with itself as the pending one. Without this a reply of n calls
+    cost n projections of n calls each."""
+    kept = leg.call_projection
+    if not (
+        kept
+        and kept[0] is leg.messages
+        and kept[1] == len(leg.messages)
+        and kept[2] is leg.tools
+        and len(kept[3]) == len(rows)
+        and all(a is b for a, b in zip(kept[3], rows, strict=True))
+    ):
+        risks = {t.name: t.risk.value for t in leg.tools.values()}
+        kept = (leg.messages, len(leg.messages), leg.tools, tuple(rows), projection_for(leg, rows), risks)
+        leg.call_projection = kept
+    base: Projection = kept[4]
+    return dataclasses.replace(base, pending=call, pending_risk=kept[5].get(call.name, "unknown"))
 
 
 def run_steps(leg: Leg) -> int:
@@ -212,7 +234,7 @@ async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCa
     started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
-    projection = projection_for(leg, history, pending=call)
+    projection = projection_for_call(leg, history, call)
     return await consult(
         guardian,
         projection,

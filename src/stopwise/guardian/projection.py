@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,35 +77,89 @@ class Projection:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             # Under the log's storable-text rule (a lone surrogate from a goal or a tool becomes U+FFFD): the text
             # is hashed, sent to a model evaluator and kept in an escalation's record, all of which need UTF-8.
-            text = storable_text(_render(self), where="the guardian's projection")
-            if len(text) > self.max_chars:
-                # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
-                head = self.max_chars // 3
-                text = text[:head] + "\n[... earlier steps elided ...]\n" + text[-(self.max_chars - head - 40) :]
+            text = storable_text(_bounded(self), where="the guardian's projection")
             object.__setattr__(self, "text", text)
             object.__setattr__(self, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
             return text if name == "text" else self.state_hash
 
 
-def _render(p: Projection) -> str:
+ELIDED = "\n[... earlier steps elided ...]\n"
+
+
+def _bounded(p: Projection) -> str:
+    """The rendered projection capped at ``max_chars``: whole when it fits, else its head (the goal and criteria)
+    and its tail (the latest steps), the middle mattering least. Renders only the lines those keep, from each end:
+    a step of 3,000 calls costs what the kept characters cost, not 3,000 calls' worth of text."""
+    limit = p.max_chars
+    kept: list[str] = []
+    size = -1  # the newlines between lines
+    for line in _lines(p):
+        kept.append(line)
+        size += len(line) + 1
+        if size > limit:
+            break
+    else:
+        return "\n".join(kept)
+    head = limit // 3
+    want = limit - head - 40
+    if want <= 0:  # too small a cap for the elision note: its head alone
+        return "\n".join(kept)[:limit]
+    tail: list[str] = []
+    size = -1
+    for line in _lines_backward(p):
+        tail.append(line)
+        size += len(line) + 1
+        if size >= want:
+            break
+    return "\n".join(kept)[:head] + ELIDED + "\n".join(reversed(tail))[-want:]
+
+
+def _lines(p: Projection) -> Iterator[str]:
+    """The projection's text, line by line (``_lines_backward`` yields the same lines last first)."""
+    yield from _header(p)
+    for s in p.steps:
+        yield _step_line(s)
+        for c in s.calls:
+            yield from _call_lines(c)
+    yield from _footer(p)
+
+
+def _lines_backward(p: Projection) -> Iterator[str]:
+    yield from reversed(_footer(p))
+    for s in reversed(p.steps):
+        for c in reversed(s.calls):
+            yield from reversed(_call_lines(c))
+        yield _step_line(s)
+    yield from reversed(_header(p))
+
+
+def _header(p: Projection) -> list[str]:
     lines = [f"GOAL: {p.goal or '(not stated)'}"]
     if p.criteria:
         lines.append("ACCEPTANCE CRITERIA:")
         lines.extend(f"- {c}" for c in p.criteria)
     lines.append(f"RECENT STEPS ({len(p.steps)}):")
-    for s in p.steps:
-        lines.append(f"[step {s.step}] agent: {s.text or '(no text)'}")
-        for c in s.calls:
-            args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
-            status = "denied" if c.denied else "error" if c.error else "ok"
-            lines.append(f"  call {c.tool}({args}) [{c.risk}] -> {status}:")
-            lines.append(f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}")
+    return lines
+
+
+def _step_line(s: ProjectedStep) -> str:
+    return f"[step {s.step}] agent: {s.text or '(no text)'}"
+
+
+def _call_lines(c: ProjectedCall) -> tuple[str, str]:
+    args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
+    status = "denied" if c.denied else "error" if c.error else "ok"
+    return f"  call {c.tool}({args}) [{c.risk}] -> {status}:", f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}"
+
+
+def _footer(p: Projection) -> list[str]:
+    lines = []
     if p.final is not None:
         lines.append(f"FINAL ANSWER PROPOSED: {p.final}")
     if p.pending is not None:
         args = json.dumps(p.pending.args, ensure_ascii=False, default=str)
         lines.append(f"PROPOSED NEXT ACTION: {p.pending.name}({args}) [declared risk: {p.pending_risk}]")
-    return "\n".join(lines)
+    return lines
 
 
 def project(
