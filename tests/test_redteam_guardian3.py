@@ -123,7 +123,7 @@ async def test_an_injection_in_one_call_of_a_wide_step_is_caught_and_the_decisio
     assert attacked.status == "suspended"
     decision = attacked.decisions[-1]
     assert decision.outcome is GuardianOutcome.ESCALATE and decision.escalated == ("integrity",)
-    assert "step 1 read_statement call c137 of 200" in decision.answers["integrity"].note
+    assert "step 1 read_statement call 138 of 200 (id c137)" in decision.answers["integrity"].note
 
 
 def test_a_single_call_step_names_its_tool_as_before() -> None:
@@ -136,7 +136,23 @@ def test_a_single_call_step_names_its_tool_as_before() -> None:
         encode_tool_result(INJECTION, tool_call_id="c1"),
     ]
     note = RuleEvaluator().answer(project(rows, goal="go"), DEFAULT_CONDITIONS.by_name["integrity"]).note
-    assert "step 1 fetch;" in note and "call c1" not in note
+    assert "step 1 fetch;" in note and "call 1" not in note and "(id" not in note
+
+
+def test_a_call_id_of_a_megabyte_never_pushes_the_markers_out_of_the_integrity_note() -> None:
+    from stopwise.guardian import project
+    from stopwise.messages import Message, Role, encode_tool_result
+
+    long_id = "x" * 1_000_000
+    calls = (ToolCall("fetch", {"u": 0}, id="a0"), ToolCall("fetch", {"u": 1}, id=long_id))
+    rows = [
+        Message.user("go"),
+        Message(Role.ASSISTANT, "", calls),
+        encode_tool_result("a plain page about revenue", tool_call_id="a0"),
+        encode_tool_result(INJECTION, tool_call_id=long_id),
+    ]
+    note = RuleEvaluator().answer(project(rows, goal="go"), DEFAULT_CONDITIONS.by_name["integrity"]).note
+    assert f"step 1 fetch call 2 of 2 (id {'x' * 40}...); markers: " in note and len(note) < 200
 
 
 async def test_the_calls_of_one_reply_share_one_projection_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -615,8 +615,8 @@ class RuleEvaluator:
                 if z > best_z:
                     best, best_z = dict(scored.features), z
                     where = f"step {step.step} {call.tool}"
-                    if len(step.calls) > 1:  # which of a wide step's calls: its id, as its tool receipt names it
-                        where += f" call {call.call_id or i + 1} of {len(step.calls)}"
+                    if len(step.calls) > 1:  # which of a wide step's calls, and its id as its tool receipt has it
+                        where += f" call {i + 1} of {len(step.calls)}" + _id_note(call.call_id)
                     if scored.window_char:
                         where += f" (from about character {scored.window_char})"
         return best, where
@@ -1023,6 +1023,13 @@ _EMPTY_RESULT = re.compile(
 """A search that came back empty-handed, said in words. An empty text, ``[]`` or ``{}`` is not enough: a write
 that succeeds often returns nothing."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
+
+
+def _id_note(call_id: str | None) -> str:
+    # A call id is the model's text: cut, so that a long one never pushes the markers out of the note.
+    if not call_id:
+        return ""
+    return f" (id {call_id[:40]}{'...' if len(call_id) > 40 else ''})"
 
 
 def _memo(cache: OrderedDict[Any, Any], key: Hashable, value: Any, size: int) -> None:
