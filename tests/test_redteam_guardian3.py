@@ -507,6 +507,64 @@ def test_a_run_killed_after_its_steps_intent_retries_with_every_decision_once(tm
     ]
 
 
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])
+def test_a_guardian_raising_out_of_a_step_leaves_a_run_that_retries_with_every_decision_once(
+    tmp_path: Path, raised: type[BaseException]
+) -> None:
+    """An evaluator's exception is an unanswered question (the turn escalates); one that ends the process's loop
+    (Ctrl-C, ``sys.exit``) leaves the step uncommitted, and the retry decides it once."""
+    armed = [True]
+
+    class Raising(RuleEvaluator):
+        async def evaluate(self, projection: Projection, questions: QuestionSet) -> Answers:
+            if armed[0] and len(projection.steps) == 2 and "integrity" in questions.by_name:
+                armed[0] = False
+                raise raised("mid-step")
+            return await super().evaluate(projection, questions)
+
+    @tool(risk="read_only")
+    def fetch(n: int) -> str:
+        """Fetch a page."""
+        return f"page {n}: revenue by region"
+
+    def reply(request: Any) -> Reply:
+        if request.step <= 3:
+            return Reply(tool_calls=(ToolCall("fetch", {"n": request.step}, id=f"c{request.step}"),))
+        return Reply(text="done")
+
+    agent = Agent("a", model=FunctionModel(reply), tools=[fetch], guardian=Guardian(Raising()))
+    db = tmp_path / "raised.db"
+
+    async def first() -> None:
+        async with SQLiteStore(db) as store:
+            await Runner(store).run(agent, "go", session_id="s")
+
+    async def retried() -> tuple[str, list[GuardianDecision]]:
+        async with SQLiteStore(db) as store:
+            result = await Runner(store, clock=lambda: 4_000_000_000.0).retry(agent, "s")
+            snapshot = await store.load_session("s")
+        assert snapshot is not None
+        return result.status, [
+            r for _, rs in parse_log(snapshot.entries) for r in rs if isinstance(r, GuardianDecision)
+        ]
+
+    with pytest.raises(raised):
+        asyncio.run(first())
+    status, logged = asyncio.run(retried())
+
+    assert status == "completed"
+    assert [(d.step, d.kind) for d in logged] == [
+        (1, "pre_execution"),
+        (1, "turn"),
+        (2, "pre_execution"),
+        (2, "turn"),
+        (3, "pre_execution"),
+        (3, "turn"),
+        (4, "turn"),
+    ]
+    assert replay_all(logged) == (7, [])
+
+
 # --- 5. leftovers -----------------------------------------------------------------------------------------------
 
 
