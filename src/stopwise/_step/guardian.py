@@ -100,22 +100,22 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
 def projection_for_call(leg: Leg, rows: list[Message], call: ToolCall) -> Projection:
     """``projection_for(leg, rows, pending=call)``, projecting the run once for all the calls of one reply: the
     projection without a pending call is kept on the leg with what it was built from (the committed rows, this
-    step's rows, the tools), and each call gets it with itself as the pending one. Without this a reply of n calls
-    cost n projections of n calls each."""
+    step's rows, the tools' risks), and each call gets it with itself as the pending one. Without this a reply of
+    n calls cost n projections of n calls each."""
+    risks = {t.name: t.risk.value for t in leg.tools.values()}
     kept = leg.call_projection
     if not (
         kept
         and kept[0] is leg.messages
         and kept[1] == len(leg.messages)
-        and kept[2] is leg.tools
+        and kept[2] == risks
         and len(kept[3]) == len(rows)
         and all(a is b for a, b in zip(kept[3], rows, strict=True))
     ):
-        risks = {t.name: t.risk.value for t in leg.tools.values()}
-        kept = (leg.messages, len(leg.messages), leg.tools, tuple(rows), projection_for(leg, rows), risks)
+        kept = (leg.messages, len(leg.messages), risks, tuple(rows), projection_for(leg, rows))
         leg.call_projection = kept
     base: Projection = kept[4]
-    return dataclasses.replace(base, pending=call, pending_risk=kept[5].get(call.name, "unknown"))
+    return dataclasses.replace(base, pending=call, pending_risk=risks.get(call.name, "unknown"))
 
 
 def run_steps(leg: Leg) -> int:
