@@ -178,7 +178,7 @@ async def test_the_calls_of_one_reply_share_one_projection_of_the_run(monkeypatc
 def test_the_projection_text_renders_only_what_it_keeps_and_equals_the_whole_text_cut() -> None:
     import random
 
-    from stopwise.guardian.projection import ELIDED, ProjectedCall, ProjectedStep, _lines
+    from stopwise.guardian.projection import ELIDED, ProjectedCall, ProjectedStep, _render
 
     rng = random.Random(5)
 
@@ -200,7 +200,7 @@ def test_the_projection_text_renders_only_what_it_keeps_and_equals_the_whole_tex
         pending = ToolCall("t", {"x": words()}) if rng.random() < 0.5 else None
         limit = rng.choice([61, 200, 1000, 8000])
         p = Projection(words() * 3, (words(),), steps, pending, final=words() or None, max_chars=limit)
-        whole = "\n".join(_lines(p))
+        whole = _render(p)
         head = limit // 3
         expected = whole if len(whole) <= limit else whole[:head] + ELIDED + whole[-(limit - head - 40) :]
         assert p.text == expected

@@ -114,6 +114,11 @@ def _bounded(p: Projection) -> str:
     return "\n".join(kept)[:head] + ELIDED + "\n".join(reversed(tail))[-want:]
 
 
+def _render(p: Projection) -> str:
+    """The whole rendered text, uncapped: what ``_bounded`` cuts (and what ``stopwise.evals.traces`` parses)."""
+    return "\n".join(_lines(p))
+
+
 def _lines(p: Projection) -> Iterator[str]:
     """The projection's text, line by line (``_lines_backward`` yields the same lines last first)."""
     yield from _header(p)
