@@ -18,9 +18,18 @@ Each turn figure covers the five turn conditions plus ``ThresholdPolicy.decide``
 - turn, whole consultation in a run: the ``latency_ms`` the guardian recorded for its turn decisions past step
   ``--steps`` of a real run (``Agent(guardian=Guardian())``, an instant scripted model and tool): the projection,
   the policy inputs, the evaluator and the policy, as a run pays them. This one is not covered by the target.
+- wide step (``--wide``, default 50 and 500 calls): one step whose calls each return an 8,000-character result,
+  projected as the guardian does and answered by a fresh evaluator (each result arrives once): the default
+  ``Guardian().step_chars`` budget beside no budget (``step_chars=None``, every result read whole, as before the
+  budget), with the characters of results the evaluator read; and a real run whose one reply makes that many
+  calls: the recorded latency of the risk question per call (a reply's calls share one projection of the run).
+- repeat streak (``--streak``, default 2,000): a real run that makes the same call every step under a policy whose
+  ``repeat_limit`` never fires; the recorded turn latency of its first and last 100 steps (the streak's count
+  must not walk back the whole streak every step).
 
 Usage:
-    python benchmarks/bench_guardian.py [--steps 50] [--turns 400] [--json PATH] [--strict]
+    python benchmarks/bench_guardian.py [--steps 50] [--turns 400] [--wide 50 500] [--streak 2000] [--json PATH]
+                                        [--strict]
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import sys
 import time
 from typing import Any
 
-from stopwise.guardian import DEFAULT_CONDITIONS, Projection, project
+from stopwise.guardian import DEFAULT_CONDITIONS, Guardian, Projection, project
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
 from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error_tool_result
@@ -138,6 +147,77 @@ def _recorded_turns(steps: int, turns: int) -> list[float]:
     return [d.latency_ms for d in result.decisions if d.kind == "turn" and d.step > steps]
 
 
+def _page(rng: random.Random, n: int, size: int = 8000) -> str:
+    text = f"page {n}:"
+    while len(text) < size:
+        text += f" {rng.choice(WORDS)} {rng.randrange(10, 99999)}"
+    return text[:size]
+
+
+def wide_step(calls: int, step_chars: int | None, reps: int = 3) -> dict[str, float]:
+    """One step of ``calls`` calls, each returning 8,000 characters: the median whole turn (projection, fresh
+    evaluator, policy) over ``reps``, and the characters of results the projection kept."""
+    rng = random.Random(calls)
+    tool_calls = tuple(ToolCall("read_file", {"path": f"statements/{n}.txt"}, id=f"c{n}") for n in range(calls))
+    rows = [Message.user(GOAL), Message(Role.ASSISTANT, "Reading every statement.", tool_calls)]
+    rows += [encode_tool_result(_page(rng, n), tool_call_id=f"c{n}") for n in range(calls)]
+    base = RuleEvaluator()
+    turn = DEFAULT_CONDITIONS.turn()
+    samples, kept = [], 0
+    for _ in range(reps):
+        evaluator = RuleEvaluator(coefficients=base.coefficients, integrity_model=base.integrity_model)
+        start = time.perf_counter()
+        p = project(rows, goal=GOAL, criteria=CRITERIA, result_chars=8000, step_chars=step_chars)
+        answers = evaluator.answer_all(p, turn)
+        ThresholdPolicy().decide(answers.answers, turn, PolicyInputs({}))
+        samples.append((time.perf_counter() - start) * 1000.0)
+        kept = sum(len(c.result) for c in p.steps[-1].calls)
+    return {"median_ms": statistics.median(samples), "result_chars_read": kept, "n": reps}
+
+
+def wide_reply(calls: int) -> dict[str, float]:
+    """A real run whose one reply makes ``calls`` calls of an instant tool: the recorded latency of the risk
+    question per call (median, and of the last 10 calls), and the run's wall time."""
+    from stopwise import Agent, Guardian, Reply, Risk, Runner, ScriptedModel, tool
+
+    @tool(risk=Risk.READ_ONLY)
+    async def fetch(n: int) -> str:
+        """Fetch a statement line."""
+        return f"Statement line {n}: balance 12.00 EUR, cleared."
+
+    reply = Reply(tool_calls=tuple(ToolCall("fetch", {"n": n}, id=f"c{n}") for n in range(calls)))
+    agent = Agent(name="b", instructions="x", model=ScriptedModel([reply, "done"]), tools=[fetch], guardian=Guardian())
+    start = time.perf_counter()
+    result = asyncio.run(Runner().run(agent, "go"))
+    wall = time.perf_counter() - start
+    pre = [d.latency_ms for d in result.decisions if d.kind == "pre_execution"]
+    return {"pre_median_ms": statistics.median(pre), "pre_last_10_ms": statistics.median(pre[-10:]), "wall_s": wall}
+
+
+def repeat_streak(steps: int) -> dict[str, float]:
+    """The recorded turn latency of the first and last 100 steps of a run that repeats one call every step."""
+    from stopwise import Agent, FunctionModel, Guardian, Reply, Risk, Runner, tool
+
+    @tool(risk=Risk.READ_ONLY)
+    async def bump(n: int) -> int:
+        """Add one."""
+        return n + 1
+
+    def fn(request: Any) -> Reply:
+        return Reply(tool_calls=[ToolCall("bump", {"n": 0})]) if request.step < steps else Reply(text="done")
+
+    guardian = Guardian(
+        conditions=DEFAULT_CONDITIONS.only(["risk", "integrity"]), policy=ThresholdPolicy(repeat_limit=10**9)
+    )
+    agent = Agent(name="b", instructions="x", model=FunctionModel(fn), tools=[bump], guardian=guardian, max_steps=None)
+    result = asyncio.run(Runner().run(agent, "go"))
+    turns = [d.latency_ms for d in result.decisions if d.kind == "turn"]
+    return {
+        "first_100_median_ms": statistics.median(turns[:100]),
+        "last_100_median_ms": statistics.median(turns[-100:]),
+    }
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {
@@ -152,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=50, help="steps in the history the guardian sees (default 50)")
     parser.add_argument("--turns", type=int, default=400, help="timed turns per round (default 400)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per figure (default 5)")
+    parser.add_argument("--wide", type=int, nargs="*", default=[50, 500], help="calls in a wide step (default 50 500)")
+    parser.add_argument(
+        "--streak", type=int, default=2000, help="steps of the repeat-streak run (default 2000; 0: skip)"
+    )
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--strict", action="store_true", help=f"exit 1 when the steady-state median >= {TARGET_MS} ms")
     args = parser.parse_args(argv)
@@ -196,6 +280,29 @@ def main(argv: list[str] | None = None) -> int:
     }
     for key, f in figures.items():
         print(f"{labels[key]:42} {f['median_ms']:10.3f} {f['p90_ms']:8.3f}")
+    budget = Guardian().step_chars
+    wide: dict[str, Any] = {}
+    for calls in args.wide:
+        bounded, unbounded = wide_step(calls, budget), wide_step(calls, None)
+        wide[str(calls)] = {"step_chars": bounded, "unbounded": unbounded}
+        print(
+            f"wide step, {calls} calls x 8,000 chars: {bounded['median_ms']:.1f} ms reading "
+            f"{bounded['result_chars_read']:,} chars (step_chars={budget:,}); without a budget "
+            f"{unbounded['median_ms']:.1f} ms reading {unbounded['result_chars_read']:,} "
+            f"({unbounded['median_ms'] / bounded['median_ms']:.1f}x)"
+        )
+    replies = {str(calls): wide_reply(calls) for calls in args.wide}
+    for calls, r in replies.items():
+        print(
+            f"one reply of {calls} calls in a run: risk question {r['pre_median_ms']:.3f} ms per call (median; last "
+            f"10: {r['pre_last_10_ms']:.3f} ms), run {r['wall_s']:.2f} s"
+        )
+    streak = repeat_streak(args.streak) if args.streak else None
+    if streak is not None:
+        print(
+            f"repeat streak of {args.streak} steps: turn median {streak['first_100_median_ms']:.3f} ms (first 100), "
+            f"{streak['last_100_median_ms']:.3f} ms (last 100)"
+        )
     median = figures["turn_steady_state"]["median_ms"]
     verdict = "meets" if median < TARGET_MS else "MISSES"
     print(f"target: turn median < {TARGET_MS} ms -> {verdict} ({median:.3f} ms)")
@@ -206,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "target_ms": TARGET_MS,
             **figures,
+            "wide_step": wide,
+            "wide_reply": replies,
+            "repeat_streak": streak,
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(payload, f, indent=2)

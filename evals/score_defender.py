@@ -6,8 +6,8 @@ Writes ``evals/calibration/defender_scores.jsonl``: a header line naming the lib
 texts were read, then one line per record: the SHA-256 of its text (first 16 hex digits), its split, the
 library's Tier 2 probability and Tier 1 risk level as ``stopwise.guardian.evaluators.defender`` reads them, and
 the wall milliseconds the library took (one core). Scores only, never the texts. Records already in the file
-are skipped, so an interrupted run continues where it stopped; a file written by another library version or
-reading is refused.
+are skipped, so an interrupted run continues where it stopped; a file written by another library version, model
+files (their digest, ``model_digest``) or reading is refused.
 
 Which records: every record of the ``test`` split (the held-out corpora, for ``evals/eval_defender.py``), and of
 the ``train`` split (without the second version's train-only corpora, like the shipped light model) every
@@ -48,8 +48,16 @@ def train_sample() -> list[Item]:
     return [i for i in items if i.label] + random.Random(SEED).sample(clean, TRAIN_CLEAN)
 
 
-def header(version: str) -> dict[str, object]:
-    return {"library": "stackone-defender", "version": version, "read_chars": READ_CHARS, "tool_name": "tool_result"}
+def header(version: str, model: str) -> dict[str, object]:
+    # ``model``: the digest of the library's model files (``model_digest``): a model replaced under the same
+    # version would otherwise be read from this cache as the old one's scores.
+    return {
+        "library": "stackone-defender",
+        "version": version,
+        "model": model,
+        "read_chars": READ_CHARS,
+        "tool_name": "tool_result",
+    }
 
 
 def load_cache() -> tuple[dict[str, object] | None, dict[str, dict[str, object]]]:
@@ -65,7 +73,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     backend = DefenderIntegrity()
-    want = header(backend.library_version)
+    want = header(backend.library_version, backend.model_digest)
     head, done = load_cache()
     if head is not None and head != want:
         sys.exit(f"{CACHE} was written with {head}, not {want}: move it away to rescore")

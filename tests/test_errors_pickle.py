@@ -18,6 +18,7 @@ from stopwise.approvals import ApprovalError
 from stopwise.errors import (
     ConfigError,
     CyclicValue,
+    ErrorCopy,
     ErrorDetail,
     ForkNotAllowed,
     ModelError,
@@ -52,6 +53,7 @@ SAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     StopwiseError: lambda: StopwiseError("something went wrong"),
     ConfigError: lambda: ConfigError("max_steps", "must be at least 1, got 0"),
     CyclicValue: lambda: CyclicValue("the result of call c1", "[0] is the value itself"),
+    ErrorCopy: lambda: ErrorCopy("app.errors.QuotaError", "quota 3 of 2 used"),
     ModelError: lambda: ModelError("rate limited", provider="openai", status=429, request_id="req_1", retryable=True),
     RetryNotAllowed: lambda: RetryNotAllowed("session s1 has no run to continue"),
     ForkNotAllowed: lambda: ForkNotAllowed("step 3 of run r1 is not committed"),

@@ -139,6 +139,14 @@ class Leg:
     step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
     """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
     count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
+    call_projection: tuple[Any, ...] = ()
+    """The guardian's projection for the pre-execution questions of one reply's calls, and what it was built from
+    (see ``stopwise._step.guardian.projection_for_call``): the calls of a reply share it, so a reply of 3,000 calls
+    projects the run once, not once per call."""
+    repeat_rows: tuple[list[Message] | None, int, Any] = (None, 0, None)
+    """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
+    streak as ``stopwise._step.guardian.Streak``). A cache, so the guardian counts repeats without walking back
+    the whole streak every step (a run repeating one call 2,000 times)."""
     runtime_context: Any = None
     agent_path: tuple[str, ...] = ()
     """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""
@@ -339,7 +347,7 @@ def restore_leg(
         budget_judge_usage=judge_usage(
             r for r in records if isinstance(r, GuardianDecision | StopGuardRecord) and r.step > run.budget_base
         ),
-        settle=None if open_intent is None else _carry_out(agent, open_intent),
+        settle=None if open_intent is None else _carry_out(agent, open_intent, configs),
         goal=next((r for r in parsed if isinstance(r, Goal)), None),
         continues=True,
     )
@@ -386,9 +394,10 @@ def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Messa
     return last
 
 
-def _carry_out(agent: Agent, entry: LogEntry) -> Settle:
-    """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids."""
-    intent = next(r for r in parse_records(entry.records) if isinstance(r, StepIntent))
+def _carry_out(agent: Agent, entry: LogEntry, configs: dict[str, GuardianConfig]) -> Settle:
+    """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids. ``configs``:
+    the run's guardian configs read so far (the intent's pre-execution decisions name one an earlier step wrote)."""
+    intent = next(r for r in parse_records(entry.records, configs) if isinstance(r, StepIntent))
     assistant = entry.messages[0]
     reply = Reply(assistant.content, assistant.tool_calls)
     by_id = {c.call_id: c for c in intent.calls}

@@ -34,6 +34,7 @@ __all__ = [
     "UnreadableEntry",
     "UnreadableRun",
     "UnreadableSuspension",
+    "ErrorCopy",
 ]
 
 
@@ -295,3 +296,18 @@ class StopGuardExpired(StopwiseError, RuntimeError):
 
 class StepConflict(StoreError):
     """A log entry with this (session, seq) already exists: another writer got there first."""
+
+
+class ErrorCopy(StopwiseError):
+    """An error that cannot be pickled whole (it holds a lock, its ``__init__`` takes other arguments than its
+    message, its class is local to a function), as a stopwise error that wraps it pickles it: ``kind`` is the
+    original's class (``module.QualifiedName``), ``message`` its text. What crosses a process (DBOS records a
+    workflow's error by pickling it) is then still the error's kind and text, never a ``TypeError`` of pickle's."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[ErrorCopy], tuple[str, str]]:
+        return (type(self), (self.kind, self.message))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
@@ -12,7 +14,7 @@ from stopwise.goal import Goal
 from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import project, tail_start
+from stopwise.guardian.projection import Projection, project, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
@@ -30,6 +32,7 @@ __all__ = [
     "reanchor_text",
     "released",
     "repeats",
+    "run_repeats",
     "withhold",
 ]
 
@@ -90,7 +93,29 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
         final=final,
         max_chars=guardian.max_chars,
         steps_before=run_steps(leg) - shown,
+        step_chars=guardian.step_chars,
     )
+
+
+def projection_for_call(leg: Leg, rows: list[Message], call: ToolCall) -> Projection:
+    """``projection_for(leg, rows, pending=call)``, projecting the run once for all the calls of one reply: the
+    projection without a pending call is kept on the leg with what it was built from (the committed rows, this
+    step's rows, the tools' risks), and each call gets it with itself as the pending one. Without this a reply of
+    n calls cost n projections of n calls each."""
+    risks = {t.name: t.risk.value for t in leg.tools.values()}
+    kept = leg.call_projection
+    if not (
+        kept
+        and kept[0] is leg.messages
+        and kept[1] == len(leg.messages)
+        and kept[2] == risks
+        and len(kept[3]) == len(rows)
+        and all(a is b for a, b in zip(kept[3], rows, strict=True))
+    ):
+        kept = (leg.messages, len(leg.messages), risks, tuple(rows), projection_for(leg, rows))
+        leg.call_projection = kept
+    base: Projection = kept[4]
+    return dataclasses.replace(base, pending=call, pending_risk=risks.get(call.name, "unknown"))
 
 
 def run_steps(leg: Leg) -> int:
@@ -103,6 +128,50 @@ def run_steps(leg: Leg) -> int:
     count += sum(1 for i in range(counted, end) if leg.messages[i].role is Role.ASSISTANT)
     leg.step_rows = (leg.messages, end, count)
     return count
+
+
+@dataclass(frozen=True, slots=True)
+class Streak:
+    """The latest run of one repeated call (same tool, same arguments) in a span of rows: its call's key, how many
+    times in a row it was made, and whether the span holds no other call (so the streak may go on before it)."""
+
+    key: tuple[str, str] | None = None
+    count: int = 0
+    whole: bool = True
+
+    @classmethod
+    def of(cls, rows: Sequence[Message]) -> Streak:
+        """The streak at the end of ``rows`` (oldest first): reads every row once."""
+        key, count = None, 0
+        for m in reversed(rows):
+            for c in reversed(m.tool_calls):
+                k = (c.name, _args_key(c.args))
+                if key is None:
+                    key = k
+                elif k != key:
+                    return cls(key, count, False)
+                count += 1
+        return cls(key, count)
+
+    def then(self, newer: Streak) -> Streak:
+        """The streak of this span followed by ``newer``'s (rows without calls leave a streak as it is)."""
+        if newer.key is None:
+            return self
+        if newer.whole and newer.key == self.key:
+            return Streak(self.key, self.count + newer.count, self.whole)
+        return newer
+
+
+def run_repeats(leg: Leg, rows: Sequence[Message]) -> int:
+    """``repeats`` of the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the
+    rows committed since the last call: the streak so far is kept on the leg, keyed to the list it read."""
+    read, end, streak = leg.repeat_rows
+    messages = leg.messages
+    if read is not messages or not isinstance(streak, Streak) or not leg.run_start <= end <= len(messages):
+        end, streak = leg.run_start, Streak()
+    streak = streak.then(Streak.of(messages[end:]))
+    leg.repeat_rows = (messages, len(messages), streak)
+    return streak.then(Streak.of(rows)).count
 
 
 def repeats(newest_first: Iterable[Message]) -> int:
@@ -130,7 +199,7 @@ def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind]
     return PolicyInputs(
         held_before(conditions, leg.records),
         leg.replans,
-        repeats(_newest_first(leg, rows)),
+        run_repeats(leg, rows),
         None,
         used,
         None if kind is None else kind.value,
@@ -156,12 +225,6 @@ def held_before(conditions: Sequence[Condition], records: Sequence[LogRecord]) -
     }
 
 
-def _newest_first(leg: Leg, rows: list[Message]) -> Iterator[Message]:
-    yield from reversed(rows)
-    for i in range(len(leg.messages) - 1, leg.run_start - 1, -1):
-        yield leg.messages[i]
-
-
 def _look_back(condition: Condition) -> int:
     return condition.hysteresis[1] - 1 if condition.hysteresis is not None else 0
 
@@ -171,7 +234,7 @@ async def consult_call(leg: Leg, step: int, history: list[Message], call: ToolCa
     started = time.perf_counter()
     guardian = leg.agent.guardian
     assert guardian is not None
-    projection = projection_for(leg, history, pending=call)
+    projection = projection_for_call(leg, history, call)
     return await consult(
         guardian,
         projection,

@@ -67,6 +67,11 @@ class Guardian:
     in windows, so an instruction late in a long page shows (a model-based evaluator sees the rendered text,
     capped at ``max_chars``)."""
     max_chars: int = 8000
+    step_chars: int | None = 32_000
+    """Characters of tool results the projection keeps from one step, all its calls together (four whole
+    results at the default ``result_chars``): a step of 500 calls costs the guardian what four long results
+    cost. Past it each result keeps a fair share of its head (a short one whole, the longer ones an even split of
+    the rest), so every result is still read. None: no limit (each result is still cut at ``result_chars``)."""
 
     def __post_init__(self) -> None:
         if self.evaluator is None:
@@ -86,6 +91,11 @@ class Guardian:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"guardian.{name}", f"must be an int >= 1, got {value!r}")
+        step_chars = self.step_chars
+        if step_chars is not None and (
+            isinstance(step_chars, bool) or not isinstance(step_chars, int) or step_chars < 1
+        ):
+            raise ConfigError("guardian.step_chars", f"must be an int >= 1 or None, got {step_chars!r}")
         if self.goal is not None and not isinstance(self.goal, str):
             raise ConfigError("guardian.goal", f"must be a string or None, got {type(self.goal).__name__}")
         # Checked as a run's Goal checks them: a lone string would otherwise be one criterion per character.
@@ -127,6 +137,7 @@ class Guardian:
                 last_k=guardian.history_steps,
                 final=ctx.reply.text,
                 max_chars=guardian.max_chars,
+                step_chars=guardian.step_chars,
             )
             conditions = (condition,)
             questions = QuestionSet(conditions, guardian.conditions.version)

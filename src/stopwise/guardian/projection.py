@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 from stopwise.storable import storable_text
 
-__all__ = ["ProjectedStep", "Projection", "project", "tail_start"]
+__all__ = ["ProjectedStep", "Projection", "project", "shares", "tail_start"]
 
 UNTRUSTED_OPEN = "<untrusted-tool-output>"
 UNTRUSTED_CLOSE = "</untrusted-tool-output>"
@@ -34,6 +34,8 @@ class ProjectedCall:
     """The tool's declared risk class."""
     denied: bool = False
     """The call never ran: a guardrail blocked it or a reviewer rejected it (``error`` is then true too)."""
+    call_id: str | None = None
+    """The call's id (as its tool receipt names it), when the projection was made from a run's rows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,35 +77,94 @@ class Projection:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             # Under the log's storable-text rule (a lone surrogate from a goal or a tool becomes U+FFFD): the text
             # is hashed, sent to a model evaluator and kept in an escalation's record, all of which need UTF-8.
-            text = storable_text(_render(self), where="the guardian's projection")
-            if len(text) > self.max_chars:
-                # Keep the head (goal and criteria) and the tail (the latest steps): the middle matters least.
-                head = self.max_chars // 3
-                text = text[:head] + "\n[... earlier steps elided ...]\n" + text[-(self.max_chars - head - 40) :]
+            text = storable_text(_bounded(self), where="the guardian's projection")
             object.__setattr__(self, "text", text)
             object.__setattr__(self, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
             return text if name == "text" else self.state_hash
 
 
+ELIDED = "\n[... earlier steps elided ...]\n"
+
+
+def _bounded(p: Projection) -> str:
+    """The rendered projection capped at ``max_chars``: whole when it fits, else its head (the goal and criteria)
+    and its tail (the latest steps), the middle mattering least. Renders only the lines those keep, from each end:
+    a step of 3,000 calls costs what the kept characters cost, not 3,000 calls' worth of text."""
+    limit = p.max_chars
+    kept: list[str] = []
+    size = -1  # the newlines between lines
+    for line in _lines(p):
+        kept.append(line)
+        size += len(line) + 1
+        if size > limit:
+            break
+    else:
+        return "\n".join(kept)
+    head = limit // 3
+    want = limit - head - 40
+    if want <= 0:  # too small a cap for the elision note: its head alone
+        return "\n".join(kept)[:limit]
+    tail: list[str] = []
+    size = -1
+    for line in _lines_backward(p):
+        tail.append(line)
+        size += len(line) + 1
+        if size >= want:
+            break
+    return "\n".join(kept)[:head] + ELIDED + "\n".join(reversed(tail))[-want:]
+
+
 def _render(p: Projection) -> str:
+    """The whole rendered text, uncapped: what ``_bounded`` cuts (and what ``stopwise.evals.traces`` parses)."""
+    return "\n".join(_lines(p))
+
+
+def _lines(p: Projection) -> Iterator[str]:
+    """The projection's text, line by line (``_lines_backward`` yields the same lines last first)."""
+    yield from _header(p)
+    for s in p.steps:
+        yield _step_line(s)
+        for c in s.calls:
+            yield from _call_lines(c)
+    yield from _footer(p)
+
+
+def _lines_backward(p: Projection) -> Iterator[str]:
+    yield from reversed(_footer(p))
+    for s in reversed(p.steps):
+        for c in reversed(s.calls):
+            yield from reversed(_call_lines(c))
+        yield _step_line(s)
+    yield from reversed(_header(p))
+
+
+def _header(p: Projection) -> list[str]:
     lines = [f"GOAL: {p.goal or '(not stated)'}"]
     if p.criteria:
         lines.append("ACCEPTANCE CRITERIA:")
         lines.extend(f"- {c}" for c in p.criteria)
     lines.append(f"RECENT STEPS ({len(p.steps)}):")
-    for s in p.steps:
-        lines.append(f"[step {s.step}] agent: {s.text or '(no text)'}")
-        for c in s.calls:
-            args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
-            status = "denied" if c.denied else "error" if c.error else "ok"
-            lines.append(f"  call {c.tool}({args}) [{c.risk}] -> {status}:")
-            lines.append(f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}")
+    return lines
+
+
+def _step_line(s: ProjectedStep) -> str:
+    return f"[step {s.step}] agent: {s.text or '(no text)'}"
+
+
+def _call_lines(c: ProjectedCall) -> tuple[str, str]:
+    args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
+    status = "denied" if c.denied else "error" if c.error else "ok"
+    return f"  call {c.tool}({args}) [{c.risk}] -> {status}:", f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}"
+
+
+def _footer(p: Projection) -> list[str]:
+    lines = []
     if p.final is not None:
         lines.append(f"FINAL ANSWER PROPOSED: {p.final}")
     if p.pending is not None:
         args = json.dumps(p.pending.args, ensure_ascii=False, default=str)
         lines.append(f"PROPOSED NEXT ACTION: {p.pending.name}({args}) [declared risk: {p.pending_risk}]")
-    return "\n".join(lines)
+    return lines
 
 
 def project(
@@ -118,12 +179,17 @@ def project(
     final: str | None = None,
     max_chars: int = 8000,
     steps_before: int = 0,
+    step_chars: int | None = None,
 ) -> Projection:
     """Project a run's rows onto the last ``last_k`` steps.
 
     ``messages`` is the run from its input onwards, or any tail of it that starts at a step (an assistant row):
     ``steps_before`` then says how many steps of the run come before that tail, so the steps keep their numbers.
-    The work is bounded by the rows from the oldest step kept onwards, not by the run's length."""
+    The work is bounded by the rows from the oldest step kept onwards, not by the run's length.
+
+    Each tool result is cut to ``result_chars``; ``step_chars`` (None: no limit) bounds the characters of
+    results one step keeps in all. Past it every result of the step still shows, its head cut to a fair share
+    (``shares``): a result shorter than its share is kept whole, and what it leaves goes to the longer ones."""
     risks = risks or {}
     start = tail_start(messages, last_k)
     before = steps_before + sum(1 for i in range(start) if messages[i].role is Role.ASSISTANT) if last_k else 0
@@ -133,16 +199,19 @@ def project(
     for m in window:
         if m.role is not Role.ASSISTANT:
             continue
+        rows = [results.get(c.id) for c in m.tool_calls]
+        cuts = shares([_shown(r) for r in rows], result_chars, step_chars)
         calls = tuple(
             ProjectedCall(
                 c.name,
                 c.args,
-                _result_text(results.get(c.id), result_chars),
-                bool(results[c.id].metadata.get(TOOL_ERROR)) if c.id in results else False,
+                _result_text(row, cut),
+                bool(row.metadata.get(TOOL_ERROR)) if row is not None else False,
                 risks.get(c.name, "unknown"),
-                bool(results[c.id].metadata.get(DENIED)) if c.id in results else False,
+                bool(row.metadata.get(DENIED)) if row is not None else False,
+                c.id,
             )
-            for c in m.tool_calls
+            for c, row, cut in zip(m.tool_calls, rows, cuts, strict=True)
         )
         steps.append(ProjectedStep(before + len(steps) + 1, _truncate(m.content, result_chars), calls))
     # The goal and the final answer are cut like a tool result, at ``max_chars`` (the rendered text shows no more
@@ -171,6 +240,27 @@ def tail_start(messages: Sequence[Message], last_k: int, lo: int = 0) -> int:
             if seen == last_k:
                 return i
     return lo
+
+
+def shares(lengths: Sequence[int], each: int, total: int | None) -> list[int]:
+    """How many characters of each of one step's results a projection keeps: ``each`` apiece while the step's
+    results fit in ``total`` (None: no limit), else a max-min fair split of ``total`` (pure). Every result gets a
+    share, so none goes unread; a result shorter than its share is kept whole and the rest is split evenly among
+    the longer ones, so no single long result (a 10 MB page, one of 500) can crowd out another."""
+    wanted = [min(n, each) for n in lengths]
+    if total is None or sum(wanted) <= total:
+        return [each] * len(lengths)
+    out = [0] * len(wanted)
+    left = total
+    for k, i in enumerate(sorted(range(len(wanted)), key=wanted.__getitem__)):
+        out[i] = min(wanted[i], left // (len(wanted) - k))
+        left -= out[i]
+    return out
+
+
+def _shown(row: Message | None) -> int:
+    # What a result's text would cost in full; a missing or withheld one shows a short fixed notice instead.
+    return len(row.content) if row is not None and not row.metadata.get("quarantined") else 0
 
 
 def _result_text(row: Message | None, n: int) -> str:

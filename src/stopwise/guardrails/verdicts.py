@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from stopwise._deprecated import aliases
-from stopwise.errors import StopwiseError
+from stopwise.errors import ErrorCopy, StopwiseError
 from stopwise.messages import Message
 
 __all__ = [
@@ -123,14 +124,39 @@ class GuardrailRaised(StopwiseError):
     """A guardrail raised. Never swallowed: the run ends failed with this detail (code ``guardrail_raised``)."""
 
     def __init__(self, name: str, hook: Hook, error: BaseException) -> None:
-        super().__init__(f"guardrail {name!r} on the {hook.value} hook raised {type(error).__name__}: {error}")
+        super().__init__(f"guardrail {name!r} on the {hook.value} hook raised {_described(error)}")
         self.guardrail = name
         self.hook = hook
         self.error = error
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled whole (DBOS records a workflow's error so): the default would call this with the message alone.
-        return (type(self), (self.guardrail, self.hook, self.error))
+        # An inner error that cannot make the trip travels as an ErrorCopy of its kind and text.
+        return (type(self), (self.guardrail, self.hook, _portable(self.error)))
+
+
+def _described(error: BaseException) -> str:
+    """``Kind: text`` of an error, for a message; never raises (an error's own ``__str__`` may)."""
+    if isinstance(error, ErrorCopy):
+        return f"{error.kind.rpartition('.')[2]}: {error.message}"
+    return f"{type(error).__name__}: {_text(error)}"
+
+
+def _text(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception as exc:  # a guardrail's own exception class whose __str__ raises
+        return f"(its str() raised {type(exc).__name__})"
+
+
+def _portable(error: BaseException) -> BaseException:
+    """``error`` when it survives a pickle round trip, else an ``ErrorCopy`` of its kind and text."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        kind = type(error)
+        return ErrorCopy(f"{kind.__module__}.{kind.__qualname__}", _text(error))
+    return error
 
 
 class GuardrailTimeout(GuardrailRaised):

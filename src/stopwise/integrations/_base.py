@@ -489,6 +489,7 @@ class PeerRun:
             final=final,
             max_chars=guardian.max_chars,
             steps_before=self._steps_before(rows, start),
+            step_chars=guardian.step_chars,
         )
 
     def _steps_before(self, rows: Sequence[Message], start: int) -> int:

@@ -21,6 +21,7 @@ the highest window counts, so an injection anywhere in the span is read, never c
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import math
@@ -42,6 +43,7 @@ __all__ = [
     "combined_features",
     "library_windows",
     "load_combination",
+    "model_digest",
     "score_with_library",
 ]
 
@@ -90,8 +92,9 @@ def library_windows(text: str, read_chars: int, width: int = LIBRARY_MAX_CHARS) 
     return out
 
 
-def _load_library() -> tuple[Any, str]:
-    """stackone-defender's ``create_prompt_defense`` and its version, or a ``ConfigError`` naming the extra."""
+def _load_library() -> tuple[Any, str, str]:
+    """stackone-defender's ``create_prompt_defense``, its version and the digest of the model files it loads
+    (``model_digest``), or a ``ConfigError`` naming the extra."""
     try:
         from stackone_defender import create_prompt_defense
     except ImportError as exc:
@@ -99,7 +102,27 @@ def _load_library() -> tuple[Any, str]:
     # Without onnxruntime the library would run its Tier 1 patterns only, which is not what was measured.
     if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("tokenizers") is None:
         raise ConfigError("integrity", f"DefenderIntegrity needs the library's onnx runtime: {_INSTALL}")
-    return create_prompt_defense, metadata.version("stackone-defender")
+    try:
+        from stackone_defender.classifiers.onnx_classifier import get_default_model_path
+
+        digest = model_digest(get_default_model_path())
+    except (ImportError, OSError):  # a layout this version does not know: the records say so
+        digest = "unknown"
+    return create_prompt_defense, metadata.version("stackone-defender"), digest
+
+
+def model_digest(directory: str | Path) -> str:
+    """The first 12 hex digits of a SHA-256 over the files of a model directory (their names and bytes, in name
+    order): a model file replaced under the same library version changes it."""
+    h = hashlib.sha256()
+    for path in sorted(Path(directory).iterdir()):
+        if path.is_file():
+            h.update(path.name.encode() + b"\0")
+            with path.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            h.update(b"\0")
+    return h.hexdigest()[:12]
 
 
 def score_with_library(defense: _Defense, text: str, read_chars: int) -> LibraryScore:
@@ -135,6 +158,9 @@ class Combination:
     """The stackone-defender version whose scores it was fitted on."""
     read_chars: int
     map: LogisticMap
+    digest: str = ""
+    """The first 8 hex digits of a SHA-256 of the file's content: two fits that kept the same ``version`` string
+    (a refit the same day) still differ."""
 
 
 def load_combination(path: str | Path | None = None) -> Combination:
@@ -147,8 +173,13 @@ def load_combination(path: str | Path | None = None) -> Combination:
     read_chars = data.get("read_chars")
     if isinstance(read_chars, bool) or not isinstance(read_chars, int) or read_chars <= 0:
         raise ConfigError(f"{where}.read_chars", f"must be a positive integer, got {read_chars!r}")
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
     return Combination(
-        data["version"], data["library_version"], read_chars, LogisticMap.from_data(f"{where}.map", data.get("map"))
+        data["version"],
+        data["library_version"],
+        read_chars,
+        LogisticMap.from_data(f"{where}.map", data.get("map")),
+        digest,
     )
 
 
@@ -176,11 +207,15 @@ class DefenderIntegrity:
     """
 
     def __init__(self, *, combination: str | Path | None = None) -> None:
-        create, self.library_version = _load_library()
+        create, self.library_version, self.model_digest = _load_library()
         self.combination = load_combination(combination)
         self.defense: Any = create(enable_tier2=True, require_tier2=True)
         self.defense.warmup_tier2()
-        self.version = f"defender-{self.library_version}/{self.combination.version}"
+        # The digests pin the exact model files and fitted weights: a record (and anything keyed by this version,
+        # such as a cache of scores) never takes one model's scores for another's that kept the version strings.
+        self.version = (
+            f"defender-{self.library_version}+{self.model_digest}/{self.combination.version}+{self.combination.digest}"
+        )
 
     def __repr__(self) -> str:
         return f"DefenderIntegrity(version={self.version!r})"

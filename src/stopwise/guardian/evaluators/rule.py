@@ -609,12 +609,14 @@ class RuleEvaluator:
         best_z = -math.inf
         where = ""
         for step in projection.steps[-co.scan_steps :] if co.scan_steps > 0 else ():
-            for call in step.calls:
+            for i, call in enumerate(step.calls):
                 scored = self.text_integrity_score(call.result)
                 z = self._integrity_logit(scored.features)
                 if z > best_z:
                     best, best_z = dict(scored.features), z
                     where = f"step {step.step} {call.tool}"
+                    if len(step.calls) > 1:  # which of a wide step's calls, and its id as its tool receipt has it
+                        where += f" call {i + 1} of {len(step.calls)}" + _id_note(call.call_id)
                     if scored.window_char:
                         where += f" (from about character {scored.window_char})"
         return best, where
@@ -1021,6 +1023,13 @@ _EMPTY_RESULT = re.compile(
 """A search that came back empty-handed, said in words. An empty text, ``[]`` or ``{}`` is not enough: a write
 that succeeds often returns nothing."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
+
+
+def _id_note(call_id: str | None) -> str:
+    # A call id is the model's text: cut, so that a long one never pushes the markers out of the note.
+    if not call_id:
+        return ""
+    return f" (id {call_id[:40]}{'...' if len(call_id) > 40 else ''})"
 
 
 def _memo(cache: OrderedDict[Any, Any], key: Hashable, value: Any, size: int) -> None:
