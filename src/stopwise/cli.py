@@ -211,6 +211,7 @@ def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stopwise`` console script and of ``python -m stopwise``."""
     args = _parser().parse_args(argv)
+    _tolerant_streams()
     try:
         if args.command == "demo":
             return _demo(args.db)
@@ -246,6 +247,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stopwise {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _tolerant_streams() -> None:
+    """Let stdout and stderr write any text: a character the stream's encoding lacks (a non-ASCII answer under
+    ``PYTHONIOENCODING=ascii`` or a C locale) is printed as a backslash escape instead of ending the command
+    with a traceback. What the commands print is escaped already (``terminal_safe``); this is the backstop."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a captured stream (a test's StringIO) has none
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 # --- demo -------------------------------------------------------------------------------------------------
@@ -330,7 +341,7 @@ async def _list_runs(
 
 def _skipped(exc: UnreadableEntry) -> None:
     """Tell the user a session was left out because one of its entries cannot be read; the command goes on."""
-    print(f"stopwise: notice: {exc}; the session is skipped", file=sys.stderr)
+    print(f"stopwise: notice: {terminal_safe(str(exc))}; the session is skipped", file=sys.stderr)
 
 
 # --- run --------------------------------------------------------------------------------------------------

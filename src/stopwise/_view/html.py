@@ -14,11 +14,12 @@ import json
 from html import escape
 from typing import Any
 
+from stopwise._terminal import HIDDEN_IN_TEXT, terminal_safe
 from stopwise._view.timeline import ConditionSeries, RunView, StepView, readings
 from stopwise.records import ForkRecord
 from stopwise.tool_switches import ToolSwitchRecord
 
-__all__ = ["page", "render_html"]
+__all__ = ["escape_attr", "escape_text", "page", "render_html"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#1d232b;padding:0 16px}
@@ -36,6 +37,7 @@ padding:0 6px;border-radius:3px;margin-right:6px}.err{color:#c23030}.ok{color:#2
 table{border-collapse:collapse;font-size:12px;margin:4px 0}td,th{padding:1px 8px;text-align:left}
 th{color:#5b6572;font-weight:500}.over{font-weight:700}.band{color:#c58a00}
 svg.series{background:#fbfcfd;border:1px solid #dde2e8;border-radius:4px;margin:6px 0}
+.ctl{color:#c23030;background:#fde8e8;font-family:monospace}.cut{color:#5b6572;font-style:italic}
 .pending{background:#fff7e0;border:1px solid #e8c866;padding:8px 12px;border-radius:4px;margin:6px 0}
 """
 
@@ -73,7 +75,7 @@ def _body(view: RunView, actions: str) -> str:
         f"<div class='meta'>session {_e(run.session_id)} · agent {_e(run.agent)} · "
         f"{run.steps} step{'' if run.steps == 1 else 's'} · "
         f"{run.usage.input_tokens} tokens in / {run.usage.output_tokens} out</div>",
-        f"<p><span class='badge {_e(run.status.value)}' id='status'>{_e(run.status.value)}</span> "
+        f"<p><span class='badge {_a(run.status.value)}' id='status'>{_e(run.status.value)}</span> "
         f"completion reason <b id='reason'>{_e(reason) or '-'}</b></p>",
     ]
     origin = next((s.fork for s in reversed(view.steps) if s.fork is not None), None)
@@ -84,7 +86,7 @@ def _body(view: RunView, actions: str) -> str:
     if run.error is not None:
         parts.append(f"<p class='err'>Error {_e(str(run.error.code))}: {_e(run.error.message)}</p>")
     for text in view.inputs:
-        parts.append(f"<p><b>Input</b></p><div class='text'>{_e(text)}</div>")
+        parts.append(f"<p><b>Input</b></p><div class='text'>{_long(text)}</div>")
     if view.goal is not None and (view.goal.text or view.goal.criteria):
         criteria = "".join(f"<li>{_e(c)}</li>" for c in view.goal.criteria)
         parts.append(
@@ -96,8 +98,8 @@ def _body(view: RunView, actions: str) -> str:
         parts.append("<section id='pending'><h2>Waiting for a decision</h2>")
         for p in view.pending:
             parts.append(
-                f"<div class='pending' data-call='{_e(p.call_id)}'><b>{_e(p.tool)}</b> <code>{_e(p.call_id)}"
-                f"</code><br>{_e(p.describe())}<pre>{_e(_json(p.args))}</pre></div>"
+                f"<div class='pending' data-call='{_a(p.call_id)}'><b>{_e(p.tool)}</b> <code>{_e(p.call_id)}"
+                f"</code><br>{_e(p.describe())}<pre>{_long(_json(p.args))}</pre></div>"
             )
         parts.append(actions)
         parts.append("</section>")
@@ -116,14 +118,16 @@ def _body(view: RunView, actions: str) -> str:
     parts.extend(_step(s) for s in view.steps if s.action is not None or _has_records(s))
     parts.append("</section>")
     if run.output is not None:
-        parts.append(f"<section id='output'><h2>Output</h2><div class='text'>{_e(_json(run.output))}</div></section>")
+        parts.append(
+            f"<section id='output'><h2>Output</h2><div class='text'>{_long(_json(run.output))}</div></section>"
+        )
     return "\n".join(parts)
 
 
 def _step(step: StepView) -> str:
     action = step.action or "input"
     title = f"Step {step.step}" if step.action is not None else "Before the first step"
-    out = [f"<div class='step {_e(action)}' data-step='{step.step}'>"]
+    out = [f"<div class='step {_a(action)}' data-step='{step.step}'>"]
     decision = "" if step.action is None else f"{step.action}" + (f" ({step.reason})" if step.reason else "")
     forced = " · forced" if step.forced else ""
     out.append(f"<div><b>{title}</b>{forced} <span class='decision'>{_e(decision)}</span></div>")
@@ -136,14 +140,14 @@ def _step(step: StepView) -> str:
     if step.history is not None:
         out.append(f"<div class='rec history'><span class='tag'>history</span>{_e(step.history.describe())}</div>")
     if step.text:
-        out.append(f"<div class='text'>{_e(step.text)}</div>")
+        out.append(f"<div class='text'>{_long(step.text)}</div>")
     for call in step.tool_calls:
         css = {"denied": "err", "error": "err", "ok": "ok"}.get(call.state, "")
         mark = f"<span class='{css}'>{call.state}</span>"
         out.append(
-            f"<details class='tool' data-call='{_e(call.call_id)}'><summary>tool <b>{_e(call.tool)}</b> {mark}"
-            f"</summary><div>arguments</div><pre>{_e(_json(call.args))}</pre>"
-            f"<div>result</div><pre>{_e(_json(call.result))}</pre></details>"
+            f"<details class='tool' data-call='{_a(call.call_id)}'><summary>tool <b>{_e(call.tool)}</b> {mark}"
+            f"</summary><div>arguments</div><pre>{_long(_json(call.args))}</pre>"
+            f"<div>result</div><pre>{_long(_json(call.result))}</pre></details>"
         )
     for g in step.guardrails:
         where = f" on {g.tool_call_id}" if g.tool_call_id else ""
@@ -209,8 +213,8 @@ def _plot(series: ConditionSeries) -> str:
     t, d = series.threshold, series.delta
     band_top, band_bottom = y(min(1.0, t + d)), y(max(0.0, t - d))
     out = [
-        f"<svg class='series' data-condition='{_e(series.name)}' width='{_W}' height='{_H}' "
-        f"viewBox='0 0 {_W} {_H}' role='img' aria-label='{_e(series.name)} probability per turn'>",
+        f"<svg class='series' data-condition='{_a(series.name)}' width='{_W}' height='{_H}' "
+        f"viewBox='0 0 {_W} {_H}' role='img' aria-label='{_a(series.name)} probability per turn'>",
         f"<text x='{_PAD_L}' y='14' font-size='12' font-weight='600'>{_e(series.name)}</text>",
         f"<text x='{_W - _PAD_R}' y='14' font-size='11' text-anchor='end' fill='#5b6572'>t* = {t:.2f}, "
         f"band ± {d:.2f}</text>",
@@ -237,7 +241,7 @@ def _plot(series: ConditionSeries) -> str:
         radius = 6 if p.escalated else 4
         shown = "unanswered" if p.p is None else f"{p.p:.2f}"
         out.append(
-            f"<circle class='marker' data-step='{p.step}' data-outcome='{_e(p.outcome)}' cx='{x(i):.1f}' "
+            f"<circle class='marker' data-step='{p.step}' data-outcome='{_a(p.outcome)}' cx='{x(i):.1f}' "
             f"cy='{py:.1f}' r='{radius}' fill='{fill}' stroke='{colour}' stroke-width='1.5'><title>step {p.step} "
             f"({_e(p.kind)}): p={shown}, {_e(p.outcome)}</title></circle>"
         )
@@ -263,8 +267,42 @@ def _switch(switch: ToolSwitchRecord) -> str:
     )
 
 
-def _e(text: str) -> str:
+_LONG = 20_000
+"""How many characters of one text (a tool's arguments or result, a reply, the input, the output) a page shows;
+the rest is cut with a note, so a 10 MB tool result makes a page of kilobytes, not of megabytes."""
+
+
+def escape_text(text: str) -> str:
+    """``text`` as HTML element content: markup escaped (``html.escape``, quotes included), and every control,
+    bidi or invisible character (``terminal_safe``'s set, but newline and tab) shown as a marked escape such as
+    ``\\u202e``, so it can neither reorder nor hide what the page shows."""
+    out = []
+    last = 0
+    for m in HIDDEN_IN_TEXT.finditer(text):
+        out.append(escape(text[last : m.start()], quote=True))
+        out.append(f"<span class='ctl'>{escape(terminal_safe(m.group()))}</span>")
+        last = m.end()
+    out.append(escape(text[last:], quote=True))
+    return "".join(out)
+
+
+def escape_attr(text: str) -> str:
+    """``text`` as an attribute value in quotes: markup and both quotes escaped, the value otherwise kept exact
+    (a form field named after a call id must submit that id)."""
     return escape(text, quote=True)
+
+
+_e, _a = escape_text, escape_attr
+
+
+def _long(text: str) -> str:
+    """``escape_text`` of at most ``_LONG`` characters of ``text``, then a note of how long it is."""
+    if len(text) <= _LONG:
+        return escape_text(text)
+    return (
+        f"{escape_text(text[:_LONG])}<span class='cut'>... [cut: {len(text):,} characters; stopwise show RUN "
+        "--json prints all]</span>"
+    )
 
 
 def _json(value: Any) -> str:
