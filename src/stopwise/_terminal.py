@@ -28,16 +28,17 @@ __all__ = ["HIDDEN_IN_TEXT", "json_safe", "terminal_safe"]
 #   several scripts need them inside words, and they hide no text of their own;
 # - lone surrogates, which a UTF-8 stream cannot encode (printing one would raise);
 # - the backslash, so an escape in the output can only come from here.
-_UNSAFE_CLASS = (
-    "\\x00-\\x1f\\x7f-\\x9f\\xad\\u061c\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u206f"
+_BEYOND_C0 = (
+    "\\x7f-\\x9f\\xad\\u061c\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u206f"
     "\\ufeff\\ufff9-\\ufffb\\ud800-\\udfff\\U0001bca0-\\U0001bca3\\U0001d173-\\U0001d17a\\U000e0001"
     "\\U000e0020-\\U000e007f"
 )
-_UNSAFE = re.compile(f"[\\\\{_UNSAFE_CLASS}]")
-_UNSAFE_IN_JSON = re.compile(f"[{_UNSAFE_CLASS}]")
+_UNSAFE = re.compile(f"[\\\\\\x00-\\x1f{_BEYOND_C0}]")
+_UNSAFE_IN_JSON = re.compile(f"[{_BEYOND_C0}]")
 """What ``json.dumps(..., ensure_ascii=False)`` leaves raw that a terminal must not get: the same set but the
-backslash (JSON's own escape) and the C0 controls (JSON always escapes them)."""
-HIDDEN_IN_TEXT = re.compile("[\\x00-\\x08\\x0b-\\x1f" + _UNSAFE_CLASS.removeprefix("\\x00-\\x1f") + "]")
+backslash (JSON's own escape) and the C0 controls (JSON escapes them in strings; outside them, its newlines and
+indentation are layout)."""
+HIDDEN_IN_TEXT = re.compile(f"[\\x00-\\x08\\x0b-\\x1f{_BEYOND_C0}]")
 """The characters ``terminal_safe`` escapes but the backslash, the newline and the tab: what a text block that
 keeps its lines (the HTML report's) must still show as escapes."""
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}

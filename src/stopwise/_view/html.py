@@ -1,7 +1,9 @@
 """One run as a self-contained HTML page: inline CSS and SVG, no script, nothing fetched from the network.
 
 Every stored string goes through ``html.escape`` (quotes included), so a model's answer or a tool's result
-shows as text and never as markup. The page's sections carry stable ids and data attributes that the browser
+shows as text and never as markup; in text, a control, bidi or invisible character shows as a marked escape
+(``escape_text``), so it can neither reorder nor hide what the page says. The page stays bounded whatever the run:
+long texts are cut with a note, and of a very long run the first and last steps are drawn. The page's sections carry stable ids and data attributes that the browser
 test reads: ``#summary``, ``#steps`` (one ``.step`` per step, ``data-step``), ``#guardian`` (one ``svg.series``
 per condition, ``data-condition``), ``#pending``; a forked run's origin is ``#forked-from`` in the summary and a
 ``.fork`` record on the step it continues from, each tool switch a ``.switch`` record (``data-step``) on the step
@@ -68,6 +70,13 @@ def render_html(view: RunView, *, nav: str = "", actions: str = "") -> str:
 
 def _body(view: RunView, actions: str) -> str:
     run = view.run
+    steps = [s for s in view.steps if s.action is not None or _has_records(s)]
+    hidden: list[StepView] = []
+    if len(steps) > _STEPS_SHOWN:  # the first and the last steps; the middle is named, not drawn
+        half = _STEPS_SHOWN // 2
+        hidden, steps = steps[half:-half], steps[:half] + steps[-half:]
+    texts = len(view.inputs) + len(view.pending) + 1 + sum(1 + 2 * len(s.tool_calls) for s in steps)
+    limit = max(_MIN_LONG, min(_LONG, _PAGE_TEXT // texts))
     reason = "" if run.completion_reason is None else run.completion_reason.value
     parts = [
         "<section id='summary'>",
@@ -86,7 +95,7 @@ def _body(view: RunView, actions: str) -> str:
     if run.error is not None:
         parts.append(f"<p class='err'>Error {_e(str(run.error.code))}: {_e(run.error.message)}</p>")
     for text in view.inputs:
-        parts.append(f"<p><b>Input</b></p><div class='text'>{_long(text)}</div>")
+        parts.append(f"<p><b>Input</b></p><div class='text'>{_long(text, limit)}</div>")
     if view.goal is not None and (view.goal.text or view.goal.criteria):
         criteria = "".join(f"<li>{_e(c)}</li>" for c in view.goal.criteria)
         parts.append(
@@ -99,7 +108,7 @@ def _body(view: RunView, actions: str) -> str:
         for p in view.pending:
             parts.append(
                 f"<div class='pending' data-call='{_a(p.call_id)}'><b>{_e(p.tool)}</b> <code>{_e(p.call_id)}"
-                f"</code><br>{_e(p.describe())}<pre>{_long(_json(p.args))}</pre></div>"
+                f"</code><br>{_e(p.describe())}<pre>{_long(_json(p.args), limit)}</pre></div>"
             )
         parts.append(actions)
         parts.append("</section>")
@@ -115,16 +124,22 @@ def _body(view: RunView, actions: str) -> str:
         parts.extend(_plot(s) for s in view.series)
         parts.append("</section>")
     parts.append("<section id='steps'><h2>Steps</h2>")
-    parts.extend(_step(s) for s in view.steps if s.action is not None or _has_records(s))
+    for s in steps:
+        parts.append(_step(s, limit))
+        if hidden and s is steps[_STEPS_SHOWN // 2 - 1]:
+            parts.append(
+                f"<p class='cut' id='steps-cut'>... {len(hidden):,} steps not shown here (steps {hidden[0].step} to "
+                f"{hidden[-1].step}); stopwise show RUN prints every step</p>"
+            )
     parts.append("</section>")
     if run.output is not None:
         parts.append(
-            f"<section id='output'><h2>Output</h2><div class='text'>{_long(_json(run.output))}</div></section>"
+            f"<section id='output'><h2>Output</h2><div class='text'>{_long(_json(run.output), limit)}</div></section>"
         )
     return "\n".join(parts)
 
 
-def _step(step: StepView) -> str:
+def _step(step: StepView, limit: int) -> str:
     action = step.action or "input"
     title = f"Step {step.step}" if step.action is not None else "Before the first step"
     out = [f"<div class='step {_a(action)}' data-step='{step.step}'>"]
@@ -140,14 +155,14 @@ def _step(step: StepView) -> str:
     if step.history is not None:
         out.append(f"<div class='rec history'><span class='tag'>history</span>{_e(step.history.describe())}</div>")
     if step.text:
-        out.append(f"<div class='text'>{_long(step.text)}</div>")
+        out.append(f"<div class='text'>{_long(step.text, limit)}</div>")
     for call in step.tool_calls:
         css = {"denied": "err", "error": "err", "ok": "ok"}.get(call.state, "")
         mark = f"<span class='{css}'>{call.state}</span>"
         out.append(
             f"<details class='tool' data-call='{_a(call.call_id)}'><summary>tool <b>{_e(call.tool)}</b> {mark}"
-            f"</summary><div>arguments</div><pre>{_long(_json(call.args))}</pre>"
-            f"<div>result</div><pre>{_long(_json(call.result))}</pre></details>"
+            f"</summary><div>arguments</div><pre>{_long(_json(call.args), limit)}</pre>"
+            f"<div>result</div><pre>{_long(_json(call.result), limit)}</pre></details>"
         )
     for g in step.guardrails:
         where = f" on {g.tool_call_id}" if g.tool_call_id else ""
@@ -267,9 +282,14 @@ def _switch(switch: ToolSwitchRecord) -> str:
     )
 
 
+# A page's size is bounded whatever the run: at most _STEPS_SHOWN steps are drawn (the first half and the last
+# half), and its long texts (a tool's arguments or result, a reply, the input, the output) share _PAGE_TEXT
+# characters: each is cut at _LONG characters, or less when there are many (never under _MIN_LONG), with a note
+# that says so. A 10 MB tool result makes a page of kilobytes; a run of 100,000 steps a page of about 2 MB.
+_STEPS_SHOWN = 1_000
 _LONG = 20_000
-"""How many characters of one text (a tool's arguments or result, a reply, the input, the output) a page shows;
-the rest is cut with a note, so a 10 MB tool result makes a page of kilobytes, not of megabytes."""
+_MIN_LONG = 500
+_PAGE_TEXT = 2_000_000
 
 
 def escape_text(text: str) -> str:
@@ -295,12 +315,12 @@ def escape_attr(text: str) -> str:
 _e, _a = escape_text, escape_attr
 
 
-def _long(text: str) -> str:
-    """``escape_text`` of at most ``_LONG`` characters of ``text``, then a note of how long it is."""
-    if len(text) <= _LONG:
+def _long(text: str, limit: int) -> str:
+    """``escape_text`` of at most ``limit`` characters of ``text``, then a note of how long it is."""
+    if len(text) <= limit:
         return escape_text(text)
     return (
-        f"{escape_text(text[:_LONG])}<span class='cut'>... [cut: {len(text):,} characters; stopwise show RUN "
+        f"{escape_text(text[:limit])}<span class='cut'>... [cut: {len(text):,} characters; stopwise show RUN "
         "--json prints all]</span>"
     )
 
