@@ -7,10 +7,10 @@ Two runs are generated here with a scripted agent on a SQLite file (real runs of
   result    a run of 2 steps whose one tool returns ``--mb`` MB (default 10) of text
 
 Each command runs in a process of its own per source tree (``--src DIR``, repeatable: the tree first on
-``PYTHONPATH``), so its peak RSS is its own (``getrusage(RUSAGE_SELF)`` as it exits); serve's run page
-is ``Viewer.run_page`` in that process, what the server answers a GET with. The output is written to a file and
-its size reported: what reaches the terminal or the browser. Nothing here is asserted: the figures are for
-docs/cli.md.
+``PYTHONPATH``), its peak RSS read as it exits (``getrusage(RUSAGE_SELF)``; the runs are generated in another
+child, so what a command inherits from this small process is at most about 20 MB of it); serve's run page is
+``Viewer.run_page`` in that process, what the server answers a GET with. The bytes printed or written are what
+reaches the terminal or the browser. Nothing is asserted: the figures are for docs/cli.md.
 
 Usage:
   python benchmarks/bench_big_run_view.py [--steps 10000] [--mb 10] [--src DIR ...] [--db-dir DIR]
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -80,7 +81,7 @@ async def _generate(path: Path, steps: int, mb: int) -> dict[str, str]:
         for name, agent in agents.items():
             started = time.perf_counter()
             result = await runner.run(agent, "go")
-            print(f"generated {name}: {result.status.value}, {time.perf_counter() - started:.1f} s", flush=True)
+            print(f"generated {name}: {result.status.value}, {time.perf_counter() - started:.1f} s", file=sys.stderr)
             runs[name] = result.run_id
     return runs
 
@@ -119,15 +120,24 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=10)
     parser.add_argument("--src", action="append", default=[], help="a source tree to time (default: src)")
     parser.add_argument("--db-dir", help="where to write the database (default: a temporary folder)")
+    parser.add_argument("--generate", metavar="DB", help=argparse.SUPPRESS)  # the child that writes the runs
     args = parser.parse_args()
+    if args.generate:
+        print(json.dumps(asyncio.run(_generate(Path(args.generate), args.steps, args.mb))))
+        return
     trees = args.src or ["src"]
     folder = Path(args.db_dir or tempfile.mkdtemp(prefix="stopwise-bench-view-"))
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "big.db"
     if db.exists():
         db.unlink()
-    sys.path.insert(0, os.path.abspath(trees[-1]))
-    runs = asyncio.run(_generate(db, args.steps, args.mb))
+    # Generated in a process of its own: a child's peak RSS counts what it inherited when forked, so this process
+    # must stay small (it is about 20 MB; every figure below includes at most that).
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(trees[-1])}
+    argv = [sys.executable, __file__, "--generate", str(db), "--steps", str(args.steps), "--mb", str(args.mb)]
+    made = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    print(made.stderr, end="")
+    runs = json.loads(made.stdout.splitlines()[-1])
     print(f"database: {db} ({db.stat().st_size / 1e6:.1f} MB)\n")
     print(f"{'tree':<28} {'run':<7} {'command':<12} {'seconds':>8} {'peak RSS MB':>12} {'output':>12}")
     for tree in trees:

@@ -489,7 +489,7 @@ def test_serve_finds_a_session_whose_id_needs_percent_encoding(served: Served, r
     assert headers["X-Content-Type-Options"] == "nosniff"
 
 
-def test_serve_run_links_and_the_decision_form_percent_encode_the_run_id(served: Served, recorded: Recorded) -> None:
+def test_serve_decision_form_shows_the_arguments_as_json_with_controls_escaped_that_parses_back(served: Served, recorded: Recorded) -> None:
     _, body, _ = http(f"{served.base}/runs/{recorded.run_id}")
     assert f"action='/runs/{recorded.run_id}/decide'" in body
     assert parse(body).scripts == []
