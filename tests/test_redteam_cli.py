@@ -469,11 +469,14 @@ def test_serve_answers_a_content_length_that_is_not_a_byte_count_with_400(
     conn.close()
 
 
-def test_serve_refuses_a_decision_posted_from_a_page_of_another_origin(served: Served, recorded: Recorded) -> None:
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://127.0.0.1.evil.example", "null"])
+def test_serve_refuses_a_decision_posted_from_a_page_of_another_origin(
+    served: Served, recorded: Recorded, origin: str
+) -> None:
     status, body, _ = http(
         f"{served.base}/runs/{recorded.run_id}/decide",
         data=f"csrf={served.csrf}&decision:x=approve".encode(),
-        headers={"Origin": "http://evil.example"},
+        headers={"Origin": origin},
     )
     assert (status, body) == (403, "a decision from a page of another origin\n")
     with sqlite3.connect(recorded.db) as conn:  # nothing settled: the run still waits
@@ -487,9 +490,12 @@ def test_serve_finds_a_session_whose_id_needs_percent_encoding(served: Served, r
     assert status == 200, body
     assert recorded.run_id in body
     assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Referrer-Policy"] == "same-origin"  # the page's own form keeps its Origin
 
 
-def test_serve_decision_form_shows_the_arguments_as_json_with_controls_escaped_that_parses_back(served: Served, recorded: Recorded) -> None:
+def test_serve_decision_form_shows_the_arguments_as_json_with_controls_escaped_that_parses_back(
+    served: Served, recorded: Recorded
+) -> None:
     _, body, _ = http(f"{served.base}/runs/{recorded.run_id}")
     assert f"action='/runs/{recorded.run_id}/decide'" in body
     assert parse(body).scripts == []

@@ -296,7 +296,10 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
             self.send_header("Content-Length", str(len(data)))
             self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("X-Frame-Options", "DENY")
-            self.send_header("Referrer-Policy", "no-referrer")
+            # Not "no-referrer": under it a browser sends "Origin: null" with the page's own form, which the Origin
+            # check cannot tell from a sandboxed page elsewhere. "same-origin" still sends nothing (no ?token=) to
+            # another site.
+            self.send_header("Referrer-Policy", "same-origin")
             self.send_header("Cache-Control", "no-store")
             if self._set_cookie and token is not None:
                 self.send_header("Set-Cookie", f"{_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/")
