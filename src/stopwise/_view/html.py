@@ -2,12 +2,13 @@
 
 Every stored string goes through ``html.escape`` (quotes included), so a model's answer or a tool's result
 shows as text and never as markup; in text, a control, bidi or invisible character shows as a marked escape
-(``escape_text``), so it can neither reorder nor hide what the page says. The page stays bounded whatever the run:
-long texts are cut with a note, and of a very long run the first and last steps are drawn. The page's sections carry stable ids and data attributes that the browser
-test reads: ``#summary``, ``#steps`` (one ``.step`` per step, ``data-step``), ``#guardian`` (one ``svg.series``
-per condition, ``data-condition``), ``#pending``; a forked run's origin is ``#forked-from`` in the summary and a
-``.fork`` record on the step it continues from, each tool switch a ``.switch`` record (``data-step``) on the step
-that committed it.
+(``escape_text``), so it can neither reorder nor hide what the page says. The page stays bounded whatever the
+run: long texts are cut with a note, and of a very long run the first and last steps are drawn.
+
+The page's sections carry stable ids and data attributes that the browser test reads: ``#summary``, ``#steps``
+(one ``.step`` per step, ``data-step``), ``#guardian`` (one ``svg.series`` per condition, ``data-condition``),
+``#pending``; a forked run's origin is ``#forked-from`` in the summary and a ``.fork`` record on the step it
+continues from, each tool switch a ``.switch`` record (``data-step``) on the step that committed it.
 """
 
 from __future__ import annotations
