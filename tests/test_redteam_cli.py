@@ -346,6 +346,28 @@ def test_the_report_of_a_run_of_thousands_of_steps_draws_the_first_and_last_and_
     assert f"40 steps not shown here (steps 11 to {steps - 10}); stopwise show RUN prints every step" in page
 
 
+def test_the_report_shows_a_record_field_of_another_type_as_text_instead_of_failing(
+    tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stopwise.stop.guard import StopGuardRecord
+
+    db = tmp_path / "odd.db"
+    with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+    odd = {"type": StopGuardRecord.TYPE, "event": 7, "guard": None, "step": 1, "message": ["<b>"]}
+    with sqlite3.connect(db) as conn:
+        seq = conn.execute("SELECT MAX(seq) FROM log").fetchone()[0]
+        records = json.loads(conn.execute("SELECT records FROM log WHERE seq = ?", (seq,)).fetchone()[0])
+        conn.execute("UPDATE log SET records = ? WHERE seq = ?", (json.dumps([*records, odd]), seq))
+    out = tmp_path / "r.html"
+    code, _, err = cli(capsys, "report", recorded.run_id, "--db", str(db), "-o", str(out))
+    assert code == 0, err
+    assert "<span class='tag'>stop guard</span>None <b>7</b>: [&#x27;&lt;b&gt;&#x27;]" in out.read_text()
+    code, shown, err = cli(capsys, "show", recorded.run_id, "--db", str(db))
+    assert code == 0, err
+    assert "  stop guard None: 7 (['<b>'])" in shown
+
+
 def _big_result_run(tmp_path: Path, size: int) -> tuple[Path, str]:
     @tool
     def download(url: str) -> str:
@@ -624,6 +646,32 @@ def test_an_agent_file_that_cannot_be_loaded_is_one_escaped_line_and_exit_2(
     assert code == 2 and out == ""
     assert err.startswith("stopwise run: error: ") and message in err and err.count("\n") == 1
     assert not raw_unsafe(err)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{"type": "guardrail"}, {"type": "run_goal", "text": "g", "criteria": 5}, "not a record"],
+    ids=["fields missing", "field of another type", "not an object"],
+)
+def test_a_record_this_version_cannot_read_is_one_line_naming_the_entry_and_exit_2_not_a_traceback(
+    tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str], record: object
+) -> None:
+    db = tmp_path / "damaged.db"
+    with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+    with sqlite3.connect(db) as conn:  # a damaged log, or a record a newer version wrote
+        seq = conn.execute("SELECT MIN(seq) FROM log WHERE records LIKE '%run_goal%'").fetchone()[0]
+        conn.execute("UPDATE log SET records = ? WHERE seq = ?", (json.dumps([record]), seq))
+    for command in (
+        ["show", recorded.run_id, "--db", str(db)],
+        ["report", recorded.run_id, "--db", str(db), "-o", str(tmp_path / "r.html")],
+    ):
+        code, out, err = cli(capsys, *command)
+        assert (code, out) == (2, ""), err
+        assert err.startswith(f"stopwise {command[0]}: error: session ") and err.count("\n") == 1
+        assert f"log entry {seq} cannot be read: a record: " in err and not raw_unsafe(err)
+    code, _, err = cli(capsys, "replay", str(db))
+    assert code == 1 and f"log entry {seq} cannot be read" in err and "the session is skipped" in err
 
 
 @pytest.mark.parametrize("kind", ["directory", "not sqlite", "newer version", "missing folder"])

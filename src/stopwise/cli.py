@@ -27,13 +27,13 @@ from stopwise._cli.runs import RunFilter, add_filters
 from stopwise._load import LoadError, load_agent, with_model
 from stopwise._progress import ProgressBar
 from stopwise._terminal import terminal_safe
+from stopwise._view.timeline import read_records
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry, UnreadableRun
 from stopwise.goal import Goal
 from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
-from stopwise.records import parse_log
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
@@ -455,21 +455,31 @@ async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator
             async for snapshot in sessions_named(
                 store, [] if run is None else [run.session_id], on_unreadable=_skipped
             ):
-                yield _guardian_records(snapshot, run_id)
+                decisions = _guardian_records(snapshot, run_id)
+                if decisions is not None:
+                    yield decisions
             return
         bar = ProgressBar("reading sessions")
         try:
             async for snapshot in every_session(store, progress=bar, on_unreadable=_skipped):
-                yield _guardian_records(snapshot, None)
+                decisions = _guardian_records(snapshot, None)
+                if decisions is not None:
+                    yield decisions
         finally:
             bar.close()
     finally:
         await store.close()
 
 
-def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[GuardianDecision]:
+def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[GuardianDecision] | None:
+    """The session's guardian decisions (of one run, when ``run_id``); None, with a notice, when one of its
+    records cannot be read: the session is skipped as one whose entry cannot be read is."""
     entries = (e for e in snapshot.entries if run_id is None or e.run_id == run_id)
-    return [r for _, records in parse_log(entries) for r in records if isinstance(r, GuardianDecision)]
+    try:
+        return [r for _, records in read_records(entries) for r in records if isinstance(r, GuardianDecision)]
+    except UnreadableEntry as exc:
+        _skipped(exc)
+        return None
 
 
 async def _replay_db(

@@ -191,14 +191,17 @@ def _json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def _one_line(value: object) -> str:
+    """``value`` on one line; a value that is not a string (a record field of another type in a damaged log) as
+    its ``str``."""
+    return " ".join((value if isinstance(value, str) else str(value)).split())
 
 
-def _clip(text: str, full: bool) -> str:
+def _clip(value: object, full: bool) -> str:
     """``text`` on one line; unless ``full``, at most ``_COLLAPSED`` characters of it followed by a note that says
     it was cut and how long it is, so a cut text never passes for a whole one. Only the head of a long text is
     looked at: a 10 MB tool result costs what its first lines do."""
+    text = value if isinstance(value, str) else str(value)
     if full:
         return _one_line(text)
     head = _one_line(text[: 4 * _COLLAPSED])

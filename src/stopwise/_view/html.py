@@ -293,10 +293,12 @@ _MIN_LONG = 500
 _PAGE_TEXT = 2_000_000
 
 
-def escape_text(text: str) -> str:
-    """``text`` as HTML element content: markup escaped (``html.escape``, quotes included), and every control,
+def escape_text(value: object) -> str:
+    """``value`` as HTML element content: markup escaped (``html.escape``, quotes included), and every control,
     bidi or invisible character (``terminal_safe``'s set, but newline and tab) shown as a marked escape such as
-    ``\\u202e``, so it can neither reorder nor hide what the page shows."""
+    ``\\u202e``, so it can neither reorder nor hide what the page shows. A value that is not a string (a record
+    field of another type in a damaged log) is shown as its ``str``."""
+    text = value if isinstance(value, str) else str(value)
     out = []
     last = 0
     for m in HIDDEN_IN_TEXT.finditer(text):
@@ -307,10 +309,10 @@ def escape_text(text: str) -> str:
     return "".join(out)
 
 
-def escape_attr(text: str) -> str:
-    """``text`` as an attribute value in quotes: markup and both quotes escaped, the value otherwise kept exact
-    (a form field named after a call id must submit that id)."""
-    return escape(text, quote=True)
+def escape_attr(value: object) -> str:
+    """``value`` as an attribute value in quotes: markup and both quotes escaped, the value otherwise kept exact
+    (a form field named after a call id must submit that id); a value that is not a string as its ``str``."""
+    return escape(value if isinstance(value, str) else str(value), quote=True)
 
 
 _e, _a = escape_text, escape_attr
