@@ -306,6 +306,12 @@ def test_the_report_runs_nothing_from_the_log_and_shows_it_as_text(
     assert MARKUP in shown, "the markup is shown as the text it is"
 
 
+def test_the_report_title_and_plot_labels_escape_controls_as_text_where_no_markup_can_mark_them() -> None:
+    from stopwise._view.html import _flat
+
+    assert _flat("drift\u202e<b>") == "drift\\u202e&lt;b&gt;"
+
+
 def test_the_report_shows_controls_bidi_and_invisible_characters_as_marked_escapes(
     recorded: Recorded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -541,6 +547,32 @@ def test_serve_holds_against_traversal_other_methods_and_a_huge_query(served: Se
         assert http(f"{served.base}/", method=method, data=b"" if method != "HEAD" else None)[0] == 501
     assert http(f"{served.base}/?{'a' * 70_000}")[0] == 414
     assert http(served.base + "/", headers={"Host": "evil.example"})[0] == 421  # DNS rebinding
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"", b"GET / HTTP/1.1\r\n", b"POST /runs/x/decide HTTP/1.1\r\nContent-Length: 100\r\n\r\ncsrf="],
+    ids=["nothing", "half a request", "a short body"],
+)
+def test_serve_lets_go_of_a_client_that_stops_sending(
+    recorded: Recorded, monkeypatch: pytest.MonkeyPatch, sent: bytes
+) -> None:
+    import socket
+
+    from stopwise._cli import serve as serve_module
+
+    monkeypatch.setattr(serve_module, "_CLIENT_TIMEOUT_S", 0.5)  # the rule, without waiting its 30 s
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(Viewer(recorded.db, {}, "csrf"), None, None))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=20) as client:
+            client.sendall(sent)
+            assert client.recv(1024) == b"", "the server closes the connection, answering nothing"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def test_serve_answers_a_log_that_became_unreadable_with_500_naming_it(

@@ -48,6 +48,9 @@ from stopwise.store.sqlite import SQLiteStore
 __all__ = ["Viewer", "serve"]
 
 _COOKIE = "stopwise_token"
+_CLIENT_TIMEOUT_S = 30.0
+"""How long the server waits on a client that has connected but stopped sending (a request line, headers or a
+body shorter than its Content-Length) before closing the connection."""
 _SESSIONS_LISTED = 50
 
 
@@ -199,6 +202,7 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
     class Handler(BaseHTTPRequestHandler):
         server_version = "stopwise"
         sys_version = ""
+        timeout = _CLIENT_TIMEOUT_S  # a client that stops sending is let go, not waited on by a thread forever
 
         def do_GET(self) -> None:
             self._guarded(self._get)
@@ -249,7 +253,12 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
             if length > 1_000_000:
                 self._plain(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too large")
                 return
-            form = {k: v[-1] for k, v in parse_qs(self.rfile.read(length).decode("utf-8", "replace")).items()}
+            try:
+                body = self.rfile.read(length)
+            except TimeoutError:  # a body shorter than its Content-Length: nothing to answer, nobody waiting
+                self.close_connection = True
+                return
+            form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
             if not _same(form.get("csrf", ""), viewer.csrf):
                 self._plain(HTTPStatus.FORBIDDEN, "missing or wrong CSRF token")
                 return

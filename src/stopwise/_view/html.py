@@ -59,7 +59,7 @@ def page(title: str, body: str) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n{body}\n</body></html>"
+        f"<title>{_flat(title)}</title><style>{_CSS}</style></head><body>\n{body}\n</body></html>"
     )
 
 
@@ -231,7 +231,7 @@ def _plot(series: ConditionSeries) -> str:
     out = [
         f"<svg class='series' data-condition='{_a(series.name)}' width='{_W}' height='{_H}' "
         f"viewBox='0 0 {_W} {_H}' role='img' aria-label='{_a(series.name)} probability per turn'>",
-        f"<text x='{_PAD_L}' y='14' font-size='12' font-weight='600'>{_e(series.name)}</text>",
+        f"<text x='{_PAD_L}' y='14' font-size='12' font-weight='600'>{_flat(series.name)}</text>",
         f"<text x='{_W - _PAD_R}' y='14' font-size='11' text-anchor='end' fill='#5b6572'>t* = {t:.2f}, "
         f"band ± {d:.2f}</text>",
         f"<rect class='band' x='{_PAD_L}' y='{band_top:.1f}' width='{inner_w}' height='{band_bottom - band_top:.1f}' "
@@ -259,7 +259,7 @@ def _plot(series: ConditionSeries) -> str:
         out.append(
             f"<circle class='marker' data-step='{p.step}' data-outcome='{_a(p.outcome)}' cx='{x(i):.1f}' "
             f"cy='{py:.1f}' r='{radius}' fill='{fill}' stroke='{colour}' stroke-width='1.5'><title>step {p.step} "
-            f"({_e(p.kind)}): p={shown}, {_e(p.outcome)}</title></circle>"
+            f"({_flat(p.kind)}): p={shown}, {_flat(p.outcome)}</title></circle>"
         )
     out.append("</svg>")
     return "".join(out)
@@ -313,6 +313,12 @@ def escape_attr(value: object) -> str:
     """``value`` as an attribute value in quotes: markup and both quotes escaped, the value otherwise kept exact
     (a form field named after a call id must submit that id); a value that is not a string as its ``str``."""
     return escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def _flat(value: object) -> str:
+    """``value`` where no markup can mark an escape (the page's ``<title>``, SVG text): ``terminal_safe``'s
+    escapes, then ``html.escape``."""
+    return escape(terminal_safe(value if isinstance(value, str) else str(value)), quote=True)
 
 
 _e, _a = escape_text, escape_attr
