@@ -213,6 +213,26 @@ def test_runs_run_and_the_pending_lines_print_hostile_ids_escaped(
     assert len(pending) == 1 and "c3\\u202eexe.txt" in pending[0] and not raw_unsafe(out)
 
 
+def test_runs_prints_a_huge_session_id_on_its_own_row_without_padding_every_row_to_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "log.db"
+    huge = "s" * 100_000
+
+    async def go() -> None:
+        async with Runner(SQLiteStore(db)) as runner:
+            agent = Agent(name="a", model=FunctionModel(lambda request: "hi"))
+            for session in [huge, *(f"chat-{i}" for i in range(20))]:
+                await runner.run(agent, "hi", session_id=session)
+
+    asyncio.run(go())
+    code, out, _ = cli(capsys, "runs", "--db", str(db), "--limit", "50")
+    assert code == 0
+    rows = out.splitlines()[2:]
+    assert len(rows) == 21 and sum(huge in row for row in rows) == 1
+    assert len(out) < 110_000, "the other rows are not padded to the huge id"
+
+
 def test_a_notice_naming_an_unreadable_session_is_escaped(
     tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,6 +46,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 _DETAIL_WIDTH = 64
+_COLUMN_CAP = 64
 DEFAULT_RUN_DB = DEFAULT_DB
 """Where ``stopwise run`` keeps its log without ``--db``: a file in the current directory, kept between runs."""
 
@@ -426,7 +427,9 @@ def _shorten(text: str, width: int = _DETAIL_WIDTH) -> str:
 def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Collection[int] = ()) -> None:
     """Aligned columns; every cell is escaped (``terminal_safe``), so a stored value stays in its row and cell."""
     rows = [[terminal_safe(cell) for cell in row] for row in rows]
-    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
+    # A column is as wide as its widest cell up to _COLUMN_CAP; a longer cell (a session id a caller chose, of
+    # any length) runs past it on its own row instead of padding every row to its length.
+    widths = [min(_COLUMN_CAP, max(len(cell) for cell in column)) for column in zip(headers, *rows, strict=False)]
 
     def line(cells: list[str]) -> str:
         padded = [
