@@ -76,7 +76,7 @@ class Viewer:
             rows.append(
                 f"<tr data-run='{_a(r.run_id)}' class='{_a(r.status.value)}-row'><td><a href='/runs/{_path(r.run_id)}'>"
                 f"{_e(r.run_id[:12])}</a></td><td>{_e(r.session_id)}</td><td>{_e(r.agent)}</td>"
-                f"<td><span class='badge {_e(r.status.value)}'>{_e(r.status.value)}</span></td><td>{_e(reason)}</td>"
+                f"<td><span class='badge {_a(r.status.value)}'>{_e(r.status.value)}</span></td><td>{_e(reason)}</td>"
                 f"<td>{r.steps}</td></tr>"
             )
         waiting = sum(1 for r in runs if r.status is RunStatus.SUSPENDED)
@@ -215,6 +215,8 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
             500 naming the problem, and one line on the server's stderr, never a traceback."""
             try:
                 handle()
+            except ConnectionError:  # the client went away mid-answer: nobody to tell
+                self.close_connection = True
             except (StopwiseError, sqlite3.Error, OSError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
                 print(f"stopwise serve: error: {terminal_safe(problem)}", file=sys.stderr, flush=True)

@@ -198,7 +198,7 @@ def _one_line(value: object) -> str:
 
 
 def _clip(value: object, full: bool) -> str:
-    """``text`` on one line; unless ``full``, at most ``_COLLAPSED`` characters of it followed by a note that says
+    """``value`` on one line; unless ``full``, at most ``_COLLAPSED`` characters of it followed by a note that says
     it was cut and how long it is, so a cut text never passes for a whole one. Only the head of a long text is
     looked at: a 10 MB tool result costs what its first lines do."""
     text = value if isinstance(value, str) else str(value)
