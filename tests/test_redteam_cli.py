@@ -48,7 +48,9 @@ FORGERY = "ok\rstatus: completed\x08\x08\x7f"
 HIDDEN = "\u202eexe.txt\u202c \u2066iso\u2069 \u200fmark\u200e a\u200bb \ufeff\U000e0049\U000e0047\U000e004e"
 """A right-to-left override, an isolate, bidi marks, a zero-width space, a BOM and tag characters (hidden text)."""
 MARKUP = "<script>alert(1)</script>'\"><svg onload=alert(1)></textarea><a href='javascript:alert(1)'>x</a>"
-HOSTILE = f"{ESCAPES} {FORGERY} {HIDDEN} {MARKUP}"
+LETTERS = "Zoë 東京"
+"""Text that must print as it is (on a stream that can encode it)."""
+HOSTILE = f"{ESCAPES} {FORGERY} {HIDDEN} {MARKUP} {LETTERS}"
 SESSION = "chat 1/2 \x1b[31m\u202e"
 """A session id a caller chose: a space, a slash, an escape sequence and a bidi override."""
 
@@ -186,6 +188,7 @@ def test_show_prints_no_raw_escape_bidi_or_invisible_character_from_the_log(
     assert code == 0
     assert not raw_unsafe(out)
     assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in out and "\\u202eexe.txt" in out and "\\U000e0049" in out
+    assert LETTERS in out
     # A carriage return cannot rewrite the line: every stored value stays on its own line.
     assert not any(line.startswith("status: completed") for line in out.splitlines())
 
@@ -256,11 +259,12 @@ def test_show_says_it_cut_a_long_tool_result_and_how_long_it_is(
     assert len(out) < 5_000
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_command_writing_to_an_ascii_only_stream_escapes_what_it_cannot_encode_instead_of_a_traceback(
     recorded: Recorded, tmp_path: Path
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "stopwise", "show", recorded.run_id, "--db", str(recorded.db)],
+        [sys.executable, "-m", "stopwise", "show", recorded.run_id, "--db", str(recorded.db), "--full"],
         capture_output=True,
         text=True,
         encoding="ascii",
@@ -271,7 +275,7 @@ def test_a_command_writing_to_an_ascii_only_stream_escapes_what_it_cannot_encode
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert "\\u202eexe.txt" in done.stdout
+    assert "Zo\\xeb \\u6771\\u4eac" in done.stdout
 
 
 def test_eval_tables_print_a_traces_source_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -629,6 +633,7 @@ def test_serve_refuses_a_port_out_of_range_with_one_line_and_exit_2(
     assert (code, err) == (2, "stopwise serve: error: --port 70000: not a TCP port (0 to 65535; 0 picks a free one)\n")
 
 
+@pytest.mark.slow  # a process of its own
 @pytest.mark.parametrize(
     ("content", "problem"),
     [(b"not a database\n", "file is not a database"), (b"newer", "has schema version 999, newer than")],
