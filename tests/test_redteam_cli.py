@@ -398,6 +398,27 @@ def test_the_report_shows_a_record_field_of_another_type_as_text_instead_of_fail
     assert "  stop guard None: 7 (['<b>'])" in shown
 
 
+def test_a_guardian_plot_of_thousands_of_decisions_thins_its_markers_keeps_the_notable_ones_and_says_so() -> None:
+    from stopwise._view.html import _plot
+    from stopwise._view.timeline import ConditionPoint, ConditionSeries
+
+    points = tuple(
+        ConditionPoint(
+            i // 2 + 1, "turn" if i % 2 else "pre_execution", (i % 100) / 100, outcome, outcome != "continue"
+        )
+        for i in range(5_000)
+        for outcome in ["escalate" if i % 97 == 0 else "continue"]
+    )
+    svg = _plot(ConditionSeries("drift", 0.5, 0.1, points))
+    markers = re.findall(r"<circle class='marker' data-step='(\d+)' data-outcome='(\w+)'", svg)
+    assert 500 < len(markers) <= 1_000
+    escalated = {str(p.step) for p in points if p.escalated}
+    assert escalated <= {step for step, outcome in markers if outcome == "escalate"}
+    assert f"markers: {len(markers):,} of 5,000 decisions" in svg
+    assert len(re.findall(r"text-anchor='middle'>\d+</text>", svg)) <= 12  # step labels a reader can tell apart
+    assert len(svg) < 300_000
+
+
 def _big_result_run(tmp_path: Path, size: int) -> tuple[Path, str]:
     @tool
     def download(url: str) -> str:

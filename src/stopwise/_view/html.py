@@ -18,7 +18,7 @@ from html import escape
 from typing import Any
 
 from stopwise._terminal import HIDDEN_IN_TEXT, terminal_safe
-from stopwise._view.timeline import ConditionSeries, RunView, StepView, readings
+from stopwise._view.timeline import ConditionPoint, ConditionSeries, RunView, StepView, readings
 from stopwise.records import ForkRecord
 from stopwise.tool_switches import ToolSwitchRecord
 
@@ -210,17 +210,25 @@ _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 640, 180, 40, 16, 22, 26
 
 def _plot(series: ConditionSeries) -> str:
     """The condition's probability per decision (x: the decision's step), its threshold, the band t* ± delta,
-    and a marker per decision coloured by its outcome (hollow: unanswered, plotted at 0)."""
+    and a marker per decision coloured by its outcome (hollow: unanswered, plotted at 0). Of a long run, the line
+    and the markers are thinned to a bounded number (``_PLOT_POINTS``; every decision that did not continue, or
+    escalated, or went unanswered keeps its marker while they fit), and the plot says so."""
     points = series.points
     steps = [p.step for p in points]
     lo, hi = min(steps), max(steps)
     span = max(hi - lo, 1)
     inner_w, inner_h = _W - _PAD_L - _PAD_R, _H - _PAD_T - _PAD_B
+    # Decisions of one step (pre-execution checks and the turn) are spread a little so none hides another: each
+    # point's place among its step's points, counted in one pass.
+    per_step: dict[int, int] = {}
+    place = []
+    for p in points:
+        place.append(per_step.get(p.step, 0))
+        per_step[p.step] = place[-1] + 1
 
     def x(i: int) -> float:
-        # Decisions of one step (pre-execution checks and the turn) are spread a little so none hides another.
-        same = [j for j, p in enumerate(points) if p.step == points[i].step]
-        offset = (same.index(i) - (len(same) - 1) / 2) * 8 if len(same) > 1 else 0
+        same = per_step[points[i].step]
+        offset = (place[i] - (same - 1) / 2) * 8 if same > 1 else 0
         return _PAD_L + (points[i].step - lo) / span * inner_w + offset if hi > lo else _PAD_L + inner_w / 2 + offset
 
     def y(p: float) -> float:
@@ -243,14 +251,26 @@ def _plot(series: ConditionSeries) -> str:
     ]
     for v in (0.0, 0.5, 1.0):
         out.append(f"<text x='{_PAD_L - 6}' y='{y(v) + 4:.1f}' font-size='10' text-anchor='end'>{v:.1f}</text>")
-    for s in sorted(set(steps)):
+    ticks = sorted(set(steps))
+    if len(ticks) > _PLOT_TICKS:  # labels a reader can tell apart, the first and the last step among them
+        ticks = sorted({ticks[round(k * (len(ticks) - 1) / (_PLOT_TICKS - 1))] for k in range(_PLOT_TICKS)})
+    for s in ticks:
         sx = _PAD_L + (s - lo) / span * inner_w if hi > lo else _PAD_L + inner_w / 2
         out.append(f"<text x='{sx:.1f}' y='{_H - 8}' font-size='10' text-anchor='middle'>{s}</text>")
-    answered = [(x(i), y(p.p)) for i, p in enumerate(points) if p.p is not None]
-    if len(answered) > 1:
-        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in answered)
+    answered = [i for i, p in enumerate(points) if p.p is not None]
+    stride = -(-len(answered) // _PLOT_POINTS)  # ceiling: the line keeps at most _PLOT_POINTS of them
+    line = [i for k, i in enumerate(answered) if k % stride == 0 or k == len(answered) - 1] if answered else []
+    if len(line) > 1:
+        path = " ".join(f"{x(i):.1f},{y(prob):.1f}" for i in line if (prob := points[i].p) is not None)
         out.append(f"<polyline points='{path}' fill='none' stroke='#3a7bd5' stroke-width='1.5'/>")
-    for i, p in enumerate(points):
+    marked = _marked(points)
+    if len(marked) < len(points):
+        out.append(
+            f"<text class='thinned' x='{_W - _PAD_R}' y='{_H - 8}' font-size='10' text-anchor='end' fill='#5b6572'>"
+            f"markers: {len(marked):,} of {len(points):,} decisions</text>"
+        )
+    for i in marked:
+        p = points[i]
         colour = _OUTCOME_COLOUR.get(p.outcome, "#000")
         py = y(p.p) if p.p is not None else y(0.0)
         fill = colour if p.p is not None else "none"
@@ -263,6 +283,17 @@ def _plot(series: ConditionSeries) -> str:
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def _marked(points: tuple[ConditionPoint, ...]) -> list[int]:
+    """Which points get a marker: all of them up to ``_PLOT_POINTS``; beyond, every decision that did not
+    continue, escalated or went unanswered while they fit in half of it, and evenly spaced others for the rest."""
+    if len(points) <= _PLOT_POINTS:
+        return list(range(len(points)))
+    notable = [i for i, p in enumerate(points) if p.outcome != "continue" or p.escalated or p.p is None]
+    notable = notable[:: -(-len(notable) // (_PLOT_POINTS // 2))] if notable else []
+    stride = -(-len(points) // (_PLOT_POINTS - len(notable)))
+    return sorted(set(notable) | set(range(0, len(points), stride)))
 
 
 def _has_records(step: StepView) -> bool:
@@ -288,6 +319,9 @@ def _switch(switch: ToolSwitchRecord) -> str:
 # characters: each is cut at _LONG characters, or less when there are many (never under _MIN_LONG), with a note
 # that says so. A 10 MB tool result makes a page of kilobytes; a run of 100,000 steps a page of about 2 MB.
 _STEPS_SHOWN = 1_000
+_PLOT_POINTS = 1_000
+"""At most this many decisions of a condition get a marker, and the probability line as many points."""
+_PLOT_TICKS = 12
 _LONG = 20_000
 _MIN_LONG = 500
 _PAGE_TEXT = 2_000_000
