@@ -23,6 +23,7 @@ import unicodedata
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from http.server import ThreadingHTTPServer
@@ -147,6 +148,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     return asyncio.run(go())
 
 
+def copy_of(recorded: Recorded, path: Path) -> Path:
+    """A copy of the recorded log at ``path``, for a test that damages it."""
+    with sqlite3.connect(recorded.db) as source, sqlite3.connect(path) as copy:
+        source.backup(copy)
+    return path
+
+
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     captured = capsys.readouterr()
@@ -240,8 +248,7 @@ def test_a_notice_naming_an_unreadable_session_is_escaped(
     tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "damaged.db"
-    with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
-        source.backup(copy)
+    copy_of(recorded, db)
     with sqlite3.connect(db) as conn:
         conn.execute('UPDATE log SET messages = \'[{"role": "assistant", "content": "torn\' WHERE seq = 1')
     _, _, err = cli(capsys, "replay", str(db))
@@ -382,8 +389,7 @@ def test_the_report_shows_a_record_field_of_another_type_as_text_instead_of_fail
     from stopwise.stop.guard import StopGuardRecord
 
     db = tmp_path / "odd.db"
-    with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
-        source.backup(copy)
+    copy_of(recorded, db)
     odd = {"type": StopGuardRecord.TYPE, "event": 7, "guard": None, "step": 1, "message": ["<b>"]}
     with sqlite3.connect(db) as conn:
         seq = conn.execute("SELECT MAX(seq) FROM log").fetchone()[0]
@@ -469,6 +475,24 @@ def _long_run(db: Path, steps: int) -> str:
 # --- stopwise serve's HTTP surface --------------------------------------------------------------------------
 
 
+@contextmanager
+def serving(viewer: Viewer, token: str | None = None, *, host_check: bool = False) -> Iterator[str]:
+    """``stopwise serve``'s handler in a real HTTP server on a free loopback port; its base URL. ``host_check``:
+    the Host names loopback accepts, as ``serve`` sets them."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(viewer, None, token))
+    port = server.server_address[1]
+    if host_check:
+        server.RequestHandlerClass = _handler(viewer, frozenset({f"127.0.0.1:{port}", f"localhost:{port}"}), token)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 @dataclass(frozen=True)
 class Served:
     base: str
@@ -480,17 +504,8 @@ class Served:
 def served(recorded: Recorded) -> Iterator[Served]:
     """``stopwise serve``'s handler on loopback, in a real HTTP server on a free port."""
     viewer = Viewer(recorded.db, {AGENT.name: AGENT}, "the-csrf-token")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(viewer, None, None))
-    port = server.server_address[1]
-    server.RequestHandlerClass = _handler(viewer, frozenset({f"127.0.0.1:{port}", f"localhost:{port}"}), None)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Served(f"http://127.0.0.1:{port}", viewer.csrf, f"127.0.0.1:{port}")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(viewer, host_check=True) as base:
+        yield Served(base, viewer.csrf, base.removeprefix("http://"))
 
 
 def http(
@@ -513,17 +528,8 @@ def test_serve_answers_a_non_ascii_csrf_token_with_403_not_a_dropped_connection(
 
 
 def test_serve_beyond_loopback_answers_a_non_ascii_access_token_with_401(recorded: Recorded) -> None:
-    viewer = Viewer(recorded.db, {}, "csrf")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(viewer, None, "the-access-token"))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        status, _, _ = http(f"http://127.0.0.1:{server.server_address[1]}/?token=%C3%A9")
-        assert status == 401
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(Viewer(recorded.db, {}, "csrf"), "the-access-token") as base:
+        assert http(f"{base}/?token=%C3%A9")[0] == 401
 
 
 @pytest.mark.parametrize("length", ["abc", "-5", "1e3", "٣"])
@@ -607,39 +613,24 @@ def test_serve_lets_go_of_a_client_that_stops_sending(
     from stopwise._cli import serve as serve_module
 
     monkeypatch.setattr(serve_module, "_CLIENT_TIMEOUT_S", 0.5)  # the rule, without waiting its 30 s
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(Viewer(recorded.db, {}, "csrf"), None, None))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        with socket.create_connection(server.server_address[:2], timeout=20) as client:
+    with serving(Viewer(recorded.db, {}, "csrf")) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as client:
             client.sendall(sent)
             assert client.recv(1024) == b"", "the server closes the connection, answering nothing"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_serve_answers_a_log_that_became_unreadable_with_500_naming_it(
     recorded: Recorded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "log.db"
-    with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
-        source.backup(copy)
-    viewer = Viewer(db, {}, "csrf")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(viewer, None, None))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    copy_of(recorded, db)
+    with serving(Viewer(db, {}, "csrf")) as base:
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA user_version = 999")  # a newer stopwise migrated it meanwhile
-        status, body, _ = http(f"http://127.0.0.1:{server.server_address[1]}/")
+        status, body, _ = http(f"{base}/")
         assert status == 500
         assert body.startswith("cannot read the log: SchemaTooNew: ") and "schema version 999" in body
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
     err = capsys.readouterr().err
     assert err.startswith("stopwise serve: error: SchemaTooNew:") and "Traceback" not in err
 
@@ -665,8 +656,7 @@ def test_serve_refuses_a_file_it_cannot_read_as_a_log_at_start_with_exit_2(
 ) -> None:
     db = tmp_path / "log.db"
     if content == b"newer":
-        with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
-            source.backup(copy)
+        copy_of(recorded, db)
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA user_version = 999")
     else:
@@ -735,8 +725,7 @@ def test_a_record_this_version_cannot_read_is_one_line_naming_the_entry_and_exit
     tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str], record: object
 ) -> None:
     db = tmp_path / "damaged.db"
-    with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
-        source.backup(copy)
+    copy_of(recorded, db)
     with sqlite3.connect(db) as conn:  # a damaged log, or a record a newer version wrote
         seq = conn.execute("SELECT MIN(seq) FROM log WHERE records LIKE '%run_goal%'").fetchone()[0]
         conn.execute("UPDATE log SET records = ? WHERE seq = ?", (json.dumps([record]), seq))
@@ -766,8 +755,7 @@ def test_a_database_path_that_cannot_be_a_log_is_one_line_and_exit_2_for_run_and
     elif kind == "not sqlite":
         db.write_text("hello")
     elif kind == "newer version":
-        with sqlite3.connect(recorded.db) as source, sqlite3.connect(db) as copy:
-            source.backup(copy)
+        copy_of(recorded, db)
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA user_version = 999")
     else:
