@@ -620,6 +620,28 @@ def test_serve_lets_go_of_a_client_that_stops_sending(
             assert client.recv(1024) == b"", "the server closes the connection, answering nothing"
 
 
+def test_serve_runs_page_lists_the_newest_runs_and_every_waiting_one_and_names_how_many_it_left_out(
+    recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stopwise._cli import serve as serve_module
+
+    db = copy_of(recorded, tmp_path / "log.db")
+
+    async def chat() -> None:  # a session of many runs after the suspended one
+        async with Runner(SQLiteStore(db)) as runner:
+            for _ in range(12):
+                await runner.run(Agent(name="chat", model=FunctionModel(lambda request: "hi")), "hi", session_id="c")
+
+    asyncio.run(chat())
+    monkeypatch.setattr(serve_module, "_RUNS_LISTED", 5)  # the rule, on a log the test makes in a second
+    with serving(Viewer(db, {}, "csrf")) as base:
+        _, page, _ = http(f"{base}/")
+    listed = re.findall(r"<tr data-run='(\w+)'", page)
+    assert len(listed) == 6 and recorded.run_id in listed, "the waiting run is listed though older"
+    assert "7 older runs of these sessions are not listed here" in page  # 13 runs, 6 listed
+    assert "1 waiting for a decision" in page
+
+
 def test_serve_answers_a_log_that_became_unreadable_with_500_naming_it(
     recorded: Recorded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

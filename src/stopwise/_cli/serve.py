@@ -52,6 +52,7 @@ _CLIENT_TIMEOUT_S = 30.0
 """How long the server waits on a client that has connected but stopped sending (a request line, headers or a
 body shorter than its Content-Length) before closing the connection."""
 _SESSIONS_LISTED = 50
+_RUNS_LISTED = 500
 
 
 def _shown(total: int) -> str:
@@ -70,8 +71,13 @@ class Viewer:
 
     def runs_page(self) -> str:
         runs, unreadable, total = asyncio.run(self._latest_runs())
+        # A session can hold any number of runs (one per chat message): the page lists the newest _RUNS_LISTED,
+        # and every run waiting for a decision among the others (up to as many again), and says what it left out.
+        listed = (
+            runs[:_RUNS_LISTED] + [r for r in runs[_RUNS_LISTED:] if r.status is RunStatus.SUSPENDED][:_RUNS_LISTED]
+        )
         rows = []
-        for r in runs:
+        for r in listed:
             reason = "" if r.completion_reason is None else r.completion_reason.value
             rows.append(
                 f"<tr data-run='{_a(r.run_id)}' class='{_a(r.status.value)}-row'><td><a href='/runs/{_path(r.run_id)}'>"
@@ -86,6 +92,11 @@ class Viewer:
             "<table id='runs'><tr><th>run</th><th>session</th><th>agent</th><th>status</th><th>reason</th>"
             f"<th>steps</th></tr>{''.join(rows)}</table>"
         )
+        if len(listed) < len(runs):
+            body += (
+                f"<p class='meta cut' id='runs-cut'>{len(runs) - len(listed):,} older runs of these sessions are not "
+                "listed here: stopwise runs --session ID lists a session's runs</p>"
+            )
         if unreadable:
             # A record a newer version wrote is named, not rendered: the page lists what it can read.
             items = "".join(
