@@ -12,7 +12,12 @@ from stopwise.agent import Agent
 from stopwise.errors import ConfigError, StopwiseError
 from stopwise.models import resolve_model
 
-__all__ = ["LoadError", "load_agent", "with_model"]
+__all__ = ["MAX_AGENT_FILE_BYTES", "LoadError", "load_agent", "with_model"]
+
+MAX_AGENT_FILE_BYTES = 4_000_000
+"""The largest agent file ``load_agent`` imports. Compiling Python takes about 250 times the file's size in memory
+(a 48 MB file: 11 GB and a minute), so a file this large is refused before it is read: an agent file defines an
+agent and imports the rest."""
 
 
 class LoadError(StopwiseError):
@@ -23,9 +28,9 @@ def load_agent(target: str) -> Agent:
     """Import ``FILE.py`` (as a fresh module, its folder first on ``sys.path`` so it can import its neighbours)
     and return its attribute ``NAME``, which must be an ``Agent``.
 
-    Raises ``LoadError`` for a target that is not ``FILE.py:NAME``, a missing file, a file that raises while it
-    is imported (a ``ConfigError`` of an agent it defines included), a missing attribute or one that is not an
-    ``Agent``.
+    Raises ``LoadError`` for a target that is not ``FILE.py:NAME``, a missing file, a file over
+    ``MAX_AGENT_FILE_BYTES``, a file that raises while it is imported (a ``ConfigError`` of an agent it defines
+    included), a missing attribute or one that is not an ``Agent``.
     """
     file, colon, name = target.rpartition(":")  # the last colon: a Windows path has one of its own
     if not colon or not file or not name.isidentifier():
@@ -33,6 +38,12 @@ def load_agent(target: str) -> Agent:
     path = Path(file)
     if not path.is_file():
         raise LoadError(f"{file}: no such file" if not path.exists() else f"{file}: not a file")
+    size = path.stat().st_size
+    if size > MAX_AGENT_FILE_BYTES:
+        raise LoadError(
+            f"{file}: {size:,} bytes, over the {MAX_AGENT_FILE_BYTES:,} an agent file may have; define the agent in a "
+            "small file that imports the rest"
+        )
     module = _import(path)
     try:
         value = getattr(module, name)

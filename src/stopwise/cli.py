@@ -27,13 +27,13 @@ from stopwise._cli.runs import RunFilter, add_filters
 from stopwise._load import LoadError, load_agent, with_model
 from stopwise._progress import ProgressBar
 from stopwise._terminal import terminal_safe
+from stopwise._view.timeline import read_records
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry, UnreadableRun
 from stopwise.goal import Goal
 from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
-from stopwise.records import parse_log
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
@@ -46,6 +46,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 _DETAIL_WIDTH = 64
+_COLUMN_CAP = 64
 DEFAULT_RUN_DB = DEFAULT_DB
 """Where ``stopwise run`` keeps its log without ``--db``: a file in the current directory, kept between runs."""
 
@@ -211,6 +212,7 @@ def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stopwise`` console script and of ``python -m stopwise``."""
     args = _parser().parse_args(argv)
+    _tolerant_streams()
     try:
         if args.command == "demo":
             return _demo(args.db)
@@ -246,6 +248,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stopwise {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _tolerant_streams() -> None:
+    """Let stdout and stderr write any text: a character the stream's encoding lacks (a non-ASCII answer under
+    ``PYTHONIOENCODING=ascii`` or a C locale) is printed as a backslash escape instead of ending the command
+    with a traceback. What the commands print is escaped already (``terminal_safe``); this is the backstop."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a captured stream (a test's StringIO) has none
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 # --- demo -------------------------------------------------------------------------------------------------
@@ -330,7 +342,7 @@ async def _list_runs(
 
 def _skipped(exc: UnreadableEntry) -> None:
     """Tell the user a session was left out because one of its entries cannot be read; the command goes on."""
-    print(f"stopwise: notice: {exc}; the session is skipped", file=sys.stderr)
+    print(f"stopwise: notice: {terminal_safe(str(exc))}; the session is skipped", file=sys.stderr)
 
 
 # --- run --------------------------------------------------------------------------------------------------
@@ -415,7 +427,9 @@ def _shorten(text: str, width: int = _DETAIL_WIDTH) -> str:
 def _table(headers: list[str], rows: list[list[str]], out: TextIO, *, right: Collection[int] = ()) -> None:
     """Aligned columns; every cell is escaped (``terminal_safe``), so a stored value stays in its row and cell."""
     rows = [[terminal_safe(cell) for cell in row] for row in rows]
-    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
+    # A column is as wide as its widest cell up to _COLUMN_CAP; a longer cell (a session id a caller chose, of
+    # any length) runs past it on its own row instead of padding every row to its length.
+    widths = [min(_COLUMN_CAP, max(len(cell) for cell in column)) for column in zip(headers, *rows, strict=False)]
 
     def line(cells: list[str]) -> str:
         padded = [
@@ -444,21 +458,31 @@ async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator
             async for snapshot in sessions_named(
                 store, [] if run is None else [run.session_id], on_unreadable=_skipped
             ):
-                yield _guardian_records(snapshot, run_id)
+                decisions = _guardian_records(snapshot, run_id)
+                if decisions is not None:
+                    yield decisions
             return
         bar = ProgressBar("reading sessions")
         try:
             async for snapshot in every_session(store, progress=bar, on_unreadable=_skipped):
-                yield _guardian_records(snapshot, None)
+                decisions = _guardian_records(snapshot, None)
+                if decisions is not None:
+                    yield decisions
         finally:
             bar.close()
     finally:
         await store.close()
 
 
-def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[GuardianDecision]:
+def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[GuardianDecision] | None:
+    """The session's guardian decisions (of one run, when ``run_id``); None, with a notice, when one of its
+    records cannot be read: the session is skipped as one whose entry cannot be read is."""
     entries = (e for e in snapshot.entries if run_id is None or e.run_id == run_id)
-    return [r for _, records in parse_log(entries) for r in records if isinstance(r, GuardianDecision)]
+    try:
+        return [r for _, records in read_records(entries) for r in records if isinstance(r, GuardianDecision)]
+    except UnreadableEntry as exc:
+        _skipped(exc)
+        return None
 
 
 async def _replay_db(

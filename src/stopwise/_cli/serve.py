@@ -22,19 +22,20 @@ import hmac
 import ipaddress
 import json
 import secrets
+import sqlite3
 import sys
-from collections.abc import Mapping
-from html import escape
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from stopwise._cli._common import UsageError, existing_db, find_run
 from stopwise._load import LoadError, load_agent
-from stopwise._view.html import page, render_html
+from stopwise._terminal import json_safe, terminal_safe
+from stopwise._view.html import escape_attr, escape_text, page, render_html
 from stopwise._view.timeline import RunView, run_view
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalDecision, ApprovalError, Approve, Modify, Reject, Terminate
@@ -47,7 +48,11 @@ from stopwise.store.sqlite import SQLiteStore
 __all__ = ["Viewer", "serve"]
 
 _COOKIE = "stopwise_token"
+_CLIENT_TIMEOUT_S = 30.0
+"""How long the server waits on a client that has connected but stopped sending (a request line, headers or a
+body shorter than its Content-Length) before closing the connection."""
 _SESSIONS_LISTED = 50
+_RUNS_LISTED = 500
 
 
 def _shown(total: int) -> str:
@@ -66,13 +71,18 @@ class Viewer:
 
     def runs_page(self) -> str:
         runs, unreadable, total = asyncio.run(self._latest_runs())
+        # A session can hold any number of runs (one per chat message): the page lists the newest _RUNS_LISTED,
+        # and every run waiting for a decision among the others (up to as many again), and says what it left out.
+        listed = (
+            runs[:_RUNS_LISTED] + [r for r in runs[_RUNS_LISTED:] if r.status is RunStatus.SUSPENDED][:_RUNS_LISTED]
+        )
         rows = []
-        for r in runs:
+        for r in listed:
             reason = "" if r.completion_reason is None else r.completion_reason.value
             rows.append(
-                f"<tr data-run='{_e(r.run_id)}' class='{_e(r.status.value)}-row'><td><a href='/runs/{quote(r.run_id)}'>"
+                f"<tr data-run='{_a(r.run_id)}' class='{_a(r.status.value)}-row'><td><a href='/runs/{_path(r.run_id)}'>"
                 f"{_e(r.run_id[:12])}</a></td><td>{_e(r.session_id)}</td><td>{_e(r.agent)}</td>"
-                f"<td><span class='badge {_e(r.status.value)}'>{_e(r.status.value)}</span></td><td>{_e(reason)}</td>"
+                f"<td><span class='badge {_a(r.status.value)}'>{_e(r.status.value)}</span></td><td>{_e(reason)}</td>"
                 f"<td>{r.steps}</td></tr>"
             )
         waiting = sum(1 for r in runs if r.status is RunStatus.SUSPENDED)
@@ -82,10 +92,15 @@ class Viewer:
             "<table id='runs'><tr><th>run</th><th>session</th><th>agent</th><th>status</th><th>reason</th>"
             f"<th>steps</th></tr>{''.join(rows)}</table>"
         )
+        if len(listed) < len(runs):
+            body += (
+                f"<p class='meta cut' id='runs-cut'>{len(runs) - len(listed):,} older runs of these sessions are not "
+                "listed here: stopwise runs --session ID lists a session's runs</p>"
+            )
         if unreadable:
             # A record a newer version wrote is named, not rendered: the page lists what it can read.
             items = "".join(
-                f"<li data-run='{_e(u.run_id)}'>run {_e(u.run_id)} of session {_e(u.session_id or '')}: "
+                f"<li data-run='{_a(u.run_id)}'>run {_e(u.run_id)} of session {_e(u.session_id or '')}: "
                 f"{_e(u.why)}</li>"
                 for u in unreadable
             )
@@ -145,20 +160,23 @@ class Viewer:
             )
         fields = []
         for p in view.pending:
-            name = _e(p.call_id)
+            name = _a(p.call_id)  # exact in the field names: the form submits the call id the run waits on
             options = "".join(
                 f"<label><input type='radio' name='decision:{name}' value='{v}'{' checked' if v == 'approve' else ''}>"
                 f" {v}</label> "
                 for v in ("approve", "reject", "modify", "terminate")
             )
+            # The arguments to edit: a textarea shows its text raw (no markup inside it), so every control, bidi
+            # or invisible character is a JSON \u escape there, which parses back to the same arguments.
+            args = json_safe(json.dumps(dict(p.args), ensure_ascii=False))
             fields.append(
-                f"<fieldset data-call='{name}'><legend>{_e(p.tool)} <code>{name}</code></legend>{options}"
+                f"<fieldset data-call='{name}'><legend>{_e(p.tool)} <code>{_e(p.call_id)}</code></legend>{options}"
                 f"<br><label>arguments for modify<br><textarea name='args:{name}' rows='3' cols='60'>"
-                f"{_e(json.dumps(dict(p.args), ensure_ascii=False))}</textarea></label></fieldset>"
+                f"{_a(args)}</textarea></label></fieldset>"
             )
         return (
-            f"<form method='post' action='/runs/{quote(view.run.run_id)}/decide' id='decide'>"
-            f"<input type='hidden' name='csrf' value='{_e(self.csrf)}'>{''.join(fields)}"
+            f"<form method='post' action='/runs/{_path(view.run.run_id)}/decide' id='decide'>"
+            f"<input type='hidden' name='csrf' value='{_a(self.csrf)}'>{''.join(fields)}"
             "<p><label>message (reject) or reason (terminate)<br><input name='message' size='60'></label></p>"
             "<p><button type='submit'>Submit decisions and continue the run</button></p></form>"
         )
@@ -195,35 +213,69 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
     class Handler(BaseHTTPRequestHandler):
         server_version = "stopwise"
         sys_version = ""
+        timeout = _CLIENT_TIMEOUT_S  # a client that stops sending is let go, not waited on by a thread forever
 
         def do_GET(self) -> None:
+            self._guarded(self._get)
+
+        def do_POST(self) -> None:
+            self._guarded(self._post)
+
+        def _guarded(self, handle: Callable[[], None]) -> None:
+            """Run ``handle``; a log that cannot be read now (removed, damaged, written by a newer version) is a
+            500 naming the problem, and one line on the server's stderr, never a traceback."""
+            try:
+                handle()
+            except ConnectionError:  # the client went away mid-answer: nobody to tell
+                self.close_connection = True
+            except (StopwiseError, sqlite3.Error, OSError) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+                print(f"stopwise serve: error: {terminal_safe(problem)}", file=sys.stderr, flush=True)
+                self._plain(HTTPStatus.INTERNAL_SERVER_ERROR, f"cannot read the log: {problem}")
+
+        def _get(self) -> None:
             url = urlsplit(self.path)
             if not self._allowed(url.query):
                 return
+            parts = url.path.split("/")
             if url.path == "/":
                 self._html(viewer.runs_page())
-            elif url.path.startswith("/runs/") and url.path.count("/") == 2:
-                self._run_page(url.path.removeprefix("/runs/"))
+            elif len(parts) == 3 and parts[1] == "runs" and parts[2]:
+                self._run_page(unquote(parts[2]))
             else:
                 self._plain(HTTPStatus.NOT_FOUND, "not found")
 
-        def do_POST(self) -> None:
+        def _post(self) -> None:
             url = urlsplit(self.path)
             if not self._allowed(""):
                 return
+            origin = self.headers.get("Origin")
+            if hosts is not None and origin is not None and urlsplit(origin).netloc not in hosts:
+                # A browser names the page a form came from: one on another site is refused before the CSRF
+                # token is even looked at.
+                self._plain(HTTPStatus.FORBIDDEN, "a decision from a page of another origin")
+                return
             parts = url.path.split("/")
-            if len(parts) != 4 or parts[1] != "runs" or parts[3] != "decide":
+            if len(parts) != 4 or parts[1] != "runs" or not parts[2] or parts[3] != "decide":
                 self._plain(HTTPStatus.NOT_FOUND, "not found")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            length = _content_length(self.headers.get("Content-Length"))
+            if length is None:
+                self._plain(HTTPStatus.BAD_REQUEST, "Content-Length must be a whole number of bytes")
+                return
             if length > 1_000_000:
                 self._plain(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too large")
                 return
-            form = {k: v[-1] for k, v in parse_qs(self.rfile.read(length).decode("utf-8", "replace")).items()}
-            if not hmac.compare_digest(form.get("csrf", ""), viewer.csrf):
+            try:
+                body = self.rfile.read(length)
+            except TimeoutError:  # a body shorter than its Content-Length: nothing to answer, nobody waiting
+                self.close_connection = True
+                return
+            form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+            if not _same(form.get("csrf", ""), viewer.csrf):
                 self._plain(HTTPStatus.FORBIDDEN, "missing or wrong CSRF token")
                 return
-            ref = parts[2]
+            ref = unquote(parts[2])
             try:
                 problem = viewer.decide(ref, form)
             except UsageError as exc:
@@ -233,7 +285,7 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
                 self._run_page(ref, problem, HTTPStatus.CONFLICT)
                 return
             self.send_response(HTTPStatus.SEE_OTHER)
-            self.send_header("Location", f"/runs/{quote(ref)}")
+            self.send_header("Location", f"/runs/{_path(ref)}")
             self.end_headers()
 
         def _run_page(self, ref: str, notice: str = "", status: HTTPStatus = HTTPStatus.OK) -> None:
@@ -251,7 +303,7 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
             given = parse_qs(query).get("token", [""])[-1]
             cookie = SimpleCookie(self.headers.get("Cookie", ""))
             held = cookie[_COOKIE].value if _COOKIE in cookie else ""
-            if hmac.compare_digest(given, token) or hmac.compare_digest(held, token):
+            if _same(given, token) or _same(held, token):
                 self._set_cookie = given == token
                 return True
             self._plain(HTTPStatus.UNAUTHORIZED, "access token required: open the URL stopwise serve printed")
@@ -264,8 +316,12 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("X-Frame-Options", "DENY")
-            self.send_header("Referrer-Policy", "no-referrer")
+            # Not "no-referrer": under it a browser sends "Origin: null" with the page's own form, which the Origin
+            # check cannot tell from a sandboxed page elsewhere. "same-origin" still sends nothing (no ?token=) to
+            # another site.
+            self.send_header("Referrer-Policy", "same-origin")
             self.send_header("Cache-Control", "no-store")
             if self._set_cookie and token is not None:
                 self.send_header("Set-Cookie", f"{_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/")
@@ -277,6 +333,8 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
             self.send_response(status)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
+            # A 404 repeats the run id asked for: no browser may read it as a page.
+            self.send_header("X-Content-Type-Options", "nosniff")
             self.end_headers()
             self.wfile.write(data)
 
@@ -287,7 +345,10 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
 
 
 def serve(db: str, host: str, port: int, targets: list[str], token: str | None) -> int:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: not a TCP port (0 to 65535; 0 picks a free one)")
     path = existing_db(db)
+    _check_readable(path)
     agents: dict[str, Agent] = {}
     for target in targets:
         try:
@@ -334,5 +395,30 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _e(text: str) -> str:
-    return escape(text, quote=True)
+_e, _a = escape_text, escape_attr
+
+
+def _path(ref: str) -> str:
+    """A run id as one URL path segment: every character but letters, digits and ``_.-~`` percent-encoded (a
+    ``/`` included), so ``unquote`` of the segment gives the id back."""
+    return quote(ref, safe="")
+
+
+def _same(given: str, expected: str) -> bool:
+    """A constant-time comparison of a presented token with the expected one, whatever characters it holds
+    (``hmac.compare_digest`` refuses non-ASCII strings; their UTF-8 bytes it takes)."""
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def _content_length(header: str | None) -> int | None:
+    """A request body's length: 0 when the header is missing, None when it is not a whole number of bytes."""
+    if header is None:
+        return 0
+    text = header.strip()
+    return int(text) if text.isdigit() and text.isascii() else None
+
+
+def _check_readable(path: Path) -> None:
+    """Open the log once before listening, so a file that is not a stopwise database (or one a newer version
+    wrote) is refused at start, exit code 2, not on every page."""
+    asyncio.run(SQLiteStore(path).close())  # a StoreError naming the problem when it cannot be opened

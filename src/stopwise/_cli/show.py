@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from stopwise._cli._common import UsageError, existing_db, find_run
-from stopwise._terminal import terminal_safe
+from stopwise._terminal import json_safe, terminal_safe
 from stopwise._view.timeline import RunView, StepView, readings, run_view
 from stopwise.store.sqlite import SQLiteStore
 
@@ -32,7 +32,9 @@ async def load_view(path: Path, ref: str) -> RunView:
 def show(db: str, ref: str, *, as_json: bool, full: bool) -> int:
     view = asyncio.run(load_view(existing_db(db), ref))
     if as_json:
-        print(json.dumps(view.to_data(), ensure_ascii=False, indent=2, default=str))
+        # Readable non-ASCII text, but every control, bidi or invisible character as a JSON escape: the document
+        # parses to the same value and cannot act on the terminal it is printed to.
+        print(json_safe(json.dumps(view.to_data(), ensure_ascii=False, indent=2, default=str)))
     else:
         render_text(view, sys.stdout, full=full)
     return 0
@@ -189,10 +191,20 @@ def _json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def _one_line(value: object) -> str:
+    """``value`` on one line; a value that is not a string (a record field of another type in a damaged log) as
+    its ``str``."""
+    return " ".join((value if isinstance(value, str) else str(value)).split())
 
 
-def _clip(text: str, full: bool) -> str:
-    text = _one_line(text)
-    return text if full or len(text) <= _COLLAPSED else text[: _COLLAPSED - 3] + "..."
+def _clip(value: object, full: bool) -> str:
+    """``value`` on one line; unless ``full``, at most ``_COLLAPSED`` characters of it followed by a note that says
+    it was cut and how long it is, so a cut text never passes for a whole one. Only the head of a long text is
+    looked at: a 10 MB tool result costs what its first lines do."""
+    text = value if isinstance(value, str) else str(value)
+    if full:
+        return _one_line(text)
+    head = _one_line(text[: 4 * _COLLAPSED])
+    if len(head) <= _COLLAPSED and len(text) <= 4 * _COLLAPSED:
+        return head
+    return f"{head[:_COLLAPSED]}... [cut: {len(text):,} characters; --full prints all]"

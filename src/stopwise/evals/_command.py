@@ -22,6 +22,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from stopwise._terminal import terminal_safe
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
 from stopwise.evals.calibration import CalibratedEvaluator, Calibration, load_calibration
 from stopwise.evals.export import export_labels
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except (UsageError, ConfigError, StoreError, OSError, sqlite3.Error) as exc:
-        print(f"stopwise eval: error: {exc}", file=sys.stderr)
+        print(f"stopwise eval: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
 
 
@@ -138,7 +139,7 @@ def _read(paths: Sequence[str], *, strict: bool, progress: bool | None = None) -
             traces = read_traces(p, strict=strict)
         except TraceFormatError as exc:
             for problem in exc.problems:
-                print(f"{problem} (--strict: stopping)", file=sys.stderr)
+                print(f"{terminal_safe(str(problem))} (--strict: stopping)", file=sys.stderr)
             raise UsageError(f"{path}: {len(exc.problems)} malformed line(s)") from None
         except UnicodeDecodeError as exc:
             raise UsageError(f"{path}: not a UTF-8 JSONL file ({exc.reason})") from None
@@ -146,7 +147,7 @@ def _read(paths: Sequence[str], *, strict: bool, progress: bool | None = None) -
             # Not one line read: not a trace file at all (the other commands say the same of a non-database).
             raise UsageError(f"{path}: file is not a database written by stopwise nor JSONL traces")
         for problem in traces.problems:
-            print(f"{problem} (skipped)", file=sys.stderr)
+            print(f"{terminal_safe(str(problem))} (skipped)", file=sys.stderr)
         records.extend(traces.records)
     return records
 
@@ -170,7 +171,7 @@ async def _export(path: Path, progress: bool | None) -> list[TraceRecord]:
 
 
 def _skipped(exc: UnreadableEntry) -> None:
-    print(f"stopwise eval: notice: {exc}; the session is skipped", file=sys.stderr)
+    print(f"stopwise eval: notice: {terminal_safe(str(exc))}; the session is skipped", file=sys.stderr)
 
 
 def _evaluator(args: argparse.Namespace) -> Evaluator:
