@@ -13,7 +13,9 @@ is read at the commit pinned below, so the output is the same on every run. Writ
 
 One record per test string: ``source``, ``repo``, ``commit``, ``path``, ``licence``, ``label`` (``positive``: the
 peer says its detector must find something; ``negative``: must not), ``text``, ``rule`` (the peer's rule, plugin
-or recognizer) and, for personal data, ``kind`` and ``spans`` (the peer's expected ``[start, end]``).
+or recognizer) and, for personal data, ``kind`` and ``spans`` (the peer's expected ``[start, end]``). In the
+secrets file the text is ``text_b64`` (base64 of the UTF-8 text), so that no real-format token sits in the
+repository in clear for a secret scanner to trip on.
 
 Only literal test data is taken. Strings the peers build at run time from a generator
 (gitleaks' ``secrets.NewSecret(regex)``, detect-secrets' ``randint``) are left out and counted; strings built by
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import json
 import re
 import subprocess
@@ -40,6 +43,8 @@ HERE = Path(__file__).resolve().parent
 GITLEAKS = ("gitleaks/gitleaks", "b58d3f102cf3a2c84cb7f923d05c25c9b1aed84b", "MIT")
 DETECT_SECRETS = ("Yelp/detect-secrets", "5e141933554a0b74e7341841f318be21e895339c", "Apache-2.0")
 PRESIDIO = ("microsoft/presidio", "0aa9f8e44275cb52c00fbbebe19168e934e1f076", "MIT")
+SCRUBADUB = ("LeapBeyond/scrubadub", "53772cbef417da290d25c95373031f786ab3b5c6", "Apache-2.0")
+CARD_VALIDATOR = ("braintree/card-validator", "eb213089df9993be192282564d089d378460c63a", "MIT")
 
 # presidio recognizer test files -> the PiiKind they exercise (the kinds block_pii / redact_pii cover).
 PRESIDIO_FILES = {
@@ -354,6 +359,89 @@ def presidio_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]
             )
 
 
+# scrubadub test file -> (the placeholder its cleaner writes for the kind, the PiiKind).
+SCRUBADUB_FILES = {
+    "tests/test_detector_credit_card.py": ("{{CREDIT_CARD}}", "card"),
+    "tests/test_detector_en_US_social_security_number.py": ("{{SOCIAL_SECURITY_NUMBER}}", "ssn"),
+    "tests/test_detector_phone_numbers.py": ("{{PHONE}}", "phone"),
+}
+
+
+def _before_after_spans(before: str, after: str, placeholder: str) -> list[list[int]] | None:
+    """Where ``after`` replaced text of ``before`` by ``placeholder``; None when the two do not line up."""
+    parts = [re.escape(p) for p in after.split(placeholder)]
+    m = re.fullmatch("(.+?)".join(parts), before, re.S)
+    if m is None:
+        return None
+    return [[m.start(g), m.end(g)] for g in range(1, len(parts))]
+
+
+def scrubadub_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]:
+    """The ``BEFORE:`` / ``AFTER:`` docstrings of scrubadub's detector tests (and ``check_phone_numbers``'s
+    literal arguments, written into the docstring that test builds): positive where AFTER has the kind's
+    placeholder."""
+    repo, commit, licence = SCRUBADUB
+    for path, (placeholder, kind) in SCRUBADUB_FILES.items():
+        tree = ast.parse(_git(mirror, repo, "show", f"{commit}:{path}"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            pairs: list[tuple[str, str]] = []
+            doc = ast.get_docstring(node, clean=False) or ""
+            if "BEFORE:" in doc and "AFTER:" in doc:
+                before, after = doc.split("BEFORE:")[1].split("AFTER:")
+                pairs.append((before.strip(), after.strip()))
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "check_phone_numbers":
+                    for a in call.args:
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                            pairs.append((f"My phone number is {a.value}", "My phone number is {{PHONE}}"))
+            for before, after in pairs:
+                spans = _before_after_spans(before, after, placeholder)
+                if spans is None and placeholder in after:
+                    left_out["scrubadub: BEFORE and AFTER do not line up"] += 1
+                    continue
+                label = "positive" if spans else "negative"
+                yield Fixture("scrubadub", repo, commit, path, licence, label, before, node.name, kind, spans or [])
+
+
+_CARD_CASE = re.compile(r'\[\s*"(?P<number>[^"]*)",(?:\s*//[^\n]*)?\s*\{[^}]*?isValid:\s*(?P<valid>true|false)[^}]*\}')
+
+
+def card_validator_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]:
+    """The ``[number, {card, isPotentiallyValid, isValid}]`` table of card-validator's ``card-number`` test: a
+    number it calls valid is a positive; an invalid one with 12 digits or more (a shorter one cannot be a card
+    and tells nothing) a negative."""
+    repo, commit, licence = CARD_VALIDATOR
+    path = "src/__tests__/card-number.ts"
+    seen: set[str] = set()
+    for m in _CARD_CASE.finditer(_git(mirror, repo, "show", f"{commit}:{path}")):
+        number, valid = m.group("number"), m.group("valid") == "true"
+        if number in seen:
+            continue
+        seen.add(number)
+        if not valid and sum(c.isdigit() for c in number) < 12:
+            left_out["card-validator: an invalid partial number (under 12 digits)"] += 1
+            continue
+        label = "positive" if valid else "negative"
+        spans = [[0, len(number)]] if valid else []
+        yield Fixture("card-validator", repo, commit, path, licence, label, number, "cardNumber", "card", spans)
+
+
+def without_cross_rule_negatives(fixtures: list[Fixture], left_out: Counter[str]) -> list[Fixture]:
+    """gitleaks lists as one rule's false positive a string another rule lists as a true positive (an Anthropic
+    admin key is not an API key, but it is a secret): for a redactor of every format that string is a positive, so
+    it is not kept as a negative."""
+    positives = {fx.text for fx in fixtures if fx.source == "gitleaks" and fx.label == "positive"}
+    kept = []
+    for fx in fixtures:
+        if fx.source == "gitleaks" and fx.label == "negative" and fx.text in positives:
+            left_out["gitleaks negative: another rule's true positive"] += 1
+            continue
+        kept.append(fx)
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirror", type=Path, required=True)
@@ -361,12 +449,28 @@ def main() -> None:
     args = parser.parse_args()
     left_out: Counter[str] = Counter()
     for name, fixtures in (
-        ("peer_secrets.jsonl", [*gitleaks_fixtures(args.mirror, left_out), *detect_secrets_fixtures(args.mirror, left_out)]),
-        ("peer_pii.jsonl", list(presidio_fixtures(args.mirror, left_out))),
+        (
+            "peer_secrets.jsonl",
+            without_cross_rule_negatives(
+                [*gitleaks_fixtures(args.mirror, left_out), *detect_secrets_fixtures(args.mirror, left_out)], left_out
+            ),
+        ),
+        (
+            "peer_pii.jsonl",
+            [
+                *presidio_fixtures(args.mirror, left_out),
+                *scrubadub_fixtures(args.mirror, left_out),
+                *card_validator_fixtures(args.mirror, left_out),
+            ],
+        ),
     ):
         with (args.out / name).open("w", encoding="utf-8") as f:
             for fx in fixtures:
-                f.write(json.dumps(asdict(fx), ensure_ascii=False) + "\n")
+                record = asdict(fx)
+                if name == "peer_secrets.jsonl":
+                    # Real-format tokens in clear would trip the secret scanners of whoever hosts a copy.
+                    record["text_b64"] = base64.b64encode(record.pop("text").encode()).decode()
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
         counts = Counter((fx.source, fx.label) for fx in fixtures)
         print(name, dict(counts))
     for why, n in left_out.most_common():
