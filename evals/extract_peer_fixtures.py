@@ -354,9 +354,7 @@ def presidio_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]
             spans = next((values[p] for p in ("expected_res", "expected_positions") if p in values), ())
             span_list = [[int(s), int(e)] for s, e, *_ in spans] if spans else []  # type: ignore[union-attr]
             label = "positive" if int(values["expected_len"]) > 0 else "negative"  # type: ignore[call-overload]
-            yield Fixture(
-                "presidio", repo, commit, path, licence, label, str(values["text"]), test, kind, span_list
-            )
+            yield Fixture("presidio", repo, commit, path, licence, label, str(values["text"]), test, kind, span_list)
 
 
 # scrubadub test file -> (the placeholder its cleaner writes for the kind, the PiiKind).

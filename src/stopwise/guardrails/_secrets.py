@@ -391,7 +391,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("twilio-api-key", _B + r"SK[0-9a-fA-F]{32}" + _E, "SK"),
     _rule(
         "twilio-auth-token",
-        r"(?i)(?<![a-z])twilio[\w.\-]{0,20}(?:auth|token|secret)[\w.\-]{0,10}" + _ASSIGN + r"(?P<secret>[a-f0-9]{32})" + _E,
+        r"(?i)(?<![a-z])twilio[\w.\-]{0,20}(?:auth|token|secret)[\w.\-]{0,10}"
+        + _ASSIGN
+        + r"(?P<secret>[a-f0-9]{32})"
+        + _E,
         "twilio",
     ),
     _rule(
@@ -414,7 +417,9 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("facebook-token", _B + r"EAA[A-Za-z0-9]{100,}" + _E, "EAA"),
     _rule("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40}" + _E, "figd_"),
     _rule("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, "pat"),
-    _rule("okta-token", r"(?i)(?<![a-z])okta[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>00[A-Za-z0-9_\-]{40})" + _E, "okta"),
+    _rule(
+        "okta-token", r"(?i)(?<![a-z])okta[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>00[A-Za-z0-9_\-]{40})" + _E, "okta"
+    ),
     _rule("1password-token", _B + r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}", "ops_eyJ"),
     _rule("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_\-]{90,}" + _E, "hvs. hvb."),
     # Vault service tokens before 1.10: ``s.`` and 24 letters and digits, mixed case.
