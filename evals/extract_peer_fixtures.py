@@ -31,12 +31,18 @@ import argparse
 import ast
 import base64
 import json
+import random
 import re
+import string
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+# The regex parser behind ``re`` (``sre_parse``), to draw samples from gitleaks' generator regexes.
+from re import _constants as re_constants  # type: ignore[attr-defined]
+from re import _parser as re_parser  # type: ignore[attr-defined]
 
 HERE = Path(__file__).resolve().parent
 
@@ -134,8 +140,83 @@ def _split_args(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     return [p for p in parts if p]
 
 
-def _go_value(tokens: list[tuple[str, str]]) -> str:
-    """A Go string expression made of literals, ``+`` and gitleaks' sample helpers; ``_Skip`` otherwise."""
+# gitleaks' pattern helpers (``cmd/generate/config/utils/patterns.go``): the character class each names.
+_GO_PATTERNS = {
+    "utils.Numeric": "[0-9]",
+    "utils.Hex": "[a-f0-9]",
+    "utils.AlphaNumeric": "[a-z0-9]",
+    "utils.AlphaNumericExtendedShort": "[a-z0-9_-]",
+    "utils.AlphaNumericExtended": "[a-z0-9=_\\-]",
+    "utils.AlphaNumericExtendedLong": "[a-z0-9\\/=_\\+\\-]",
+}
+
+
+def _sample_regex(pattern: str, rng: random.Random) -> str:
+    """One string matching ``pattern`` (the simple regexes gitleaks generates its samples from: classes,
+    literals, counted repeats, groups, alternations), drawn with ``rng``; ``_Skip`` for anything else."""
+    try:
+        parsed = re_parser.parse(pattern)
+    except re.error as exc:
+        raise _Skip(str(exc)) from exc
+
+    def chars(items: list[tuple[object, object]]) -> list[str]:
+        pool: list[str] = []
+        for op, av in items:
+            if op is re_constants.LITERAL:
+                pool.append(chr(av))  # type: ignore[arg-type]
+            elif op is re_constants.RANGE:
+                lo, hi = av  # type: ignore[misc]
+                pool.extend(chr(c) for c in range(lo, hi + 1))
+            elif op is re_constants.CATEGORY and av is re_constants.CATEGORY_DIGIT:
+                pool.extend("0123456789")
+            elif op is re_constants.CATEGORY and av is re_constants.CATEGORY_WORD:
+                pool.extend(string.ascii_letters + string.digits + "_")
+            else:
+                raise _Skip(f"class item {op}")
+        return pool
+
+    def emit(seq: object) -> str:
+        out = []
+        for op, av in seq:  # type: ignore[attr-defined]
+            if op is re_constants.LITERAL:
+                out.append(chr(av))
+            elif op is re_constants.IN:
+                out.append(rng.choice(chars(av)))
+            elif op in (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT):
+                low, high, sub = av
+                high = low + 8 if high is re_constants.MAXREPEAT else high
+                out.extend(emit(sub) for _ in range(rng.randint(low, high)))
+            elif op is re_constants.SUBPATTERN:
+                out.append(emit(av[-1]))
+            elif op is re_constants.BRANCH:
+                out.append(emit(rng.choice(av[1])))
+            elif op is re_constants.AT:
+                continue
+            else:
+                raise _Skip(f"regex op {op}")
+        return "".join(out)
+
+    return emit(parsed)
+
+
+def _go_regex(tokens: list[tuple[str, str]]) -> str:
+    """A regex built by gitleaks' helpers and literals (``utils.AlphaNumeric("36")``, ``"[A-Z2-7]{16}"``)."""
+    out = []
+    for op in _split_plus(tokens):
+        if len(op) == 1 and op[0][0] in ("str", "raw"):
+            out.append(_go_string(op[0][1]))
+        elif op and op[0][1] in _GO_PATTERNS and op[-1][1] == ")":
+            (size,) = _split_args(op[2:-1])
+            out.append(f"{_GO_PATTERNS[op[0][1]]}{{{_go_string(size[0][1])}}}")
+        elif op and op[0][1] == "utils.Hex8_4_4_4_12":
+            out.append("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        else:
+            raise _Skip(" ".join(t for _, t in op)[:60])
+    return "".join(out)
+
+
+def _split_plus(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Split an expression at its top-level ``+``."""
     operands: list[list[tuple[str, str]]] = [[]]
     depth = 0
     for kind, tok in tokens:
@@ -147,15 +228,23 @@ def _go_value(tokens: list[tuple[str, str]]) -> str:
             operands.append([])
         else:
             operands[-1].append((kind, tok))
+    return operands
+
+
+def _go_value(tokens: list[tuple[str, str]], rng: random.Random | None = None) -> str:
+    """A Go string expression made of literals, ``+`` and gitleaks' sample helpers; ``_Skip`` otherwise. With
+    ``rng``, gitleaks' generator ``secrets.NewSecret(regex)`` is evaluated too (a string drawn from the regex)."""
     out = []
-    for op in operands:
+    for op in _split_plus(tokens):
         if len(op) == 1 and op[0][0] in ("str", "raw"):
             out.append(_go_string(op[0][1]))
         elif op and op[0][1] in ("utils.GenerateSampleSecret", "utils.GenerateSampleSecrets") and op[-1][1] == ")":
             args = _split_args(op[2:-1])
             if len(args) != 2:
                 raise _Skip("helper arity")
-            out.append(f'{_go_value(args[0])}_api_token = "{_go_value(args[1])}"')
+            out.append(f'{_go_value(args[0], rng)}_api_token = "{_go_value(args[1], rng)}"')
+        elif rng is not None and op and op[0][1] == "secrets.NewSecret" and op[-1][1] == ")":
+            out.append(_sample_regex(_go_regex(op[2:-1]), rng))
         else:
             raise _Skip(" ".join(t for _, t in op)[:60])
     return "".join(out)
@@ -192,6 +281,7 @@ def gitleaks_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]
         for p in _git(mirror, repo, "ls-tree", "--name-only", commit, "cmd/generate/config/rules/").split()
         if p.endswith(".go") and not p.endswith("_test.go")
     ]
+    generated: Counter[tuple[str, str]] = Counter()
     for path in files:
         tokens = _go_tokens(_git(mirror, repo, "show", f"{commit}:{path}"))
         rule = ""
@@ -205,11 +295,19 @@ def gitleaks_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]
                 elements, i = _go_elements(tokens, i + 2)
                 for element in elements:
                     try:
-                        text = _go_value(element)
-                    except _Skip:
-                        left_out[f"gitleaks {label}: built by a generator (secrets.NewSecret) or a helper"] += 1
+                        yield Fixture("gitleaks", repo, commit, path, licence, label, _go_value(element), rule)
                         continue
-                    yield Fixture("gitleaks", repo, commit, path, licence, label, text, rule)
+                    except _Skip:
+                        pass
+                    # Built by gitleaks' generator: drawn here from the same regex, seeded by place.
+                    rng = random.Random(f"{path}:{rule}:{label}:{generated[rule, label]}")
+                    generated[rule, label] += 1
+                    try:
+                        text = _go_value(element, rng)
+                    except _Skip:
+                        left_out[f"gitleaks {label}: built by code other than literals and secrets.NewSecret"] += 1
+                        continue
+                    yield Fixture("gitleaks-generated", repo, commit, path, licence, label, text, rule)
                 continue
             i += 1
 

@@ -27,7 +27,7 @@ from stopwise.guardrails._secrets import find_secrets, shannon_entropy
 __all__ = ["Fixture", "load_fixtures", "peers_section"]
 
 DATA = Path(__file__).resolve().parent / "data"
-SECRET_SPLITS = {"gitleaks": "dev", "detect-secrets": "held-out"}
+SECRET_SPLITS = {"gitleaks": "dev", "gitleaks-generated": "dev", "detect-secrets": "held-out"}
 PII_SPLITS = {"presidio": "dev", "scrubadub": "held-out", "card-validator": "held-out"}
 
 
@@ -92,16 +92,9 @@ def _line_flags(fixtures: list[Fixture]) -> list[bool] | None:
     peer = _detect_secrets_flags()
     if peer is None:
         return None
-    lines: list[str] = []
-    owner: list[int] = []
-    for i, fx in enumerate(fixtures):
-        for line in fx.text.splitlines() or [""]:
-            lines.append(line)
-            owner.append(i)
-    hits = [False] * len(fixtures)
-    for i, flagged in zip(owner, peer(lines), strict=True):
-        hits[i] = hits[i] or flagged
-    return hits
+    # One file per fixture: detect-secrets reports a secret once per file, so fixtures sharing a file would hide
+    # the repeats of one value.
+    return [any(peer(fx.text.splitlines() or [""])) for fx in fixtures]
 
 
 def _rate(n: int, d: int) -> str:

@@ -63,6 +63,12 @@ def test_base64_of_binary_tokens_keep_their_runs_of_A_and_are_still_caught() -> 
     assert _rules(f"FLY_API_TOKEN: {token}") == {"flyio-token"}
 
 
+def test_a_twitter_bearer_token_starting_with_a_run_of_A_is_still_caught() -> None:
+    token = "A" * 22 + _rand(ALNUM + "%", 90, 19)
+    assert not is_placeholder_token(token)
+    assert token[30:] not in redact_text(f'twitter_bearer_token = "{token}"')
+
+
 # -- assignments ----------------------------------------------------------------------------------------------
 
 
@@ -199,6 +205,10 @@ def test_curl_user_placeholders_variables_and_bare_user_names_are_left_alone(com
         ("infracost-token", "ic" + "o-" + _rand(ALNUM, 32, 13)),
         ("intra42-client-secret", "s-s4" + "t2ud-" + _rand(HEX, 64, 14)),
         ("huggingface-token", "hf" + "_" + _rand(string.ascii_letters, 34, 15)),
+        ("easypost-token", "EZ" + "AK" + _rand(ALNUM, 54, 20)),
+        ("easypost-token", "EZ" + "TK" + _rand(ALNUM, 54, 21)),
+        ("openshift-token", "sha256" + "~" + _rand(ALNUM + "_-", 43, 22)),
+        ("adobe-client-secret", "p8" + "e-" + _rand(ALNUM, 32, 23)),
     ],
 )
 def test_vendor_formats_the_peers_list_are_redacted(rule: str, token: str) -> None:
@@ -298,6 +308,7 @@ def _evals_module(name: str) -> ModuleType:
 
 LICENCE_DIRS = {
     "gitleaks": "gitleaks",
+    "gitleaks-generated": "gitleaks",
     "detect-secrets": "detect_secrets",
     "presidio": "presidio",
     "scrubadub": "scrubadub",

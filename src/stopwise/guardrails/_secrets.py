@@ -69,18 +69,22 @@ def shannon_entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
-# Six or more of a filler character (``xxxxxx``, ``XXXXXX``, ``******``, ``######``, ``000000``), or twelve or
-# more of any one character (``AIzaaaaaaaaaaaa...``, ``glc_1111111111111...``): how documentation and templates
-# leave a token out. A random token of 40 letters and digits holds six ``x`` in a row about once in 10^8; base64
-# of binary data (Fly.io macaroons, AWS session tokens) holds runs of ``A`` for zero bytes, so ``A`` is not a
-# filler below twelve.
-_FILLER_RUN = re.compile(r"([xX*#.0])\1{5}|(.)\2{11}")
+# Six or more of a filler character (``xxxxxx``, ``XXXXXX``, ``******``, ``######``, ``000000``): how
+# documentation and templates leave a token out. A random token of 40 letters and digits holds six ``x`` in a row
+# about once in 10^8. Other characters repeat in real tokens: base64 of binary data holds runs of ``A`` for zero
+# bytes (Fly.io macaroons; Twitter's app-only bearer tokens start with twenty-odd), so a run of any other
+# character makes a placeholder only when it is most of the value (``AIzaaaaaaaaa...``, ``glc_1111111...``).
+_FILLER_RUN = re.compile(r"([xX*#.0])\1{5}")
+_ANY_RUN = re.compile(r"(.)\1{7,}")
 
 
 def is_placeholder_token(value: str) -> bool:
-    """Whether a token-shaped value is a stand-in: a filler run (``glpat-XXXXXXXXXXXX``) or AWS's documented
-    example marker (``AKIAIOSFODNN7EXAMPLE``, ``...EXAMPLEKEY``)."""
-    return "EXAMPLE" in value or _FILLER_RUN.search(value) is not None
+    """Whether a token-shaped value is a stand-in: a filler run (``glpat-XXXXXXXXXXXX``), one character repeated
+    over half the value or more (``AIzaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa``), or AWS's documented example marker
+    (``AKIAIOSFODNN7EXAMPLE``, ``...EXAMPLEKEY``)."""
+    if "EXAMPLE" in value or _FILLER_RUN.search(value) is not None:
+        return True
+    return any(2 * len(m.group()) >= len(value) for m in _ANY_RUN.finditer(value))
 
 
 # -- filters for values found by keyword -----------------------------------------------------------------------
@@ -442,6 +446,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     # Not after a dot or a slash: ``video_box.ico-<md5>.png`` is a file name with a content hash.
     _rule("infracost-token", r"(?<![\w.\-/])ico-[A-Za-z0-9]{32}" + _E, "ico-"),
     _rule("intra42-client-secret", _B + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + _E, "s-s4t2"),
+    _rule("easypost-token", _B + r"EZ[AT]K[A-Za-z0-9]{54}" + _E, "EZAK EZTK"),
+    # OpenShift's OAuth access tokens: ``sha256~`` and 43 base64url characters.
+    _rule("openshift-token", _B + r"sha256~[A-Za-z0-9_\-]{43}" + _E, "sha256~"),
+    _rule("adobe-client-secret", _B + r"p8e-[A-Za-z0-9]{32}" + _E, "p8e-"),
     # Structured credentials
     _rule("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", "eyJ"),
     _rule("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)", "bearer", entropy=2.5),
