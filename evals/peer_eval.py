@@ -84,10 +84,7 @@ def digit_run_flags(text: str) -> bool:
 def _line_flags(fixtures: list[Fixture]) -> list[bool] | None:
     """Whether detect-secrets 1.5 (default plugins and filters) reports anything on each fixture; None when it is
     not installed."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from guardrail_builtins import _detect_secrets_flags
+    from guardrail_builtins import _detect_secrets_flags  # evals/ is on the path: this module is imported from it
 
     peer = _detect_secrets_flags()
     if peer is None:

@@ -12,7 +12,9 @@ kinds of rule:
   a Shannon-entropy floor.
 
 Every rule has keywords: it runs only on text that holds one (case-insensitive), which keeps a scan of ordinary
-text cheap. Pure and deterministic: no I/O, no clock.
+text cheap. A value that reads as a stand-in (``ghp_xxxx...``, ``AKIA...EXAMPLE``: ``is_placeholder_token``) is
+dropped by every rule but the private keys. The table was checked against the peers' own test data (gitleaks'
+rule tests, detect-secrets' plugin tests: ``evals/peer_eval.py``). Pure and deterministic: no I/O, no clock.
 """
 
 from __future__ import annotations
