@@ -124,8 +124,8 @@ def _go_tokens(src: str) -> list[tuple[str, str]]:
     return [(m.lastgroup or "", m.group()) for m in _GO_TOKEN.finditer(src) if m.lastgroup not in ("ws", "comment")]
 
 
-def _split_args(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """Split a token list at top-level commas."""
+def _split_at(tokens: list[tuple[str, str]], separator: str) -> list[list[tuple[str, str]]]:
+    """Split a token list at ``separator`` outside brackets."""
     parts: list[list[tuple[str, str]]] = [[]]
     depth = 0
     for kind, tok in tokens:
@@ -133,11 +133,16 @@ def _split_args(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
             depth += 1
         elif kind == "op" and tok in ")]}":
             depth -= 1
-        if depth == 0 and kind == "op" and tok == ",":
+        if depth == 0 and kind == "op" and tok == separator:
             parts.append([])
         else:
             parts[-1].append((kind, tok))
-    return [p for p in parts if p]
+    return parts
+
+
+def _split_args(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The arguments of a call (or elements of a list): split at top-level commas, a trailing comma dropped."""
+    return [p for p in _split_at(tokens, ",") if p]
 
 
 # gitleaks' pattern helpers (``cmd/generate/config/utils/patterns.go``): the character class each names.
@@ -202,7 +207,7 @@ def _sample_regex(pattern: str, rng: random.Random) -> str:
 def _go_regex(tokens: list[tuple[str, str]]) -> str:
     """A regex built by gitleaks' helpers and literals (``utils.AlphaNumeric("36")``, ``"[A-Z2-7]{16}"``)."""
     out = []
-    for op in _split_plus(tokens):
+    for op in _split_at(tokens, "+"):
         if len(op) == 1 and op[0][0] in ("str", "raw"):
             out.append(_go_string(op[0][1]))
         elif op and op[0][1] in _GO_PATTERNS and op[-1][1] == ")":
@@ -215,27 +220,11 @@ def _go_regex(tokens: list[tuple[str, str]]) -> str:
     return "".join(out)
 
 
-def _split_plus(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """Split an expression at its top-level ``+``."""
-    operands: list[list[tuple[str, str]]] = [[]]
-    depth = 0
-    for kind, tok in tokens:
-        if kind == "op" and tok in "([{":
-            depth += 1
-        elif kind == "op" and tok in ")]}":
-            depth -= 1
-        if depth == 0 and kind == "op" and tok == "+":
-            operands.append([])
-        else:
-            operands[-1].append((kind, tok))
-    return operands
-
-
 def _go_value(tokens: list[tuple[str, str]], rng: random.Random | None = None) -> str:
     """A Go string expression made of literals, ``+`` and gitleaks' sample helpers; ``_Skip`` otherwise. With
     ``rng``, gitleaks' generator ``secrets.NewSecret(regex)`` is evaluated too (a string drawn from the regex)."""
     out = []
-    for op in _split_plus(tokens):
+    for op in _split_at(tokens, "+"):
         if len(op) == 1 and op[0][0] in ("str", "raw"):
             out.append(_go_string(op[0][1]))
         elif op and op[0][1] in ("utils.GenerateSampleSecret", "utils.GenerateSampleSecrets") and op[-1][1] == ")":
