@@ -1,7 +1,8 @@
 """Coverage and false positives of the built-in guardrails, printed side by side with a peer and a trivial baseline.
 
     PYTHONPATH=src python evals/guardrail_builtins.py            # every section
-    PYTHONPATH=src python evals/guardrail_builtins.py secrets    # one section: secrets, pii, injection
+    PYTHONPATH=src python evals/guardrail_builtins.py secrets    # one section: secrets, pii, peers, injection
+    PYTHONPATH=src python evals/guardrail_builtins.py peers -v   # and list each miss and false alarm
 
 - **secrets**: ``redact_secrets``'s rules on the format table of ``evals/secret_samples.py`` (caught: none of the
   secret survives redaction) and on the ordinary-text corpus of ``evals/ordinary_text.py`` (lines flagged), next
@@ -9,6 +10,8 @@
   and the trivial baseline (flag nothing: nothing caught, nothing flagged).
 - **pii**: ``block_pii``'s detectors on the personal-data table and the look-alike numbers of
   ``evals/pii_samples.py`` (order numbers, timestamps, ids), and on the ordinary-text corpus.
+- **peers**: both detectors on the peers' own test data (``evals/data/peer_secrets.jsonl``,
+  ``evals/data/peer_pii.jsonl``; see ``evals/peer_eval.py``), per source, dev and held-out.
 - **injection**: ``block_injected_results()`` on the integrity records of the development set
   (``evals/data/devset.jsonl``), per split.
 """
@@ -134,7 +137,8 @@ def injection_section() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sections", nargs="*", default=["secrets", "pii", "injection"])
+    parser.add_argument("sections", nargs="*", default=["secrets", "pii", "peers", "injection"])
+    parser.add_argument("-v", "--verbose", action="store_true", help="peers: list each miss and false alarm")
     parser.add_argument("--per-kind", type=int, default=3000, help="lines of each kind of ordinary text")
     args = parser.parse_args()
     for section in args.sections:
@@ -146,6 +150,10 @@ def main() -> None:
             from pii_eval import pii_section
 
             pii_section(args.per_kind)
+        elif section == "peers":
+            from peer_eval import peers_section
+
+            peers_section(args.verbose)
         else:
             parser.error(f"unknown section {section!r}")
 

@@ -533,8 +533,10 @@ async def test_redact_secrets_covers_keys_bearer_tokens_and_private_keys_in_json
         return {
             "auth": "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345",
             "aws": "AKIAABCDEFGHIJKLMNOP",
-            "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
-            "gh": "ghp_" + "a" * 36,
+            # Real-looking bodies: a filler token (``ghp_aaaa...``) or a key block without base64 is a placeholder.
+            "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+            "-----END RSA PRIVATE KEY-----",
+            "gh": "ghp_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8",
             "fine": "nothing here",
         }
 

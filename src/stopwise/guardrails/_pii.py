@@ -67,6 +67,8 @@ _ISSUERS: tuple[tuple[int, int, int, frozenset[int]], ...] = (
     (4, 3095, 3095, frozenset({14, 16, 17, 18, 19})),
     (2, 62, 62, frozenset({16, 17, 18, 19})),  # UnionPay
     (4, 2200, 2204, frozenset({16, 17, 18, 19})),  # Mir
+    (1, 1, 1, frozenset({15})),  # UATP (airline cards)
+    (4, 5019, 5019, frozenset({16})),  # Dankort
     (4, 5018, 5018, frozenset(range(12, 20))),  # Maestro
     (4, 5020, 5020, frozenset(range(12, 20))),
     (4, 5038, 5038, frozenset(range(12, 20))),
@@ -117,7 +119,9 @@ def _cards(text: str) -> Iterator[PiiMatch]:
 
 # -- US social security numbers -------------------------------------------------------------------------------
 
-_SSN_SEPARATED = re.compile(r"(?<![\w\-.])(\d{3})([ \-])(\d{2})\2(\d{4})(?![\w]|[\-.]\d)")
+# Dashes, spaces or dots (``536.90.1234``), one kind throughout. Not an IP address (its groups are 1-3 digits) nor
+# a version (``100.12.1234`` would be a strange one).
+_SSN_SEPARATED = re.compile(r"(?<![\w\-.])(\d{3})([ \-.])(\d{2})\2(\d{4})(?![\w]|[\-.]\d)")
 _SSN_BARE = re.compile(r"(?<![\w\-.])(\d{3})(\d{2})(\d{4})(?![\w]|[\-.]\d)")
 # Nine bare digits are an SSN only where the text says so: ids, order numbers and phone numbers are nine digits
 # too. The context is looked for in the 40 characters before the number.
@@ -157,15 +161,18 @@ _IBAN_LENGTHS: dict[str, int] = {
     "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
     "SO": 23, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20, "YE": 30,
 }  # fmt: skip
-# Two letters, two check digits, then the account in groups of four (spaces optional), any case.
+# Two letters, two check digits, then the account in groups of four, any case: run together, or grouped by spaces
+# or by dashes (one kind throughout).
 _IBAN_RUN = re.compile(
-    r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?(?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9\-])[A-Za-z]{2}\d{2}(?:(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?"
+    r"|(?:-[A-Za-z0-9]{4}){2,7}(?:-[A-Za-z0-9]{1,3})?)(?![A-Za-z0-9]|-[A-Za-z0-9])"
 )
 
 
 def is_iban(value: str) -> bool:
-    """Whether ``value`` (spaces allowed) is an IBAN: a registry country, its length, and the mod-97 check."""
-    iban = value.replace(" ", "").upper()
+    """Whether ``value`` (spaces or dashes allowed) is an IBAN: a registry country, its length, and the mod-97
+    check."""
+    iban = value.replace(" ", "").replace("-", "").upper()
     if _IBAN_LENGTHS.get(iban[:2]) != len(iban) or not iban.isalnum():
         return False
     rearranged = iban[4:] + iban[:4]
@@ -177,7 +184,7 @@ def _ibans(text: str) -> Iterator[PiiMatch]:
         run = m.group()
         if is_iban(run):
             yield PiiMatch(PiiKind.IBAN, m.start(), m.end())
-        elif run.endswith(tuple("0123456789")) or " " in run:
+        elif run.endswith(tuple("0123456789")) or " " in run or "-" in run:
             # The run may have swallowed a following word's start: try the longest prefix of whole groups.
             for cut in range(len(run) - 1, 14, -1):
                 if is_iban(run[:cut]):

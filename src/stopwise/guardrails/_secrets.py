@@ -12,18 +12,21 @@ kinds of rule:
   a Shannon-entropy floor.
 
 Every rule has keywords: it runs only on text that holds one (case-insensitive), which keeps a scan of ordinary
-text cheap. Pure and deterministic: no I/O, no clock.
+text cheap. A value that reads as a stand-in (``ghp_xxxx...``, ``AKIA...EXAMPLE``: ``is_placeholder_token``) is
+dropped by every rule but the private keys. The table was checked against the peers' own test data (gitleaks'
+rule tests, detect-secrets' plugin tests: ``evals/peer_eval.py``). Pure and deterministic: no I/O, no clock.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["SECRET_RULES", "SecretMatch", "SecretRule", "find_secrets", "redact_text"]
+__all__ = ["SECRET_RULES", "SecretMatch", "SecretRule", "find_secrets", "is_placeholder_token", "redact_text"]
 
 REDACTED = "[redacted]"
 
@@ -43,6 +46,12 @@ class SecretRule:
     accept: Callable[[str, bool], bool] | None = None
     """A last check on the secret part and whether it was quoted (placeholders, code references), where the
     pattern cannot say it."""
+    not_names: re.Pattern[str] | None = None
+    """For rules that find a value by the name it is assigned to (a group named ``name``): names that say the
+    value is not secret although they hold a secret word (``public_token``, ``csrf-token``)."""
+    placeholders_checked: bool = True
+    """Whether a value that reads as a placeholder (``ghp_xxxx...``, ``AKIA...EXAMPLE``) is dropped; off for
+    private keys, whose DER bodies hold long runs of ``A``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,24 @@ def shannon_entropy(value: str) -> float:
         return 0.0
     n = len(value)
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+# Six or more of a filler character (``xxxxxx``, ``XXXXXX``, ``******``, ``######``, ``000000``): how
+# documentation and templates leave a token out. A random token of 40 letters and digits holds six ``x`` in a row
+# about once in 10^8. Other characters repeat in real tokens: base64 of binary data holds runs of ``A`` for zero
+# bytes (Fly.io macaroons; Twitter's app-only bearer tokens start with twenty-odd), so a run of any other
+# character makes a placeholder only when it is most of the value (``AIzaaaaaaaaa...``, ``glc_1111111...``).
+_FILLER_RUN = re.compile(r"([xX*#.0])\1{5}")
+_ANY_RUN = re.compile(r"(.)\1{7,}")
+
+
+def is_placeholder_token(value: str) -> bool:
+    """Whether a token-shaped value is a stand-in: a filler run (``glpat-XXXXXXXXXXXX``), one character repeated
+    over half the value or more (``AIzaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa``), or AWS's documented example marker
+    (``AKIAIOSFODNN7EXAMPLE``, ``...EXAMPLEKEY``)."""
+    if "EXAMPLE" in value or _FILLER_RUN.search(value) is not None:
+        return True
+    return any(2 * len(m.group()) >= len(value) for m in _ANY_RUN.finditer(value))
 
 
 # -- filters for values found by keyword -----------------------------------------------------------------------
@@ -90,9 +117,16 @@ def _literal_value(value: str, quoted: bool) -> bool:
     return not v.isdigit() or len(v) >= 8
 
 
+# A name then a version: ``jjwt-jackson-0.11.2``, ``requests@2.31.0``, ``node:20.11.1-alpine`` (package
+# coordinates and image tags, which sit after names such as ``io.jsonwebtoken:`` or ``auth-lib:``).
+_VERSIONED_NAME = re.compile(r"^[A-Za-z][\w.\-]*?[-_.@:/]v?\d+(?:\.\d+){1,3}(?:[-+][\w.\-]*)?$")
+
+
 def _random_value(value: str, quoted: bool) -> bool:
     if all(c in "0123456789abcdefABCDEF" for c in value) and len(value) < 32:
         return False  # a short hex string is an id or a digest prefix; hex API keys are 32 characters or more
+    if _VERSIONED_NAME.match(value):
+        return False
     return _literal_value(value, quoted) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
@@ -100,12 +134,71 @@ def _url_password(value: str, quoted: bool) -> bool:
     return not _PLACEHOLDER.match(value) and not value.startswith(("$", "{", "%", "<"))
 
 
+def _basic_credentials(value: str, quoted: bool) -> bool:
+    """HTTP Basic credentials are base64 of ``user:password`` (RFC 7617): a value that decodes to text without
+    the colon, or to a JSON object (a JWT's header pasted after ``Basic``), is not one. A value that does not
+    decode (cut short, mangled) is still taken: it may be the credential all the same."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return True
+    if not decoded.isprintable():
+        return True
+    user, sep, password = decoded.partition(":")
+    return bool(sep) and not decoded.startswith("{") and not (_PLACEHOLDER.match(user) and _PLACEHOLDER.match(password))
+
+
+_KEY_BODY = re.compile(r"[A-Za-z0-9+/]{40}")
+
+
+def _key_body(value: str, quoted: bool) -> bool:
+    """A private key block holds base64 lines (64 characters in PEM, 70 in OpenSSH); ``-----BEGIN PRIVATE
+    KEY-----\\nanything\\n-----END...`` in documentation does not."""
+    return _KEY_BODY.search(value) is not None
+
+
+def _credential_pair(value: str, quoted: bool) -> bool:
+    """``user:password``, or a token as the user name with no password (``-u sk_live_...:``): the password (or
+    that token) must be a value, not a placeholder (``<user:password>``, ``neo4j:[PASSWORD]``, ``xxx:yyy``), a
+    variable or a template (``"$USER:${APPID}"``, ``{{ .Values.password }}``), nor the user name again
+    (``test:test``)."""
+    if ":" not in value or any(t in value for t in ("${", "{{", "$(", "%(")):
+        return False  # without a colon it is a user name only: curl asks for the password
+    user, _, password = value.strip("\"'").partition(":")
+    user, password = user.strip("\"'{}"), password.strip("\"'{}")
+    secret = password or user
+    return (
+        len(secret) >= 4
+        and secret != user * (password != "")  # ``test:test``
+        and len(set(secret.lower())) > 2
+        and not _PLACEHOLDER.match(secret)
+        and not secret.startswith(("$", "%", "<", "["))
+        and not secret.endswith((">", "]"))
+    )
+
+
+def _header_value(value: str, quoted: bool) -> bool:
+    """The value of an authentication header: a digit and a letter, not a placeholder or a variable."""
+    return (
+        not _PLACEHOLDER.match(value)
+        and not value.startswith(("$", "{", "%", "<"))
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+def _mixed(value: str, quoted: bool) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+
+
 # -- the table ------------------------------------------------------------------------------------------------
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts after a non-token character
 _E = r"(?![A-Za-z0-9_\-])"  # and ends before one
 # A name that says its value is secret, then an assignment (``=``, ``:``, ``=>``, ``:=``), optionally quoted.
-_ASSIGN = r"""["']?\s*(?:=|:=|=>|:|\s+is\s+)\s*(?:["'`]|(?=[^\s"'`]))"""
+# The value is on the same line: ``snowflake.password=`` followed by a newline is an empty setting, and what the
+# next line holds is not its value. Makefile's ``::=``, ``:::=`` and ``?=`` are assignments too.
+_ASSIGN = r"""["']?[ \t]*(?:=|:{1,3}=|\?=|=>|:|[ \t]+is[ \t]+)[ \t]*(?:["'`]|(?=[^\s"'`]))"""
 _PASSWORD_NAMES = r"[\w.\-]*?(?:password|passwd|passphrase|pwd)"
 _SECRET_NAMES = (
     r"[\w.\-]*?(?:(?:secret|token|auth|credentials?)(?:[_\-.]?key)?|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|private[_\-.]?key"
@@ -131,8 +224,18 @@ def _rule(
     entropy: float = 0.0,
     accept: Callable[[str, bool], bool] | None = None,
     flags: int = 0,
+    not_names: str | None = None,
+    placeholders_checked: bool = True,
 ) -> SecretRule:
-    return SecretRule(id, _r(pattern, flags), tuple(keywords.lower().split()), entropy, accept)
+    return SecretRule(
+        id,
+        _r(pattern, flags),
+        tuple(keywords.lower().split()),
+        entropy,
+        accept,
+        _r(not_names) if not_names else None,
+        placeholders_checked,
+    )
 
 
 SECRET_RULES: tuple[SecretRule, ...] = (
@@ -142,8 +245,15 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]+?"
         r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----",
         "PRIVATE",
+        accept=_key_body,
+        placeholders_checked=False,
     ),
-    _rule("putty-private-key", r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]{40,64}", "PuTTY-User-Key-File"),
+    _rule(
+        "putty-private-key",
+        r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]{40,64}",
+        "PuTTY-User-Key-File",
+        placeholders_checked=False,
+    ),
     _rule("age-secret-key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", "AGE-SECRET-KEY"),
     # Cloud providers
     _rule("aws-access-key-id", _B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + _E, "AKIA ASIA ABIA ACCA A3T"),
@@ -188,7 +298,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("heroku-api-key-v2", _B + r"HRKU-AA[0-9A-Za-z_\-]{58}" + _E, "HRKU-"),
     _rule(
         "heroku-api-key",
-        r"(?i)heroku[\w.\-]{0,20}"
+        r"(?i)(?<![a-z])heroku[\w.\-]{0,20}"
         + _ASSIGN
         + r"(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})",
         "heroku",
@@ -218,14 +328,23 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("dockerhub-token", _B + r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}" + _E, "dckr_pat_ dckr_oat_"),
     _rule("docker-config-auth", r""""auth"\s*:\s*"(?P<secret>[A-Za-z0-9+/]{16,}={0,2})\"""", '"auth"'),
     _rule("jfrog-token", _B + r"(?:AKCp[A-Za-z0-9]{69}|cmVmdGtu[A-Za-z0-9]{56})" + _E, "AKCp cmVmdGtu"),
-    _rule("sourcegraph-token", _B + r"sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}" + _E, "sgp_"),
+    _rule("sourcegraph-token", _B + r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + _E, "sgp_"),
+    _rule("sonarqube-token", _B + r"sq[pua]_[a-fA-F0-9]{40}" + _E, "sqp_ squ_ sqa_"),
+    # Bundler's per-host credentials: ``BUNDLE_GEMS__CONTRIBSYS__COM=user:password`` (the host with dots as ``__``).
+    _rule(
+        "bundler-host-credentials",
+        r"\bBUNDLE_(?:[A-Z0-9\-]+__)+[A-Z0-9\-]+[\"']?[ \t]*[=:][ \t]*[\"']?(?P<secret>[^\s\"':;]+:[^\s\"';&]+)",
+        "BUNDLE_",
+    ),
     # AI providers
     _rule(
         "openai-or-anthropic-key",
         _B + r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_\-]{20,}" + _E,
         "sk-",
     ),
-    _rule("huggingface-token", _B + r"(?:hf_[A-Za-z0-9]{34,}|api_org_[A-Za-z0-9]{34})" + _E, "hf_ api_org_"),
+    # Exactly 34 characters after the prefix: a longer run is an identifier that shares it
+    # (``hf_requiredCharacteristicTypesForDisplayMetadata``).
+    _rule("huggingface-token", _B + r"(?:hf|api_org)_[A-Za-z0-9]{34}" + _E, "hf_ api_org_"),
     _rule("perplexity-key", _B + r"pplx-[A-Za-z0-9]{48}" + _E, "pplx-"),
     _rule("groq-key", _B + r"gsk_[A-Za-z0-9]{52}" + _E, "gsk_"),
     _rule("xai-key", _B + r"xai-[A-Za-z0-9]{80}" + _E, "xai-"),
@@ -246,7 +365,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     _rule("paypal-braintree-token", _B + r"access_token\$production\$[0-9a-z]{16}\$[0-9a-f]{32}", "access_token$"),
     # Messaging, email, SaaS
-    _rule("slack-token", _B + r"xox[abposre]-(?:\d+-)?[A-Za-z0-9\-]{10,}", "xoxa- xoxb- xoxp- xoxo- xoxs- xoxr- xoxe-"),
+    # Slack tokens carry the workspace's and user's numeric ids after the prefix (``xoxb-<id>-<id>-<secret>``).
+    _rule("slack-token", _B + r"xox[abposre]-\d+-[A-Za-z0-9\-]{10,}", "xoxa- xoxb- xoxp- xoxo- xoxs- xoxr- xoxe-"),
     _rule("slack-app-token", _B + r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+" + _E, "xapp-"),
     _rule(
         "slack-webhook-url",
@@ -270,14 +390,17 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("mailgun-key", _B + r"(?:key|pubkey)-[0-9a-z]{32}" + _E, "key-"),
     _rule(
         "mailgun-signing-key",
-        r"(?i)mailgun[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8})",
+        r"(?i)(?<![a-z])mailgun[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8})",
         "mailgun",
     ),
     _rule("mailchimp-key", _B + r"[0-9a-f]{32}-us\d{1,2}" + _E, "-us"),
     _rule("twilio-api-key", _B + r"SK[0-9a-fA-F]{32}" + _E, "SK"),
     _rule(
         "twilio-auth-token",
-        r"(?i)twilio[\w.\-]{0,20}(?:auth|token|secret)[\w.\-]{0,10}" + _ASSIGN + r"(?P<secret>[a-f0-9]{32})" + _E,
+        r"(?i)(?<![a-z])twilio[\w.\-]{0,20}(?:auth|token|secret)[\w.\-]{0,10}"
+        + _ASSIGN
+        + r"(?P<secret>[a-f0-9]{32})"
+        + _E,
         "twilio",
     ),
     _rule(
@@ -300,13 +423,63 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("facebook-token", _B + r"EAA[A-Za-z0-9]{100,}" + _E, "EAA"),
     _rule("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40}" + _E, "figd_"),
     _rule("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, "pat"),
-    _rule("okta-token", r"(?i)okta[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>00[A-Za-z0-9_\-]{40})" + _E, "okta"),
+    _rule(
+        "okta-token", r"(?i)(?<![a-z])okta[\w.\-]{0,20}" + _ASSIGN + r"(?P<secret>00[A-Za-z0-9_\-]{40})" + _E, "okta"
+    ),
     _rule("1password-token", _B + r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}", "ops_eyJ"),
     _rule("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_\-]{90,}" + _E, "hvs. hvb."),
+    # Vault service tokens before 1.10: ``s.`` and 24 letters and digits, mixed case.
+    # (The literal first and the boundary looked behind it lets ``re`` skip ahead to each ``s.``: this rule's
+    # keyword is in nearly every text.)
+    _rule("vault-legacy-token", r"s\.(?<![\w.\-/]s\.)[A-Za-z0-9]{24}" + _E, "s.", accept=_mixed),
+    # 1Password account Secret Key: ``A3-`` then the account id and five groups (34 characters).
+    _rule(
+        "1password-secret-key",
+        _B + r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}" + _E,
+        "A3-",
+    ),
+    # Facebook app access token: the app id, a pipe (or %7C in a URL), the app secret or client token.
+    _rule(
+        "facebook-app-access-token",
+        r"(?<![\w])\d{15,16}(?:\||%7[Cc])(?P<secret>[0-9A-Za-z_\-]{27,40})" + _E,
+        "facebook access_token fb_ fb-",
+        entropy=3.0,
+    ),
+    # Not after a dot or a slash: ``video_box.ico-<md5>.png`` is a file name with a content hash.
+    _rule("infracost-token", r"(?<![\w.\-/])ico-[A-Za-z0-9]{32}" + _E, "ico-"),
+    _rule("intra42-client-secret", _B + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + _E, "s-s4t2"),
+    _rule("easypost-token", _B + r"EZ[AT]K[A-Za-z0-9]{54}" + _E, "EZAK EZTK"),
+    # OpenShift's OAuth access tokens: ``sha256~`` and 43 base64url characters.
+    _rule("openshift-token", _B + r"sha256~[A-Za-z0-9_\-]{43}" + _E, "sha256~"),
+    _rule("adobe-client-secret", _B + r"p8e-[A-Za-z0-9]{32}" + _E, "p8e-"),
     # Structured credentials
     _rule("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", "eyJ"),
     _rule("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)", "bearer", entropy=2.5),
-    _rule("basic-auth-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})", "basic"),
+    _rule(
+        "basic-auth-header",
+        r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
+        "basic",
+        accept=_basic_credentials,
+    ),
+    # Other authentication headers: ``Authorization: Token ...``, ``Authorization: <key>``, ``X-API-Key: ...``,
+    # ``Api-Token: ...`` (Bearer and Basic have their own rules above).
+    _rule(
+        "auth-header",
+        # Header names are hyphenated (``X-API-Key``), not ``AWS::AppSync::ApiKey`` (a CloudFormation type).
+        r"(?i)(?<![\w\-:])(?:proxy-)?(?:authorization|x-api-key|api-key|api-token|x-auth-token|x-access-token"
+        r"|private-token)[\"']?[ \t]*[:=][ \t]*[\"']?(?!(?:bearer|basic)\b)(?:[A-Za-z][\w\-]{1,20}[ \t]+)?"
+        r"(?P<secret>[A-Za-z0-9\-._~+/@=]{8,}(?<![.,]))",
+        "authorization api-key api-token auth-token access-token private-token",
+        accept=_header_value,
+    ),
+    # curl's ``-u`` / ``--user user:password`` (also a token as the user name, ``-u sk_live_...:``), on one line or
+    # continued with backslashes.
+    _rule(
+        "curl-user-credentials",
+        r"\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)[ \t]+(?P<secret>(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)",
+        "curl",
+        accept=_credential_pair,
+    ),
     _rule(
         "url-password",
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@'\"<>]{0,64}:(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
@@ -328,10 +501,12 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     _rule(
         "secret-assignment",
-        r"(?i)(?<![\w.\-])" + _SECRET_NAMES + r"(?![A-Za-z])" + _ASSIGN + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
+        r"(?i)(?<![\w.\-])(?P<name>" + _SECRET_NAMES + r")(?![A-Za-z])" + _ASSIGN + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
         "secret token key auth credential",
         entropy=3.0,
         accept=_random_value,
+        # Public and publishable keys are meant to be seen; a CSRF token is a per-page form value.
+        not_names=r"(?i)public|publishable|csrf|xsrf",
     ),
 )
 """Every rule ``redact_secrets`` applies, in order."""
@@ -350,6 +525,10 @@ def find_secrets(text: str, rules: tuple[SecretRule, ...] = SECRET_RULES) -> lis
             if rule.min_entropy and shannon_entropy(value) < rule.min_entropy:
                 continue
             if rule.accept is not None and not rule.accept(value, start > 0 and text[start - 1] in "\"'`"):
+                continue
+            if rule.placeholders_checked and is_placeholder_token(value):
+                continue
+            if rule.not_names is not None and rule.not_names.search(m.group("name")):
                 continue
             spans.append(SecretMatch(rule.id, start, end))
     spans.sort(key=lambda s: (s.start, -s.end))
