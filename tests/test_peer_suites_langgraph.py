@@ -27,11 +27,11 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import InjectedState, ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
+from _passing_deciders import accepting_guard, passing_guardrails
 from stopwise import MemoryStore
 from stopwise.guardian import Guardian
 from stopwise.guardrails import Guardrails, Rewrite
 from stopwise.integrations.langgraph import Stopwise, UnsupportedToolOutput
-from stopwise.stop.guard import StopGuard
 from stopwise.store.base import RunRecord, RunStatus
 
 RAN: list[tuple[str, Any]] = []
@@ -119,13 +119,8 @@ through as the bare graph does."""
 
 
 def passing(store: MemoryStore) -> Stopwise:
-    guardrails = Guardrails(
-        on_input=[lambda ctx: None],
-        on_tool_call=[lambda ctx: None],
-        on_tool_result=[lambda ctx: None],
-        on_output=[lambda ctx: None],
-    )
-    guard = StopGuard(lambda ctx: None, name="accepts")
+    guardrails = passing_guardrails()
+    guard = accepting_guard()
     return Stopwise(stop_guard=guard, guardrails=guardrails, guardian=Guardian(), store=store, risks=RISKS)
 
 

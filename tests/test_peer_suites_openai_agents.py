@@ -35,6 +35,7 @@ from agents.agent import ToolsToFinalOutputResult
 from agents.testing import ScriptedModel, assistant_message, function_call
 from pydantic import BaseModel
 
+from _passing_deciders import accepting_guard, passing_guardrails
 from stopwise import MemoryStore
 from stopwise.guardian import Guardian
 from stopwise.guardrails import Block, Guardrails
@@ -72,13 +73,8 @@ Step = Sequence[Any]
 
 def passing(store: MemoryStore, stop_guard: StopGuard | None = None) -> Stopwise:
     """Every decider attached, none of them intervening on these runs."""
-    guardrails = Guardrails(
-        on_input=[lambda ctx: None],
-        on_tool_call=[lambda ctx: None],
-        on_tool_result=[lambda ctx: None],
-        on_output=[lambda ctx: None],
-    )
-    guard = stop_guard or StopGuard(lambda ctx: None, name="accepts")
+    guardrails = passing_guardrails()
+    guard = stop_guard or accepting_guard()
     # The weather tools only read: declared so, the guardian's risk gate lets them run as the bare SDK does.
     risks = {"lookup": "read_only", "unreliable": "read_only"}
     return Stopwise(stop_guard=guard, guardrails=guardrails, guardian=Guardian(), store=store, risks=risks)

@@ -25,6 +25,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import UsageLimits
 
+from _passing_deciders import accepting_guard, passing_guardrails
 from stopwise import MemoryStore
 from stopwise.guardian import Guardian
 from stopwise.guardrails import Guardrails
@@ -58,13 +59,8 @@ def passing_capability(
     store: MemoryStore, stop_guard: StopGuard | None = None, *, guardian: bool = True
 ) -> StopwiseCapability:
     """Every decider attached (the guardian unless told), none of them intervening on these runs."""
-    guardrails = Guardrails(
-        on_input=[lambda ctx: None],
-        on_tool_call=[lambda ctx: None],
-        on_tool_result=[lambda ctx: None],
-        on_output=[lambda ctx: None],
-    )
-    guard = stop_guard or StopGuard(lambda ctx: None, name="accepts")
+    guardrails = passing_guardrails()
+    guard = stop_guard or accepting_guard()
     return StopwiseCapability(
         stop_guard=guard, guardrails=guardrails, guardian=Guardian() if guardian else None, store=store
     )
