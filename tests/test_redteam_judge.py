@@ -21,6 +21,7 @@ from stopwise.guardian.evaluators import JudgeEvaluator
 from stopwise.guardian.evaluators import judge as judge_module
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.projection import Projection, project
+from stopwise.integrations._base import Deciders, PeerRun
 from stopwise.messages import Message, Reply, Role
 from stopwise.models.openai import OpenAIModel
 
@@ -231,3 +232,39 @@ async def test_a_fooled_judge_does_not_clear_a_turn_the_rule_evaluator_flags_for
     assert decision.outcome is GuardianOutcome.ESCALATE
     assert "integrity" in decision.escalated
     assert decision.resolved_by is None  # the judge settled nothing; a human reviews the turn
+
+
+# --- the integrations' risk gate: one projection per reply, exactly the one each call would get alone ----------
+
+
+async def test_a_peers_risk_gate_shares_a_replys_projection_and_each_call_is_judged_on_its_exact_projection() -> None:
+    guardian = Guardian()
+    risks = {"lookup": "read_only", "send": "irreversible"}
+    deciders = Deciders.of(stop_guard=None, guardrails=None, guardian=guardian, store=None, agent="a", risks=risks)
+    run = PeerRun(deciders, "s", "r")
+    await run.start()
+
+    def alone(rows: list[Message], call: ToolCall) -> str:
+        projection = project(
+            rows,
+            goal="Refund order 42",
+            last_k=guardian.history_steps,
+            result_chars=guardian.result_chars,
+            risks=risks,
+            pending=call,
+            max_chars=guardian.max_chars,
+            step_chars=guardian.step_chars,
+        )
+        return projection.state_hash
+
+    first = [ToolCall("lookup", {"order": i}, id=f"c{i}") for i in range(3)] + [ToolCall("send", {"to": "x"}, id="s")]
+    history = [Message.user("Refund order 42"), Message(Role.ASSISTANT, "Looking", tuple(first))]
+    for call in first:
+        verdict = await run.check_call(1, call, history)
+        assert verdict.gate is not None and verdict.gate.state_hash == alone(history, call)
+    # The same list, its reply replaced by another of as many calls: projected again, not served from the share.
+    second = [ToolCall("lookup", {"order": 7}, id=f"d{i}") for i in range(4)]
+    history[1] = Message(Role.ASSISTANT, "Looking again", tuple(second))
+    for call in second:
+        verdict = await run.check_call(1, call, history)
+        assert verdict.gate is not None and verdict.gate.state_hash == alone(history, call)
