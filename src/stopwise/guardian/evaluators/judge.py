@@ -17,7 +17,9 @@ answer is right written as a decimal from 0 to 1, with nothing else but surround
 The code is matched ignoring case; anything else (a sentence, JSON, ``yes (0.83)``, ``0.83``, a probability
 above 1, a second line) makes the answer uncertain, whether or not log-probabilities came with it (with them, a
 bare code is accepted too). Each request asks one question, so a reply holds one answer at most: a reply that
-quotes a line of the run, however well formed, is not in the format, and counts for nothing.
+quotes a line of the run, however well formed, is not in the format, and counts for nothing. A written
+probability ``p`` for code ``c`` becomes ``p`` for ``c`` and ``1 - p`` shared equally among the other codes (for
+yes/no that is exactly ``P(no) = 1 - p``).
 
 Injection. Everything the judge is sent from the run (the goal, the agent's words and calls, tool results, the
 final answer) is attacker-controllable. Each consultation draws a random fence key after the run's text is known
@@ -26,8 +28,7 @@ text between ``<data KEY>`` and ``</data KEY>``, and the system message says tha
 from the run contains the key, so none can close its fence, write a question, codes or an answer outside it, or
 pass for the layout. The limit: a judge model can still be persuaded by fenced text it reads (the fence makes the
 attack visible to it, not impossible); the rule evaluator's integrity flag on such a turn escalates without
-asking the judge. A written probability ``p`` for code ``c`` becomes ``p`` for ``c`` and
-``1 - p`` shared equally among the other codes (for yes/no that is exactly ``P(no) = 1 - p``).
+asking the judge.
 """
 
 from __future__ import annotations
