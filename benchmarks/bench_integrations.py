@@ -15,8 +15,14 @@ per round, the order alternating) so that drift in machine load hits them alike;
 The per-step cost of a long run shows whether the integration's work per step grows with the history (a
 conversion or a scan of every message on every step): compare ``--steps 50`` with ``--steps 500``.
 
+``--wide N`` times instead one wide step through pydantic-ai: the model asks for N calls in one reply, then
+answers. The integration's hooks run per call (the risk gate) and per result (integrity and stagnation), so a
+cost per call that grows with N (each hook projecting all N calls) shows as the per-call figure growing:
+compare ``--wide 50`` with ``--wide 500``.
+
 Usage:
   python benchmarks/bench_integrations.py [--steps 50] [--runs 9] [--peer all|pydantic-ai|openai-agents|langgraph]
+  python benchmarks/bench_integrations.py --wide 500 [--runs 3]
 """
 
 from __future__ import annotations
@@ -126,6 +132,59 @@ async def compare(bare: Adapter, integrated: Adapter, runs: int) -> None:
     print(f"  overhead per step: {(with_us - base) * 1e6:.0f} us ({with_us / base:.2f}x the bare peer)")
 
 
+def _wide_agent(calls: int, integrated: bool) -> Any:
+    """A pydantic-ai agent whose model asks for ``calls`` calls in one reply, then answers (per run)."""
+    from pydantic_ai import Agent, Tool
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    from stopwise.integrations.pydantic_ai import StopwiseCapability
+
+    async def bump(n: int) -> int:
+        """Add one."""
+        return n + 1
+
+    async def model_fn(messages: list[Any], info: Any) -> Any:
+        answered = any(getattr(p, "part_kind", "") == "tool-return" for p in messages[-1].parts)
+        parts: list[Any] = (
+            [TextPart("done")]
+            if answered
+            else [ToolCallPart(TOOL_NAME, {"n": i}, tool_call_id=f"c{i}") for i in range(calls)]
+        )
+        return ModelResponse(parts=parts, usage=RequestUsage(input_tokens=1, output_tokens=1))
+
+    capabilities = [StopwiseCapability(**_deciders())] if integrated else []
+    return Agent(
+        FunctionModel(model_fn), instructions="x", tools=[Tool(bump, takes_ctx=False)], capabilities=capabilities
+    )
+
+
+async def wide(calls: int, runs: int) -> int:
+    try:
+        from pydantic_ai.usage import UsageLimits
+    except ImportError:
+        print("pydantic-ai: not installed")
+        return 0
+    limits = UsageLimits(request_limit=None)
+    agents = {"pydantic-ai": _wide_agent(calls, False), "pydantic-ai + stopwise": _wide_agent(calls, True)}
+    samples: dict[str, list[float]] = {label: [] for label in agents}
+    for agent in agents.values():
+        await agent.run("go", usage_limits=limits)  # warm-up
+    for r in range(runs):
+        for label in list(agents) if r % 2 == 0 else reversed(list(agents)):
+            gc.collect()
+            started = time.perf_counter()
+            await agents[label].run("go", usage_limits=limits)
+            samples[label].append(time.perf_counter() - started)
+    print(f"one step of {calls} calls, {runs} timed runs each, medians; Python {sys.version.split()[0]}")
+    base, with_us = (statistics.median(v) for v in samples.values())
+    for label, value in zip(samples, (base, with_us), strict=True):
+        print(f"  {label:28} {value * 1e3:9.1f} ms per run  {value / calls * 1e6:8.0f} us per call")
+    print(f"  overhead per call: {(with_us - base) / calls * 1e6:.0f} us ({with_us / base:.1f}x the bare peer)")
+    return 0
+
+
 PEERS: dict[str, tuple[type[Adapter], type[Adapter]]] = {
     "pydantic-ai": (PydanticAI, PydanticAIWithStopwise),
     "openai-agents": (OpenAIAgents, OpenAIAgentsWithStopwise),
@@ -146,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--peer", choices=["all", *PEERS], default="all")
+    parser.add_argument("--wide", type=int, default=0, help="one step of this many calls (pydantic-ai)")
     args = parser.parse_args(argv)
+    if args.wide:
+        return asyncio.run(wide(args.wide, args.runs))
     return asyncio.run(main_async(args.steps, args.runs, args.peer))
 
 

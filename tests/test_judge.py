@@ -12,7 +12,7 @@ from stopwise.errors import ConfigError, ModelError
 from stopwise.guardian import DEFAULT_CONDITIONS, Choice, Condition, Evaluator, GuardianOutcome, Projection, QuestionSet
 from stopwise.guardian.evaluators import JudgeEvaluator, SystemOneEvaluator
 from stopwise.guardian.evaluators.judge import JUDGE_INSTRUCTIONS
-from stopwise.guardian.projection import project
+from stopwise.guardian.projection import fenced, project
 from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall
 from stopwise.models import FunctionModel, ModelRequest, ScriptedModel
 
@@ -52,7 +52,8 @@ async def test_each_question_is_one_request_without_tools() -> None:
         system, user = request.messages
         assert (system.role, system.content) == (Role.SYSTEM, JUDGE_INSTRUCTIONS)
         assert user.role is Role.USER
-        assert user.content.startswith("STATE:\n" + projection.text + "\n")
+        key = user.content.split("\n", 1)[0].removeprefix("FENCE KEY: ")
+        assert user.content.startswith(f"FENCE KEY: {key}\n<state {key}>\n{fenced(projection, key)}\n</state {key}>\n")
 
 
 async def test_the_prompt_spells_out_the_question_and_its_codes() -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 from stopwise.storable import storable_text
 
-__all__ = ["ProjectedStep", "Projection", "project", "shares", "tail_start"]
+__all__ = ["ProjectedStep", "Projection", "fenced", "project", "shares", "tail_start"]
 
 UNTRUSTED_OPEN = "<untrusted-tool-output>"
 UNTRUSTED_CLOSE = "</untrusted-tool-output>"
@@ -86,14 +86,42 @@ class Projection:
 ELIDED = "\n[... earlier steps elided ...]\n"
 
 
-def _bounded(p: Projection) -> str:
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    """How the rendered text marks what came from the run rather than from the renderer."""
+
+    open: str
+    close: str
+    every_field: bool
+    """Whether the goal, the agent's words, its calls and the final answer are fenced too (else tool results
+    only)."""
+
+    def data(self, text: str) -> str:
+        return f"{self.open}{text}{self.close}" if self.every_field else text
+
+
+_TOOL_OUTPUT = _Fence(UNTRUSTED_OPEN, UNTRUSTED_CLOSE, every_field=False)
+"""``Projection.text``'s marks: tool results only, with fixed markers (what the record keeps and hashes)."""
+
+
+def fenced(p: Projection, key: str) -> str:
+    """The projection capped as ``text`` is, but every piece of text from the run (the goal, the agent's words,
+    each call with its arguments, each tool result, the final answer, the proposed call) between ``<data KEY>``
+    and ``</data KEY>``; the criteria (the developer's) and the layout lines stay bare. Raises ``ValueError``
+    when ``key`` is empty or occurs in the run's text: only then can no content forge a fence."""
+    if not key or key in _render(p):
+        raise ValueError("a fence key must be non-empty and absent from the projection's content")
+    return storable_text(_bounded(p, _Fence(f"<data {key}>", f"</data {key}>", every_field=True)), where="a fence")
+
+
+def _bounded(p: Projection, fence: _Fence = _TOOL_OUTPUT) -> str:
     """The rendered projection capped at ``max_chars``: whole when it fits, else its head (the goal and criteria)
     and its tail (the latest steps), the middle mattering least. Renders only the lines those keep, from each end:
     a step of 3,000 calls costs what the kept characters cost, not 3,000 calls' worth of text."""
     limit = p.max_chars
     kept: list[str] = []
     size = -1  # the newlines between lines
-    for line in _lines(p):
+    for line in _lines(p, fence):
         kept.append(line)
         size += len(line) + 1
         if size > limit:
@@ -106,7 +134,7 @@ def _bounded(p: Projection) -> str:
         return "\n".join(kept)[:limit]
     tail: list[str] = []
     size = -1
-    for line in _lines_backward(p):
+    for line in _lines_backward(p, fence):
         tail.append(line)
         size += len(line) + 1
         if size >= want:
@@ -116,30 +144,30 @@ def _bounded(p: Projection) -> str:
 
 def _render(p: Projection) -> str:
     """The whole rendered text, uncapped: what ``_bounded`` cuts (and what ``stopwise.evals.traces`` parses)."""
-    return "\n".join(_lines(p))
+    return "\n".join(_lines(p, _TOOL_OUTPUT))
 
 
-def _lines(p: Projection) -> Iterator[str]:
+def _lines(p: Projection, fence: _Fence) -> Iterator[str]:
     """The projection's text, line by line (``_lines_backward`` yields the same lines last first)."""
-    yield from _header(p)
+    yield from _header(p, fence)
     for s in p.steps:
-        yield _step_line(s)
+        yield _step_line(s, fence)
         for c in s.calls:
-            yield from _call_lines(c)
-    yield from _footer(p)
+            yield from _call_lines(c, fence)
+    yield from _footer(p, fence)
 
 
-def _lines_backward(p: Projection) -> Iterator[str]:
-    yield from reversed(_footer(p))
+def _lines_backward(p: Projection, fence: _Fence) -> Iterator[str]:
+    yield from reversed(_footer(p, fence))
     for s in reversed(p.steps):
         for c in reversed(s.calls):
-            yield from reversed(_call_lines(c))
-        yield _step_line(s)
-    yield from reversed(_header(p))
+            yield from reversed(_call_lines(c, fence))
+        yield _step_line(s, fence)
+    yield from reversed(_header(p, fence))
 
 
-def _header(p: Projection) -> list[str]:
-    lines = [f"GOAL: {p.goal or '(not stated)'}"]
+def _header(p: Projection, fence: _Fence) -> list[str]:
+    lines = [f"GOAL: {fence.data(p.goal) if p.goal else '(not stated)'}"]
     if p.criteria:
         lines.append("ACCEPTANCE CRITERIA:")
         lines.extend(f"- {c}" for c in p.criteria)
@@ -147,23 +175,25 @@ def _header(p: Projection) -> list[str]:
     return lines
 
 
-def _step_line(s: ProjectedStep) -> str:
-    return f"[step {s.step}] agent: {s.text or '(no text)'}"
+def _step_line(s: ProjectedStep, fence: _Fence) -> str:
+    return f"[step {s.step}] agent: {fence.data(s.text) if s.text else '(no text)'}"
 
 
-def _call_lines(c: ProjectedCall) -> tuple[str, str]:
+def _call_lines(c: ProjectedCall, fence: _Fence) -> tuple[str, str]:
     args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
     status = "denied" if c.denied else "error" if c.error else "ok"
-    return f"  call {c.tool}({args}) [{c.risk}] -> {status}:", f"  {UNTRUSTED_OPEN}{c.result}{UNTRUSTED_CLOSE}"
+    call = fence.data(f"{c.tool}({args})")
+    return f"  call {call} [{c.risk}] -> {status}:", f"  {fence.open}{c.result}{fence.close}"
 
 
-def _footer(p: Projection) -> list[str]:
+def _footer(p: Projection, fence: _Fence) -> list[str]:
     lines = []
     if p.final is not None:
-        lines.append(f"FINAL ANSWER PROPOSED: {p.final}")
+        lines.append(f"FINAL ANSWER PROPOSED: {fence.data(p.final)}")
     if p.pending is not None:
         args = json.dumps(p.pending.args, ensure_ascii=False, default=str)
-        lines.append(f"PROPOSED NEXT ACTION: {p.pending.name}({args}) [declared risk: {p.pending_risk}]")
+        call = fence.data(f"{p.pending.name}({args})")
+        lines.append(f"PROPOSED NEXT ACTION: {call} [declared risk: {p.pending_risk}]")
     return lines
 
 

@@ -251,6 +251,9 @@ class PeerRun:
         self._counted: tuple[int, Message | None, int] = (0, None, 0)
         """The run's assistant rows counted at the last projection: up to which index, the row just before it,
         and how many (see ``_steps_before``)."""
+        self._call_base: tuple[str, int, tuple[Message, ...], Projection] | None = None
+        """The projection the risk gate shares among one reply's calls: the goal, the steps before and the rows
+        it was made from, and the projection itself, without a pending call (see ``_project``)."""
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
         """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
@@ -476,19 +479,44 @@ class PeerRun:
         final: str | None = None,
     ) -> Projection:
         """The guardian's projection of ``rows``: only the last ``history_steps`` steps are projected, the steps
-        before them counted (the same projection as of all the rows, at a cost that does not grow with the run)."""
+        before them counted (the same projection as of all the rows, at a cost that does not grow with the run).
+        The risk gate's projections of one reply's calls share one projection of the rows, each call then put in
+        as the pending one, as the native loop shares them: without it a reply of n calls cost n projections of
+        n calls each (the risk gates of a 500-call reply: 0.65-0.90 s, now 0.26-0.41 s)."""
         start = tail_start(rows, guardian.history_steps, lo=min(self.run_start, len(rows)))
+        window = tuple(rows[start:])
+        before = self._steps_before(rows, start)
+        risks = {name: Risk(risk).value for name, risk in self.deciders.risks.items()}
+        if pending is not None and final is None:
+            kept = self._call_base
+            # The same rows: the same objects, or equal ones (a peer converts its newest message again per hook).
+            if kept is None or kept[0] != goal or kept[1] != before or kept[2] != window:
+                kept = (goal, before, window, self._projection(guardian, window, goal, risks, before, None, None))
+                self._call_base = kept
+            return dataclasses.replace(kept[3], pending=pending, pending_risk=risks.get(pending.name, "unknown"))
+        return self._projection(guardian, window, goal, risks, before, pending, final)
+
+    @staticmethod
+    def _projection(
+        guardian: Guardian,
+        window: Sequence[Message],
+        goal: str,
+        risks: Mapping[str, str],
+        before: int,
+        pending: ToolCall | None,
+        final: str | None,
+    ) -> Projection:
         return project(
-            list(rows[start:]),
+            window,
             goal=goal,
             criteria=guardian.criteria,
             last_k=guardian.history_steps,
             result_chars=guardian.result_chars,
-            risks={name: Risk(risk).value for name, risk in self.deciders.risks.items()},
+            risks=risks,
             pending=pending,
             final=final,
             max_chars=guardian.max_chars,
-            steps_before=self._steps_before(rows, start),
+            steps_before=before,
             step_chars=guardian.step_chars,
         )
 
