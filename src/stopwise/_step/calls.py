@@ -164,8 +164,18 @@ async def plan_calls(
         if offered is not None and call.name not in offered and call.name in leg.tools:
             plans.append(CallPlan(call, None, None, _not_offered(call, offered)))
         else:
-            plans.append(await _plan(leg, step, call, row, history, records))
+            plan = await _plan(leg, step, call, row, history, records)
+            plans.append(plan)
+            row = _with_call(row, plan.call)
     return plans
+
+
+def _with_call(row: Message, call: ToolCall) -> Message:
+    """``row`` (the reply's history row) with ``call`` in the place of the call of the same id; ``row`` itself when
+    that call is ``call`` already (no redacting verdict replaced it)."""
+    if all(c is call or c.id != call.id for c in row.tool_calls):
+        return row
+    return replace(row, tool_calls=tuple(call if c.id == call.id else c for c in row.tool_calls))
 
 
 def _not_offered(call: ToolCall, offered: frozenset[str]) -> Message:
@@ -237,6 +247,12 @@ async def _plan(
         except (GuardrailRaised, GuardrailError) as exc:
             raise CallerCodeFailed(caller_failure(exc)) from exc
         records.extend(chain.records)
+        if chain.redacted:
+            # What a redacting verdict removed is stored nowhere: the call as the log, the model's next request,
+            # the suspension and the guardian see it carries the arguments the chain left (none after a block).
+            args = {} if chain.block is not None else chain.value
+            call = replace(call, args=dict(args))
+            row = _with_call(row, call)
         if chain.block is not None:
             # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not count
             # toward the runaway-error guard.
