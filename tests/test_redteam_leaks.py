@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import random
 import string
+import subprocess
+import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -197,6 +200,44 @@ async def test_a_call_waiting_for_approval_is_suspended_with_redacted_arguments_
     assert done.status is RunStatus.COMPLETED
     assert RECEIVED == [{"token": "[redacted]"}]
     assert SECRET not in _requests(model) and SECRET.encode() not in _disk(tmp_path)
+
+
+async def _suspend(folder: Path) -> str:
+    """A run whose call (its token redacted) waits for a reviewer, in ``folder/log.db``; its run id."""
+    call = ToolCall("deploy_reviewed", {"token": SECRET})
+    case = Case("on_tool_call", (Reply(tool_calls=[call]),), "Deploy.", (deploy_reviewed,))
+    store = SQLiteStore(folder / "log.db")
+    try:
+        waiting = await Runner(store).run(case.agent(ScriptedModel(list(case.replies))), case.task, session_id="s")
+    finally:
+        await store.close()
+    assert waiting.status is RunStatus.SUSPENDED
+    return waiting.run_id
+
+
+@pytest.mark.slow  # a server process
+def test_the_review_page_of_serve_shows_the_redacted_arguments_only(tmp_path: Path) -> None:
+    run_id = asyncio.run(_suspend(tmp_path))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stopwise", "serve", "log.db", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[-1]  # "stopwise serve: <url> ...": printed once it listens
+        pages = []
+        for path in ("/", f"/runs/{run_id}"):
+            with urllib.request.urlopen(url.rstrip("/") + path, timeout=30) as resp:
+                pages.append(resp.read().decode())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "[redacted]" in pages[1]
+    assert not any(SECRET in page for page in pages)
 
 
 async def test_a_redacting_block_on_a_tool_call_keeps_no_copy_of_its_arguments(tmp_path: Path) -> None:
