@@ -240,6 +240,28 @@ def test_the_review_page_of_serve_shows_the_redacted_arguments_only(tmp_path: Pa
     assert not any(SECRET in page for page in pages)
 
 
+@tool(client=True)
+def browser_env() -> str:
+    """Read the environment the browser sees (the application runs it and hands the result to ``resume``)."""
+    raise AssertionError("a client tool runs at the caller")
+
+
+async def test_a_client_tools_result_given_to_resume_is_redacted_like_any_tool_result(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("browser_env", {})]), "The env sets a token."])
+    agent = Agent("ops", "", model, tools=[browser_env], guardrails=Guardrails(on_tool_result=redact_secrets()))
+    store = SQLiteStore(tmp_path / "log.db")
+    try:
+        waiting = await Runner(store).run(agent, "Read the browser's env.", session_id="s")
+        [pending] = waiting.pending
+        done = await Runner(store).resume(agent, "s", results={pending.call_id: f"GITHUB_TOKEN={SECRET}"})
+    finally:
+        await store.close()
+    assert done.status is RunStatus.COMPLETED
+    assert [(g.hook.value, g.action) for g in done.guardrails] == [("tool_result", "rewrite")]
+    assert "GITHUB_TOKEN=[redacted]" in _requests(model)
+    assert SECRET not in _requests(model) and SECRET.encode() not in _disk(tmp_path)
+
+
 async def test_a_redacting_block_on_a_tool_call_keeps_no_copy_of_its_arguments(tmp_path: Path) -> None:
     def no_tokens(ctx: ToolCallContext) -> Block | None:
         return Block("the call carries a token", redacted=True) if "ghp_" in str(ctx.tool_call.args) else None

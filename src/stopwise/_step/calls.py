@@ -336,7 +336,8 @@ async def guard_results(
     leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[LogRecord]
 ) -> tuple[list[Message], ErrorDetail | None]:
     """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
-    produced is judged; a rewrite or block leaves a receipt record for audit (``guardrails.receipts``).
+    produced is judged (a client tool's result given to ``resume`` too); a rewrite or block leaves a receipt
+    record for audit (``guardrails.receipts``).
 
     A guardrail that raises cannot end the step unlogged: its tools ran. That result and every later unjudged
     one are withheld (a notice row for the model, a receipt record for audit), and the failure comes back with
@@ -349,7 +350,9 @@ async def guard_results(
     guarded: list[Message] = []
     failed: ErrorDetail | None = None
     for plan, row in zip(plans, rows, strict=True):
-        if plan.row is not None or row.metadata.get(ORIGIN) == "stopwise":
+        origin = row.metadata.get(ORIGIN)
+        # A client tool's result (``resume(results=...)``) is a tool's output too; stopwise's own answers are not.
+        if origin == "stopwise" or (plan.row is not None and origin != "client"):
             guarded.append(row)
             continue
         if failed is not None:
@@ -391,7 +394,9 @@ async def guard_results(
         else:
             new = encode_tool_result(chain.value, tool_call_id=plan.call.id)
             if is_error:
-                new = replace(new, metadata={**new.metadata, TOOL_ERROR: True, ORIGIN: "tool"})
+                new = replace(new, metadata={**new.metadata, TOOL_ERROR: True, ORIGIN: origin or "tool"})
+            elif origin is not None:
+                new = replace(new, metadata={**new.metadata, ORIGIN: origin})
             guarded.append(new)
     return guarded, failed
 
