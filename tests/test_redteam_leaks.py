@@ -291,7 +291,8 @@ async def test_personal_data_redacted_from_a_tool_call_is_not_logged_either(tmp_
     assert CARD not in _requests(model) and CARD.encode() not in _disk(tmp_path)
 
 
-@pytest.mark.parametrize("name", ["tool_call", "tool_result", "tool_error"])
+# Not the output hook: the guardian judges the answer the model proposed, before the output hook (by design).
+@pytest.mark.parametrize("name", ["input", "tool_call", "tool_result", "tool_error"])
 async def test_the_guardians_judge_and_records_never_see_a_redacted_secret(name: str, tmp_path: Path) -> None:
     prompts: list[str] = []
 
