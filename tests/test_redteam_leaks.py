@@ -27,7 +27,7 @@ from _pgcluster import Server
 from stopwise import Agent, Approve, Reply, Runner, ScriptedModel, SQLiteStore, Store, ToolCall, tool
 from stopwise.cli import main
 from stopwise.guardian import Guardian, JudgeEvaluator
-from stopwise.guardrails import Block, Guardrails, ToolCallContext, redact_pii, redact_secrets
+from stopwise.guardrails import Block, Guardrails, ToolCallContext, block_pii, redact_pii, redact_secrets
 from stopwise.models import FunctionModel, ModelRequest
 from stopwise.result import RunResult, RunStatus
 from stopwise.telemetry import RunTracer
@@ -276,6 +276,22 @@ async def test_a_redacting_block_on_a_tool_call_keeps_no_copy_of_its_arguments(t
         await store.close()
     assert [g.action for g in result.guardrails] == ["block"] and RECEIVED == []
     assert SECRET not in _requests(model) and SECRET.encode() not in _disk(tmp_path)
+
+
+async def test_a_call_block_pii_refused_is_logged_without_its_arguments(tmp_path: Path) -> None:
+    RECEIVED.clear()
+    case = Case("on_tool_call", (Reply(tool_calls=[ToolCall("deploy", {"token": CARD})]), "Done."), "Go.", (deploy,))
+    model = ScriptedModel(list(case.replies))
+    store = SQLiteStore(tmp_path / "log.db")
+    try:
+        result = await Runner(store).run(case.agent(model, block_pii()), case.task, session_id="s")
+    finally:
+        await store.close()
+    assert [(g.action, g.reason) for g in result.guardrails] == [
+        ("block", "the call's arguments contain a payment card number")
+    ]
+    assert RECEIVED == []
+    assert CARD not in _requests(model) and CARD.encode() not in _disk(tmp_path)
 
 
 async def test_personal_data_redacted_from_a_tool_call_is_not_logged_either(tmp_path: Path) -> None:

@@ -276,8 +276,9 @@ def block_pii(
     *, cards: bool = True, ssns: bool = True, ibans: bool = True, phones: bool = False, phone_region: str = "US"
 ) -> Callable[[GuardrailContext], Block | None]:
     """Refuse personal data; works on every hook. On the input hook it reads the user rows and the run ends before
-    any model call, so the data never leaves the process; on a tool call it reads the arguments, on a tool result
-    the result (the block is a redaction: the receipt keeps no copy), on the output the answer.
+    any model call, so the data never leaves the process; on a tool call it reads the arguments (the block is a
+    redaction: the logged call keeps no arguments), on a tool result the result (the block is a redaction: the
+    receipt keeps no copy), on the output the answer.
 
     Detects payment card numbers (issuer prefix and length, Luhn; any one separator), US SSNs (with dashes,
     spaces or none; bare nine digits only after words such as "SSN"; never-issued ranges excluded), IBANs
@@ -292,7 +293,7 @@ def block_pii(
             return None if kind is None else Block(f"the tool result contains {_NAMES[kind]}", redacted=True)
         if isinstance(ctx, ToolCallContext):
             kind = scan.first(ctx.tool_call.args)
-            return None if kind is None else Block(f"the call's arguments contain {_NAMES[kind]}")
+            return None if kind is None else Block(f"the call's arguments contain {_NAMES[kind]}", redacted=True)
         if isinstance(ctx, OutputContext):
             kind = scan.first(ctx.text)
             return None if kind is None else Block(f"the answer contains {_NAMES[kind]}")
