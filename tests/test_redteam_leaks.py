@@ -262,6 +262,21 @@ async def test_a_client_tools_result_given_to_resume_is_redacted_like_any_tool_r
     assert SECRET not in _requests(model) and SECRET.encode() not in _disk(tmp_path)
 
 
+async def test_a_sub_agents_session_keeps_only_what_the_parents_redaction_left(tmp_path: Path) -> None:
+    child_model = ScriptedModel([Reply(tool_calls=[ToolCall("read_env", {})]), "The env sets a token."])
+    child = Agent("reader", "Read the env.", child_model, tools=[read_env])
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("reader", {"input": "Read the env."})]), "Done."])
+    parent = Agent("ops", "", model, tools=[child.as_tool()], guardrails=Guardrails(on_tool_result=redact_secrets()))
+    store = SQLiteStore(tmp_path / "log.db")
+    try:
+        result = await Runner(store).run(parent, "What does the env set?", session_id="s")
+    finally:
+        await store.close()
+    assert result.status is RunStatus.COMPLETED
+    assert "GITHUB_TOKEN=[redacted]" in _requests(child_model)
+    assert SECRET not in _requests(child_model) and SECRET.encode() not in _disk(tmp_path)
+
+
 async def test_a_redacting_block_on_a_tool_call_keeps_no_copy_of_its_arguments(tmp_path: Path) -> None:
     def no_tokens(ctx: ToolCallContext) -> Block | None:
         return Block("the call carries a token", redacted=True) if "ghp_" in str(ctx.tool_call.args) else None
