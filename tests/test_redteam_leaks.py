@@ -137,15 +137,18 @@ async def _run(store: Store, case: Case, **runner: Any) -> tuple[RunResult, Scri
     return result, model
 
 
-async def _run_and_fork(folder: Path, case: Case, tracer: RunTracer) -> tuple[RunResult, ScriptedModel]:
+async def _run_and_fork(folder: Path, case: Case, tracer: RunTracer) -> tuple[RunResult, ScriptedModel, bytes]:
+    """The run, its model, and the database's bytes while the store is open (its WAL not yet copied back)."""
     store = SQLiteStore(folder / "log.db")
     try:
         result, model = await _run(store, case, on_event=tracer)
         forked = await Runner(store).fork(case.agent(model), "s", result.steps, new_session_id="f", message="Again.")
         assert forked.status is RunStatus.COMPLETED
+        assert (folder / "log.db-wal").exists()
+        open_bytes = _disk(folder)
     finally:
         await store.close()
-    return result, model
+    return result, model, open_bytes
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -153,12 +156,13 @@ def test_a_redacted_secret_reaches_no_sink(
     name: str, tmp_path: Path, exporter: InMemorySpanExporter, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Sync: the CLI runs its own event loop.
-    result, model = asyncio.run(_run_and_fork(tmp_path, CASES[name], _tracer(exporter)))
+    result, model, open_bytes = asyncio.run(_run_and_fork(tmp_path, CASES[name], _tracer(exporter)))
     assert SECRET not in _requests(model), "the model's requests"
     assert SECRET not in repr(result), "the run's result"
     spans = exporter.get_finished_spans()
     assert spans and SECRET not in repr([(s.name, dict(s.attributes or {}), s.events) for s in spans]), "telemetry"
-    assert SECRET.encode() not in _disk(tmp_path), "the SQLite file"
+    assert SECRET.encode() not in open_bytes, "the SQLite file and its WAL, the store open"
+    assert SECRET.encode() not in _disk(tmp_path), "the SQLite file, the store closed"
     for command in (["show", "s"], ["show", "s", "--json"], ["show", "f"]):
         assert main([*command, "--db", str(tmp_path / "log.db")]) == 0
         assert SECRET not in capsys.readouterr().out, command
