@@ -395,6 +395,10 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
             plans = await plan_calls(
                 leg, step.number, step.reply, step.phase, step.records, offered=offered, row=step.row()
             )
+            calls = tuple(p.call for p in plans)
+            if any(a is not b for a, b in zip(calls, step.reply.tool_calls, strict=True)):
+                # A redacting tool-call guardrail replaced arguments: the reply is logged (and sent back) redacted.
+                step.reply = replace(step.reply, tool_calls=calls)
         step.plans = plans
         waits = runs = False
         for p in step.plans:  # one loop, not two any(): this runs every tool step

@@ -164,8 +164,18 @@ async def plan_calls(
         if offered is not None and call.name not in offered and call.name in leg.tools:
             plans.append(CallPlan(call, None, None, _not_offered(call, offered)))
         else:
-            plans.append(await _plan(leg, step, call, row, history, records))
+            plan = await _plan(leg, step, call, row, history, records)
+            plans.append(plan)
+            row = _with_call(row, plan.call)
     return plans
+
+
+def _with_call(row: Message, call: ToolCall) -> Message:
+    """``row`` (the reply's history row) with ``call`` in the place of the call of the same id; ``row`` itself when
+    that call is ``call`` already (no redacting verdict replaced it)."""
+    if all(c is call or c.id != call.id for c in row.tool_calls):
+        return row
+    return replace(row, tool_calls=tuple(call if c.id == call.id else c for c in row.tool_calls))
 
 
 def _not_offered(call: ToolCall, offered: frozenset[str]) -> Message:
@@ -237,6 +247,12 @@ async def _plan(
         except (GuardrailRaised, GuardrailError) as exc:
             raise CallerCodeFailed(caller_failure(exc)) from exc
         records.extend(chain.records)
+        if chain.redacted:
+            # What a redacting verdict removed is stored nowhere: the call as the log, the model's next request,
+            # the suspension and the guardian see it carries the arguments the chain left (none after a block).
+            args = {} if chain.block is not None else chain.value
+            call = replace(call, args=dict(args))
+            row = _with_call(row, call)
         if chain.block is not None:
             # A verdict, not a tool failure: the model reads it, it never reaches approval, and it does not count
             # toward the runaway-error guard.
@@ -320,7 +336,8 @@ async def guard_results(
     leg: Leg, step: int, plans: list[CallPlan], rows: list[Message], records: list[LogRecord]
 ) -> tuple[list[Message], ErrorDetail | None]:
     """Tool-result guardrails, per result in call order, once the whole batch settled. Only output a tool
-    produced is judged; a rewrite or block leaves a receipt record for audit (``guardrails.receipts``).
+    produced is judged (a client tool's result given to ``resume`` too); a rewrite or block leaves a receipt
+    record for audit (``guardrails.receipts``).
 
     A guardrail that raises cannot end the step unlogged: its tools ran. That result and every later unjudged
     one are withheld (a notice row for the model, a receipt record for audit), and the failure comes back with
@@ -333,7 +350,9 @@ async def guard_results(
     guarded: list[Message] = []
     failed: ErrorDetail | None = None
     for plan, row in zip(plans, rows, strict=True):
-        if plan.row is not None or row.metadata.get(ORIGIN) == "stopwise":
+        origin = row.metadata.get(ORIGIN)
+        # A client tool's result (``resume(results=...)``) is a tool's output too; stopwise's own answers are not.
+        if origin == "stopwise" or (plan.row is not None and origin != "client"):
             guarded.append(row)
             continue
         if failed is not None:
@@ -375,7 +394,9 @@ async def guard_results(
         else:
             new = encode_tool_result(chain.value, tool_call_id=plan.call.id)
             if is_error:
-                new = replace(new, metadata={**new.metadata, TOOL_ERROR: True, ORIGIN: "tool"})
+                new = replace(new, metadata={**new.metadata, TOOL_ERROR: True, ORIGIN: origin or "tool"})
+            elif origin is not None:
+                new = replace(new, metadata={**new.metadata, ORIGIN: origin})
             guarded.append(new)
     return guarded, failed
 

@@ -174,18 +174,37 @@ def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     return value
 
 
-def redact_secrets() -> Callable[[ToolResultContext], Rewrite | None]:
-    """Replace every secret in a tool result with ``[redacted]`` before the model or the log sees it (strings
-    inside JSON results too): API keys and tokens of the common vendors, private keys, JWTs, bearer and basic
-    credentials, passwords in URLs and connection strings, and values assigned to secret-named keys
-    (``stopwise.guardrails._secrets.SECRET_RULES``). The rewrite is a redaction: the tool receipt keeps the
-    redacted copy, not the raw result (see ``Guardrails.receipt_hmac_key``)."""
+def _redacting(name: str, redact: Callable[[str], str]) -> Callable[[GuardrailContext], Rewrite | None]:
+    """A guardrail for every hook that applies ``redact`` to each string it guards; every rewrite it makes is a
+    redaction (``Rewrite.redacted``), so no copy of the original is stored (see docs/guardrails.md, "Where
+    redaction applies")."""
 
-    def guard(ctx: ToolResultContext) -> Rewrite | None:
-        redacted = _map_strings(ctx.result, redact_text)
-        return None if redacted == ctx.result else Rewrite(result=redacted, redacted=True)
+    def guard(ctx: GuardrailContext) -> Rewrite | None:
+        if isinstance(ctx, ToolResultContext):
+            result = _map_strings(ctx.result, redact)
+            return None if result == ctx.result else Rewrite(result=result, redacted=True)
+        if isinstance(ctx, ToolCallContext):
+            args = _map_strings(ctx.tool_call.args, redact)
+            return None if args == ctx.tool_call.args else Rewrite(args=args, redacted=True)
+        if isinstance(ctx, OutputContext):
+            text = redact(ctx.text)
+            return None if text == ctx.text else Rewrite(text=text, redacted=True)
+        messages = tuple(replace(m, content=redact(m.content)) if m.role is Role.USER else m for m in ctx.messages)
+        return None if messages == tuple(ctx.messages) else Rewrite(messages=messages, redacted=True)
 
-    return named("redact_secrets", guard)
+    return named(name, guard)
+
+
+def redact_secrets() -> Callable[[GuardrailContext], Rewrite | None]:
+    """Replace every secret with ``[redacted]``; works on every hook: API keys and tokens of the common vendors,
+    private keys, JWTs, bearer and basic credentials, passwords in URLs and connection strings, and values
+    assigned to secret-named keys (``stopwise.guardrails._secrets.SECRET_RULES``), in strings inside JSON too.
+
+    Input: the user rows are rewritten (the log keeps only the redacted rows); tool call: the arguments that run,
+    and the logged call carries them instead of the model's; tool result: what the model and the log see (the
+    tool receipt keeps the redacted copy, not the raw result: see ``Guardrails.receipt_hmac_key``); output: the
+    answer."""
+    return _redacting("redact_secrets", redact_text)
 
 
 _NAMES = {
@@ -257,8 +276,9 @@ def block_pii(
     *, cards: bool = True, ssns: bool = True, ibans: bool = True, phones: bool = False, phone_region: str = "US"
 ) -> Callable[[GuardrailContext], Block | None]:
     """Refuse personal data; works on every hook. On the input hook it reads the user rows and the run ends before
-    any model call, so the data never leaves the process; on a tool call it reads the arguments, on a tool result
-    the result (the block is a redaction: the receipt keeps no copy), on the output the answer.
+    any model call, so the data never leaves the process; on a tool call it reads the arguments (the block is a
+    redaction: the logged call keeps no arguments), on a tool result the result (the block is a redaction: the
+    receipt keeps no copy), on the output the answer.
 
     Detects payment card numbers (issuer prefix and length, Luhn; any one separator), US SSNs (with dashes,
     spaces or none; bare nine digits only after words such as "SSN"; never-issued ranges excluded), IBANs
@@ -273,7 +293,7 @@ def block_pii(
             return None if kind is None else Block(f"the tool result contains {_NAMES[kind]}", redacted=True)
         if isinstance(ctx, ToolCallContext):
             kind = scan.first(ctx.tool_call.args)
-            return None if kind is None else Block(f"the call's arguments contain {_NAMES[kind]}")
+            return None if kind is None else Block(f"the call's arguments contain {_NAMES[kind]}", redacted=True)
         if isinstance(ctx, OutputContext):
             kind = scan.first(ctx.text)
             return None if kind is None else Block(f"the answer contains {_NAMES[kind]}")
@@ -292,21 +312,6 @@ def redact_pii(
 ) -> Callable[[GuardrailContext], Rewrite | None]:
     """Replace personal data with ``[redacted <kind>]`` instead of refusing; works on every hook and detects what
     ``block_pii`` detects. Input: the user rows are rewritten (the log keeps only the redacted rows); tool call:
-    the arguments that run; tool result: what the model and the log see (a redaction: the receipt keeps the
-    redacted copy); output: the answer."""
-    scan = _pii_scan("redact_pii", cards, ssns, ibans, phones, phone_region)
-
-    def guard(ctx: GuardrailContext) -> Rewrite | None:
-        if isinstance(ctx, ToolResultContext):
-            result = _map_strings(ctx.result, scan.redact)
-            return None if result == ctx.result else Rewrite(result=result, redacted=True)
-        if isinstance(ctx, ToolCallContext):
-            args = _map_strings(ctx.tool_call.args, scan.redact)
-            return None if args == ctx.tool_call.args else Rewrite(args=args)
-        if isinstance(ctx, OutputContext):
-            text = scan.redact(ctx.text)
-            return None if text == ctx.text else Rewrite(text=text)
-        messages = tuple(replace(m, content=scan.redact(m.content)) if m.role is Role.USER else m for m in ctx.messages)
-        return None if messages == tuple(ctx.messages) else Rewrite(messages=messages)
-
-    return named("redact_pii", guard)
+    the arguments that run, and the logged call carries them instead of the model's; tool result: what the model
+    and the log see (a redaction: the receipt keeps the redacted copy); output: the answer."""
+    return _redacting("redact_pii", _pii_scan("redact_pii", cards, ssns, ibans, phones, phone_region).redact)

@@ -51,8 +51,9 @@ class Block:
     reason: str
     replacement: str | None = None
     redacted: bool = False
-    """On the tool-result hook: the blocked result holds something that must not be stored in clear (a secret,
-    personal data). Its tool receipt then keeps no copy of it, only an HMAC when the application gave a key."""
+    """What is blocked holds something that must not be stored in clear (a secret, personal data). On the
+    tool-result hook the tool receipt then keeps no copy of the result, only an HMAC when the application gave a
+    key; on the tool-call hook the logged call keeps no arguments (``{}``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +66,10 @@ class Rewrite:
     result: Any = None
     text: str | None = None
     redacted: bool = False
-    """On the tool-result hook: this rewrite removed something that must not be stored in clear. The tool
-    receipt then keeps the rewritten copy instead of the raw result (and an HMAC of the raw result when the
-    application gave a key). ``redact_secrets`` and ``redact_pii`` set it."""
+    """This rewrite removed something that must not be stored in clear. On the tool-result hook the tool receipt
+    then keeps the rewritten copy instead of the raw result (and an HMAC of the raw result when the application
+    gave a key); on the tool-call hook the logged call (the log, the model's next request, the suspension) carries
+    the rewritten arguments instead of the model's. ``redact_secrets`` and ``redact_pii`` set it."""
 
 
 GuardrailVerdict = Pass | Block | Rewrite | None
