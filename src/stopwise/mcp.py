@@ -20,7 +20,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,7 +42,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.mcp needs the 'mcp' extra: pip install 'stopwise[mcp]'") from exc
 
-__all__ = ["MCPServer", "MCPTool", "ToolHints", "risk_of"]
+__all__ = ["IDEMPOTENCY_META_KEY", "MCPServer", "MCPTool", "ToolHints", "risk_of"]
 
 T = TypeVar("T")
 
@@ -133,11 +133,15 @@ class MCPTool(Tool):
         timeout = limit if self.timeout is None else self.timeout if limit is None else min(self.timeout, limit)
         try:
             async with asyncio.timeout(timeout):
-                result = await self.server.call(self.name, dict(args))
+                result = await self.server.call(self.name, dict(args), idempotency_key=ctx.idempotency_key)
         except TimeoutError:
             return error_tool_result(f"Tool '{self.name}' timed out after {timeout or 0:g}s", tool_call_id=call.id)
         except MCPError as exc:
             return error_tool_result(f"Tool '{self.name}' failed: {exc}", tool_call_id=call.id)
+        except _OffSchema as exc:
+            return error_tool_result(
+                f"Tool '{self.name}' answered outside its output schema: {exc}", tool_call_id=call.id
+            )
         text = _text_of(result.content)
         value = result.structured_content
         if not text and value is not None:  # no text beside it (no blocks, or empty ones): the typed result is it
@@ -148,7 +152,8 @@ class MCPTool(Tool):
         if text is not None:
             return encode_tool_result(text, tool_call_id=call.id)
         if value is None:
-            value = [b.model_dump(mode="json", exclude_none=True) for b in result.content]
+            # Spelled as the spec spells them (``mimeType``), so the model reads the blocks the server sent.
+            value = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
         try:
             return encode_tool_result(value, tool_call_id=call.id)
         except ValueError as exc:  # a server's JSON may spell NaN or Infinity, which the log does not keep
@@ -173,14 +178,19 @@ class _Connection:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, make: Callable[[], Client]) -> _Connection:
+    async def open(cls, make: Callable[[], Client], within: float | None) -> _Connection:
+        """Start the transport and the MCP handshake; ``TimeoutError`` when it takes longer than ``within`` seconds."""
         conn = cls()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         conn._task = asyncio.create_task(conn._hold(make, ready))
         try:
-            conn.client = await ready
-        except asyncio.CancelledError:
-            await conn.close()
+            async with asyncio.timeout(within):
+                conn.client = await asyncio.shield(ready)
+        except BaseException:
+            # A server that never answers ``initialize`` holds the handshake forever: the task is cancelled,
+            # not asked to close, since it is not yet waiting for the close.
+            conn._task.cancel()
+            await asyncio.gather(conn._task, return_exceptions=True)
             raise
         return conn
 
@@ -192,6 +202,7 @@ class _Connection:
         except BaseException as exc:  # the transport's task group fails as a group when the server dies
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError(repr(exc)))
+                ready.exception()  # retrieved: an opener that timed out no longer awaits it
             if isinstance(exc, asyncio.CancelledError) and not self._closing.is_set():
                 raise
 
@@ -301,7 +312,14 @@ class MCPServer:
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             # A lone string would otherwise be passed as one argument per character.
             raise ConfigError("MCPServer.stdio.args", f"must be a list of strings, got {args!r}")
-        params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
+        # Bytes that are not UTF-8 read as U+FFFD: a strict decoder would end the connection on one bad byte.
+        params = StdioServerParameters(
+            command=command,
+            args=list(args),
+            env=dict(env) if env else None,
+            cwd=cwd,
+            encoding_error_handler="replace",
+        )
         label = name or " ".join([command, *args])
         return cls(label, lambda: stdio_client(params, errlog=errlog or sys.stderr), **options)
 
@@ -345,10 +363,18 @@ class MCPServer:
         ``ConfigError`` when it publishes a tool whose input schema is not a valid JSON schema."""
         if self._listing is not None and self._conn is not None and self._conn.alive:
             return self._listing
+        await self._connection()  # bounded by its own timeout, whose error names the handshake
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         while True:
-            page = await self._request(functools.partial(_list_page, cursor=cursor))
+            try:
+                async with asyncio.timeout(self.timeout):
+                    page = await self._request(functools.partial(_list_page, cursor=cursor))
+            except TimeoutError:
+                # The connection is left as it is: a server that answers late is dropped by the next leg's listing.
+                raise ToolUnavailable(
+                    f"MCP server {self._name!r} did not list its tools within {self.timeout:g}s"
+                ) from None
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -378,10 +404,16 @@ class MCPServer:
             hints=hints,
         )
 
-    async def call(self, tool: str, args: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def call(
+        self, tool: str, args: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> mcp_types.CallToolResult:
         """Call one tool. Raises ``ToolUnavailable`` when the server cannot be reached, ``MCPError`` when it
-        answers with a protocol error."""
-        return await self._request(lambda c: c.call_tool(tool, args))
+        answers with a protocol error. ``idempotency_key``, when given, travels in the request's ``_meta`` as
+        ``IDEMPOTENCY_META_KEY``: a server that dedupes on it runs a call a retry repeats once."""
+        meta: mcp_types.RequestParamsMeta | None = None
+        if idempotency_key is not None:
+            meta = cast("mcp_types.RequestParamsMeta", {IDEMPOTENCY_META_KEY: idempotency_key})
+        return await self._request(functools.partial(_call, tool=tool, args=args, meta=meta))
 
     async def _request(self, send: Callable[[Client], Awaitable[T]]) -> T:
         conn = await self._connection()
@@ -403,7 +435,11 @@ class MCPServer:
             if self._conn is not None:
                 await self._drop(self._conn)
             try:
-                self._conn = await _Connection.open(self._client)
+                self._conn = await _Connection.open(self._client, self.timeout)
+            except TimeoutError:
+                raise ToolUnavailable(
+                    f"MCP server {self._name!r} did not complete the MCP handshake within {self.timeout:g}s"
+                ) from None
             except Exception as exc:
                 raise ToolUnavailable(f"MCP server {self._name!r} cannot be reached: {_describe(exc)}") from exc
             return self._conn
@@ -424,6 +460,23 @@ class MCPServer:
 
 async def _list_page(client: Client, *, cursor: str | None) -> mcp_types.ListToolsResult:
     return await client.list_tools(cursor=cursor)
+
+
+IDEMPOTENCY_META_KEY = "io.stopwise/idempotency-key"
+"""The ``_meta`` key of a ``tools/call`` request that carries the call's ``RunContext.idempotency_key``."""
+
+
+class _OffSchema(Exception):
+    """The server's structured content does not match the output schema it published for the tool."""
+
+
+async def _call(
+    client: Client, *, tool: str, args: dict[str, Any], meta: mcp_types.RequestParamsMeta | None
+) -> mcp_types.CallToolResult:
+    try:
+        return await client.call_tool(tool, args, meta=meta)
+    except RuntimeError as exc:  # how the SDK reports a result outside the tool's outputSchema
+        raise _OffSchema(str(exc).splitlines()[0]) from exc
 
 
 def _describe(exc: BaseException) -> str:
