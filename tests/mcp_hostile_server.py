@@ -2,13 +2,13 @@
 
 Listing modes shape what ``tools/list`` answers; call modes shape what ``tools/call`` answers for the tool named
 like the mode; lifecycle modes misbehave around ``initialize``. ``argv[2]``, when given, is a file the server
-appends each request's method to (so a test can count what reached it) and writes its pid into ``<file>.pid``.
+appends each request's method to, with the idempotency key of a ``tools/call`` (so a test can count what reached
+it), and writes its pid into ``<file>.pid``.
 """
 
 import json
 import os
 import sys
-import time
 
 MODE = sys.argv[1]
 TRACE = sys.argv[2] if len(sys.argv) > 2 else None
@@ -53,6 +53,8 @@ def listing() -> list[dict[str, object]]:
     if MODE == "output_schema":
         schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
         return [tool("output_schema", outputSchema=schema)]
+    if MODE == "after_crash":
+        return [tool("kills_client")]
     return [tool(MODE), tool("echo")]
 
 
@@ -98,9 +100,8 @@ def call(request_id: object, name: str) -> None:
     elif MODE == "list_changed":
         write(b'{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}')
         answer(request_id, {"content": [{"type": "text", "text": "changed"}]})
-    elif MODE == "slow_effect":
-        time.sleep(0.2)
-        answer(request_id, {"content": [{"type": "text", "text": "charged"}]})
+    elif MODE == "kills_client":  # the effect is done (the trace holds it), then the client dies before the answer
+        os.kill(os.getppid(), 9)
     else:
         answer(request_id, {"content": [{"type": "text", "text": "ok"}]})
 
@@ -116,8 +117,9 @@ for raw in sys.stdin.buffer:
     message = json.loads(raw)
     method, request_id = message.get("method"), message.get("id")
     if TRACE:
+        key = (message.get("params") or {}).get("_meta", {}).get("io.stopwise/idempotency-key", "")
         with open(TRACE, "a") as f:
-            f.write(f"{method}\n")
+            f.write(f"{method} {key}".rstrip() + "\n")
     if request_id is None:
         continue  # a notification
     if method == "initialize":

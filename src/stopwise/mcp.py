@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -290,6 +292,9 @@ class MCPServer:
         self._conn: _Connection | None = None
         self._lock = asyncio.Lock()
         self._listing: tuple[MCPTool, ...] | None = None
+        self.left_out: tuple[str, ...] = ()
+        """The names of the tools the last listing left out because model providers refuse them (see
+        ``list_tools``)."""
 
     @classmethod
     def stdio(
@@ -360,7 +365,10 @@ class MCPServer:
     async def list_tools(self) -> tuple[MCPTool, ...]:
         """The server's tools, listed once and cached until ``refresh()``, a reconnection, or the server's
         ``tools/list_changed`` notice. Raises ``ToolUnavailable`` when the server cannot be reached and
-        ``ConfigError`` when it publishes a tool whose input schema is not a valid JSON schema."""
+        ``ConfigError`` when it publishes a tool whose input schema is not a valid JSON schema. A tool whose name
+        model providers refuse (anything but 1 to 64 letters, digits, ``_`` and ``-``: OpenAI's rule, the
+        strictest) is left out, named in ``left_out`` and in a warning on the ``stopwise`` logger: offered, it
+        would fail every model request of the run."""
         if self._listing is not None and self._conn is not None and self._conn.alive:
             return self._listing
         await self._connection()  # bounded by its own timeout, whose error names the handshake
@@ -379,7 +387,16 @@ class MCPServer:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._listing = tuple(self._tool(t) for t in tools)
+        offered = [t for t in tools if _OFFERABLE_NAME.fullmatch(t.name)]
+        self.left_out = tuple(t.name for t in tools if not _OFFERABLE_NAME.fullmatch(t.name))
+        if self.left_out:
+            _log.warning(
+                "stopwise: MCP server %r: %d tool(s) left out, their names are refused by model providers: %s",
+                self._name,
+                len(self.left_out),
+                ", ".join(repr(n[:80]) for n in self.left_out),
+            )
+        self._listing = tuple(self._tool(t) for t in offered)
         return self._listing
 
     def _tool(self, t: mcp_types.Tool) -> MCPTool:
@@ -461,6 +478,11 @@ class MCPServer:
 async def _list_page(client: Client, *, cursor: str | None) -> mcp_types.ListToolsResult:
     return await client.list_tools(cursor=cursor)
 
+
+_OFFERABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name OpenAI takes (its rule, the strictest of the providers stopwise speaks to)."""
+
+_log = logging.getLogger("stopwise")
 
 IDEMPOTENCY_META_KEY = "io.stopwise/idempotency-key"
 """The ``_meta`` key of a ``tools/call`` request that carries the call's ``RunContext.idempotency_key``."""
