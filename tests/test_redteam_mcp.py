@@ -63,7 +63,7 @@ async def test_a_server_that_never_answers_initialize_fails_the_run_typed_within
 ) -> None:
     trace = tmp_path / "trace"
     model = ScriptedModel(["never asked"])
-    server = hostile("silent_initialize", trace, timeout=0.5)
+    server = hostile("silent_initialize", trace, connect_timeout=0.5)
     # Bounded here only so that a regression fails the test instead of hanging it.
     async with asyncio.timeout(20):
         result = await Runner().run(Agent("a", "", model, tools=[server]), "go")

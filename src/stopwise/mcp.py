@@ -260,11 +260,13 @@ class MCPServer:
         trust_annotations: bool = False,
         risks: Mapping[str, Risk | str] | None = None,
         timeout: float | None = 30.0,
+        connect_timeout: float | None = 60.0,
         needs_approval: Sequence[str] = (),
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("mcp server name", f"must be a non-empty string, got {name!r}")
         check_seconds(f"mcp server {name!r}.timeout", timeout)
+        check_seconds(f"mcp server {name!r}.connect_timeout", connect_timeout)
         if isinstance(needs_approval, str) or not all(isinstance(n, str) for n in needs_approval):
             # A lone name would otherwise be read as a set of one-letter names.
             raise ConfigError(
@@ -286,7 +288,11 @@ class MCPServer:
         self.risks: Mapping[str, Risk] = declared
         """The application's own risk classes by tool name: they always win over the server's annotations."""
         self.timeout = timeout
-        """Seconds a call may take before it becomes an error row; None waits as long as the server does."""
+        """Seconds a call may take before it becomes an error row, and a listing before the leg fails
+        ``tool_unavailable``; None waits as long as the server does."""
+        self.connect_timeout = connect_timeout
+        """Seconds starting the server and the MCP handshake may take before the leg fails ``tool_unavailable``
+        (a server started by ``npx`` or ``uvx`` may first download itself); None waits."""
         self.needs_approval = frozenset(needs_approval)
         """Tool names whose every call waits for a human, whatever the guardian says."""
         self._conn: _Connection | None = None
@@ -452,10 +458,10 @@ class MCPServer:
             if self._conn is not None:
                 await self._drop(self._conn)
             try:
-                self._conn = await _Connection.open(self._client, self.timeout)
+                self._conn = await _Connection.open(self._client, self.connect_timeout)
             except TimeoutError:
                 raise ToolUnavailable(
-                    f"MCP server {self._name!r} did not complete the MCP handshake within {self.timeout:g}s"
+                    f"MCP server {self._name!r} did not complete the MCP handshake within {self.connect_timeout:g}s"
                 ) from None
             except Exception as exc:
                 raise ToolUnavailable(f"MCP server {self._name!r} cannot be reached: {_describe(exc)}") from exc
