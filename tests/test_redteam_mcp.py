@@ -74,11 +74,22 @@ async def test_a_server_that_never_answers_initialize_fails_the_run_typed_within
     assert process_gone(Path(f"{trace}.pid"))
 
 
-async def test_a_server_that_never_answers_the_tool_listing_fails_the_run_typed_within_the_timeout() -> None:
-    async with asyncio.timeout(20):
-        result, _ = await call_once("silent_listing", timeout=0.5)
-    assert result.error is not None and result.error.code == "tool_unavailable"
+async def test_a_server_that_never_answers_the_tool_listing_fails_the_run_typed_and_the_next_leg_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "trace"
+    server = hostile("silent_listing", trace, timeout=0.5)
+    agent = Agent("a", "", ScriptedModel(["never asked"]), tools=[server])
+    try:
+        async with asyncio.timeout(20):
+            result = await Runner().run(agent, "go", session_id="s")
+            assert process_gone(Path(f"{trace}.pid"))  # the stuck server is stopped, not kept for the next leg
+            again = await Runner().run(agent, "go", session_id="s")
+    finally:
+        await server.aclose()
+    assert result.error is not None and result.error.code == "tool_unavailable" and result.error.retryable
     assert "did not list its tools within 0.5s" in result.error.message
+    assert again.error is not None and trace.read_text().split("\n").count("initialize") == 2
 
 
 async def test_a_server_that_exits_at_initialize_or_speaks_another_protocol_version_fails_the_run_typed() -> None:

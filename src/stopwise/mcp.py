@@ -4,8 +4,10 @@ Needs the ``mcp`` extra (the official ``mcp`` SDK). A server's tools are listed 
 the server says its list changed or the application calls ``refresh()``. Each listed tool is a ``Tool`` like one
 made with ``@tool``: its arguments are validated against the server's JSON schema before the call, a failure, an
 error result or a timeout becomes an error row the model reads, and its MCP annotations become a ``Risk`` the
-guardian's risk gate reads (see ``risk_of``). A server that cannot be reached (it died, refused the connection)
-fails the run with ``tool_unavailable``, retryable: the next leg connects again.
+guardian's risk gate reads (see ``risk_of``). A server that cannot be reached (it died, refused the connection,
+did not finish its handshake within ``connect_timeout`` or its listing within ``timeout``) fails the run with
+``tool_unavailable``, retryable: the next leg connects again. Each call carries its ``RunContext.idempotency_key``
+in the request's ``_meta`` (``IDEMPOTENCY_META_KEY``), for a server to dedupe the call a retry repeats.
 
 The connection is held by a task of its own: the SDK's transports are task groups that must be entered and left
 by one task, and a request of a run must fail, not be cancelled, when the server goes away.
@@ -385,7 +387,9 @@ class MCPServer:
                 async with asyncio.timeout(self.timeout):
                     page = await self._request(functools.partial(_list_page, cursor=cursor))
             except TimeoutError:
-                # The connection is left as it is: a server that answers late is dropped by the next leg's listing.
+                # A server stuck on its listing is likely stuck for good: the next leg starts a fresh one.
+                if self._conn is not None:
+                    await self._drop(self._conn)
                 raise ToolUnavailable(
                     f"MCP server {self._name!r} did not list its tools within {self.timeout:g}s"
                 ) from None
