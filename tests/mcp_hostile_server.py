@@ -8,7 +8,9 @@ it), and writes its pid into ``<file>.pid``.
 
 import json
 import os
+import signal
 import sys
+import time
 
 MODE = sys.argv[1]
 TRACE = sys.argv[2] if len(sys.argv) > 2 else None
@@ -112,6 +114,8 @@ if TRACE:
 
 if MODE == "exits_at_initialize":
     sys.exit(3)
+if MODE == "stubborn":  # ignores SIGTERM, and outlives its stdin's end
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 for raw in sys.stdin.buffer:
     message = json.loads(raw)
@@ -136,3 +140,7 @@ for raw in sys.stdin.buffer:
         call(request_id, message["params"]["name"])
     else:
         answer(request_id, {})
+
+if MODE == "stubborn":
+    while True:
+        time.sleep(60)

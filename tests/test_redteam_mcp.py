@@ -100,6 +100,15 @@ async def test_a_server_that_exits_at_initialize_or_speaks_another_protocol_vers
     assert "1999-01-01" in other.error.message
 
 
+async def test_a_server_that_ignores_its_stdin_closing_and_sigterm_is_killed_when_the_server_is_closed(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "trace"
+    async with asyncio.timeout(20), hostile("stubborn", trace) as server:
+        assert [t.name for t in await server.list_tools()] == ["stubborn", "echo"]
+    assert process_gone(Path(f"{trace}.pid"))
+
+
 async def test_garbage_and_log_lines_on_stdout_are_skipped_and_the_answer_after_them_is_read() -> None:
     result, row = await call_once("garbage_stdout")
     assert result.status == "completed" and row is not None and row.content == "after the noise"
