@@ -507,8 +507,16 @@ async def _call(
 ) -> mcp_types.CallToolResult:
     try:
         return await client.call_tool(tool, args, meta=meta)
-    except RuntimeError as exc:  # how the SDK reports a result outside the tool's outputSchema
-        raise _OffSchema(str(exc).splitlines()[0]) from exc
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        if not first.startswith(_OFF_SCHEMA_MESSAGES) and "has an output schema but" not in first:
+            raise
+        raise _OffSchema(first) from exc
+
+
+_OFF_SCHEMA_MESSAGES = ("Invalid structured content returned by tool", "Invalid schema for tool")
+"""How the SDK's ``validate_tool_result`` words a result outside the tool's ``outputSchema`` (a ``RuntimeError``,
+beside "Tool X has an output schema but did not return structured content")."""
 
 
 def _describe(exc: BaseException) -> str:
