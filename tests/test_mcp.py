@@ -294,6 +294,8 @@ def test_bad_server_options_are_config_errors_naming_the_field() -> None:
         MCPServer.stdio("server", risks={"x": "harmless"})
     with pytest.raises(ConfigError, match="timeout"):
         MCPServer.http("http://127.0.0.1:1/mcp", timeout=0)
+    with pytest.raises(ConfigError, match="connect_timeout"):
+        MCPServer.stdio("server", connect_timeout=-1)
 
 
 async def test_the_decision_log_of_an_mcp_run_replays_with_the_cli(

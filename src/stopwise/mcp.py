@@ -4,8 +4,10 @@ Needs the ``mcp`` extra (the official ``mcp`` SDK). A server's tools are listed 
 the server says its list changed or the application calls ``refresh()``. Each listed tool is a ``Tool`` like one
 made with ``@tool``: its arguments are validated against the server's JSON schema before the call, a failure, an
 error result or a timeout becomes an error row the model reads, and its MCP annotations become a ``Risk`` the
-guardian's risk gate reads (see ``risk_of``). A server that cannot be reached (it died, refused the connection)
-fails the run with ``tool_unavailable``, retryable: the next leg connects again.
+guardian's risk gate reads (see ``risk_of``). A server that cannot be reached (it died, refused the connection,
+did not finish its handshake within ``connect_timeout`` or its listing within ``timeout``) fails the run with
+``tool_unavailable``, retryable: the next leg connects again. Each call carries its ``RunContext.idempotency_key``
+in the request's ``_meta`` (``IDEMPOTENCY_META_KEY``), for a server to dedupe the call a retry repeats.
 
 The connection is held by a task of its own: the SDK's transports are task groups that must be entered and left
 by one task, and a request of a run must fail, not be cancelled, when the server goes away.
@@ -17,10 +19,12 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,7 +46,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.mcp needs the 'mcp' extra: pip install 'stopwise[mcp]'") from exc
 
-__all__ = ["MCPServer", "MCPTool", "ToolHints", "risk_of"]
+__all__ = ["IDEMPOTENCY_META_KEY", "MCPServer", "MCPTool", "ToolHints", "risk_of"]
 
 T = TypeVar("T")
 
@@ -133,11 +137,15 @@ class MCPTool(Tool):
         timeout = limit if self.timeout is None else self.timeout if limit is None else min(self.timeout, limit)
         try:
             async with asyncio.timeout(timeout):
-                result = await self.server.call(self.name, dict(args))
+                result = await self.server.call(self.name, dict(args), idempotency_key=ctx.idempotency_key)
         except TimeoutError:
             return error_tool_result(f"Tool '{self.name}' timed out after {timeout or 0:g}s", tool_call_id=call.id)
         except MCPError as exc:
             return error_tool_result(f"Tool '{self.name}' failed: {exc}", tool_call_id=call.id)
+        except _OffSchema as exc:
+            return error_tool_result(
+                f"Tool '{self.name}' answered outside its output schema: {exc}", tool_call_id=call.id
+            )
         text = _text_of(result.content)
         value = result.structured_content
         if not text and value is not None:  # no text beside it (no blocks, or empty ones): the typed result is it
@@ -148,7 +156,8 @@ class MCPTool(Tool):
         if text is not None:
             return encode_tool_result(text, tool_call_id=call.id)
         if value is None:
-            value = [b.model_dump(mode="json", exclude_none=True) for b in result.content]
+            # Spelled as the spec spells them (``mimeType``), so the model reads the blocks the server sent.
+            value = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
         try:
             return encode_tool_result(value, tool_call_id=call.id)
         except ValueError as exc:  # a server's JSON may spell NaN or Infinity, which the log does not keep
@@ -173,14 +182,19 @@ class _Connection:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, make: Callable[[], Client]) -> _Connection:
+    async def open(cls, make: Callable[[], Client], within: float | None) -> _Connection:
+        """Start the transport and the MCP handshake; ``TimeoutError`` when it takes longer than ``within`` seconds."""
         conn = cls()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         conn._task = asyncio.create_task(conn._hold(make, ready))
         try:
-            conn.client = await ready
-        except asyncio.CancelledError:
-            await conn.close()
+            async with asyncio.timeout(within):
+                conn.client = await asyncio.shield(ready)
+        except BaseException:
+            # A server that never answers ``initialize`` holds the handshake forever: the task is cancelled,
+            # not asked to close, since it is not yet waiting for the close.
+            conn._task.cancel()
+            await asyncio.gather(conn._task, return_exceptions=True)
             raise
         return conn
 
@@ -192,6 +206,7 @@ class _Connection:
         except BaseException as exc:  # the transport's task group fails as a group when the server dies
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError(repr(exc)))
+                ready.exception()  # retrieved: an opener that timed out no longer awaits it
             if isinstance(exc, asyncio.CancelledError) and not self._closing.is_set():
                 raise
 
@@ -247,11 +262,13 @@ class MCPServer:
         trust_annotations: bool = False,
         risks: Mapping[str, Risk | str] | None = None,
         timeout: float | None = 30.0,
+        connect_timeout: float | None = 60.0,
         needs_approval: Sequence[str] = (),
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("mcp server name", f"must be a non-empty string, got {name!r}")
         check_seconds(f"mcp server {name!r}.timeout", timeout)
+        check_seconds(f"mcp server {name!r}.connect_timeout", connect_timeout)
         if isinstance(needs_approval, str) or not all(isinstance(n, str) for n in needs_approval):
             # A lone name would otherwise be read as a set of one-letter names.
             raise ConfigError(
@@ -273,12 +290,19 @@ class MCPServer:
         self.risks: Mapping[str, Risk] = declared
         """The application's own risk classes by tool name: they always win over the server's annotations."""
         self.timeout = timeout
-        """Seconds a call may take before it becomes an error row; None waits as long as the server does."""
+        """Seconds a call may take before it becomes an error row, and a listing before the leg fails
+        ``tool_unavailable``; None waits as long as the server does."""
+        self.connect_timeout = connect_timeout
+        """Seconds starting the server and the MCP handshake may take before the leg fails ``tool_unavailable``
+        (a server started by ``npx`` or ``uvx`` may first download itself); None waits."""
         self.needs_approval = frozenset(needs_approval)
         """Tool names whose every call waits for a human, whatever the guardian says."""
         self._conn: _Connection | None = None
         self._lock = asyncio.Lock()
         self._listing: tuple[MCPTool, ...] | None = None
+        self.left_out: tuple[str, ...] = ()
+        """The names of the tools the last listing left out because model providers refuse them (see
+        ``list_tools``)."""
 
     @classmethod
     def stdio(
@@ -301,7 +325,14 @@ class MCPServer:
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             # A lone string would otherwise be passed as one argument per character.
             raise ConfigError("MCPServer.stdio.args", f"must be a list of strings, got {args!r}")
-        params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
+        # Bytes that are not UTF-8 read as U+FFFD: a strict decoder would end the connection on one bad byte.
+        params = StdioServerParameters(
+            command=command,
+            args=list(args),
+            env=dict(env) if env else None,
+            cwd=cwd,
+            encoding_error_handler="replace",
+        )
         label = name or " ".join([command, *args])
         return cls(label, lambda: stdio_client(params, errlog=errlog or sys.stderr), **options)
 
@@ -342,18 +373,40 @@ class MCPServer:
     async def list_tools(self) -> tuple[MCPTool, ...]:
         """The server's tools, listed once and cached until ``refresh()``, a reconnection, or the server's
         ``tools/list_changed`` notice. Raises ``ToolUnavailable`` when the server cannot be reached and
-        ``ConfigError`` when it publishes a tool whose input schema is not a valid JSON schema."""
+        ``ConfigError`` when it publishes a tool whose input schema is not a valid JSON schema. A tool whose name
+        model providers refuse (anything but 1 to 64 letters, digits, ``_`` and ``-``: OpenAI's rule, the
+        strictest) is left out, named in ``left_out`` and in a warning on the ``stopwise`` logger: offered, it
+        would fail every model request of the run."""
         if self._listing is not None and self._conn is not None and self._conn.alive:
             return self._listing
+        await self._connection()  # bounded by its own timeout, whose error names the handshake
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         while True:
-            page = await self._request(functools.partial(_list_page, cursor=cursor))
+            try:
+                async with asyncio.timeout(self.timeout):
+                    page = await self._request(functools.partial(_list_page, cursor=cursor))
+            except TimeoutError:
+                # A server stuck on its listing is likely stuck for good: the next leg starts a fresh one.
+                if self._conn is not None:
+                    await self._drop(self._conn)
+                raise ToolUnavailable(
+                    f"MCP server {self._name!r} did not list its tools within {self.timeout:g}s"
+                ) from None
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._listing = tuple(self._tool(t) for t in tools)
+        offered = [t for t in tools if _OFFERABLE_NAME.fullmatch(t.name)]
+        self.left_out = tuple(t.name for t in tools if not _OFFERABLE_NAME.fullmatch(t.name))
+        if self.left_out:
+            _log.warning(
+                "stopwise: MCP server %r: %d tool(s) left out, their names are refused by model providers: %s",
+                self._name,
+                len(self.left_out),
+                ", ".join(repr(n[:80]) for n in self.left_out),
+            )
+        self._listing = tuple(self._tool(t) for t in offered)
         return self._listing
 
     def _tool(self, t: mcp_types.Tool) -> MCPTool:
@@ -378,10 +431,16 @@ class MCPServer:
             hints=hints,
         )
 
-    async def call(self, tool: str, args: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def call(
+        self, tool: str, args: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> mcp_types.CallToolResult:
         """Call one tool. Raises ``ToolUnavailable`` when the server cannot be reached, ``MCPError`` when it
-        answers with a protocol error."""
-        return await self._request(lambda c: c.call_tool(tool, args))
+        answers with a protocol error. ``idempotency_key``, when given, travels in the request's ``_meta`` as
+        ``IDEMPOTENCY_META_KEY``: a server that dedupes on it runs a call a retry repeats once."""
+        meta: mcp_types.RequestParamsMeta | None = None
+        if idempotency_key is not None:
+            meta = cast("mcp_types.RequestParamsMeta", {IDEMPOTENCY_META_KEY: idempotency_key})
+        return await self._request(functools.partial(_call, tool=tool, args=args, meta=meta))
 
     async def _request(self, send: Callable[[Client], Awaitable[T]]) -> T:
         conn = await self._connection()
@@ -403,7 +462,11 @@ class MCPServer:
             if self._conn is not None:
                 await self._drop(self._conn)
             try:
-                self._conn = await _Connection.open(self._client)
+                self._conn = await _Connection.open(self._client, self.connect_timeout)
+            except TimeoutError:
+                raise ToolUnavailable(
+                    f"MCP server {self._name!r} did not complete the MCP handshake within {self.connect_timeout:g}s"
+                ) from None
             except Exception as exc:
                 raise ToolUnavailable(f"MCP server {self._name!r} cannot be reached: {_describe(exc)}") from exc
             return self._conn
@@ -424,6 +487,36 @@ class MCPServer:
 
 async def _list_page(client: Client, *, cursor: str | None) -> mcp_types.ListToolsResult:
     return await client.list_tools(cursor=cursor)
+
+
+_OFFERABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name OpenAI takes (its rule, the strictest of the providers stopwise speaks to)."""
+
+_log = logging.getLogger("stopwise")
+
+IDEMPOTENCY_META_KEY = "io.stopwise/idempotency-key"
+"""The ``_meta`` key of a ``tools/call`` request that carries the call's ``RunContext.idempotency_key``."""
+
+
+class _OffSchema(Exception):
+    """The server's structured content does not match the output schema it published for the tool."""
+
+
+async def _call(
+    client: Client, *, tool: str, args: dict[str, Any], meta: mcp_types.RequestParamsMeta | None
+) -> mcp_types.CallToolResult:
+    try:
+        return await client.call_tool(tool, args, meta=meta)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        if not first.startswith(_OFF_SCHEMA_MESSAGES) and "has an output schema but" not in first:
+            raise
+        raise _OffSchema(first) from exc
+
+
+_OFF_SCHEMA_MESSAGES = ("Invalid structured content returned by tool", "Invalid schema for tool")
+"""How the SDK's ``validate_tool_result`` words a result outside the tool's ``outputSchema`` (a ``RuntimeError``,
+beside "Tool X has an output schema but did not return structured content")."""
 
 
 def _describe(exc: BaseException) -> str:
