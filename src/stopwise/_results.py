@@ -12,7 +12,7 @@ from stopwise.approvals import PendingApproval
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
-from stopwise.records import LogRecord, parse_records
+from stopwise.records import LogRecord, parse_entry
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.guard import guard_report
 from stopwise.store.base import RunRecord, SessionSnapshot
@@ -65,5 +65,5 @@ def result_of(
 def result_from_log(agent: Agent | None, snapshot: SessionSnapshot, run: RunRecord) -> RunResult:
     """The result of ``run`` read back from the store (another process, a durable runtime)."""
     configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
-    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_records(e.records, configs))
+    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_entry(e, configs))
     return result_of(agent, run, records, snapshot.messages(), snapshot.state)

@@ -20,9 +20,11 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from stopwise._record_check import FieldMismatch, check_data, check_record
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
+from stopwise.errors import UnreadableEntry, UnreadableRecord
 from stopwise.goal import Goal
-from stopwise.guardian.records import GuardianConfig, GuardianDecision, GuardianLabel
+from stopwise.guardian.records import GuardianConfig, GuardianDecision, GuardianLabel, UnresolvedConfig
 from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
@@ -38,6 +40,8 @@ __all__ = [
     "StepIntent",
     "ToolReceipt",
     "UnknownRecord",
+    "parse_entry",
+    "parse_log",
     "parse_record",
     "parse_records",
     "to_data",
@@ -118,7 +122,7 @@ class ForkRecord:
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> ForkRecord:
-        return cls(str(d["source_session_id"]), str(d["source_run_id"]), int(d["at_step"]), int(d["source_seq"]))
+        return cls(d["source_session_id"], d["source_run_id"], d["at_step"], d["source_seq"])
 
 
 LogRecord = (
@@ -161,15 +165,39 @@ _TYPES[Goal.TYPE] = Goal
 
 def parse_record(data: Mapping[str, Any], configs: Mapping[str, GuardianConfig] | None = None) -> LogRecord:
     """The typed record for one record's JSON data (``UnknownRecord`` for a type this version does not know). A
-    guardian decision that names its config reads it from ``configs`` (``UnresolvedConfig`` when it is not there)."""
+    guardian decision that names its config reads it from ``configs``. Every field is type-checked against the
+    record's annotations (``stopwise._record_check``): data that is not an object, that lacks a field, holds one
+    of another type, or names a config not read before it raises ``UnreadableRecord`` naming the type and the
+    field, never the parser's own ``KeyError`` or ``TypeError``, and never a record with a field misread."""
+    if not isinstance(data, Mapping):
+        raise UnreadableRecord(f"a record is {type(data).__name__}, not an object")
     kind = data.get("type", "")
-    if kind == GuardianDecision.TYPE:
-        return GuardianDecision.from_data(data, configs)
-    cls = _TYPES.get(kind)
+    cls = GuardianDecision if kind == GuardianDecision.TYPE else _TYPES.get(kind)
     if cls is None:
         return UnknownRecord(data)
-    record: LogRecord = cls.from_data(data)
+    # The data is checked first (where its keys are the record's fields), so a field of another type is named
+    # as such, not as whatever the parser tripped on; a decision in its log form names a config and keeps its
+    # fields in a shorter form, so only the decision read from it is checked.
+    logged = cls is GuardianDecision and "config" in data
+    try:
+        if not logged:
+            check_data(cls, data)
+        record: LogRecord = (
+            GuardianDecision.from_data(data, configs) if cls is GuardianDecision else cls.from_data(data)
+        )
+        check_record(record)
+    except (FieldMismatch, UnresolvedConfig) as exc:
+        raise UnreadableRecord(f"a {kind!r} record: {exc}") from exc
+    except (LookupError, TypeError, ValueError, AttributeError) as exc:
+        raise UnreadableRecord(f"a {kind!r} record: {_described(exc)}") from exc
     return record
+
+
+def _described(exc: BaseException) -> str:
+    """A parser's error as a reader understands it: a missing key names the field."""
+    if isinstance(exc, KeyError):
+        return f"field {exc.args[0]!r} is missing" if exc.args else "a field is missing"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def parse_records(
@@ -177,23 +205,44 @@ def parse_records(
 ) -> tuple[LogRecord, ...]:
     """One entry's records, typed. ``configs`` collects the run's ``GuardianConfig`` records as they are read
     (they are not returned: they are the decisions' shared part): to read a run, pass one mapping for all of its
-    entries, in log order. Without it, an entry's decisions must name configs of the same entry."""
+    entries, in log order. Without it, an entry's decisions must name configs of the same entry. A record this
+    version cannot read raises ``UnreadableRecord``; read a stored entry with ``parse_entry``, which names it."""
     known: MutableMapping[str, GuardianConfig] = {} if configs is None else configs
     out: list[LogRecord] = []
+    if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+        raise UnreadableRecord(f"the records are {type(data).__name__}, not a list")
     for d in data:
-        if d.get("type") == GuardianConfig.TYPE:
-            config = GuardianConfig.from_data(d)
+        if isinstance(d, Mapping) and d.get("type") == GuardianConfig.TYPE:
+            try:
+                check_data(GuardianConfig, d)
+                config = GuardianConfig.from_data(d)
+                check_record(config)
+            except FieldMismatch as exc:
+                raise UnreadableRecord(f"a {GuardianConfig.TYPE!r} record: {exc}") from exc
+            except (LookupError, TypeError, ValueError, AttributeError) as exc:
+                raise UnreadableRecord(f"a {GuardianConfig.TYPE!r} record: {_described(exc)}") from exc
             known[config.key] = config
         else:
             out.append(parse_record(d, known))
     return tuple(out)
 
 
+def parse_entry(entry: LogEntry, configs: MutableMapping[str, GuardianConfig] | None = None) -> tuple[LogRecord, ...]:
+    """A stored entry's records, typed (``parse_records``, with ``configs`` as there). A record this version
+    cannot read raises ``UnreadableEntry`` naming the session and the entry's seq: every read of a session's
+    records (continuing, retrying or resuming a run, its result, its history, the views) goes through here."""
+    try:
+        return parse_records(entry.records, configs)
+    except UnreadableRecord as exc:
+        raise UnreadableEntry(entry.session_id, entry.seq, exc.why) from exc
+
+
 def parse_log(entries: Iterable[LogEntry]) -> list[tuple[LogEntry, tuple[LogRecord, ...]]]:
     """Each entry with its typed records, read in log order with one ``configs`` mapping, as a run's guardian
-    decisions need (they name a config an earlier entry holds). Use it whenever entries are read together."""
+    decisions need (they name a config an earlier entry holds). Use it whenever entries are read together. An
+    entry this version cannot read raises ``UnreadableEntry`` (``parse_entry``)."""
     configs: dict[str, GuardianConfig] = {}
-    return [(e, parse_records(e.records, configs)) for e in entries]
+    return [(e, parse_entry(e, configs)) for e in entries]
 
 
 def to_data(records: Iterable[LogRecord], configs: set[str] | None = None) -> tuple[dict[str, Any], ...]:
