@@ -6,7 +6,8 @@ A real run is recorded on a SQLite file: an instant scripted model asks for one 
 of ``--steps`` steps with ``Agent(guardian=Guardian())`` (so the log holds the guardian's config and decisions,
 write-ahead intents and history records), then ends. Then, loaded once, its entries are parsed
 (``stopwise.records.parse_log``) and its result is read (``stopwise.runtime.result_from_log``) ``--repeat`` times;
-the figures are the medians, per run and per record. Nothing is asserted.
+the figures are the medians of CPU time (``time.process_time``: on a shared machine, other processes' load does
+not count), per run and per record. Nothing is asserted.
 
 ``--src DIR`` (repeatable) measures each source tree in a child process (``PYTHONPATH=DIR``) and prints them side by
 side: ``--src <before>/src --src src`` is a before/after in one run.
@@ -30,12 +31,12 @@ from typing import Any
 
 
 async def _measure(steps: int, repeat: int) -> dict[str, float]:
-    from stopwise import Agent, FunctionModel, Reply, Runner, SQLiteStore, ToolCall, tool
+    from stopwise import Agent, FunctionModel, Reply, Risk, Runner, SQLiteStore, ToolCall, tool
     from stopwise.guardian import Guardian
     from stopwise.records import parse_log
     from stopwise.runtime import result_from_log
 
-    @tool
+    @tool(risk=Risk.READ_ONLY)  # a declared read: the guardian's risk gate lets it run
     async def bump(n: int) -> int:
         """Add one."""
         return n + 1
@@ -45,23 +46,24 @@ async def _measure(steps: int, repeat: int) -> dict[str, float]:
             return Reply(tool_calls=[ToolCall("bump", {"n": request.step}, id=f"c{request.step}")])
         return Reply("done")
 
-    agent = Agent("a", "Count.", FunctionModel(fn), tools=[bump], guardian=Guardian(), max_steps=steps + 1)
+    agent = Agent("a", "x", FunctionModel(fn), tools=[bump], guardian=Guardian(), max_steps=None)
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(os.path.join(tmp, "log.db"))
         try:
-            await Runner(store).run(agent, "count", session_id="s")
+            result = await Runner(store).run(agent, "go", session_id="s")
             snapshot = await store.load_session("s")
         finally:
             await store.close()
     assert snapshot is not None and snapshot.last_run is not None
+    assert result.status == "completed" and result.steps == steps + 1, (result.status, result.steps)
     records = sum(len(e.records) for e in snapshot.entries)
     parse, result = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         parse_log(snapshot.entries)
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         result_from_log(agent, snapshot, snapshot.last_run)
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         parse.append(t1 - t0)
         result.append(t2 - t1)
     return {

@@ -163,6 +163,11 @@ _TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 _TYPES[Goal.TYPE] = Goal
 
 
+_FROM_CONFIG = frozenset({"question_set_version", "evaluator", "model_version", "conditions", "policy"})
+"""The fields a guardian decision in its log form takes from its run's ``GuardianConfig``: checked once, when the
+config was read, not again for every decision."""
+
+
 def parse_record(data: Mapping[str, Any], configs: Mapping[str, GuardianConfig] | None = None) -> LogRecord:
     """The typed record for one record's JSON data (``UnknownRecord`` for a type this version does not know). A
     guardian decision that names its config reads it from ``configs``. Every field is type-checked against the
@@ -185,7 +190,7 @@ def parse_record(data: Mapping[str, Any], configs: Mapping[str, GuardianConfig] 
         record: LogRecord = (
             GuardianDecision.from_data(data, configs) if cls is GuardianDecision else cls.from_data(data)
         )
-        check_record(record)
+        check_record(record, _FROM_CONFIG if logged else frozenset())
     except (FieldMismatch, UnresolvedConfig) as exc:
         raise UnreadableRecord(f"a {kind!r} record: {exc}") from exc
     except (LookupError, TypeError, ValueError, AttributeError) as exc:
