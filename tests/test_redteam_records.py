@@ -18,7 +18,7 @@ import json
 import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve
-from stopwise.errors import UnreadableEntry, UnreadableRecord, UnreadableSuspension
+from stopwise.errors import UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
 from stopwise.guardian import Guardian
 from stopwise.history import keep_last_steps
 from stopwise.models import ModelRequest
@@ -326,8 +326,6 @@ def _numbers(a: object, b: object) -> bool:
 
 
 def _replaced(entry: LogEntry, records: tuple[Any, ...]) -> LogEntry:
-    from dataclasses import replace
-
     return replace(entry, records=records)
 
 
@@ -447,3 +445,67 @@ def test_the_core_reading_a_damaged_record_raises_unreadable_entry_naming_it_or_
 
     asyncio.run(every())
     assert not crashes, "\n".join(crashes[:20])
+
+
+@pytest.mark.parametrize(
+    "pending",
+    [[{"tool": "transfer"}], [{"call_id": "c-transfer", "tool": 5, "args": {}, "args_hash": "h"}], "c-transfer"],
+    ids=["a field missing", "a field of another type", "not a list"],
+)
+def test_a_suspended_runs_damaged_pending_calls_are_unreadable_run_for_result_resume_and_expiry(
+    current_log: Path, tmp_path: Path, pending: object
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    with sqlite3.connect(db) as conn:
+        (run_id, report) = conn.execute("SELECT run_id, report FROM runs WHERE session_id = 'waiting'").fetchone()
+        conn.execute(
+            "UPDATE runs SET report = ? WHERE run_id = ?",
+            (json.dumps({**json.loads(report), "pending": pending}), run_id),
+        )
+    conn.close()
+
+    async def read() -> None:
+        store = SQLiteStore(db)
+        try:
+            for call in (
+                lambda: _result(Runner(store), store, "waiting"),
+                lambda: Runner(store).resume(BANKER, "waiting", {"c-transfer": Approve()}),
+                lambda: Runner(store).expire("waiting", now=2e9),
+            ):
+                with pytest.raises(UnreadableRun) as caught:
+                    await call()
+                assert (caught.value.session_id, caught.value.run_id) == ("waiting", run_id)
+                assert "a pending call: " in str(caught.value)
+            sweep = await Runner(store).expire_all(now=2e9)
+            assert [(s.session_id, s.run_id) for s in sweep.skipped] == [("waiting", run_id)]
+        finally:
+            await store.close()
+
+    asyncio.run(read())
+
+
+def test_the_dbos_runtimes_settle_check_reads_a_damaged_approval_record_as_unreadable_entry(
+    current_log: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("dbos")
+    from stopwise.runtime.dbos import _own_settle
+
+    db = _log_copy(current_log, tmp_path / "log.db")
+
+    async def read() -> None:
+        store = SQLiteStore(db)
+        try:
+            snapshot = await store.load_session("paid")
+            assert snapshot is not None
+            settle = next(e for e in snapshot.entries if e.kind.value == "settle")
+            decision = next(r for r in settle.records if r["type"] == "approval_decision")
+            for damage in ({"type": "approval_decision", "tool": "transfer"}, {**decision, "decided_at": "now"}):
+                damaged = _replaced(settle, (*settle.records, damage))
+                log = replace(snapshot, entries=tuple(damaged if e is settle else e for e in snapshot.entries))
+                with pytest.raises(UnreadableEntry) as caught:
+                    await _own_settle(Runner(store), log, settle.seq, {"c-transfer": Approve()}, 0.0)
+                assert (caught.value.session_id, caught.value.seq) == ("paid", settle.seq)
+        finally:
+            await store.close()
+
+    asyncio.run(read())

@@ -7,8 +7,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from stopwise._record_check import FieldMismatch, check_data, check_record
 from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval
+from stopwise.errors import UnreadableRecord, UnreadableRun
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
@@ -17,7 +19,26 @@ from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.guard import guard_report
 from stopwise.store.base import RunRecord, SessionSnapshot
 
-__all__ = ["result_from_log", "result_of"]
+__all__ = ["read_pending", "result_from_log", "result_of"]
+
+
+def read_pending(run: RunRecord) -> tuple[PendingApproval, ...]:
+    """The calls a suspended ``run`` waits on, as its record keeps them (``report["pending"]``), every field
+    type-checked as a log record's is. ``UnreadableRun`` (naming the session, the run and the field) when one
+    cannot be read: a damaged run record, or one a newer version wrote."""
+    try:
+        data = run.report.get("pending", ())
+        if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+            raise UnreadableRecord(f"the pending calls are {type(data).__name__}, not a list")
+        pending = []
+        for p in data:
+            check_data(PendingApproval, p)
+            item = PendingApproval.from_data(p)
+            check_record(item)
+            pending.append(item)
+    except (UnreadableRecord, FieldMismatch, LookupError, TypeError, ValueError, AttributeError) as exc:
+        raise UnreadableRun(run.session_id, run.run_id, f"a pending call: {exc}") from exc
+    return tuple(pending)
 
 
 def result_of(
@@ -37,7 +58,7 @@ def result_of(
         output = agent.output_type.model_validate(output)
     pending: tuple[PendingApproval, ...] = ()
     if run.status is RunStatus.SUSPENDED:
-        pending = tuple(PendingApproval.from_data(p) for p in run.report.get("pending", ()))
+        pending = read_pending(run)
     has_guard = agent.stop_guard is not None if agent is not None else "stop_guard" in run.report
     return RunResult(
         status=run.status,
