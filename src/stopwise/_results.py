@@ -7,14 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from stopwise._record_check import FieldMismatch, check_data, check_record
 from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval
 from stopwise.errors import UnreadableRecord, UnreadableRun
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
-from stopwise.records import LogRecord, parse_entry
+from stopwise.records import LogRecord, parse_entry, read_typed
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.guard import guard_report
 from stopwise.store.base import RunRecord, SessionSnapshot
@@ -30,15 +29,9 @@ def read_pending(run: RunRecord) -> tuple[PendingApproval, ...]:
         data = run.report.get("pending", ())
         if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
             raise UnreadableRecord(f"the pending calls are {type(data).__name__}, not a list")
-        pending = []
-        for p in data:
-            check_data(PendingApproval, p)
-            item = PendingApproval.from_data(p)
-            check_record(item)
-            pending.append(item)
-    except (UnreadableRecord, FieldMismatch, LookupError, TypeError, ValueError, AttributeError) as exc:
-        raise UnreadableRun(run.session_id, run.run_id, f"a pending call: {exc}") from exc
-    return tuple(pending)
+        return tuple(read_typed(PendingApproval, p, "pending call") for p in data)
+    except UnreadableRecord as exc:
+        raise UnreadableRun(run.session_id, run.run_id, exc.why) from exc
 
 
 def result_of(

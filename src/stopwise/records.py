@@ -16,9 +16,10 @@ the set of configs the run's log already holds, and ``parse_records`` reads a ru
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from stopwise._record_check import FieldMismatch, check_data, check_record
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
@@ -44,6 +45,7 @@ __all__ = [
     "parse_log",
     "parse_record",
     "parse_records",
+    "read_typed",
     "to_data",
 ]
 
@@ -163,6 +165,8 @@ _TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 _TYPES[Goal.TYPE] = Goal
 
 
+_T = TypeVar("_T")
+
 _FROM_CONFIG = frozenset({"question_set_version", "evaluator", "model_version", "conditions", "policy"})
 """The fields a guardian decision in its log form takes from its run's ``GuardianConfig``: checked once, when the
 config was read, not again for every decision."""
@@ -177,32 +181,43 @@ def parse_record(data: Mapping[str, Any], configs: Mapping[str, GuardianConfig] 
     if not isinstance(data, Mapping):
         raise UnreadableRecord(f"a record is {type(data).__name__}, not an object")
     kind = data.get("type", "")
-    cls = GuardianDecision if kind == GuardianDecision.TYPE else _TYPES.get(kind)
+    if kind == GuardianDecision.TYPE and "config" in data:
+        # The log form names its config and keeps its fields in a shorter form: only the decision read from it is
+        # checked, less the fields its config gave (checked once, when the config was read).
+        with _reading(kind):
+            decision = GuardianDecision.from_data(data, configs)
+            check_record(decision, _FROM_CONFIG)
+        return decision
+    cls = _TYPES.get(kind)
     if cls is None:
         return UnknownRecord(data)
-    # The data is checked first (where its keys are the record's fields), so a field of another type is named
-    # as such, not as whatever the parser tripped on; a decision in its log form names a config and keeps its
-    # fields in a shorter form, so only the decision read from it is checked.
-    logged = cls is GuardianDecision and "config" in data
-    try:
-        if not logged:
-            check_data(cls, data)
-        record: LogRecord = (
-            GuardianDecision.from_data(data, configs) if cls is GuardianDecision else cls.from_data(data)
-        )
-        check_record(record, _FROM_CONFIG if logged else frozenset())
-    except (FieldMismatch, UnresolvedConfig) as exc:
-        raise UnreadableRecord(f"a {kind!r} record: {exc}") from exc
-    except (LookupError, TypeError, ValueError, AttributeError) as exc:
-        raise UnreadableRecord(f"a {kind!r} record: {_described(exc)}") from exc
+    record: LogRecord = read_typed(cls, data)
     return record
 
 
-def _described(exc: BaseException) -> str:
-    """A parser's error as a reader understands it: a missing key names the field."""
-    if isinstance(exc, KeyError):
-        return f"field {exc.args[0]!r} is missing" if exc.args else "a field is missing"
-    return f"{type(exc).__name__}: {exc}"
+def read_typed(cls: type[_T], data: object, what: str | None = None) -> _T:
+    """``cls.from_data(data)`` with every field type-checked: the data where its keys are the record's fields
+    (first, so a field of another type is named as such, not as whatever the parser tripped on), then the record
+    read. ``UnreadableRecord`` naming ``what`` (the data's ``"type"`` by default) and the field otherwise."""
+    with _reading(what or (data.get("type", "") if isinstance(data, Mapping) else cls.__name__)):
+        check_data(cls, data)
+        record: _T = cls.from_data(data)  # type: ignore[attr-defined]
+        check_record(record)
+    return record
+
+
+@contextmanager
+def _reading(kind: str) -> Iterator[None]:
+    """A parser's failure on a record of ``kind`` as ``UnreadableRecord``; a missing key names the field."""
+    try:
+        yield
+    except (FieldMismatch, UnresolvedConfig) as exc:
+        raise UnreadableRecord(f"a {kind!r} record: {exc}") from exc
+    except KeyError as exc:
+        missing = f"field {exc.args[0]!r} is missing" if exc.args else "a field is missing"
+        raise UnreadableRecord(f"a {kind!r} record: {missing}") from exc
+    except (LookupError, TypeError, ValueError, AttributeError) as exc:
+        raise UnreadableRecord(f"a {kind!r} record: {type(exc).__name__}: {exc}") from exc
 
 
 def parse_records(
@@ -218,14 +233,7 @@ def parse_records(
         raise UnreadableRecord(f"the records are {type(data).__name__}, not a list")
     for d in data:
         if isinstance(d, Mapping) and d.get("type") == GuardianConfig.TYPE:
-            try:
-                check_data(GuardianConfig, d)
-                config = GuardianConfig.from_data(d)
-                check_record(config)
-            except FieldMismatch as exc:
-                raise UnreadableRecord(f"a {GuardianConfig.TYPE!r} record: {exc}") from exc
-            except (LookupError, TypeError, ValueError, AttributeError) as exc:
-                raise UnreadableRecord(f"a {GuardianConfig.TYPE!r} record: {_described(exc)}") from exc
+            config = read_typed(GuardianConfig, d)
             known[config.key] = config
         else:
             out.append(parse_record(d, known))
