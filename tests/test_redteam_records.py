@@ -24,13 +24,13 @@ from typing import Any
 
 import pytest
 
+from _switching_agent import search
 from stopwise import (
     Agent,
     Continue,
     FunctionModel,
     Goal,
     Reply,
-    RunContext,
     Runner,
     SQLiteStore,
     StopGuard,
@@ -51,13 +51,6 @@ from stopwise.store.base import LogEntry
 from stopwise.tool_switches import ToolSwitch
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-@tool
-def search(q: str, ctx: RunContext) -> str:
-    """Search once: the tool switches itself off after use."""
-    ctx.switch_off("search")
-    return f"found {q}"
 
 
 @tool
