@@ -34,6 +34,7 @@ from stopwise.errors import (
     StoreRefused,
     StoreUnavailable,
     UnreadableEntry,
+    UnreadableRecord,
     UnreadableRun,
     UnreadableSuspension,
 )
@@ -65,6 +66,7 @@ SAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     UnreadableEntry: lambda: UnreadableEntry("s1", 4, "unknown kind 'x'"),
     UnreadableRun: lambda: UnreadableRun("s1", "r1", "unknown status 'paused'"),
     UnreadableSuspension: lambda: UnreadableSuspension("s1", "r1", "no approval request"),
+    UnreadableRecord: lambda: UnreadableRecord("a 'history' record: field step holds str, not an integer"),
     SchemaTooNew: lambda: SchemaTooNew("schema 9 > 3", operation="open"),
     StateNotSerializable: lambda: StateNotSerializable("state['n'] is not JSON"),
     StopGuardExpired: lambda: StopGuardExpired("write after the consultation ended"),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from stopwise import Agent, FunctionModel, Guardian, Reply, Risk, Runner, SQLiteStore, ToolCall, tool
+from stopwise.errors import UnreadableRecord
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, UnresolvedConfig, replay
 from stopwise.messages import Message, Role, dump_messages, load_messages
 from stopwise.messages import ToolCall as Call
@@ -96,8 +97,9 @@ def test_a_decision_whose_config_was_not_read_is_a_typed_error() -> None:
     data = to_data([decision], written)
     assert [d["type"] for d in data] == [GuardianConfig.TYPE, GuardianDecision.TYPE]
     assert to_data([decision], written) == (data[1],)  # the config is written once
-    with pytest.raises(UnresolvedConfig, match="read the run's entries in order"):
+    with pytest.raises(UnreadableRecord, match="read the run's entries in order") as caught:
         parse_records([data[1]])
+    assert isinstance(caught.value.__cause__, UnresolvedConfig)
     assert parse_records(data) == (decision,)
     assert to_data([decision]) == (decision.to_data(),)  # without the run's configs: the whole record
 

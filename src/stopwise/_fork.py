@@ -45,12 +45,16 @@ def plan_fork(snapshot: SessionSnapshot, run: RunRecord, at_step: int, new_sessi
     The forked run's ``max_steps`` budget counts from the start of the leg ``at_step`` belongs to (``_budget_base``).
 
     Raises ``ForkNotAllowed`` when ``at_step`` is not an int in ``0..`` the run's committed steps, or when that
-    step suspended for approval (a fork cannot continue a run that waits for a reviewer: resume it instead).
+    step suspended for approval (a fork cannot continue a run that waits for a reviewer: resume it instead), and
+    ``UnreadableEntry`` naming the source session's entry when a record to copy cannot be read.
     """
     if isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 0:
         raise ForkNotAllowed(f"at_step must be an int >= 0, got {at_step!r}")
     own = [e for e in snapshot.entries if e.run_id == run.run_id]
     cut = _cut(own, at_step, run)
+    # What is copied is read first: a record the source's log holds that cannot be read is named there (an
+    # ``UnreadableEntry`` of the source session) before anything is written, never found later in the copy.
+    parse_log(e for e in snapshot.entries if e.seq <= cut)
     copies = tuple(
         replace(e, session_id=new_session_id, run_id=new_run_id if e.run_id == run.run_id else e.run_id)
         for e in snapshot.entries

@@ -22,7 +22,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history_view import HistoryView
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
-from stopwise.records import LogRecord, StepIntent, parse_records
+from stopwise.records import LogRecord, StepIntent, parse_entry
 from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
@@ -304,7 +304,7 @@ def restore_leg(
     """
     entries = [e for e in snapshot.entries if e.run_id == run.run_id]
     configs: dict[str, GuardianConfig] = {}
-    parsed = [r for e in entries for r in parse_records(e.records, configs)]
+    parsed = [r for e in entries for r in parse_entry(e, configs)]
     records: list[LogRecord] = [r for r in parsed if isinstance(r, KEPT)]
     open_intent = _open_intent(entries, run, new_input)
     # An intent without results counts for nothing yet: its step runs again from its recorded plans.
@@ -397,7 +397,7 @@ def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Messa
 def _carry_out(agent: Agent, entry: LogEntry, configs: dict[str, GuardianConfig]) -> Settle:
     """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids. ``configs``:
     the run's guardian configs read so far (the intent's pre-execution decisions name one an earlier step wrote)."""
-    intent = next(r for r in parse_records(entry.records, configs) if isinstance(r, StepIntent))
+    intent = next(r for r in parse_entry(entry, configs) if isinstance(r, StepIntent))
     assistant = entry.messages[0]
     reply = Reply(assistant.content, assistant.tool_calls)
     by_id = {c.call_id: c for c in intent.calls}

@@ -9,15 +9,29 @@ from typing import Any
 
 from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval
+from stopwise.errors import UnreadableRecord, UnreadableRun
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
-from stopwise.records import LogRecord, parse_records
+from stopwise.records import LogRecord, parse_entry, read_typed
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.guard import guard_report
 from stopwise.store.base import RunRecord, SessionSnapshot
 
-__all__ = ["result_from_log", "result_of"]
+__all__ = ["read_pending", "result_from_log", "result_of"]
+
+
+def read_pending(run: RunRecord) -> tuple[PendingApproval, ...]:
+    """The calls a suspended ``run`` waits on, as its record keeps them (``report["pending"]``), every field
+    type-checked as a log record's is. ``UnreadableRun`` (naming the session, the run and the field) when one
+    cannot be read: a damaged run record, or one a newer version wrote."""
+    try:
+        data = run.report.get("pending", ())
+        if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+            raise UnreadableRecord(f"the pending calls are {type(data).__name__}, not a list")
+        return tuple(read_typed(PendingApproval, p, "pending call") for p in data)
+    except UnreadableRecord as exc:
+        raise UnreadableRun(run.session_id, run.run_id, exc.why) from exc
 
 
 def result_of(
@@ -37,7 +51,7 @@ def result_of(
         output = agent.output_type.model_validate(output)
     pending: tuple[PendingApproval, ...] = ()
     if run.status is RunStatus.SUSPENDED:
-        pending = tuple(PendingApproval.from_data(p) for p in run.report.get("pending", ()))
+        pending = read_pending(run)
     has_guard = agent.stop_guard is not None if agent is not None else "stop_guard" in run.report
     return RunResult(
         status=run.status,
@@ -65,5 +79,5 @@ def result_of(
 def result_from_log(agent: Agent | None, snapshot: SessionSnapshot, run: RunRecord) -> RunResult:
     """The result of ``run`` read back from the store (another process, a durable runtime)."""
     configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
-    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_records(e.records, configs))
+    records = (r for e in snapshot.entries if e.run_id == run.run_id for r in parse_entry(e, configs))
     return result_of(agent, run, records, snapshot.messages(), snapshot.state)

@@ -43,8 +43,9 @@ class SuspendedStep:
 
 def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
     """The step ``run`` (suspended) waits on, read from ``snapshot``'s log. ``UnreadableSuspension`` (naming the
-    session, the run and what is missing) when the log no longer holds the suspension's request or the reply whose
-    calls it holds: a damaged or hand-edited log, nothing to settle from."""
+    session, the run and what is missing) when the log no longer holds the suspension's request, the reply whose
+    calls it holds, or a plan for each of the reply's calls: a damaged or hand-edited log, nothing to settle from.
+    A record the log holds that cannot be read at all is the ``UnreadableEntry`` naming its entry."""
     log = parse_log(e for e in snapshot.entries if e.run_id == run.run_id)
     entries = [e for e, _ in log]
     at, request = 0, None
@@ -67,6 +68,14 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
             run.session_id, run.run_id, f"its log holds no model reply for step {step}, whose calls wait on approval"
         )
     reply = Reply(first.content, first.tool_calls)
+    if request.escalation is None:
+        # A batch's request plans every call of the reply; one it lost (a damaged log) cannot be settled.
+        planned = {c.call_id for c in request.calls}
+        lost = [c.id for c in reply.tool_calls if c.id not in planned]
+        if lost:
+            raise UnreadableSuspension(
+                run.session_id, run.run_id, f"its approval request for step {step} holds no plan for calls {lost}"
+            )
     since = [(e, rs) for e, rs in log[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     settled = {m.tool_call_id: m for e, _ in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
     decided = {r.call_id: r for _, rs in since[1:] for r in rs if isinstance(r, ApprovalRecord)}

@@ -27,13 +27,13 @@ from stopwise._cli.runs import RunFilter, add_filters
 from stopwise._load import LoadError, load_agent, with_model
 from stopwise._progress import ProgressBar
 from stopwise._terminal import terminal_safe
-from stopwise._view.timeline import read_records
 from stopwise.agent import Agent
 from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry, UnreadableRun
 from stopwise.goal import Goal
 from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
+from stopwise.records import parse_log
 from stopwise.result import RunResult, RunStatus
 from stopwise.runtime import Runner
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
@@ -479,7 +479,7 @@ def _guardian_records(snapshot: SessionSnapshot, run_id: str | None) -> list[Gua
     records cannot be read: the session is skipped as one whose entry cannot be read is."""
     entries = (e for e in snapshot.entries if run_id is None or e.run_id == run_id)
     try:
-        return [r for _, records in read_records(entries) for r in records if isinstance(r, GuardianDecision)]
+        return [r for _, records in parse_log(entries) for r in records if isinstance(r, GuardianDecision)]
     except UnreadableEntry as exc:
         _skipped(exc)
         return None

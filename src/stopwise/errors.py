@@ -35,6 +35,7 @@ __all__ = [
     "UnreadableRun",
     "UnreadableSuspension",
     "ErrorCopy",
+    "UnreadableRecord",
 ]
 
 
@@ -311,3 +312,17 @@ class ErrorCopy(StopwiseError):
 
     def __reduce__(self) -> tuple[type[ErrorCopy], tuple[str, str]]:
         return (type(self), (self.kind, self.message))
+
+
+class UnreadableRecord(StopwiseError, ValueError):
+    """A log record's JSON data this version of stopwise cannot read (a field missing or of another type: a damaged
+    log, or a record a newer version wrote): ``why`` names the record's type and the field.
+    ``stopwise.records.parse_records`` raises it; reading a log entry (``stopwise.records.parse_entry``, and every
+    read of a session) raises it as the ``UnreadableEntry`` naming the session and the entry."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+    def __reduce__(self) -> tuple[type[UnreadableRecord], tuple[str]]:
+        return (type(self), (self.why,))

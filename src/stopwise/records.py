@@ -16,13 +16,16 @@ the set of configs the run's log already holds, and ``parse_records`` reads a ru
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from stopwise._record_check import FieldMismatch, check_data, check_record
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
+from stopwise.errors import UnreadableEntry, UnreadableRecord
 from stopwise.goal import Goal
-from stopwise.guardian.records import GuardianConfig, GuardianDecision, GuardianLabel
+from stopwise.guardian.records import GuardianConfig, GuardianDecision, GuardianLabel, UnresolvedConfig
 from stopwise.guardrails.receipts import ToolReceipt
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
@@ -38,8 +41,11 @@ __all__ = [
     "StepIntent",
     "ToolReceipt",
     "UnknownRecord",
+    "parse_entry",
+    "parse_log",
     "parse_record",
     "parse_records",
+    "read_typed",
     "to_data",
 ]
 
@@ -118,7 +124,7 @@ class ForkRecord:
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> ForkRecord:
-        return cls(str(d["source_session_id"]), str(d["source_run_id"]), int(d["at_step"]), int(d["source_seq"]))
+        return cls(d["source_session_id"], d["source_run_id"], d["at_step"], d["source_seq"])
 
 
 LogRecord = (
@@ -159,17 +165,59 @@ _TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 _TYPES[Goal.TYPE] = Goal
 
 
+_T = TypeVar("_T")
+
+_FROM_CONFIG = frozenset({"question_set_version", "evaluator", "model_version", "conditions", "policy"})
+"""The fields a guardian decision in its log form takes from its run's ``GuardianConfig``: checked once, when the
+config was read, not again for every decision."""
+
+
 def parse_record(data: Mapping[str, Any], configs: Mapping[str, GuardianConfig] | None = None) -> LogRecord:
     """The typed record for one record's JSON data (``UnknownRecord`` for a type this version does not know). A
-    guardian decision that names its config reads it from ``configs`` (``UnresolvedConfig`` when it is not there)."""
+    guardian decision that names its config reads it from ``configs``. Every field is type-checked against the
+    record's annotations (``stopwise._record_check``): data that is not an object, that lacks a field, holds one
+    of another type, or names a config not read before it raises ``UnreadableRecord`` naming the type and the
+    field, never the parser's own ``KeyError`` or ``TypeError``, and never a record with a field misread."""
+    if not isinstance(data, Mapping):
+        raise UnreadableRecord(f"a record is {type(data).__name__}, not an object")
     kind = data.get("type", "")
-    if kind == GuardianDecision.TYPE:
-        return GuardianDecision.from_data(data, configs)
+    if kind == GuardianDecision.TYPE and "config" in data:
+        # The log form names its config and keeps its fields in a shorter form: only the decision read from it is
+        # checked, less the fields its config gave (checked once, when the config was read).
+        with _reading(kind):
+            decision = GuardianDecision.from_data(data, configs)
+            check_record(decision, _FROM_CONFIG)
+        return decision
     cls = _TYPES.get(kind)
     if cls is None:
         return UnknownRecord(data)
-    record: LogRecord = cls.from_data(data)
+    record: LogRecord = read_typed(cls, data)
     return record
+
+
+def read_typed(cls: type[_T], data: object, what: str | None = None) -> _T:
+    """``cls.from_data(data)`` with every field type-checked: the data where its keys are the record's fields
+    (first, so a field of another type is named as such, not as whatever the parser tripped on), then the record
+    read. ``UnreadableRecord`` naming ``what`` (the data's ``"type"`` by default) and the field otherwise."""
+    with _reading(what or (data.get("type", "") if isinstance(data, Mapping) else cls.__name__)):
+        check_data(cls, data)
+        record: _T = cls.from_data(data)  # type: ignore[attr-defined]
+        check_record(record)
+    return record
+
+
+@contextmanager
+def _reading(kind: str) -> Iterator[None]:
+    """A parser's failure on a record of ``kind`` as ``UnreadableRecord``; a missing key names the field."""
+    try:
+        yield
+    except (FieldMismatch, UnresolvedConfig) as exc:
+        raise UnreadableRecord(f"a {kind!r} record: {exc}") from exc
+    except KeyError as exc:
+        missing = f"field {exc.args[0]!r} is missing" if exc.args else "a field is missing"
+        raise UnreadableRecord(f"a {kind!r} record: {missing}") from exc
+    except (LookupError, TypeError, ValueError, AttributeError) as exc:
+        raise UnreadableRecord(f"a {kind!r} record: {type(exc).__name__}: {exc}") from exc
 
 
 def parse_records(
@@ -177,23 +225,37 @@ def parse_records(
 ) -> tuple[LogRecord, ...]:
     """One entry's records, typed. ``configs`` collects the run's ``GuardianConfig`` records as they are read
     (they are not returned: they are the decisions' shared part): to read a run, pass one mapping for all of its
-    entries, in log order. Without it, an entry's decisions must name configs of the same entry."""
+    entries, in log order. Without it, an entry's decisions must name configs of the same entry. A record this
+    version cannot read raises ``UnreadableRecord``; read a stored entry with ``parse_entry``, which names it."""
     known: MutableMapping[str, GuardianConfig] = {} if configs is None else configs
     out: list[LogRecord] = []
+    if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+        raise UnreadableRecord(f"the records are {type(data).__name__}, not a list")
     for d in data:
-        if d.get("type") == GuardianConfig.TYPE:
-            config = GuardianConfig.from_data(d)
+        if isinstance(d, Mapping) and d.get("type") == GuardianConfig.TYPE:
+            config = read_typed(GuardianConfig, d)
             known[config.key] = config
         else:
             out.append(parse_record(d, known))
     return tuple(out)
 
 
+def parse_entry(entry: LogEntry, configs: MutableMapping[str, GuardianConfig] | None = None) -> tuple[LogRecord, ...]:
+    """A stored entry's records, typed (``parse_records``, with ``configs`` as there). A record this version
+    cannot read raises ``UnreadableEntry`` naming the session and the entry's seq: every read of a session's
+    records (continuing, retrying or resuming a run, its result, its history, the views) goes through here."""
+    try:
+        return parse_records(entry.records, configs)
+    except UnreadableRecord as exc:
+        raise UnreadableEntry(entry.session_id, entry.seq, exc.why) from exc
+
+
 def parse_log(entries: Iterable[LogEntry]) -> list[tuple[LogEntry, tuple[LogRecord, ...]]]:
     """Each entry with its typed records, read in log order with one ``configs`` mapping, as a run's guardian
-    decisions need (they name a config an earlier entry holds). Use it whenever entries are read together."""
+    decisions need (they name a config an earlier entry holds). Use it whenever entries are read together. An
+    entry this version cannot read raises ``UnreadableEntry`` (``parse_entry``)."""
     configs: dict[str, GuardianConfig] = {}
-    return [(e, parse_records(e.records, configs)) for e in entries]
+    return [(e, parse_entry(e, configs)) for e in entries]
 
 
 def to_data(records: Iterable[LogRecord], configs: set[str] | None = None) -> tuple[dict[str, Any], ...]:

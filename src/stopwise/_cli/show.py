@@ -192,8 +192,7 @@ def _json(value: Any) -> str:
 
 
 def _one_line(value: object) -> str:
-    """``value`` on one line; a value that is not a string (a record field of another type in a damaged log) as
-    its ``str``."""
+    """``value`` on one line; a value that is not a string as its ``str``."""
     return " ".join((value if isinstance(value, str) else str(value)).split())
 
 

@@ -330,8 +330,8 @@ _PAGE_TEXT = 2_000_000
 def escape_text(value: object) -> str:
     """``value`` as HTML element content: markup escaped (``html.escape``, quotes included), and every control,
     bidi or invisible character (``terminal_safe``'s set, but newline and tab) shown as a marked escape such as
-    ``\\u202e``, so it can neither reorder nor hide what the page shows. A value that is not a string (a record
-    field of another type in a damaged log) is shown as its ``str``."""
+    ``\\u202e``, so it can neither reorder nor hide what the page shows. A value that is not a string (a step
+    number, a count) is shown as its ``str``."""
     text = value if isinstance(value, str) else str(value)
     out = []
     last = 0

@@ -4,22 +4,21 @@ and per guardian condition its probability over the turns. Pure: built from a co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from stopwise._results import result_from_log
 from stopwise.approvals import ApprovalRecord, PendingApproval
-from stopwise.errors import UnreadableEntry
 from stopwise.goal import Goal
-from stopwise.guardian.records import GuardianConfig, GuardianDecision
+from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history import HistoryRecord
 from stopwise.messages import DENIED, TOOL_ERROR, Role, decode_tool_result
-from stopwise.records import ForkRecord, LogRecord, parse_records
+from stopwise.records import ForkRecord, parse_log
 from stopwise.step_plan import StepPlanRecord
 from stopwise.stop.guard import StopGuardRecord
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import EntryKind, RunRecord, SessionSnapshot
 from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = [
@@ -29,7 +28,6 @@ __all__ = [
     "RunView",
     "StepView",
     "ToolCallView",
-    "read_records",
     "readings",
     "run_view",
 ]
@@ -200,7 +198,7 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
     inputs: list[str] = []
     goal: Goal | None = None
     by_step: dict[int, dict[str, Any]] = {}
-    for entry, records in read_records(entries):
+    for entry, records in parse_log(entries):
         if entry.kind is EntryKind.INPUT:
             inputs.extend(m.content for m in entry.messages if m.role is Role.USER)
         slot = by_step.setdefault(
@@ -249,22 +247,6 @@ def run_view(snapshot: SessionSnapshot, run: RunRecord) -> RunView:
     decisions = [d for s in steps for d in s.guardian]
     pending = result_from_log(None, snapshot, run).pending
     return RunView(run, tuple(inputs), tuple(steps), _series(decisions), pending, goal)
-
-
-def read_records(entries: Iterable[LogEntry]) -> list[tuple[LogEntry, tuple[LogRecord, ...]]]:
-    """Each entry with its typed records, read in log order as ``stopwise.records.parse_log`` reads them. A record
-    this version cannot read (a field missing or of another type: a damaged log, or one a newer version wrote) is
-    an ``UnreadableEntry`` naming the session and the entry, so a command says which entry and exits 2, never
-    with the parser's own ``KeyError`` or ``TypeError``."""
-    configs: dict[str, GuardianConfig] = {}  # a run's decisions name the config it holds once
-    out = []
-    for entry in entries:
-        try:
-            records = parse_records(entry.records, configs)
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
-            raise UnreadableEntry(entry.session_id, entry.seq, f"a record: {type(exc).__name__}: {exc}") from exc
-        out.append((entry, records))
-    return out
 
 
 def _last(records: list[Any], kind: type[_R]) -> _R | None:

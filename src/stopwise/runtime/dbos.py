@@ -49,7 +49,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 try:
@@ -76,7 +76,7 @@ from stopwise.errors import ConfigError, ForkNotAllowed, StepConflict, StopwiseE
 from stopwise.events import Event, RunFinished, StepCommitted, StepStarted
 from stopwise.goal import Goal
 from stopwise.messages import Message, decode_tool_result, dump_messages, load_messages
-from stopwise.records import ForkRecord, parse_records
+from stopwise.records import ForkRecord, parse_entry
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.runtime.local import Input, Runner, _client_row, _input_messages
 from stopwise.stop.decision import Action, StopDecision, apply_decision
@@ -656,7 +656,7 @@ async def _fork(request: dict[str, Any]) -> dict[str, Any]:
         planned = await _fork_plan(rt.store, request, wf)
         lease = Lease(wf, holder.owner, holder.clock() + holder.lease_seconds)
         snapshot = await _write_fork(rt.store, planned, request["state"], lease)
-    note = next(e for e in reversed(snapshot.entries) if any(r.get("type") == ForkRecord.TYPE for r in e.records))
+    note = next(e for e in reversed(snapshot.entries) if any(_is_fork(r) for r in e.records))
     if snapshot.next_seq > note.seq + 1:
         # This step ran before and its leg's start committed (its message), then the process died before DBOS
         # recorded the step: the next step continues the leg from the log.
@@ -879,6 +879,11 @@ async def _hold(holder: Runner, snapshot: SessionSnapshot) -> Lease:
     return lease
 
 
+def _is_fork(record: object) -> bool:
+    """Whether a record's data is a fork's note (a damaged record is not: it is read, and named, where it is)."""
+    return isinstance(record, Mapping) and record.get("type") == ForkRecord.TYPE
+
+
 async def _own_settle(
     holder: Runner,
     snapshot: SessionSnapshot,
@@ -895,8 +900,9 @@ async def _own_settle(
     entry = next((e for e in snapshot.entries if e.seq >= seq and e.kind is EntryKind.SETTLE), None)
     if entry is None:
         return None
-    approvals = (d for d in entry.records if d.get("type") == ApprovalRecord.TYPE)
-    made = {r.call_id: r for r in parse_records(approvals) if isinstance(r, ApprovalRecord)}
+    # Its approval records only: its guardian decisions may name a config an earlier entry holds.
+    approvals = tuple(d for d in entry.records if isinstance(d, Mapping) and d.get("type") == ApprovalRecord.TYPE)
+    made = {r.call_id: r for r in parse_entry(replace(entry, records=approvals)) if isinstance(r, ApprovalRecord)}
     dated = (
         bool(made)
         and set(made) == set(decisions)

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 from stopwise._checks import check_function, check_seconds, check_store, is_async_function
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
-from stopwise._results import result_from_log
+from stopwise._results import read_pending, result_from_log
 from stopwise._step.guardian import released
 from stopwise._suspended import SuspendedStep, expiry, read_suspended
 from stopwise.agent import Agent
@@ -326,9 +326,9 @@ class Runner:
         ended: list[RunResult] = []
         skipped: list[SkippedExpiry] = []
         for run in await self.store.suspended_runs():
-            if not expired([PendingApproval.from_data(p) for p in run.report.get("pending", ())], now):
-                continue
             try:
+                if not expired(read_pending(run), now):
+                    continue
                 snapshot = await self.store.load_session(run.session_id)
                 last = None if snapshot is None else snapshot.last_run
                 if snapshot is None or last is None or last.run_id != run.run_id:
@@ -339,7 +339,7 @@ class Runner:
         return ExpirySweep(tuple(ended), tuple(skipped))
 
     async def _expire(self, snapshot: SessionSnapshot, last: RunRecord, now: float) -> RunResult:
-        pending = [PendingApproval.from_data(p) for p in last.report.get("pending", ())]
+        pending = list(read_pending(last))
         gone = expired(pending, now)
         if not gone:
             dates = sorted(p.expires_at for p in pending if p.expires_at is not None)
@@ -777,7 +777,7 @@ class Runner:
             raise ApprovalError(str(exc)) from None
         if last.status is not RunStatus.SUSPENDED:
             raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
-        pending = {p["call_id"]: PendingApproval.from_data(p) for p in last.report.get("pending", [])}
+        pending = {p.call_id: p for p in read_pending(last)}
         suspended = read_suspended(snapshot, last)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)

@@ -1,0 +1,504 @@
+"""Damaged and foreign log records on the core's read paths: a record a damaged log holds, or one a newer version
+wrote (a field missing, a field of another type, a record that is not an object, an entry whose records are not a
+list), is an ``UnreadableEntry`` naming the session and the entry wherever the core reads it (a run's result,
+``run()`` continuing a session, ``retry()``, ``resume()``, ``fork()``), never a ``KeyError`` or ``TypeError``,
+and never a record read with a field misread (a text read as the tuple of its letters, ``"false"`` read as true).
+
+The records fuzzed are real: a log the current code writes on SQLite on disk (a guardian's configs and decisions,
+a goal, a stop guard's records and tool switches, what ``prepare_step`` chose and the history it kept, the
+write-ahead intents, an approval request and decision) and the logs earlier versions wrote
+(``fixtures/log_v3.db``, ``fixtures/log_v5.db``: whole guardian decisions, guardrail records, receipts). Every
+field of every record is deleted, and replaced by a value of another JSON type, one at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _switching_agent import search
+from stopwise import (
+    Agent,
+    Continue,
+    FunctionModel,
+    Goal,
+    Reply,
+    Runner,
+    SQLiteStore,
+    StopGuard,
+    ToolCall,
+    decode_tool_result,
+    tool,
+)
+from stopwise.approvals import Approve
+from stopwise.errors import UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
+from stopwise.guardian import Guardian
+from stopwise.history import keep_last_steps
+from stopwise.models import ModelRequest
+from stopwise.records import UnknownRecord, parse_entry, parse_log, parse_record, parse_records, to_data
+from stopwise.runtime import result_from_log
+from stopwise.step_plan import StepContext, StepPlan
+from stopwise.stop.guard import StopGuardContext
+from stopwise.store.base import LogEntry
+from stopwise.tool_switches import ToolSwitch
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+@tool(needs_approval=True)
+def transfer(to: str, amount: int) -> str:
+    """Move money."""
+    return f"sent {amount} to {to}"
+
+
+def _tool_rows(request: ModelRequest) -> list[str]:
+    return [str(decode_tool_result(m)) for m in request.messages if m.role == "tool"]
+
+
+def _searching(request: ModelRequest) -> Reply:
+    if not _tool_rows(request):
+        return Reply(tool_calls=[ToolCall("search", {"q": "a"}, id="s1")])
+    return Reply(f"answer {request.step}")
+
+
+def _guard(ctx: StopGuardContext) -> Continue | None:
+    return None if ctx.continues_used else Continue("Search again.", context=[ToolSwitch(on=["search"])])
+
+
+def _plan(ctx: StepContext) -> StepPlan | None:
+    return StepPlan(tools=[search], instructions="Search first.") if ctx.step == 1 else None
+
+
+def rich_agent() -> Agent:
+    """Every kind of record a run of the current code commits: the guardian's config and decisions, the goal, the
+    stop guard's records and a tool switch, the step plan, the history kept, the write-ahead intent."""
+    return Agent(
+        "rich",
+        "Search.",
+        FunctionModel(_searching),
+        tools=[search],
+        stop_guard=StopGuard(_guard),
+        guardian=Guardian(),
+        prepare_step=_plan,
+        history_processors=[keep_last_steps(1)],
+    )
+
+
+def looping_agent(until: int = 3) -> Agent:
+    def reply(request: ModelRequest) -> Reply:
+        rows = _tool_rows(request)
+        if len(rows) < until:
+            return Reply(tool_calls=[ToolCall("lookup", {"q": f"item {len(rows) + 1}"}, id=f"c{len(rows) + 1}")])
+        return Reply("Answer: " + "; ".join(rows))
+
+    return Agent("looper", "Look up three items.", FunctionModel(reply), tools=[lookup], max_steps=2)
+
+
+def paying(request: ModelRequest) -> Reply:
+    if not _tool_rows(request):
+        return Reply(tool_calls=[ToolCall("transfer", {"to": "bob", "amount": 50}, id="c-transfer")])
+    return Reply("Done: " + "; ".join(_tool_rows(request)))
+
+
+BANKER = Agent("banker", "Move money carefully.", FunctionModel(paying), tools=[transfer])
+
+
+async def _record(db: Path) -> None:
+    store = SQLiteStore(db)
+    try:
+        runner = Runner(store)
+        done = await runner.run(rich_agent(), "find it", session_id="done", goal=Goal("find it", ("cite",)))
+        assert done.status == "completed", done.error
+        cut = await runner.run(looping_agent(), "look up", session_id="cut")
+        assert cut.completion_reason == "max_steps"
+        waiting = await runner.run(BANKER, "pay bob", session_id="waiting")
+        assert waiting.status == "suspended"
+        paid = await runner.run(BANKER, "pay bob", session_id="paid")
+        paid = await runner.resume(BANKER, "paid", {"c-transfer": Approve()})
+        assert paid.status == "completed"
+    finally:
+        await store.close()
+
+
+@pytest.fixture(scope="module")
+def current_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("records") / "log.db"
+    asyncio.run(_record(db))
+    return db
+
+
+def _logs(db: Path) -> list[list[LogEntry]]:
+    """The entries of each session of a log, read as the store reads them (the schema is migrated on a copy)."""
+
+    async def read() -> list[list[LogEntry]]:
+        store = SQLiteStore(db)
+        try:
+            sessions = [s async for batch in store.iter_sessions() for s in batch]
+            out: list[list[LogEntry]] = []
+            for session_id in sessions:
+                snapshot = await store.load_session(session_id)
+                assert snapshot is not None
+                out.append(list(snapshot.entries))
+            return out
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def _wrong(value: object) -> list[object]:
+    """Values of other JSON types than ``value``'s (a text that reads as a list, or as a true flag, among them)."""
+    if isinstance(value, bool):
+        return ["false", 0]
+    if isinstance(value, (int, float)):
+        return ["7", True]
+    if isinstance(value, str):
+        return [7, ["x"]]
+    if isinstance(value, list):
+        return ["ab", {"a": 1}]
+    if isinstance(value, dict):
+        return ["ab", [1]]
+    return [[], {"a": 1}]
+
+
+_DELETED = object()
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One record of one entry with one field deleted or replaced (``path``: the keys and indexes to it)."""
+
+    entry: LogEntry
+    index: int
+    path: tuple[str | int, ...]
+    value: object
+    records: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        what = "deleted" if self.value is _DELETED else f"= {self.value!r}"
+        kind = self.entry.records[self.index].get("type")
+        return f"{self.entry.session_id}#{self.entry.seq} {kind}{list(self.path)} {what}"
+
+
+def _paths(value: object, prefix: tuple[str | int, ...] = (), depth: int = 3) -> Iterator[tuple[str | int, ...]]:
+    """The paths to every field of a record's data, nested objects and the first item of lists included."""
+    if depth == 0:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not prefix and k == "type":
+                continue
+            yield (*prefix, k)
+            yield from _paths(v, (*prefix, k), depth - 1)
+    elif isinstance(value, list) and value:
+        yield (*prefix, 0)
+        yield from _paths(value[0], (*prefix, 0), depth - 1)
+
+
+def _get(data: Any, path: tuple[str | int, ...]) -> Any:
+    for p in path:
+        data = data[p]
+    return data
+
+
+def _with(data: Any, path: tuple[str | int, ...], value: object) -> Any:
+    copy = json.loads(json.dumps(data))
+    parent = _get(copy, path[:-1])
+    if value is _DELETED:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return copy
+
+
+def mutants(log: list[LogEntry]) -> Iterator[Mutant]:
+    for entry in log:
+        for i, record in enumerate(entry.records):
+            for path in _paths(record):
+                for value in [_DELETED, *_wrong(_get(record, path))]:
+                    records = (*entry.records[:i], _with(record, path, value), *entry.records[i + 1 :])
+                    yield Mutant(entry, i, path, value, records)
+
+
+def _log_copy(src: Path, dst: Path) -> Path:
+    shutil.copyfile(src, dst)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def every_log(current_log: Path, tmp_path_factory: pytest.TempPathFactory) -> list[list[LogEntry]]:
+    """Each session's entries, of the current code's log and of the earlier versions' logs."""
+    tmp = tmp_path_factory.mktemp("old")
+    logs = _logs(current_log)
+    for version in (3, 5):
+        logs += _logs(_log_copy(FIXTURES / f"log_v{version}.db", tmp / f"log_v{version}.db"))
+    return logs
+
+
+def test_the_fuzzed_logs_hold_every_kind_of_record_the_core_reads(every_log: list[list[LogEntry]]) -> None:
+    kinds = {r.get("type") for log in every_log for e in log for r in e.records}
+    assert kinds >= {
+        "approval_request",
+        "approval_decision",
+        "guardian_config",
+        "guardian",
+        "guardrail",
+        "tool_receipt",
+        "stop_guard",
+        "step_intent",
+        "step_plan",
+        "history",
+        "tool_switch",
+        "run_goal",
+    }, kinds
+
+
+def test_every_record_with_a_field_deleted_or_of_another_type_reads_typed_or_is_unreadable_never_misread(
+    every_log: list[list[LogEntry]],
+) -> None:
+    crashes: list[str] = []
+    misreads: list[str] = []
+    unreadable = 0
+    total = 0
+    for original, m in ((log, m) for log in every_log for m in mutants(log)):
+        total += 1
+        try:
+            parsed = parse_log([e if e is not m.entry else _replaced(e, m.records) for e in original])
+        except UnreadableEntry as exc:
+            unreadable += 1
+            if (exc.session_id, exc.seq) != (m.entry.session_id, m.entry.seq):
+                crashes.append(f"{m}: names {exc.session_id}#{exc.seq}")
+            continue
+        except Exception as exc:
+            crashes.append(f"{m}: {type(exc).__name__}: {exc}")
+            continue
+        if m.value is None or m.value is _DELETED:
+            continue  # a field absent or null reads as its default
+        record = _read_back(parsed, m)
+        if record is None:
+            continue
+        written = to_data([record])[0]
+        try:
+            back = _get(written, m.path)
+        except (LookupError, TypeError):
+            continue  # written without the field (at its default, or in another form)
+        if back != m.value or (type(back) is not type(m.value) and not _numbers(back, m.value)):
+            misreads.append(f"{m}: read back as {back!r}")  # converted: a text as its letters, "false" as true
+        elif m.path[0] not in FREE_FORM and _other_type(back, _get(m.entry.records[m.index], m.path)):
+            misreads.append(f"{m}: kept as {type(back).__name__}")  # passed through where another type is
+    assert not crashes, "\n".join(crashes[:20])
+    assert not misreads, "\n".join(misreads[:20])
+    assert total > 1000 and unreadable > total // 2  # most mutants are damage, and were refused
+
+
+FREE_FORM = frozenset({"args", "metadata", "policy"})
+"""Fields whose values are the caller's own JSON (a call's arguments, a row's metadata, a guardian policy's
+settings): any JSON value is a value there."""
+
+
+def _other_type(value: object, original: object) -> bool:
+    return original is not None and type(value) is not type(original) and not _numbers(value, original)
+
+
+def _numbers(a: object, b: object) -> bool:
+    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+
+
+def _replaced(entry: LogEntry, records: tuple[Any, ...]) -> LogEntry:
+    return replace(entry, records=records)
+
+
+def _read_back(parsed: list[tuple[LogEntry, tuple[Any, ...]]], m: Mutant) -> Any:
+    """The mutated record as it was read (None for a guardian config, which is not returned, or a record read in
+    another form than it is written: a guardian decision in its log form)."""
+    kind = m.entry.records[m.index].get("type")
+    if kind in ("guardian_config",) or "config" in m.entry.records[m.index]:
+        return None
+    (records,) = [rs for e, rs in parsed if e.seq == m.entry.seq]
+    ahead = [r for r in m.entry.records[: m.index] if r.get("type") != "guardian_config"]
+    return records[len(ahead)]
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        ("not a record", "a record is str, not an object"),
+        ({"type": "run_goal", "text": "g", "criteria": "abc"}, "field criteria holds str"),
+        (
+            {"type": "step_intent", "calls": [{"call_id": "c", "tool": "t", "needs_approval": "false"}]},
+            "needs_approval",
+        ),
+        ({"type": "stop_guard", "event": 7, "guard": "g", "step": 1}, "field event holds int"),
+        ({"type": "history", "step": "1"}, "field step holds str, not an integer"),
+        ({"type": "guardrail", "hook": "input", "action": "allow"}, "field 'name' is missing"),
+        ({"type": "fork", "source_session_id": 1, "source_run_id": "r", "at_step": 1, "source_seq": 2}, "source_sess"),
+    ],
+    ids=["not an object", "text as a tuple", "text as a flag", "number as text", "text as number", "missing", "fork"],
+)
+def test_a_record_that_cannot_be_read_is_unreadable_record_naming_its_type_and_field(data: Any, why: str) -> None:
+    with pytest.raises(UnreadableRecord, match=why):
+        parse_records([data])
+
+
+def test_a_record_of_a_type_this_version_does_not_know_is_kept_as_written() -> None:
+    data = {"type": "from_the_future", "anything": [1, {"x": None}]}
+    record = parse_record(data)
+    assert isinstance(record, UnknownRecord) and to_data([record]) == (data,)
+
+
+def test_an_entry_whose_records_are_not_a_list_is_unreadable_entry_naming_it(every_log: list[list[LogEntry]]) -> None:
+    entry = _replaced(every_log[0][0], {"type": "run_goal"})  # type: ignore[arg-type]
+    with pytest.raises(UnreadableEntry, match=f"log entry {entry.seq} cannot be read: the records are dict"):
+        parse_entry(entry)
+
+
+# The core's entry points, on a copy of a real log on disk with one record damaged.
+
+Call = Callable[[Runner, SQLiteStore], Awaitable[object]]
+
+
+async def _result(runner: Runner, store: SQLiteStore, session: str) -> object:
+    snapshot = await store.load_session(session)
+    assert snapshot is not None and snapshot.last_run is not None
+    return result_from_log(None, snapshot, snapshot.last_run)
+
+
+ENTRY_POINTS: dict[str, tuple[str, Call]] = {
+    "result": ("done", lambda r, s: _result(r, s, "done")),
+    "run continuing the session": ("done", lambda r, s: r.run(rich_agent(), "again", session_id="done")),
+    "fork": ("done", lambda r, s: r.fork(rich_agent(), "done", at_step=1, new_session_id="forked")),
+    "retry": ("cut", lambda r, s: r.retry(looping_agent(), "cut")),
+    "resume": ("waiting", lambda r, s: r.resume(BANKER, "waiting", {"c-transfer": Approve()})),
+    "result of a resumed run": ("paid", lambda r, s: _result(r, s, "paid")),
+}
+
+
+def _sampled(entries: list[LogEntry], session: str) -> list[Mutant]:
+    """Per record of the session: each top-level field deleted, and replaced by one value of another type, and
+    the record replaced by a text."""
+    out: list[Mutant] = []
+    for entry in (e for e in entries if e.session_id == session):
+        for i, record in enumerate(entry.records):
+            out.append(Mutant(entry, i, (), "x", (*entry.records[:i], "x", *entry.records[i + 1 :])))
+            for key in (k for k in record if k != "type"):
+                for value in (_DELETED, _wrong(record[key])[0]):
+                    changed = _with(record, (key,), value)
+                    out.append(Mutant(entry, i, (key,), value, (*entry.records[:i], changed, *entry.records[i + 1 :])))
+    return out
+
+
+@pytest.mark.parametrize("entry_point", sorted(ENTRY_POINTS))
+def test_the_core_reading_a_damaged_record_raises_unreadable_entry_naming_it_or_reads_it_never_crashes(
+    current_log: Path, tmp_path: Path, entry_point: str
+) -> None:
+    session, call = ENTRY_POINTS[entry_point]
+    entries = [e for log in _logs(_log_copy(current_log, tmp_path / "read.db")) for e in log]
+    sampled = _sampled(entries, session)
+    assert sampled
+    crashes: list[str] = []
+
+    async def attempt(m: Mutant, db: Path) -> None:
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "UPDATE log SET records = ? WHERE session_id = ? AND seq = ?",
+                (json.dumps(list(m.records)), m.entry.session_id, m.entry.seq),
+            )
+        conn.close()
+        store = SQLiteStore(db)
+        try:
+            await call(Runner(store), store)
+        except UnreadableSuspension as exc:
+            if exc.session_id != session:
+                crashes.append(f"{m}: names session {exc.session_id!r}")
+        except UnreadableEntry as exc:
+            if (exc.session_id, exc.seq) != (session, m.entry.seq):
+                crashes.append(f"{m}: names {exc.session_id}#{exc.seq}")
+        except Exception as exc:
+            crashes.append(f"{m}: {type(exc).__name__}: {exc}")
+        finally:
+            await store.close()
+
+    async def every() -> None:
+        for n, m in enumerate(sampled):
+            await attempt(m, _log_copy(current_log, tmp_path / f"{n}.db"))
+
+    asyncio.run(every())
+    assert not crashes, "\n".join(crashes[:20])
+
+
+@pytest.mark.parametrize(
+    "pending",
+    [[{"tool": "transfer"}], [{"call_id": "c-transfer", "tool": 5, "args": {}, "args_hash": "h"}], "c-transfer"],
+    ids=["a field missing", "a field of another type", "not a list"],
+)
+def test_a_suspended_runs_damaged_pending_calls_are_unreadable_run_for_result_resume_and_expiry(
+    current_log: Path, tmp_path: Path, pending: object
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    with sqlite3.connect(db) as conn:
+        (run_id, report) = conn.execute("SELECT run_id, report FROM runs WHERE session_id = 'waiting'").fetchone()
+        conn.execute(
+            "UPDATE runs SET report = ? WHERE run_id = ?",
+            (json.dumps({**json.loads(report), "pending": pending}), run_id),
+        )
+    conn.close()
+
+    async def read() -> None:
+        store = SQLiteStore(db)
+        try:
+            for call in (
+                lambda: _result(Runner(store), store, "waiting"),
+                lambda: Runner(store).resume(BANKER, "waiting", {"c-transfer": Approve()}),
+                lambda: Runner(store).expire("waiting", now=2e9),
+            ):
+                with pytest.raises(UnreadableRun) as caught:
+                    await call()
+                assert (caught.value.session_id, caught.value.run_id) == ("waiting", run_id)
+                assert "pending call" in caught.value.why
+            sweep = await Runner(store).expire_all(now=2e9)
+            assert [(s.session_id, s.run_id) for s in sweep.skipped] == [("waiting", run_id)]
+        finally:
+            await store.close()
+
+    asyncio.run(read())
+
+
+def test_the_dbos_runtimes_settle_check_reads_a_damaged_approval_record_as_unreadable_entry(
+    current_log: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("dbos")
+    from stopwise.runtime.dbos import _own_settle
+
+    db = _log_copy(current_log, tmp_path / "log.db")
+
+    async def read() -> None:
+        store = SQLiteStore(db)
+        try:
+            snapshot = await store.load_session("paid")
+            assert snapshot is not None
+            settle = next(e for e in snapshot.entries if e.kind.value == "settle")
+            decision = next(r for r in settle.records if r["type"] == "approval_decision")
+            for damage in ({"type": "approval_decision", "tool": "transfer"}, {**decision, "decided_at": "now"}):
+                damaged = _replaced(settle, (*settle.records, damage))
+                log = replace(snapshot, entries=tuple(damaged if e is settle else e for e in snapshot.entries))
+                with pytest.raises(UnreadableEntry) as caught:
+                    await _own_settle(Runner(store), log, settle.seq, {"c-transfer": Approve()}, 0.0)
+                assert (caught.value.session_id, caught.value.seq) == ("paid", settle.seq)
+        finally:
+            await store.close()
+
+    asyncio.run(read())
