@@ -1,7 +1,8 @@
-"""A wide step (one reply of many calls) through a peer's per-result hook gets the decisions stopwise's own loop
-gets for the same step, at a cost that does not grow with the reply's calls: each result's consultation projects
-the reply's text and its own call (not the other calls, whose results have not come yet), the policy's inputs
-are the reply's, and pydantic-ai's reply is converted to rows once, not once per hook of each call."""
+"""A wide step (one reply of many calls) through a peer's per-result hook (pydantic-ai, the OpenAI Agents SDK)
+gets the decisions stopwise's own loop gets for the same step, at a cost that does not grow with the reply's
+calls: each result's consultation projects the reply's text and its own call (not the other calls, whose results
+have not come yet), the policy's inputs are the reply's, and pydantic-ai's reply is converted to rows once, not
+once per hook of each call."""
 
 from __future__ import annotations
 
@@ -91,6 +92,38 @@ async def through_pydantic_ai(
     return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"], result.all_messages()
 
 
+async def through_openai_agents(pages: list[str], args: list[dict[str, Any]]) -> tuple[list[GuardianDecision], str]:
+    """The integration's per-result decisions on the same reply through the OpenAI Agents SDK, and every tool
+    output the model read (the SDK runs a reply's calls concurrently and never shows its hooks the reply)."""
+    from agents import Agent as SDKAgent
+    from agents import function_tool, set_tracing_disabled
+    from agents.items import ToolCallOutputItem
+    from agents.testing import ScriptedModel as SDKModel
+    from agents.testing import assistant_message, function_call
+
+    from stopwise.integrations.openai_agents import Stopwise
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def read_statement(n: int) -> str:
+        """Read one statement page."""
+        return pages[n]
+
+    calls = [function_call("read_statement", a, call_id=f"c{i}") for i, a in enumerate(args)]
+    stopwise = Stopwise(guardian=Guardian(), risks={"read_statement": "read_only"})
+    agent = stopwise.attach(
+        SDKAgent("reader", model=SDKModel([calls, [assistant_message("All read.")]]), tools=[read_statement])
+    )
+    result = await stopwise.run(agent, GOAL, session_id="s")
+    assert result.final_output == "All read."
+    snapshot = await stopwise.deciders.store.load_session("s")
+    assert snapshot is not None
+    records = [r for e in snapshot.entries for r in parse_records(e.records)]
+    outputs = "\n".join(str(i.output) for i in result.new_items if isinstance(i, ToolCallOutputItem))
+    return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"], outputs
+
+
 def integrity(decision: GuardianDecision) -> float:
     return decision.answers["integrity"].p(("yes",))
 
@@ -167,3 +200,34 @@ def test_a_reply_made_once_is_converted_once_however_many_hooks_read_it() -> Non
     reply.parts.append(TextPart("one more thought"))
     converted.update(history)
     assert converted.rows == to_messages(history) and converted.rows[-1].content == "one more thought"
+
+
+async def test_an_injection_in_one_call_of_a_wide_step_escalates_there_through_the_openai_agents_sdk() -> None:
+    pytest.importorskip("agents")
+    pages = [page(n) for n in range(40)]
+    pages[23] = INJECTION + pages[23]
+    args = [{"n": n} for n in range(40)]
+
+    (step,) = await native(pages, args)
+    results, _ = await through_openai_agents(pages, args)
+
+    assert len(results) == 40
+    (fired,) = [r for r in results if r.outcome is not GuardianOutcome.CONTINUE]
+    assert fired.outcome is GuardianOutcome.ESCALATE and fired.escalated == ("integrity",) and fired.call_id == "c23"
+    assert integrity(step) == pytest.approx(max(map(integrity, results))) == pytest.approx(integrity(fired))
+
+
+async def test_a_reply_repeating_one_call_replans_once_through_the_openai_agents_sdk_as_natively() -> None:
+    # The SDK's hooks never show the reply: the calls whose approval was asked together are taken as one reply,
+    # so each result reads the whole reply's repeat count (12), not the siblings that happened to finish first.
+    pytest.importorskip("agents")
+    pages = [page(0)]
+    args = [{"n": 0}] * 12
+
+    (step,) = await native(pages, args)
+    results, outputs = await through_openai_agents(pages, args)
+
+    assert step.outcome is GuardianOutcome.REPLAN and step.inputs.repeats == 12
+    assert {r.outcome for r in results} == {GuardianOutcome.REPLAN}
+    assert {r.inputs.repeats for r in results} == {12} and {r.inputs.replans for r in results} == {0}
+    assert outputs.count("Re-anchor on the original goal") == 1
