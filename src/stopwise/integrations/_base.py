@@ -422,7 +422,7 @@ class PeerRun:
         row = encode_tool_result(value, tool_call_id=call.id)
         reply = self._reply_of(history, call, conditions)
         if reply is None:
-            # A peer whose hook sees the turn's input only (the OpenAI Agents SDK): the call is the turn's reply.
+            # No reply in the history made it (a peer whose hooks never show the reply): the call is the reply.
             rows = [*history, Message(Role.ASSISTANT, "", (call,))]
         else:
             made = reply.calls[call.id]
