@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
 from stopwise.storable import storable_text
 
-__all__ = ["ProjectedStep", "Projection", "fenced", "project", "shares", "tail_start"]
+__all__ = ["ProjectedStep", "Projection", "fenced", "fresh_fence", "project", "shares", "tail_start"]
 
 UNTRUSTED_OPEN = "<untrusted-tool-output>"
 UNTRUSTED_CLOSE = "</untrusted-tool-output>"
@@ -112,6 +113,18 @@ def fenced(p: Projection, key: str) -> str:
     if not key or key in _render(p):
         raise ValueError("a fence key must be non-empty and absent from the projection's content")
     return storable_text(_bounded(p, _Fence(f"<data {key}>", f"</data {key}>", every_field=True)), where="a fence")
+
+
+def fresh_fence(p: Projection) -> tuple[str, str]:
+    """A new random fence key (16 hex digits) and ``fenced(p, key)``. The key is drawn after the run's text is
+    written, and drawn again in the unlikely case that text holds it: no text from the run can close its fence,
+    and none can guess the key of the next request."""
+    while True:
+        key = secrets.token_hex(8)
+        try:
+            return key, fenced(p, key)
+        except ValueError:
+            continue
 
 
 def _bounded(p: Projection, fence: _Fence = _TOOL_OUTPUT) -> str:

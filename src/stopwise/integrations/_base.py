@@ -232,6 +232,20 @@ _PER_RESULT = ("integrity", "stagnation")
 """The turn conditions a per-result hook asks: what one tool result can show on its own."""
 
 
+@dataclass(slots=True)
+class _Reply:
+    """A reply whose results a per-result hook judges one by one, and what the native loop would read once for
+    its step: the policy's inputs as they stood before its first result, and whether it replanned already."""
+
+    row: Message
+    at: int
+    """Its index in the history the hooks pass."""
+    calls: dict[str, ToolCall]
+    """Its calls by id."""
+    inputs: PolicyInputs
+    replanned: bool = False
+
+
 class PeerRun:
     """One run of a peer's agent as stopwise records it. Start it, consult it from the peer's hooks, finish it."""
 
@@ -251,6 +265,8 @@ class PeerRun:
         self._counted: tuple[int, Message | None, int] = (0, None, 0)
         """The run's assistant rows counted at the last projection: up to which index, the row just before it,
         and how many (see ``_steps_before``)."""
+        self._reply: _Reply | None = None
+        """The reply whose results ``judge_result`` judges (see ``_reply_of``)."""
         self._call_base: tuple[str, int, tuple[Message, ...], Projection] | None = None
         """The projection the risk gate shares among one reply's calls: the goal, the steps before and the rows
         it was made from, and the projection itself, without a pending call (see ``_project``)."""
@@ -389,16 +405,29 @@ class PeerRun:
         raw output is kept in a quarantined ``ToolReceipt``); a replan (the same call again and again) appends
         the re-anchoring on the goal to what the model reads; a replan past ``max_replans`` is ``stop`` (the
         typed ``infeasible`` failure, for the peer to end the run with). A peer cannot suspend after a tool ran:
-        an escalation is recorded, and its output withheld, but no human is asked."""
+        an escalation is recorded, and its output withheld, but no human is asked.
+
+        The consultation sees the run's earlier steps and, of the reply, its text and this call with its result:
+        not the reply's other calls, whose results have not come yet (the native loop never projects a call
+        without its result). Its cost does not grow with the reply's calls, and the integrity answer is the one
+        the native loop gives a step of this result alone, so the native loop escalates a wide step exactly
+        when one of its results escalates here (its answer is the most suspicious result's). What the native
+        loop asks once per step is asked once per reply: the policy's inputs (earlier turns, replans, the run's
+        latest call repeated, counted over the whole reply) are the reply's, and a reply that replans counts one
+        replan, its re-anchoring added to the first result that replans."""
         guardian = self.deciders.guardian
         conditions = guardian.conditions.only(_PER_RESULT).turn() if guardian is not None else ()
         if guardian is None or not conditions:
             return ResultVerdict(value)
         row = encode_tool_result(value, tool_call_id=call.id)
-        if not any(c.id == call.id for m in reversed(history) if m.role is Role.ASSISTANT for c in m.tool_calls):
-            # A peer whose hook sees the turn's input only (the OpenAI Agents SDK): the call is the turn's reply.
-            history = [*history, Message(Role.ASSISTANT, "", (call,))]
-        turn = await self._consult_turn(step, history, [row], None, conditions, call.id)
+        reply = self._reply_of(history, call, conditions)
+        if reply is None:
+            # No reply in the history made it (a peer whose hooks never show the reply): the call is the reply.
+            rows = [*history, Message(Role.ASSISTANT, "", (call,))]
+        else:
+            made = reply.calls[call.id]
+            rows = [*history[: reply.at], Message(Role.ASSISTANT, reply.row.content, (made,))]
+        turn = await self._consult_turn(step, rows, [row], None, conditions, call.id, reply)
         if turn.quarantined:
             return ResultVerdict(turn.results[0].content, True)
         if turn.decision.action is Action.FAIL:
@@ -408,6 +437,23 @@ class PeerRun:
             return ResultVerdict(f"{row.content}\n\n{feedback}", True)
         return ResultVerdict(value)
 
+    def _reply_of(self, history: Sequence[Message], call: ToolCall, conditions: Sequence[Condition]) -> _Reply | None:
+        """The reply in ``history`` that made ``call`` (its latest assistant row), kept while its results come in:
+        None when the latest assistant row did not make it (the call is then the turn's whole reply)."""
+        at = next((i for i in range(len(history) - 1, self.run_start - 1, -1) if history[i].role is Role.ASSISTANT), -1)
+        if at < 0:
+            return None
+        kept = self._reply
+        if kept is None or kept.at != at or (kept.row is not history[at] and kept.row != history[at]):
+            row = history[at]
+            calls = {c.id: c for c in row.tool_calls}
+            if call.id not in calls:
+                return None
+            run_rows = itertools.islice(reversed(history), max(len(history) - self.run_start, 0))
+            inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
+            kept = self._reply = _Reply(row, at, calls, inputs)
+        return kept if call.id in kept.calls else None
+
     async def _consult_turn(
         self,
         step: int,
@@ -416,6 +462,7 @@ class PeerRun:
         final: str | None,
         conditions: tuple[Condition, ...],
         call_id: str | None = None,
+        reply: _Reply | None = None,
     ) -> TurnVerdict:
         guardian = self.deciders.guardian
         if guardian is None or not conditions:
@@ -424,8 +471,11 @@ class PeerRun:
         rows = [*history, *results]
         shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
         projection = self._project(guardian, shown, self._goal(guardian, history), final=final)
-        run_rows = itertools.islice(reversed(shown), max(len(shown) - self.run_start, 0))  # newest first, this run's
-        inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
+        if reply is not None:
+            inputs = reply.inputs
+        else:
+            run_rows = itertools.islice(reversed(shown), max(len(shown) - self.run_start, 0))  # newest first
+            inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
         consultation = await consult(
             guardian,
             projection,
@@ -456,9 +506,11 @@ class PeerRun:
         if final is not None and decision.action not in (Action.SUSPEND, Action.FAIL):
             decision = resolve(StepSignals())  # the answer goes on to the stop guard, as in the native loop
         feedback = ""
-        if decision.action is Action.REPLAN:
+        if decision.action is Action.REPLAN and not (reply is not None and reply.replanned):
             self.replans += 1
             feedback = reanchor_text(self._goal(guardian, history), guardian.criteria, decision.detail)
+            if reply is not None:
+                reply.replanned = True
         return TurnVerdict(decision, seen, turn, feedback, quarantined)
 
     def _goal(self, guardian: Guardian, history: Sequence[Message]) -> str:
@@ -652,8 +704,9 @@ class ConvertedHistory(abc.ABC, Generic[S]):
     object or an equal one: the check is a pointer comparison per item when the peer hands the same objects
     step after step, a comparison by value when it rebuilds them (still cheaper than converting). The newest
     item kept is converted again on every update, because a peer may complete its newest message in place
-    (pydantic-ai adds parts to its last request). Anything else (an item removed, replaced or edited before
-    the newest) converts the whole history again."""
+    (pydantic-ai adds parts to its last request), unless it is the same object and its ``mark`` is unchanged
+    (a reply of 500 calls is then converted once, not once per hook of each of its calls). Anything else (an
+    item removed, replaced or edited before the newest) converts the whole history again."""
 
     def __init__(self) -> None:
         self._source: list[S] = []
@@ -662,11 +715,19 @@ class ConvertedHistory(abc.ABC, Generic[S]):
         """The assistant rows in ``rows``: the run's step count."""
         self._tail: tuple[int, Message | None, int] = (0, None, 0)
         """Before the newest kept item was converted: the row count, the last row and ``steps``."""
+        self._mark: object = None
+        """The newest kept item's ``mark`` when it was converted."""
 
     @abc.abstractmethod
     def extend(self, rows: list[Message], item: S) -> None:
         """Append ``item``'s rows to ``rows``; it may replace ``rows[-1]`` (a call merged into the reply before
         it), never an earlier row."""
+
+    def mark(self, item: S) -> object:
+        """What changes when ``item`` is completed in place, compared with ``==`` (its parts list and their
+        count, say); None (the default): the peer may change it in any way, so the newest item is always
+        converted again."""
+        return None
 
     def update(self, items: Sequence[S]) -> None:
         """Bring ``rows`` up to ``items``."""
@@ -674,6 +735,8 @@ class ConvertedHistory(abc.ABC, Generic[S]):
         if kept < 0 or len(items) < kept or list(items[:kept]) != self._source[:kept]:
             self._source, self.rows, self.steps, self._tail = [], [], 0, (0, None, 0)
             kept = 0
+        elif len(items) > kept and items[kept] is self._source[kept] and self._unchanged(items[kept]):
+            kept += 1  # the newest item as it was converted: its rows stand
         else:
             count, last, steps = self._tail
             del self._source[kept:], self.rows[count:]
@@ -684,7 +747,14 @@ class ConvertedHistory(abc.ABC, Generic[S]):
             count, last = len(self.rows), (self.rows[-1] if self.rows else None)
             self._tail = (count, last, self.steps)
             self._source.append(item)
+            self._mark = self.mark(item)
             self.extend(self.rows, item)
             changed = self.rows[count - 1 :] if count else self.rows
             self.steps += sum(1 for r in changed if r.role is Role.ASSISTANT)
             self.steps -= 1 if last is not None and last.role is Role.ASSISTANT else 0
+
+    def _unchanged(self, item: S) -> bool:
+        if self._mark is None:
+            return False
+        mark = self.mark(item)
+        return mark is not None and bool(mark == self._mark)

@@ -98,19 +98,40 @@ class _Run:
 
     converted: ConvertedHistory = dataclasses.field(default_factory=lambda: ConvertedHistory())
     """The turns' input items as rows, converted once each (see ``ConvertedHistory``)."""
+    reply: dict[str, ToolCall] = dataclasses.field(default_factory=dict)
+    """The calls of the model's latest reply, by id: the SDK asks each call's approval before any of them runs,
+    and its hooks never show the reply itself."""
+    reply_row: Message | None = None
+    """``reply`` as the assistant row the results' checks read (one object for all of them)."""
+    replied: bool = False
+    """A result of ``reply`` was checked: the next approval asked starts a new reply."""
+
+    def asked(self, call: ToolCall) -> None:
+        """``call``'s approval is asked: it belongs to the latest reply, or starts a new one."""
+        if self.replied:
+            self.reply, self.replied = {}, False
+        self.reply[call.id] = call
+        self.reply_row = None
 
     def rows(self, turn_input: Sequence[Any]) -> list[Message]:
         """The turn's input as rows: only the items new since the last hook are converted."""
         self.converted.update(turn_input)
         return self.converted.rows
 
-    def history(self, turn_input: Sequence[Any]) -> list[Message]:
-        """The turn's input as rows, followed by the calls (and results) of this run it does not hold."""
+    def history(self, turn_input: Sequence[Any], call_id: str | None = None) -> list[Message]:
+        """The turn's input as rows, followed by the calls (and results) of this run it does not hold; when
+        ``call_id`` is one of the latest reply's calls, that reply's earlier results are left out and the reply
+        (all its calls) ends the rows, as the native loop's history ends with the reply whose results it judges."""
         rows = list(self.rows(turn_input))
         held = {m.tool_call_id for m in rows if m.tool_call_id}
-        for call_id, call, result in self.seen:
-            if call_id not in held:
+        reply = self.reply if call_id in self.reply else {}
+        for seen_id, call, result in self.seen:
+            if seen_id not in held and seen_id not in reply:
                 rows.extend((call, result))
+        if reply:
+            if self.reply_row is None:
+                self.reply_row = Message(Role.ASSISTANT, "", tuple(reply.values()))
+            rows.append(self.reply_row)
         return rows
 
 
@@ -170,7 +191,9 @@ class Stopwise:
             run = _current()
             run.steps += 1
             history = run.rows(ctx.turn_input)
-            verdict = await run.peer.check_call(run.steps, ToolCall(t.name, dict(params), id=call_id), history)
+            proposed = ToolCall(t.name, dict(params), id=call_id)
+            run.asked(proposed)
+            verdict = await run.peer.check_call(run.steps, proposed, history)
             run.calls[call_id] = verdict
             if verdict.blocked is not None:
                 return False  # the model reads the block; there is nothing to approve
@@ -194,7 +217,8 @@ class Stopwise:
             run = _current()
             ctx = data.context
             ran = ToolCall(t.name, json.loads(ctx.tool_arguments or "{}"), id=ctx.tool_call_id)
-            history = run.history(ctx.turn_input)
+            run.replied = True
+            history = run.history(ctx.turn_input, ran.id)
             verdict = await run.peer.check_result(run.steps, ran, data.output, history)
             judged = await run.peer.judge_result(run.steps, ran, verdict.value, history)
             if judged.stop is not None and judged.stop.error is not None:

@@ -272,6 +272,12 @@ class ConvertedHistory(_base.ConvertedHistory[ModelMessage]):
     def extend(self, rows: list[Message], item: ModelMessage) -> None:
         rows.extend(row for row, _ in _message_rows(item))
 
+    def mark(self, item: ModelMessage) -> object:
+        """A reply's parts list and their count: pydantic-ai appends to a request it completes in place, never to a
+        reply it has made, so a reply with the same parts converts to the same rows (every hook of a 500-call
+        reply's calls then costs a comparison, not 500 conversions). A request is converted again each time."""
+        return (item.parts, len(item.parts)) if isinstance(item, ModelResponse) else None
+
 
 def _message_rows(message: ModelMessage) -> Iterator[tuple[Message, bool]]:
     """The rows of one message, and whether each is a user prompt."""

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-import secrets
 import string
 import time
 from collections.abc import Mapping
@@ -46,7 +45,7 @@ from stopwise._checks import check_model
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer, Answers, uncertain
 from stopwise.guardian.conditions import Condition, QuestionSet
-from stopwise.guardian.projection import Projection, fenced
+from stopwise.guardian.projection import Projection, fresh_fence
 from stopwise.guardian.questions import Choice, Score, YesNo
 from stopwise.messages import Message, Reply, StopReason, TokenLogprob, Usage
 from stopwise.models.base import Model, ModelRequest
@@ -123,7 +122,7 @@ class JudgeEvaluator:
         conditions = questions.conditions
         # The request's step is the run step the projection ends on: a judge call belongs to that step.
         step = projection.steps[-1].step if projection.steps else 1
-        key, state = _fence(projection)
+        key, state = fresh_fence(projection)
         results = await asyncio.gather(*(self._ask(key, state, c, step) for c in conditions))
         latency = (time.perf_counter() - started) * 1000
         answers = {c.name: a for c, (a, _) in zip(conditions, results, strict=True)}
@@ -178,18 +177,6 @@ def _codes(condition: Condition) -> _Codes:
         shown.append(f"{key} = {label}: {meaning}" if meaning else f"{key} = {label}")
         labels[key.casefold()] = label
     return _Codes(tuple(shown), labels, letters)
-
-
-def _fence(projection: Projection) -> tuple[str, str]:
-    """A fresh random fence key and the projection fenced with it. The key is drawn after the run's text is
-    written, so no tool result can contain it (one that does by chance is drawn again): no text from the run
-    can close its fence and write a question, codes or an answer of its own."""
-    while True:
-        key = secrets.token_hex(8)
-        try:
-            return key, fenced(projection, key)
-        except ValueError:
-            continue
 
 
 def _prompt(key: str, state: str, condition: Condition, codes: _Codes) -> str:
