@@ -449,10 +449,14 @@ class PeerRun:
             calls = {c.id: c for c in row.tool_calls}
             if call.id not in calls:
                 return None
-            run_rows = itertools.islice(reversed(history), max(len(history) - self.run_start, 0))
-            inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
-            kept = self._reply = _Reply(row, at, calls, inputs)
+            kept = self._reply = _Reply(row, at, calls, self._policy_inputs(history, conditions))
         return kept if call.id in kept.calls else None
+
+    def _policy_inputs(self, rows: Sequence[Message], conditions: Sequence[Condition]) -> PolicyInputs:
+        """The policy's inputs after ``rows``: the conditions held before, the run's replans, and how many times
+        in a row this run (its rows from ``run_start``, newest first) repeated its latest call."""
+        run_rows = itertools.islice(reversed(rows), max(len(rows) - self.run_start, 0))
+        return PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
 
     async def _consult_turn(
         self,
@@ -471,11 +475,7 @@ class PeerRun:
         rows = [*history, *results]
         shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
         projection = self._project(guardian, shown, self._goal(guardian, history), final=final)
-        if reply is not None:
-            inputs = reply.inputs
-        else:
-            run_rows = itertools.islice(reversed(shown), max(len(shown) - self.run_start, 0))  # newest first
-            inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
+        inputs = reply.inputs if reply is not None else self._policy_inputs(shown, conditions)
         consultation = await consult(
             guardian,
             projection,
