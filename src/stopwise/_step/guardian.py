@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
+from stopwise.stop.repeats import call_key
 
 __all__ = [
     "QUARANTINE",
@@ -145,7 +145,7 @@ class Streak:
         key, count = None, 0
         for m in reversed(rows):
             for c in reversed(m.tool_calls):
-                k = (c.name, _args_key(c.args))
+                k = call_key(c.name, c.args)
                 if key is None:
                     key = k
                 elif k != key:
@@ -182,15 +182,11 @@ def repeats(newest_first: Iterable[Message]) -> int:
     for m in newest_first:
         for c in reversed(m.tool_calls):
             if latest is None:
-                latest = (c.name, _args_key(c.args))
-            elif c.name != latest[0] or _args_key(c.args) != latest[1]:
+                latest = call_key(c.name, c.args)
+            elif call_key(c.name, c.args) != latest:
                 return count
             count += 1
     return count
-
-
-def _args_key(args: Any) -> str:
-    return json.dumps(args, sort_keys=True, default=str)
 
 
 def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind] | None = None) -> PolicyInputs:

@@ -1,0 +1,195 @@
+"""Red team of the stop decision: scripted models that try to evade it (a budget overshot in one step, a call
+repeated in disguise, a reply that never ends, a hostile ``stop_when``, a run continued again and again after
+cut-offs and a SIGKILL). Each test names the rule the attack must not break."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopwise import Agent, Guardian, Limits, Reply, Runner, SQLiteStore, ToolCall, Usage, tool
+from stopwise.guardian.conditions import DEFAULT_CONDITIONS
+from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
+from stopwise.guardian.policy import ThresholdPolicy
+from stopwise.models import FunctionModel, ModelRequest
+
+STAGNATION = DEFAULT_CONDITIONS.only(["stagnation"])
+ran: list[str] = []
+
+
+@tool
+def work(item: str) -> str:
+    """Do one item of work."""
+    ran.append(item)
+    return f"did {item}"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    ran.clear()
+
+
+def fan_out(width: int) -> FunctionModel:
+    """A model that answers every request with ``width`` parallel calls, then a final answer once results came."""
+
+    def reply(request: ModelRequest) -> Reply:
+        if any(m.role.value == "tool" for m in request.messages):
+            return Reply(text="done", usage=Usage(1, 1, 1))
+        return Reply(tool_calls=[ToolCall("work", {"item": str(i)}, id=f"c{i}") for i in range(width)])
+
+    return FunctionModel(reply)
+
+
+# 1. Budget overshoot in one step ------------------------------------------------------------------------------
+
+
+async def test_a_batch_of_100_calls_under_a_limit_of_10_runs_exactly_10_and_ends_typed() -> None:
+    agent = Agent("a", "", fan_out(100), tools=[work], limits=Limits(tool_calls=10))
+    result = await Runner().run(agent, "go", session_id="s")
+    assert ran == [str(i) for i in range(10)]  # the first ten in call order, none past the budget
+    assert result.status == "failed" and result.error is not None
+    assert result.error.code == "tool_call_limit" and not result.error.retryable
+    assert result.error.details == {"limit": "tool_calls", "allowed": 10, "used": 100}
+    answered = [m for m in result.messages if m.role.value == "tool"]
+    assert len(answered) == 100  # every call the model made has an answer row, so the transcript is whole
+    assert sum("Not run" in str(m.content) for m in answered) == 90
+
+
+async def test_a_zero_tool_call_budget_runs_no_call_at_all() -> None:
+    agent = Agent("a", "", fan_out(5), tools=[work], limits=Limits(tool_calls=0))
+    result = await Runner().run(agent, "go", session_id="s")
+    assert ran == [] and result.error is not None and result.error.code == "tool_call_limit"
+
+
+# 3. Burning the budget: giant replies, a reply that never ends ------------------------------------------------
+
+
+async def test_one_reply_that_spends_the_whole_token_budget_ends_the_run_before_another_call() -> None:
+    asked = []
+
+    def greedy(request: ModelRequest) -> Reply:
+        asked.append(1)
+        return Reply(tool_calls=[ToolCall("work", {"item": "x"}, id=f"c{len(asked)}")], usage=Usage(10, 400_000, 1))
+
+    agent = Agent("a", "", FunctionModel(greedy), tools=[work], limits=Limits(total_tokens=100_000))
+    result = await Runner().run(agent, "go", session_id="s")
+    assert len(asked) == 1
+    assert result.error is not None and result.error.code == "token_limit"
+    assert result.error.details == {"limit": "total_tokens", "allowed": 100_000, "used": 400_010}
+
+
+async def test_a_megabyte_of_whitespace_as_the_answer_is_kept_verbatim_and_priced_by_its_usage() -> None:
+    blank = " " * 1_000_000
+    model = FunctionModel(lambda request: Reply(text=blank, usage=Usage(5, 250_000, 1)))
+    agent = Agent("a", "", model, limits=Limits(output_tokens=1_000))
+    result = await Runner().run(agent, "go", session_id="s")
+    # A final answer on the step that spent the budget completes (the tokens are paid for); nothing is lost.
+    assert result.status == "completed" and result.output == blank
+    assert result.usage.output_tokens == 250_000
+
+
+async def test_a_whitespace_tool_step_past_the_output_budget_ends_the_run_token_limit() -> None:
+    calls = []
+
+    def spin(request: ModelRequest) -> Reply:
+        calls.append(1)
+        call = ToolCall("work", {"item": "x"}, id=f"c{len(calls)}")
+        return Reply(text=" " * 1_000_000, tool_calls=[call], usage=Usage(5, 250_000, 1))
+
+    agent = Agent("a", "", FunctionModel(spin), tools=[work], limits=Limits(output_tokens=1_000))
+    result = await Runner().run(agent, "go", session_id="s")
+    assert len(calls) == 1 and result.error is not None and result.error.code == "token_limit"
+
+
+class EndlessStream:
+    """A streaming model whose stream never ends: a delta, then the next, forever (it yields to the event loop
+    between deltas, as a network read does)."""
+
+    name = "endless"
+
+    def __init__(self) -> None:
+        self.deltas = 0
+
+    async def generate(self, request: ModelRequest) -> Reply:
+        await asyncio.Event().wait()  # never answers
+        raise AssertionError("unreachable")
+
+    async def stream(self, request: ModelRequest) -> Any:
+        while True:
+            self.deltas += 1
+            yield " "
+            await asyncio.sleep(0)
+
+
+async def test_a_stream_that_never_ends_is_cut_by_the_step_time_limit_typed_and_retryable() -> None:
+    model = EndlessStream()
+    agent = Agent("a", "", model, limits=Limits(step_seconds=0.2))
+    events = [e async for e in Runner().stream(agent, "go", session_id="s")]
+    result = events[-1].result  # type: ignore[attr-defined]
+    assert model.deltas > 0
+    assert result.status == "failed" and result.error is not None
+    assert result.error.code == "time_limit" and result.error.retryable
+    assert result.error.details["limit"] == "step_time"
+
+
+async def test_a_model_call_that_never_returns_is_cut_by_the_run_time_limit() -> None:
+    agent = Agent("a", "", EndlessStream(), limits=Limits(run_seconds=0.2))
+    started = time.monotonic()
+    result = await Runner().run(agent, "go", session_id="s")
+    assert result.error is not None and result.error.code == "time_limit"
+    assert result.error.details["limit"] == "run_time"
+    assert time.monotonic() - started < 5
+
+
+# 2. Spinning evasions: the same call in disguise ---------------------------------------------------------------
+
+
+def spinner(calls: list[dict[str, Any]], tool_name: str = "lookup") -> FunctionModel:
+    """Makes the given calls one a step, in order, then answers."""
+
+    def reply(request: ModelRequest) -> Reply:
+        made = sum(len(m.tool_calls) for m in request.messages)
+        if made >= len(calls):
+            return Reply(text="done")
+        return Reply(tool_calls=[ToolCall(tool_name, calls[made], id=f"c{made}")])
+
+    return FunctionModel(reply)
+
+
+@tool
+def lookup(q: Any = None, n: Any = None, nonce: str | None = None, a: int = 0, b: int = 0) -> str:
+    """Look something up; the answer never changes."""
+    return "nothing new"
+
+
+def repeat_counts(calls: list[dict[str, Any]]) -> list[int]:
+    """The policy's count of the latest call repeated in a row, per turn, for a run making ``calls``."""
+    evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * (len(calls) + 1))
+    guardian = Guardian(evaluator=evaluator, conditions=STAGNATION, policy=ThresholdPolicy(repeat_limit=99))
+    agent = Agent("a", "", spinner(calls), tools=[lookup], guardian=guardian)
+    result = asyncio.run(Runner().run(agent, "go", session_id="s"))
+    return [d.inputs.repeats for d in result.decisions if d.kind == "turn"][: len(calls)]
+
+
+def test_the_same_call_with_its_arguments_in_another_key_order_counts_as_a_repeat() -> None:
+    assert repeat_counts([{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": 1, "b": 2}]) == [1, 2, 3]
+
+
+def test_the_same_number_written_1_or_1_0_counts_as_a_repeat() -> None:
+    assert repeat_counts([{"n": 1}, {"n": 1.0}, {"n": 1}]) == [1, 2, 3]
+
+
+def test_a_text_argument_differing_only_in_spacing_counts_as_a_repeat() -> None:
+    assert repeat_counts([{"q": "oslo weather"}, {"q": " oslo  weather"}, {"q": "oslo weather\n"}]) == [1, 2, 3]
+
+
+def test_a_changed_text_or_a_true_for_1_is_another_call() -> None:
+    assert repeat_counts([{"q": "oslo weather"}, {"q": "bergen weather"}]) == [1, 1]
+    assert repeat_counts([{"n": 1}, {"n": True}]) == [1, 1]
