@@ -72,7 +72,7 @@ from stopwise.stop.decision import (
     resolve,
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
-from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
+from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, run_time_left, time_left
 from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -710,10 +710,16 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
-    view = StepView(leg.steps_used + 1, step.reply, tuple(rows), leg.history_with(rows))
+    view = StepView.detached(leg.steps_used + 1, step.reply, rows, leg.messages)
+    left = run_time_left(leg.agent.limits, leg.clock() - leg.started)
+    loop = asyncio.get_running_loop()
+    deadline = None if left is None else loop.time() + left
     try:
-        return {"stop_when": await condition.evaluate(view)}
+        async with asyncio.timeout_at(deadline):
+            return {"stop_when": await condition.evaluate(view)}
     except Exception as exc:
+        if isinstance(exc, TimeoutError) and deadline is not None and loop.time() >= deadline:
+            return {}  # the run's time ran out while it decided: the resolver ends the run time_limit
         return {"stop_when_error": f"stop_when {condition.label} raised {type(exc).__name__}: {exc}"}
 
 

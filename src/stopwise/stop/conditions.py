@@ -8,6 +8,7 @@ synchronously raises ``TypeError`` instead of treating the un-awaited coroutine 
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any, TypeAlias
 
 from stopwise._checks import check_function
 from stopwise.errors import ConfigError
+from stopwise.history_view import HistoryView
 from stopwise.messages import TOOL_ERROR, Message, Reply
 
 __all__ = [
@@ -42,6 +44,14 @@ class StepView:
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.reply.tool_calls)
+
+    @classmethod
+    def detached(cls, number: int, reply: Reply, rows: Sequence[Message], log: Sequence[Message]) -> StepView:
+        """The view a predicate gets of a step not committed yet: ``log`` (committed rows, shared), then copies of
+        the step's ``reply`` and ``rows``. The step is written to the log from the originals, so a predicate that
+        changes what it is shown (a call's arguments are a plain dict) cannot change what is recorded."""
+        reply, tail = copy.deepcopy((reply, tuple(rows)))
+        return cls(number, reply, tail, HistoryView.of_log(log, tail=tail))
 
 
 Verdict: TypeAlias = "str | Awaitable[str | None] | None"

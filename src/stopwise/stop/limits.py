@@ -18,7 +18,17 @@ from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import Usage
 from stopwise.result import CompletionReason
 
-__all__ = ["LimitHit", "LimitKind", "Limits", "Spent", "budget_used", "calls_allowed", "exceeded", "time_left"]
+__all__ = [
+    "LimitHit",
+    "LimitKind",
+    "Limits",
+    "Spent",
+    "budget_used",
+    "calls_allowed",
+    "exceeded",
+    "run_time_left",
+    "time_left",
+]
 
 
 class LimitKind(StrEnum):
@@ -211,6 +221,15 @@ def time_left(limits: Limits | None, seconds: float) -> tuple[float, LimitKind] 
     bounds = []
     if limits.step_seconds is not None:
         bounds.append((float(limits.step_seconds), LimitKind.STEP_TIME))
-    if limits.run_seconds is not None:
-        bounds.append((max(0.0, float(limits.run_seconds) - seconds), LimitKind.RUN_TIME))
+    run_left = run_time_left(limits, seconds)
+    if run_left is not None:
+        bounds.append((run_left, LimitKind.RUN_TIME))
     return min(bounds, key=lambda b: b[0]) if bounds else None
+
+
+def run_time_left(limits: Limits | None, seconds: float) -> float | None:
+    """Seconds left of the leg's ``run_seconds``, ``seconds`` into the leg (0 once spent); None without that
+    budget. What bounds the caller code the loop awaits between model calls (a ``stop_when`` predicate)."""
+    if limits is None or limits.run_seconds is None:
+        return None
+    return max(0.0, float(limits.run_seconds) - seconds)
