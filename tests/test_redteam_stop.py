@@ -68,6 +68,42 @@ async def test_a_zero_tool_call_budget_runs_no_call_at_all() -> None:
     assert ran == [] and result.error is not None and result.error.code == "tool_call_limit"
 
 
+def overspending(usage: Usage) -> FunctionModel:
+    """A model whose first reply asks for three calls and reports ``usage``, then answers."""
+
+    def reply(request: ModelRequest) -> Reply:
+        if any(m.tool_calls for m in request.messages):
+            return Reply(text="done")
+        return Reply(tool_calls=[ToolCall("work", {"item": str(i)}, id=f"c{i}") for i in range(3)], usage=usage)
+
+    return FunctionModel(reply)
+
+
+@pytest.mark.parametrize(
+    ("limits", "code"),
+    [
+        (Limits(output_tokens=100), "token_limit"),
+        (Limits(total_tokens=1_000), "token_limit"),
+        (Limits(cost=0.001, priced_as="openai:gpt-4.1-mini"), "cost_limit"),
+    ],
+)
+async def test_the_calls_of_a_reply_that_took_the_run_past_a_token_or_cost_budget_never_run(
+    limits: Limits, code: str
+) -> None:
+    agent = Agent("a", "", overspending(Usage(1_000, 5_000, 1)), tools=[work], limits=limits)
+    result = await Runner().run(agent, "go", session_id="s")
+    assert ran == []  # none past the budget, as pydantic-ai's UsageLimits refuses them
+    assert result.status == "failed" and result.error is not None and result.error.code == code
+    rows = [m for m in result.messages if m.role.value == "tool"]
+    assert len(rows) == 3 and all(str(m.content).startswith('{"error": "Not run:') for m in rows)
+
+
+async def test_the_calls_of_a_reply_that_stays_within_the_budget_run() -> None:
+    agent = Agent("a", "", overspending(Usage(10, 100, 1)), tools=[work], limits=Limits(output_tokens=100))
+    result = await Runner().run(agent, "go", session_id="s")
+    assert ran == ["0", "1", "2"] and result.status == "completed"
+
+
 # 3. Burning the budget: giant replies, a reply that never ends ------------------------------------------------
 
 
@@ -80,7 +116,7 @@ async def test_one_reply_that_spends_the_whole_token_budget_ends_the_run_before_
 
     agent = Agent("a", "", FunctionModel(greedy), tools=[work], limits=Limits(total_tokens=100_000))
     result = await Runner().run(agent, "go", session_id="s")
-    assert len(asked) == 1
+    assert len(asked) == 1 and ran == []
     assert result.error is not None and result.error.code == "token_limit"
     assert result.error.details == {"limit": "total_tokens", "allowed": 100_000, "used": 400_010}
 

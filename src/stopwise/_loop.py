@@ -467,7 +467,8 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     else:
         waiting = {p.call.id for p in step.waiting}
         fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
-    fresh, step.refused = plan_batch(leg, fresh)
+    # A resume (SETTLE) runs calls a reviewer approved: the budget their reply spent ends the run after them.
+    fresh, step.refused = plan_batch(leg, fresh, step.reply.usage if step.kind is EntryKind.STEP else None)
     step.ran = 0
     for p in fresh:
         if p.row is None:

@@ -9,7 +9,7 @@ elapsed time in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -27,6 +27,7 @@ __all__ = [
     "calls_allowed",
     "exceeded",
     "run_time_left",
+    "spent_before_tools",
     "time_left",
 ]
 
@@ -185,6 +186,13 @@ def exceeded(limits: Limits | None, spent: Spent) -> LimitHit | None:
         if allowed is not None and used is not None and Decimal(str(used)) > Decimal(str(allowed)):
             return LimitHit(kind, allowed, used)
     return None
+
+
+def spent_before_tools(limits: Limits | None, spent: Spent) -> LimitHit | None:
+    """The token or cost budget ``spent`` has gone past, or None: a reply that took the leg past one has its tool
+    calls refused (none runs past the budget). Time is left out: a model call past the time budget was cancelled,
+    so its reply never asks for anything."""
+    return exceeded(limits, replace(spent, seconds=0.0))
 
 
 def budget_used(limits: Limits | None, spent: Spent) -> tuple[float, LimitKind] | None:
