@@ -314,6 +314,7 @@ async def test_a_stop_when_that_never_returns_is_cut_by_the_run_time_limit() -> 
 async def test_a_stop_when_that_mutates_the_calls_it_is_shown_changes_nothing_in_the_log(tmp_path: Path) -> None:
     def meddle(step: Any) -> bool:
         step.reply.tool_calls[0].args["item"] = "forged"
+        step.tool_results[0].metadata["forged"] = True
         return True
 
     store = SQLiteStore(tmp_path / "log.db")
@@ -326,6 +327,7 @@ async def test_a_stop_when_that_mutates_the_calls_it_is_shown_changes_nothing_in
     assert snapshot is not None
     logged = [c.args for m in snapshot.messages() for c in m.tool_calls]
     assert logged == [{"item": "x"}]
+    assert not any("forged" in m.metadata for m in snapshot.messages())
     assert [c.args for m in result.messages for c in m.tool_calls] == [{"item": "x"}]
 
 
