@@ -18,7 +18,7 @@ from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
-from stopwise.stop.repeats import call_key
+from stopwise.stop.repeats import canonical_args
 
 __all__ = [
     "QUARANTINE",
@@ -145,7 +145,7 @@ class Streak:
         key, count = None, 0
         for m in reversed(rows):
             for c in reversed(m.tool_calls):
-                k = call_key(c.name, c.args)
+                k = (c.name, _args_key(c.args))
                 if key is None:
                     key = k
                 elif k != key:
@@ -182,11 +182,15 @@ def repeats(newest_first: Iterable[Message]) -> int:
     for m in newest_first:
         for c in reversed(m.tool_calls):
             if latest is None:
-                latest = call_key(c.name, c.args)
-            elif call_key(c.name, c.args) != latest:
+                latest = (c.name, _args_key(c.args))
+            elif c.name != latest[0] or _args_key(c.args) != latest[1]:
                 return count
             count += 1
     return count
+
+
+def _args_key(args: Any) -> str:
+    return canonical_args(args)  # key order, 1 vs 1.0 and spacing do not make another call
 
 
 def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind] | None = None) -> PolicyInputs:

@@ -1,5 +1,6 @@
 """What counts as "the same call" for the repeat limit (``ThresholdPolicy.repeat_limit``): the tool's name and
-its arguments in a canonical form, so a model cannot dodge the limit by re-sending one call dressed differently.
+its arguments in a canonical form (``canonical_args``), so a model cannot dodge the limit by re-sending one call
+dressed differently.
 
 Canonical means equal as JSON values and as a reader would see them: object keys in any order, a number written
 ``1`` or ``1.0``, and a text that differs only in spacing (leading, trailing, or runs of whitespace) are the same.
@@ -14,17 +15,12 @@ import json
 import math
 from typing import Any
 
-__all__ = ["call_key", "canonical_args"]
+__all__ = ["canonical_args"]
 
 
 def canonical_args(args: Any) -> str:
     """``args`` as canonical JSON text: equal for two argument values that are the same call (see the module)."""
     return json.dumps(_canonical(args), sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
-
-
-def call_key(name: str, args: Any) -> tuple[str, str]:
-    """The identity of a call for the repeat limit: its tool's name and its canonical arguments."""
-    return name, canonical_args(args)
 
 
 def _canonical(value: Any) -> Any:
