@@ -427,3 +427,5 @@ def test_after_a_sigkill_in_the_middle_the_continued_run_spends_only_what_is_lef
     assert ran == ["2", "3"]  # in this process: the re-run of the killed call, then the last one the budget allows
     rows = [m for m in result.messages if m.role.value == "tool"]
     assert len(rows) == 5 and sum("Not run" in str(m.content) for m in rows) == 1
+    # Five replies, each counted once: the killed step's reply was recorded with its intent and not asked again.
+    assert result.usage.input_tokens == 50
