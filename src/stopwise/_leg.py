@@ -399,7 +399,8 @@ def _carry_out(agent: Agent, entry: LogEntry, configs: dict[str, GuardianConfig]
     the run's guardian configs read so far (the intent's pre-execution decisions name one an earlier step wrote)."""
     intent = next(r for r in parse_entry(entry, configs) if isinstance(r, StepIntent))
     assistant = entry.messages[0]
-    reply = Reply(assistant.content, assistant.tool_calls)
+    # The reply's usage was logged with the intent and is counted when its step commits (budgets too).
+    reply = Reply(assistant.content, assistant.tool_calls, usage=entry.usage)
     by_id = {c.call_id: c for c in intent.calls}
     plans = []
     for call in reply.tool_calls:

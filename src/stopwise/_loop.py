@@ -72,7 +72,7 @@ from stopwise.stop.decision import (
     resolve,
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
-from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, time_left
+from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, run_time_left, time_left
 from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -467,7 +467,8 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     else:
         waiting = {p.call.id for p in step.waiting}
         fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
-    fresh, step.refused = plan_batch(leg, fresh)
+    # A resume (SETTLE) runs calls a reviewer approved: the budget their reply spent ends the run after them.
+    fresh, step.refused = plan_batch(leg, fresh, step.reply.usage if step.kind is EntryKind.STEP else None)
     step.ran = 0
     for p in fresh:
         if p.row is None:
@@ -710,10 +711,16 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
-    view = StepView(leg.steps_used + 1, step.reply, tuple(rows), leg.history_with(rows))
+    view = StepView.detached(leg.steps_used + 1, step.reply, rows, leg.messages)
+    left = run_time_left(leg.agent.limits, leg.clock() - leg.started)
+    loop = asyncio.get_running_loop()
+    deadline = None if left is None else loop.time() + left
     try:
-        return {"stop_when": await condition.evaluate(view)}
+        async with asyncio.timeout_at(deadline):
+            return {"stop_when": await condition.evaluate(view)}
     except Exception as exc:
+        if isinstance(exc, TimeoutError) and deadline is not None and loop.time() >= deadline:
+            return {}  # the run's time ran out while it decided: the resolver ends the run time_limit
         return {"stop_when_error": f"stop_when {condition.label} raised {type(exc).__name__}: {exc}"}
 
 

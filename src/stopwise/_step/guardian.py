@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from stopwise.guardian.records import GuardianDecision
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
+from stopwise.stop.repeats import canonical_args
 
 __all__ = [
     "QUARANTINE",
@@ -190,7 +190,7 @@ def repeats(newest_first: Iterable[Message]) -> int:
 
 
 def _args_key(args: Any) -> str:
-    return json.dumps(args, sort_keys=True, default=str)
+    return canonical_args(args)  # key order, 1 vs 1.0 and spacing do not make another call
 
 
 def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind] | None = None) -> PolicyInputs:
