@@ -15,7 +15,7 @@ from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import Projection, project, tail_start
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
@@ -32,6 +32,7 @@ __all__ = [
     "reanchor_text",
     "released",
     "repeats",
+    "restate",
     "run_repeats",
     "withhold",
 ]
@@ -268,6 +269,22 @@ async def consult_turn(
         kind="turn",
         started=started,
     )
+
+
+def restate(leg: Leg, reply: Reply, rows: Sequence[Message], records: list[LogRecord], answer: str) -> None:
+    """The guardian's records of a turn (its decision and a judge's labels, in ``records``) as the log keeps them
+    once the output hook's redactions changed the reply's text to ``answer``: the projection they keep (an
+    escalation's ``state``, a label's) and its ``state_hash`` are those of the projection with ``answer`` in the
+    reply's place, so the log holds neither the removed text nor a digest of it. The decision, made on the reply
+    as the model wrote it, stands."""
+    final = answer if reply.is_natural_finish else None
+    projection = projection_for(leg, [Message(Role.ASSISTANT, answer, reply.tool_calls), *rows], final=final)
+    for i, r in enumerate(records):
+        if isinstance(r, GuardianDecision) and r.kind == "turn":
+            state = projection.text if r.state is not None else None
+            records[i] = dataclasses.replace(r, state=state, state_hash=projection.state_hash)
+        elif isinstance(r, GuardianLabel):
+            records[i] = dataclasses.replace(r, state=projection.text, state_hash=projection.state_hash)
 
 
 QUARANTINE = "[tool output withheld by the guardian until a reviewer releases it]"
