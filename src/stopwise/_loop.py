@@ -879,7 +879,13 @@ async def _keep_redacted(leg: Leg, step: _Step, proposed: str, *, stored: bool) 
 def _held_block(leg: Leg, step: int) -> GuardrailRecord | None:
     """The redacting output block a step was suspended with (its answer is stored as the block left it)."""
     for r in leg.records:
-        if isinstance(r, GuardrailRecord) and r.hook is Hook.OUTPUT and r.action == "block" and r.step == step:
+        if (
+            isinstance(r, GuardrailRecord)
+            and r.hook is Hook.OUTPUT
+            and r.action == "block"
+            and r.redacted
+            and r.step == step
+        ):
             return r
     return None
 

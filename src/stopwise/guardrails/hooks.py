@@ -282,7 +282,7 @@ async def run_chain(
                 raise GuardrailError(name, hook, "Block.replacement must be a string or None")
             if only_redactions and not verdict.redacted:
                 continue
-            records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step))
+            records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step, verdict.redacted))
             if verdict.redacted:
                 redacted, clean = True, None
             return ChainResult(value, verdict, name, tuple(records), redacted, clean)
@@ -291,7 +291,7 @@ async def run_chain(
             if only_redactions and not verdict.redacted:
                 continue
             value = rewritten
-            records.append(GuardrailRecord(hook, "rewrite", name, None, tool_call_id, step))
+            records.append(GuardrailRecord(hook, "rewrite", name, None, tool_call_id, step, verdict.redacted))
             if verdict.redacted:
                 redacted, clean = True, value
             continue

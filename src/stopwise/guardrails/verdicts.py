@@ -102,9 +102,12 @@ class GuardrailRecord:
     """Set on the tool hooks."""
     step: int | None = None
     """Absent on the input hook, which runs before any step."""
+    redacted: bool = False
+    """The verdict was a redaction (``Rewrite(..., redacted=True)``, ``Block(..., redacted=True)``): what it
+    removed is stored nowhere."""
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "type": self.TYPE,
             "hook": self.hook.value,
             "action": self.action,
@@ -113,6 +116,9 @@ class GuardrailRecord:
             "tool_call_id": self.tool_call_id,
             "step": self.step,
         }
+        if self.redacted:  # only then: the records of every other verdict stay as they were written before
+            data["redacted"] = True
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> GuardrailRecord:
@@ -123,6 +129,7 @@ class GuardrailRecord:
             data.get("reason"),
             data.get("tool_call_id"),
             data.get("step"),
+            data.get("redacted") is True,
         )
 
 
