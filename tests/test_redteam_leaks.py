@@ -207,13 +207,11 @@ async def test_a_call_waiting_for_approval_is_suspended_with_redacted_arguments_
     assert SECRET not in _requests(model) and SECRET.encode() not in _disk(tmp_path)
 
 
-async def _suspend(folder: Path) -> str:
-    """A run whose call (its token redacted) waits for a reviewer, in ``folder/log.db``; its run id."""
-    call = ToolCall("deploy_reviewed", {"token": SECRET})
-    case = Case("on_tool_call", (Reply(tool_calls=[call]),), "Deploy.", (deploy_reviewed,))
+async def _suspend(folder: Path, agent: Agent, task: str) -> str:
+    """A run of ``agent`` that waits for a reviewer, in ``folder/log.db``; its run id."""
     store = SQLiteStore(folder / "log.db")
     try:
-        waiting = await Runner(store).run(case.agent(ScriptedModel(list(case.replies))), case.task, session_id="s")
+        waiting = await Runner(store).run(agent, task, session_id="s")
     finally:
         await store.close()
     assert waiting.status is RunStatus.SUSPENDED
@@ -222,7 +220,9 @@ async def _suspend(folder: Path) -> str:
 
 @pytest.mark.slow  # a server process
 def test_the_review_page_of_serve_shows_the_redacted_arguments_only(tmp_path: Path) -> None:
-    run_id = asyncio.run(_suspend(tmp_path))
+    call = ToolCall("deploy_reviewed", {"token": SECRET})
+    case = Case("on_tool_call", (Reply(tool_calls=[call]),), "Deploy.", (deploy_reviewed,))
+    run_id = asyncio.run(_suspend(tmp_path, case.agent(ScriptedModel(list(case.replies))), case.task))
     pages = _serve_pages(tmp_path, ("/", f"/runs/{run_id}"))
     assert "[redacted]" in pages[1]
     assert not any(SECRET in page for page in pages)
@@ -534,20 +534,9 @@ async def test_an_escalated_answer_is_in_no_postgresql_row(pg_server: Server) ->
     assert "[redacted]" in rows and SECRET not in rows
 
 
-async def _escalated(folder: Path) -> str:
-    """A run whose answer waits for a reviewer, in ``folder/log.db``; its run id."""
-    store = SQLiteStore(folder / "log.db")
-    try:
-        waiting = await Runner(store).run(_escalating(ScriptedEvaluator([IN_BAND])), "Which token?", session_id="s")
-    finally:
-        await store.close()
-    assert waiting.status is RunStatus.SUSPENDED
-    return waiting.run_id
-
-
 @pytest.mark.slow  # a server process
 def test_the_review_page_of_serve_shows_an_escalated_answer_redacted(tmp_path: Path) -> None:
-    run_id = asyncio.run(_escalated(tmp_path))
+    run_id = asyncio.run(_suspend(tmp_path, _escalating(ScriptedEvaluator([IN_BAND])), "Which token do I have?"))
     pages = _serve_pages(tmp_path, ("/", f"/runs/{run_id}"))
     assert "Your token is [redacted] (keep it safe)" in pages[1]
     assert not any(SECRET in page for page in pages)
