@@ -24,8 +24,8 @@ from stopwise.stop.limits import LimitKind
 
 __all__ = [
     "QUARANTINE",
-    "consult_call",
     "call_keys",
+    "consult_call",
     "consult_turn",
     "criteria_of",
     "goal_of",
