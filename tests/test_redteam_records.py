@@ -39,9 +39,11 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve
-from stopwise.errors import UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
+from stopwise.errors import ConfigError, UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
 from stopwise.guardian import Guardian
+from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.history import keep_last_steps
+from stopwise.integrations._base import Deciders, PeerRun
 from stopwise.models import ModelRequest
 from stopwise.records import UnknownRecord, parse_entry, parse_log, parse_record, parse_records, to_data
 from stopwise.runtime import result_from_log
@@ -305,9 +307,9 @@ def test_every_record_with_a_field_deleted_or_of_another_type_reads_typed_or_is_
     assert total > 1000 and unreadable > total // 2  # most mutants are damage, and were refused
 
 
-FREE_FORM = frozenset({"args", "metadata", "policy"})
-"""Fields whose values are the caller's own JSON (a call's arguments, a row's metadata, a guardian policy's
-settings): any JSON value is a value there."""
+FREE_FORM = frozenset({"args", "metadata"})
+"""Fields whose values are the caller's own JSON (a call's arguments, a receipt's metadata): any JSON value is a
+value there. A guardian policy's settings are not: ``ThresholdPolicy.from_data`` reads them where the record is."""
 
 
 def _other_type(value: object, original: object) -> bool:
@@ -502,3 +504,123 @@ def test_the_dbos_runtimes_settle_check_reads_a_damaged_approval_record_as_unrea
             await store.close()
 
     asyncio.run(read())
+
+
+# A guardian policy's settings, read where its record is read.
+
+WRONG_SETTINGS = [("max_replans", "7"), ("max_replans", True), ("repeat_limit", 2.5), ("on_unavailable", 7)]
+WRONG_SETTINGS += [("budget_nearly_spent", "0.9"), ("budget_nearly_spent", False), ("on_unavailable", ["stop"])]
+
+
+def _damage(db: Path, session: str, change: Callable[[dict[str, Any]], dict[str, Any] | str | None]) -> int:
+    """``change`` applied to the first record of ``session``'s log (in the SQLite file ``db``) it changes (it
+    returns None for a record it leaves alone); the seq of that record's entry."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT seq, records FROM log WHERE session_id = ? ORDER BY seq", (session,)).fetchall()
+        for seq, text in rows:
+            records = json.loads(text or "[]")
+            for i, record in enumerate(records):
+                changed = change(record)
+                if changed is not None:
+                    records[i] = changed
+                    update = "UPDATE log SET records = ? WHERE session_id = ? AND seq = ?"
+                    conn.execute(update, (json.dumps(records), session, seq))
+                    break
+            else:
+                continue
+            break
+        else:
+            raise AssertionError(f"no record of session {session!r} to damage")
+    conn.close()
+    return int(seq)
+
+
+def _setting(name: str, value: object) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    def change(record: dict[str, Any]) -> dict[str, Any] | None:
+        if record.get("type") != "guardian_config":
+            return None
+        return {**record, "policy": {**record["policy"], name: value}}
+
+    return change
+
+
+@pytest.mark.parametrize(("setting", "value"), WRONG_SETTINGS, ids=[f"{s}={v!r}" for s, v in WRONG_SETTINGS])
+def test_a_guardian_policy_setting_of_another_type_is_unreadable_entry_naming_the_session_entry_and_setting(
+    current_log: Path, tmp_path: Path, setting: str, value: object
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    seq = _damage(db, "done", _setting(setting, value))
+
+    async def read() -> None:
+        store = SQLiteStore(db)
+        try:
+            for call in (
+                lambda: _result(Runner(store), store, "done"),
+                lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
+            ):
+                with pytest.raises(UnreadableEntry) as caught:
+                    await call()
+                assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+                assert f"ThresholdPolicy.{setting}" in caught.value.why, caught.value.why
+        finally:
+            await store.close()
+
+    asyncio.run(read())
+
+
+def _whole_decision(every_log: list[list[LogEntry]]) -> dict[str, Any]:
+    """A guardian decision an earlier version wrote whole, its policy inline (``fixtures/log_v3.db``)."""
+    return next(r for log in every_log for e in log for r in e.records if r.get("type") == "guardian" and "policy" in r)
+
+
+@pytest.mark.parametrize(("setting", "value"), WRONG_SETTINGS, ids=[f"{s}={v!r}" for s, v in WRONG_SETTINGS])
+def test_a_whole_guardian_decisions_policy_setting_of_another_type_is_unreadable_record_naming_it(
+    every_log: list[list[LogEntry]], setting: str, value: object
+) -> None:
+    decision = _whole_decision(every_log)
+    with pytest.raises(UnreadableRecord, match=f"a 'guardian' record: ThresholdPolicy.{setting}: must be"):
+        parse_records([{**decision, "policy": {**decision["policy"], setting: value}}])
+
+
+def test_a_policy_setting_a_newer_version_wrote_is_kept_when_read_and_refused_at_replay(
+    every_log: list[list[LogEntry]],
+) -> None:
+    decision = _whole_decision(every_log)
+    (read,) = parse_records([{**decision, "policy": {**decision["policy"], "from_the_future": "x"}}])
+    assert isinstance(read, GuardianDecision) and read.policy["from_the_future"] == "x"
+    assert to_data([read])[0]["policy"]["from_the_future"] == "x"  # a copy (fork) keeps it
+    with pytest.raises(ConfigError, match="settings this stopwise does not know: \\['from_the_future'\\]"):
+        replay(read)
+
+
+# A peer's run (the integrations) reading its session's earlier stop guard records.
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [{"type": "stop_guard", "event": 7}, "not a record", {"type": "guardian_config"}],
+    ids=["a field of another type", "not an object", "another kind, damaged"],
+)
+def test_a_peer_run_starting_on_a_damaged_session_raises_unreadable_entry_naming_it(
+    current_log: Path, tmp_path: Path, damage: object
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    kind = damage.get("type") if isinstance(damage, dict) else "stop_guard"
+
+    def change(record: dict[str, Any]) -> dict[str, Any] | str | None:
+        if record.get("type") != kind:
+            return None
+        return {**record, **damage} if isinstance(damage, dict) and kind == "stop_guard" else damage  # type: ignore[return-value]
+
+    seq = _damage(db, "done", change)
+
+    async def start() -> None:
+        store = SQLiteStore(db)
+        try:
+            with pytest.raises(UnreadableEntry) as caught:
+                await PeerRun(Deciders(store=store), "done", "peer-run").start()
+            assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+        finally:
+            await store.close()
+
+    asyncio.run(start())
