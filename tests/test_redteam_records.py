@@ -17,6 +17,7 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from _pgcluster import HOW_TO_ENABLE
 from _switching_agent import search
 from stopwise import (
     Agent,
@@ -49,7 +51,7 @@ from stopwise.records import UnknownRecord, parse_entry, parse_log, parse_record
 from stopwise.runtime import result_from_log
 from stopwise.step_plan import StepContext, StepPlan
 from stopwise.stop.guard import StopGuardContext
-from stopwise.store.base import LogEntry
+from stopwise.store.base import LogEntry, Store
 from stopwise.tool_switches import ToolSwitch
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -373,7 +375,7 @@ def test_an_entry_whose_records_are_not_a_list_is_unreadable_entry_naming_it(eve
 Call = Callable[[Runner, SQLiteStore], Awaitable[object]]
 
 
-async def _result(runner: Runner, store: SQLiteStore, session: str) -> object:
+async def _result(runner: Runner, store: Store, session: str) -> object:
     snapshot = await store.load_session(session)
     assert snapshot is not None and snapshot.last_run is not None
     return result_from_log(None, snapshot, snapshot.last_run)
@@ -512,27 +514,31 @@ WRONG_SETTINGS = [("max_replans", "7"), ("max_replans", True), ("repeat_limit", 
 WRONG_SETTINGS += [("budget_nearly_spent", "0.9"), ("budget_nearly_spent", False), ("on_unavailable", ["stop"])]
 
 
-def _damage(db: Path, session: str, change: Callable[[dict[str, Any]], dict[str, Any] | str | None]) -> int:
-    """``change`` applied to the first record of ``session``'s log (in the SQLite file ``db``) it changes (it
-    returns None for a record it leaves alone); the seq of that record's entry."""
+Change = Callable[[dict[str, Any]], dict[str, Any] | str | None]
+"""A record damaged, or None for a record left alone."""
+
+
+def _first_damaged(rows: list[tuple[int, str | None]], change: Change) -> tuple[int, str]:
+    """Of a session's log rows (seq, records JSON), the first whose records ``change`` damages: its seq and its
+    records' JSON with the first record it changes replaced."""
+    for seq, text in rows:
+        records = json.loads(text or "[]")
+        for i, record in enumerate(records):
+            damaged = change(record)
+            if damaged is not None:
+                records[i] = damaged
+                return seq, json.dumps(records)
+    raise AssertionError("no record to damage")
+
+
+def _damage(db: Path, session: str, change: Change) -> int:
+    """The first record of ``session``'s log ``change`` damages, damaged in the SQLite file ``db``; its entry's seq."""
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT seq, records FROM log WHERE session_id = ? ORDER BY seq", (session,)).fetchall()
-        for seq, text in rows:
-            records = json.loads(text or "[]")
-            for i, record in enumerate(records):
-                changed = change(record)
-                if changed is not None:
-                    records[i] = changed
-                    update = "UPDATE log SET records = ? WHERE session_id = ? AND seq = ?"
-                    conn.execute(update, (json.dumps(records), session, seq))
-                    break
-            else:
-                continue
-            break
-        else:
-            raise AssertionError(f"no record of session {session!r} to damage")
+        seq, records = _first_damaged(rows, change)
+        conn.execute("UPDATE log SET records = ? WHERE session_id = ? AND seq = ?", (records, session, seq))
     conn.close()
-    return int(seq)
+    return seq
 
 
 def _setting(name: str, value: object) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
@@ -596,21 +602,22 @@ def test_a_policy_setting_a_newer_version_wrote_is_kept_when_read_and_refused_at
 # A peer's run (the integrations) reading its session's earlier stop guard records.
 
 
-@pytest.mark.parametrize(
-    "damage",
-    [{"type": "stop_guard", "event": 7}, "not a record", {"type": "guardian_config"}],
-    ids=["a field of another type", "not an object", "another kind, damaged"],
-)
+DAMAGE: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any] | str]]] = {
+    "a field of another type": ("stop_guard", lambda r: {**r, "event": 7}),
+    "not an object": ("stop_guard", lambda r: "not a record"),
+    "another kind, damaged": ("guardian_config", lambda r: {"type": "guardian_config"}),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_peer_run_starting_on_a_damaged_session_raises_unreadable_entry_naming_it(
-    current_log: Path, tmp_path: Path, damage: object
+    current_log: Path, tmp_path: Path, damage: str
 ) -> None:
     db = _log_copy(current_log, tmp_path / "log.db")
-    kind = damage.get("type") if isinstance(damage, dict) else "stop_guard"
+    kind, damaged = DAMAGE[damage]
 
     def change(record: dict[str, Any]) -> dict[str, Any] | str | None:
-        if record.get("type") != kind:
-            return None
-        return {**record, **damage} if isinstance(damage, dict) and kind == "stop_guard" else damage  # type: ignore[return-value]
+        return damaged(record) if record.get("type") == kind else None
 
     seq = _damage(db, "done", change)
 
@@ -624,3 +631,52 @@ def test_a_peer_run_starting_on_a_damaged_session_raises_unreadable_entry_naming
             await store.close()
 
     asyncio.run(start())
+
+
+# PostgreSQL: the same read path (``parse_entry`` on what ``load_session`` returns) as SQLite's.
+
+
+def test_on_postgresql_a_damaged_record_is_refused_with_unreadable_entry_naming_the_session_entry_and_field(
+    request: pytest.FixtureRequest,
+) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    dsn = request.getfixturevalue("pg_dsn")
+    if dsn is None:
+        pytest.skip(HOW_TO_ENABLE)
+    from stopwise.store.postgres import PostgresStore
+
+    schema = f"r_{uuid.uuid4().hex[:12]}"
+
+    async def record() -> None:
+        store = PostgresStore(dsn, schema=schema, max_size=2)
+        try:
+            done = await Runner(store).run(rich_agent(), "find it", session_id="done")
+            assert done.status == "completed", done.error
+        finally:
+            await store.close()
+
+    asyncio.run(record())
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}")
+        rows = conn.execute("SELECT seq, records FROM log WHERE session_id = 'done' ORDER BY seq").fetchall()
+        seq, damaged = _first_damaged(rows, _setting("max_replans", "7"))
+        conn.execute("UPDATE log SET records = %s WHERE session_id = 'done' AND seq = %s", (damaged, seq))
+
+    async def read() -> None:
+        store = PostgresStore(dsn, schema=schema, max_size=2)
+        try:
+            for call in (
+                lambda: _result(Runner(store), store, "done"),
+                lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
+            ):
+                with pytest.raises(UnreadableEntry) as caught:
+                    await call()
+                assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+                assert "ThresholdPolicy.max_replans" in caught.value.why
+            assert (
+                await store.load_session("forked") is None
+            )  # the damaged source was named before anything was written
+        finally:
+            await store.close()
+
+    asyncio.run(read())
