@@ -8,7 +8,9 @@ The records fuzzed are real: a log the current code writes on SQLite on disk (a 
 a goal, a stop guard's records and tool switches, what ``prepare_step`` chose and the history it kept, the
 write-ahead intents, an approval request and decision) and the logs earlier versions wrote
 (``fixtures/log_v3.db``, ``fixtures/log_v5.db``: whole guardian decisions, guardrail records, receipts). Every
-field of every record is deleted, and replaced by a value of another JSON type, one at a time.
+field of every record is deleted, and replaced by a value of another JSON type, one at a time. A guardian policy's
+settings are checked too (a setting of another type names itself); a peer's run reading its session, and a log on
+a real PostgreSQL, are read the same way.
 """
 
 from __future__ import annotations
