@@ -147,6 +147,9 @@ class Leg:
     """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
     streak as ``stopwise._step.guardian.Streak``). A cache, so the guardian counts repeats without walking back
     the whole streak every step (a run repeating one call 2,000 times)."""
+    call_keys: dict[str, str] | None = None
+    """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
+    ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""
     runtime_context: Any = None
     agent_path: tuple[str, ...] = ()
     """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""
@@ -399,7 +402,8 @@ def _carry_out(agent: Agent, entry: LogEntry, configs: dict[str, GuardianConfig]
     the run's guardian configs read so far (the intent's pre-execution decisions name one an earlier step wrote)."""
     intent = next(r for r in parse_entry(entry, configs) if isinstance(r, StepIntent))
     assistant = entry.messages[0]
-    reply = Reply(assistant.content, assistant.tool_calls)
+    # The reply's usage was logged with the intent and is counted when its step commits (budgets too).
+    reply = Reply(assistant.content, assistant.tool_calls, usage=entry.usage)
     by_id = {c.call_id: c for c in intent.calls}
     plans = []
     for call in reply.tool_calls:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from stopwise._checks import check_function
 from stopwise.errors import ConfigError
+from stopwise.history_view import HistoryView
 from stopwise.messages import TOOL_ERROR, Message, Reply
 
 __all__ = [
@@ -42,6 +43,26 @@ class StepView:
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.reply.tool_calls)
+
+    @classmethod
+    def detached(cls, number: int, reply: Reply, rows: Sequence[Message], log: Sequence[Message]) -> StepView:
+        """The view a predicate gets of a step not committed yet: ``log`` (committed rows, shared), then copies of
+        the step's ``reply`` and ``rows``. The step is written to the log from the originals, so a predicate that
+        changes what it is shown (a call's arguments are a plain dict) cannot change what is recorded."""
+        if reply.tool_calls:
+            reply = replace(reply, tool_calls=tuple(replace(c, args=_own(c.args)) for c in reply.tool_calls))
+        tail = tuple(replace(m, metadata=_own(dict(m.metadata))) for m in rows)
+        return cls(number, reply, tail, HistoryView.of_log(log, tail=tail))
+
+
+def _own(value: Any) -> Any:
+    """A copy of a JSON value's lists and dicts (the rest of it is immutable): cheaper than ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _own(v) for k, v in value.items()}
+    if kind is list:
+        return [_own(v) for v in value]
+    return value
 
 
 Verdict: TypeAlias = "str | Awaitable[str | None] | None"

@@ -9,7 +9,7 @@ elapsed time in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -18,7 +18,18 @@ from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import Usage
 from stopwise.result import CompletionReason
 
-__all__ = ["LimitHit", "LimitKind", "Limits", "Spent", "budget_used", "calls_allowed", "exceeded", "time_left"]
+__all__ = [
+    "LimitHit",
+    "LimitKind",
+    "Limits",
+    "Spent",
+    "budget_used",
+    "calls_allowed",
+    "exceeded",
+    "run_time_left",
+    "spent_before_tools",
+    "time_left",
+]
 
 
 class LimitKind(StrEnum):
@@ -177,6 +188,13 @@ def exceeded(limits: Limits | None, spent: Spent) -> LimitHit | None:
     return None
 
 
+def spent_before_tools(limits: Limits | None, spent: Spent) -> LimitHit | None:
+    """The token or cost budget ``spent`` has gone past, or None: a reply that took the leg past one has its tool
+    calls refused (none runs past the budget). Time is left out: a model call past the time budget was cancelled,
+    so its reply never asks for anything."""
+    return exceeded(limits, replace(spent, seconds=0.0))
+
+
 def budget_used(limits: Limits | None, spent: Spent) -> tuple[float, LimitKind] | None:
     """The largest fraction of any budget ``spent`` has used (1.0: all of it; more: past it), with which budget;
     None when ``limits`` sets none. What the guardian's policy reads (``PolicyInputs.budget_used``). The step-time
@@ -211,6 +229,15 @@ def time_left(limits: Limits | None, seconds: float) -> tuple[float, LimitKind] 
     bounds = []
     if limits.step_seconds is not None:
         bounds.append((float(limits.step_seconds), LimitKind.STEP_TIME))
-    if limits.run_seconds is not None:
-        bounds.append((max(0.0, float(limits.run_seconds) - seconds), LimitKind.RUN_TIME))
+    run_left = run_time_left(limits, seconds)
+    if run_left is not None:
+        bounds.append((run_left, LimitKind.RUN_TIME))
     return min(bounds, key=lambda b: b[0]) if bounds else None
+
+
+def run_time_left(limits: Limits | None, seconds: float) -> float | None:
+    """Seconds left of the leg's ``run_seconds``, ``seconds`` into the leg (0 once spent); None without that
+    budget. What bounds the caller code the loop awaits between model calls (a ``stop_when`` predicate)."""
+    if limits is None or limits.run_seconds is None:
+        return None
+    return max(0.0, float(limits.run_seconds) - seconds)
