@@ -61,8 +61,15 @@ __all__ = [
     "ReviewVerdict",
     "RunFailed",
     "TurnVerdict",
+    "UnsupportedVerdict",
     "answer_text",
 ]
+
+
+class UnsupportedVerdict(StopwiseError):
+    """A guardrail asked for something the peer offers no public way to do: rewriting the input history
+    (pydantic-ai, LangGraph's nodes), a tool call's arguments or the input (the OpenAI Agents SDK), a structured
+    output (pydantic-ai). One class for every integration, so one ``except`` catches it whichever peer runs."""
 
 
 class RunFailed(StopwiseError):
