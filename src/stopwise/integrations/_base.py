@@ -239,6 +239,17 @@ _PER_RESULT = ("integrity", "stagnation")
 """The turn conditions a per-result hook asks: what one tool result can show on its own."""
 
 
+@dataclass(frozen=True, slots=True)
+class _CallBase:
+    """The projection a reply's calls share, without a pending call, and what it was made from: the run's goal,
+    its steps before the rows projected, and those rows."""
+
+    goal: str
+    before: int
+    window: tuple[Message, ...]
+    projection: Projection
+
+
 @dataclass(slots=True)
 class _Reply:
     """A reply whose results a per-result hook judges one by one, and what the native loop would read once for
@@ -274,9 +285,8 @@ class PeerRun:
         and how many (see ``_steps_before``)."""
         self._reply: _Reply | None = None
         """The reply whose results ``judge_result`` judges (see ``_reply_of``)."""
-        self._call_base: tuple[str, int, tuple[Message, ...], Projection] | None = None
-        """The projection the risk gate shares among one reply's calls: the goal, the steps before and the rows
-        it was made from, and the projection itself, without a pending call (see ``_project``)."""
+        self._call_base: _CallBase | None = None
+        """The projection the risk gate shares among one reply's calls (see ``_project``)."""
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
         """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
@@ -548,10 +558,12 @@ class PeerRun:
         if pending is not None and final is None:
             kept = self._call_base
             # The same rows: the same objects, or equal ones (a peer converts its newest message again per hook).
-            if kept is None or kept[0] != goal or kept[1] != before or kept[2] != window:
-                kept = (goal, before, window, self._projection(guardian, window, goal, risks, before, None, None))
-                self._call_base = kept
-            return dataclasses.replace(kept[3], pending=pending, pending_risk=risks.get(pending.name, "unknown"))
+            if kept is None or kept.goal != goal or kept.before != before or kept.window != window:
+                base = self._projection(guardian, window, goal, risks, before, None, None)
+                kept = self._call_base = _CallBase(goal, before, window, base)
+            return dataclasses.replace(
+                kept.projection, pending=pending, pending_risk=risks.get(pending.name, "unknown")
+            )
         return self._projection(guardian, window, goal, risks, before, pending, final)
 
     @staticmethod
