@@ -221,7 +221,8 @@ def give_up(calls: list[int]) -> Callable[[RunErrorHandlerInput[Any]], RunErrorH
 
 async def test_the_sdks_max_turns_handler_answers_in_place_of_the_exception_and_is_recorded_the_step_cap() -> None:
     """SDK: ``error_handlers={"max_turns": ...}`` turns the cap into a final output
-    (``tests/test_run_error_handlers.py``). stopwise returns that output unjudged and records ``max_steps``."""
+    (``tests/test_run_error_handlers.py``). stopwise returns that output unjudged and records the run completed
+    ``max_steps_handled``, as its own loop records an ``on_max_steps`` handler's output."""
     calls: list[int] = []
     script = [[function_call("lookup", {"city": f"city {i}"}, call_id=f"c{i}")] for i in range(5)]
     pair = await both(weather_agent(), script, max_turns=3, error_handlers={"max_turns": give_up(calls)})
@@ -229,13 +230,14 @@ async def test_the_sdks_max_turns_handler_answers_in_place_of_the_exception_and_
     assert isinstance(pair.bare, Outcome) and pair.bare.output == "gave up" and pair.bare.model_calls == 3
     assert calls == [3, 3]  # once each run
     run = await pair.run()
-    assert run.completion_reason == "max_steps" and run.output == "gave up"
+    assert run.status is RunStatus.COMPLETED and run.completion_reason == "max_steps_handled"
+    assert run.output == "gave up"
 
 
 async def test_continues_that_spend_max_turns_run_the_sdks_max_turns_handler() -> None:
     """A stop guard's continues that use up ``max_turns`` end the run as the SDK's own cap does: the caller's
     ``max_turns`` handler runs once and its output is the answer (before, stopwise raised ``MaxTurnsExceeded``
-    past it); the run is recorded ``max_steps``."""
+    past it); the run is recorded ``max_steps_handled``."""
     store = MemoryStore()
     stopwise = passing(store, StopGuard(lambda ctx: Continue("Check again."), max_continues=10, name="never_done"))
     model = ScriptedModel([[assistant_message(f"answer {i}")] for i in range(10)])
@@ -245,7 +247,8 @@ async def test_continues_that_spend_max_turns_run_the_sdks_max_turns_handler() -
     assert result.final_output == "gave up"
     assert len(model.calls) == 3 and len(calls) == 1
     (run,) = await store.list_runs((await store.list_sessions())[0])
-    assert run.completion_reason == "max_steps" and run.output == "gave up"
+    assert run.status is RunStatus.COMPLETED and run.completion_reason == "max_steps_handled"
+    assert run.output == "gave up"
 
 
 async def test_a_max_turns_handler_that_returns_none_lets_max_turns_exceeded_through() -> None:

@@ -36,7 +36,7 @@ import inspect
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
@@ -105,7 +105,7 @@ class _Run:
     reply_row: Message | None = None
     """``reply`` as the assistant row the results' checks read (one object for all of them)."""
     capped: bool = False
-    """The caller's ``max_turns`` error handler ran: its output is the run's answer, recorded ``max_steps``."""
+    """The caller's ``max_turns`` error handler ran: its output is the run's answer, recorded ``max_steps_handled``."""
     replied: bool = False
     """A result of ``reply`` was checked: the next approval asked starts a new reply."""
 
@@ -339,15 +339,18 @@ class Stopwise:
         output = result.final_output if isinstance(result.final_output, str) else ""
         if run.capped:
             assert max_turns is not None  # the SDK runs the max_turns handler only under a cap
-            await peer.stopped_by_peer(_cap(max_turns), steps=run.steps, text=output)
+            await peer.stopped_by_peer(_cap(max_turns, handled=True), steps=run.steps, text=output)
         else:
             await peer.finish(ended, steps=run.steps, text=output)
         return result
 
 
-def _cap(max_turns: int) -> StepSignals:
-    """The SDK's turn cap as the signals of stopwise's step cap (the run is recorded ``max_steps``)."""
-    return StepSignals(has_tool_calls=True, steps_used=max_turns, max_steps=max_turns)
+def _cap(max_turns: int, *, handled: bool = False) -> StepSignals:
+    """The SDK's turn cap as the signals of stopwise's step cap: the run is recorded ``max_steps`` (failed), or,
+    when the caller's ``max_turns`` handler gave the output, ``max_steps_handled`` (completed), as stopwise's loop
+    records its ``on_max_steps`` handler."""
+    on_cap: Literal["fail", "handler"] = "handler" if handled else "fail"
+    return StepSignals(has_tool_calls=True, steps_used=max_turns, max_steps=max_turns, on_max_steps=on_cap)
 
 
 def _exceeded(max_turns: int) -> MaxTurnsExceeded:
