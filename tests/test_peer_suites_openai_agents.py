@@ -219,7 +219,7 @@ def give_up(calls: list[int]) -> Callable[[RunErrorHandlerInput[Any]], RunErrorH
     return handler
 
 
-async def test_the_sdks_max_turns_handler_answers_in_place_of_the_exception_and_is_recorded_the_step_cap() -> None:
+async def test_the_sdks_max_turns_handler_answers_in_place_of_the_exception_and_is_recorded_handled() -> None:
     """SDK: ``error_handlers={"max_turns": ...}`` turns the cap into a final output
     (``tests/test_run_error_handlers.py``). stopwise returns that output unjudged and records the run completed
     ``max_steps_handled``, as its own loop records an ``on_max_steps`` handler's output."""
