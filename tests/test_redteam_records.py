@@ -8,7 +8,9 @@ The records fuzzed are real: a log the current code writes on SQLite on disk (a 
 a goal, a stop guard's records and tool switches, what ``prepare_step`` chose and the history it kept, the
 write-ahead intents, an approval request and decision) and the logs earlier versions wrote
 (``fixtures/log_v3.db``, ``fixtures/log_v5.db``: whole guardian decisions, guardrail records, receipts). Every
-field of every record is deleted, and replaced by a value of another JSON type, one at a time.
+field of every record is deleted, and replaced by a value of another JSON type, one at a time. A guardian policy's
+settings are checked too (a setting of another type names itself); a peer's run reading its session, and a log on
+a real PostgreSQL, are read the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from _pgcluster import HOW_TO_ENABLE
 from _switching_agent import search
 from stopwise import (
     Agent,
@@ -39,15 +43,17 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve
-from stopwise.errors import UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
+from stopwise.errors import ConfigError, UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
 from stopwise.guardian import Guardian
+from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.history import keep_last_steps
+from stopwise.integrations._base import Deciders, PeerRun
 from stopwise.models import ModelRequest
 from stopwise.records import UnknownRecord, parse_entry, parse_log, parse_record, parse_records, to_data
 from stopwise.runtime import result_from_log
 from stopwise.step_plan import StepContext, StepPlan
 from stopwise.stop.guard import StopGuardContext
-from stopwise.store.base import LogEntry
+from stopwise.store.base import LogEntry, Store
 from stopwise.tool_switches import ToolSwitch
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -305,9 +311,9 @@ def test_every_record_with_a_field_deleted_or_of_another_type_reads_typed_or_is_
     assert total > 1000 and unreadable > total // 2  # most mutants are damage, and were refused
 
 
-FREE_FORM = frozenset({"args", "metadata", "policy"})
-"""Fields whose values are the caller's own JSON (a call's arguments, a row's metadata, a guardian policy's
-settings): any JSON value is a value there."""
+FREE_FORM = frozenset({"args", "metadata"})
+"""Fields whose values are the caller's own JSON (a call's arguments, a receipt's metadata): any JSON value is a
+value there. A guardian policy's settings are not: ``ThresholdPolicy.from_data`` reads them where the record is."""
 
 
 def _other_type(value: object, original: object) -> bool:
@@ -371,7 +377,7 @@ def test_an_entry_whose_records_are_not_a_list_is_unreadable_entry_naming_it(eve
 Call = Callable[[Runner, SQLiteStore], Awaitable[object]]
 
 
-async def _result(runner: Runner, store: SQLiteStore, session: str) -> object:
+async def _result(runner: Runner, store: Store, session: str) -> object:
     snapshot = await store.load_session(session)
     assert snapshot is not None and snapshot.last_run is not None
     return result_from_log(None, snapshot, snapshot.last_run)
@@ -498,6 +504,180 @@ def test_the_dbos_runtimes_settle_check_reads_a_damaged_approval_record_as_unrea
                 with pytest.raises(UnreadableEntry) as caught:
                     await _own_settle(Runner(store), log, settle.seq, {"c-transfer": Approve()}, 0.0)
                 assert (caught.value.session_id, caught.value.seq) == ("paid", settle.seq)
+        finally:
+            await store.close()
+
+    asyncio.run(read())
+
+
+# A guardian policy's settings, read where its record is read.
+
+WRONG_SETTINGS = [("max_replans", "7"), ("max_replans", True), ("repeat_limit", 2.5), ("on_unavailable", 7)]
+WRONG_SETTINGS += [("budget_nearly_spent", "0.9"), ("budget_nearly_spent", False), ("on_unavailable", ["stop"])]
+
+
+Change = Callable[[dict[str, Any]], dict[str, Any] | str | None]
+"""A record damaged, or None for a record left alone."""
+
+
+def _first_damaged(rows: list[tuple[int, str | None]], change: Change) -> tuple[int, str]:
+    """Of a session's log rows (seq, records JSON), the first whose records ``change`` damages: its seq and its
+    records' JSON with the first record it changes replaced."""
+    for seq, text in rows:
+        records = json.loads(text or "[]")
+        for i, record in enumerate(records):
+            damaged = change(record)
+            if damaged is not None:
+                records[i] = damaged
+                return seq, json.dumps(records)
+    raise AssertionError("no record to damage")
+
+
+def _damage(db: Path, session: str, change: Change) -> int:
+    """The first record of ``session``'s log ``change`` damages, damaged in the SQLite file ``db``; its entry's seq."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT seq, records FROM log WHERE session_id = ? ORDER BY seq", (session,)).fetchall()
+        seq, records = _first_damaged(rows, change)
+        conn.execute("UPDATE log SET records = ? WHERE session_id = ? AND seq = ?", (records, session, seq))
+    conn.close()
+    return seq
+
+
+def _setting(name: str, value: object) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    def change(record: dict[str, Any]) -> dict[str, Any] | None:
+        if record.get("type") != "guardian_config":
+            return None
+        return {**record, "policy": {**record["policy"], name: value}}
+
+    return change
+
+
+@pytest.mark.parametrize(("setting", "value"), WRONG_SETTINGS, ids=[f"{s}={v!r}" for s, v in WRONG_SETTINGS])
+def test_a_guardian_policy_setting_of_another_type_is_unreadable_entry_naming_the_session_entry_and_setting(
+    current_log: Path, tmp_path: Path, setting: str, value: object
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    seq = _damage(db, "done", _setting(setting, value))
+
+    async def read() -> None:
+        store = SQLiteStore(db)
+        try:
+            for call in (
+                lambda: _result(Runner(store), store, "done"),
+                lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
+            ):
+                with pytest.raises(UnreadableEntry) as caught:
+                    await call()
+                assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+                assert f"ThresholdPolicy.{setting}" in caught.value.why, caught.value.why
+        finally:
+            await store.close()
+
+    asyncio.run(read())
+
+
+def _whole_decision(every_log: list[list[LogEntry]]) -> dict[str, Any]:
+    """A guardian decision an earlier version wrote whole, its policy inline (``fixtures/log_v3.db``)."""
+    return next(r for log in every_log for e in log for r in e.records if r.get("type") == "guardian" and "policy" in r)
+
+
+@pytest.mark.parametrize(("setting", "value"), WRONG_SETTINGS, ids=[f"{s}={v!r}" for s, v in WRONG_SETTINGS])
+def test_a_whole_guardian_decisions_policy_setting_of_another_type_is_unreadable_record_naming_it(
+    every_log: list[list[LogEntry]], setting: str, value: object
+) -> None:
+    decision = _whole_decision(every_log)
+    with pytest.raises(UnreadableRecord, match=f"a 'guardian' record: ThresholdPolicy.{setting}: must be"):
+        parse_records([{**decision, "policy": {**decision["policy"], setting: value}}])
+
+
+def test_a_policy_setting_a_newer_version_wrote_is_kept_when_read_and_refused_at_replay(
+    every_log: list[list[LogEntry]],
+) -> None:
+    decision = _whole_decision(every_log)
+    (read,) = parse_records([{**decision, "policy": {**decision["policy"], "from_the_future": "x"}}])
+    assert isinstance(read, GuardianDecision) and read.policy["from_the_future"] == "x"
+    assert to_data([read])[0]["policy"]["from_the_future"] == "x"  # a copy (fork) keeps it
+    with pytest.raises(ConfigError, match="settings this stopwise does not know: \\['from_the_future'\\]"):
+        replay(read)
+
+
+# A peer's run (the integrations) reading its session's earlier stop guard records.
+
+
+DAMAGE: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any] | str]]] = {
+    "a field of another type": ("stop_guard", lambda r: {**r, "event": 7}),
+    "not an object": ("stop_guard", lambda r: "not a record"),
+    "another kind, damaged": ("guardian_config", lambda r: {"type": "guardian_config"}),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_peer_run_starting_on_a_damaged_session_raises_unreadable_entry_naming_it(
+    current_log: Path, tmp_path: Path, damage: str
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    kind, damaged = DAMAGE[damage]
+
+    def change(record: dict[str, Any]) -> dict[str, Any] | str | None:
+        return damaged(record) if record.get("type") == kind else None
+
+    seq = _damage(db, "done", change)
+
+    async def start() -> None:
+        store = SQLiteStore(db)
+        try:
+            with pytest.raises(UnreadableEntry) as caught:
+                await PeerRun(Deciders(store=store), "done", "peer-run").start()
+            assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+        finally:
+            await store.close()
+
+    asyncio.run(start())
+
+
+# PostgreSQL: the same read path (``parse_entry`` on what ``load_session`` returns) as SQLite's.
+
+
+def test_on_postgresql_a_damaged_record_is_refused_with_unreadable_entry_naming_the_session_entry_and_field(
+    request: pytest.FixtureRequest,
+) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    dsn = request.getfixturevalue("pg_dsn")
+    if dsn is None:
+        pytest.skip(HOW_TO_ENABLE)
+    from stopwise.store.postgres import PostgresStore
+
+    schema = f"r_{uuid.uuid4().hex[:12]}"
+
+    async def record() -> None:
+        store = PostgresStore(dsn, schema=schema, max_size=2)
+        try:
+            done = await Runner(store).run(rich_agent(), "find it", session_id="done")
+            assert done.status == "completed", done.error
+        finally:
+            await store.close()
+
+    asyncio.run(record())
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}")
+        rows = conn.execute("SELECT seq, records FROM log WHERE session_id = 'done' ORDER BY seq").fetchall()
+        seq, damaged = _first_damaged(rows, _setting("max_replans", "7"))
+        conn.execute("UPDATE log SET records = %s WHERE session_id = 'done' AND seq = %s", (damaged, seq))
+
+    async def read() -> None:
+        store = PostgresStore(dsn, schema=schema, max_size=2)
+        try:
+            for call in (
+                lambda: _result(Runner(store), store, "done"),
+                lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
+            ):
+                with pytest.raises(UnreadableEntry) as caught:
+                    await call()
+                assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+                assert "ThresholdPolicy.max_replans" in caught.value.why
+            assert (
+                await store.load_session("forked") is None
+            )  # the damaged source was named before anything was written
         finally:
             await store.close()
 

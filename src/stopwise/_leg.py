@@ -147,6 +147,9 @@ class Leg:
     """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
     streak as ``stopwise._step.guardian.Streak``). A cache, so the guardian counts repeats without walking back
     the whole streak every step (a run repeating one call 2,000 times)."""
+    call_keys: dict[str, str] | None = None
+    """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
+    ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""
     runtime_context: Any = None
     agent_path: tuple[str, ...] = ()
     """The sub-agent path of this loop (``GuardrailContext.agent_path``); empty for a root run."""

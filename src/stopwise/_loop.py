@@ -32,7 +32,7 @@ from stopwise._step.calls import (
     plan_calls,
     plans_now,
 )
-from stopwise._step.guardian import consult_turn, quarantine, reanchor
+from stopwise._step.guardian import consult_turn, quarantine, reanchor, restate
 from stopwise._step.output import run_max_steps_handler, run_validators
 from stopwise._step.prepare import Prepared, plain_prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
@@ -52,8 +52,8 @@ from stopwise.events import (
 )
 from stopwise.goal import Goal
 from stopwise.guardian.conditions import GuardianOutcome
-from stopwise.guardian.records import GuardianDecision, judge_usage
-from stopwise.guardrails.hooks import InputContext, OutputContext, run_chain
+from stopwise.guardian.records import GuardianDecision, GuardianLabel, judge_usage
+from stopwise.guardrails.hooks import ChainResult, InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback, error_tool_result
 from stopwise.models._validate import model_failure, validate_reply
@@ -387,7 +387,7 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
 async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decided:
     """Everything between the model's reply and the commit. Raises ``CallerCodeFailed`` when caller code fails."""
     if settling is not None and settling.escalation:
-        return await _settle_review(leg, step, settling)
+        return await _accept(leg, await _settle_review(leg, step, settling))
     if settling is None and step.reply.tool_calls:
         offered = step.prepared.offered if step.prepared is not None else None
         plans = plans_now(leg, step.reply, step.phase, offered=offered)  # nothing to await: no coroutine
@@ -439,15 +439,25 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         and guard_applies(leg, step.reply, step.phase)
     ):
         step.guard = await consult_guard(leg, step.number, step.reply, step.phase)
-    decided = _decide(leg, step)
-    if decided.decision.reason is CompletionReason.MAX_STEPS_HANDLED:
+    return await _accept(leg, _decide(leg, step))
+
+
+async def _accept(leg: Leg, decided: _Decided) -> _Decided:
+    """The application's code on what the decision accepts (the step cap's handler, the output validators, the
+    output guardrails' last word), also when a review settles a step; and the output hook's redactions on an answer
+    the run ends or suspends on without that last word."""
+    step, decision = decided.step, decided.decision
+    if decision.reason is CompletionReason.MAX_STEPS_HANDLED:
         return replace(decided, output=await run_max_steps_handler(leg, step.rows))
-    if decided.decision.action is Action.COMPLETE and (
-        decided.output is not None or decided.decision.reason in _TEXT_ENDINGS
-    ):
+    proposed = step.reply.text
+    if decision.action is Action.COMPLETE and (decided.output is not None or decision.reason in _TEXT_ENDINGS):
         decided = await _validate_output(leg, decided)
-    if decided.decision.action is Action.COMPLETE and decided.decision.reason in _TEXT_ENDINGS:
-        decided = await _guard_output(leg, decided)
+    decision = decided.decision
+    if decision.action is Action.COMPLETE and decision.reason in _TEXT_ENDINGS:
+        await _keep_redacted(leg, step, proposed, stored=False)
+        return await _guard_output(leg, decided)
+    if step.kind is EntryKind.STEP and not step.reply.tool_calls:
+        await _keep_redacted(leg, step, proposed, stored=decision.ends_run or decision.action is Action.SUSPEND)
     return decided
 
 
@@ -826,26 +836,80 @@ async def _validate_output(leg: Leg, decided: _Decided) -> _Decided:
     return replace(decided, output=value)
 
 
-async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
-    """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
-    the run record carry it); a block replaces the text and the resolver records ``guardrail_output``."""
-    guardrails = leg.guardrails
-    if guardrails is None or not guardrails.has(Hook.OUTPUT):
-        return decided
-    step, run = decided.step, leg.run
+async def _output_chain(leg: Leg, step: _Step, text: str, *, only_redactions: bool = False) -> ChainResult[str]:
+    """The output hook's chain on ``text`` (the agent has output guardrails). Raises ``CallerCodeFailed`` when a
+    guardrail raises, times out or gives a wrong verdict."""
+    guardrails, run = leg.guardrails, leg.run
+    assert guardrails is not None
     history = leg.history()
     try:
-        chain = await run_chain(
+        return await run_chain(
             guardrails,
             Hook.OUTPUT,
-            step.reply.text,
-            lambda text: OutputContext(
-                history, step.number, run.session_id, run.run_id, leg.runtime_context, text, agent_path=leg.agent_path
+            text,
+            lambda t: OutputContext(
+                history, step.number, run.session_id, run.run_id, leg.runtime_context, t, agent_path=leg.agent_path
             ),
             step=step.number,
+            only_redactions=only_redactions,
         )
     except (GuardrailRaised, GuardrailError) as exc:
         raise CallerCodeFailed(caller_failure(exc)) from exc
+
+
+async def _keep_redacted(leg: Leg, step: _Step, proposed: str, *, stored: bool) -> None:
+    """What the log keeps of an answer the output hook has not had its last word on: with ``stored`` (the run ends
+    or suspends on it without that word: the guardian escalated it to a reviewer or failed it, a budget ran out),
+    the answer itself; and the guardian's records of the turn, which keep its projection (an escalation's state,
+    a judge's labels). Both as the hook's redactions leave ``proposed`` (the reply as the guardian judged it); its
+    other verdicts decide when the hook runs (after a review), or never. A redacting block leaves its replacement
+    (or nothing), and its record decides once a review lets the answer through (``_guard_output``)."""
+    guardrails = leg.guardrails
+    if guardrails is None or not guardrails.has(Hook.OUTPUT):
+        return
+    keeps_text = step.turn is not None and (
+        step.turn.state is not None or any(isinstance(r, GuardianLabel) for r in step.records)
+    )
+    if not (stored or keeps_text):
+        return  # the common final answer: the output hook runs once, after this
+    chain = await _output_chain(leg, step, proposed, only_redactions=True)
+    if not chain.redacted:
+        return
+    answer = (chain.block.replacement or "") if chain.block is not None else chain.value
+    if step.turn is not None:
+        restate(leg, step.reply, step.rows, step.records, answer)
+    if stored:
+        step.records.extend(chain.records)
+        step.reply = replace(step.reply, text=answer)
+
+
+def _held_block(leg: Leg, step: int) -> GuardrailRecord | None:
+    """The redacting output block a step was suspended with (its answer is stored as the block left it)."""
+    for r in leg.records:
+        if (
+            isinstance(r, GuardrailRecord)
+            and r.hook is Hook.OUTPUT
+            and r.action == "block"
+            and r.redacted
+            and r.step == step
+        ):
+            return r
+    return None
+
+
+async def _guard_output(leg: Leg, decided: _Decided) -> _Decided:
+    """Output guardrails on an accepted final answer: the last word. A rewrite is authoritative (the log and
+    the run record carry it); a block replaces the text and the resolver records ``guardrail_output``. After a
+    review, the answer is the copy the review was shown (``_keep_redacted``): a redacting block recorded on it
+    decides without the hook running again."""
+    step = decided.step
+    held = _held_block(leg, step.number) if step.kind is EntryKind.SETTLE else None
+    if held is not None:
+        return replace(_decide(leg, step, output_blocked=held.reason or ""), output=None)
+    guardrails = leg.guardrails
+    if guardrails is None or not guardrails.has(Hook.OUTPUT):
+        return decided
+    chain = await _output_chain(leg, step, step.reply.text)
     step.records.extend(chain.records)
     if chain.block is not None:
         blocked = _decide(leg, step, output_blocked=chain.block.reason)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 from stopwise._record_check import FieldMismatch, check_data, check_record
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PlannedCall
-from stopwise.errors import UnreadableEntry, UnreadableRecord
+from stopwise.errors import ConfigError, UnreadableEntry, UnreadableRecord
 from stopwise.goal import Goal
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, GuardianLabel, UnresolvedConfig
 from stopwise.guardrails.receipts import ToolReceipt
@@ -211,7 +211,7 @@ def _reading(kind: str) -> Iterator[None]:
     """A parser's failure on a record of ``kind`` as ``UnreadableRecord``; a missing key names the field."""
     try:
         yield
-    except (FieldMismatch, UnresolvedConfig) as exc:
+    except (FieldMismatch, UnresolvedConfig, ConfigError) as exc:  # ConfigError: a guardian policy's setting
         raise UnreadableRecord(f"a {kind!r} record: {exc}") from exc
     except KeyError as exc:
         missing = f"field {exc.args[0]!r} is missing" if exc.args else "a field is missing"

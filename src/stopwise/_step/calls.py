@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
-from stopwise._step.guardian import consult_call
+from stopwise._step.guardian import consult_call, note_redacted
 from stopwise.context import RunContext
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.guardian.conditions import GuardianOutcome
@@ -250,6 +250,8 @@ async def _plan(
         if chain.redacted:
             # What a redacting verdict removed is stored nowhere: the call as the log, the model's next request,
             # the suspension and the guardian see it carries the arguments the chain left (none after a block).
+            if leg.agent.guardian is not None:
+                note_redacted(leg, call.id, args)  # the repeat count must tell two redacted calls apart
             args = {} if chain.block is not None else chain.value
             call = replace(call, args=dict(args))
             row = _with_call(row, call)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,8 @@ from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
 from stopwise.guardian.projection import Projection, project, tail_start
-from stopwise.guardian.records import GuardianDecision
+from stopwise.guardian.records import GuardianDecision, GuardianLabel
+from stopwise.guardrails.verdicts import GuardrailRecord, Hook
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
@@ -22,16 +24,19 @@ from stopwise.stop.repeats import canonical_args
 
 __all__ = [
     "QUARANTINE",
+    "call_keys",
     "consult_call",
     "consult_turn",
     "criteria_of",
     "goal_of",
     "held_before",
+    "note_redacted",
     "quarantine",
     "reanchor",
     "reanchor_text",
     "released",
     "repeats",
+    "restate",
     "run_repeats",
     "withhold",
 ]
@@ -140,12 +145,13 @@ class Streak:
     whole: bool = True
 
     @classmethod
-    def of(cls, rows: Sequence[Message]) -> Streak:
-        """The streak at the end of ``rows`` (oldest first): reads every row once."""
+    def of(cls, rows: Sequence[Message], keys: Mapping[str, str] | None = None) -> Streak:
+        """The streak at the end of ``rows`` (oldest first): reads every row once. ``keys``: per call id, the key
+        that stands for a call's arguments when its logged ones are not the model's (``call_keys``)."""
         key, count = None, 0
         for m in reversed(rows):
             for c in reversed(m.tool_calls):
-                k = (c.name, _args_key(c.args))
+                k = (c.name, (keys.get(c.id) if keys else None) or _args_key(c.args))
                 if key is None:
                     key = k
                 elif k != key:
@@ -169,9 +175,33 @@ def run_repeats(leg: Leg, rows: Sequence[Message]) -> int:
     messages = leg.messages
     if read is not messages or not isinstance(streak, Streak) or not leg.run_start <= end <= len(messages):
         end, streak = leg.run_start, Streak()
-    streak = streak.then(Streak.of(messages[end:]))
+    keys = call_keys(leg)
+    streak = streak.then(Streak.of(messages[end:], keys))
     leg.repeat_rows = (messages, len(messages), streak)
-    return streak.then(Streak.of(rows)).count
+    return streak.then(Streak.of(rows, keys)).count
+
+
+def call_keys(leg: Leg) -> dict[str, str]:
+    """Per call id, what the repeat count compares instead of the logged arguments of a call a redacting
+    tool-call guardrail rewrote (the log and the model's rows carry ``[redacted]`` in place of each secret, so two
+    calls with different secrets would look alike): a digest of the arguments the model gave, for the calls this
+    process planned (``note_redacted``; in memory only, never stored); for a call read back from the log, a key of
+    its own, as the arguments it was made with are stored nowhere: it then never counts as a repeat."""
+    keys = leg.call_keys
+    if keys is None:
+        keys = leg.call_keys = {
+            r.tool_call_id: f"redacted call {r.tool_call_id}"
+            for r in leg.records
+            if isinstance(r, GuardrailRecord) and r.redacted and r.hook is Hook.TOOL_CALL and r.tool_call_id
+        }
+    return keys
+
+
+def note_redacted(leg: Leg, call_id: str, args: Mapping[str, Any]) -> None:
+    """Keep, in memory, the repeat key of a call whose arguments ``args`` (as the model gave them) a redacting
+    tool-call guardrail replaced in the log: a digest, so the arguments themselves are not kept."""
+    digest = hashlib.sha256(_args_key(args).encode()).hexdigest()
+    call_keys(leg)[call_id] = f"redacted args {digest}"
 
 
 def repeats(newest_first: Iterable[Message]) -> int:
@@ -268,6 +298,22 @@ async def consult_turn(
         kind="turn",
         started=started,
     )
+
+
+def restate(leg: Leg, reply: Reply, rows: Sequence[Message], records: list[LogRecord], answer: str) -> None:
+    """The guardian's records of a turn (its decision and a judge's labels, in ``records``) as the log keeps them
+    once the output hook's redactions changed the reply's text to ``answer``: the projection they keep (an
+    escalation's ``state``, a label's) and its ``state_hash`` are those of the projection with ``answer`` in the
+    reply's place, so the log holds neither the removed text nor a digest of it. The decision, made on the reply
+    as the model wrote it, stands."""
+    final = answer if reply.is_natural_finish else None
+    projection = projection_for(leg, [Message(Role.ASSISTANT, answer, reply.tool_calls), *rows], final=final)
+    for i, r in enumerate(records):
+        if isinstance(r, GuardianDecision) and r.kind == "turn":
+            state = projection.text if r.state is not None else None
+            records[i] = dataclasses.replace(r, state=state, state_hash=projection.state_hash)
+        elif isinstance(r, GuardianLabel):
+            records[i] = dataclasses.replace(r, state=projection.text, state_hash=projection.state_hash)
 
 
 QUARANTINE = "[tool output withheld by the guardian until a reviewer releases it]"

@@ -291,6 +291,20 @@ class ThresholdPolicy:
             return PolicyResult(GuardianOutcome.REPLAN, "replan: " + "; ".join(r.replan), verdicts)
         return PolicyResult(GuardianOutcome.CONTINUE, "continue", verdicts)
 
+    @classmethod
+    def from_data(cls, settings: Mapping[str, Any]) -> ThresholdPolicy:
+        """The policy a record's settings (``to_data``) describe, each setting checked as the constructor checks
+        it: one of another type (``"7"`` or ``true`` for ``max_replans``, a text for ``budget_nearly_spent``) raises
+        ``ConfigError`` naming it (``ThresholdPolicy.<setting>``), never a policy that misreads it. A setting absent
+        takes its default. Settings this version does not know (``unknown_settings``: a newer writer's) are not
+        read here; a caller that must honour every setting (a replay) refuses them first."""
+        return cls(**{k: v for k, v in settings.items() if k in _SETTINGS})
+
+    @staticmethod
+    def unknown_settings(settings: Mapping[str, Any]) -> list[str]:
+        """The names in ``settings`` that are not a setting of this version's policy, sorted."""
+        return sorted(set(settings) - _SETTINGS)
+
     def to_data(self) -> dict[str, Any]:
         return {
             "max_replans": self.max_replans,
@@ -298,6 +312,9 @@ class ThresholdPolicy:
             "on_unavailable": self.on_unavailable,
             "budget_nearly_spent": self.budget_nearly_spent,
         }
+
+
+_SETTINGS = frozenset(f.name for f in dataclasses.fields(ThresholdPolicy))
 
 
 def _budgeted(

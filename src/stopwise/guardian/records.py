@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -220,7 +220,7 @@ class GuardianDecision:
             d["model_version"],
             {k: Answer.from_data(a) for k, a in d["answers"].items()},
             tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
-            d["policy"],
+            _read_policy(d["policy"]),
             PolicyInputs.from_data(d["inputs"]),
             GuardianOutcome(d["outcome"]),
             d["reason"],
@@ -289,7 +289,7 @@ class GuardianConfig:
             d["evaluator"],
             d["model_version"],
             tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
-            dict(d["policy"]),
+            _read_policy(d["policy"]),
             d.get("run_id"),
         )
 
@@ -427,7 +427,12 @@ class GuardianLabel:
         )
 
 
-_POLICY_SETTINGS = frozenset(f.name for f in fields(ThresholdPolicy))
+def _read_policy(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's policy settings as written, once ``ThresholdPolicy.from_data`` has read them: a setting of
+    another type raises ``ConfigError`` naming it where the record is read, not at its replay. Settings this version
+    does not know are kept (a newer writer's: ``recorded_policy`` refuses to replay them, a copy keeps them)."""
+    ThresholdPolicy.from_data(settings)
+    return dict(settings)
 
 
 def recorded_policy(decision: GuardianDecision, changes: Mapping[str, Any] | None = None) -> ThresholdPolicy:
@@ -437,14 +442,14 @@ def recorded_policy(decision: GuardianDecision, changes: Mapping[str, Any] | Non
     stopwise wrote the record) raises ``ConfigError`` naming the decision and the settings: replaying without it
     could report an agreement or a flip the recorded policy would not have made, so replay that log with the
     version that wrote it."""
-    unknown = sorted(set(decision.policy) - _POLICY_SETTINGS)
+    unknown = ThresholdPolicy.unknown_settings(decision.policy)
     if unknown:
         raise ConfigError(
             f"guardian decision (run {decision.run_id}, step {decision.step}, {decision.kind})",
             f"its policy has settings this stopwise does not know: {unknown} (a newer stopwise wrote it); "
             "replay it with that version",
         )
-    return ThresholdPolicy(**{**decision.policy, **(changes or {})})
+    return ThresholdPolicy.from_data({**decision.policy, **(changes or {})})
 
 
 def replay(

@@ -278,7 +278,8 @@ def block_pii(
     """Refuse personal data; works on every hook. On the input hook it reads the user rows and the run ends before
     any model call, so the data never leaves the process; on a tool call it reads the arguments (the block is a
     redaction: the logged call keeps no arguments), on a tool result the result (the block is a redaction: the
-    receipt keeps no copy), on the output the answer.
+    receipt keeps no copy), on the output the answer (the block is a redaction: an answer stored for a reviewer
+    before the block decides keeps only the replacement).
 
     Detects payment card numbers (issuer prefix and length, Luhn; any one separator), US SSNs (with dashes,
     spaces or none; bare nine digits only after words such as "SSN"; never-issued ranges excluded), IBANs
@@ -296,7 +297,9 @@ def block_pii(
             return None if kind is None else Block(f"the call's arguments contain {_NAMES[kind]}", redacted=True)
         if isinstance(ctx, OutputContext):
             kind = scan.first(ctx.text)
-            return None if kind is None else Block(f"the answer contains {_NAMES[kind]}")
+            # A redaction too: an answer the guardian sends to a reviewer is stored before this block decides,
+            # and a redacting block keeps the data out of that stored copy.
+            return None if kind is None else Block(f"the answer contains {_NAMES[kind]}", redacted=True)
         for m in ctx.messages:
             if m.role is Role.USER:
                 kind = scan.first(m.content)

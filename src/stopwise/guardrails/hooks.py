@@ -255,10 +255,17 @@ async def run_chain(
     *,
     step: int | None,
     tool_call_id: str | None = None,
+    only_redactions: bool = False,
 ) -> ChainResult[V]:
     """Run one hook's chain on ``value`` by the ordering rules. A guardrail that raises propagates (as
     ``GuardrailRaised``; ``GuardrailTimeout`` past its time limit); a verdict of the wrong type or field raises
-    ``GuardrailError`` naming the guardrail and the hook."""
+    ``GuardrailError`` naming the guardrail and the hook.
+
+    ``only_redactions``: the chain's redactions alone, for a value that is stored before the hook itself decides
+    (an answer the guardian sent to a reviewer): every guardrail runs, each on the value as the redactions before it
+    left it; a redacting ``Rewrite`` changes the value and a redacting ``Block`` ends the chain (the value stays as
+    it was: the caller stores what the block leaves); any other verdict is checked, then left for the hook to
+    decide later, with no record."""
     records: list[GuardrailRecord] = []
     field_name = rewrite_field(hook)
     redacted = False
@@ -273,13 +280,18 @@ async def run_chain(
                 raise GuardrailError(name, hook, "Block.reason must be a string")
             if verdict.replacement is not None and not isinstance(verdict.replacement, str):
                 raise GuardrailError(name, hook, "Block.replacement must be a string or None")
-            records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step))
+            if only_redactions and not verdict.redacted:
+                continue
+            records.append(GuardrailRecord(hook, "block", name, verdict.reason, tool_call_id, step, verdict.redacted))
             if verdict.redacted:
                 redacted, clean = True, None
             return ChainResult(value, verdict, name, tuple(records), redacted, clean)
         if isinstance(verdict, Rewrite):
-            value = _rewritten(verdict, hook, field_name, name)
-            records.append(GuardrailRecord(hook, "rewrite", name, None, tool_call_id, step))
+            rewritten = _rewritten(verdict, hook, field_name, name)
+            if only_redactions and not verdict.redacted:
+                continue
+            value = rewritten
+            records.append(GuardrailRecord(hook, "rewrite", name, None, tool_call_id, step, verdict.redacted))
             if verdict.redacted:
                 redacted, clean = True, value
             continue

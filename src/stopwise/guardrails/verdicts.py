@@ -53,7 +53,9 @@ class Block:
     redacted: bool = False
     """What is blocked holds something that must not be stored in clear (a secret, personal data). On the
     tool-result hook the tool receipt then keeps no copy of the result, only an HMAC when the application gave a
-    key; on the tool-call hook the logged call keeps no arguments (``{}``)."""
+    key; on the tool-call hook the logged call keeps no arguments (``{}``); on the output hook an answer the
+    guardian sends to a reviewer is stored as the replacement (or empty), and the block decides after the
+    review."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,9 @@ class Rewrite:
     """This rewrite removed something that must not be stored in clear. On the tool-result hook the tool receipt
     then keeps the rewritten copy instead of the raw result (and an HMAC of the raw result when the application
     gave a key); on the tool-call hook the logged call (the log, the model's next request, the suspension) carries
-    the rewritten arguments instead of the model's. ``redact_secrets`` and ``redact_pii`` set it."""
+    the rewritten arguments instead of the model's; on the output hook an answer stored before the hook decides
+    (one the guardian sent to a reviewer, or failed) is stored rewritten. ``redact_secrets`` and ``redact_pii``
+    set it."""
 
 
 GuardrailVerdict = Pass | Block | Rewrite | None
@@ -98,9 +102,12 @@ class GuardrailRecord:
     """Set on the tool hooks."""
     step: int | None = None
     """Absent on the input hook, which runs before any step."""
+    redacted: bool = False
+    """The verdict was a redaction (``Rewrite(..., redacted=True)``, ``Block(..., redacted=True)``): what it
+    removed is stored nowhere."""
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "type": self.TYPE,
             "hook": self.hook.value,
             "action": self.action,
@@ -109,6 +116,9 @@ class GuardrailRecord:
             "tool_call_id": self.tool_call_id,
             "step": self.step,
         }
+        if self.redacted:  # only then: the records of every other verdict stay as they were written before
+            data["redacted"] = True
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> GuardrailRecord:
@@ -119,6 +129,7 @@ class GuardrailRecord:
             data.get("reason"),
             data.get("tool_call_id"),
             data.get("step"),
+            data.get("redacted") is True,
         )
 
 

@@ -42,7 +42,7 @@ from stopwise.guardrails.hooks import (
 )
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
 from stopwise.messages import Message, Reply, Role, ToolCall, automated_feedback, encode_tool_result
-from stopwise.records import LogRecord, ToolReceipt, parse_record, to_data
+from stopwise.records import LogRecord, ToolReceipt, parse_log, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
@@ -282,9 +282,8 @@ class PeerRun:
         snapshot = await self.deciders.store.load_session(self.run.session_id)
         if snapshot is not None:
             self._seq = snapshot.next_seq
-            self.records = [
-                parse_record(d) for e in snapshot.entries for d in e.records if d.get("type") == StopGuardRecord.TYPE
-            ]
+            # Read as the core reads a session (``parse_log``): a damaged record is ``UnreadableEntry`` naming it.
+            self.records = [r for _, rs in parse_log(snapshot.entries) for r in rs if isinstance(r, StopGuardRecord)]
         await self.deciders.store.start_run(self.run, None, {})
         self._started = True
 
