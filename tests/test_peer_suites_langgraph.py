@@ -30,7 +30,7 @@ from langgraph.types import Command, interrupt
 from _passing_deciders import accepting_guard, passing_guardrails
 from stopwise import MemoryStore
 from stopwise.guardian import Guardian
-from stopwise.guardrails import Guardrails, Rewrite
+from stopwise.guardrails import Block, Guardrails, Rewrite
 from stopwise.integrations.langgraph import Stopwise, UnsupportedToolOutput
 from stopwise.store.base import RunRecord, RunStatus
 
@@ -388,3 +388,106 @@ async def test_streamed_values_and_messages_are_the_same_and_updates_name_stopwi
     assert seen["plain messages"] == seen["stopwise messages"]
     assert seen["plain updates"] == [["model"], ["tools"], ["model"]]
     assert seen["stopwise updates"] == [["input"], ["model"], ["finish"], ["tools"], ["model"], ["finish"]]
+
+
+MIXED = [calls(("lookup", {"city": "Oslo"}), ("ask_human", {"question": "Which day?"})), AIMessage("done")]
+"""A batch whose first call stopwise holds back and whose second calls ``interrupt()`` inside the tool."""
+
+
+async def _pause_and_resume(app: Any, *answers: Any) -> tuple[list[list[Any]], list[Any]]:
+    """The input, then a resume with each answer: the interrupts' values at each pause, and the final messages."""
+    waits = []
+    out = await app.ainvoke({"messages": [HumanMessage("go")]}, thread())
+    for answer in answers:
+        waits.append([i.value for i in out["__interrupt__"]])
+        out = await app.ainvoke(Command(resume=answer), thread())
+    assert "__interrupt__" not in out
+    return waits, shown(out["messages"])
+
+
+async def test_a_blocked_call_beside_a_tool_that_interrupts_pauses_resumes_and_stays_blocked() -> None:
+    """LangGraph: a tool's ``interrupt()`` pauses the batch and ``Command(resume=...)`` re-runs it
+    (``test_react_agent.py::test_tool_node_node_interrupt``). A guardrail's block in the same batch does not change
+    that: the graph pauses on the tool's question alone, the resume value reaches the tool, the blocked call never
+    runs and its ``ToolMessage`` (in the calls' order) is the block, judged once though the node ran twice."""
+    RAN.clear()
+    seen: list[str] = []
+
+    def no_lookups(ctx: Any) -> Block | None:
+        seen.append(ctx.tool_call.id)
+        return Block("no lookups today") if ctx.tool_call.name == "lookup" else None
+
+    store = MemoryStore()
+    guardrails = Guardrails(on_tool_call=[no_lookups])
+    stopwise = Stopwise(
+        stop_guard=accepting_guard(), guardrails=guardrails, guardian=Guardian(), store=store, risks=RISKS
+    )
+    waits, messages = await _pause_and_resume(stopwise_graph(stopwise, MIXED), "Friday")
+    assert waits == [["Which day?"]]
+    assert RAN == [("ask_human", "Friday")]
+    assert [m[1] for m in messages[2:4]] == [
+        '{"error": "Blocked by guardrail \'no_lookups\': no lookups today"}',
+        "the user said Friday",
+    ]
+    assert [m[5] for m in messages[2:4]] == ["t0c0", "t0c1"]
+    assert sorted(seen) == ["t0c0", "t0c1"]
+    (run,) = await store.list_runs("t1")
+    assert run.status is RunStatus.COMPLETED
+
+
+@pytest.mark.parametrize("review", ["not now", True])
+async def test_an_escalated_call_beside_a_tool_that_interrupts_is_answered_first_then_the_tool_asks(
+    review: Any,
+) -> None:
+    """stopwise's escalation and a tool's own ``interrupt()`` in one batch: the graph pauses on the escalation
+    first (nothing in the batch runs before it is answered), then on the tool's question, each resume value
+    reaching the one that asked. A rejected call never runs and its ``ToolMessage`` is the rejection; an approved
+    one is asked about once and then runs as in the bare graph: LangGraph re-runs the whole batch on the tool's
+    resume, so a call that ran beside the interrupt runs again, with ``ToolNode`` alone too."""
+    RAN.clear()
+    _, bare = await _pause_and_resume(plain_graph(MIXED), "Friday")
+    bare_ran = sorted(RAN, key=repr)
+    RAN.clear()
+    store = MemoryStore()
+    risks = {**RISKS, "lookup": "irreversible"}  # so the risk gate asks a human about it
+    guardrails = passing_guardrails()
+    stopwise = Stopwise(
+        stop_guard=accepting_guard(), guardrails=guardrails, guardian=Guardian(), store=store, risks=risks
+    )
+    waits, messages = await _pause_and_resume(stopwise_graph(stopwise, MIXED), review, "Friday")
+    assert len(waits) == 2 and waits[0][0]["tool_call"]["id"] == "t0c0" and waits[1] == ["Which day?"]
+    if review is True:
+        assert sorted(RAN, key=repr) == bare_ran == [("ask_human", "Friday"), ("lookup", "Oslo"), ("lookup", "Oslo")]
+        assert messages == bare
+    else:
+        assert RAN == [("ask_human", "Friday")]
+        assert [m[1] for m in messages[2:4]] == [
+            '{"error": "Rejected by the reviewer: not now"}',
+            "the user said Friday",
+        ]
+    (run,) = await store.list_runs("t1")
+    assert run.status is RunStatus.COMPLETED
+
+
+async def test_without_an_input_node_a_run_the_graph_raised_out_of_carries_on_under_the_next_input() -> None:
+    """Pins what docs/integrations/langgraph.md says: only ``input_node`` sees that an input is new, so without it
+    the thread's next input after ``ainvoke`` raised goes on under the run left behind: one run on record, started
+    by the first input (its goal, its steps counted from there), ended by the second input's answer. LangGraph
+    itself is unchanged: the second input is answered."""
+    store = MemoryStore()
+    stopwise = passing(store)
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", _model_node([calls(("unreliable", {"city": "Oslo"})), AIMessage("it is sunny")]))
+    graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
+    graph.add_node("tools", stopwise.tool_node(TOOLS, model="model"))
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "finish")
+    app = graph.compile(checkpointer=InMemorySaver())
+    with pytest.raises(ValueError, match="weather service down"):
+        await app.ainvoke({"messages": [HumanMessage("weather?")]}, thread())
+    (left,) = await store.list_runs("t1")
+    assert left.status is RunStatus.RUNNING
+    out = await app.ainvoke({"messages": [HumanMessage("weather, again?")]}, thread())
+    assert out["messages"][-1].content == "it is sunny"
+    (run,) = await store.list_runs("t1")
+    assert run.run_id == left.run_id and run.status is RunStatus.COMPLETED and run.output == "it is sunny"

@@ -32,6 +32,7 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.agent import ToolsToFinalOutputResult
+from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
 from agents.testing import ScriptedModel, assistant_message, function_call
 from pydantic import BaseModel
 
@@ -202,6 +203,63 @@ async def test_a_stop_guards_continues_count_against_the_runs_max_turns() -> Non
     agent = stopwise.attach(Agent("weather", model=model))
     with pytest.raises(MaxTurnsExceeded, match=r"Max turns \(3\)"):
         await stopwise.run(agent, "go", max_turns=3)
+    assert len(model.calls) == 3
+    (run,) = await store.list_runs((await store.list_sessions())[0])
+    assert run.completion_reason == "max_steps"
+
+
+def give_up(calls: list[int]) -> Callable[[RunErrorHandlerInput[Any]], RunErrorHandlerResult]:
+    """A ``max_turns`` error handler that answers in the run's place, counting its calls."""
+
+    def handler(data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
+        assert isinstance(data.error, MaxTurnsExceeded)
+        calls.append(len(data.run_data.raw_responses))
+        return RunErrorHandlerResult(final_output="gave up")
+
+    return handler
+
+
+async def test_the_sdks_max_turns_handler_answers_in_place_of_the_exception_and_is_recorded_handled() -> None:
+    """SDK: ``error_handlers={"max_turns": ...}`` turns the cap into a final output
+    (``tests/test_run_error_handlers.py``). stopwise returns that output unjudged and records the run completed
+    ``max_steps_handled``, as its own loop records an ``on_max_steps`` handler's output."""
+    calls: list[int] = []
+    script = [[function_call("lookup", {"city": f"city {i}"}, call_id=f"c{i}")] for i in range(5)]
+    pair = await both(weather_agent(), script, max_turns=3, error_handlers={"max_turns": give_up(calls)})
+    assert pair.bare == pair.wrapped
+    assert isinstance(pair.bare, Outcome) and pair.bare.output == "gave up" and pair.bare.model_calls == 3
+    assert calls == [3, 3]  # once each run
+    run = await pair.run()
+    assert run.status is RunStatus.COMPLETED and run.completion_reason == "max_steps_handled"
+    assert run.output == "gave up"
+
+
+async def test_continues_that_spend_max_turns_run_the_sdks_max_turns_handler() -> None:
+    """A stop guard's continues that use up ``max_turns`` end the run as the SDK's own cap does: the caller's
+    ``max_turns`` handler runs once and its output is the answer (before, stopwise raised ``MaxTurnsExceeded``
+    past it); the run is recorded ``max_steps_handled``."""
+    store = MemoryStore()
+    stopwise = passing(store, StopGuard(lambda ctx: Continue("Check again."), max_continues=10, name="never_done"))
+    model = ScriptedModel([[assistant_message(f"answer {i}")] for i in range(10)])
+    agent = stopwise.attach(Agent("weather", model=model))
+    calls: list[int] = []
+    result = await stopwise.run(agent, "go", max_turns=3, error_handlers={"max_turns": give_up(calls)})
+    assert result.final_output == "gave up"
+    assert len(model.calls) == 3 and len(calls) == 1
+    (run,) = await store.list_runs((await store.list_sessions())[0])
+    assert run.status is RunStatus.COMPLETED and run.completion_reason == "max_steps_handled"
+    assert run.output == "gave up"
+
+
+async def test_a_max_turns_handler_that_returns_none_lets_max_turns_exceeded_through() -> None:
+    """SDK: a handler that returns ``None`` declines and the run raises ``MaxTurnsExceeded``; after a stop guard's
+    continues too."""
+    store = MemoryStore()
+    stopwise = passing(store, StopGuard(lambda ctx: Continue("Check again."), max_continues=10, name="never_done"))
+    model = ScriptedModel([[assistant_message(f"answer {i}")] for i in range(10)])
+    agent = stopwise.attach(Agent("weather", model=model))
+    with pytest.raises(MaxTurnsExceeded, match=r"Max turns \(3\)"):
+        await stopwise.run(agent, "go", max_turns=3, error_handlers={"max_turns": lambda data: None})
     assert len(model.calls) == 3
     (run,) = await store.list_runs((await store.list_sessions())[0])
     assert run.completion_reason == "max_steps"

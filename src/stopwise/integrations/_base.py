@@ -683,12 +683,12 @@ class PeerRun:
             return FinishVerdict(blocked, chain.block.replacement or "")
         return FinishVerdict(decision, chain.value)
 
-    async def stopped_by_peer(self, signals: StepSignals, *, steps: int) -> None:
+    async def stopped_by_peer(self, signals: StepSignals, *, steps: int, text: str = "") -> None:
         """The peer ended the run on its own terms (its turn or usage limit, its own guardrail's tripwire):
         record the end the resolver gives ``signals`` (the stopwise reason that names it, as a stopwise run would
-        end), unless the run's end is on record already."""
+        end), with ``text`` as its output when the peer gave one, unless the run's end is on record already."""
         if self.run.status is RunStatus.RUNNING:
-            await self.finish(resolve(signals), steps=steps)
+            await self.finish(resolve(signals), steps=steps, text=text)
 
     async def crashed(self, exc: BaseException, *, steps: int) -> None:
         """The peer's run raised: record it failed, unless its end is on record already. A guardrail that raised

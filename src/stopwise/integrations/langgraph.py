@@ -26,7 +26,8 @@
   instead of each output, an approval releases them as labelled data, a rejection re-anchors); stop (the graph
   ends, or ``RunFailed`` for ``infeasible``). It routes itself (``Command(goto=model)`` or ``END``).
 - a run left behind (``ainvoke`` raised out of it) is recorded cancelled when the thread's next input reaches
-  ``input_node``.
+  ``input_node``; a graph without ``input_node`` goes on under the run left behind (nothing else tells a new input
+  from a resume).
 
 Needs the ``langgraph`` extra. Decisions are recorded in ``store``: a session per thread, a run per input (from
 the first node call until the finish node ends the graph), so ``stopwise replay`` and ``guardian stats`` read

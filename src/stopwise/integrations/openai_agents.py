@@ -36,7 +36,7 @@ import inspect
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
@@ -73,6 +73,7 @@ try:
     )
     from agents.items import ToolApprovalItem
     from agents.run import DEFAULT_MAX_TURNS
+    from agents.run_error_handlers import RunErrorHandler, RunErrorHandlerInput, RunErrorHandlers
     from agents.tool_guardrails import (
         ToolGuardrailFunctionOutput,
         ToolInputGuardrail,
@@ -111,6 +112,8 @@ class _Run:
     and its hooks never show the reply itself."""
     reply_row: Message | None = None
     """``reply`` as the assistant row the results' checks read (one object for all of them)."""
+    capped: bool = False
+    """The caller's ``max_turns`` error handler ran: its output is the run's answer, recorded ``max_steps_handled``."""
     replied: bool = False
     """A result of ``reply`` was checked: the next approval asked starts a new reply."""
 
@@ -265,6 +268,8 @@ class Stopwise:
 
     async def _judge(self, ctx: RunContextWrapper[Any], agent: Agent[Any], output: Any) -> GuardrailFunctionOutput:
         run = _current()
+        if run.capped:  # the caller's max_turns handler gave this output: the SDK's run ends with it, unjudged
+            return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
         run.steps += 1
         text = answer_text(output)
         verdict = await run.peer.judge_finish(run.steps, text, run.rows(ctx.turn_input))
@@ -282,15 +287,21 @@ class Stopwise:
         await peer.start()
         run = _Run(peer)
         max_turns = kwargs.pop("max_turns", DEFAULT_MAX_TURNS)
+        handlers = cast("RunErrorHandlers[Any]", dict(kwargs.pop("error_handlers", None) or {}))
+        on_max_turns = handlers.get("max_turns")
+        if on_max_turns is not None:
+            handlers["max_turns"] = _marking(run, on_max_turns, max_turns)
         turns = 0  # the model calls of the legs before this one: the run's max_turns holds across continues
         token = _RUN.set(run)
         try:
             while True:
                 try:
-                    if max_turns is not None and turns >= max_turns:
-                        raise MaxTurnsExceeded(f"Max turns ({max_turns}) exceeded")
-                    left = None if max_turns is None else max_turns - turns
-                    result = await Runner.run(agent, input, max_turns=left, **kwargs)
+                    if max_turns is not None and turns >= max_turns and on_max_turns is None:
+                        raise _exceeded(max_turns)
+                    # Continues that spent the turns leave 0: the SDK then hits its cap before any model call and
+                    # runs the caller's max_turns handler itself, as on its own cap.
+                    left = None if max_turns is None else max(max_turns - turns, 0)
+                    result = await Runner.run(agent, input, max_turns=left, error_handlers=handlers or None, **kwargs)
                 except OutputGuardrailTripwireTriggered as exc:
                     verdict = exc.guardrail_result.output.output_info
                     if not isinstance(verdict, FinishVerdict):  # the agent's own output guardrail tripped
@@ -315,10 +326,11 @@ class Stopwise:
                     else:
                         await peer.finish(run.ended, steps=run.steps)
                     raise
-                except MaxTurnsExceeded:
+                except MaxTurnsExceeded as exc:
                     assert max_turns is not None  # the SDK raises it only under a cap
-                    cap = StepSignals(has_tool_calls=True, steps_used=max_turns, max_steps=max_turns)
-                    await peer.stopped_by_peer(cap, steps=run.steps)
+                    await peer.stopped_by_peer(_cap(max_turns), steps=run.steps)
+                    if turns:  # a continued leg ran under what was left: the caller set the whole run's cap
+                        raise _exceeded(max_turns) from exc
                     raise
                 except Exception as exc:
                     if run.ended is not None and run.ended.action is Action.FAIL and run.ended.error is not None:
@@ -333,8 +345,39 @@ class Stopwise:
         if result.interruptions:
             ended = StopDecision(Action.SUSPEND)
         output = result.final_output if isinstance(result.final_output, str) else ""
-        await peer.finish(ended, steps=run.steps, text=output)
+        if run.capped:
+            assert max_turns is not None  # the SDK runs the max_turns handler only under a cap
+            await peer.stopped_by_peer(_cap(max_turns, handled=True), steps=run.steps, text=output)
+        else:
+            await peer.finish(ended, steps=run.steps, text=output)
         return result
+
+
+def _cap(max_turns: int, *, handled: bool = False) -> StepSignals:
+    """The SDK's turn cap as the signals of stopwise's step cap: the run is recorded ``max_steps`` (failed), or,
+    when the caller's ``max_turns`` handler gave the output, ``max_steps_handled`` (completed), as stopwise's loop
+    records its ``on_max_steps`` handler."""
+    on_cap: Literal["fail", "handler"] = "handler" if handled else "fail"
+    return StepSignals(has_tool_calls=True, steps_used=max_turns, max_steps=max_turns, on_max_steps=on_cap)
+
+
+def _exceeded(max_turns: int) -> MaxTurnsExceeded:
+    """The SDK's exception for the caller's cap (a continued leg runs under what is left of it)."""
+    return MaxTurnsExceeded(f"Max turns ({max_turns}) exceeded")
+
+
+def _marking(run: _Run, handler: RunErrorHandler[Any], max_turns: int | None) -> RunErrorHandler[Any]:
+    """The caller's ``max_turns`` error handler, marking ``run`` capped when the SDK calls it, and shown the
+    caller's cap (not what was left of it for a continued leg)."""
+
+    async def marked(data: RunErrorHandlerInput[Any]) -> Any:
+        run.capped = True
+        if max_turns is not None:
+            data = dataclasses.replace(data, error=_exceeded(max_turns))
+        out = handler(data)
+        return await out if inspect.isawaitable(out) else out
+
+    return marked
 
 
 def _user(text: str) -> dict[str, Any]:
