@@ -141,3 +141,30 @@ def serve() -> Iterator[ProviderServer]:
         yield server
     finally:
         server.stop()
+
+
+def chat_completion(
+    content: str | None,
+    *,
+    finish: str = "stop",
+    refusal: str | None = None,
+    logprobs: list[dict[str, Any]] | None = None,
+    model: str = "gpt-judge",
+) -> dict[str, Any]:
+    """An OpenAI chat completion body with one choice: ``content`` (and ``refusal``) as the assistant's message,
+    ``logprobs`` as its per-token log-probabilities when given."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "finish_reason": finish,
+                "logprobs": None if logprobs is None else {"content": logprobs},
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+    }

@@ -208,3 +208,16 @@ def test_a_reply_made_once_is_converted_once_however_many_hooks_read_it() -> Non
     reply.parts.append(TextPart("one more thought"))
     converted.update(history)
     assert converted.rows == to_messages(history) and converted.rows[-1].content == "one more thought"
+
+
+def test_one_unsupported_verdict_class_is_raised_and_exported_by_every_integration() -> None:
+    # A caller catching the refusal of a guardrail verdict the peer cannot apply writes one ``except``, whichever
+    # peer runs the agent (each module had a class of its own, and openai_agents did not export it).
+    pytest.importorskip("agents")
+    pytest.importorskip("langgraph")
+    from stopwise.errors import StopwiseError
+    from stopwise.integrations import langgraph, openai_agents, pydantic_ai
+
+    classes = {m.UnsupportedVerdict for m in (langgraph, openai_agents, pydantic_ai)}
+    assert len(classes) == 1 and issubclass(classes.pop(), StopwiseError)
+    assert all("UnsupportedVerdict" in m.__all__ for m in (langgraph, openai_agents, pydantic_ai))

@@ -21,6 +21,7 @@ import pytest
 import stopwise
 from provider_server import Answer as Canned
 from provider_server import ProviderServer, serve
+from provider_server import chat_completion as _completion
 from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
 from stopwise.guardian import Answer, Answers, Condition, GuardianOutcome, QuestionSet, YesNo
 from stopwise.guardian.evaluators import JudgeEvaluator
@@ -209,24 +210,6 @@ async def test_a_peers_turn_check_with_a_misbehaving_evaluator_suspends_for_a_hu
 
 
 # --- the judge, over the OpenAI wire format ---------------------------------------------------------------------
-
-
-def _completion(content: str | None, finish: str = "stop", refusal: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-judge",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": refusal},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
-    }
 
 
 @pytest.fixture

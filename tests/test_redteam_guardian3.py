@@ -32,7 +32,7 @@ from stopwise.guardian.evaluators.defender import load_combination, model_digest
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import ThresholdPolicy
-from stopwise.guardian.projection import Projection, shares
+from stopwise.guardian.projection import Projection, fenced, fresh_fence, project, shares
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.verdicts import GuardrailRaised, Hook
 from stopwise.records import parse_log
@@ -662,3 +662,36 @@ def test_the_defender_backend_names_its_model_files_and_combination_in_its_versi
     expected = f"defender-{backend.library_version}+{model_digest(get_default_model_path())}/"
     assert backend.version == expected + f"{combination.version}+{combination.digest}"
     assert RuleEvaluator(integrity=backend).model_version.endswith("+" + backend.version)
+
+
+def _wide_projection(n: int, result: Any) -> Projection:
+    """One step of ``n`` calls, result ``i`` being ``result(i)``, capped at the default 8,000 characters."""
+    from stopwise.messages import Message, Role
+
+    calls = [ToolCall("read", {"path": f"f{i}"}, id=f"c{i}") for i in range(n)]
+    rows = [Message.user("go"), Message(Role.ASSISTANT, "reading", tool_calls=calls)]
+    rows += [Message(Role.TOOL, result(i), tool_call_id=f"c{i}") for i in range(n)]
+    return project(rows, goal="sum the files", step_chars=32_000)
+
+
+def test_a_fence_key_held_by_a_result_the_view_shows_is_refused() -> None:
+    key = "0123456789abcdef"
+    p = _wide_projection(3, lambda i: f"result {i}: {key}" if i == 2 else f"result {i}")
+    with pytest.raises(ValueError, match="fence key"):
+        fenced(p, key)
+    with pytest.raises(ValueError, match="fence key"):
+        fenced(_wide_projection(1, lambda i: "ok"), "")
+    drawn, text = fresh_fence(p)
+    assert drawn != key and text.count(drawn) == 2 * text.count(f"<data {drawn}>")
+
+
+def test_a_fence_reads_only_what_the_capped_view_keeps_of_a_wide_step() -> None:
+    # A key inside a result the cap cuts away (the middle of 3,000) forges nothing: it is never sent, so the
+    # fence with that key is built, holds the key only in its own marks, and has the capped text's length budget.
+    key = "fedcba9876543210"
+    p = _wide_projection(3000, lambda i: f"r{i} {key}" if i == 1500 else f"r{i}")
+    text = fenced(p, key)
+    assert "r1500 " not in text and "[... earlier steps elided ...]" in text
+    opened, closed = text.count(f"<data {key}>"), text.count(f"</data {key}>")
+    assert opened and text.count(key) == opened + closed
+    assert len(text) <= p.max_chars + 64

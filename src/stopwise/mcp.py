@@ -20,7 +20,6 @@ import contextlib
 import functools
 import json
 import logging
-import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
 from stopwise.models.base import ToolSpec
-from stopwise.tools import Risk, Tool, ToolUnavailable, parse_args
+from stopwise.tools import Risk, Tool, ToolUnavailable, check_tool_name, parse_args
 
 try:
     import anyio
@@ -397,8 +396,8 @@ class MCPServer:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        offered = [t for t in tools if _OFFERABLE_NAME.fullmatch(t.name)]
-        self.left_out = tuple(t.name for t in tools if not _OFFERABLE_NAME.fullmatch(t.name))
+        offered = [t for t in tools if _offerable(t.name)]
+        self.left_out = tuple(t.name for t in tools if not _offerable(t.name))
         if self.left_out:
             _log.warning(
                 "stopwise: MCP server %r: %d tool(s) left out, their names are refused by model providers: %s",
@@ -489,8 +488,15 @@ async def _list_page(client: Client, *, cursor: str | None) -> mcp_types.ListToo
     return await client.list_tools(cursor=cursor)
 
 
-_OFFERABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""A tool name OpenAI takes (its rule, the strictest of the providers stopwise speaks to)."""
+def _offerable(name: str) -> bool:
+    """Whether a model provider takes ``name`` as a tool's name: the rule a stopwise tool's name is held to
+    (``check_tool_name``: OpenAI's, the strictest of the providers stopwise speaks to)."""
+    try:
+        check_tool_name(name)
+    except ConfigError:
+        return False
+    return True
+
 
 _log = logging.getLogger("stopwise")
 

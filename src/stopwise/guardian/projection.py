@@ -96,9 +96,19 @@ class _Fence:
     every_field: bool
     """Whether the goal, the agent's words, its calls and the final answer are fenced too (else tool results
     only)."""
+    key: str | None = None
+    """A request's random fence key: a piece of the run's text that holds it raises ``ValueError`` as it is
+    rendered (so only the pieces the capped text keeps are read, not a wide step's cut-away middle)."""
 
     def data(self, text: str) -> str:
-        return f"{self.open}{text}{self.close}" if self.every_field else text
+        """``text`` (a piece of the run's text) as the rendered view shows it: fenced when ``every_field``."""
+        return self.wrap(text) if self.every_field else text
+
+    def wrap(self, text: str) -> str:
+        """``text`` between the fence's marks, whatever ``every_field`` says (a tool result is always fenced)."""
+        if self.key is not None and self.key in text:
+            raise ValueError("a fence key must be absent from the projection's content")
+        return f"{self.open}{text}{self.close}"
 
 
 _TOOL_OUTPUT = _Fence(UNTRUSTED_OPEN, UNTRUSTED_CLOSE, every_field=False)
@@ -109,10 +119,12 @@ def fenced(p: Projection, key: str) -> str:
     """The projection capped as ``text`` is, but every piece of text from the run (the goal, the agent's words,
     each call with its arguments, each tool result, the final answer, the proposed call) between ``<data KEY>``
     and ``</data KEY>``; the criteria (the developer's) and the layout lines stay bare. Raises ``ValueError``
-    when ``key`` is empty or occurs in the run's text: only then can no content forge a fence."""
-    if not key or key in _render(p):
-        raise ValueError("a fence key must be non-empty and absent from the projection's content")
-    return storable_text(_bounded(p, _Fence(f"<data {key}>", f"</data {key}>", every_field=True)), where="a fence")
+    when ``key`` is empty or occurs in a piece of the run's text the capped view shows: only then can no content
+    forge a fence. Only the lines the cap keeps are rendered, as for ``text``."""
+    if not key:
+        raise ValueError("a fence key must be non-empty")
+    fence = _Fence(f"<data {key}>", f"</data {key}>", every_field=True, key=key)
+    return storable_text(_bounded(p, fence), where="a fence")
 
 
 def fresh_fence(p: Projection) -> tuple[str, str]:
@@ -196,7 +208,7 @@ def _call_lines(c: ProjectedCall, fence: _Fence) -> tuple[str, str]:
     args = json.dumps(c.args, ensure_ascii=False, default=str) if not isinstance(c.args, str) else c.args
     status = "denied" if c.denied else "error" if c.error else "ok"
     call = fence.data(f"{c.tool}({args})")
-    return f"  call {call} [{c.risk}] -> {status}:", f"  {fence.open}{c.result}{fence.close}"
+    return f"  call {call} [{c.risk}] -> {status}:", f"  {fence.wrap(c.result)}"
 
 
 def _footer(p: Projection, fence: _Fence) -> list[str]:

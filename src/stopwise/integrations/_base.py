@@ -61,8 +61,15 @@ __all__ = [
     "ReviewVerdict",
     "RunFailed",
     "TurnVerdict",
+    "UnsupportedVerdict",
     "answer_text",
 ]
+
+
+class UnsupportedVerdict(StopwiseError):
+    """A guardrail asked for something the peer offers no public way to do: rewriting the input history
+    (pydantic-ai, LangGraph's nodes), a tool call's arguments or the input (the OpenAI Agents SDK), a structured
+    output (pydantic-ai). One class for every integration, so one ``except`` catches it whichever peer runs."""
 
 
 class RunFailed(StopwiseError):
@@ -232,6 +239,17 @@ _PER_RESULT = ("integrity", "stagnation")
 """The turn conditions a per-result hook asks: what one tool result can show on its own."""
 
 
+@dataclass(frozen=True, slots=True)
+class _CallBase:
+    """The projection a reply's calls share, without a pending call, and what it was made from: the run's goal,
+    its steps before the rows projected, and those rows."""
+
+    goal: str
+    before: int
+    window: tuple[Message, ...]
+    projection: Projection
+
+
 @dataclass(slots=True)
 class _Reply:
     """A reply whose results a per-result hook judges one by one, and what the native loop would read once for
@@ -267,9 +285,8 @@ class PeerRun:
         and how many (see ``_steps_before``)."""
         self._reply: _Reply | None = None
         """The reply whose results ``judge_result`` judges (see ``_reply_of``)."""
-        self._call_base: tuple[str, int, tuple[Message, ...], Projection] | None = None
-        """The projection the risk gate shares among one reply's calls: the goal, the steps before and the rows
-        it was made from, and the projection itself, without a pending call (see ``_project``)."""
+        self._call_base: _CallBase | None = None
+        """The projection the risk gate shares among one reply's calls (see ``_project``)."""
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
         """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
@@ -448,10 +465,14 @@ class PeerRun:
             calls = {c.id: c for c in row.tool_calls}
             if call.id not in calls:
                 return None
-            run_rows = itertools.islice(reversed(history), max(len(history) - self.run_start, 0))
-            inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
-            kept = self._reply = _Reply(row, at, calls, inputs)
+            kept = self._reply = _Reply(row, at, calls, self._policy_inputs(history, conditions))
         return kept if call.id in kept.calls else None
+
+    def _policy_inputs(self, rows: Sequence[Message], conditions: Sequence[Condition]) -> PolicyInputs:
+        """The policy's inputs after ``rows``: the conditions held before, the run's replans, and how many times
+        in a row this run (its rows from ``run_start``, newest first) repeated its latest call."""
+        run_rows = itertools.islice(reversed(rows), max(len(rows) - self.run_start, 0))
+        return PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
 
     async def _consult_turn(
         self,
@@ -470,11 +491,7 @@ class PeerRun:
         rows = [*history, *results]
         shown = [*rows, Message(Role.ASSISTANT, final)] if final is not None else rows
         projection = self._project(guardian, shown, self._goal(guardian, history), final=final)
-        if reply is not None:
-            inputs = reply.inputs
-        else:
-            run_rows = itertools.islice(reversed(shown), max(len(shown) - self.run_start, 0))  # newest first
-            inputs = PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
+        inputs = reply.inputs if reply is not None else self._policy_inputs(shown, conditions)
         consultation = await consult(
             guardian,
             projection,
@@ -541,10 +558,12 @@ class PeerRun:
         if pending is not None and final is None:
             kept = self._call_base
             # The same rows: the same objects, or equal ones (a peer converts its newest message again per hook).
-            if kept is None or kept[0] != goal or kept[1] != before or kept[2] != window:
-                kept = (goal, before, window, self._projection(guardian, window, goal, risks, before, None, None))
-                self._call_base = kept
-            return dataclasses.replace(kept[3], pending=pending, pending_risk=risks.get(pending.name, "unknown"))
+            if kept is None or kept.goal != goal or kept.before != before or kept.window != window:
+                base = self._projection(guardian, window, goal, risks, before, None, None)
+                kept = self._call_base = _CallBase(goal, before, window, base)
+            return dataclasses.replace(
+                kept.projection, pending=pending, pending_risk=risks.get(pending.name, "unknown")
+            )
         return self._projection(guardian, window, goal, risks, before, pending, final)
 
     @staticmethod

@@ -47,7 +47,7 @@ from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed, TurnVerdict
+from stopwise.integrations._base import CallVerdict, Deciders, PeerRun, RunFailed, TurnVerdict, UnsupportedVerdict
 from stopwise.messages import Message, Role, ToolCall, automated_feedback
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, StepSignals, StopDecision, resolve
@@ -358,10 +358,6 @@ def _review(answer: Any) -> Approve | Reject:
     if answer is True:
         return Approve()
     return Reject(answer) if isinstance(answer, str) else Reject("The reviewer rejected the turn.")
-
-
-class UnsupportedVerdict(StopwiseError):
-    """A guardrail asked for something these nodes do not do (rewriting the input history)."""
 
 
 class UnsupportedToolOutput(StopwiseError):

@@ -42,7 +42,15 @@ from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import CallVerdict, Deciders, FinishVerdict, PeerRun, RunFailed, answer_text
+from stopwise.integrations._base import (
+    CallVerdict,
+    Deciders,
+    FinishVerdict,
+    PeerRun,
+    RunFailed,
+    UnsupportedVerdict,
+    answer_text,
+)
 from stopwise.messages import Message, Role, ToolCall
 from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
@@ -76,7 +84,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.openai_agents needs the 'openai-agents' extra") from exc
 
-__all__ = ["ConvertedHistory", "NotInARun", "RunFailed", "Stopwise", "to_messages"]
+__all__ = ["ConvertedHistory", "NotInARun", "RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
 
 _RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("stopwise_openai_agents_run")
 
@@ -370,10 +378,6 @@ def _marking(run: _Run, handler: RunErrorHandler[Any], max_turns: int | None) ->
         return await out if inspect.isawaitable(out) else out
 
     return marked
-
-
-class UnsupportedVerdict(StopwiseError):
-    """A guardrail asked for something the SDK offers no public way to do (rewriting arguments or input)."""
 
 
 def _user(text: str) -> dict[str, Any]:

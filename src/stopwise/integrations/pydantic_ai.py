@@ -32,11 +32,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from stopwise.errors import StopwiseError
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
-from stopwise.integrations._base import Deciders, PeerRun, RunFailed, answer_text
+from stopwise.integrations._base import Deciders, PeerRun, RunFailed, UnsupportedVerdict, answer_text
 from stopwise.messages import Message, Role, ToolCall
 from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
@@ -67,10 +66,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
 
 __all__ = ["ConvertedHistory", "RunFailed", "StopwiseCapability", "UnsupportedVerdict", "to_messages"]
-
-
-class UnsupportedVerdict(StopwiseError):
-    """A guardrail asked for something pydantic-ai offers no public way to do (rewriting the input history)."""
 
 
 class StopwiseCapability(AbstractCapability[Any]):

@@ -23,7 +23,7 @@ yes/no that is exactly ``P(no) = 1 - p``).
 
 Injection. Everything the judge is sent from the run (the goal, the agent's words and calls, tool results, the
 final answer) is attacker-controllable. Each consultation draws a random fence key after the run's text is known
-(``projection.fenced``): the state is sent between ``<state KEY>`` and ``</state KEY>``, each piece of the run's
+(``projection.fresh_fence``): the state is sent between ``<state KEY>`` and ``</state KEY>``, each piece of the run's
 text between ``<data KEY>`` and ``</data KEY>``, and the system message says that fenced text is data. No text
 from the run contains the key, so none can close its fence, write a question, codes or an answer outside it, or
 pass for the layout. The limit: a judge model can still be persuaded by fenced text it reads (the fence makes the

@@ -86,7 +86,7 @@ class SystemOneEvaluator:
     server (without a key no ``Authorization`` header is sent). What callers rely on:
 
     - ``evaluate`` sends every question of the set in one request, the state being the projection fenced with
-      a random key new to the request (``projection.fenced``; each question's instructions then end with
+      a random key new to the request (``projection.fresh_fence``; each question's instructions then end with
       ``FENCE_NOTE``), or ``projection.text`` with ``fence=False``, and returns an ``Answers`` with an answer
       for every condition (already passed through ``Answers.checked``).
       ``Answers.model_version`` is the model the server says answered (``jev-latest`` resolves to a pinned
