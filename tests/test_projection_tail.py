@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stopwise import Agent, FunctionModel, Reply, Runner, ToolCall, tool
-from stopwise._step.guardian import repeats
 from stopwise.guardian import Answer, Answers, QuestionSet, YesNo
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.projection import Projection, project, tail_start
 from stopwise.messages import TOOL_ERROR, Message, Role
 from stopwise.step_plan import StepPlan
+from stopwise.stop.repeats import Streak
 
 # A step: its text, and for each of its calls (tool name, argument, result or None when it has none yet).
 STEP = st.tuples(
@@ -62,11 +62,11 @@ def _call(name: str, arg: int) -> Message:
 
 def test_repeats_counts_the_latest_identical_calls_back_to_the_first_different_one() -> None:
     rows = [_call("a", 1), _call("a", 2), Message(Role.USER, "more"), _call("a", 2), _call("a", 2)]
-    assert repeats(reversed(rows)) == 3
-    assert repeats(reversed([*rows, _call("b", 2)])) == 1
-    assert repeats(reversed([Message(Role.USER, "no calls")])) == 0
+    assert Streak.of(rows).count == 3
+    assert Streak.of([*rows, _call("b", 2)]).count == 1
+    assert Streak.of([Message(Role.USER, "no calls")]).count == 0
     both = Message(Role.ASSISTANT, "", (ToolCall("a", {"x": 2}, id="p"), ToolCall("a", {"x": 2}, id="q")))
-    assert repeats(reversed([*rows, both])) == 5
+    assert Streak.of([*rows, both]).count == 5
 
 
 class Recording:

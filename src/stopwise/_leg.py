@@ -145,7 +145,7 @@ class Leg:
     projects the run once, not once per call."""
     repeat_rows: tuple[list[Message] | None, int, Any] = (None, 0, None)
     """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
-    streak as ``stopwise._step.guardian.Streak``). A cache, so the guardian counts repeats without walking back
+    streak as ``stopwise.stop.repeats.Streak``). A cache, so the guardian counts repeats without walking back
     the whole streak every step (a run repeating one call 2,000 times)."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see

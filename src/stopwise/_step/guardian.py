@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stopwise._leg import CallPlan, Leg
@@ -20,7 +19,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord, Hook
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
-from stopwise.stop.repeats import canonical_args
+from stopwise.stop.repeats import Streak, canonical_args
 
 __all__ = [
     "QUARANTINE",
@@ -35,7 +34,6 @@ __all__ = [
     "reanchor",
     "reanchor_text",
     "released",
-    "repeats",
     "restate",
     "run_repeats",
     "withhold",
@@ -135,39 +133,6 @@ def run_steps(leg: Leg) -> int:
     return count
 
 
-@dataclass(frozen=True, slots=True)
-class Streak:
-    """The latest run of one repeated call (same tool, same arguments) in a span of rows: its call's key, how many
-    times in a row it was made, and whether the span holds no other call (so the streak may go on before it)."""
-
-    key: tuple[str, str] | None = None
-    count: int = 0
-    whole: bool = True
-
-    @classmethod
-    def of(cls, rows: Sequence[Message], keys: Mapping[str, str] | None = None) -> Streak:
-        """The streak at the end of ``rows`` (oldest first): reads every row once. ``keys``: per call id, the key
-        that stands for a call's arguments when its logged ones are not the model's (``call_keys``)."""
-        key, count = None, 0
-        for m in reversed(rows):
-            for c in reversed(m.tool_calls):
-                k = (c.name, (keys.get(c.id) if keys else None) or _args_key(c.args))
-                if key is None:
-                    key = k
-                elif k != key:
-                    return cls(key, count, False)
-                count += 1
-        return cls(key, count)
-
-    def then(self, newer: Streak) -> Streak:
-        """The streak of this span followed by ``newer``'s (rows without calls leave a streak as it is)."""
-        if newer.key is None:
-            return self
-        if newer.whole and newer.key == self.key:
-            return Streak(self.key, self.count + newer.count, self.whole)
-        return newer
-
-
 def run_repeats(leg: Leg, rows: Sequence[Message]) -> int:
     """``repeats`` of the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the
     rows committed since the last call: the streak so far is kept on the leg, keyed to the list it read."""
@@ -200,27 +165,8 @@ def call_keys(leg: Leg) -> dict[str, str]:
 def note_redacted(leg: Leg, call_id: str, args: Mapping[str, Any]) -> None:
     """Keep, in memory, the repeat key of a call whose arguments ``args`` (as the model gave them) a redacting
     tool-call guardrail replaced in the log: a digest, so the arguments themselves are not kept."""
-    digest = hashlib.sha256(_args_key(args).encode()).hexdigest()
+    digest = hashlib.sha256(canonical_args(args).encode()).hexdigest()
     call_keys(leg)[call_id] = f"redacted args {digest}"
-
-
-def repeats(newest_first: Iterable[Message]) -> int:
-    """How many times in a row the latest call (same tool, same arguments) was made, given the run's rows newest
-    first. Reads back only as far as the repeat goes."""
-    latest: tuple[str, str] | None = None
-    count = 0
-    for m in newest_first:
-        for c in reversed(m.tool_calls):
-            if latest is None:
-                latest = (c.name, _args_key(c.args))
-            elif c.name != latest[0] or _args_key(c.args) != latest[1]:
-                return count
-            count += 1
-    return count
-
-
-def _args_key(args: Any) -> str:
-    return canonical_args(args)  # key order, 1 vs 1.0 and spacing do not make another call
 
 
 def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind] | None = None) -> PolicyInputs:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import itertools
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,7 @@ from pydantic import BaseModel
 
 from stopwise._checks import check_store
 from stopwise._step.calls import caller_failure
-from stopwise._step.guardian import held_before, reanchor_text, released, repeats, withhold
+from stopwise._step.guardian import held_before, reanchor_text, released, withhold
 from stopwise._step.stop_guard import ask_guard, guard_event
 from stopwise.approvals import ApprovalRecord, Approve, Reject
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, StopwiseError
@@ -46,6 +45,7 @@ from stopwise.records import LogRecord, ToolReceipt, parse_log, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
+from stopwise.stop.repeats import Streak
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
@@ -470,9 +470,9 @@ class PeerRun:
 
     def _policy_inputs(self, rows: Sequence[Message], conditions: Sequence[Condition]) -> PolicyInputs:
         """The policy's inputs after ``rows``: the conditions held before, the run's replans, and how many times
-        in a row this run (its rows from ``run_start``, newest first) repeated its latest call."""
-        run_rows = itertools.islice(reversed(rows), max(len(rows) - self.run_start, 0))
-        return PolicyInputs(held_before(conditions, self.records), self.replans, repeats(run_rows))
+        in a row this run (its rows from ``run_start``) repeated its latest call."""
+        repeats = Streak.of(rows, start=min(self.run_start, len(rows))).count
+        return PolicyInputs(held_before(conditions, self.records), self.replans, repeats)
 
     async def _consult_turn(
         self,
