@@ -107,8 +107,13 @@ class _Fence:
     def wrap(self, text: str) -> str:
         """``text`` between the fence's marks, whatever ``every_field`` says (a tool result is always fenced)."""
         if self.key is not None and self.key in text:
-            raise ValueError("a fence key must be absent from the projection's content")
+            raise _KeyInContent("a fence key must be absent from the projection's content")
         return f"{self.open}{text}{self.close}"
+
+
+class _KeyInContent(ValueError):
+    """The run's text holds a fence key: ``fresh_fence`` draws another (a ``ValueError`` of any other origin is a
+    bug and goes up)."""
 
 
 _TOOL_OUTPUT = _Fence(UNTRUSTED_OPEN, UNTRUSTED_CLOSE, every_field=False)
@@ -135,7 +140,7 @@ def fresh_fence(p: Projection) -> tuple[str, str]:
         key = secrets.token_hex(8)
         try:
             return key, fenced(p, key)
-        except ValueError:
+        except _KeyInContent:
             continue
 
 
