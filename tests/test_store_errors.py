@@ -1,7 +1,7 @@
 """Store failures after open are typed (``StoreError`` subclasses naming the operation and the session), a failed
 commit leaves the run retryable, and one unreadable entry never takes the rest of the database down (issue 12,
 points 1 and 6). SQLite faults are real: a page limit that fills the file, a lock held by another connection, a
-foreign key; PostgreSQL's are a connection the server terminated."""
+value over the length limit; PostgreSQL's are a connection the server terminated."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve
-from stopwise.errors import StepConflict
 from stopwise.cli import main as cli
+from stopwise.errors import StepConflict
 from stopwise.guardian import Guardian
 from stopwise.models import ModelRequest
 from stopwise.store.base import RunRecord
