@@ -411,10 +411,10 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         if waits and not (leg.agent.run_unapproved_siblings and runs):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
         if runs:
-            # Refuse first: a reply that took the run past a budget runs none of its calls, and needs no intent (a
-            # re-run after a crash asks again and is refused the same way); the intent holds the plans as asked, so
-            # a re-run that carries it out refuses the same calls.
-            # The calls ``_run_calls`` takes: all but those waiting for a reviewer.
+            # Refuse first, on the calls ``_run_calls`` takes (all but those waiting for a reviewer): a reply that
+            # took the run past a budget runs none of them and needs no intent (a re-run after a crash asks again
+            # and is refused the same way); the intent holds the plans as asked, so a re-run that carries it out
+            # refuses the same calls.
             unwaited = [p for p in step.plans if not (p.needs_approval and p.row is None)]
             step.batch = plan_batch(leg, unwaited, step.reply.usage if step.kind is EntryKind.STEP else None)
             if any(p.row is None for p in step.batch[0]):

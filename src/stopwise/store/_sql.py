@@ -97,20 +97,18 @@ _RUN_COLUMNS = (
 )
 _RUN_UPDATED = [c for c in _RUN_COLUMNS if c not in ("run_id", "session_id", "agent")]
 
-UPSERT_RUN = (
-    f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}, created_at, updated_at) "
-    f"VALUES ({', '.join(':' + c for c in _RUN_COLUMNS)}, :now, :now) "
+_INSERT_RUN = f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}, created_at, updated_at) "
+_RUN_VALUES = f"{', '.join(':' + c for c in _RUN_COLUMNS)}, :now, :now"
+_ON_RUN_TAKEN = (
     f"ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _RUN_UPDATED)}, "
     "updated_at=excluded.updated_at"
 )
+UPSERT_RUN = f"{_INSERT_RUN}VALUES ({_RUN_VALUES}) {_ON_RUN_TAKEN}"
 # A plain run write (``update_run`` without a fence): as ``UPSERT_RUN``, but no row at all once the run's session is
 # gone, so a write racing retention's deletion never meets the foreign key (see ``KEEP_SESSION``).
 UPSERT_RUN_OF_SESSION = (
-    f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}, created_at, updated_at) "
-    f"SELECT {', '.join(':' + c for c in _RUN_COLUMNS)}, :now, :now "
-    "WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id) "
-    f"ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _RUN_UPDATED)}, "
-    "updated_at=excluded.updated_at"
+    f"{_INSERT_RUN}SELECT {_RUN_VALUES} WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id) "
+    + _ON_RUN_TAKEN
 )
 
 # A leg's run record written without an entry (``Store.update_run`` with a ``Fence``): an update of the stored
