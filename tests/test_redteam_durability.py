@@ -1238,3 +1238,52 @@ async def test_on_postgres_a_commit_racing_the_deletion_of_its_session_is_refuse
             assert await cur.fetchone() == (0,), "no entry outlives its session"
     finally:
         await store.close()
+
+
+async def test_a_plain_run_write_after_retention_deleted_its_session_is_a_step_conflict_and_writes_nothing(
+    store: Store,
+) -> None:
+    # A peer run (integrations) writes its ending with a plain update_run. Retention deleted its session (the run's
+    # lease lapsed) first: the write is refused as a commit or a fenced write is (StepConflict), not as data the
+    # database refused (StoreRefused), and no run record outlives its session.
+    run, lease_a, entry = _first_leg()
+    await store.start_run(run, entry, {}, lease_a)
+    gone = await store.expire_sessions(datetime.now(UTC) + timedelta(days=1), now=lease_a.expires_at + 1)
+    assert gone.sessions == 1
+    with pytest.raises(StepConflict, match="not on record") as info:
+        await store.update_run(replace(run, status=RunStatus.FAILED, detail="the peer raised"))
+    assert (info.value.operation, info.value.session_id) == ("update_run", "s")
+    assert await store.get_run("r1") is None
+    assert await store.list_sessions() == []
+
+
+async def test_on_postgres_a_plain_run_write_racing_the_deletion_of_its_session_is_a_step_conflict(
+    request: pytest.FixtureRequest,
+) -> None:
+    # The deletion holds the session's row and has removed its runs when the plain write arrives: the write waits
+    # for the row, then finds it gone, and is refused typed (StepConflict), not by the runs table's foreign key.
+    from stopwise.store import _sql
+
+    store = _pg_store(request)
+    try:
+        run, lease_a, entry = _first_leg()
+        await store.start_run(run, entry, {}, lease_a)
+        deletion = [
+            _sql.Op(_sql.SESSION_KEY + " FOR UPDATE", {"session_id": "s"}),
+            _sql.Op(_sql.HOLDS_OF_SESSION + " FOR UPDATE", {"session_id": "s"}),
+            *(_sql.Op(d.sql, d.params) for d in _sql.deletions(["s"])),
+        ]
+        d = await _held_open_commit(store, deletion)
+        try:
+            failed = replace(run, status=RunStatus.FAILED, detail="the peer raised")
+            w = asyncio.create_task(store.update_run(failed))
+            await _until_waiting_on_a_lock(store, d.info.backend_pid)
+            await d.commit()
+        finally:
+            await d.close()
+        with pytest.raises(StepConflict, match="not on record"):
+            await w
+        assert await store.get_run("r1") is None
+        assert await store.load_session("s") is None
+    finally:
+        await store.close()

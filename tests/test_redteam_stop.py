@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.policy import ThresholdPolicy
 from stopwise.models import FunctionModel, ModelRequest
+from stopwise.store.base import EntryKind, LogEntry, RunRecord
 
 STAGNATION = DEFAULT_CONDITIONS.only(["stagnation"])
 ran: list[str] = []
@@ -429,3 +431,80 @@ def test_after_a_sigkill_in_the_middle_the_continued_run_spends_only_what_is_lef
     assert len(rows) == 5 and sum("Not run" in str(m.content) for m in rows) == 1
     # Five replies, each counted once: the killed step's reply was recorded with its intent and not asked again.
     assert result.usage.input_tokens == 50
+
+
+# 6. Refusal before the write-ahead intent -------------------------------------------------------------------
+
+
+async def test_a_reply_past_its_budget_writes_no_intent_for_calls_that_will_not_run(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    try:
+        agent = Agent("a", "", overspending(Usage(1_000, 5_000, 1)), tools=[work], limits=Limits(output_tokens=100))
+        result = await Runner(store).run(agent, "go", session_id="s")
+        assert result.error is not None and result.error.code == "token_limit" and ran == []
+        snapshot = await store.load_session("s")
+        assert snapshot is not None
+        # The input, then the step with its three refusals: no intent for calls refused before any could run.
+        assert [e.kind for e in snapshot.entries] == [EntryKind.INPUT, EntryKind.STEP]
+    finally:
+        await store.close()
+
+
+async def test_a_batch_cut_by_the_tool_call_limit_writes_its_intent_for_the_calls_that_run(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    try:
+        agent = Agent("a", "", fan_out(5), tools=[work], limits=Limits(tool_calls=2))
+        result = await Runner(store).run(agent, "go", session_id="s")
+        assert result.error is not None and result.error.code == "tool_call_limit" and ran == ["0", "1"]
+        snapshot = await store.load_session("s")
+        assert snapshot is not None
+        assert [e.kind for e in snapshot.entries] == [EntryKind.INPUT, EntryKind.INTENT, EntryKind.SETTLE]
+    finally:
+        await store.close()
+
+
+class _KilledAtTheStep(SQLiteStore):
+    """A store whose process is killed (SIGKILL) as it commits a step: the crash between deciding a step and
+    recording it."""
+
+    async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
+        if entry.kind in (EntryKind.STEP, EntryKind.SETTLE):
+            os.kill(os.getpid(), signal.SIGKILL)
+        await super().commit(entry, state, run)
+
+
+OVERSPENDER = Agent("a", "", overspending(Usage(1_000, 5_000, 1)), tools=[work], limits=Limits(output_tokens=100))
+
+
+def _overspending_child(db: str) -> None:
+    asyncio.run(Runner(_KilledAtTheStep(db)).run(OVERSPENDER, "go", session_id="s"))
+
+
+def test_a_run_killed_before_recording_its_refused_reply_refuses_the_calls_again_when_continued(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "log.db"
+    child = multiprocessing.get_context("forkserver").Process(target=_overspending_child, args=(str(db),))
+    child.start()
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+
+    async def recover() -> Any:
+        store = SQLiteStore(db)
+        try:
+            before = await store.load_session("s")
+            assert before is not None
+            assert [e.kind for e in before.entries] == [EntryKind.INPUT]  # no intent: nothing was to run
+            result = await Runner(store, clock=lambda: time.time() + 3600).retry(OVERSPENDER, "s")
+            after = await store.load_session("s")
+            assert after is not None
+            return result, [e.kind for e in after.entries]
+        finally:
+            await store.close()
+
+    result, kinds = asyncio.run(recover())
+    assert ran == []  # in this process too: the re-asked reply is past the budget the same way
+    assert result.error is not None and result.error.code == "token_limit"
+    rows = [m for m in result.messages if m.role.value == "tool"]
+    assert len(rows) == 3 and all(str(m.content).startswith('{"error": "Not run:') for m in rows)
+    assert kinds == [EntryKind.INPUT, EntryKind.STEP]

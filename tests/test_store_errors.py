@@ -1,7 +1,7 @@
 """Store failures after open are typed (``StoreError`` subclasses naming the operation and the session), a failed
 commit leaves the run retryable, and one unreadable entry never takes the rest of the database down (issue 12,
 points 1 and 6). SQLite faults are real: a page limit that fills the file, a lock held by another connection, a
-foreign key; PostgreSQL's are a connection the server terminated."""
+value over the length limit; PostgreSQL's are a connection the server terminated."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from stopwise import (
 )
 from stopwise.approvals import Approve
 from stopwise.cli import main as cli
+from stopwise.errors import StepConflict
 from stopwise.guardian import Guardian
 from stopwise.models import ModelRequest
 from stopwise.store.base import RunRecord
@@ -97,13 +98,28 @@ async def test_a_sqlite_database_locked_by_another_connection_is_store_unavailab
     await store.close()
 
 
-async def test_a_row_the_database_refuses_is_store_refused_with_the_operation(tmp_path: Path) -> None:
+async def test_a_value_the_database_refuses_is_store_refused_with_the_operation(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    await runner.run(Agent("a", "Hi.", ScriptedModel(["hello"])), "hi", session_id="s")
+    # A value over the database's length limit (lowered here, as a deployment's build may set it) is refused data.
+    store._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000)
+    with pytest.raises(StoreError) as info:
+        await runner.run(Agent("a", "Hi.", ScriptedModel(["x" * 5_000])), "hi", session_id="s")
+    assert type(info.value).__name__ == "StoreRefused"
+    assert (info.value.operation, info.value.session_id) == ("commit", "s")
+    await store.close()
+
+
+async def test_a_run_record_whose_session_is_not_on_record_is_a_step_conflict_not_refused_data(
+    tmp_path: Path,
+) -> None:
     store = SQLiteStore(tmp_path / "log.db")
     orphan = RunRecord("r1", "no-such-session", "a", RunStatus.RUNNING)
-    with pytest.raises(StoreError) as info:
+    with pytest.raises(StepConflict) as info:
         await store.update_run(orphan)
-    assert type(info.value).__name__ == "StoreRefused"
     assert (info.value.operation, info.value.session_id) == ("update_run", "no-such-session")
+    assert await store.get_run("r1") is None
     await store.close()
 
 

@@ -121,6 +121,8 @@ class _Step:
     """Tool calls of this step that ran (recorded in the entry: the tool-call budget counts them from the log)."""
     refused: LimitHit | None = None
     """The tool-call budget's hit, when calls of this step were refused for it."""
+    batch: tuple[list[CallPlan], LimitHit | None] | None = None
+    """``plan_batch``'s answer for the calls this step runs, when it was asked before the write-ahead intent."""
     output_rejected: str | None = None
     """An output validator's feedback, when it rejected this step's output."""
     sub_usage: Usage = _NO_USAGE
@@ -409,7 +411,14 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
         if waits and not (leg.agent.run_unapproved_siblings and runs):
             return _Decided(step, resolve(_signals(leg, step, approvals_pending=True)))
         if runs:
-            await _write_intent(leg, step)
+            # Refuse first, on the calls ``_run_calls`` takes (all but those waiting for a reviewer): a reply that
+            # took the run past a budget runs none of them and needs no intent (a re-run after a crash asks again
+            # and is refused the same way); the intent holds the plans as asked, so a re-run that carries it out
+            # refuses the same calls.
+            unwaited = [p for p in step.plans if not (p.needs_approval and p.row is None)]
+            step.batch = plan_batch(leg, unwaited, step.reply.usage if step.kind is EntryKind.STEP else None)
+            if any(p.row is None for p in step.batch[0]):
+                await _write_intent(leg, step)
     failed = await _run_calls(leg, step)
     if failed is not None:
         # The tools ran: the step commits (their results withheld) as the run's ending, never vanishes.
@@ -478,7 +487,10 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
         waiting = {p.call.id for p in step.waiting}
         fresh = [p for p in step.plans if p.call.id not in waiting and p.call.id not in step.settled]
     # A resume (SETTLE) runs calls a reviewer approved: the budget their reply spent ends the run after them.
-    fresh, step.refused = plan_batch(leg, fresh, step.reply.usage if step.kind is EntryKind.STEP else None)
+    if step.batch is not None:  # asked before the intent, on these same calls
+        fresh, step.refused = step.batch
+    else:
+        fresh, step.refused = plan_batch(leg, fresh, step.reply.usage if step.kind is EntryKind.STEP else None)
     step.ran = 0
     for p in fresh:
         if p.row is None:

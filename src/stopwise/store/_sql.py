@@ -97,11 +97,18 @@ _RUN_COLUMNS = (
 )
 _RUN_UPDATED = [c for c in _RUN_COLUMNS if c not in ("run_id", "session_id", "agent")]
 
-UPSERT_RUN = (
-    f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}, created_at, updated_at) "
-    f"VALUES ({', '.join(':' + c for c in _RUN_COLUMNS)}, :now, :now) "
+_INSERT_RUN = f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}, created_at, updated_at) "
+_RUN_VALUES = f"{', '.join(':' + c for c in _RUN_COLUMNS)}, :now, :now"
+_ON_RUN_TAKEN = (
     f"ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _RUN_UPDATED)}, "
     "updated_at=excluded.updated_at"
+)
+UPSERT_RUN = f"{_INSERT_RUN}VALUES ({_RUN_VALUES}) {_ON_RUN_TAKEN}"
+# A plain run write (``update_run`` without a fence): as ``UPSERT_RUN``, but no row at all once the run's session is
+# gone, so a write racing retention's deletion never meets the foreign key (see ``KEEP_SESSION``).
+UPSERT_RUN_OF_SESSION = (
+    f"{_INSERT_RUN}SELECT {_RUN_VALUES} WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = :session_id) "
+    + _ON_RUN_TAKEN
 )
 
 # A leg's run record written without an entry (``Store.update_run`` with a ``Fence``): an update of the stored
@@ -130,6 +137,10 @@ UPSERT_SESSION = (
 )
 
 UPDATE_SESSION_STATE = "UPDATE sessions SET state=:state, updated_at=:now WHERE session_id=:session_id"
+# A plain run write's hold on its session's row (``update_run`` without a fence): it changes nothing, but it waits
+# for a deletion holding the row (PostgreSQL) and then finds no row, so the write is refused as a commit's is
+# (``StepConflict``), not left to the runs table's foreign key (``StoreRefused``), nor inserted as an orphan.
+KEEP_SESSION = "UPDATE sessions SET updated_at=updated_at WHERE session_id=:session_id"
 
 # The append rule. The entry goes in only when its seq is the session's next free one: a gap makes the WHERE
 # false, and a seq another writer already took (committed, or committing concurrently: PostgreSQL waits for
@@ -276,8 +287,8 @@ class Op:
     """Set on a statement that must match its one run row (``UPDATE_RUN_FENCED``, ``CHECK_FENCE``): ``check_rows``
     checks it did."""
     session_kept: str | None = None
-    """Set on a commit's update of its session's row (the session's id): ``check_rows`` checks the row was still
-    there, since retention may have deleted the session."""
+    """Set on a commit's update of its session's row, or a plain run write's hold on it (the session's id):
+    ``check_rows`` checks the row was still there, since retention may have deleted the session."""
 
 
 def check_rows(op: Op, rowcount: int) -> None:
@@ -295,7 +306,7 @@ def check_rows(op: Op, rowcount: int) -> None:
     if op.session_kept is not None and rowcount != 1:
         raise StepConflict(
             f"session {op.session_kept!r} is not on record (retention deleted it); nothing was written",
-            operation="commit",
+            operation="update_run" if op.sql == KEEP_SESSION else "commit",
             session_id=op.session_kept,
         )
 
@@ -481,11 +492,12 @@ def commit_ops(
 
 
 def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> list[Op]:
-    """``Store.update_run``: the run record (created if new); with ``fence``, an update of the stored record, only
-    while it and its log satisfy the fence."""
+    """``Store.update_run``: the run record (created if new), only while its session is on record; with ``fence``,
+    an update of the stored record, only while it and its log satisfy the fence."""
     params = _run_params(storable(run, where=f"run {run.run_id}"), now)
     if fence is None:
-        return [Op(UPSERT_RUN, params)]
+        keep = Op(KEEP_SESSION, {"session_id": run.session_id}, session_kept=run.session_id)
+        return [keep, Op(UPSERT_RUN_OF_SESSION, params)]
     return [Op(UPDATE_RUN_FENCED, {**params, **_fence_params(fence, run.session_id)}, fence=fence)]
 
 

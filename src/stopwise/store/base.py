@@ -195,10 +195,11 @@ class Store(Protocol):
         ...
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
-        """Write a run record on its own (a run that ends without a step of its own). With ``fence`` (a leg's), the
-        stored record is updated only while it still holds the fence's lease and the log still ends at its
-        ``last_seq``; else ``StepConflict`` (another worker took the run over or committed since, or the run was
-        deleted) and nothing is written."""
+        """Write a run record on its own (a run that ends without a step of its own), created if new; its session
+        must be on record, else ``StepConflict`` (retention deleted it) and nothing is written. With ``fence`` (a
+        leg's), the stored record is updated only while it still holds the fence's lease and the log still ends at
+        its ``last_seq``; else ``StepConflict`` (another worker took the run over or committed since, or the run
+        was deleted) and nothing is written."""
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

@@ -118,6 +118,12 @@ class MemoryStore:
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         if fence is not None:
             self._check_fence(fence, run.session_id, "update_run")
+        elif run.session_id not in self._sessions:  # never started, or retention deleted it: as on disk
+            raise StepConflict(
+                f"session {run.session_id!r} is not on record (retention deleted it); nothing was written",
+                operation="update_run",
+                session_id=run.session_id,
+            )
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:
