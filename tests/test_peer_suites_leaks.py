@@ -1,8 +1,9 @@
 """A secret a redacting tool-call guardrail removed reaches no stored byte in a peer's run either: the peer's own
 history keeps the model's arguments, but the guardian's projection (stored as the ``state`` of a decision that
 escalates) reads the arguments the call ran with, as the native loop's does. pydantic-ai and LangGraph run a
-read-only tool called with a real-format token, redacted by ``redact_secrets()`` on the tool-call hook; the tool
-returns a planted instruction, so the turn escalates on integrity and its projection is stored. The OpenAI Agents
+read-only tool called with a real-format token, redacted by ``redact_secrets()`` on the tool-call hook (or the call
+refused by a redacting block, and tried again without it); the tool returns a planted instruction, so the turn
+escalates on integrity and its projection is stored. The OpenAI Agents
 SDK cannot run a rewritten call at all: there the rewrite raises, and the record of that refusal is checked.
 The check reads every byte of the SQLite database, its WAL included, while the store is open."""
 
@@ -18,7 +19,7 @@ import pytest
 from stopwise import SQLiteStore
 from stopwise.guardian import Guardian, GuardianOutcome
 from stopwise.guardian.records import GuardianDecision
-from stopwise.guardrails import Guardrails, redact_secrets
+from stopwise.guardrails import Block, Guardrails, ToolCallContext, redact_secrets
 from stopwise.records import parse_records
 from stopwise.store.base import Store
 
@@ -41,14 +42,23 @@ RECEIVED: list[str] = []
 """The tokens ``fetch_review`` ran with."""
 
 
-def _fetch_review(url: str, token: str) -> str:
+def _fetch_review(url: str, token: str = "") -> str:
     """Fetch a product review page with an access token."""
     RECEIVED.append(token)
     return PLANTED
 
 
-def _guardrails() -> Guardrails:
-    return Guardrails(on_tool_call=redact_secrets())
+def _no_tokens(ctx: ToolCallContext) -> Block | None:
+    return Block("the call carries a token", redacted=True) if "ghp_" in str(ctx.tool_call.args) else None
+
+
+GUARDS = {
+    # The call runs with ``[redacted]`` for its token.
+    "redacting rewrite": ((ARGS,), Guardrails(on_tool_call=redact_secrets())),
+    # The call with the token never runs; the model tries again without it, and that result escalates the turn,
+    # whose projection shows the blocked call among the run's earlier steps.
+    "redacting block": ((ARGS, {"url": ARGS["url"]}), Guardrails(on_tool_call=_no_tokens)),
+}
 
 
 def _disk(folder: Path) -> bytes:
@@ -69,16 +79,19 @@ async def _escalated_turns(store: Store, session_id: str) -> list[GuardianDecisi
 
 async def _assert_no_leak(store: SQLiteStore, folder: Path, session_id: str) -> None:
     """The call ran redacted, the turn escalated with its projection stored, and no stored byte holds the token."""
-    assert RECEIVED and SECRET not in RECEIVED[0]
+    assert len(RECEIVED) == 1 and SECRET not in RECEIVED[0]
     (turn,) = await _escalated_turns(store, session_id)
     assert turn.escalated == ("integrity",) and turn.state  # the projection is stored: the place a leak would be
-    assert "reviews.example/x200" in turn.state  # the call's other arguments are in it
+    assert "reviews.example/x200" in turn.state  # the calls' other arguments are in it
     assert SECRET not in turn.state
     assert (folder / "log.db-wal").exists()
     assert SECRET.encode() not in _disk(folder)
 
 
-async def test_pydantic_ai_an_escalated_turn_stores_the_redacted_arguments_not_the_models(tmp_path: Path) -> None:
+@pytest.mark.parametrize("guard", GUARDS)
+async def test_pydantic_ai_an_escalated_turn_stores_the_redacted_arguments_not_the_models(
+    tmp_path: Path, guard: str
+) -> None:
     pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
     from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -87,14 +100,17 @@ async def test_pydantic_ai_an_escalated_turn_stores_the_redacted_arguments_not_t
     from stopwise.integrations.pydantic_ai import StopwiseCapability
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if sum(1 for m in messages if isinstance(m, ModelResponse)) == 0:
-            return ModelResponse(parts=[ToolCallPart("fetch_review", dict(ARGS), tool_call_id="f1")])
+        n = sum(1 for m in messages if isinstance(m, ModelResponse))
+        if n < len(calls):
+            return ModelResponse(parts=[ToolCallPart("fetch_review", dict(calls[n]), tool_call_id=f"f{n}")])
         return ModelResponse(parts=[TextPart("The X200 gets 4.5 stars.")])
+
+    calls, guardrails = GUARDS[guard]
 
     RECEIVED.clear()
     store = SQLiteStore(tmp_path / "log.db")
     try:
-        capability = StopwiseCapability(guardian=Guardian(), guardrails=_guardrails(), store=store, risks=READ_ONLY)
+        capability = StopwiseCapability(guardian=Guardian(), guardrails=guardrails, store=store, risks=READ_ONLY)
         agent: Agent[None, Any] = Agent(
             FunctionModel(model), output_type=[str, DeferredToolRequests], capabilities=[capability]
         )
@@ -125,7 +141,9 @@ async def test_openai_agents_a_redacting_call_guardrail_raises_and_neither_runs_
     RECEIVED.clear()
     store = SQLiteStore(tmp_path / "log.db")
     try:
-        stopwise = Stopwise(guardian=Guardian(), guardrails=_guardrails(), store=store, risks=READ_ONLY)
+        stopwise = Stopwise(
+            guardian=Guardian(), guardrails=GUARDS["redacting rewrite"][1], store=store, risks=READ_ONLY
+        )
         model = ScriptedModel(
             [[function_call("fetch_review", dict(ARGS), call_id="f1")], [assistant_message("The X200 gets 4.5 stars.")]]
         )
@@ -143,7 +161,10 @@ async def test_openai_agents_a_redacting_call_guardrail_raises_and_neither_runs_
         await store.close()
 
 
-async def test_langgraph_an_escalated_turn_stores_the_redacted_arguments_not_the_models(tmp_path: Path) -> None:
+@pytest.mark.parametrize("guard", GUARDS)
+async def test_langgraph_an_escalated_turn_stores_the_redacted_arguments_not_the_models(
+    tmp_path: Path, guard: str
+) -> None:
     pytest.importorskip("langgraph", reason="needs the 'langgraph' extra")
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage
@@ -153,16 +174,16 @@ async def test_langgraph_an_escalated_turn_stores_the_redacted_arguments_not_the
 
     from stopwise.integrations.langgraph import Stopwise
 
+    calls, guardrails = GUARDS[guard]
     RECEIVED.clear()
     store = SQLiteStore(tmp_path / "log.db")
     try:
-        stopwise = Stopwise(guardian=Guardian(), guardrails=_guardrails(), store=store, risks=READ_ONLY)
-        chat = FakeMessagesListChatModel(
-            responses=[
-                AIMessage("", tool_calls=[{"name": "fetch_review", "args": dict(ARGS), "id": "f1"}]),
-                AIMessage("The X200 gets 4.5 stars."),
-            ]
-        )
+        stopwise = Stopwise(guardian=Guardian(), guardrails=guardrails, store=store, risks=READ_ONLY)
+        replies = [
+            AIMessage("", tool_calls=[{"name": "fetch_review", "args": dict(a), "id": f"f{n}"}])
+            for n, a in enumerate(calls)
+        ]
+        chat = FakeMessagesListChatModel(responses=[*replies, AIMessage("The X200 gets 4.5 stars.")])
 
         async def call_model(state: MessagesState) -> dict[str, Any]:
             return {"messages": [await chat.ainvoke(state["messages"])]}

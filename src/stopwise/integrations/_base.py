@@ -288,7 +288,7 @@ class PeerRun:
         self._call_base: _CallBase | None = None
         """The projection the risk gate shares among one reply's calls (see ``_project``)."""
         self._rewritten: dict[str, ToolCall] = {}
-        """The calls a tool-call guardrail rewrote, by id, with the arguments they ran with: the peer's history
+        """The calls a redacting tool-call guardrail changed, by id, with the arguments it left: the peer's history
         keeps the model's arguments, and the guardian's projections (stored in its records) read these instead."""
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
@@ -354,10 +354,13 @@ class PeerRun:
                 tool_call_id=call.id,
             )
             await self._record(step, chain.records)
+            if chain.redacted:
+                # As the native loop: what a redacting verdict removed reaches no projection (none of the
+                # arguments after a block); a rewrite that is no redaction keeps the model's arguments, for audit.
+                kept = {} if chain.block is not None else dict(chain.value)
+                self._rewritten[call.id] = dataclasses.replace(call, args=kept)
             if chain.block is not None:
                 return CallVerdict(args, blocked=f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}")
-            if chain.value != args:
-                self._rewritten[call.id] = dataclasses.replace(call, args=dict(chain.value))
             args = chain.value
         guardian = self.deciders.guardian
         if guardian is None or not guardian.call_conditions:
@@ -572,9 +575,9 @@ class PeerRun:
         return self._projection(guardian, window, goal, risks, before, pending, final)
 
     def _as_run(self, row: Message) -> Message:
-        """``row`` with each call a tool-call guardrail rewrote in the arguments it ran with (as the native loop
-        keeps its history row: a redacted secret reaches no projection, so no stored decision); ``row`` itself
-        when it holds none."""
+        """``row`` with each call a redacting tool-call guardrail changed in the arguments it left (as the native
+        loop keeps its history row: a redacted secret reaches no projection, so no stored decision); ``row``
+        itself when it holds none."""
         rewritten = self._rewritten
         if not rewritten or not any(c.id in rewritten for c in row.tool_calls):
             return row
