@@ -287,6 +287,9 @@ class PeerRun:
         """The reply whose results ``judge_result`` judges (see ``_reply_of``)."""
         self._call_base: _CallBase | None = None
         """The projection the risk gate shares among one reply's calls (see ``_project``)."""
+        self._rewritten: dict[str, ToolCall] = {}
+        """The calls a redacting tool-call guardrail changed, by id, with the arguments it left: the peer's history
+        keeps the model's arguments, and the guardian's projections (stored in its records) read these instead."""
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
         """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
@@ -351,6 +354,11 @@ class PeerRun:
                 tool_call_id=call.id,
             )
             await self._record(step, chain.records)
+            if chain.redacted:
+                # As the native loop: what a redacting verdict removed reaches no projection (none of the
+                # arguments after a block); a rewrite that is no redaction keeps the model's arguments, for audit.
+                kept = {} if chain.block is not None else dict(chain.value)
+                self._rewritten[call.id] = dataclasses.replace(call, args=kept)
             if chain.block is not None:
                 return CallVerdict(args, blocked=f"Blocked by guardrail '{chain.blocked_by}': {chain.block.reason}")
             args = chain.value
@@ -552,7 +560,7 @@ class PeerRun:
         as the pending one, as the native loop shares them: without it a reply of n calls cost n projections of
         n calls each (the risk gates of a 500-call reply: 0.65-0.90 s, now 0.26-0.41 s)."""
         start = tail_start(rows, guardian.history_steps, lo=min(self.run_start, len(rows)))
-        window = tuple(rows[start:])
+        window = tuple(self._as_run(r) for r in rows[start:])
         before = self._steps_before(rows, start)
         risks = {name: Risk(risk).value for name, risk in self.deciders.risks.items()}
         if pending is not None and final is None:
@@ -565,6 +573,15 @@ class PeerRun:
                 kept.projection, pending=pending, pending_risk=risks.get(pending.name, "unknown")
             )
         return self._projection(guardian, window, goal, risks, before, pending, final)
+
+    def _as_run(self, row: Message) -> Message:
+        """``row`` with each call a redacting tool-call guardrail changed in the arguments it left (as the native
+        loop keeps its history row: a redacted secret reaches no projection, so no stored decision); ``row``
+        itself when it holds none."""
+        rewritten = self._rewritten
+        if not rewritten or not any(c.id in rewritten for c in row.tool_calls):
+            return row
+        return dataclasses.replace(row, tool_calls=tuple(rewritten.get(c.id, c) for c in row.tool_calls))
 
     @staticmethod
     def _projection(
