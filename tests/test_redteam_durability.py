@@ -930,6 +930,19 @@ def _pg_store(request: pytest.FixtureRequest) -> Any:
     return PostgresStore(dsn, schema=f"f_{uuid.uuid4().hex[:12]}", max_size=4)
 
 
+async def _held_open_deletion(store: Any, session_id: str) -> Any:
+    """Retention's deletion of ``session_id`` (its row and holds locked, its log and runs deleted) in a transaction
+    held open: a write racing it waits on the session's row (``_held_open_commit``)."""
+    from stopwise.store import _sql
+
+    deletion = [
+        _sql.Op(_sql.SESSION_KEY + " FOR UPDATE", {"session_id": session_id}),
+        _sql.Op(_sql.HOLDS_OF_SESSION + " FOR UPDATE", {"session_id": session_id}),
+        *(_sql.Op(d.sql, d.params) for d in _sql.deletions([session_id])),
+    ]
+    return await _held_open_commit(store, deletion)
+
+
 async def _held_open_commit(store: Any, ops: list[Any]) -> Any:
     """The statements of a store write run on a connection of their own, in a transaction left open (its row locks
     held) until the caller commits it: the old holder's commit caught between its writes and its COMMIT."""
@@ -1209,18 +1222,11 @@ async def test_on_postgres_a_commit_racing_the_deletion_of_its_session_is_refuse
     # commits a step. The deletion holds the session's row and has already removed the log; the commit's insert read
     # the run as still on record. Had the commit gone on, its entry would outlive the session: an orphan log row
     # that a new session under the same id would find at seq 2 with no seq 1.
-    from stopwise.store import _sql
-
     store = _pg_store(request)
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
-        deletion = [
-            _sql.Op(_sql.SESSION_KEY + " FOR UPDATE", {"session_id": "s"}),
-            _sql.Op(_sql.HOLDS_OF_SESSION + " FOR UPDATE", {"session_id": "s"}),
-            *(_sql.Op(d.sql, d.params) for d in _sql.deletions(["s"])),
-        ]
-        d = await _held_open_commit(store, deletion)
+        d = await _held_open_deletion(store, "s")
         try:
             step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "late"),))
             c = asyncio.create_task(store.commit(step, {"k": 1}))
@@ -1262,18 +1268,11 @@ async def test_on_postgres_a_plain_run_write_racing_the_deletion_of_its_session_
 ) -> None:
     # The deletion holds the session's row and has removed its runs when the plain write arrives: the write waits
     # for the row, then finds it gone, and is refused typed (StepConflict), not by the runs table's foreign key.
-    from stopwise.store import _sql
-
     store = _pg_store(request)
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
-        deletion = [
-            _sql.Op(_sql.SESSION_KEY + " FOR UPDATE", {"session_id": "s"}),
-            _sql.Op(_sql.HOLDS_OF_SESSION + " FOR UPDATE", {"session_id": "s"}),
-            *(_sql.Op(d.sql, d.params) for d in _sql.deletions(["s"])),
-        ]
-        d = await _held_open_commit(store, deletion)
+        d = await _held_open_deletion(store, "s")
         try:
             failed = replace(run, status=RunStatus.FAILED, detail="the peer raised")
             w = asyncio.create_task(store.update_run(failed))
