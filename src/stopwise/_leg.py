@@ -9,13 +9,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from stopwise.agent import Agent
 from stopwise.approvals import PendingApproval, PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.goal import Goal
+from stopwise.guardian.projection import Projection
 from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.guardrails.verdicts import GuardrailRecord
@@ -27,6 +28,7 @@ from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import Spent
+from stopwise.stop.repeats import Streak
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
@@ -91,6 +93,51 @@ class Settle:
     again on them once the decided calls ran."""
 
 
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Folded(Generic[_T]):
+    """A value folded over a leg's committed rows ``messages[run_start:end]``, kept on the leg so that the next fold
+    reads only the rows committed since. ``rows`` is the list it read: a leg whose list was replaced (or cut below
+    ``end``) folds again from the run's start."""
+
+    rows: list[Message] | None
+    end: int
+    value: _T
+
+    def since(self, leg: Leg, empty: _T) -> tuple[int, _T]:
+        """Where folding ``leg.messages`` goes on from, and the value so far (``empty`` at the run's start when this
+        fold no longer matches the leg's rows)."""
+        if self.rows is leg.messages and leg.run_start <= self.end <= len(leg.messages):
+            return self.end, self.value
+        return leg.run_start, empty
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyProjection:
+    """The guardian's projection of a run before one reply's calls execute, with what it was built from."""
+
+    messages: list[Message]
+    committed: int
+    """How many rows ``messages`` held (the committed run)."""
+    risks: Mapping[str, str]
+    rows: tuple[Message, ...]
+    """The step's rows, not committed yet."""
+    projection: Projection
+
+    def fits(self, messages: list[Message], risks: Mapping[str, str], rows: list[Message]) -> bool:
+        """Whether it was built from these same rows (compared by identity: a row replaced at the same length is a
+        new row) and risks."""
+        return (
+            self.messages is messages
+            and self.committed == len(messages)
+            and self.risks == risks
+            and len(self.rows) == len(rows)
+            and all(a is b for a, b in zip(self.rows, rows, strict=True))
+        )
+
+
 @dataclass(slots=True)
 class Leg:
     """The mutable state of one run leg (a run, a retry or a resume of it). Built by the runner."""
@@ -136,16 +183,15 @@ class Leg:
     """The keys of the ``GuardianConfig`` records this run's log holds: a decision's config is written once."""
     tool_streaks: Mapping[str, int] = field(default_factory=dict)
     """Consecutive failed results per tool, for the runaway-error guard."""
-    step_rows: tuple[list[Message] | None, int, int] = (None, 0, 0)
-    """The assistant rows of this run counted so far: (the ``messages`` list counted, rows of it counted, the
-    count). A cache, so the guardian numbers its projection's steps without walking the run every step."""
-    call_projection: tuple[Any, ...] = ()
-    """The guardian's projection for the pre-execution questions of one reply's calls, and what it was built from
-    (see ``stopwise._step.guardian.projection_for_call``): the calls of a reply share it, so a reply of 3,000 calls
+    step_rows: Folded[int] = field(default_factory=lambda: Folded(None, 0, 0))
+    """The assistant rows of this run counted so far, so the guardian numbers its projection's steps without
+    walking the run every step."""
+    call_projection: ReplyProjection | None = None
+    """The guardian's projection for the pre-execution questions of one reply's calls (see
+    ``stopwise._step.guardian.projection_for_call``): the calls of a reply share it, so a reply of 3,000 calls
     projects the run once, not once per call."""
-    repeat_rows: tuple[list[Message] | None, int, Any] = (None, 0, None)
-    """The run's latest streak of one repeated call so far: (the ``messages`` list read, rows of it read, the
-    streak as ``stopwise.stop.repeats.Streak``). A cache, so the guardian counts repeats without walking back
+    repeat_rows: Folded[Streak] = field(default_factory=lambda: Folded(None, 0, Streak()))
+    """The run's latest streak of one repeated call so far, so the guardian counts repeats without walking back
     the whole streak every step (a run repeating one call 2,000 times)."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stopwise._leg import CallPlan, Leg
+from stopwise._leg import CallPlan, Folded, Leg, ReplyProjection
 from stopwise.goal import Goal
 from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
@@ -107,42 +107,31 @@ def projection_for_call(leg: Leg, rows: list[Message], call: ToolCall) -> Projec
     n calls cost n projections of n calls each."""
     risks = {t.name: t.risk.value for t in leg.tools.values()}
     kept = leg.call_projection
-    if not (
-        kept
-        and kept[0] is leg.messages
-        and kept[1] == len(leg.messages)
-        and kept[2] == risks
-        and len(kept[3]) == len(rows)
-        and all(a is b for a, b in zip(kept[3], rows, strict=True))
-    ):
-        kept = (leg.messages, len(leg.messages), risks, tuple(rows), projection_for(leg, rows))
+    if kept is None or not kept.fits(leg.messages, risks, rows):
+        kept = ReplyProjection(leg.messages, len(leg.messages), risks, tuple(rows), projection_for(leg, rows))
         leg.call_projection = kept
-    base: Projection = kept[4]
-    return dataclasses.replace(base, pending=call, pending_risk=risks.get(call.name, "unknown"))
+    return dataclasses.replace(kept.projection, pending=call, pending_risk=risks.get(call.name, "unknown"))
 
 
 def run_steps(leg: Leg) -> int:
     """The run's assistant rows in ``leg.messages`` (the steps a projection numbers), counting only the rows
     committed since the last call: the count is kept on the leg, keyed to the list it counted."""
-    rows, counted, count = leg.step_rows
+    counted, count = leg.step_rows.since(leg, 0)
     end = len(leg.messages)
-    if rows is not leg.messages or not leg.run_start <= counted <= end:
-        counted, count = leg.run_start, 0
     count += sum(1 for i in range(counted, end) if leg.messages[i].role is Role.ASSISTANT)
-    leg.step_rows = (leg.messages, end, count)
+    leg.step_rows = Folded(leg.messages, end, count)
     return count
 
 
 def run_repeats(leg: Leg, rows: Sequence[Message]) -> int:
-    """``repeats`` of the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the
-    rows committed since the last call: the streak so far is kept on the leg, keyed to the list it read."""
-    read, end, streak = leg.repeat_rows
+    """How many times in a row (``Streak``) the latest call was made, in the run's rows with ``rows`` (this
+    step's, not committed yet) after them, reading only the rows committed since the last call: the streak so far
+    is kept on the leg (``Folded``)."""
     messages = leg.messages
-    if read is not messages or not isinstance(streak, Streak) or not leg.run_start <= end <= len(messages):
-        end, streak = leg.run_start, Streak()
+    end, streak = leg.repeat_rows.since(leg, Streak())
     keys = call_keys(leg)
-    streak = streak.then(Streak.of(messages[end:], keys))
-    leg.repeat_rows = (messages, len(messages), streak)
+    streak = streak.then(Streak.of(messages, keys, start=end))
+    leg.repeat_rows = Folded(messages, len(messages), streak)
     return streak.then(Streak.of(rows, keys)).count
 
 
