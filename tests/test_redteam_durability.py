@@ -90,6 +90,20 @@ class _Clock:
         return self.now
 
 
+async def _b_may_take_over(
+    store: Store, agent: Agent, a_busy: asyncio.Event, **run: Any
+) -> tuple[asyncio.Task[Any], Runner]:
+    """Worker A starts a run of ``agent`` (session "s") and is busy once ``a_busy`` is set; worker B, whose clock is
+    past A's lease, may then take the run over: A's run (a task) and B's runner."""
+    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
+    clock_b = _Clock()
+    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
+    first = asyncio.create_task(a.run(agent, "go", session_id="s", **run))
+    await asyncio.wait_for(a_busy.wait(), 30)
+    clock_b.now += LEASE + 1  # A's lease has lapsed by B's clock
+    return first, b
+
+
 async def test_a_worker_whose_lease_was_taken_over_cannot_overwrite_the_new_holders_finished_run(
     store: Store,
 ) -> None:
@@ -106,12 +120,7 @@ async def test_a_worker_whose_lease_was_taken_over_cannot_overwrite_the_new_hold
         return Reply("done by B")
 
     agent = Agent("slow", "Answer.", FunctionModel(model))
-    clock_a, clock_b = _Clock(), _Clock()
-    a = Runner(store, clock=clock_a, lease_seconds=LEASE, owner="a")
-    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
-    first = asyncio.create_task(a.run(agent, "go", session_id="s"))
-    await a_asked.wait()
-    clock_b.now += LEASE + 1  # A's lease has lapsed by B's clock
+    first, b = await _b_may_take_over(store, agent, a_asked)
     taken = await b.retry(agent, "s")
     assert (taken.status, taken.output) == ("completed", "done by B")
     a_may_fail.set()
@@ -134,12 +143,7 @@ async def test_a_worker_cancelled_after_its_run_was_taken_over_leaves_the_new_ho
         return Reply("done by B")
 
     agent = Agent("slow", "Answer.", FunctionModel(model))
-    clock_b = _Clock()
-    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
-    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
-    first = asyncio.create_task(a.run(agent, "go", session_id="s"))
-    await a_asked.wait()
-    clock_b.now += LEASE + 1
+    first, b = await _b_may_take_over(store, agent, a_asked)
     taken = await b.retry(agent, "s")
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -181,12 +185,7 @@ async def test_a_taken_over_run_that_its_old_worker_finished_first_is_not_failed
         raise ConnectionError("the provider dropped B's call")
 
     agent = Agent("slow", "Answer.", FunctionModel(model))
-    clock_b = _Clock()
-    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
-    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
-    first = asyncio.create_task(a.run(agent, "go", session_id="s"))
-    await a_asked.wait()
-    clock_b.now += LEASE + 1
+    first, b = await _b_may_take_over(store, agent, a_asked)
     second = asyncio.create_task(b.retry(agent, "s"))
     await b_asked.wait()
     a_may_answer.set()
@@ -342,12 +341,7 @@ async def test_a_tool_call_outlasting_its_lease_is_carried_out_by_the_new_holder
         return _pay_once_model(request)
 
     agent = Agent("payer", "Pay ana.", FunctionModel(model), tools=[pay])
-    clock_b = _Clock()
-    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
-    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
-    first = asyncio.create_task(a.run(agent, "go", session_id="s"))
-    await asyncio.wait_for(a_in_tool.wait(), 30)
-    clock_b.now += LEASE + 1
+    first, b = await _b_may_take_over(store, agent, a_in_tool)
     taken = await b.retry(agent, "s")
     assert (taken.status, taken.output) == ("completed", "done")
     a_may_return.set()
@@ -859,12 +853,7 @@ async def test_a_step_the_old_worker_commits_while_the_new_ones_input_guardrails
 
     agent = Agent("slow", "Answer.", FunctionModel(model), guardrails=Guardrails(on_input=check))
 
-    clock_b = _Clock()
-    a = Runner(store, clock=_Clock(), lease_seconds=LEASE, owner="a")
-    b = Runner(store, clock=clock_b, lease_seconds=LEASE, owner="b")
-    first = asyncio.create_task(a.run(agent, "go", session_id="s", state={"by": "start"}))
-    await asyncio.wait_for(a_asked.wait(), 30)
-    clock_b.now += LEASE + 1
+    first, b = await _b_may_take_over(store, agent, a_asked, state={"by": "start"})
     second = asyncio.create_task(b.retry(agent, "s"))
     await asyncio.wait_for(b_checking.wait(), 30)
     a_may_answer.set()
