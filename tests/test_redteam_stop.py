@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -394,6 +394,14 @@ def fragile_model() -> FunctionModel:
 FRAGILE = Agent("fragile", "", fragile_model(), tools=[fragile], limits=Limits(tool_calls=4), max_steps=None)
 
 
+def _killed(target: Callable[..., None], *args: Any) -> None:
+    """Run ``target(*args)`` in a child process that must die by SIGKILL (the test's kill inside it)."""
+    child = multiprocessing.get_context("forkserver").Process(target=target, args=args)
+    child.start()
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+
+
 def _child(db: str, kill_at: int) -> None:
     KILL_AT_CALL["n"] = kill_at
     asyncio.run(Runner(SQLiteStore(db)).run(FRAGILE, "go", session_id="s"))
@@ -403,10 +411,7 @@ def test_after_a_sigkill_in_the_middle_the_continued_run_spends_only_what_is_lef
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "log.db"
-    child = multiprocessing.get_context("forkserver").Process(target=_child, args=(str(db), 3))
-    child.start()
-    child.join(60)
-    assert child.exitcode == -signal.SIGKILL
+    _killed(_child, str(db), 3)
 
     async def recover() -> Any:
         store = SQLiteStore(db)
@@ -484,10 +489,7 @@ def test_a_run_killed_before_recording_its_refused_reply_refuses_the_calls_again
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "log.db"
-    child = multiprocessing.get_context("forkserver").Process(target=_overspending_child, args=(str(db),))
-    child.start()
-    child.join(60)
-    assert child.exitcode == -signal.SIGKILL
+    _killed(_overspending_child, str(db))
 
     async def recover() -> Any:
         store = SQLiteStore(db)
