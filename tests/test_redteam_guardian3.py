@@ -24,9 +24,9 @@ import pytest
 
 import stopwise
 from stopwise import Agent, Approve, FunctionModel, Reply, Runner, ScriptedModel, ToolCall, tool
-from stopwise._step import guardian as step_guardian
 from stopwise.errors import ErrorCopy
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, Answers, GuardianOutcome, QuestionSet
+from stopwise.guardian import guardian as guardian_module
 from stopwise.guardian.audit import PolicyOverride, replay_all
 from stopwise.guardian.evaluators.defender import load_combination, model_digest
 from stopwise.guardian.evaluators.rule import RuleEvaluator
@@ -158,13 +158,13 @@ def test_a_call_id_of_a_megabyte_never_pushes_the_markers_out_of_the_integrity_n
 
 async def test_the_calls_of_one_reply_share_one_projection_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     built = [0]
-    real = step_guardian.project
+    real = guardian_module.project
 
     def counting(*args: Any, **kwargs: Any) -> Projection:
         built[0] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(step_guardian, "project", counting)
+    monkeypatch.setattr(guardian_module, "project", counting)
     evaluator = Recording()
     result = await Runner().run(wide_agent([statement(n, 200) for n in range(300)], Guardian(evaluator)), "Read")
 

@@ -13,7 +13,7 @@ from stopwise.goal import Goal
 from stopwise.guardian.conditions import Condition
 from stopwise.guardian.guardian import Consultation, consult
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import Projection, project, tail_start
+from stopwise.guardian.projection import Projection, tail_start
 from stopwise.guardian.records import GuardianDecision, GuardianLabel
 from stopwise.guardrails.verdicts import GuardrailRecord, Hook
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
@@ -85,18 +85,14 @@ def projection_for(leg: Leg, rows: list[Message], *, pending: ToolCall | None = 
     committed = leg.messages
     start = tail_start(committed, guardian.history_steps, lo=leg.run_start)
     shown = sum(1 for i in range(start, len(committed)) if committed[i].role is Role.ASSISTANT)
-    return project(
+    return guardian.project(
         [*committed[start:], *rows],
         goal=goal_of(leg),
         criteria=criteria_of(leg),
-        last_k=guardian.history_steps,
-        result_chars=guardian.result_chars,
         risks={t.name: t.risk.value for t in leg.tools.values()},
+        steps_before=run_steps(leg) - shown,
         pending=pending,
         final=final,
-        max_chars=guardian.max_chars,
-        steps_before=run_steps(leg) - shown,
-        step_chars=guardian.step_chars,
     )
 
 

@@ -22,7 +22,7 @@ from stopwise.guardian.conditions import DEFAULT_CONDITIONS, Condition, Guardian
 from stopwise.guardian.policy import OnUnavailable, PolicyInputs, PolicyResult, ThresholdPolicy
 from stopwise.guardian.projection import Projection, project
 from stopwise.guardian.records import ConditionSpec, GuardianDecision, GuardianLabel
-from stopwise.messages import Role, Usage
+from stopwise.messages import Message, Role, ToolCall, Usage
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
 
 __all__ = ["Consultation", "Guardian"]
@@ -112,6 +112,34 @@ class Guardian:
             return None
         return Goal(self.goal or None, self.criteria)
 
+    def project(
+        self,
+        rows: Sequence[Message],
+        *,
+        goal: str,
+        criteria: Sequence[str] = (),
+        risks: Mapping[str, str] | None = None,
+        steps_before: int = 0,
+        pending: ToolCall | None = None,
+        final: str | None = None,
+    ) -> Projection:
+        """``projection.project`` of ``rows`` under this guardian's settings (``history_steps``, ``result_chars``,
+        ``max_chars``, ``step_chars``): the one place they reach a projection, for the loop, the peer
+        integrations and ``as_stop_guard`` alike."""
+        return project(
+            rows,
+            goal=goal,
+            criteria=criteria,
+            last_k=self.history_steps,
+            result_chars=self.result_chars,
+            risks=risks,
+            pending=pending,
+            final=final,
+            max_chars=self.max_chars,
+            steps_before=steps_before,
+            step_chars=self.step_chars,
+        )
+
     def as_stop_guard(self, max_continues: int = 2) -> StopGuard:
         """A stop guard that asks ``goal_reached`` at a natural finish: when it is clearly not reached (below the
         uncertain band), the model is sent back with the goal and criteria as feedback; otherwise the finish
@@ -130,15 +158,7 @@ class Guardian:
             stated = ctx.goal if ctx.goal is not None else guardian.default_goal
             goal = (stated.text if stated is not None else None) or first
             criteria = stated.criteria if stated is not None else ()
-            projection = project(
-                rows[:-1],
-                goal=goal,
-                criteria=criteria,
-                last_k=guardian.history_steps,
-                final=ctx.reply.text,
-                max_chars=guardian.max_chars,
-                step_chars=guardian.step_chars,
-            )
+            projection = guardian.project(rows[:-1], goal=goal, criteria=criteria, final=ctx.reply.text)
             conditions = (condition,)
             questions = QuestionSet(conditions, guardian.conditions.version)
             assert guardian.evaluator is not None

@@ -29,7 +29,7 @@ from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail, 
 from stopwise.guardian.conditions import Condition, GuardianOutcome
 from stopwise.guardian.guardian import Guardian, consult, label
 from stopwise.guardian.policy import PolicyInputs
-from stopwise.guardian.projection import Projection, project, tail_start
+from stopwise.guardian.projection import Projection, tail_start
 from stopwise.guardian.records import GuardianDecision
 from stopwise.guardrails.hooks import (
     Guardrails,
@@ -567,12 +567,20 @@ class PeerRun:
             kept = self._call_base
             # The same rows: the same objects, or equal ones (a peer converts its newest message again per hook).
             if kept is None or kept.goal != goal or kept.before != before or kept.window != window:
-                base = self._projection(guardian, window, goal, risks, before, None, None)
+                base = guardian.project(window, goal=goal, criteria=guardian.criteria, risks=risks, steps_before=before)
                 kept = self._call_base = _CallBase(goal, before, window, base)
             return dataclasses.replace(
                 kept.projection, pending=pending, pending_risk=risks.get(pending.name, "unknown")
             )
-        return self._projection(guardian, window, goal, risks, before, pending, final)
+        return guardian.project(
+            window,
+            goal=goal,
+            criteria=guardian.criteria,
+            risks=risks,
+            steps_before=before,
+            pending=pending,
+            final=final,
+        )
 
     def _as_run(self, row: Message) -> Message:
         """``row`` with each call a redacting tool-call guardrail changed in the arguments it left (as the native
@@ -582,30 +590,6 @@ class PeerRun:
         if not rewritten or not any(c.id in rewritten for c in row.tool_calls):
             return row
         return dataclasses.replace(row, tool_calls=tuple(rewritten.get(c.id, c) for c in row.tool_calls))
-
-    @staticmethod
-    def _projection(
-        guardian: Guardian,
-        window: Sequence[Message],
-        goal: str,
-        risks: Mapping[str, str],
-        before: int,
-        pending: ToolCall | None,
-        final: str | None,
-    ) -> Projection:
-        return project(
-            window,
-            goal=goal,
-            criteria=guardian.criteria,
-            last_k=guardian.history_steps,
-            result_chars=guardian.result_chars,
-            risks=risks,
-            pending=pending,
-            final=final,
-            max_chars=guardian.max_chars,
-            steps_before=before,
-            step_chars=guardian.step_chars,
-        )
 
     def _steps_before(self, rows: Sequence[Message], start: int) -> int:
         """The run's assistant rows before index ``start`` of ``rows``. Counts only the rows after those counted
