@@ -497,6 +497,26 @@ async def test_replay_recomputes_every_outcome_and_another_policy_can_flip_them(
     assert replay(second, conditions=lenient).outcome is GuardianOutcome.STOP_SUCCESS
 
 
+async def test_as_stop_guard_reads_tool_results_as_far_as_the_guardians_result_chars() -> None:
+    # The confirmation a tool returned late in a long result is the evidence goal_reached reads: the stop guard's
+    # projection keeps what the guardian's own turns keep (``result_chars``), not a shorter default.
+    page = "x" * 1000 + " order #4417 confirmed"
+
+    @tool(risk="read_only")
+    def place_order() -> str:
+        """Place the order."""
+        return page
+
+    ev = Fixed({"goal_reached": 0.95})
+    g = Guardian(ev, result_chars=2000)
+    call = Reply(tool_calls=(ToolCall("place_order", {}, id="c1"),))
+    a = Agent("s", "", ScriptedModel([call, "ordered"]), tools=[place_order], stop_guard=g.as_stop_guard())
+    result = await Runner().run(a, "order it")
+    assert result.output == "ordered"
+    judged = [p for p, asked in ev.seen if asked == ("goal_reached",)]
+    assert judged and judged[-1].steps[-1].calls[0].result == page
+
+
 async def test_as_stop_guard_continues_with_feedback_when_the_goal_is_not_reached() -> None:
     ev = Fixed(lambda p, q: {"goal_reached": 0.95 if p.final and "criteria met" in p.final else 0.05})
     g = Guardian(ev, criteria=("cite the invoice number",))
