@@ -5,6 +5,7 @@ against the local server that speaks the real wire formats; the runs log to SQLi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from stopwise import (
     Usage,
     tool,
 )
+from stopwise.cli import main
 from stopwise.events import RunFinished
 from stopwise.models import AnthropicModel, ModelRequest, OpenAIModel
 from stopwise.stop.decision import Phase, StepSignals, resolve
@@ -323,7 +325,7 @@ async def test_a_cut_at_the_adapters_own_max_with_budget_left_still_fails_max_to
 
 
 async def test_a_tool_call_cut_at_the_budget_never_runs_and_a_retry_with_a_fresh_budget_continues(
-    server: ProviderServer, store: SQLiteStore
+    server: ProviderServer, store: SQLiteStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "/etc/pa'}}
     server.answer(
@@ -343,7 +345,9 @@ async def test_a_tool_call_cut_at_the_budget_never_runs_and_a_retry_with_a_fresh
     rows = snapshot.messages()
     assert [m.role for m in rows] == ["user", "assistant", "tool"]
     assert rows[1].tool_calls[0].args == '{"path": "/etc/pa'
-    assert rows[2].tool_call_id == rows[1].tool_calls[0].id
+    assert rows[2].tool_call_id == rows[1].tool_calls[0].id and "not valid JSON" in rows[2].content
+    assert await asyncio.to_thread(main, ["show", "s", "--db", str(tmp_path / "log.db")]) == 0
+    assert "completion reason: token_limit" in capsys.readouterr().out
 
     second = await runner.retry(agent, "s")
     assert second.completion_reason == "final_answer" and second.output == "The file could not be read."
