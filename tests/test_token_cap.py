@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
-from provider_server import Answer, ProviderServer, serve
+from provider_server import Answer, ProviderServer, chat_completion, serve
 from stopwise import (
     Agent,
     ConfigError,
@@ -69,17 +69,11 @@ def _request(cap: int | None) -> ModelRequest:
 def completion(
     content: str | None, *, finish: str = "stop", calls: list[dict[str, Any]] | None = None, output: int = 5
 ) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
+    body = chat_completion(content, finish=finish, model="gpt-test")
     if calls:
-        message["tool_calls"] = calls
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-test",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": output, "total_tokens": 11 + output},
-    }
+        body["choices"][0]["message"]["tool_calls"] = calls
+    body["usage"] = {"prompt_tokens": 11, "completion_tokens": output, "total_tokens": 11 + output}
+    return body
 
 
 def chunks(text: str, *, finish: str = "stop", output: int = 5) -> list[tuple[str | None, Any]]:
