@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -253,13 +254,39 @@ async def test_no_cap_without_an_output_or_total_token_budget(store: SQLiteStore
     assert seen == [None, None]
 
 
-def test_the_cap_counts_what_the_judges_and_sub_agents_spent_and_never_drops_below_one() -> None:
+def test_the_cap_is_what_is_left_of_the_budget_and_never_below_one() -> None:
     limits = Limits(output_tokens=100)
     assert output_cap(limits, Spent(usage=Usage(0, 60))) == OutputCap(40, LimitKind.OUTPUT_TOKENS)
     assert output_cap(limits, Spent(usage=Usage(0, 100))) == OutputCap(1, LimitKind.OUTPUT_TOKENS)
     assert output_cap(limits, Spent(usage=Usage(0, 130))) == OutputCap(1, LimitKind.OUTPUT_TOKENS)
     assert output_cap(Limits(output_tokens=50, total_tokens=50), Spent()) == OutputCap(50, LimitKind.OUTPUT_TOKENS)
     assert output_cap(Limits(input_tokens=10), Spent()) is None and output_cap(None, Spent()) is None
+
+
+@pytest.mark.parametrize(("count_sub_agents", "second_cap"), [(True, 50), (False, 90)])
+async def test_the_cap_counts_a_sub_agents_spending_as_the_budget_does_and_leaves_the_sub_agent_uncapped(
+    store: SQLiteStore, count_sub_agents: bool, second_cap: int
+) -> None:
+    sub_caps: list[int | None] = []
+
+    def sub_model(request: ModelRequest) -> Reply:
+        sub_caps.append(request.max_output_tokens)
+        return Reply("found it", usage=Usage(10, 40))
+
+    caps: list[int | None] = []
+
+    def lead_model(request: ModelRequest) -> Reply:
+        caps.append(request.max_output_tokens)
+        if len(caps) == 1:
+            return Reply(tool_calls=[ToolCall("researcher", {"input": "look"})], usage=Usage(5, 10))
+        return Reply("done", usage=Usage(5, 1))
+
+    researcher = Agent("researcher", "", FunctionModel(sub_model))
+    limits = Limits(output_tokens=100, count_sub_agents=count_sub_agents)
+    lead = Agent("lead", "", FunctionModel(lead_model), tools=[researcher.as_tool()], limits=limits)
+    result = await Runner(store).run(lead, "go", session_id="s")
+    assert result.ok and caps == [100, second_cap]
+    assert sub_caps == [None]  # its own Limits (none here) cap a sub-agent, not what is left of the parent's
 
 
 # --- a reply cut at the budget ------------------------------------------------------------------------------
@@ -285,12 +312,8 @@ def test_the_resolver_gives_the_budgets_reason_for_a_cut_reply_and_a_forced_call
         phase=Phase.FORCED_OUTPUT, wants_output=True, output_error="not JSON", completion_attempts_left=2
     )
     assert resolve(forced).action == "force_output"
-    decision = resolve(StepSignals(**{**_fields(forced), "limit_hit": hit}))
+    decision = resolve(replace(forced, limit_hit=hit))
     assert decision.action == "fail" and decision.reason == "token_limit"
-
-
-def _fields(signals: StepSignals) -> dict[str, Any]:
-    return {name: getattr(signals, name) for name in StepSignals.__dataclass_fields__}
 
 
 async def test_a_text_reply_cut_at_the_output_budget_ends_token_limit_not_max_tokens(
