@@ -27,7 +27,7 @@ from stopwise.records import LogRecord, StepIntent, parse_entry
 from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
-from stopwise.stop.limits import Spent
+from stopwise.stop.limits import OutputCap, Spent, output_cap
 from stopwise.stop.repeats import Streak
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tool_switches import ToolSwitchRecord, switched_off
@@ -288,6 +288,15 @@ class Leg:
         if limits is None or limits.count_judges:
             usage = usage + self.budget_judge_usage + (step_judge_usage or Usage())
         return Spent(self.budget_tool_calls, usage, cost, self.clock() - self.started)
+
+    def output_cap(self) -> OutputCap | None:
+        """The next model call's output cap (``ModelRequest.max_output_tokens``) from what is left of the token
+        budgets; None without an output or total token budget. Until a step commits it stays the same, so the
+        cap a reply was asked with is read again when the reply is judged (after a crash too)."""
+        limits = self.agent.limits
+        if limits is None or (limits.output_tokens is None and limits.total_tokens is None):
+            return None
+        return output_cap(limits, self.spent())
 
     def progress(self) -> dict[str, Any]:
         """The run record's fields that this leg moved on (for ``apply_decision``)."""

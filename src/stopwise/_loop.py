@@ -72,7 +72,7 @@ from stopwise.stop.decision import (
     resolve,
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
-from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, exceeded, run_time_left, time_left
+from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, cut_at_cap, exceeded, run_time_left, time_left
 from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -416,7 +416,7 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
             # and is refused the same way); the intent holds the plans as asked, so a re-run that carries it out
             # refuses the same calls.
             unwaited = [p for p in step.plans if not (p.needs_approval and p.row is None)]
-            step.batch = plan_batch(leg, unwaited, step.reply.usage if step.kind is EntryKind.STEP else None)
+            step.batch = plan_batch(leg, unwaited, step.reply if step.kind is EntryKind.STEP else None)
             if any(p.row is None for p in step.batch[0]):
                 await _write_intent(leg, step)
     failed = await _run_calls(leg, step)
@@ -490,7 +490,7 @@ async def _run_calls(leg: Leg, step: _Step) -> ErrorDetail | None:
     if step.batch is not None:  # asked before the intent, on these same calls
         fresh, step.refused = step.batch
     else:
-        fresh, step.refused = plan_batch(leg, fresh, step.reply.usage if step.kind is EntryKind.STEP else None)
+        fresh, step.refused = plan_batch(leg, fresh, step.reply if step.kind is EntryKind.STEP else None)
     step.ran = 0
     for p in fresh:
         if p.row is None:
@@ -630,6 +630,7 @@ def _request(leg: Leg, step: int, phase: Phase, prepared: Prepared) -> ModelRequ
         output_schema=leg.agent.output_schema,
         forced_output=phase is Phase.FORCED_OUTPUT,
         tool_choice=prepared.tool_choice if normal else None,
+        max_output_tokens=None if (cap := leg.output_cap()) is None else cap.tokens,
     )
 
 
@@ -817,9 +818,15 @@ def _limit_hit(leg: Leg, step: _Step) -> LimitHit | None:
     """The budget this step ran out, counting its own usage: refused tool calls first, then tokens, cost, time."""
     if step.refused is not None:
         return step.refused
-    if leg.agent.limits is None:
+    limits = leg.agent.limits
+    if limits is None:
         return None
-    return exceeded(leg.agent.limits, _spent(leg, step))
+    spent = _spent(leg, step)
+    hit = exceeded(limits, spent)
+    if hit is None and step.kind is EntryKind.STEP:
+        # A reply cut at its budget's cap used that budget up, even when it left it exactly reached.
+        hit = cut_at_cap(limits, leg.output_cap(), step.reply, spent)
+    return hit
 
 
 def _spent(leg: Leg, step: _Step) -> Spent:

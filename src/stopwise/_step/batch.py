@@ -11,8 +11,8 @@ from typing import Any
 from pydantic_core import ValidationError
 
 from stopwise._leg import CallPlan, Leg
-from stopwise.messages import TOOL_ERROR, Message, Usage, decode_tool_result, error_tool_result
-from stopwise.stop.limits import LimitHit, LimitKind, calls_allowed, spent_before_tools
+from stopwise.messages import TOOL_ERROR, Message, Reply, decode_tool_result, error_tool_result
+from stopwise.stop.limits import LimitHit, LimitKind, calls_allowed, cut_at_cap, spent_before_tools
 
 __all__ = ["ToolOutput", "output_problems", "plan_batch", "tool_output"]
 
@@ -28,14 +28,13 @@ class ToolOutput:
     """Why the result is not valid ``output_type`` (then ``value`` is None)."""
 
 
-def plan_batch(
-    leg: Leg, plans: list[CallPlan], reply_usage: Usage | None = None
-) -> tuple[list[CallPlan], LimitHit | None]:
+def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> tuple[list[CallPlan], LimitHit | None]:
     """The calls that will run, and the budget's hit when the batch may not run whole.
 
     First the end strategy: with ``end_strategy="early"``, a batch holding a stop-at call runs only the first such
-    call. Then the budgets: when the reply that asked for the calls took the leg past a token or cost budget (its
-    ``reply_usage``, given on a step's first pass; not when approved calls run on a resume), none of them runs;
+    call. Then the budgets: when the reply that asked for the calls took the leg past a token or cost budget, or
+    was cut at its budget's output cap (a cut may leave a call's arguments unfinished) (``reply``, given on a step's
+    first pass; not when approved calls run on a resume), none of them runs;
     else the calls past ``Limits.tool_calls`` (in call order) do not run. Either way a call that does not run is
     answered with a "not run" row (a denial: it does not count toward the runaway-error guard). Calls already
     answered (unknown tool, bad arguments, a block) keep their rows and cost nothing."""
@@ -49,8 +48,9 @@ def plan_batch(
     limits = agent.limits
     if limits is None:
         return out, None
-    if reply_usage is not None:
-        spent = spent_before_tools(limits, leg.spent(reply_usage))
+    if reply is not None:
+        with_reply = leg.spent(reply.usage)
+        spent = spent_before_tools(limits, with_reply) or cut_at_cap(limits, leg.output_cap(), reply, with_reply)
         if spent is not None:
             why = f"Not run: {spent.error().message}"
             return [_not_run(p, why) if p.row is None else p for p in out], spent

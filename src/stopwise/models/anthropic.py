@@ -154,6 +154,8 @@ class AnthropicModel:
                 ]
                 params["tool_choice"] = {"type": "none"}
         params.update(self.settings)
+        if request.max_output_tokens is not None:
+            params["max_tokens"] = min(params["max_tokens"], request.max_output_tokens)
         return params
 
     def _sdk_client(self) -> AsyncAnthropic:

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from stopwise.errors import ConfigError
 from stopwise.messages import Message, Reply
 
 __all__ = ["Model", "ModelRequest", "StreamingModel", "ToolSpec", "stream_reply"]
@@ -38,6 +39,16 @@ class ModelRequest:
     tool_choice: str | None = None
     """``"auto"``, ``"required"``, ``"none"``, or the name of the one tool to call; None leaves it to the provider
     (set by ``Agent.prepare_step``)."""
+    max_output_tokens: int | None = None
+    """The most output tokens this call may spend (at least 1), or None for no cap of the run's; the provider
+    adapters pass it on, as the least of it and their own configured maximum. The run loop sets it to what is left
+    of ``Limits.output_tokens`` / ``total_tokens`` (the lesser), and leaves it None without those budgets. A model
+    that ignores it is still held to the budget after the call, by the usage its reply reports."""
+
+    def __post_init__(self) -> None:
+        cap = self.max_output_tokens
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ConfigError("ModelRequest.max_output_tokens", f"must be an int >= 1 or None, got {cap!r}")
 
 
 @runtime_checkable

@@ -163,10 +163,26 @@ class OpenAIModel:
             if self.top_logprobs is not None:
                 params["top_logprobs"] = self.top_logprobs
         params.update(self.settings)
+        if request.max_output_tokens is not None:
+            _cap(params, request.max_output_tokens, "max_completion_tokens" if self.base_url is None else "max_tokens")
         return params
 
     def _sdk_client(self) -> AsyncOpenAI:
         return self._client if self._clients is None else self._clients.get()
+
+
+_CAP_FIELDS = ("max_completion_tokens", "max_tokens")
+
+
+def _cap(params: dict[str, Any], cap: int, default_field: str) -> None:
+    """Bound the reply's output tokens by the request's cap in ``params``: in the field the settings already use
+    (each, if both), lowered to the cap; else in ``default_field``. OpenAI's own field is
+    ``max_completion_tokens`` (``max_tokens`` is deprecated and refused by its reasoning models); the servers that
+    speak the same API (Ollama, vLLM, llama.cpp, LM Studio) all take ``max_tokens``."""
+    used = [name for name in _CAP_FIELDS if params.get(name) is not None]
+    for name in used or [default_field]:
+        own = params.get(name)
+        params[name] = cap if own is None else min(own, cap)
 
 
 def _api_key_or_raise(given: str | None) -> str:
@@ -213,6 +229,9 @@ def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
 def _stop_reason(finish: str | None, has_calls: bool, refused: bool) -> StopReason:
     if refused:
         return StopReason.REFUSAL
+    if finish == "length":
+        # Cut at the token cap, calls or not: the last call's arguments may be unfinished, and the loop must know.
+        return StopReason.MAX_TOKENS
     if has_calls:
         # Some compatible servers say "stop" for a reply with tool calls; the calls are what matters.
         return StopReason.TOOL_USE

@@ -13,9 +13,11 @@ first match wins (each line is a named test in ``tests/test_decision.py``):
    ``Runner.expire``); a reviewer rejected a guardian escalation (re-anchor, or the cut-off at the cap);
 6. suspend: a call needs approval, or the guardian escalates;
 7. a runaway tool (``tool_error_streak``) fails the run;
-8. a forced-output call: its output, or another forced call, or the failure;
-9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it; the guardian's
-   ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
+8. a forced-output call: its output, or another forced call, or the failure (a budget of ``Limits`` spent fails
+   it with the budget's reason rather than force another call);
+9. terminal: a reply without tool calls ends the run by itself: a failed stop reason fails it (a reply cut at
+   ``max_tokens`` on the step that spent a budget fails with the budget's reason: the cap was the budget's); the
+   guardian's ``stop_failure`` fails it (the guardian's verdict is never silently contradicted by the actor's say-so);
    otherwise a natural finish, judged by the stop guard (a continue with a budget of ``Limits`` spent fails with
    it), the output validators (a rejection retries while completion attempts are left), the output guardrails and
    the output type;
@@ -363,6 +365,8 @@ def _forced(s: StepSignals) -> StopDecision | None:
         return _retry_output(s, s.output_rejected)
     if s.output_error is None:
         return StopDecision(Action.COMPLETE, s.carried_reason or CompletionReason.OUTPUT)
+    if s.limit_hit is not None:  # another forced call would spend more of what is gone
+        return _fail(s.limit_hit.reason, s.limit_hit.error())
     return _force_or_fail(s, CompletionReason.OUTPUT, s.output_error, carry=s.carried_reason)
 
 
@@ -371,6 +375,8 @@ def _step_outcome(s: StepSignals) -> StopDecision:
     replan, continue."""
     if not s.has_tool_calls:
         failed = _FAILED_STOP.get(s.stop_reason)
+        if s.stop_reason is StopReason.MAX_TOKENS and s.limit_hit is not None:
+            return _fail(s.limit_hit.reason, s.limit_hit.error())  # cut short by the budget's cap, or past it
         if failed is not None:
             reason, code, retryable = failed
             message = f"The model stopped with stop reason '{s.stop_reason.value}'"

@@ -15,17 +15,20 @@ from enum import StrEnum
 from typing import Any
 
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
-from stopwise.messages import Usage
+from stopwise.messages import Reply, StopReason, Usage
 from stopwise.result import CompletionReason
 
 __all__ = [
     "LimitHit",
     "LimitKind",
     "Limits",
+    "OutputCap",
     "Spent",
     "budget_used",
     "calls_allowed",
+    "cut_at_cap",
     "exceeded",
+    "output_cap",
     "run_time_left",
     "spent_before_tools",
     "time_left",
@@ -58,7 +61,9 @@ class Limits:
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
-    """Token budgets, checked after each model call against the usage the provider reported."""
+    """Token budgets, checked after each model call against the usage the provider reported. ``output_tokens`` and
+    ``total_tokens`` also cap each model call (``ModelRequest.max_output_tokens``: what is left of them), so a
+    provider adapter stops the reply at the budget rather than after it."""
     cost: Decimal | float | None = None
     """US dollars, priced by ``genai-prices`` (the ``stopwise[prices]`` extra) for the agent's model; a model it
     has no price for is a ``ConfigError`` when the agent is defined, never a cost of zero."""
@@ -186,6 +191,53 @@ def exceeded(limits: Limits | None, spent: Spent) -> LimitHit | None:
         if allowed is not None and used is not None and Decimal(str(used)) > Decimal(str(allowed)):
             return LimitHit(kind, allowed, used)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputCap:
+    """The most output tokens the next model call may spend, and the budget that sets it."""
+
+    tokens: int
+    """At least 1: the providers take no cap of 0 (a leg with nothing left still makes its call, as it did before
+    there was a cap, and that call's usage ends the run past the budget)."""
+    kind: LimitKind
+    """``OUTPUT_TOKENS`` or ``TOTAL_TOKENS``; the output budget when both leave the same."""
+
+
+def output_cap(limits: Limits | None, spent: Spent) -> OutputCap | None:
+    """The cap for the next model call of a leg that has spent ``spent``: the least of what is left of
+    ``output_tokens`` and of ``total_tokens`` (what is left of the total bounds this call's output, its input
+    aside), or None when neither budget is set. Input and cost budgets set no cap: a call's input is known before
+    it is made, and its price is not a token count."""
+    if limits is None:
+        return None
+    usage = spent.usage
+    caps = []
+    if limits.output_tokens is not None:
+        caps.append((limits.output_tokens - usage.output_tokens, LimitKind.OUTPUT_TOKENS))
+    if limits.total_tokens is not None:
+        caps.append((limits.total_tokens - usage.total_tokens, LimitKind.TOTAL_TOKENS))
+    if not caps:
+        return None
+    left, kind = min(caps, key=lambda c: c[0])  # min keeps the first of equals: the output budget
+    return OutputCap(max(1, left), kind)
+
+
+def cut_at_cap(limits: Limits | None, cap: OutputCap | None, reply: Reply, spent: Spent) -> LimitHit | None:
+    """The budget a reply used up when the provider cut it at the budget's cap, or None: ``reply`` stopped for
+    ``max_tokens`` having spent all of ``cap`` (by the usage it reports), so its budget is the reason it is cut
+    short, even when that leaves it exactly reached (``spent``: the leg with this reply). A reply cut below the
+    cap (the adapter's own limit was lower, or a context window) or without usage is not the budget's cut."""
+    if limits is None or cap is None or reply.stop_reason is not StopReason.MAX_TOKENS or reply.usage is None:
+        return None
+    if reply.usage.output_tokens < cap.tokens:
+        return None
+    if cap.kind is LimitKind.OUTPUT_TOKENS:
+        allowed, used = limits.output_tokens, spent.usage.output_tokens
+    else:
+        allowed, used = limits.total_tokens, spent.usage.total_tokens
+    assert allowed is not None  # the cap came from this budget
+    return LimitHit(cap.kind, allowed, used)
 
 
 def spent_before_tools(limits: Limits | None, spent: Spent) -> LimitHit | None:
