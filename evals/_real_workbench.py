@@ -97,7 +97,9 @@ def _value(node: ast.AST, source: str) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Dict):
-        return {_value(k, source) if k else None: _value(v, source) for k, v in zip(node.keys, node.values, strict=True)}
+        return {
+            _value(k, source) if k else None: _value(v, source) for k, v in zip(node.keys, node.values, strict=True)
+        }
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return [_value(e, source) for e in node.elts]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -131,7 +133,9 @@ def parse_response(text: str) -> tuple[str, list[Step]]:
         log = str(action.get("log", ""))
         thought = re.split(r"Action:|```", log, maxsplit=1)[0].removeprefix("Thought:").strip()
         args = action.get("tool_input")
-        result = observation if isinstance(observation, str) else json.dumps(observation, ensure_ascii=False, default=str)
+        result = (
+            observation if isinstance(observation, str) else json.dumps(observation, ensure_ascii=False, default=str)
+        )
         steps.append(
             Step(
                 thought,
@@ -242,7 +246,9 @@ def grade(git_dir: Path, out: Path) -> int:
     show, names = git_show(git_dir)
     chosen = sample(list(finished_runs(show, result_files(names))))
     archive = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "archive", COMMIT, "src", "data/processed", "data/raw"], check=True, capture_output=True
+        ["git", "--git-dir", str(git_dir), "archive", COMMIT, "src", "data/processed", "data/raw"],
+        check=True,
+        capture_output=True,
     ).stdout
     lines = []
     with tempfile.TemporaryDirectory() as tree:

@@ -52,9 +52,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "realset.jsonl"
 sys.path.insert(0, str(HERE))
 
-from build_devset import messages_of  # noqa: E402
-
 import _real_workbench  # noqa: E402
+from build_devset import messages_of  # noqa: E402
 
 
 @dataclass(frozen=True)
