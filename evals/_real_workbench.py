@@ -9,11 +9,11 @@ models (GPT-4, GPT-3.5, Claude 2, Llama 2 70B, Mixtral 8x7B) of a LangChain agen
 (``query``), the calls it made (``function_calls``), the agent's whole response (``full_response``: the final
 ``output`` and every ``intermediate_steps`` pair of the call, as LangChain's ``AgentAction``, and the tool's result)
 and ``error``. The grade is not in the files: the benchmark computes it by running the predicted calls and the
-task's ground-truth calls on its sandbox databases and comparing the end states (``src/evals/utils.py``,
-``calculate_metrics``). ``grade`` runs exactly that function at the pinned commit (its tools and databases taken
-from the same commit; LangChain, which the grader imports for inference only, replaced by a stand-in that keeps a
-tool's function) and keeps the verdict of each sampled run in ``GRADES``, so building the real set needs neither
-pandas nor the grader.
+task's ground-truth calls on its sandbox databases and comparing the end states (``src/evals/utils.py``:
+``is_correct``, as ``calculate_metrics`` applies it). ``grade`` runs that check at the pinned commit (its tools and
+databases taken from the same commit; LangChain, which the grader imports for inference only, replaced by a
+stand-in that keeps a tool's function) and keeps the verdict of each sampled run in ``GRADES``, so building the
+real set needs neither pandas nor the grader.
 
 Only this module's reading of the format decides a record; the grades are read as labels and nothing else.
 """
@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import io
 import json
+import os
 import random
 import re
 import subprocess
@@ -161,8 +163,6 @@ def result_files(names: list[str]) -> list[str]:
 
 def finished_runs(show: Show, files: list[str]) -> Iterator[WorkBenchRun]:
     """Every row that ended on an answer: no harness error, a response that parses, not LangChain's cut-off."""
-    import csv
-
     csv.field_size_limit(sys.maxsize)
     for path in files:
         for n, row in enumerate(csv.DictReader(io.StringIO(show(path)))):
@@ -241,8 +241,6 @@ def grade(git_dir: Path, out: Path) -> int:
     """Grade the sampled runs with WorkBench's check (needs pandas) and write ``out``: per run, its
     ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty cells as "", newlines in a call escaped),
     against the task's ground-truth calls."""
-    import os
-
     show, names = git_show(git_dir)
     chosen = sample(list(finished_runs(show, result_files(names))))
     archive = subprocess.run(
