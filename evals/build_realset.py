@@ -17,7 +17,8 @@ Sources, by condition:
   Verified (resolved by the hidden tests), ReAct on HotpotQA (the answer graded correct), Who&When's
   algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
-  repository is too large to clone: see ``compact_report``).
+  repository is too large to clone: see ``compact_report``), and (held out, never fitted) WorkBench's runs of five
+  models on workplace tasks (the benchmark's own check of the end state; ``_real_workbench``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 
@@ -51,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "realset.jsonl"
 sys.path.insert(0, str(HERE))
 
+import _real_workbench  # noqa: E402
 from build_devset import messages_of  # noqa: E402
 
 
@@ -179,6 +181,13 @@ SOURCES = {
             "supabase-community/supabase-mcp",
             "17fb90f8655ad1ce7ee320614d22eb68bb26e510",
             "Apache-2.0",
+            "test",
+        ),
+        Source(
+            "workbench/workplace",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
             "test",
         ),
         Source(
@@ -689,6 +698,33 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
         )
 
 
+# WorkBench: a LangChain agent of five models on workplace tasks (mail, calendar, CRM, project tasks, analytics);
+# the runs are read by _real_workbench, the labels are the benchmark's own outcome check (GRADES).
+
+
+def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """One finished state per sampled run: the task as the goal, each call with what the tool returned, the agent's
+    final output as the final answer; labelled by WorkBench's check of the end state (held out: never fitted)."""
+    assert source.commit == _real_workbench.COMMIT
+    grades = _real_workbench.read_grades()
+    runs = _real_workbench.finished_runs(repo.read, _real_workbench.result_files(repo.files(_real_workbench.RESULTS)))
+    for run in _real_workbench.sample(list(runs)):
+        correct = grades[(run.path, run.row)]
+        turns: list[Turn] = [(s.thought, s.tool, s.args, s.result, s.failed) for s in run.steps]
+        yield run_record(
+            source,
+            run.key,
+            "goal_reached",
+            correct,
+            "finished_run",
+            state_of(run.query, turns, run.final),
+            f"{run.path}#row={run.row}",
+            outcome="correct" if correct else "incorrect",
+            family=run.domain,
+            model=run.model,
+        )
+
+
 RUN_READERS = {
     "swe/mini-swe-agent": swe_records,
     "hotpotqa/react": react_records,
@@ -700,6 +736,7 @@ RUN_READERS = {
     "autogpt/2024-03-10": autogpt_records,
     "autogpt/2024-04-02": autogpt_records,
     "autogpt/2024-04-10": autogpt_records,
+    "workbench/workplace": workbench_records,
 }
 
 

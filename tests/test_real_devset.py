@@ -24,6 +24,7 @@ from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "evals"))
 
+import _real_workbench  # noqa: E402
 import build_realset  # noqa: E402
 import evaluate_real  # noqa: E402
 
@@ -435,6 +436,68 @@ def test_an_autogpt_attempt_becomes_the_state_at_its_finish_labelled_by_the_grad
         assert "fail_reason" not in r.projection.text and "EvalResult" not in r.projection.text
     held = build_realset.SOURCES["autogpt/2024-03-05"]
     assert held.split == "test" and held.excerpt != source.excerpt
+
+
+def test_the_workbench_source_is_held_out_pinned_and_labelled_by_the_benchmarks_own_check(records: list) -> None:  # type: ignore[type-arg]
+    source = build_realset.SOURCES["workbench/workplace"]
+    assert source.split == "test"  # held out: no fit reads it (fit_real fits on the train split only)
+    made = [r for r in records if r.source == source.name]
+    assert len(made) == _real_workbench.SAMPLE == 300
+    assert sum(r.label for r in made) == 84  # the grades, as WorkBench's is_correct gave them
+    assert (ROOT / "evals" / "third_party" / "workbench" / "LICENSE").read_text(encoding="utf-8").startswith("MIT")
+    grades = _real_workbench.read_grades()
+    for r in made:
+        assert r.condition == "goal_reached" and r.license == "MIT" and r.kind == "finished_run"
+        where = r.extra["provenance"].removeprefix(f"olly-styles/WorkBench@{_real_workbench.COMMIT[:12]}:")
+        path, row = where.split("#row=")
+        assert path.startswith("data/results/") and path.endswith(".csv")
+        assert grades[(path, int(row))] is r.label
+        assert r.extra["outcome"] == ("correct" if r.label else "incorrect")
+        assert r.extra["model"] in {"gpt-4", "gpt-3.5", "claude-2", "llama2-70b", "mistral-8x7B"}
+        assert r.id.startswith(f"goal_reached/{source.name}/{r.extra['family']}/{r.extra['model']}_")
+        assert r.id.endswith(f"/{row}") and path.split("/")[2] == r.extra["family"]
+
+
+WORKBENCH_RESPONSE = (
+    "{'input': 'Delete my last email from nadia', 'output': 'The last email from Nadia has been deleted.', "
+    "'intermediate_steps': [(AgentAction(tool='email.search_emails', tool_input={'query': 'nadia'}, "
+    "log='Thought: I look for it first.\\nAction:\\n```\\n{}\\n```'), [{'email_id': '00000479', 'views': nan, "
+    "'scores': array([1, 2])}]), (AgentAction(tool='email.delete_email', tool_input={'email_id': '00000479'}, "
+    "log='```{}```'), 'Email deleted successfully.'), (AgentAction(tool='mail.send', tool_input='x', log=''), "
+    "'mail.send is not a valid tool, try one of [email.send_email].')]}"
+)
+
+
+def test_a_workbench_response_becomes_its_calls_with_their_results_without_evaluating_the_text() -> None:
+    final, steps = _real_workbench.parse_response(WORKBENCH_RESPONSE)
+    assert final == "The last email from Nadia has been deleted."
+    first, second, third = steps
+    assert (first.thought, first.tool, first.args) == (
+        "I look for it first.",
+        "email.search_emails",
+        {"query": "nadia"},
+    )
+    assert json.loads(first.result) == [{"email_id": "00000479", "views": None, "scores": [1, 2]}]
+    assert (second.tool, second.result, second.failed) == ("email.delete_email", "Email deleted successfully.", False)
+    assert third.args == {"input": "x"} and third.failed  # the harness's answer to a tool that does not exist
+    with pytest.raises(_real_workbench.ResponseError):
+        _real_workbench.parse_response("__import__('os').system('true')")
+
+
+def test_only_workbench_runs_that_ended_on_an_answer_are_finished_runs() -> None:
+    header = "query,function_calls,full_response,error\n"
+
+    def row(query: str, output: str, error: str = "") -> str:
+        response = f"{{'input': '{query}', 'output': '{output}', 'intermediate_steps': []}}"
+        return f'{query},[],"{response}",{error}\n'
+
+    table = header + row("a", "Done.") + row("b", _real_workbench.CUT_OFF) + row("c", "", "Context window exceeded")
+    table += 'd,[],"not a response",\n'
+    files = {"data/results/email/gpt-4_all_2024-03-21.csv": table}
+    runs = list(_real_workbench.finished_runs(files.__getitem__, list(files)))
+    assert [(r.query, r.row, r.key, r.model, r.domain) for r in runs] == [
+        ("a", 0, "email/gpt-4_all/0", "gpt-4", "email")
+    ]
 
 
 def silent_state(*steps: tuple[str, dict, str, bool], final: str) -> object:  # type: ignore[type-arg]
