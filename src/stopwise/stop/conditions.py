@@ -16,7 +16,7 @@ from typing import Any, TypeAlias
 from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.history_view import HistoryView
-from stopwise.messages import TOOL_ERROR, Message, Reply
+from stopwise.messages import TOOL_ERROR, Message, Reply, Role
 from stopwise.stop.repeats import Cycles, Streak
 
 __all__ = [
@@ -247,11 +247,25 @@ def is_looping(n: int = 3) -> StopCondition:
         raise ConfigError("is_looping", f"n must be an int >= 2, got {n!r}")
 
     def check(step: StepView) -> str | None:
-        start = min(step.run_start, len(step.messages))
-        streak = Streak.of(step.messages, start=start, at_most=n)
+        rows = _with_reply(step)
+        start = min(step.run_start, len(rows))
+        streak = Streak.of(rows, start=start, at_most=n)
         if streak.key is not None and streak.count >= n:
             return f"the call {streak.key[0]} was made {streak.count} times in a row with the same arguments"
-        cycle = Cycles.of(step.messages, start=start, at_most=n).latest
+        cycle = Cycles.of(rows, start=start, at_most=n).latest
         return cycle.reason if cycle is not None and cycle.count >= n else None
 
     return StopCondition(check, f"is_looping({n})")
+
+
+def _with_reply(step: StepView) -> Sequence[Message]:
+    """``step.messages`` with the step's reply as a row after them. The view holds the committed log and this
+    step's tool rows; the reply's row is committed with the step, after ``stop_when`` (a step settled after a
+    suspension has it in the log already: then it is not added again)."""
+    messages = step.messages
+    ids = [c.id for c in step.reply.tool_calls]
+    latest = next((m for m in reversed(messages) if m.tool_calls), None)
+    if latest is not None and [c.id for c in latest.tool_calls] == ids:
+        return messages
+    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
+    return messages + (row,) if isinstance(messages, HistoryView) else (*messages, row)
