@@ -268,4 +268,5 @@ def _with_reply(step: StepView) -> Sequence[Message]:
     if latest is not None and [c.id for c in latest.tool_calls] == ids:
         return messages
     row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
-    return messages + (row,) if isinstance(messages, HistoryView) else (*messages, row)
+    # A view shares the log's rows (a tuple would copy the whole session every step).
+    return messages + (row,) if isinstance(messages, HistoryView) else (*messages, row)  # noqa: RUF005
