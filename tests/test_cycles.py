@@ -22,7 +22,7 @@ from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
 from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.messages import Message, Role
 from stopwise.models import FunctionModel, ModelRequest
-from stopwise.stop.repeats import Cycle, Cycles, Streak
+from stopwise.stop.repeats import Cycle, Cycles, Repeats, Streak
 
 STAGNATION = DEFAULT_CONDITIONS.only(["stagnation"])
 SEARCH = ("search", {"q": "oslo weather"})
@@ -102,6 +102,9 @@ def test_reading_back_from_the_newest_row_gives_what_extending_step_by_step_give
         ]
         start = rng.randint(0, len(rows))
         assert Cycles.of(rows, start=start) == Cycles().then(rows[start:])
+        # The native loop's fold (each call keyed once) counts what the two read-backs count.
+        kept = Repeats().then(rows[start:])
+        assert kept.cycles == Cycles().then(rows[start:]) and kept.streak == Streak.of(rows, start=start)
 
 
 def test_reading_back_stops_at_the_count_asked_for() -> None:

@@ -19,7 +19,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord, Hook
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
-from stopwise.stop.repeats import Cycle, Cycles, Streak, canonical_args
+from stopwise.stop.repeats import Cycle, Repeats, canonical_args
 
 __all__ = [
     "QUARANTINE",
@@ -122,16 +122,14 @@ def run_steps(leg: Leg) -> int:
 def run_repeats(leg: Leg, rows: Sequence[Message]) -> tuple[int, Cycle | None]:
     """How many times in a row (``Streak``) the latest call was made, and the latest cycle of calls repeated
     (``Cycles``), in the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the rows
-    committed since the last call: the streak and the cycles so far are kept on the leg (``Folded``)."""
+    committed since the last call: the repeats so far are kept on the leg (``Folded``)."""
     messages = leg.messages
-    end, streak = leg.repeat_rows.since(leg, Streak())
-    cycle_end, cycles = leg.cycle_rows.since(leg, Cycles())
+    end, repeats = leg.repeat_rows.since(leg, Repeats())
     keys = call_keys(leg)
-    streak = streak.then(Streak.of(messages, keys, start=end))
-    cycles = cycles.then(messages[cycle_end:], keys)
-    leg.repeat_rows = Folded(messages, len(messages), streak)
-    leg.cycle_rows = Folded(messages, len(messages), cycles)
-    return streak.then(Streak.of(rows, keys)).count, cycles.then(rows, keys).latest
+    repeats = repeats.then(messages[end:], keys)
+    leg.repeat_rows = Folded(messages, len(messages), repeats)
+    now = repeats.then(rows, keys)
+    return now.streak.count, now.cycles.latest
 
 
 def call_keys(leg: Leg) -> dict[str, str]:

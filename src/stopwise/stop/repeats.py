@@ -9,7 +9,7 @@ makes another call: those are left to the guardian's stagnation question, which 
 that bring nothing new.
 
 ``Streak`` counts how many times in a row a run's latest call was made, on those keys (pure: the native loop keeps
-one on its leg and extends it step by step, the peer integrations count a run's rows with it).
+one on its leg in ``Repeats`` and extends it step by step, the peer integrations count a run's rows with it).
 
 ``Cycles`` finds the other common spin: two to ``MAX_PERIOD`` steps made again and again in the same order
 (``search(q)``, ``open(url)``, ``search(q)``, ``open(url)``...), which never makes one call twice in a row. Its unit
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from stopwise.messages import Message, ToolCall
 
-__all__ = ["MAX_PERIOD", "Cycle", "Cycles", "Streak", "canonical_args"]
+__all__ = ["MAX_PERIOD", "Cycle", "Cycles", "Repeats", "Streak", "canonical_args"]
 
 MAX_PERIOD = 4
 """The longest cycle, in steps, that ``Cycles`` looks for. Four covers the spins seen in practice (search/open,
@@ -66,12 +66,11 @@ def _canonical(value: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Streak:
-    """The latest run of one repeated call (same tool, same arguments) in a span of rows: its call's key, how many
-    times in a row it was made, and whether the span holds no other call (so the streak may go on before it)."""
+    """The latest run of one repeated call (same tool, same arguments) in a span of rows: its call's key, and how
+    many times in a row it was made."""
 
-    key: tuple[str, str] | None = None
+    key: Key | None = None
     count: int = 0
-    whole: bool = True
 
     @classmethod
     def of(
@@ -80,7 +79,7 @@ class Streak:
         """The streak at the end of ``rows[start:]`` (oldest first), read from the newest row back only as far as
         the streak goes. ``keys``: per call id, the key that stands for a call's arguments when its logged ones are
         not the model's (a redacted call's). ``at_most``: stop reading once the count reaches it (a caller that
-        only asks whether a limit is reached; the streak is then marked not ``whole``)."""
+        only asks whether a limit is reached)."""
         key, count = None, 0
         for i in range(len(rows) - 1, start - 1, -1):
             for c in reversed(rows[i].tool_calls):
@@ -88,19 +87,15 @@ class Streak:
                 if key is None:
                     key = k
                 elif k != key:
-                    return cls(key, count, False)
+                    return cls(key, count)
                 count += 1
                 if at_most is not None and count >= at_most:
-                    return cls(key, count, False)
+                    return cls(key, count)
         return cls(key, count)
 
-    def then(self, newer: Streak) -> Streak:
-        """The streak of this span followed by ``newer``'s (rows without calls leave a streak as it is)."""
-        if newer.key is None:
-            return self
-        if newer.whole and newer.key == self.key:
-            return Streak(self.key, self.count + newer.count, self.whole)
-        return newer
+    def after(self, key: Key) -> Streak:
+        """This streak followed by one more call, ``key``."""
+        return Streak(key, self.count + 1 if key == self.key else 1)
 
 
 def _key(call: ToolCall, keys: Mapping[str, str] | None) -> Key:
@@ -210,3 +205,24 @@ class Cycles:
                 continue
             best = Cycle(tuple(tuple(name for name, _ in s) for s in block), count)
         return best
+
+
+@dataclass(frozen=True, slots=True)
+class Repeats:
+    """A run's ``Streak`` and ``Cycles`` together, extended row by row with each call keyed once: the fold the native
+    loop keeps on its leg (``Repeats().then(rows)`` equals ``Streak.of(rows)`` and ``Cycles().then(rows)``)."""
+
+    streak: Streak = Streak()
+    cycles: Cycles = Cycles()
+
+    def then(self, rows: Sequence[Message], keys: Mapping[str, str] | None = None) -> Repeats:
+        """These repeats extended by ``rows`` (oldest first; rows without calls leave them as they are)."""
+        streak, cycles = self.streak, self.cycles
+        for row in rows:
+            if not row.tool_calls:
+                continue
+            step = [_key(c, keys) for c in row.tool_calls]
+            for key in step:
+                streak = streak.after(key)
+            cycles = cycles._add(tuple(sorted(step)))
+        return Repeats(streak, cycles)
