@@ -274,7 +274,48 @@ async def through_openai_agents(calls: list[Call]) -> list[GuardianDecision]:
     return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"]
 
 
-@pytest.mark.parametrize("peer", [through_pydantic_ai, through_openai_agents], ids=["pydantic-ai", "openai-agents"])
+async def through_langgraph(calls: list[Call]) -> list[GuardianDecision]:
+    pytest.importorskip("langgraph")
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.tools import tool as lc_tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from stopwise.integrations.langgraph import Stopwise
+    from stopwise.records import parse_records
+
+    lc_tools = [lc_tool(t.name)(t.fn) for t in TOOLS]
+    replies: list[BaseMessage] = [
+        AIMessage("", tool_calls=[{"name": n, "args": a, "id": f"c{i}"}]) for i, (n, a) in enumerate(calls)
+    ]
+    model = FakeMessagesListChatModel(responses=[*replies, AIMessage("done")])
+
+    async def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * (len(calls) + 1))
+    stopwise = Stopwise(guardian=Guardian(evaluator=evaluator, conditions=STAGNATION))
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
+    graph.add_node("tools", stopwise.tool_node(lc_tools))
+    graph.add_edge(START, "model")
+    graph.add_edge("model", "finish")
+    app = graph.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t1"}, "recursion_limit": 10 * len(calls)}
+    await app.ainvoke({"messages": [("user", "go")]}, thread)
+    snapshot = await stopwise.deciders.store.load_session("t1")
+    assert snapshot is not None
+    records = [r for e in snapshot.entries for r in parse_records(e.records)]
+    return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"]
+
+
+@pytest.mark.parametrize(
+    "peer",
+    [through_pydantic_ai, through_openai_agents, through_langgraph],
+    ids=["pydantic-ai", "openai-agents", "langgraph"],
+)
 async def test_the_integrations_count_a_cycle_and_decide_on_it_as_the_native_loop_does(peer: Any) -> None:
     calls = [SEARCH, OPEN, READ] * 3
     native = await Runner().run(guarded(calls), "go", session_id="s")
