@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from stopwise import Agent, Approve, Guardian, Reply, Runner, SQLiteStore, ToolCall, is_looping, tool
-from stopwise.errors import ConfigError
+from stopwise.errors import ConfigError, UnreadableRecord
 from stopwise.guardian import GuardianOutcome
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
@@ -22,6 +22,7 @@ from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
 from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.messages import Message, Role
 from stopwise.models import FunctionModel, ModelRequest
+from stopwise.records import parse_records
 from stopwise.stop.repeats import Cycle, Cycles, Repeats, Streak
 
 STAGNATION = DEFAULT_CONDITIONS.only(["stagnation"])
@@ -215,6 +216,21 @@ def test_a_decision_recorded_before_cycles_counted_replays_as_it_was_decided() -
     assert again.outcome is GuardianOutcome.CONTINUE and again.reason == "continue"
     # ...and reads back to the record it was: nothing is added to its inputs.
     assert old.to_data()["inputs"] == OLD_DECISION["inputs"]
+
+
+def test_a_damaged_cycle_in_a_record_is_refused_typed_not_misread() -> None:
+    for damaged, field in (
+        ({"steps": "ab", "count": 3}, "inputs.cycle.steps"),
+        ({"steps": [["a"]], "count": "3"}, "inputs.cycle.count"),
+    ):
+        data = json.loads(json.dumps(OLD_DECISION))
+        data["inputs"]["cycle"] = damaged
+        with pytest.raises(UnreadableRecord, match=field):
+            parse_records([data])
+    data = json.loads(json.dumps(OLD_DECISION))
+    data["inputs"]["cycle"] = {"steps": [["search"], ["open"]], "count": 3}
+    (decision,) = parse_records([data])
+    assert isinstance(decision, GuardianDecision) and replay(decision).outcome is GuardianOutcome.REPLAN
 
 
 # The peer integrations --------------------------------------------------------------------------------------------
