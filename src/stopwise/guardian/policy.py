@@ -4,11 +4,12 @@ Per condition: the probability that it holds, ``p``, against ``t* = C_stop / (C_
 ``delta`` of ``t*`` the turn escalates; above it the condition holds, and fires (with k-of-n hysteresis where
 set). Exact repeats (one call, or a cycle of calls, made ``repeat_limit`` times in a row) and budgets are plain
 code. A risk class the tool's author declared is a floor: a condition that fires on that class holds whatever the
-evaluator answered (an evaluator can raise a declaration, never lower it). Precedence: escalate > stop > replan > continue; two contradicting stops escalate; a replan past
-``max_replans`` becomes ``stop_failure``. The run's budgets are an input too (``PolicyInputs.budget_used``): when
-one is nearly spent, a ``stop_success`` condition at or above its threshold but inside its band stops instead of
-escalating, and a replan escalates instead (there is no budget left to act on it). No I/O, no clock: the same
-inputs always give the same outcome, which is what makes a decision log replayable.
+evaluator answered (an evaluator can raise a declaration, never lower it). Precedence: escalate > stop > replan >
+continue; two contradicting stops escalate; a replan past ``max_replans`` becomes ``stop_failure``. The run's
+budgets are an input too (``PolicyInputs.budget_used``): when one is nearly spent, a ``stop_success`` condition at
+or above its threshold but inside its band stops instead of escalating, and a replan escalates instead (there is no
+budget left to act on it). No I/O, no clock: the same inputs always give the same outcome, which is what makes a
+decision log replayable.
 """
 
 from __future__ import annotations

@@ -192,19 +192,17 @@ class Cycles:
         """The latest run of a repeated cycle, of at least two whole repetitions and two different calls: the
         period with the most whole repetitions (the shorter on a tie), named from where its run began. None when
         there is none (one call repeated is ``Streak``'s)."""
-        best: Cycle | None = None
-        for p in range(1, min(MAX_PERIOD, len(self.tail)) + 1):
-            span = self.runs[p - 1] + p
-            count = span // p
-            if count < 2 or (best is not None and count <= best.count):
-                continue
-            window = self.tail[-p:]
-            turn = (p - span % p) % p  # the run began at this step of the window
-            block = window[turn:] + window[:turn]
-            if len({k for s in block for k in s}) < 2:
-                continue
-            best = Cycle(tuple(tuple(name for name, _ in s) for s in block), count)
-        return best
+        tail, runs = self.tail, self.runs
+        best, most = 0, 1
+        for p in range(1, min(MAX_PERIOD, len(tail)) + 1):
+            count = (runs[p - 1] + p) // p
+            if count > most and len({k for s in tail[-p:] for k in s}) > 1:
+                best, most = p, count
+        if not best:
+            return None
+        window = tail[-best:]
+        turn = (best - (runs[best - 1] + best) % best) % best  # the run began at this step of the window
+        return Cycle(tuple(tuple(name for name, _ in s) for s in window[turn:] + window[:turn]), most)
 
 
 @dataclass(frozen=True, slots=True)
