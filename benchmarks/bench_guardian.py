@@ -24,8 +24,8 @@ Each turn figure covers the five turn conditions plus ``ThresholdPolicy.decide``
   budget), with the characters of results the evaluator read; and a real run whose one reply makes that many
   calls: the recorded latency of the risk question per call (a reply's calls share one projection of the run).
 - repeat streak (``--streak``, default 2,000): a real run that makes the same call every step under a policy whose
-  ``repeat_limit`` never fires; the recorded turn latency of its first and last 100 steps (the streak's count
-  must not walk back the whole streak every step).
+  ``repeat_limit`` never fires, and one that cycles three calls; the recorded turn latency of their first and last
+  100 steps (the repeat counts must not walk back the whole spin every step).
 
 Usage:
     python benchmarks/bench_guardian.py [--steps 50] [--turns 400] [--wide 50 500] [--streak 2000] [--json PATH]
@@ -194,8 +194,9 @@ def wide_reply(calls: int) -> dict[str, float]:
     return {"pre_median_ms": statistics.median(pre), "pre_last_10_ms": statistics.median(pre[-10:]), "wall_s": wall}
 
 
-def repeat_streak(steps: int) -> dict[str, float]:
-    """The recorded turn latency of the first and last 100 steps of a run that repeats one call every step."""
+def repeat_streak(steps: int, period: int = 1) -> dict[str, float]:
+    """The recorded turn latency of the first and last 100 steps of a run that repeats one call every step (with
+    ``period`` > 1: a cycle of that many calls, ``bump(0)``, ``bump(1)``..., made again and again)."""
     from stopwise import Agent, FunctionModel, Guardian, Reply, Risk, Runner, tool
 
     @tool(risk=Risk.READ_ONLY)
@@ -204,7 +205,9 @@ def repeat_streak(steps: int) -> dict[str, float]:
         return n + 1
 
     def fn(request: Any) -> Reply:
-        return Reply(tool_calls=[ToolCall("bump", {"n": 0})]) if request.step < steps else Reply(text="done")
+        if request.step >= steps:
+            return Reply(text="done")
+        return Reply(tool_calls=[ToolCall("bump", {"n": request.step % period})])
 
     guardian = Guardian(
         conditions=DEFAULT_CONDITIONS.only(["risk", "integrity"]), policy=ThresholdPolicy(repeat_limit=10**9)
@@ -298,11 +301,13 @@ def main(argv: list[str] | None = None) -> int:
             f"10: {r['pre_last_10_ms']:.3f} ms), run {r['wall_s']:.2f} s"
         )
     streak = repeat_streak(args.streak) if args.streak else None
-    if streak is not None:
-        print(
-            f"repeat streak of {args.streak} steps: turn median {streak['first_100_median_ms']:.3f} ms (first 100), "
-            f"{streak['last_100_median_ms']:.3f} ms (last 100)"
-        )
+    cycle = repeat_streak(args.streak, period=3) if args.streak else None
+    for name, spin in (("repeat streak", streak), ("cycle of 3 calls", cycle)):
+        if spin is not None:
+            print(
+                f"{name} over {args.streak} steps: turn median {spin['first_100_median_ms']:.3f} ms (first 100), "
+                f"{spin['last_100_median_ms']:.3f} ms (last 100)"
+            )
     median = figures["turn_steady_state"]["median_ms"]
     verdict = "meets" if median < TARGET_MS else "MISSES"
     print(f"target: turn median < {TARGET_MS} ms -> {verdict} ({median:.3f} ms)")
@@ -316,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             "wide_step": wide,
             "wide_reply": replies,
             "repeat_streak": streak,
+            "repeat_cycle": cycle,
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(payload, f, indent=2)

@@ -244,8 +244,8 @@ def test_calls_alternating_or_cycling_or_with_a_fresh_nonce_are_seen_by_the_stag
         agent = Agent("a", "", spinner(calls), tools=[lookup], guardian=Guardian(conditions=STAGNATION))
         result = asyncio.run(Runner().run(agent, "go", session_id="s"))
         outcomes = [d.outcome.value for d in result.decisions if d.kind == "turn"]
-        # The repeat limit counts one call in a row, so it never fires here; the stagnation question does, and
-        # the run is redirected (replan) and then stopped before the spin ends by itself.
+        # The stagnation question fires first (by the fourth step, before the repeat limit counts a cycle three
+        # times, or never for the nonce), and the run is redirected (replan) and then stopped before the spin ends.
         assert "replan" in outcomes[:4], (name, outcomes)
         assert result.status == "failed" and result.steps < len(calls), (name, result.steps)
 

@@ -68,6 +68,7 @@ from stopwise.stop import (
     StopGuardReport,
     finish_nudge,
     has_tool_call,
+    is_looping,
     step_count_is,
     text_contains,
 )
@@ -117,6 +118,7 @@ __all__ = [
     "step_count_is",
     "has_tool_call",
     "text_contains",
+    "is_looping",
     "Limits",
     "RetryOutput",
     # stop guards and finish nudges

@@ -28,7 +28,7 @@ from stopwise.result import CompletionReason
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import OutputCap, Spent, output_cap
-from stopwise.stop.repeats import Streak
+from stopwise.stop.repeats import Repeats
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
@@ -190,9 +190,9 @@ class Leg:
     """The guardian's projection for the pre-execution questions of one reply's calls (see
     ``stopwise._step.guardian.projection_for_call``): the calls of a reply share it, so a reply of 3,000 calls
     projects the run once, not once per call."""
-    repeat_rows: Folded[Streak] = field(default_factory=lambda: Folded(None, 0, Streak()))
-    """The run's latest streak of one repeated call so far, so the guardian counts repeats without walking back
-    the whole streak every step (a run repeating one call 2,000 times)."""
+    repeat_rows: Folded[Repeats] = field(default_factory=lambda: Folded(None, 0, Repeats()))
+    """The run's latest streak of one repeated call and its cycles of calls so far, so the guardian counts repeats
+    without walking back the whole spin every step (a run repeating one call 2,000 times)."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
     ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""

@@ -734,7 +734,7 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
-    view = StepView.detached(leg.steps_used + 1, step.reply, rows, leg.messages)
+    view = StepView.detached(leg.steps_used + 1, step.reply, rows, leg.messages, leg.run_start)
     left = run_time_left(leg.agent.limits, leg.clock() - leg.started)
     loop = asyncio.get_running_loop()
     deadline = None if left is None else loop.time() + left

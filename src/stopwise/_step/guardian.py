@@ -19,7 +19,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord, Hook
 from stopwise.messages import ORIGIN, Message, Reply, Role, ToolCall
 from stopwise.records import LogRecord, ToolReceipt
 from stopwise.stop.limits import LimitKind
-from stopwise.stop.repeats import Streak, canonical_args
+from stopwise.stop.repeats import Cycle, Repeats, canonical_args
 
 __all__ = [
     "QUARANTINE",
@@ -119,16 +119,17 @@ def run_steps(leg: Leg) -> int:
     return count
 
 
-def run_repeats(leg: Leg, rows: Sequence[Message]) -> int:
-    """How many times in a row (``Streak``) the latest call was made, in the run's rows with ``rows`` (this
-    step's, not committed yet) after them, reading only the rows committed since the last call: the streak so far
-    is kept on the leg (``Folded``)."""
+def run_repeats(leg: Leg, rows: Sequence[Message]) -> tuple[int, Cycle | None]:
+    """How many times in a row (``Streak``) the latest call was made, and the latest cycle of calls repeated
+    (``Cycles``), in the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the rows
+    committed since the last call: the repeats so far are kept on the leg (``Folded``)."""
     messages = leg.messages
-    end, streak = leg.repeat_rows.since(leg, Streak())
+    end, repeats = leg.repeat_rows.since(leg, Repeats())
     keys = call_keys(leg)
-    streak = streak.then(Streak.of(messages, keys, start=end))
-    leg.repeat_rows = Folded(messages, len(messages), streak)
-    return streak.then(Streak.of(rows, keys)).count
+    repeats = repeats.then(messages[end:], keys)
+    leg.repeat_rows = Folded(messages, len(messages), repeats)
+    now = repeats.then(rows, keys)
+    return now.streak.count, now.cycles.latest
 
 
 def call_keys(leg: Leg) -> dict[str, str]:
@@ -157,13 +158,15 @@ def note_redacted(leg: Leg, call_id: str, args: Mapping[str, Any]) -> None:
 def policy_inputs(leg: Leg, rows: list[Message], budget: tuple[float, LimitKind] | None = None) -> PolicyInputs:
     conditions = leg.agent.guardian.turn_conditions if leg.agent.guardian else ()
     used, kind = budget if budget is not None else (None, None)
+    repeats, cycle = run_repeats(leg, rows)
     return PolicyInputs(
         held_before(conditions, leg.records),
         leg.replans,
-        run_repeats(leg, rows),
+        repeats,
         None,
         used,
         None if kind is None else kind.value,
+        cycle,
     )
 
 

@@ -2,13 +2,14 @@
 
 Per condition: the probability that it holds, ``p``, against ``t* = C_stop / (C_stop + C_cont)``. Within
 ``delta`` of ``t*`` the turn escalates; above it the condition holds, and fires (with k-of-n hysteresis where
-set). Exact repeats and budgets are plain code. A risk class the tool's author declared is a floor: a condition
-that fires on that class holds whatever the evaluator answered (an evaluator can raise a declaration, never
-lower it). Precedence: escalate > stop > replan > continue; two contradicting stops escalate; a replan past
-``max_replans`` becomes ``stop_failure``. The run's budgets are an input too (``PolicyInputs.budget_used``): when
-one is nearly spent, a ``stop_success`` condition at or above its threshold but inside its band stops instead of
-escalating, and a replan escalates instead (there is no budget left to act on it). No I/O, no clock: the same
-inputs always give the same outcome, which is what makes a decision log replayable.
+set). Exact repeats (one call, or a cycle of calls, made ``repeat_limit`` times in a row) and budgets are plain
+code. A risk class the tool's author declared is a floor: a condition that fires on that class holds whatever the
+evaluator answered (an evaluator can raise a declaration, never lower it). Precedence: escalate > stop > replan >
+continue; two contradicting stops escalate; a replan past ``max_replans`` becomes ``stop_failure``. The run's
+budgets are an input too (``PolicyInputs.budget_used``): when one is nearly spent, a ``stop_success`` condition at
+or above its threshold but inside its band stops instead of escalating, and a replan escalates instead (there is no
+budget left to act on it). No I/O, no clock: the same inputs always give the same outcome, which is what makes a
+decision log replayable.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Literal, Protocol
 from stopwise.errors import ConfigError
 from stopwise.guardian.answers import Answer
 from stopwise.guardian.conditions import GuardianOutcome
+from stopwise.stop.repeats import Cycle
 
 __all__ = ["ConditionLike", "ConditionVerdict", "PolicyInputs", "PolicyResult", "ThresholdPolicy"]
 
@@ -98,6 +100,10 @@ class PolicyInputs:
     all of it); None when the agent sets no budget. The loop passes it in (set on turn decisions)."""
     budget: str | None = None
     """Which budget ``budget_used`` is (``total_tokens``, ``cost``, ``tool_calls``, ``run_time``...)."""
+    cycle: Cycle | None = None
+    """The latest cycle of two or more different calls made again and again in the same order
+    (``stopwise.stop.repeats.Cycles``), with its whole repetitions in a row; None when there is none. A decision
+    recorded before cycles were an input has none, and replays as it was made."""
 
     def to_data(self) -> dict[str, Any]:
         data = {
@@ -109,6 +115,9 @@ class PolicyInputs:
         # Written only when set: a decision without budgets keeps the record it had before they were an input.
         if self.budget_used is not None:
             data |= {"budget_used": self.budget_used, "budget": self.budget}
+        # Likewise a cycle: a run without one keeps the record it had before cycles were an input.
+        if self.cycle is not None:
+            data["cycle"] = self.cycle.to_data()
         return data
 
     @classmethod
@@ -120,6 +129,7 @@ class PolicyInputs:
             data.get("declared_risk"),
             data.get("budget_used"),
             data.get("budget"),
+            Cycle.from_data(data["cycle"]) if data.get("cycle") else None,
         )
 
 
@@ -153,7 +163,8 @@ class ThresholdPolicy:
     max_replans: int = 2
     """Replans allowed in a run; the next one stops it with failure."""
     repeat_limit: int = 3
-    """The same call, with the same arguments, this many times in a row counts as stagnation without asking."""
+    """The same call, with the same arguments, this many times in a row counts as stagnation without asking; so
+    does a cycle of two to four steps (``PolicyInputs.cycle``) made this many times in a row."""
     on_unavailable: OnUnavailable = "escalate"
     """What an uncertain answer (evaluator timeout, error, malformed output) does: ``escalate`` fails closed."""
     budget_nearly_spent: float | None = 0.9
@@ -263,6 +274,8 @@ class ThresholdPolicy:
                 r.replan.append(where)
         if inputs.repeats >= self.repeat_limit:
             r.replan.append(f"the same call was made {inputs.repeats} times in a row")
+        if inputs.cycle is not None and inputs.cycle.count >= self.repeat_limit:
+            r.replan.append(inputs.cycle.reason)
         return r
 
     def _outcome(self, r: _Reasons, verdicts: tuple[ConditionVerdict, ...], inputs: PolicyInputs) -> PolicyResult:

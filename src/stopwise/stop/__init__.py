@@ -1,7 +1,14 @@
 """Deciding when a run stops: conditions, the resolver, stop guards and finish nudges."""
 
 from stopwise._deprecated import aliases
-from stopwise.stop.conditions import StepView, StopCondition, has_tool_call, step_count_is, text_contains
+from stopwise.stop.conditions import (
+    StepView,
+    StopCondition,
+    has_tool_call,
+    is_looping,
+    step_count_is,
+    text_contains,
+)
 from stopwise.stop.decision import Action, CompletionReason, StepSignals, StopDecision, resolve
 from stopwise.stop.guard import Continue, Fail, Stop, StopGuard, StopGuardContext, StopGuardReport
 from stopwise.stop.limits import LimitHit, LimitKind, Limits
@@ -27,6 +34,7 @@ __all__ = [
     "ToolTrace",
     "finish_nudge",
     "has_tool_call",
+    "is_looping",
     "resolve",
     "step_count_is",
     "text_contains",

@@ -16,13 +16,15 @@ from typing import Any, TypeAlias
 from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.history_view import HistoryView
-from stopwise.messages import TOOL_ERROR, Message, Reply
+from stopwise.messages import TOOL_ERROR, Message, Reply, Role
+from stopwise.stop.repeats import Cycles, Streak
 
 __all__ = [
     "StepView",
     "StopCondition",
     "as_condition",
     "has_tool_call",
+    "is_looping",
     "step_count_is",
     "text_contains",
 ]
@@ -39,20 +41,24 @@ class StepView:
     """The tool rows this step produced, in call order."""
     messages: Sequence[Message]
     """The session's log including this step's rows (an immutable sequence, shared with the run)."""
+    run_start: int = 0
+    """Index in ``messages`` of this run's first row (the rows before it are the session's earlier runs)."""
 
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.reply.tool_calls)
 
     @classmethod
-    def detached(cls, number: int, reply: Reply, rows: Sequence[Message], log: Sequence[Message]) -> StepView:
+    def detached(
+        cls, number: int, reply: Reply, rows: Sequence[Message], log: Sequence[Message], run_start: int = 0
+    ) -> StepView:
         """The view a predicate gets of a step not committed yet: ``log`` (committed rows, shared), then copies of
         the step's ``reply`` and ``rows``. The step is written to the log from the originals, so a predicate that
         changes what it is shown (a call's arguments are a plain dict) cannot change what is recorded."""
         if reply.tool_calls:
             reply = replace(reply, tool_calls=tuple(replace(c, args=_own(c.args)) for c in reply.tool_calls))
         tail = tuple(replace(m, metadata=_own(dict(m.metadata))) for m in rows)
-        return cls(number, reply, tail, HistoryView.of_log(log, tail=tail))
+        return cls(number, reply, tail, HistoryView.of_log(log, tail=tail), run_start)
 
 
 def _own(value: Any) -> Any:
@@ -229,3 +235,38 @@ def text_contains(s: str) -> StopCondition:
     if not isinstance(s, str) or not s:
         raise ConfigError("text_contains", f"the text to look for must be a non-empty string, got {s!r}")
     return StopCondition(lambda step: f"text contains {s!r}" if s in step.reply.text else None, f"text_contains({s!r})")
+
+
+def is_looping(n: int = 3) -> StopCondition:
+    """Fires when this run made the same call (same tool, same canonical arguments) ``n`` times in a row, or made a
+    cycle of two to four steps (``search``, ``open``, ``search``, ``open``...: the guardian's repeat limit counts the
+    same, ``stopwise.stop.repeats``) ``n`` times in a row; the reason names the calls. Reads back from the newest
+    step no further than ``n`` repetitions. A ``stop_when`` stop completes the run (``completion_reason``
+    ``stop_when``, ``detail`` the reason): see docs/limits.md for making a spin a failure."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ConfigError("is_looping", f"n must be an int >= 2, got {n!r}")
+
+    def check(step: StepView) -> str | None:
+        rows = _with_reply(step)
+        start = min(step.run_start, len(rows))
+        streak = Streak.of(rows, start=start, at_most=n)
+        if streak.key is not None and streak.count >= n:
+            return f"the call {streak.key[0]} was made {streak.count} times in a row with the same arguments"
+        cycle = Cycles.of(rows, start=start, at_most=n).latest
+        return cycle.reason if cycle is not None and cycle.count >= n else None
+
+    return StopCondition(check, f"is_looping({n})")
+
+
+def _with_reply(step: StepView) -> Sequence[Message]:
+    """``step.messages`` with the step's reply as a row after them. The view holds the committed log and this
+    step's tool rows; the reply's row is committed with the step, after ``stop_when`` (a step settled after a
+    suspension has it in the log already: then it is not added again)."""
+    messages = step.messages
+    ids = [c.id for c in step.reply.tool_calls]
+    latest = next((m for m in reversed(messages) if m.tool_calls), None)
+    if latest is not None and [c.id for c in latest.tool_calls] == ids:
+        return messages
+    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
+    # A view shares the log's rows (a tuple would copy the whole session every step).
+    return messages + (row,) if isinstance(messages, HistoryView) else (*messages, row)  # noqa: RUF005
