@@ -27,7 +27,13 @@ from stopwise.guardrails._secrets import find_secrets, shannon_entropy
 __all__ = ["Fixture", "load_fixtures", "peers_section"]
 
 DATA = Path(__file__).resolve().parent / "data"
-SECRET_SPLITS = {"gitleaks": "dev", "gitleaks-generated": "dev", "detect-secrets": "held-out"}
+SECRET_SPLITS = {
+    "gitleaks": "dev",
+    "gitleaks-generated": "dev",
+    "secretlint": "dev",
+    "trufflehog": "dev",
+    "detect-secrets": "held-out",
+}
 PII_SPLITS = {"presidio": "dev", "scrubadub": "held-out", "card-validator": "held-out"}
 
 
@@ -46,8 +52,8 @@ class Fixture:
         return self.label == "positive"
 
 
-def load_fixtures(name: str) -> list[Fixture]:
-    """The records of ``evals/data/<name>``."""
+def load_fixtures(name: str | Path) -> list[Fixture]:
+    """The records of ``evals/data/<name>`` (or of the file ``name`` when it is a path)."""
     out = []
     with (DATA / name).open(encoding="utf-8") as f:
         for line in f:
@@ -119,6 +125,13 @@ def _table(
 
 def secrets_peers(verbose: bool) -> None:
     fixtures = load_fixtures("peer_secrets.jsonl")
+    # trufflehog's strings (AGPL-3.0) are not shipped: extract_peer_fixtures.py writes them to a cache outside git.
+    from extract_peer_fixtures import TRUFFLEHOG_CACHE
+
+    if TRUFFLEHOG_CACHE.exists():
+        fixtures += load_fixtures(TRUFFLEHOG_CACHE)
+    else:
+        print(f"\ntrufflehog: {TRUFFLEHOG_CACHE} is not there (python evals/extract_peer_fixtures.py makes it)")
     peer = _line_flags(fixtures)
     peer_hit = {id(fx): hit for fx, hit in zip(fixtures, peer, strict=True)} if peer is not None else {}
     detectors: dict[str, Callable[[Fixture], bool]] = {
