@@ -310,7 +310,12 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("pulumi-token", _B + r"pul-[a-f0-9]{40}" + _E, "pul-"),
     _rule("doppler-token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _E, "dp.pt dp.st dp.sa dp.ct"),
     # Code hosting and packages
-    _rule("github-token", _B + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _E, "ghp_ gho_ ghu_ ghs_ ghr_"),
+    # GitHub App installation tokens also come as ``ghs_<installation id>_<JWT>``.
+    _rule(
+        "github-token",
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|ghs_\d{1,20}_eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+)" + _E,
+        "ghp_ gho_ ghu_ ghs_ ghr_",
+    ),
     _rule("github-fine-grained-pat", _B + r"github_pat_[A-Za-z0-9_]{82}" + _E, "github_pat_"),
     _rule(
         "gitlab-token",
@@ -349,6 +354,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("groq-key", _B + r"gsk_[A-Za-z0-9]{52}" + _E, "gsk_"),
     _rule("xai-key", _B + r"xai-[A-Za-z0-9]{80}" + _E, "xai-"),
     _rule("replicate-token", _B + r"r8_[A-Za-z0-9]{37}" + _E, "r8_"),
+    # LangSmith personal (``pt``) and service (``sk``) keys: 32 hex, an underscore, 10 hex.
+    _rule("langsmith-key", _B + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _E, "lsv2_"),
+    # Pinecone API keys: ``pcsk_``, a key id of 5 or 6 characters, ``_`` and 63 characters.
+    _rule("pinecone-key", _B + r"pcsk_[A-Za-z0-9]{5,6}_[A-Za-z0-9]{63}" + _E, "pcsk_"),
     # Payments
     _rule("stripe-key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}" + _E, "sk_live_ sk_test_ rk_live_ rk_test_"),
     _rule("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{32,}", "whsec_"),
@@ -357,7 +366,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         _B + r"(?:EAAA[A-Za-z0-9_\-]{60}|sq0atp-[0-9A-Za-z_\-]{22}|sq0csp-[0-9A-Za-z_\-]{43})" + _E,
         "EAAA sq0atp- sq0csp-",
     ),
-    _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E, "shpat_ shpca_ shppa_ shpss_"),
+    # 32 hex characters, and since 2024 longer mixed-case ones (Shopify's changelog: token lengths increase).
+    _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[A-Za-z0-9]{32,64}" + _E, "shpat_ shpca_ shppa_ shpss_"),
     _rule(
         "flutterwave-key",
         _B + r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{32}-X" + _E + r"|FLWSECK_TEST[a-h0-9]{12}",
@@ -411,7 +421,13 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         + _E,
         "datadog dd_ dd-",
     ),
-    _rule("newrelic-key", _B + r"NR(?:AK|JS|II)-[A-Za-z0-9]{19,32}" + _E, "NRAK- NRJS- NRII-"),
+    # User, REST, insights insert and query, and browser keys carry a prefix; license keys end in ``NRAL``.
+    _rule(
+        "newrelic-key",
+        _B + r"(?:NR(?:AK|JS|II)-[A-Za-z0-9]{19,32}|NRI[IQ]-[A-Za-z0-9_\-]{25,32}|NRBR-[a-f0-9]{19}"
+        r"|(?:eu01xx[a-fA-F0-9]{30}|[a-fA-F0-9]{36})NRAL)" + _E,
+        "NRAK- NRJS- NRII- NRIQ- NRBR- NRAL",
+    ),
     _rule("grafana-token", _B + r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})", "glc_ glsa_"),
     _rule("sentry-token", _B + r"(?:sntrys_eyJ[A-Za-z0-9+/=_\-]{50,}|sntryu_[a-f0-9]{64})", "sntrys_ sntryu_"),
     _rule("linear-key", _B + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _E, "lin_api_ lin_oauth_"),
@@ -421,6 +437,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("readme-key", _B + r"rdme_[a-z0-9]{70}" + _E, "rdme_"),
     _rule("dropbox-token", _B + r"sl\.[A-Za-z0-9_\-=]{130,}", "sl."),
     _rule("facebook-token", _B + r"EAA[A-Za-z0-9]{100,}" + _E, "EAA"),
+    # Tailscale API, auth, OAuth client, SCIM and webhook keys: ``tskey-<kind>-<key id>-<secret>``.
+    _rule("tailscale-key", _B + r"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}" + _E, "tskey-"),
+    # Vercel's personal, integration, app, refresh and API keys (2025 formats).
+    _rule("vercel-token", _B + r"vc[pikar]_[A-Za-z0-9]{24,80}" + _E, "vcp_ vci_ vck_ vca_ vcr_"),
     _rule("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40}" + _E, "figd_"),
     _rule("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, "pat"),
     _rule(
@@ -498,6 +518,22 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         r"(?i)(?<![\w.\-])" + _PASSWORD_NAMES + r"(?![A-Za-z])" + _ASSIGN + _value(4, r"[^\s\"'`,;]"),
         "pass pwd",
         accept=_literal_value,
+    ),
+    # The same names as XML elements: Jenkins' ``credentials.xml`` (``<secret>{AQAAABAAA...}</secret>``), Maven's
+    # ``settings.xml`` (``<password>``), ``<account_key>``; the element's text is the value, as if quoted.
+    _rule(
+        "password-xml-element",
+        r"(?i)<(?P<name>" + _PASSWORD_NAMES + r")>(?P<secret>[^<\n]{4,2000})</(?P=name)>",
+        "pass pwd",
+        accept=lambda value, _quoted: _literal_value(value, True),
+    ),
+    _rule(
+        "secret-xml-element",
+        r"(?i)<(?P<name>" + _SECRET_NAMES + r")>(?P<secret>[^<\n]{12,2000})</(?P=name)>",
+        "secret token key auth credential",
+        entropy=3.0,
+        accept=lambda value, _quoted: _random_value(value, True),
+        not_names=r"(?i)public|publishable|csrf|xsrf",
     ),
     _rule(
         "secret-assignment",
