@@ -202,7 +202,7 @@ _ASSIGN = r"""["']?[ \t]*(?:=|:{1,3}=|\?=|=>|:|[ \t]+is[ \t]+)[ \t]*(?:["'`]|(?=
 _PASSWORD_NAMES = r"[\w.\-]*?(?:password|passwd|passphrase|pwd)"
 _SECRET_NAMES = (
     r"[\w.\-]*?(?:(?:secret|token|auth|credentials?)(?:[_\-.]?key)?|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|private[_\-.]?key"
-    r"|signing[_\-.]?key|encryption[_\-.]?key|master[_\-.]?key|license[_\-.]?key|client[_\-.]?key|app[_\-.]?key"
+    r"|signing[_\-.]?key|encryption[_\-.]?key|master[_\-.]?key|license[_\-.]?key|client[_\-.]?key|app[_\-.]?key|[_\-.]key|(?-i:(?<=[a-z0-9])Key)"
     r")"
 )
 
