@@ -207,6 +207,10 @@ _SECRET_NAMES = (
 )
 
 
+# The three base64url parts of a JWT after ``eyJ`` (its header's ``{"``).
+_JWT_BODY = r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
+
+
 def _value(least: int, unquoted: str) -> str:
     """The secret group: everything between quotes, or a run of ``unquoted`` characters when there are none."""
     return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}})"
@@ -313,7 +317,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     # GitHub App installation tokens also come as ``ghs_<installation id>_<JWT>``.
     _rule(
         "github-token",
-        _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|ghs_\d{1,20}_eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+)" + _E,
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|ghs_\d{1,20}_" + _JWT_BODY + ")" + _E,
         "ghp_ gho_ ghu_ ghs_ ghr_",
     ),
     _rule("github-fine-grained-pat", _B + r"github_pat_[A-Za-z0-9_]{82}" + _E, "github_pat_"),
