@@ -300,6 +300,37 @@ def test_names_ending_in_key_with_identifier_or_short_values_are_left_alone(line
     assert find_secrets(line) == [], find_secrets(line)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        'const MONGO_NO_AUTH = "mongodb://localhost:27017/database";',
+        'const POSTGRES_IDENTICAL_CREDENTIALS = "postgres://postgres:postgres@localhost:5432/database";',
+        'const DOC_EXAMPLE = "mysql://admin:REPLACE_WITH_PASSWORD@mysql.server.com:3306/app";',
+        'const REPETITIVE_URL = "https://user:1111@service.com/v1";',
+    ],
+)
+def test_addresses_without_credentials_defaults_and_placeholders_in_urls_are_not_secrets(line: str) -> None:
+    assert find_secrets(line) == [], find_secrets(line)
+
+
+def test_a_token_in_a_url_assigned_to_a_secret_name_and_a_url_password_are_still_redacted() -> None:
+    token = _rand(ALNUM, 24, 60)
+    assert token not in redact_text(f'WEBHOOK_TOKEN = "https://example.com/hooks/{token}"')
+    assert "s3cretPw9" not in redact_text("DATABASE_URL=postgres://app:s3cretPw9@db.internal:5432/app")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "# Incomplete Anthropic key: sk-" + "ant-api02-notarealkey",
+        ".sk-" + "folding-cube-animation-wrapper { width: 40px; }",
+        "see sk-" + "learn-pipeline-for-text-classification",
+    ],
+)
+def test_hyphenated_words_after_an_sk_prefix_are_not_keys(line: str) -> None:
+    assert find_secrets(line) == [], find_secrets(line)
+
+
 def test_a_facebook_app_access_token_is_redacted() -> None:
     token = "1308742762612587" + "|" + _rand(ALNUM + "_", 27, 16)
     assert "facebook-app-access-token" in _rules(f"facebook {token}")

@@ -96,7 +96,7 @@ _PLACEHOLDER = re.compile(
         \$\{?[\w.\-]+\}? | \{\{.*\}\} | %\(?[\w.]+\)?s? | %[\w]+% | <[^>]*> | \[[^\]]*\] | \*+ | x+ | \.+ | -+
         | none | null | nil | true | false | undefined | required | optional | string | str | int | bytes | any
         | password | passwd | pass | pwd | user | secret | token | changeme | change_me
-        | your[_\-]?\w* | my[_\-]?\w* | example\w* | dummy\w*
+        | your[_\-]?\w* | my[_\-]?\w* | example\w* | dummy\w* | replace[_\-]\w* | insert[_\-]\w*
         | placeholder\w* | redacted | hidden | todo | tbd | fixme | env | os\.environ.* | process\.env.* | getenv.*
     )$"""
 )
@@ -127,11 +127,15 @@ def _random_value(value: str, quoted: bool) -> bool:
         return False  # a short hex string is an id or a digest prefix; hex API keys are 32 characters or more
     if _VERSIONED_NAME.match(value):
         return False
+    if _URL_VALUE.match(value) and not _random_url_part(value):
+        # ``MONGO_NO_AUTH = "mongodb://localhost:27017/db"``: an address; a password in it is url-password's.
+        return False
     return _literal_value(value, quoted) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
 def _url_password(value: str, quoted: bool) -> bool:
-    return not _PLACEHOLDER.match(value) and not value.startswith(("$", "{", "%", "<"))
+    """Not a placeholder (``REPLACE_WITH_PASSWORD``), a variable, nor one or two characters repeated (``1111``)."""
+    return not _PLACEHOLDER.match(value) and not value.startswith(("$", "{", "%", "<")) and len(set(value.lower())) > 2
 
 
 def _basic_credentials(value: str, quoted: bool) -> bool:
@@ -184,6 +188,27 @@ def _header_value(value: str, quoted: bool) -> bool:
         and not value.startswith(("$", "{", "%", "<"))
         and any(c.isdigit() for c in value)
         and any(c.isalpha() for c in value)
+    )
+
+
+_RUN = re.compile(r"[A-Za-z0-9]{16,}")
+
+
+def _random_run(value: str, quoted: bool) -> bool:
+    """A random key holds a run of 16 or more letters and digits with a digit in it; hyphenated words that share a
+    key's prefix (``sk-ant-api02-notarealkey``, a CSS class ``sk-folding-cube-...``) do not."""
+    return any(any(c.isdigit() for c in m.group()) for m in _RUN.finditer(value))
+
+
+_URL_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_URL_PART = re.compile(r"[^/?&=:@.#;]+")
+
+
+def _random_url_part(value: str) -> bool:
+    """Whether a URL holds a part (between ``/ ? & = : @ .``) that reads as a token: 16 characters or more with
+    letters and digits."""
+    return any(
+        len(p) >= 16 and any(c.isdigit() for c in p) and any(c.isalpha() for c in p) for p in _URL_PART.findall(value)
     )
 
 
@@ -350,6 +375,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "openai-or-anthropic-key",
         _B + r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_\-]{20,}" + _E,
         "sk-",
+        accept=_random_run,
     ),
     # Exactly 34 characters after the prefix: a longer run is an identifier that shares it
     # (``hf_requiredCharacteristicTypesForDisplayMetadata``).
@@ -506,7 +532,9 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     _rule(
         "url-password",
-        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@'\"<>]{0,64}:(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
+        # The user name again as the password (``postgres://postgres:postgres@localhost``) is a local default.
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]{0,64}):(?!(?P=user)@)"
+        r"(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
         "://",
         accept=_url_password,
     ),
