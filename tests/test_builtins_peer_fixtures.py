@@ -294,6 +294,8 @@ def test_a_value_assigned_to_a_vendor_named_key_is_redacted(line: str) -> None:
         "foreign_key: orders.customer_id",
         'monkey = "Qz8' + _rand(ALNUM, 20, 59) + '"',  # a word ending in "key" is not a key name
         "partition_key: tenant-2024",
+        'cache_key="subsampling.0",',  # from an installed package's source, as the next one
+        '# e.g., if flattened_key is "state.layer1.weight", prefix becomes "state.layer1.weight."',
     ],
 )
 def test_names_ending_in_key_with_identifier_or_short_values_are_left_alone(line: str) -> None:

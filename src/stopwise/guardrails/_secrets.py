@@ -94,7 +94,7 @@ def is_placeholder_token(value: str) -> bool:
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
         \$\{?[\w.\-]+\}? | \{\{.*\}\} | %\(?[\w.]+\)?s? | %[\w]+% | <[^>]*> | \[[^\]]*\] | \*+ | x+ | \.+ | -+
-        | none | null | nil | true | false | undefined | required | optional | string | str | int | bytes | any
+        | none | null | nil | true | false | undefined | required | optional | (?:string|str|int|bytes|any)\??
         | password | passwd | pass | pwd | user | secret | token | changeme | change_me
         | your[_\-]?\w* | my[_\-]?\w* | example\w* | dummy\w* | replace[_\-]\w* | insert[_\-]\w*
         | placeholder\w* | redacted | hidden | todo | tbd | fixme | env | os\.environ.* | process\.env.* | getenv.*
@@ -104,13 +104,18 @@ _PLACEHOLDER = re.compile(
 _CODE_REF = re.compile(r"^[A-Za-z_][\w]*(?:(?:\.|->|::)[A-Za-z_]\w*)+$|[(\[{]|^[A-Za-z_]\w*\($")
 
 
+def _bare(value: str) -> str:
+    """An unquoted value without what ends the sentence or the call it sits in (``password=None):``, ``the
+    password is required.``)."""
+    return value.strip().rstrip(".,;:!?)")
+
+
 def _literal_value(value: str, quoted: bool) -> bool:
     """A value assigned to a secret-named key is a secret unless it is a placeholder or names something else."""
-    v = value.strip()
+    v = value.strip() if quoted else _bare(value)
     if len(v) < 6 or _PLACEHOLDER.match(v) or (not quoted and _CODE_REF.search(v)):
         return False
-    # Unquoted, a trailing full stop or comma ends the sentence, not the password ("the password is required.").
-    word = v if quoted else v.rstrip(".,;:!?")
+    word = v
     if word.isidentifier() and not any(c.isdigit() for c in word):
         # ``password=pwd``, ``token=access_token``: a variable or a name. A real password has a digit or a sign.
         return False
@@ -119,18 +124,27 @@ def _literal_value(value: str, quoted: bool) -> bool:
 
 # A name then a version: ``jjwt-jackson-0.11.2``, ``requests@2.31.0``, ``node:20.11.1-alpine`` (package
 # coordinates and image tags, which sit after names such as ``io.jsonwebtoken:`` or ``auth-lib:``).
+# A dotted name in lower case: a module path or a setting's key (``subsampling.0``, ``state.layer1.weight``).
+_DOTTED_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,15}(?:\.(?:[a-z_][a-z0-9_]{0,15}|\d+))+$")
 _VERSIONED_NAME = re.compile(r"^[A-Za-z][\w.\-]*?[-_.@:/]v?\d+(?:\.\d+){1,3}(?:[-+][\w.\-]*)?$")
 
 
 def _random_value(value: str, quoted: bool) -> bool:
     if all(c in "0123456789abcdefABCDEF" for c in value) and len(value) < 32:
         return False  # a short hex string is an id or a digest prefix; hex API keys are 32 characters or more
-    if _VERSIONED_NAME.match(value):
+    if _VERSIONED_NAME.match(value) or _DOTTED_NAME.match(value):
         return False
     if _URL_VALUE.match(value) and not _random_url_part(value):
         # ``MONGO_NO_AUTH = "mongodb://localhost:27017/db"``: an address; a password in it is url-password's.
         return False
     return _literal_value(value, quoted) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _connection_password(value: str, quoted: bool) -> bool:
+    """A connection string's password, unless a placeholder or a reference (``password=None,`` and
+    ``password=self.ssl_password,`` on a line of their own are keyword arguments)."""
+    bare = _bare(value)
+    return _url_password(bare, quoted) and not _CODE_REF.search(bare)
 
 
 def _url_password(value: str, quoted: bool) -> bool:
@@ -238,7 +252,8 @@ _JWT_BODY = r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
 
 def _value(least: int, unquoted: str) -> str:
     """The secret group: everything between quotes, or a run of ``unquoted`` characters when there are none."""
-    return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}})"
+    # Unquoted, the whole run (possessive) and not a call: ``x = SomeClass2(config)`` assigns no value.
+    return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}}+(?!\())"
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -542,7 +557,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "connection-string-password",
         r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*(?P<secret>[^;\s\"']{3,})\s*(?=;|$)",
         "password= pwd=",
-        accept=_url_password,
+        accept=_connection_password,
     ),
     # Keyword context: a value assigned to a name that says it is secret.
     _rule(
@@ -569,7 +584,13 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     _rule(
         "secret-assignment",
-        r"(?i)(?<![\w.\-])(?P<name>" + _SECRET_NAMES + r")(?![A-Za-z])" + _ASSIGN + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
+        # Not the name again: ``entity_mask2_token=entity_mask2_token`` passes a variable on.
+        r"(?i)(?<![\w.\-])(?P<name>"
+        + _SECRET_NAMES
+        + r")(?![A-Za-z])"
+        + _ASSIGN
+        + r"(?!(?P=name)(?![\w\-.]))"
+        + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
         "secret token key auth credential",
         entropy=3.0,
         accept=_random_value,
