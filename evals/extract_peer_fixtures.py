@@ -6,8 +6,12 @@
 is read at the commit pinned below, so the output is the same on every run. Writes
 
 - ``evals/data/peer_secrets.jsonl``: gitleaks' rule tests (``cmd/generate/config/rules/*.go``: each rule's true
-  positives ``tps`` and false positives ``fps``) and detect-secrets' plugin tests (``tests/plugins/*_test.py``:
-  parametrised lines and whether the plugin must flag them);
+  positives ``tps`` and false positives ``fps``), detect-secrets' plugin tests (``tests/plugins/*_test.py``:
+  parametrised lines and whether the plugin must flag them) and secretlint's rule snapshots (``input*`` and
+  whether ``output.json`` reports a message);
+- ``--cache`` (``~/.cache/stopwise/peer_secrets_trufflehog.jsonl``, outside the repository): trufflehog's detector
+  pattern tests (each case's ``input`` and whether ``want`` lists a find). trufflehog is AGPL-3.0: its strings are
+  measured locally and never shipped with this repository;
 - ``evals/data/peer_pii.jsonl``: presidio's recognizer tests (``presidio-analyzer/tests/test_*_recognizer.py``
   for the kinds ``block_pii`` covers: cards, US SSNs, IBANs, phone numbers) with the expected spans.
 

@@ -1,14 +1,15 @@
 """The ``peers`` section of ``evals/guardrail_builtins.py``: the built-in detectors on the peers' own test data.
 
 ``evals/data/peer_secrets.jsonl`` and ``evals/data/peer_pii.jsonl`` (built by ``evals/extract_peer_fixtures.py``)
-hold the test strings of gitleaks, detect-secrets, presidio, scrubadub and card-validator with the peer's label.
+hold the test strings of gitleaks, detect-secrets, secretlint, presidio, scrubadub and card-validator with the
+peer's label; trufflehog's (AGPL-3.0, not shipped) are read from the local cache that script writes, when present.
 Per source: recall on the positives (the detector found something; for personal data, something over every span
 the peer expects) and false alarms on the negatives, beside the trivial baselines (flag nothing; flag every
 high-entropy token for secrets, every run of nine digits or more for personal data) and detect-secrets 1.5 with
 its default plugins for secrets.
 
-The rules were fixed on the DEV sources (gitleaks; presidio); the HELD-OUT ones (detect-secrets; scrubadub and
-card-validator) were measured before and after without being looked at for fixes.
+The rules were fixed on the DEV sources (gitleaks, secretlint, trufflehog; presidio); the HELD-OUT ones
+(detect-secrets; scrubadub and card-validator) were measured before and after without being looked at for fixes.
 """
 
 from __future__ import annotations

@@ -465,7 +465,7 @@ def test_the_secretlint_and_trufflehog_dev_figures_hold() -> None:
     alarms may not fall back (figures in docs/guardrails.md)."""
     peers = _evals_module("peer_eval")
     extract = _evals_module("extract_peer_fixtures")
-    sources = [("secretlint", peers.load_fixtures("peer_secrets.jsonl"), 0.76, 0.14)]
+    sources = [("secretlint", peers.load_fixtures("peer_secrets.jsonl"), 0.76, 0.09)]
     if extract.TRUFFLEHOG_CACHE.exists():
         sources.append(("trufflehog", peers.load_fixtures(extract.TRUFFLEHOG_CACHE), 0.80, 0.15))
     for source, fixtures, recall, false_alarms in sources:
