@@ -115,17 +115,16 @@ def _literal_value(value: str, quoted: bool) -> bool:
     v = value.strip() if quoted else _bare(value)
     if len(v) < 6 or _PLACEHOLDER.match(v) or (not quoted and _CODE_REF.search(v)):
         return False
-    word = v
-    if word.isidentifier() and not any(c.isdigit() for c in word):
+    if v.isidentifier() and not any(c.isdigit() for c in v):
         # ``password=pwd``, ``token=access_token``: a variable or a name. A real password has a digit or a sign.
         return False
     return not v.isdigit() or len(v) >= 8
 
 
-# A name then a version: ``jjwt-jackson-0.11.2``, ``requests@2.31.0``, ``node:20.11.1-alpine`` (package
-# coordinates and image tags, which sit after names such as ``io.jsonwebtoken:`` or ``auth-lib:``).
 # A dotted name in lower case: a module path or a setting's key (``subsampling.0``, ``state.layer1.weight``).
 _DOTTED_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,15}(?:\.(?:[a-z_][a-z0-9_]{0,15}|\d+))+$")
+# A name then a version: ``jjwt-jackson-0.11.2``, ``requests@2.31.0``, ``node:20.11.1-alpine`` (package
+# coordinates and image tags, which sit after names such as ``io.jsonwebtoken:`` or ``auth-lib:``).
 _VERSIONED_NAME = re.compile(r"^[A-Za-z][\w.\-]*?[-_.@:/]v?\d+(?:\.\d+){1,3}(?:[-+][\w.\-]*)?$")
 
 
@@ -138,6 +137,15 @@ def _random_value(value: str, quoted: bool) -> bool:
         # ``MONGO_NO_AUTH = "mongodb://localhost:27017/db"``: an address; a password in it is url-password's.
         return False
     return _literal_value(value, quoted) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _element_password(value: str, quoted: bool) -> bool:
+    """An XML element's text is delimited as a quoted value is."""
+    return _literal_value(value, True)
+
+
+def _element_secret(value: str, quoted: bool) -> bool:
+    return _random_value(value, True)
 
 
 def _connection_password(value: str, quoted: bool) -> bool:
@@ -241,10 +249,16 @@ _ASSIGN = r"""["']?[ \t]*(?:=|:{1,3}=|\?=|=>|:|[ \t]+is[ \t]+)[ \t]*(?:["'`]|(?=
 _PASSWORD_NAMES = r"[\w.\-]*?(?:password|passwd|passphrase|pwd)"
 _SECRET_NAMES = (
     r"[\w.\-]*?(?:(?:secret|token|auth|credentials?)(?:[_\-.]?key)?|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|private[_\-.]?key"
-    r"|signing[_\-.]?key|encryption[_\-.]?key|master[_\-.]?key|license[_\-.]?key|client[_\-.]?key|app[_\-.]?key|[_\-.]key|(?-i:(?<=[a-z0-9])Key)"
+    r"|signing[_\-.]?key|encryption[_\-.]?key|master[_\-.]?key|license[_\-.]?key|client[_\-.]?key|app[_\-.]?key"
+    # Any other ``<name>_key`` and camel-case ``<name>Key`` (``cashboard_key``, ``storageAccountKey``); ``monkey``
+    # and ``hockey`` are words.
+    r"|[_\-.]key|(?-i:(?<=[a-z0-9])Key)"
     r")"
 )
 
+
+# Public and publishable keys are meant to be seen; a CSRF token is a per-page form value.
+_NOT_SECRET_NAMES = r"(?i)public|publishable|csrf|xsrf"
 
 # The three base64url parts of a JWT after ``eyJ`` (its header's ``{"``).
 _JWT_BODY = r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
@@ -411,7 +425,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         _B + r"(?:EAAA[A-Za-z0-9_\-]{60}|sq0atp-[0-9A-Za-z_\-]{22}|sq0csp-[0-9A-Za-z_\-]{43})" + _E,
         "EAAA sq0atp- sq0csp-",
     ),
-    # 32 hex characters, and since 2024 longer mixed-case ones (Shopify's changelog: token lengths increase).
+    # 32 hex characters, and the longer mixed-case ones of Shopify's changelog ("token lengths are increasing").
     _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[A-Za-z0-9]{32,64}" + _E, "shpat_ shpca_ shppa_ shpss_"),
     _rule(
         "flutterwave-key",
@@ -484,7 +498,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("facebook-token", _B + r"EAA[A-Za-z0-9]{100,}" + _E, "EAA"),
     # Tailscale API, auth, OAuth client, SCIM and webhook keys: ``tskey-<kind>-<key id>-<secret>``.
     _rule("tailscale-key", _B + r"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}" + _E, "tskey-"),
-    # Vercel's personal, integration, app, refresh and API keys (2025 formats).
+    # Vercel's prefixed personal, integration, app, refresh and API keys.
     _rule("vercel-token", _B + r"vc[pikar]_[A-Za-z0-9]{24,80}" + _E, "vcp_ vci_ vck_ vca_ vcr_"),
     _rule("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40}" + _E, "figd_"),
     _rule("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, "pat"),
@@ -572,15 +586,15 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "password-xml-element",
         r"(?i)<(?P<name>" + _PASSWORD_NAMES + r")>(?P<secret>[^<\n]{4,2000})</(?P=name)>",
         "pass pwd",
-        accept=lambda value, _quoted: _literal_value(value, True),
+        accept=_element_password,
     ),
     _rule(
         "secret-xml-element",
         r"(?i)<(?P<name>" + _SECRET_NAMES + r")>(?P<secret>[^<\n]{12,2000})</(?P=name)>",
         "secret token key auth credential",
         entropy=3.0,
-        accept=lambda value, _quoted: _random_value(value, True),
-        not_names=r"(?i)public|publishable|csrf|xsrf",
+        accept=_element_secret,
+        not_names=_NOT_SECRET_NAMES,
     ),
     _rule(
         "secret-assignment",
@@ -594,8 +608,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "secret token key auth credential",
         entropy=3.0,
         accept=_random_value,
-        # Public and publishable keys are meant to be seen; a CSRF token is a per-page form value.
-        not_names=r"(?i)public|publishable|csrf|xsrf",
+        not_names=_NOT_SECRET_NAMES,
     ),
 )
 """Every rule ``redact_secrets`` applies, in order."""
