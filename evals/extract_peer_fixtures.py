@@ -6,8 +6,12 @@
 is read at the commit pinned below, so the output is the same on every run. Writes
 
 - ``evals/data/peer_secrets.jsonl``: gitleaks' rule tests (``cmd/generate/config/rules/*.go``: each rule's true
-  positives ``tps`` and false positives ``fps``) and detect-secrets' plugin tests (``tests/plugins/*_test.py``:
-  parametrised lines and whether the plugin must flag them);
+  positives ``tps`` and false positives ``fps``), detect-secrets' plugin tests (``tests/plugins/*_test.py``:
+  parametrised lines and whether the plugin must flag them) and secretlint's rule snapshots (``input*`` and
+  whether ``output.json`` reports a message);
+- ``--cache`` (``~/.cache/stopwise/peer_secrets_trufflehog.jsonl``, outside the repository): trufflehog's detector
+  pattern tests (each case's ``input`` and whether ``want`` lists a find). trufflehog is AGPL-3.0: its strings are
+  measured locally and never shipped with this repository;
 - ``evals/data/peer_pii.jsonl``: presidio's recognizer tests (``presidio-analyzer/tests/test_*_recognizer.py``
   for the kinds ``block_pii`` covers: cards, US SSNs, IBANs, phone numbers) with the expected spans.
 
@@ -51,6 +55,10 @@ DETECT_SECRETS = ("Yelp/detect-secrets", "5e141933554a0b74e7341841f318be21e89533
 PRESIDIO = ("microsoft/presidio", "0aa9f8e44275cb52c00fbbebe19168e934e1f076", "MIT")
 SCRUBADUB = ("LeapBeyond/scrubadub", "53772cbef417da290d25c95373031f786ab3b5c6", "Apache-2.0")
 CARD_VALIDATOR = ("braintree/card-validator", "eb213089df9993be192282564d089d378460c63a", "MIT")
+SECRETLINT = ("secretlint/secretlint", "18346ba31b8173d52060b971221ab38c1943def0", "MIT")
+# AGPL-3.0: its test strings are measured from a local cache outside the repository and never shipped here.
+TRUFFLEHOG = ("trufflesecurity/trufflehog", "3ab759fef4bb5935d4fe9ac68b503d05346b8364", "AGPL-3.0")
+TRUFFLEHOG_CACHE = Path.home() / ".cache" / "stopwise" / "peer_secrets_trufflehog.jsonl"
 
 # presidio recognizer test files -> the PiiKind they exercise (the kinds block_pii / redact_pii cover).
 PRESIDIO_FILES = {
@@ -301,6 +309,225 @@ def gitleaks_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]
             i += 1
 
 
+# -- Go (trufflehog) -------------------------------------------------------------------------------------------
+
+_GO_VERB = re.compile(r"%(?:%|[-+# 0]*\d*(?:\.\d+)?[svdq])")
+
+
+def _go_sprintf(template: str, args: list[str]) -> str:
+    """``fmt.Sprintf`` for the verbs the tests use (``%s``, ``%v``, ``%d``, ``%q``, ``%%``); ``_Skip`` for others
+    (indexed arguments, widths that pad) or a count that does not match."""
+    out, at, used = [], 0, 0
+    for m in _GO_VERB.finditer(template):
+        out.append(template[at : m.start()])
+        at = m.end()
+        verb = m.group()
+        if verb == "%%":
+            out.append("%")
+            continue
+        if len(verb) != 2 or used >= len(args):
+            raise _Skip(f"verb {verb}")
+        out.append(f'"{args[used]}"' if verb == "%q" else args[used])
+        used += 1
+    if "%" in template[at:] or used != len(args):
+        raise _Skip("sprintf arguments")
+    out.append(template[at:])
+    return "".join(out)
+
+
+def _go_operand_end(tokens: list[tuple[str, str]], at: int) -> int:
+    """Where the operand starting at ``tokens[at]`` ends: a literal, a name, or a name called (``f(...)``)."""
+    end = at + 1
+    if end < len(tokens) and tokens[at][0] == "ident" and tokens[end][1] == "(":
+        depth = 0
+        while end < len(tokens):
+            tok = tokens[end][1]
+            depth += tok in "([{" and tokens[end][0] == "op"
+            depth -= tok in ")]}" and tokens[end][0] == "op"
+            end += 1
+            if depth == 0:
+                break
+    return end
+
+
+def _go_expr_end(tokens: list[tuple[str, str]], at: int) -> int:
+    """Where the string expression starting at ``tokens[at]`` (operands joined by ``+``) ends."""
+    end = _go_operand_end(tokens, at)
+    while end + 1 < len(tokens) and tokens[end] == ("op", "+"):
+        end = _go_operand_end(tokens, end + 1)
+    return end
+
+
+def _go_eval(tokens: list[tuple[str, str]], names: dict[str, str]) -> str:
+    """A string expression of literals, names of strings set before, ``+`` and ``fmt.Sprintf``; ``_Skip``
+    otherwise (``strings.Repeat``, a helper of the test's own)."""
+    out = []
+    for op in _split_at(tokens, "+"):
+        if len(op) == 1 and op[0][0] in ("str", "raw"):
+            out.append(_go_string(op[0][1]))
+        elif len(op) == 1 and op[0][0] == "ident" and op[0][1] in names:
+            out.append(names[op[0][1]])
+        elif op and op[0][1] == "fmt.Sprintf" and op[-1][1] == ")":
+            args = [_go_eval(a, names) for a in _split_args(op[2:-1])]
+            if not args:
+                raise _Skip("empty Sprintf")
+            out.append(_go_sprintf(args[0], args[1:]))
+        else:
+            raise _Skip(" ".join(t for _, t in op)[:60])
+    return "".join(out)
+
+
+def _go_element_bounds(tokens: list[tuple[str, str]], at: int) -> tuple[int, int]:
+    """The ``{`` and ``}`` of the composite literal element holding ``tokens[at]``."""
+    depth, start = 0, at
+    while start > 0:
+        start -= 1
+        kind, tok = tokens[start]
+        if kind == "op" and tok in ")]}":
+            depth += 1
+        elif kind == "op" and tok in "([{":
+            if depth == 0:
+                break
+            depth -= 1
+    depth, end = 0, at
+    while end < len(tokens):
+        kind, tok = tokens[end]
+        if kind == "op" and tok in "([{":
+            depth += 1
+        elif kind == "op" and tok in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        end += 1
+    return start, end
+
+
+def _go_want(tokens: list[tuple[str, str]]) -> bool | None:
+    """Whether a test case's ``want:`` expects a find: ``[]string{...}`` (or a slice of results) with elements;
+    ``nil`` or an empty slice expects none; None for anything else."""
+    if [t for _, t in tokens] == ["nil"]:
+        return False
+    if len(tokens) >= 4 and tokens[0][1] == "[" and tokens[1][1] == "]":
+        brace = next((i for i, (_, t) in enumerate(tokens) if t == "{"), None)
+        if brace is not None and tokens[-1][1] == "}":
+            return bool(_split_args(tokens[brace + 1 : -1]))
+    return None
+
+
+def trufflehog_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]:
+    """The pattern tests of trufflehog's detectors (``pkg/detectors/**/<name>_test.go``, integration tests left
+    out): each test case's ``input`` and whether its ``want`` lists a find. Inputs are evaluated from literals,
+    strings the file set before (``validPattern``, ``keyword``), ``+`` and ``fmt.Sprintf``."""
+    repo, commit, licence = TRUFFLEHOG
+    files = [
+        p
+        for p in _git(mirror, repo, "ls-tree", "-r", "--name-only", commit, "pkg/detectors/").split()
+        if p.endswith("_test.go") and not p.endswith("_integration_test.go")
+    ]
+    seen: set[tuple[str, str]] = set()
+    for path in files:
+        try:
+            tokens = _go_tokens(_git(mirror, repo, "show", f"{commit}:{path}"))
+        except (subprocess.CalledProcessError, UnicodeDecodeError):
+            continue
+        rule = path.removeprefix("pkg/detectors/").rsplit("/", 1)[0]
+        names: dict[str, str] = {}
+        i = 0
+        while i < len(tokens):
+            kind, tok = tokens[i]
+            nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+            if kind == "ident" and nxt in ("=", ":=") and i + 2 < len(tokens):
+                end = _go_expr_end(tokens, i + 2)
+                try:
+                    names[tok] = _go_eval(tokens[i + 2 : end], names)
+                except _Skip:
+                    names.pop(tok, None)
+                i = end
+                continue
+            if kind == "ident" and tok == "input" and nxt == ":" and i + 2 < len(tokens):
+                end = _go_expr_end(tokens, i + 2)
+                start, close = _go_element_bounds(tokens, i)
+                element = tokens[start + 1 : close]
+                want = None
+                for j, (k, t) in enumerate(element):
+                    if k == "ident" and t == "want" and j + 1 < len(element) and element[j + 1][1] == ":":
+                        value = next(iter(_split_args(element[j + 2 :])), [])
+                        want = _go_want(value)
+                try:
+                    text = _go_eval(tokens[i + 2 : end], names)
+                except _Skip:
+                    left_out["trufflehog: an input built by code other than literals and fmt.Sprintf"] += 1
+                    i = end
+                    continue
+                i = end
+                if want is None:
+                    left_out["trufflehog: a case without a want of []string / nil"] += 1
+                    continue
+                label = "positive" if want else "negative"
+                if (text, label) in seen:
+                    continue
+                seen.add((text, label))
+                yield Fixture("trufflehog", repo, commit, path, licence, label, text, rule)
+                continue
+            i += 1
+
+
+# -- secretlint ------------------------------------------------------------------------------------------------
+
+# secretlint rules that are not secret formats: a file kind or path (home directories, ``.env`` files,
+# Kubernetes ``kind: Secret``), comment directives, user-written patterns, the example rule.
+SECRETLINT_NOT_FORMATS = (
+    "no-homedir",
+    "no-dotenv",
+    "no-k8s-kind-secret",
+    "filter-comments",
+    "pattern",
+    "example",
+)
+
+
+def secretlint_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixture]:
+    """The snapshot tests of secretlint's rules (``packages/@secretlint/secretlint-rule-*/test/snapshots/<case>/``):
+    the ``input*`` file and whether ``output.json`` reports a message. The presets' copies of the same snapshots
+    are left out, and so are snapshots with their own ``.secretlintrc.json`` (the options, such as ``allows``,
+    decide their label) and binary inputs (PKCS#12 files)."""
+    repo, commit, licence = SECRETLINT
+    files = _git(mirror, repo, "ls-tree", "-r", "--name-only", "-z", commit, "packages/@secretlint/").split("\0")
+    cases: dict[str, set[str]] = {}
+    for p in files:
+        m = re.fullmatch(r"(packages/@secretlint/secretlint-rule-([\w\-]+)/test/snapshots/[^/]+)/([^/]+)", p)
+        if m is not None:
+            cases.setdefault(m.group(1), set()).add(m.group(3))
+    seen: set[tuple[str, str]] = set()
+    for case, names in sorted(cases.items()):
+        rule = case.split("secretlint-rule-", 1)[1].split("/", 1)[0]
+        if rule.startswith("preset-") or rule in SECRETLINT_NOT_FORMATS:
+            continue
+        inputs = sorted(n for n in names if n == "input" or n.startswith("input."))
+        if "output.json" not in names or len(inputs) != 1:
+            continue
+        if ".secretlintrc.json" in names:
+            left_out["secretlint: a snapshot with its own options (.secretlintrc.json)"] += 1
+            continue
+        path = f"{case}/{inputs[0]}"
+        raw = subprocess.run(
+            ["git", "-C", str(mirror / repo.replace("/", "+") / "repo"), "show", f"{commit}:{path}"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            left_out["secretlint: a binary input (PKCS#12)"] += 1
+            continue
+        output = json.loads(_git(mirror, repo, "show", f"{commit}:{case}/output.json"))
+        label = "positive" if output.get("messages") else "negative"
+        if (text, label) in seen:
+            continue
+        seen.add((text, label))
+        yield Fixture("secretlint", repo, commit, path, licence, label, text, rule)
+
+
 # -- Python (detect-secrets, presidio) -------------------------------------------------------------------------
 
 
@@ -514,14 +741,14 @@ def card_validator_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fi
 
 
 def without_cross_rule_negatives(fixtures: list[Fixture], left_out: Counter[str]) -> list[Fixture]:
-    """gitleaks lists as one rule's false positive a string another rule lists as a true positive (an Anthropic
-    admin key is not an API key, but it is a secret): for a redactor of every format that string is a positive, so
-    it is not kept as a negative."""
-    positives = {fx.text for fx in fixtures if fx.source == "gitleaks" and fx.label == "positive"}
+    """gitleaks (and trufflehog) list as one rule's false positive a string another rule of theirs lists as a true
+    positive (an Anthropic admin key is not an API key, but it is a secret): for a redactor of every format that
+    string is a positive, so it is not kept as a negative."""
+    positives = {(fx.source, fx.text) for fx in fixtures if fx.label == "positive"}
     kept = []
     for fx in fixtures:
-        if fx.source == "gitleaks" and fx.label == "negative" and fx.text in positives:
-            left_out["gitleaks negative: another rule's true positive"] += 1
+        if fx.source in ("gitleaks", "trufflehog") and fx.label == "negative" and (fx.source, fx.text) in positives:
+            left_out[f"{fx.source} negative: another rule's true positive"] += 1
             continue
         kept.append(fx)
     return kept
@@ -531,17 +758,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirror", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=HERE / "data")
+    parser.add_argument(
+        "--cache", type=Path, default=TRUFFLEHOG_CACHE, help="where trufflehog's strings go (outside the repository)"
+    )
     args = parser.parse_args()
     left_out: Counter[str] = Counter()
-    for name, fixtures in (
+    args.cache.parent.mkdir(parents=True, exist_ok=True)
+    for out, fixtures in (
         (
-            "peer_secrets.jsonl",
+            args.out / "peer_secrets.jsonl",
             without_cross_rule_negatives(
-                [*gitleaks_fixtures(args.mirror, left_out), *detect_secrets_fixtures(args.mirror, left_out)], left_out
+                [
+                    *gitleaks_fixtures(args.mirror, left_out),
+                    *detect_secrets_fixtures(args.mirror, left_out),
+                    *secretlint_fixtures(args.mirror, left_out),
+                ],
+                left_out,
             ),
         ),
+        (args.cache, without_cross_rule_negatives(list(trufflehog_fixtures(args.mirror, left_out)), left_out)),
         (
-            "peer_pii.jsonl",
+            args.out / "peer_pii.jsonl",
             [
                 *presidio_fixtures(args.mirror, left_out),
                 *scrubadub_fixtures(args.mirror, left_out),
@@ -549,15 +786,15 @@ def main() -> None:
             ],
         ),
     ):
-        with (args.out / name).open("w", encoding="utf-8") as f:
+        with out.open("w", encoding="utf-8") as f:
             for fx in fixtures:
                 record = asdict(fx)
-                if name == "peer_secrets.jsonl":
+                if out.name != "peer_pii.jsonl":
                     # Real-format tokens in clear would trip the secret scanners of whoever hosts a copy.
                     record["text_b64"] = base64.b64encode(record.pop("text").encode()).decode()
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
         counts = Counter((fx.source, fx.label) for fx in fixtures)
-        print(name, dict(counts))
+        print(out, dict(counts))
     for why, n in left_out.most_common():
         print(f"left out {n}: {why}")
 

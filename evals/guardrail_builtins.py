@@ -1,13 +1,16 @@
 """Coverage and false positives of the built-in guardrails, printed side by side with a peer and a trivial baseline.
 
     PYTHONPATH=src python evals/guardrail_builtins.py            # every section
-    PYTHONPATH=src python evals/guardrail_builtins.py secrets    # one section: secrets, pii, peers, injection
+    PYTHONPATH=src python evals/guardrail_builtins.py secrets    # a section: secrets, installed, pii, peers, injection
     PYTHONPATH=src python evals/guardrail_builtins.py peers -v   # and list each miss and false alarm
 
 - **secrets**: ``redact_secrets``'s rules on the format table of ``evals/secret_samples.py`` (caught: none of the
   secret survives redaction) and on the ordinary-text corpus of ``evals/ordinary_text.py`` (lines flagged), next
   to ``detect-secrets`` with its default plugins and filters (``pip install detect-secrets``; skipped when absent)
   and the trivial baseline (flag nothing: nothing caught, nothing flagged).
+- **installed**: ``find_secrets`` on every line of files drawn (seed 0) from the venv's ``lib`` (Python, JSON, YAML,
+  Markdown, text, config, XML and HTML files of the installed packages): the lines flagged, listed with ``-v``.
+  Nothing there is a live secret; what is flagged is a credential in form (a documented example) or a false alarm.
 - **pii**: ``block_pii``'s detectors on the personal-data table and the look-alike numbers of
   ``evals/pii_samples.py`` (order numbers, timestamps, ids), and on the ordinary-text corpus.
 - **peers**: both detectors on the peers' own test data (``evals/data/peer_secrets.jsonl``,
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
 from collections import Counter
@@ -102,6 +106,34 @@ def secrets_section(per_kind: int) -> None:
         print(f"  stopwise rules that fired: {', '.join(f'{r} {n}' for r, n in rules.most_common())}")
 
 
+INSTALLED_KINDS = ("*.py", "*.json", "*.yaml", "*.yml", "*.md", "*.txt", "*.cfg", "*.toml", "*.xml", "*.html")
+
+
+def installed_section(files: int, verbose: bool) -> None:
+    lib = Path(sys.prefix) / "lib"
+    paths = sorted(p for kind in INSTALLED_KINDS for p in lib.rglob(kind))
+    random.Random(0).shuffle(paths)
+    lines = 0
+    flagged: list[str] = []
+    for path in paths[:files]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in text.splitlines():
+            if len(line) > 2000:
+                continue  # minified files: one "line" of a megabyte
+            lines += 1
+            if find_secrets(line):
+                flagged.append(f"{path.name}: {line.strip()[:150]}")
+    print(f"\nsecrets: lines of installed files flagged ({min(files, len(paths))} files of {lib}, seed 0)")
+    print(f"  stopwise redact_secrets   {_pct(len(flagged), lines)}")
+    print(f"  baseline (flag nothing)   {_pct(0, lines)}")
+    if verbose:
+        for line in flagged:
+            print(f"    {line}")
+
+
 def _survives(secret: str, redacted: str) -> bool:
     """True when any 8-character piece of the secret is still readable."""
     piece = 8 if len(secret) >= 8 else len(secret)
@@ -140,10 +172,13 @@ def main() -> None:
     parser.add_argument("sections", nargs="*", default=["secrets", "pii", "peers", "injection"])
     parser.add_argument("-v", "--verbose", action="store_true", help="peers: list each miss and false alarm")
     parser.add_argument("--per-kind", type=int, default=3000, help="lines of each kind of ordinary text")
+    parser.add_argument("--files", type=int, default=6000, help="installed: how many files to read")
     args = parser.parse_args()
     for section in args.sections:
         if section == "secrets":
             secrets_section(args.per_kind)
+        elif section == "installed":
+            installed_section(args.files, args.verbose)
         elif section == "injection":
             injection_section()
         elif section == "pii":

@@ -1,14 +1,15 @@
 """The ``peers`` section of ``evals/guardrail_builtins.py``: the built-in detectors on the peers' own test data.
 
 ``evals/data/peer_secrets.jsonl`` and ``evals/data/peer_pii.jsonl`` (built by ``evals/extract_peer_fixtures.py``)
-hold the test strings of gitleaks, detect-secrets, presidio, scrubadub and card-validator with the peer's label.
+hold the test strings of gitleaks, detect-secrets, secretlint, presidio, scrubadub and card-validator with the
+peer's label; trufflehog's (AGPL-3.0, not shipped) are read from the local cache that script writes, when present.
 Per source: recall on the positives (the detector found something; for personal data, something over every span
 the peer expects) and false alarms on the negatives, beside the trivial baselines (flag nothing; flag every
 high-entropy token for secrets, every run of nine digits or more for personal data) and detect-secrets 1.5 with
 its default plugins for secrets.
 
-The rules were fixed on the DEV sources (gitleaks; presidio); the HELD-OUT ones (detect-secrets; scrubadub and
-card-validator) were measured before and after without being looked at for fixes.
+The rules were fixed on the DEV sources (gitleaks, secretlint, trufflehog; presidio); the HELD-OUT ones
+(detect-secrets; scrubadub and card-validator) were measured before and after without being looked at for fixes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from stopwise.guardrails._secrets import find_secrets, shannon_entropy
 __all__ = ["Fixture", "load_fixtures", "peers_section"]
 
 DATA = Path(__file__).resolve().parent / "data"
-SECRET_SPLITS = {"gitleaks": "dev", "gitleaks-generated": "dev", "detect-secrets": "held-out"}
+SECRET_SPLITS = {
+    "gitleaks": "dev",
+    "gitleaks-generated": "dev",
+    "secretlint": "dev",
+    "trufflehog": "dev",
+    "detect-secrets": "held-out",
+}
 PII_SPLITS = {"presidio": "dev", "scrubadub": "held-out", "card-validator": "held-out"}
 
 
@@ -46,8 +53,8 @@ class Fixture:
         return self.label == "positive"
 
 
-def load_fixtures(name: str) -> list[Fixture]:
-    """The records of ``evals/data/<name>``."""
+def load_fixtures(name: str | Path) -> list[Fixture]:
+    """The records of ``evals/data/<name>`` (or of the file ``name`` when it is a path)."""
     out = []
     with (DATA / name).open(encoding="utf-8") as f:
         for line in f:
@@ -119,6 +126,13 @@ def _table(
 
 def secrets_peers(verbose: bool) -> None:
     fixtures = load_fixtures("peer_secrets.jsonl")
+    # trufflehog's strings (AGPL-3.0) are not shipped: extract_peer_fixtures.py writes them to a cache outside git.
+    from extract_peer_fixtures import TRUFFLEHOG_CACHE
+
+    if TRUFFLEHOG_CACHE.exists():
+        fixtures += load_fixtures(TRUFFLEHOG_CACHE)
+    else:
+        print(f"\ntrufflehog: {TRUFFLEHOG_CACHE} is not there (python evals/extract_peer_fixtures.py makes it)")
     peer = _line_flags(fixtures)
     peer_hit = {id(fx): hit for fx, hit in zip(fixtures, peer, strict=True)} if peer is not None else {}
     detectors: dict[str, Callable[[Fixture], bool]] = {

@@ -100,6 +100,36 @@ def test_ordinary_code_placeholders_and_ids_are_not_flagged(line: str) -> None:
     assert find_secrets(line) == [], find_secrets(line)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Lines of installed packages' source that were flagged (a scan of 2.2 million lines, round 10):
+        "        password=None,",
+        "        password=self.ssl_keyfile_password,",
+        "def change_password(self, user: bytes, passwd: bytes) -> None: ...",
+        "proxy_username=None, proxy_password=None):",
+        '"password": "string?",',
+        "entity_mask2_token=entity_mask2_token,",
+        "self.cross_attn_image_to_token = Sam3TrackerVideoAttention(config)",
+    ],
+)
+def test_keyword_arguments_calls_and_type_names_after_a_secret_name_are_not_flagged(line: str) -> None:
+    assert find_secrets(line) == [], find_secrets(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ("Server=db;Database=app;Uid=sa;Pwd=Xk29!aLq3;", "Xk29!aLq3"),
+        ("password=hunter2x,", "hunter2x"),
+        ("TOKEN=Ab12Cd34Ef56Gh78Ij90", "Ab12Cd34Ef56Gh78Ij90"),
+        ("client = Client(token=Ab12Cd34Ef56Gh78Ij90)", "Ab12Cd34Ef56Gh78Ij90"),
+    ],
+)
+def test_values_before_a_comma_or_a_closing_bracket_are_still_redacted(line: str, secret: str) -> None:
+    assert secret not in redact_text(line)
+
+
 def test_every_rule_has_keywords_and_a_unique_id() -> None:
     ids = [r.id for r in SECRET_RULES]
     assert len(ids) == len(set(ids))

@@ -94,9 +94,9 @@ def is_placeholder_token(value: str) -> bool:
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
         \$\{?[\w.\-]+\}? | \{\{.*\}\} | %\(?[\w.]+\)?s? | %[\w]+% | <[^>]*> | \[[^\]]*\] | \*+ | x+ | \.+ | -+
-        | none | null | nil | true | false | undefined | required | optional | string | str | int | bytes | any
+        | none | null | nil | true | false | undefined | required | optional | (?:string|str|int|bytes|any)\??
         | password | passwd | pass | pwd | user | secret | token | changeme | change_me
-        | your[_\-]?\w* | my[_\-]?\w* | example\w* | dummy\w*
+        | your[_\-]?\w* | my[_\-]?\w* | example\w* | dummy\w* | replace[_\-]\w* | insert[_\-]\w*
         | placeholder\w* | redacted | hidden | todo | tbd | fixme | env | os\.environ.* | process\.env.* | getenv.*
     )$"""
 )
@@ -104,19 +104,25 @@ _PLACEHOLDER = re.compile(
 _CODE_REF = re.compile(r"^[A-Za-z_][\w]*(?:(?:\.|->|::)[A-Za-z_]\w*)+$|[(\[{]|^[A-Za-z_]\w*\($")
 
 
+def _bare(value: str) -> str:
+    """An unquoted value without what ends the sentence or the call it sits in (``password=None):``, ``the
+    password is required.``)."""
+    return value.strip().rstrip(".,;:!?)")
+
+
 def _literal_value(value: str, quoted: bool) -> bool:
     """A value assigned to a secret-named key is a secret unless it is a placeholder or names something else."""
-    v = value.strip()
+    v = value.strip() if quoted else _bare(value)
     if len(v) < 6 or _PLACEHOLDER.match(v) or (not quoted and _CODE_REF.search(v)):
         return False
-    # Unquoted, a trailing full stop or comma ends the sentence, not the password ("the password is required.").
-    word = v if quoted else v.rstrip(".,;:!?")
-    if word.isidentifier() and not any(c.isdigit() for c in word):
+    if v.isidentifier() and not any(c.isdigit() for c in v):
         # ``password=pwd``, ``token=access_token``: a variable or a name. A real password has a digit or a sign.
         return False
     return not v.isdigit() or len(v) >= 8
 
 
+# A dotted name in lower case: a module path or a setting's key (``subsampling.0``, ``state.layer1.weight``).
+_DOTTED_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,15}(?:\.(?:[a-z_][a-z0-9_]{0,15}|\d+))+$")
 # A name then a version: ``jjwt-jackson-0.11.2``, ``requests@2.31.0``, ``node:20.11.1-alpine`` (package
 # coordinates and image tags, which sit after names such as ``io.jsonwebtoken:`` or ``auth-lib:``).
 _VERSIONED_NAME = re.compile(r"^[A-Za-z][\w.\-]*?[-_.@:/]v?\d+(?:\.\d+){1,3}(?:[-+][\w.\-]*)?$")
@@ -125,13 +131,33 @@ _VERSIONED_NAME = re.compile(r"^[A-Za-z][\w.\-]*?[-_.@:/]v?\d+(?:\.\d+){1,3}(?:[
 def _random_value(value: str, quoted: bool) -> bool:
     if all(c in "0123456789abcdefABCDEF" for c in value) and len(value) < 32:
         return False  # a short hex string is an id or a digest prefix; hex API keys are 32 characters or more
-    if _VERSIONED_NAME.match(value):
+    if _VERSIONED_NAME.match(value) or _DOTTED_NAME.match(value):
+        return False
+    if _URL_VALUE.match(value) and not _random_url_part(value):
+        # ``MONGO_NO_AUTH = "mongodb://localhost:27017/db"``: an address; a password in it is url-password's.
         return False
     return _literal_value(value, quoted) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
+def _element_password(value: str, quoted: bool) -> bool:
+    """An XML element's text is delimited as a quoted value is."""
+    return _literal_value(value, True)
+
+
+def _element_secret(value: str, quoted: bool) -> bool:
+    return _random_value(value, True)
+
+
+def _connection_password(value: str, quoted: bool) -> bool:
+    """A connection string's password, unless a placeholder or a reference (``password=None,`` and
+    ``password=self.ssl_password,`` on a line of their own are keyword arguments)."""
+    bare = _bare(value)
+    return _url_password(bare, quoted) and not _CODE_REF.search(bare)
+
+
 def _url_password(value: str, quoted: bool) -> bool:
-    return not _PLACEHOLDER.match(value) and not value.startswith(("$", "{", "%", "<"))
+    """Not a placeholder (``REPLACE_WITH_PASSWORD``), a variable, nor one or two characters repeated (``1111``)."""
+    return not _PLACEHOLDER.match(value) and not value.startswith(("$", "{", "%", "<")) and len(set(value.lower())) > 2
 
 
 def _basic_credentials(value: str, quoted: bool) -> bool:
@@ -187,6 +213,27 @@ def _header_value(value: str, quoted: bool) -> bool:
     )
 
 
+_RUN = re.compile(r"[A-Za-z0-9]{16,}")
+
+
+def _random_run(value: str, quoted: bool) -> bool:
+    """A random key holds a run of 16 or more letters and digits with a digit in it; hyphenated words that share a
+    key's prefix (``sk-ant-api02-notarealkey``, a CSS class ``sk-folding-cube-...``) do not."""
+    return any(any(c.isdigit() for c in m.group()) for m in _RUN.finditer(value))
+
+
+_URL_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_URL_PART = re.compile(r"[^/?&=:@.#;]+")
+
+
+def _random_url_part(value: str) -> bool:
+    """Whether a URL holds a part (between ``/ ? & = : @ .``) that reads as a token: 16 characters or more with
+    letters and digits."""
+    return any(
+        len(p) >= 16 and any(c.isdigit() for c in p) and any(c.isalpha() for c in p) for p in _URL_PART.findall(value)
+    )
+
+
 def _mixed(value: str, quoted: bool) -> bool:
     return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
 
@@ -203,13 +250,24 @@ _PASSWORD_NAMES = r"[\w.\-]*?(?:password|passwd|passphrase|pwd)"
 _SECRET_NAMES = (
     r"[\w.\-]*?(?:(?:secret|token|auth|credentials?)(?:[_\-.]?key)?|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|private[_\-.]?key"
     r"|signing[_\-.]?key|encryption[_\-.]?key|master[_\-.]?key|license[_\-.]?key|client[_\-.]?key|app[_\-.]?key"
+    # Any other ``<name>_key`` and camel-case ``<name>Key`` (``cashboard_key``, ``storageAccountKey``); ``monkey``
+    # and ``hockey`` are words.
+    r"|[_\-.]key|(?-i:(?<=[a-z0-9])Key)"
     r")"
 )
 
 
+# Public and publishable keys are meant to be seen; a CSRF token is a per-page form value.
+_NOT_SECRET_NAMES = r"(?i)public|publishable|csrf|xsrf"
+
+# The three base64url parts of a JWT after ``eyJ`` (its header's ``{"``).
+_JWT_BODY = r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
+
+
 def _value(least: int, unquoted: str) -> str:
     """The secret group: everything between quotes, or a run of ``unquoted`` characters when there are none."""
-    return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}})"
+    # Unquoted, the whole run (possessive) and not a call: ``x = SomeClass2(config)`` assigns no value.
+    return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}}+(?!\())"
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -310,7 +368,12 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("pulumi-token", _B + r"pul-[a-f0-9]{40}" + _E, "pul-"),
     _rule("doppler-token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _E, "dp.pt dp.st dp.sa dp.ct"),
     # Code hosting and packages
-    _rule("github-token", _B + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _E, "ghp_ gho_ ghu_ ghs_ ghr_"),
+    # GitHub App installation tokens also come as ``ghs_<installation id>_<JWT>``.
+    _rule(
+        "github-token",
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|ghs_\d{1,20}_" + _JWT_BODY + ")" + _E,
+        "ghp_ gho_ ghu_ ghs_ ghr_",
+    ),
     _rule("github-fine-grained-pat", _B + r"github_pat_[A-Za-z0-9_]{82}" + _E, "github_pat_"),
     _rule(
         "gitlab-token",
@@ -341,6 +404,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "openai-or-anthropic-key",
         _B + r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_\-]{20,}" + _E,
         "sk-",
+        accept=_random_run,
     ),
     # Exactly 34 characters after the prefix: a longer run is an identifier that shares it
     # (``hf_requiredCharacteristicTypesForDisplayMetadata``).
@@ -349,6 +413,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("groq-key", _B + r"gsk_[A-Za-z0-9]{52}" + _E, "gsk_"),
     _rule("xai-key", _B + r"xai-[A-Za-z0-9]{80}" + _E, "xai-"),
     _rule("replicate-token", _B + r"r8_[A-Za-z0-9]{37}" + _E, "r8_"),
+    # LangSmith personal (``pt``) and service (``sk``) keys: 32 hex, an underscore, 10 hex.
+    _rule("langsmith-key", _B + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _E, "lsv2_"),
+    # Pinecone API keys: ``pcsk_``, a key id of 5 or 6 characters, ``_`` and 63 characters.
+    _rule("pinecone-key", _B + r"pcsk_[A-Za-z0-9]{5,6}_[A-Za-z0-9]{63}" + _E, "pcsk_"),
     # Payments
     _rule("stripe-key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}" + _E, "sk_live_ sk_test_ rk_live_ rk_test_"),
     _rule("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{32,}", "whsec_"),
@@ -357,7 +425,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         _B + r"(?:EAAA[A-Za-z0-9_\-]{60}|sq0atp-[0-9A-Za-z_\-]{22}|sq0csp-[0-9A-Za-z_\-]{43})" + _E,
         "EAAA sq0atp- sq0csp-",
     ),
-    _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E, "shpat_ shpca_ shppa_ shpss_"),
+    # 32 hex characters, and the longer mixed-case ones of Shopify's changelog ("token lengths are increasing").
+    _rule("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[A-Za-z0-9]{32,64}" + _E, "shpat_ shpca_ shppa_ shpss_"),
     _rule(
         "flutterwave-key",
         _B + r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{32}-X" + _E + r"|FLWSECK_TEST[a-h0-9]{12}",
@@ -411,7 +480,13 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         + _E,
         "datadog dd_ dd-",
     ),
-    _rule("newrelic-key", _B + r"NR(?:AK|JS|II)-[A-Za-z0-9]{19,32}" + _E, "NRAK- NRJS- NRII-"),
+    # User, REST, insights insert and query, and browser keys carry a prefix; license keys end in ``NRAL``.
+    _rule(
+        "newrelic-key",
+        _B + r"(?:NR(?:AK|JS|II)-[A-Za-z0-9]{19,32}|NRI[IQ]-[A-Za-z0-9_\-]{25,32}|NRBR-[a-f0-9]{19}"
+        r"|(?:eu01xx[a-fA-F0-9]{30}|[a-fA-F0-9]{36})NRAL)" + _E,
+        "NRAK- NRJS- NRII- NRIQ- NRBR- NRAL",
+    ),
     _rule("grafana-token", _B + r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})", "glc_ glsa_"),
     _rule("sentry-token", _B + r"(?:sntrys_eyJ[A-Za-z0-9+/=_\-]{50,}|sntryu_[a-f0-9]{64})", "sntrys_ sntryu_"),
     _rule("linear-key", _B + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _E, "lin_api_ lin_oauth_"),
@@ -421,6 +496,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule("readme-key", _B + r"rdme_[a-z0-9]{70}" + _E, "rdme_"),
     _rule("dropbox-token", _B + r"sl\.[A-Za-z0-9_\-=]{130,}", "sl."),
     _rule("facebook-token", _B + r"EAA[A-Za-z0-9]{100,}" + _E, "EAA"),
+    # Tailscale API, auth, OAuth client, SCIM and webhook keys: ``tskey-<kind>-<key id>-<secret>``.
+    _rule("tailscale-key", _B + r"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}" + _E, "tskey-"),
+    # Vercel's prefixed personal, integration, app, refresh and API keys.
+    _rule("vercel-token", _B + r"vc[pikar]_[A-Za-z0-9]{24,80}" + _E, "vcp_ vci_ vck_ vca_ vcr_"),
     _rule("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40}" + _E, "figd_"),
     _rule("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, "pat"),
     _rule(
@@ -482,7 +561,9 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     _rule(
         "url-password",
-        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@'\"<>]{0,64}:(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
+        # The user name again as the password (``postgres://postgres:postgres@localhost``) is a local default.
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]{0,64}):(?!(?P=user)@)"
+        r"(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
         "://",
         accept=_url_password,
     ),
@@ -490,7 +571,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "connection-string-password",
         r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*(?P<secret>[^;\s\"']{3,})\s*(?=;|$)",
         "password= pwd=",
-        accept=_url_password,
+        accept=_connection_password,
     ),
     # Keyword context: a value assigned to a name that says it is secret.
     _rule(
@@ -499,14 +580,35 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "pass pwd",
         accept=_literal_value,
     ),
+    # The same names as XML elements: Jenkins' ``credentials.xml`` (``<secret>{AQAAABAAA...}</secret>``), Maven's
+    # ``settings.xml`` (``<password>``), ``<account_key>``; the element's text is the value, as if quoted.
+    _rule(
+        "password-xml-element",
+        r"(?i)<(?P<name>" + _PASSWORD_NAMES + r")>(?P<secret>[^<\n]{4,2000})</(?P=name)>",
+        "pass pwd",
+        accept=_element_password,
+    ),
+    _rule(
+        "secret-xml-element",
+        r"(?i)<(?P<name>" + _SECRET_NAMES + r")>(?P<secret>[^<\n]{12,2000})</(?P=name)>",
+        "secret token key auth credential",
+        entropy=3.0,
+        accept=_element_secret,
+        not_names=_NOT_SECRET_NAMES,
+    ),
     _rule(
         "secret-assignment",
-        r"(?i)(?<![\w.\-])(?P<name>" + _SECRET_NAMES + r")(?![A-Za-z])" + _ASSIGN + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
+        # Not the name again: ``entity_mask2_token=entity_mask2_token`` passes a variable on.
+        r"(?i)(?<![\w.\-])(?P<name>"
+        + _SECRET_NAMES
+        + r")(?![A-Za-z])"
+        + _ASSIGN
+        + r"(?!(?P=name)(?![\w\-.]))"
+        + _value(12, r"[A-Za-z0-9+/=_\-.~:]"),
         "secret token key auth credential",
         entropy=3.0,
         accept=_random_value,
-        # Public and publishable keys are meant to be seen; a CSRF token is a per-page form value.
-        not_names=r"(?i)public|publishable|csrf|xsrf",
+        not_names=_NOT_SECRET_NAMES,
     ),
 )
 """Every rule ``redact_secrets`` applies, in order."""
