@@ -188,7 +188,7 @@ SOURCES = {
             "olly-styles/WorkBench",
             "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
             "MIT",
-            "train",
+            "dev",  # read while choosing the rule, never fitted on (see docs/evals.md)
         ),
         Source(
             "workbench/heldout",
