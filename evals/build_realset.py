@@ -17,8 +17,9 @@ Sources, by condition:
   Verified (resolved by the hidden tests), ReAct on HotpotQA (the answer graded correct), Who&When's
   algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
-  repository is too large to clone: see ``compact_report``), and (held out, never fitted) WorkBench's runs of five
-  models on workplace tasks (the benchmark's own check of the end state; ``_real_workbench``).
+  repository is too large to clone: see ``compact_report``), and (never fitted) WorkBench's runs of five models on
+  workplace tasks, split by domain into a dev source and a held-out one (the benchmark's own check of the end
+  state; ``_real_workbench``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 
