@@ -712,8 +712,9 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
 
 def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
     """One finished state per sampled run of the source's domains (``workbench/heldout``: the held-out domains,
-    scored only; ``workbench/dev``: the others, which a fit may read): the task as the goal, each call with what the
-    tool returned, the agent's final output as the final answer; labelled by WorkBench's check of the end state."""
+    scored only; ``workbench/dev``: the others, read while choosing rules, never fitted): the task as the goal, each
+    call with what the tool returned, the agent's final output as the final answer; labelled by WorkBench's check of
+    the end state."""
     assert source.commit == _real_workbench.COMMIT
     held_out = source.name == "workbench/heldout"
     grades = _real_workbench.read_grades()

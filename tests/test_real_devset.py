@@ -5,8 +5,9 @@ evaluator answers where the rules cannot tell; and the per-source regression gat
 from __future__ import annotations
 
 import json
+import random
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -464,6 +465,27 @@ def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_label
         assert r.extra["model"] in {"gpt-4", "gpt-3.5", "claude-2", "llama2-70b", "mistral-8x7B"}
         assert r.id.startswith(f"goal_reached/{r.source}/{r.extra['family']}/{r.extra['model']}_")
         assert r.id.endswith(f"/{row}") and path.split("/")[2] == r.extra["family"]
+
+
+def test_the_grown_workbench_sample_keeps_the_first_draw_and_adds_runs_of_the_held_out_domains_only() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    runs = [
+        _real_workbench.WorkBenchRun(f"{_real_workbench.RESULTS}/{d}/gpt-4_all_2024.csv", n, "task", (), "Done.")
+        for d in domains
+        for n in range(150)
+    ]
+    first = {(r.path, r.row) for r in random.Random(_real_workbench.SEED).sample(runs, _real_workbench.SAMPLE)}
+    chosen = _real_workbench.sample(runs)
+    keys = {(r.path, r.row) for r in chosen}
+    assert first <= keys and len(keys) == len(chosen)  # the pre-registered draw is kept, nothing drawn twice
+    added = Counter(r.domain for r in chosen if (r.path, r.row) not in first)
+    assert set(added) <= set(_real_workbench.HELD_OUT_DOMAINS)
+    held = Counter(r.domain for r in chosen)
+    assert all(
+        held[d] == max(_real_workbench.HELD_OUT_RUNS, sum(k[0].split("/")[2] == d for k in first))
+        for d in _real_workbench.HELD_OUT_DOMAINS
+    )
+    assert _real_workbench.sample(runs) == chosen  # a fixed seed: the same runs every build
 
 
 WORKBENCH_RESPONSE = (
