@@ -46,6 +46,13 @@ GRADES = HERE / "third_party" / "workbench" / "grades.jsonl"
 SAMPLE = 300
 """Runs drawn (fixed seed, before any grade was read) from the finished runs of every results file."""
 SEED = 20261202
+HELD_OUT_DOMAINS = ("customer_relationship_manager", "project_management")
+"""The domains scored only (the rules were never written or fitted on them); the others are the dev domains. Tasks
+do not cross domains, so a split by domain is a split by task family, never by record."""
+HELD_OUT_RUNS = 80
+"""Runs per held-out domain: the first draw gave them 36 and 35, too few to read a calibration on, so a second draw
+(``GROW_SEED``, before any grade of it was read) adds runs of those domains only, keeping the first 300."""
+GROW_SEED = 20261203
 CUT_OFF = "Agent stopped due to iteration limit or time limit."
 """What LangChain's agent answers when it ran out of steps: a cut-off, not a finished run."""
 _INVALID_TOOL = re.compile(r"is not a valid tool, try one of")
@@ -178,8 +185,15 @@ def finished_runs(show: Show, files: list[str]) -> Iterator[WorkBenchRun]:
 
 
 def sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
-    """``SAMPLE`` runs drawn with ``SEED``, in file and row order (the draw reads no grade)."""
+    """``SAMPLE`` runs drawn with ``SEED``, then runs of each held-out domain drawn with ``GROW_SEED`` from those not
+    drawn yet until it holds ``HELD_OUT_RUNS``; in file and row order (neither draw reads a grade)."""
     chosen = random.Random(SEED).sample(runs, min(SAMPLE, len(runs)))
+    grow = random.Random(GROW_SEED)
+    drawn = {(r.path, r.row) for r in chosen}
+    for domain in HELD_OUT_DOMAINS:
+        have = sum(r.domain == domain for r in chosen)
+        left = [r for r in runs if r.domain == domain and (r.path, r.row) not in drawn]
+        chosen += grow.sample(left, max(0, min(HELD_OUT_RUNS - have, len(left))))
     return sorted(chosen, key=lambda r: (r.path, r.row))
 
 

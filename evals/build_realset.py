@@ -17,8 +17,9 @@ Sources, by condition:
   Verified (resolved by the hidden tests), ReAct on HotpotQA (the answer graded correct), Who&When's
   algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
-  repository is too large to clone: see ``compact_report``), and (held out, never fitted) WorkBench's runs of five
-  models on workplace tasks (the benchmark's own check of the end state; ``_real_workbench``).
+  repository is too large to clone: see ``compact_report``), and (never fitted) WorkBench's runs of five models on
+  workplace tasks, split by domain into a dev source and a held-out one (the benchmark's own check of the end
+  state; ``_real_workbench``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 
@@ -184,7 +185,14 @@ SOURCES = {
             "test",
         ),
         Source(
-            "workbench/workplace",
+            "workbench/dev",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
+            "dev",  # read while choosing the rule, never fitted on (see docs/evals.md)
+        ),
+        Source(
+            "workbench/heldout",
             "olly-styles/WorkBench",
             "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
             "MIT",
@@ -703,12 +711,17 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
 
 
 def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
-    """One finished state per sampled run: the task as the goal, each call with what the tool returned, the agent's
-    final output as the final answer; labelled by WorkBench's check of the end state (held out: never fitted)."""
+    """One finished state per sampled run of the source's domains (``workbench/heldout``: the held-out domains,
+    scored only; ``workbench/dev``: the others, read while choosing rules, never fitted): the task as the goal, each
+    call with what the tool returned, the agent's final output as the final answer; labelled by WorkBench's check of
+    the end state."""
     assert source.commit == _real_workbench.COMMIT
+    held_out = source.name == "workbench/heldout"
     grades = _real_workbench.read_grades()
     runs = _real_workbench.finished_runs(repo.read, _real_workbench.result_files(repo.files(_real_workbench.RESULTS)))
     for run in _real_workbench.sample(list(runs)):
+        if (run.domain in _real_workbench.HELD_OUT_DOMAINS) != held_out:
+            continue
         correct = grades[(run.path, run.row)]
         turns: list[Turn] = [(s.thought, s.tool, s.args, s.result, s.failed) for s in run.steps]
         yield run_record(
@@ -736,7 +749,8 @@ RUN_READERS = {
     "autogpt/2024-03-10": autogpt_records,
     "autogpt/2024-04-02": autogpt_records,
     "autogpt/2024-04-10": autogpt_records,
-    "workbench/workplace": workbench_records,
+    "workbench/dev": workbench_records,
+    "workbench/heldout": workbench_records,
 }
 
 

@@ -5,8 +5,9 @@ evaluator answers where the rules cannot tell; and the per-source regression gat
 from __future__ import annotations
 
 import json
+import random
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -438,14 +439,22 @@ def test_an_autogpt_attempt_becomes_the_state_at_its_finish_labelled_by_the_grad
     assert held.split == "test" and held.excerpt != source.excerpt
 
 
-def test_the_workbench_source_is_held_out_pinned_and_labelled_by_the_benchmarks_own_check(records: list) -> None:  # type: ignore[type-arg]
-    source = build_realset.SOURCES["workbench/workplace"]
-    assert source.split == "test"  # held out: no fit reads it (fit_real fits on the train split only)
-    made = [r for r in records if r.source == source.name]
-    assert len(made) == _real_workbench.SAMPLE == 300
-    assert sum(r.label for r in made) == 84  # the grades, as WorkBench's is_correct gave them
-    assert (ROOT / "evals" / "third_party" / "workbench" / "LICENSE").read_text(encoding="utf-8").startswith("MIT")
+def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_labelled_by_the_benchmarks_check(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    dev, held = build_realset.SOURCES["workbench/dev"], build_realset.SOURCES["workbench/heldout"]
+    # Neither is fitted on (fit_real fits on the train split only): the dev domains were read to choose the rule,
+    # the held-out ones only scored.
+    assert dev.split == "dev" and held.split == "test"
+    made = [r for r in records if r.source in (dev.name, held.name)]
     grades = _real_workbench.read_grades()
+    assert len(made) == len(grades) == _real_workbench.SAMPLE + 89  # the second draw grew the held-out domains
+    held_domains = set(_real_workbench.HELD_OUT_DOMAINS)
+    assert all((r.extra["family"] in held_domains) is (r.source == held.name) for r in made)
+    assert sum(r.source == held.name for r in made) == _real_workbench.HELD_OUT_RUNS * len(held_domains)
+    dev_made = [r for r in made if r.source == dev.name]
+    assert (len(dev_made), sum(r.label for r in dev_made)) == (229, 67)  # as WorkBench's is_correct graded them
+    assert (ROOT / "evals" / "third_party" / "workbench" / "LICENSE").read_text(encoding="utf-8").startswith("MIT")
     for r in made:
         assert r.condition == "goal_reached" and r.license == "MIT" and r.kind == "finished_run"
         where = r.extra["provenance"].removeprefix(f"olly-styles/WorkBench@{_real_workbench.COMMIT[:12]}:")
@@ -454,8 +463,29 @@ def test_the_workbench_source_is_held_out_pinned_and_labelled_by_the_benchmarks_
         assert grades[(path, int(row))] is r.label
         assert r.extra["outcome"] == ("correct" if r.label else "incorrect")
         assert r.extra["model"] in {"gpt-4", "gpt-3.5", "claude-2", "llama2-70b", "mistral-8x7B"}
-        assert r.id.startswith(f"goal_reached/{source.name}/{r.extra['family']}/{r.extra['model']}_")
+        assert r.id.startswith(f"goal_reached/{r.source}/{r.extra['family']}/{r.extra['model']}_")
         assert r.id.endswith(f"/{row}") and path.split("/")[2] == r.extra["family"]
+
+
+def test_the_grown_workbench_sample_keeps_the_first_draw_and_adds_runs_of_the_held_out_domains_only() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    runs = [
+        _real_workbench.WorkBenchRun(f"{_real_workbench.RESULTS}/{d}/gpt-4_all_2024.csv", n, "task", (), "Done.")
+        for d in domains
+        for n in range(150)
+    ]
+    first = {(r.path, r.row) for r in random.Random(_real_workbench.SEED).sample(runs, _real_workbench.SAMPLE)}
+    chosen = _real_workbench.sample(runs)
+    keys = {(r.path, r.row) for r in chosen}
+    assert first <= keys and len(keys) == len(chosen)  # the pre-registered draw is kept, nothing drawn twice
+    added = Counter(r.domain for r in chosen if (r.path, r.row) not in first)
+    assert set(added) <= set(_real_workbench.HELD_OUT_DOMAINS)
+    held = Counter(r.domain for r in chosen)
+    assert all(
+        held[d] == max(_real_workbench.HELD_OUT_RUNS, sum(k[0].split("/")[2] == d for k in first))
+        for d in _real_workbench.HELD_OUT_DOMAINS
+    )
+    assert _real_workbench.sample(runs) == chosen  # a fixed seed: the same runs every build
 
 
 WORKBENCH_RESPONSE = (
