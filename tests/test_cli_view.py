@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -68,6 +69,22 @@ def test_run_that_suspends_prints_each_pending_call_with_why_and_how_to_settle(w
     assert "pending: refund-1  issue_refund  tool 'issue_refund' needs approval" in run.stdout
     assert "stopwise approve|reject|terminate" in run.stdout
     assert not (workdir / "effects.log").exists()
+
+
+def test_the_settle_command_a_suspended_run_prints_works_as_printed_with_its_log_elsewhere(workdir: Path) -> None:
+    """The hint names the agent and the log the run used (not the default ``stopwise.db``): copied with a call id
+    filled in, it settles the run; ``show`` prints the same command, its agent left to fill in."""
+    run = stopwise_cmd("run", "agents.py:refunder", "Refund A-1", "--db", "refunds.db", cwd=workdir)
+    assert run.returncode == 1, run.stderr
+    hint = re.search(r"^settle: (.+)$", run.stdout, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    session = re.search(r"^session: (\S+)", run.stdout, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    shown = stopwise_cmd("show", session, "--db", "refunds.db", cwd=workdir)
+    assert f"settle with: {hint.replace('agents.py:refunder', 'FILE.py:NAME')}" in shown.stdout
+    argv = shlex.split(hint.replace("approve|reject|terminate", "approve").replace("CALL...", "refund-1"))
+    assert argv[0] == "stopwise"
+    approve = stopwise_cmd(*argv[1:], cwd=workdir)
+    assert approve.returncode == 0, approve.stderr
+    assert "status: completed" in approve.stdout and not (workdir / "stopwise.db").exists()
 
 
 def test_approve_runs_the_pending_call_once_and_completes_the_run(workdir: Path) -> None:

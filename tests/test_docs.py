@@ -4,6 +4,7 @@ a fragment must still parse. Also the one exit-code table of the command line, c
 
 from __future__ import annotations
 
+import argparse
 import ast
 import os
 import re
@@ -95,6 +96,34 @@ def test_the_readme_command_table_lists_every_subcommand() -> None:
     table = _command_section()
     for name in commands.choices:  # type: ignore[union-attr]
         assert re.search(rf"^\| `stopwise [^`]*\b{name}\b", table, re.MULTILINE), name
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {option for action in parser._actions for option in action.option_strings}
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(found[0].choices) if found else {}
+
+
+def test_every_flag_of_the_readme_command_table_is_one_its_commands_take() -> None:
+    """A flag the table's synopsis names for a command (each of ``approve|reject|terminate``) is one the command's
+    parser accepts: a newcomer copying a synopsis never meets "unrecognized arguments"."""
+    from stopwise.cli import _parser
+
+    top = _parser()
+    synopses = re.findall(r"^\| `stopwise ([^`]*)` \|", _command_section(), re.MULTILINE)
+    assert len(synopses) >= 15
+    for synopsis in synopses:
+        words = synopsis.split()
+        flags = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", synopsis))
+        parsers = [top] if words[0].startswith("-") else [_subcommands(top)[n] for n in words[0].split("\\|")]
+        for parser in parsers:
+            if len(words) > 1 and words[1] in _subcommands(parser):  # `guardian stats`
+                parser = _subcommands(parser)[words[1]]
+            missing = flags - _options(parser)
+            assert not missing, f"`stopwise {synopsis}`: {parser.prog} has no {sorted(missing)}"
 
 
 def test_one_exit_code_table_names_the_codes_the_command_returns() -> None:

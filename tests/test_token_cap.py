@@ -362,7 +362,7 @@ async def test_a_tool_call_cut_at_the_budget_never_runs_and_a_retry_with_a_fresh
     rows = snapshot.messages()
     assert [m.role for m in rows] == ["user", "assistant", "tool"]
     assert rows[1].tool_calls[0].args == '{"path": "/etc/pa'
-    assert rows[2].tool_call_id == rows[1].tool_calls[0].id and "not valid JSON" in rows[2].content
+    assert rows[2].tool_call_id == rows[1].tool_calls[0].id and "cut off at the token budget's cap" in rows[2].content
     assert await asyncio.to_thread(main, ["show", "s", "--db", str(tmp_path / "log.db")]) == 0
     assert "completion reason: token_limit" in capsys.readouterr().out
 
@@ -374,6 +374,58 @@ async def test_a_tool_call_cut_at_the_budget_never_runs_and_a_retry_with_a_fresh
     assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "tool"]
     assert sent["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"path": "/etc/pa'
     assert sent["messages"][2]["tool_call_id"] == "c1"
+    assert "cut off at the token budget's cap" in sent["messages"][2]["content"]  # what the model reads on retry
+
+
+def _cut_call(
+    args: str, *, cap: int, stop: StopReason = StopReason.MAX_TOKENS, output: int | None = None
+) -> FunctionModel:
+    """A model whose first reply asks for ``read_file`` with the raw ``args``, stopping for ``stop`` after
+    ``output`` tokens (all of ``cap`` by default); its next reply is a final answer."""
+
+    def model(request: ModelRequest) -> Reply:
+        if request.step > 1:
+            return Reply("Done.", usage=Usage(10, 1))
+        assert request.max_output_tokens == cap
+        spent = Usage(10, cap if output is None else output)
+        return Reply(tool_calls=[ToolCall("read_file", args, id="c1")], stop_reason=stop, usage=spent)
+
+    return FunctionModel(model)
+
+
+@pytest.mark.parametrize(
+    ("limits", "cap"),
+    [(Limits(output_tokens=30), 30), (Limits(total_tokens=100), 100)],
+    ids=["output_tokens", "total_tokens"],
+)
+async def test_a_call_cut_at_the_budgets_cap_is_answered_as_cut_short_not_as_bad_json(
+    store: SQLiteStore, limits: Limits, cap: int
+) -> None:
+    agent = Agent("a", "", _cut_call('{"path": "/etc/pa', cap=cap), tools=[read_file], limits=limits)
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.completion_reason == "token_limit" and ran == []
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    row = snapshot.messages()[-1]
+    assert row.role == "tool" and row.tool_call_id == "c1"
+    assert "Not run: the reply was cut off at the token budget's cap" in row.content
+    assert "not valid JSON" not in row.content
+
+
+@pytest.mark.parametrize(
+    ("stop", "output"), [(StopReason.TOOL_USE, 5), (StopReason.MAX_TOKENS, 20)], ids=["finished", "cut_below_cap"]
+)
+async def test_bad_json_in_a_reply_not_cut_at_the_budgets_cap_still_reads_not_valid_json(
+    store: SQLiteStore, stop: StopReason, output: int
+) -> None:
+    model = _cut_call('{"path": "/etc/pa', cap=30, stop=stop, output=output)
+    agent = Agent("a", "", model, tools=[read_file], limits=Limits(output_tokens=30))
+    await Runner(store).run(agent, "go", session_id="s")
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    row = snapshot.messages()[2]
+    assert row.role == "tool" and row.tool_call_id == "c1"
+    assert "Arguments for tool 'read_file' are not valid JSON" in row.content
 
 
 async def test_a_whole_tool_call_in_a_reply_cut_at_the_budget_does_not_run_either(store: SQLiteStore) -> None:
@@ -393,7 +445,7 @@ async def test_a_whole_tool_call_in_a_reply_cut_at_the_budget_does_not_run_eithe
     assert result.completion_reason == "token_limit" and ran == []
     snapshot = await store.load_session("s")
     assert snapshot is not None and snapshot.messages()[-1].role == "tool"
-    assert "Not run" in snapshot.messages()[-1].content
+    assert "Not run: the reply was cut off at the token budget's cap" in snapshot.messages()[-1].content
 
 
 async def test_a_model_that_ignores_the_cap_is_still_held_to_the_budget_after_the_call(store: SQLiteStore) -> None:

@@ -368,7 +368,7 @@ def _run(target: str, prompt: str, model: str | None, db: str, goal: Goal | None
     if result.status is RunStatus.COMPLETED:
         output = result.output if isinstance(result.output, str) else _json(result.output)
         print(f"output: {terminal_safe(output)}")
-    print_pending(result, sys.stdout)
+    print_pending(result, sys.stdout, path, target)
     session = terminal_safe(result.session_id)
     print(f"session: {session} (stopwise runs --db {path} --session {session})")
     return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_FAILED

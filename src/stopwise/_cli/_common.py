@@ -1,13 +1,15 @@
-"""What the inspecting subcommands share: opening the SQLite log, finding a run, the usage error."""
+"""What the inspecting subcommands share: opening the SQLite log, finding a run, the usage error, the command that
+settles a suspended run."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from stopwise.store.base import RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
 
-__all__ = ["DEFAULT_DB", "UsageError", "existing_db", "find_run"]
+__all__ = ["DEFAULT_DB", "UsageError", "existing_db", "find_run", "settle_command"]
 
 DEFAULT_DB = "stopwise.db"
 """The log ``stopwise run`` writes without ``--db`` (in the current directory); the other commands read it too."""
@@ -35,3 +37,11 @@ async def find_run(store: SQLiteStore, ref: str) -> tuple[SessionSnapshot, RunRe
     if run is None or snapshot is None:
         raise UsageError(f"no run or session {ref!r}")
     return snapshot, run
+
+
+def settle_command(session: str, target: str, path: Path | None) -> str:
+    """The command that settles ``session``'s pending calls, to copy once ``CALL...`` is filled in and one of
+    ``approve|reject|terminate`` chosen: with the agent ``target`` and the log ``path`` (left out when None), each
+    quoted for a POSIX shell, so it works from the directory it was printed in."""
+    where = f"--agent {shlex.quote(target)}" + ("" if path is None else f" --db {shlex.quote(str(path))}")
+    return f"stopwise approve|reject|terminate {shlex.quote(session)} CALL... {where}"

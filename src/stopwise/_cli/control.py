@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stopwise._cli._common import UsageError, existing_db
+from stopwise._cli._common import UsageError, existing_db, settle_command
 from stopwise._load import LoadError, load_agent
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
@@ -100,7 +100,7 @@ def retry(db: str, target: str, session: str, message: str | None) -> int:
         result = asyncio.run(go())
     except (RetryNotAllowed, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
-    return print_outcome(result, path, sys.stdout)
+    return print_outcome(result, path, target, sys.stdout)
 
 
 def fork(db: str, target: str, session: str, at: str, new_session: str | None, message: str | None) -> int:
@@ -123,7 +123,7 @@ def fork(db: str, target: str, session: str, at: str, new_session: str | None, m
     where = f"session {origin.source_session_id}, run {origin.source_run_id}, step {origin.at_step}"
     print(terminal_safe(f"forked from: {where}"))
     print(terminal_safe(f"run: {result.run_id}"))
-    return print_outcome(result, path, sys.stdout)
+    return print_outcome(result, path, target, sys.stdout)
 
 
 def _step_number(at: str) -> int:
@@ -183,7 +183,7 @@ def _settle(db: str, target: str, session: str, decisions: Mapping[str, Approval
         result = asyncio.run(go())
     except (ApprovalError, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
-    return print_outcome(result, path, sys.stdout)
+    return print_outcome(result, path, target, sys.stdout)
 
 
 def _agent(target: str) -> Agent:
@@ -193,7 +193,7 @@ def _agent(target: str) -> Agent:
         raise UsageError(str(exc)) from None
 
 
-def print_outcome(result: RunResult, path: Path, out: TextIO) -> int:
+def print_outcome(result: RunResult, path: Path, target: str, out: TextIO) -> int:
     """How the run stands now, what is pending and why, and how to go on; the exit code ``stopwise`` returns
     for it (0 completed, 1 otherwise)."""
     reason = "" if result.completion_reason is None else result.completion_reason.value
@@ -205,7 +205,7 @@ def print_outcome(result: RunResult, path: Path, out: TextIO) -> int:
     say(f"completion reason: {reason}")
     if result.error is not None:
         say(terminal_safe(f"error: {result.error.code}: {' '.join(result.error.message.split())}"))
-    print_pending(result, out)
+    print_pending(result, out, path, target)
     if result.status is RunStatus.COMPLETED:
         output = result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False)
         say(f"output: {terminal_safe(str(output))}")
@@ -214,10 +214,10 @@ def print_outcome(result: RunResult, path: Path, out: TextIO) -> int:
     return 0 if result.status is RunStatus.COMPLETED else 1
 
 
-def print_pending(result: RunResult, out: TextIO) -> None:
-    """One line per pending call of a suspended run: its id, its tool and why it waits; then how to settle it."""
+def print_pending(result: RunResult, out: TextIO, path: Path, target: str) -> None:
+    """One line per pending call of a suspended run: its id, its tool and why it waits; then how to settle it, as a
+    command that works as printed once CALL is filled in (the agent ``target`` and the log ``path`` it ran with)."""
     for p in result.pending:
         print(terminal_safe(f"pending: {p.call_id}  {p.tool}  {p.describe()}"), file=out)
     if result.pending:
-        session = terminal_safe(result.session_id)
-        print(f"settle: stopwise approve|reject|terminate {session} CALL... --agent FILE.py:NAME", file=out)
+        print(terminal_safe(f"settle: {settle_command(result.session_id, target, path)}"), file=out)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from stopwise._cli._common import UsageError, existing_db, find_run
+from stopwise._cli._common import UsageError, existing_db, find_run, settle_command
 from stopwise._terminal import json_safe, terminal_safe
 from stopwise._view.timeline import RunView, StepView, readings, run_view
 from stopwise.store.sqlite import SQLiteStore
@@ -30,13 +30,14 @@ async def load_view(path: Path, ref: str) -> RunView:
 
 
 def show(db: str, ref: str, *, as_json: bool, full: bool) -> int:
-    view = asyncio.run(load_view(existing_db(db), ref))
+    path = existing_db(db)
+    view = asyncio.run(load_view(path, ref))
     if as_json:
         # Readable non-ASCII text, but every control, bidi or invisible character as a JSON escape: the document
         # parses to the same value and cannot act on the terminal it is printed to.
         print(json_safe(json.dumps(view.to_data(), ensure_ascii=False, indent=2, default=str)))
     else:
-        render_text(view, sys.stdout, full=full)
+        render_text(view, sys.stdout, full=full, db=path)
     return 0
 
 
@@ -75,9 +76,10 @@ _OUTCOME_STYLE = {
 }
 
 
-def render_text(view: RunView, out: TextIO, *, full: bool = False) -> None:
+def render_text(view: RunView, out: TextIO, *, full: bool = False, db: Path | None = None) -> None:
     """Write ``view`` to ``out``: a header (how the run ended), the input, each step with its decision and
-    records, the pending calls with why, and the output."""
+    records, the pending calls with why and the command that settles them (naming ``db``, the log it was read
+    from, when given), and the output."""
     from rich.console import Console
     from rich.text import Text
 
@@ -124,8 +126,7 @@ def render_text(view: RunView, out: TextIO, *, full: bool = False) -> None:
             (p.describe(), "yellow"),
         )
     if view.pending:
-        session = run.session_id
-        line(f"settle with: stopwise approve|reject|terminate {session} CALL --agent FILE.py:NAME")
+        line(f"settle with: {settle_command(run.session_id, 'FILE.py:NAME', db)}")
     if run.output is not None:
         output = run.output if isinstance(run.output, str) else _json(run.output)
         line(("output: ", "bold"), _clip(output, full))

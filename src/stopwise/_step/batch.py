@@ -36,8 +36,10 @@ def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> t
     was cut at its budget's output cap (a cut may leave a call's arguments unfinished) (``reply``, given on a step's
     first pass; not when approved calls run on a resume), none of them runs;
     else the calls past ``Limits.tool_calls`` (in call order) do not run. Either way a call that does not run is
-    answered with a "not run" row (a denial: it does not count toward the runaway-error guard). Calls already
-    answered (unknown tool, bad arguments, a block) keep their rows and cost nothing."""
+    answered with a "not run" row (a denial: it does not count toward the runaway-error guard); in a reply cut at
+    the cap the row says so, also for a call whose arguments do not parse (they were cut short, not written
+    wrong). Calls already answered otherwise (unknown tool, bad arguments in a reply not cut at the cap, a block)
+    keep their rows and cost nothing."""
     agent = leg.agent
     out = list(plans)
     if agent.stop_at_tools is not None and agent.end_strategy == "early":
@@ -50,10 +52,18 @@ def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> t
         return out, None
     if reply is not None:
         with_reply = leg.spent(reply.usage)
-        spent = spent_before_tools(limits, with_reply) or cut_at_cap(limits, leg.output_cap(), reply, with_reply)
+        cut = cut_at_cap(limits, leg.output_cap(), reply, with_reply)
+        spent = spent_before_tools(limits, with_reply) or cut
         if spent is not None:
             why = f"Not run: {spent.error().message}"
-            return [_not_run(p, why) if p.row is None else p for p in out], spent
+            if cut is not None:
+                # The model reads these rows when the run is retried: a call cut short must not read as bad JSON
+                # it wrote, nor a whole one as refused for a reason it cannot see in its reply.
+                why = (
+                    "Not run: the reply was cut off at the token budget's cap, so the call may be incomplete. "
+                    + cut.error().message
+                )
+            return [_not_run(p, why) if p.row is None or (cut is not None and _unparsed(p)) else p for p in out], spent
     if limits.tool_calls is None:
         return out, None
     allowed = calls_allowed(limits, leg.spent())
@@ -65,6 +75,12 @@ def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> t
     why = f"Not run: this run's tool-call limit ({limit}) is reached"
     hit = LimitHit(LimitKind.TOOL_CALLS, limit, leg.budget_tool_calls + len(runnable))
     return [_not_run(p, why) if id(p) in past else p for p in out], hit
+
+
+def _unparsed(plan: CallPlan) -> bool:
+    """Whether the call was answered because its arguments are not a JSON object: its tool is known and it has no
+    arguments (a block or a rejection keeps the arguments it judged; an unknown tool has no tool)."""
+    return plan.row is not None and plan.tool is not None and plan.args is None
 
 
 def _not_run(plan: CallPlan, why: str) -> CallPlan:
