@@ -43,8 +43,11 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import Approve
+from stopwise.cli import main
 from stopwise.errors import ConfigError, UnreadableEntry, UnreadableRecord, UnreadableRun, UnreadableSuspension
 from stopwise.guardian import Guardian
+from stopwise.guardian.audit import PolicyOverride, replay_all
+from stopwise.guardian.policy import ThresholdPolicy
 from stopwise.guardian.records import GuardianDecision, replay
 from stopwise.history import keep_last_steps
 from stopwise.integrations._base import Deciders, PeerRun
@@ -599,6 +602,67 @@ def test_a_policy_setting_a_newer_version_wrote_is_kept_when_read_and_refused_at
     assert to_data([read])[0]["policy"]["from_the_future"] == "x"  # a copy (fork) keeps it
     with pytest.raises(ConfigError, match="settings this stopwise does not know: \\['from_the_future'\\]"):
         replay(read)
+
+
+def test_a_policy_input_a_newer_version_wrote_is_kept_when_read_and_refused_at_replay_under_any_policy(
+    every_log: list[list[LogEntry]],
+) -> None:
+    decision = _whole_decision(every_log)
+    (read,) = parse_records([{**decision, "inputs": {**decision["inputs"], "from_the_future": {"n": 2}}}])
+    assert isinstance(read, GuardianDecision) and read.inputs.newer == {"from_the_future": {"n": 2}}
+    assert to_data([read])[0]["inputs"]["from_the_future"] == {"n": 2}  # a copy (fork) keeps it
+    refused = r"run .*policy inputs have fields this stopwise does not know: \['from_the_future'\].*newer stopwise"
+    with pytest.raises(ConfigError, match=refused):
+        replay(read)
+    # Another policy would decide without the input too: the what-if path refuses it the same way.
+    with pytest.raises(ConfigError, match=refused):
+        replay(read, ThresholdPolicy(max_replans=5))
+    with pytest.raises(ConfigError, match=refused):
+        replay_all([read], PolicyOverride.from_data({"policy": {"max_replans": 3}}))
+    # Without it the same record replays as it was decided, the input an earlier version wrote and this one
+    # retired (``budget_exhausted``, never set) included; set, it would have decided, and is refused.
+    assert decision["inputs"]["budget_exhausted"] is None
+    (known,) = parse_records([decision])
+    assert isinstance(known, GuardianDecision) and known.inputs.newer == {}
+    assert replay(known).outcome is known.outcome
+    (spent,) = parse_records([{**decision, "inputs": {**decision["inputs"], "budget_exhausted": "cost"}}])
+    assert isinstance(spent, GuardianDecision)
+    with pytest.raises(ConfigError, match=r"\['budget_exhausted'\]"):
+        replay(spent)
+
+
+def _input(name: str, value: object) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """A change adding policy input ``name`` to the first guardian decision (the log's form, naming its config)."""
+
+    def change(record: dict[str, Any]) -> dict[str, Any] | None:
+        if record.get("type") != "guardian" or "config" not in record:
+            return None
+        return {**record, "inputs": {**record.get("inputs", {}), name: value}}
+
+    return change
+
+
+def test_a_log_with_a_policy_input_a_newer_version_wrote_shows_and_reports_but_replay_refuses_naming_it(
+    current_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _log_copy(current_log, tmp_path / "log.db")
+    _damage(db, "done", _input("from_the_future", [1, 2]))
+
+    async def runs() -> list[str]:
+        store = SQLiteStore(db)
+        try:
+            return [r.run_id for r in await store.list_runs("done")]
+        finally:
+            await store.close()
+
+    (run_id,) = asyncio.run(runs())
+    assert main(["show", run_id, "--db", str(db)]) == 0
+    assert main(["report", run_id, "--db", str(db), "-o", str(tmp_path / "run.html")]) == 0
+    assert (tmp_path / "run.html").stat().st_size > 0
+    capsys.readouterr()
+    assert main(["replay", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "['from_the_future']" in err and "a newer stopwise wrote it" in err, err
 
 
 # A peer's run (the integrations) reading its session's earlier stop guard records.

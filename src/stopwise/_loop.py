@@ -734,7 +734,16 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
     condition = leg.agent.stop_condition
     if condition is None or not step.reply.tool_calls or step.phase is not Phase.NORMAL:
         return {}
-    view = StepView.detached(leg.steps_used + 1, step.reply, rows, leg.messages, leg.run_start)
+    # A settled step's reply (and the rows of calls that ran before it suspended) are in the log already.
+    view = StepView.detached(
+        leg.steps_used + 1,
+        step.reply,
+        rows,
+        leg.messages,
+        leg.run_start,
+        reply_logged=step.kind is EntryKind.SETTLE,
+        logged=step.settled,
+    )
     left = run_time_left(leg.agent.limits, leg.clock() - leg.started)
     loop = asyncio.get_running_loop()
     deadline = None if left is None else loop.time() + left

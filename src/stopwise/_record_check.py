@@ -45,9 +45,10 @@ _Check = Callable[[object], None]
 """Raises ``FieldMismatch`` when the value does not fit. The path is added as the error goes up (so a value that
 fits, the common case, costs no string work)."""
 
-_RAW_EXEMPT: frozenset[tuple[str, str]] = frozenset({("ToolReceipt", "redacted")})
+_RAW_EXEMPT: frozenset[tuple[str, str]] = frozenset({("ToolReceipt", "redacted"), ("PolicyInputs", "newer")})
 """Fields whose JSON key of the same name holds something else: a receipt's ``"redacted"`` is the redacted copy
-(the flag is whether the key is there)."""
+(the flag is whether the key is there); policy inputs' ``newer`` is the keys this version does not know, so a
+``"newer"`` key is one of them (a newer writer's input of that name), never the field."""
 
 
 def _exact(kind: type, expected: str) -> _Check:

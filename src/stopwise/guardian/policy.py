@@ -104,6 +104,10 @@ class PolicyInputs:
     """The latest cycle of two or more different calls made again and again in the same order
     (``stopwise.stop.repeats.Cycles``), with its whole repetitions in a row; None when there is none. A decision
     recorded before cycles were an input has none, and replays as it was made."""
+    newer: Mapping[str, Any] = field(default_factory=dict)
+    """Inputs a record holds that this version does not know (a newer stopwise wrote them), as written: read from a
+    record, never set by the guardian. ``to_data`` writes them back, so a copy of the record keeps them; ``replay``
+    refuses a decision that has any, since this version's policy would decide without them."""
 
     def to_data(self) -> dict[str, Any]:
         data = {
@@ -118,10 +122,13 @@ class PolicyInputs:
         # Likewise a cycle: a run without one keeps the record it had before cycles were an input.
         if self.cycle is not None:
             data["cycle"] = self.cycle.to_data()
+        if self.newer:
+            data |= self.newer
         return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> PolicyInputs:
+        """The inputs ``to_data`` wrote; an input this version does not know is kept in ``newer``, not dropped."""
         return cls(
             {k: tuple(v) for k, v in data.get("held_before", {}).items()},
             data.get("replans", 0),
@@ -130,7 +137,25 @@ class PolicyInputs:
             data.get("budget_used"),
             data.get("budget"),
             Cycle.from_data(data["cycle"]) if data.get("cycle") else None,
+            _newer(data),
         )
+
+
+_INPUTS = frozenset(f.name for f in dataclasses.fields(PolicyInputs)) - {"newer"}
+"""The inputs this version's policy reads (a record's others are a newer writer's: ``PolicyInputs.newer``)."""
+
+_RETIRED_INPUTS: Mapping[str, Any] = {"budget_exhausted": None}
+"""Inputs earlier versions wrote that this one no longer reads, with the value they always held (nothing ever set
+``budget_exhausted``): a record holding one at that value replays as it was decided; at another it is not ours."""
+
+
+def _newer(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs of ``data`` this version does not know, as written (``PolicyInputs.newer``)."""
+    if data.keys() <= _INPUTS:
+        return {}
+    return {
+        k: v for k, v in data.items() if k not in _INPUTS and not (k in _RETIRED_INPUTS and v == _RETIRED_INPUTS[k])
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -452,6 +452,21 @@ def recorded_policy(decision: GuardianDecision, changes: Mapping[str, Any] | Non
     return ThresholdPolicy.from_data({**decision.policy, **(changes or {})})
 
 
+def recorded_inputs(decision: GuardianDecision) -> PolicyInputs:
+    """The ``PolicyInputs`` ``decision`` recorded. An input this version does not know (a newer stopwise wrote the
+    record: ``PolicyInputs.newer``) raises ``ConfigError`` naming the decision and the inputs: under any policy,
+    deciding without it could report an agreement or a flip the recorded inputs would not have given, so replay
+    that log with the version that wrote it. Reading the record (``show``, ``report``, a copy) keeps them."""
+    newer = sorted(decision.inputs.newer)
+    if newer:
+        raise ConfigError(
+            f"guardian decision (run {decision.run_id}, step {decision.step}, {decision.kind})",
+            f"its policy inputs have fields this stopwise does not know: {newer} (a newer stopwise wrote it); "
+            "replay it with that version",
+        )
+    return decision.inputs
+
+
 def replay(
     decision: GuardianDecision,
     policy: ThresholdPolicy | None = None,
@@ -460,9 +475,11 @@ def replay(
     """Recompute a decision's outcome from its record (or under another policy / other thresholds).
 
     Without ``policy`` the decision's recorded policy is used (see ``recorded_policy``: a record a newer stopwise
-    wrote with settings this version does not know raises ``ConfigError``)."""
+    wrote with settings this version does not know raises ``ConfigError``). A record whose policy inputs hold a
+    field this version does not know raises ``ConfigError`` with any policy (``recorded_inputs``)."""
+    inputs = recorded_inputs(decision)
     p = policy if policy is not None else recorded_policy(decision)
-    return p.decide(decision.answers, conditions if conditions is not None else decision.conditions, decision.inputs)
+    return p.decide(decision.answers, conditions if conditions is not None else decision.conditions, inputs)
 
 
 __getattr__ = aliases(__name__, {"Decision": ("GuardianDecision", GuardianDecision)})

@@ -9,7 +9,7 @@ synchronously raises ``TypeError`` instead of treating the un-awaited coroutine 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
@@ -40,7 +40,9 @@ class StepView:
     tool_results: tuple[Message, ...]
     """The tool rows this step produced, in call order."""
     messages: Sequence[Message]
-    """The session's log including this step's rows (an immutable sequence, shared with the run)."""
+    """The session's log up to and including this step's reply and its tool rows, in log order (an immutable
+    sequence, shared with the run): the step's reply is its last assistant row, on a fresh step as on one settled
+    after an approval."""
     run_start: int = 0
     """Index in ``messages`` of this run's first row (the rows before it are the session's earlier runs)."""
 
@@ -50,15 +52,27 @@ class StepView:
 
     @classmethod
     def detached(
-        cls, number: int, reply: Reply, rows: Sequence[Message], log: Sequence[Message], run_start: int = 0
+        cls,
+        number: int,
+        reply: Reply,
+        rows: Sequence[Message],
+        log: Sequence[Message],
+        run_start: int = 0,
+        *,
+        reply_logged: bool = False,
+        logged: Collection[str] = (),
     ) -> StepView:
-        """The view a predicate gets of a step not committed yet: ``log`` (committed rows, shared), then copies of
-        the step's ``reply`` and ``rows``. The step is written to the log from the originals, so a predicate that
-        changes what it is shown (a call's arguments are a plain dict) cannot change what is recorded."""
+        """The view a predicate gets of a step not committed yet: ``log`` (committed rows, shared), then what the
+        step adds to it, as copies: the reply's row, then the ``rows`` in order. A step settled after a suspension
+        has part of it in ``log`` already: its reply's row (``reply_logged``) and the rows of the calls in
+        ``logged``, which are not added again. The step is written to the log from the originals, so a predicate
+        that changes what it is shown (a call's arguments are a plain dict) cannot change what is recorded."""
         if reply.tool_calls:
             reply = replace(reply, tool_calls=tuple(replace(c, args=_own(c.args)) for c in reply.tool_calls))
-        tail = tuple(replace(m, metadata=_own(dict(m.metadata))) for m in rows)
-        return cls(number, reply, tail, HistoryView.of_log(log, tail=tail), run_start)
+        results = tuple(replace(m, metadata=_own(dict(m.metadata))) for m in rows)
+        tail: list[Message] = [] if reply_logged else [Message(Role.ASSISTANT, reply.text, reply.tool_calls)]
+        tail.extend([m for m in results if m.tool_call_id not in logged] if logged else results)
+        return cls(number, reply, results, HistoryView.of_log(log, tail=tail), run_start)
 
 
 def _own(value: Any) -> Any:
@@ -247,7 +261,7 @@ def is_looping(n: int = 3) -> StopCondition:
         raise ConfigError("is_looping", f"n must be an int >= 2, got {n!r}")
 
     def check(step: StepView) -> str | None:
-        rows = _with_reply(step)
+        rows = step.messages
         start = min(step.run_start, len(rows))
         streak = Streak.of(rows, start=start, at_most=n)
         if streak.key is not None and streak.count >= n:
@@ -256,17 +270,3 @@ def is_looping(n: int = 3) -> StopCondition:
         return cycle.reason if cycle is not None and cycle.count >= n else None
 
     return StopCondition(check, f"is_looping({n})")
-
-
-def _with_reply(step: StepView) -> Sequence[Message]:
-    """``step.messages`` with the step's reply as a row after them. The view holds the committed log and this
-    step's tool rows; the reply's row is committed with the step, after ``stop_when`` (a step settled after a
-    suspension has it in the log already: then it is not added again)."""
-    messages = step.messages
-    ids = [c.id for c in step.reply.tool_calls]
-    latest = next((m for m in reversed(messages) if m.tool_calls), None)
-    if latest is not None and [c.id for c in latest.tool_calls] == ids:
-        return messages
-    row = Message(Role.ASSISTANT, step.reply.text, step.reply.tool_calls)
-    # A view shares the log's rows (a tuple would copy the whole session every step).
-    return messages + (row,) if isinstance(messages, HistoryView) else (*messages, row)  # noqa: RUF005

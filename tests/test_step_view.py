@@ -1,0 +1,133 @@
+"""What a ``stop_when`` predicate sees: ``StepView.messages`` is the session's log up to and including the step's
+own reply and its tool rows, in log order, on a fresh step, on one settled after an approval, and in a detached
+view; so a predicate counting the log (the README's ``drafted_three_times``) fires on the step that made the count."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from stopwise import Agent, Approve, Reply, Runner, StepView, ToolCall, tool
+from stopwise.messages import Message, Role
+from stopwise.models import FunctionModel, ModelRequest, ScriptedModel
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+@tool
+def draft(topic: str) -> str:
+    """Write a draft note."""
+    return f"Draft: {topic}"
+
+
+@tool(needs_approval=True)
+def send(to: str) -> str:
+    """Send the note (a reviewer approves each)."""
+    return f"sent to {to}"
+
+
+def readme_predicate(name: str) -> Any:
+    """The function ``name`` as the README defines it, compiled from the README's own text."""
+    text = README.read_text(encoding="utf-8")
+    for block in text.split("```python")[1:]:
+        tree = ast.parse(block.split("```", 1)[0])
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                scope: dict[str, Any] = {"StepView": StepView}
+                exec(compile(ast.Module([node], []), str(README), "exec"), scope)
+                return scope[name]
+    raise AssertionError(f"README.md defines no {name}")
+
+
+def drafting(steps: int) -> ScriptedModel:
+    return ScriptedModel([Reply(tool_calls=[ToolCall("draft", {"topic": f"take {i}"})]) for i in range(steps)])
+
+
+async def test_the_readme_drafted_three_times_fires_on_the_step_that_wrote_the_third_draft() -> None:
+    predicate = readme_predicate("drafted_three_times")
+    result = await Runner().run(Agent("a", "Draft.", drafting(8), tools=[draft], stop_when=predicate), "go")
+    assert result.completion_reason == "stop_when" and result.detail == "three drafts written"
+    assert result.steps == 3
+
+
+def watching(seen: list[StepView]) -> Any:
+    def predicate(step: StepView) -> bool:
+        seen.append(step)
+        return False
+
+    return predicate
+
+
+def assert_holds_its_own_step(view: StepView, log: list[Message]) -> None:
+    """The view is the committed log's first rows, and its last assistant row is the view's own reply."""
+    assert list(view.messages) == log[: len(view.messages)]
+    last = next(m for m in reversed(view.messages) if m.role is Role.ASSISTANT)
+    assert last.tool_calls == tuple(view.reply.tool_calls) and last.content == view.reply.text
+    after = list(view.messages)[list(view.messages).index(last) + 1 :]
+    assert sorted(after, key=str) == sorted(view.tool_results, key=str)
+
+
+async def test_a_predicate_sees_its_own_steps_reply_as_the_last_assistant_row_on_a_fresh_step() -> None:
+    seen: list[StepView] = []
+    result = await Runner().run(Agent("a", "", drafting(3), tools=[draft], stop_when=watching(seen)), "go")
+    assert [v.number for v in seen] == [1, 2, 3]
+    for view in seen:
+        assert_holds_its_own_step(view, list(result.messages))
+        assert view.messages[-1].role is Role.TOOL and view.messages[-2].tool_calls == view.reply.tool_calls
+
+
+async def test_a_predicate_sees_its_own_steps_reply_once_after_an_approval() -> None:
+    model = ScriptedModel([Reply(tool_calls=[ToolCall("send", {"to": "team"})]), Reply("done")])
+    seen: list[StepView] = []
+    agent = Agent("a", "", model, tools=[send], stop_when=watching(seen))
+    runner = Runner()
+    result = await runner.run(agent, "go", session_id="s")
+    assert result.status == "suspended" and seen == []
+    result = await runner.resume(agent, "s", decisions={p.call_id: Approve() for p in result.pending})
+    assert result.status == "completed" and len(seen) == 1
+    (view,) = seen
+    assert_holds_its_own_step(view, list(result.messages))
+    assert sum(1 for m in view.messages if m.tool_calls) == 1  # the logged reply is not shown twice
+    assert [m.content for m in view.messages[-2:]] == ["", "sent to team"]
+
+
+async def test_a_step_settled_after_an_approval_shows_its_rows_in_log_order_each_once() -> None:
+    # ``send`` waits for the reviewer while ``draft`` runs: the draft's row is logged first, the send's on resume.
+    calls = [ToolCall("send", {"to": "team"}, id="s1"), ToolCall("draft", {"topic": "x"}, id="d1")]
+
+    def reply(request: ModelRequest) -> Reply:
+        return Reply(tool_calls=calls) if len(request.messages) < 3 else Reply("done")
+
+    seen: list[StepView] = []
+    agent = Agent(
+        "a", "", FunctionModel(reply), tools=[send, draft], stop_when=watching(seen), run_unapproved_siblings=True
+    )
+    runner = Runner()
+    result = await runner.run(agent, "go", session_id="s")
+    assert result.status == "suspended"
+    result = await runner.resume(agent, "s", decisions={p.call_id: Approve() for p in result.pending})
+    (view,) = seen
+    assert_holds_its_own_step(view, list(result.messages))
+    assert [m.tool_call_id for m in view.tool_results] == ["s1", "d1"]  # call order
+    assert [m.tool_call_id for m in view.messages[-2:]] == ["d1", "s1"]  # log order
+    assert sum(1 for m in view.messages if m.tool_call_id == "d1") == 1
+
+
+def test_a_detached_view_adds_the_reply_row_and_the_rows_not_logged_yet() -> None:
+    go = Message.user("go")
+    reply = Reply("", [ToolCall("draft", {"topic": "x"}, id="a"), ToolCall("draft", {"topic": "y"}, id="b")])
+    row = Message(Role.ASSISTANT, "", reply.tool_calls)
+    a, b = (Message(Role.TOOL, f"draft {i}", tool_call_id=i) for i in "ab")
+
+    fresh = StepView.detached(1, reply, [a, b], [go])
+    assert list(fresh.messages) == [go, row, a, b]
+    settled = StepView.detached(1, reply, [a, b], [go, row, b], reply_logged=True, logged={"b"})
+    assert list(settled.messages) == [go, row, b, a] and settled.tool_results == (a, b)
+
+
+def test_a_detached_views_reply_row_is_a_copy_a_predicate_cannot_change_the_log_through() -> None:
+    reply = Reply("", [ToolCall("draft", {"topic": "x"}, id="a")])
+    view = StepView.detached(1, reply, [], [])
+    view.messages[-1].tool_calls[0].args["topic"] = "changed"
+    assert reply.tool_calls[0].args == {"topic": "x"}
