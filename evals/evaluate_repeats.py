@@ -12,11 +12,12 @@ fires at the first step where one call was made ``--limit`` times in a row, a cy
 the figures describe the shipped rule, they do not choose it.
 
 Positive ("stuck"): the run was cut off by its harness (WorkBench: LangChain's "Agent stopped due to iteration limit
-or time limit"; HotpotQA ReAct: HALTED at its 6-step cap or its prompt budget). Negative: the run ended on an
-answer. Per source: the firing rate on each class (streak only, streak or cycle), precision / recall of "fires" as a
-detector of a stuck run, the median step of the first firing on the cut-off runs against their length (the steps it
-would have saved), a trivial baseline (fire when the run reaches step N, N the detector's own median firing step,
-so both save as many steps), and the false stops: runs that ended on a correct answer where it would have fired.
+or time limit"; HotpotQA ReAct: HALTED at its 6-step cap or its prompt budget; AutoGPT: ``reached_cutoff``).
+Negative: the run ended on an answer. Per source: the firing rate on each class (streak only, cycle only, streak or
+cycle), precision / recall of "fires" as a detector of a stuck run, the median step of the first firing on the
+cut-off runs against their length (the steps it would have saved), two trivial baselines (fire when the run reaches
+step N: N the detector's own median firing step, so both save as many steps; N the cut-off runs' median length),
+and the false stops: runs that ended on a correct answer where it would have fired.
 
 Sources (``RUNS``, one line a run: its calls, the outcome, provenance; no tool results):
 
@@ -47,7 +48,7 @@ import random
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,10 +175,15 @@ def figures(runs: Sequence[Run], limit: int, population: dict[str, int]) -> dict
             "cut_off_first_firing_median": _median([at for at, _ in first]),
             "cut_off_steps_saved_median": _median([length - at for at, length in first]),
         }
-        at = row["cut_off_first_firing_median"]
-        if at is not None:
-            n = int(at)
-            row["baseline_step_reached"] = {"step": n, **detector([len(r.calls) >= n for r in mine], cut, pop)}
+        # Trivial detectors: "the run reached step N", at the step this one fires (saving as many steps) and at the
+        # cut-off runs' median length.
+        for name, at in (
+            ("baseline_step_reached", row["cut_off_first_firing_median"]),
+            ("baseline_median_cut_off_length", row["cut_off_length_median"]),
+        ):
+            if at is not None:
+                n = int(at)
+                row[name] = {"step": n, **detector([len(r.calls) >= n for r in mine], cut, pop)}
         row["false_stops"] = _false_stops(mine, firings)
         table[source] = row
     return {"repeat_limit": limit, "sources": table}
@@ -293,7 +299,7 @@ def _autogpt() -> Iterator[Run]:
 
 
 def extract(mirror: Path, out: Path = RUNS) -> int:
-    runs: Iterable[Run] = [*_workbench(mirror), *_hotpotqa(mirror), *_swe(mirror), *_autogpt()]
+    runs = [*_workbench(mirror), *_hotpotqa(mirror), *_swe(mirror), *_autogpt()]
     lines = [json.dumps({"source": "workbench", "population": workbench_population(mirror)}) + "\n"]
     for r in runs:
         calls = [[tool, _stored(args)] for tool, args in r.calls]
