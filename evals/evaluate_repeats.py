@@ -62,7 +62,6 @@ import _real_workbench  # noqa: E402
 import build_realset  # noqa: E402
 
 RUNS = HERE / "third_party" / "repeat_runs" / "runs.jsonl"
-OUT = HERE / "calibration" / "repeats_real.json"
 ARG_CHARS = 120
 FALSE_STOPS_SHOWN = 8
 SHOWN_CALLS = 6
