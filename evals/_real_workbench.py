@@ -168,19 +168,32 @@ def result_files(names: list[str]) -> list[str]:
     return sorted(n for n in names if n.startswith(f"{RESULTS}/") and n.endswith(".csv"))
 
 
-def finished_runs(show: Show, files: list[str]) -> Iterator[WorkBenchRun]:
-    """Every row that ended on an answer: no harness error, a response that parses, not LangChain's cut-off."""
+def _parsed_rows(show: Show, files: list[str]) -> Iterator[tuple[str, int, dict[str, str], str, list[Step]]]:
+    """Every row whose response parses: (file, row number, the row, its final output, its calls)."""
     csv.field_size_limit(sys.maxsize)
     for path in files:
         for n, row in enumerate(csv.DictReader(io.StringIO(show(path)))):
-            if (row.get("error") or "").strip():
-                continue
             try:
                 final, steps = parse_response(row["full_response"])
             except ResponseError:
                 continue
-            if not final.strip() or final.strip() == CUT_OFF:
-                continue
+            yield path, n, row, final, steps
+
+
+def finished_runs(show: Show, files: list[str]) -> Iterator[WorkBenchRun]:
+    """Every row that ended on an answer: no harness error, a response that parses, not LangChain's cut-off."""
+    for path, n, row, final, steps in _parsed_rows(show, files):
+        if (row.get("error") or "").strip() or not final.strip() or final.strip() == CUT_OFF:
+            continue
+        yield WorkBenchRun(path, n, row["query"], tuple(steps), final)
+
+
+def cut_off_runs(show: Show, files: list[str]) -> Iterator[WorkBenchRun]:
+    """Every row LangChain cut off at its iteration or time limit (``max_iterations=20``, ``max_execution_time=120``
+    in WorkBench's ``src/evals/utils.py``): the harness records it as the row's ``error``, and ``final`` is
+    ``CUT_OFF``."""
+    for path, n, row, final, steps in _parsed_rows(show, files):
+        if (row.get("error") or "").strip() == CUT_OFF:
             yield WorkBenchRun(path, n, row["query"], tuple(steps), final)
 
 
