@@ -324,7 +324,9 @@ class _StreamState:
             # A dropped connection ends the stream as quietly as a finished message: without the message_delta's
             # stop_reason the text so far is a fragment, never an answer (nor calls to run).
             raise ModelError(
-                f"{provider}'s stream ended before a stop_reason (the message was cut off)", provider=provider, retryable=True
+                f"{provider}'s stream ended before a stop_reason (the message was cut off)",
+                provider=provider,
+                retryable=True,
             )
         calls = [
             ToolCall(b["name"], parse_args("".join(b["json"])), id=b["id"]) for _, b in sorted(self.blocks.items())

@@ -363,7 +363,9 @@ class _StreamState:
             # A dropped connection ends the stream as quietly as a finished reply: without a finish_reason the
             # text so far is a fragment, never an answer (nor calls to run).
             raise ModelError(
-                f"{provider}'s stream ended before a finish_reason (the reply was cut off)", provider=provider, retryable=True
+                f"{provider}'s stream ended before a finish_reason (the reply was cut off)",
+                provider=provider,
+                retryable=True,
             )
         calls = [ToolCall(c["name"], parse_args(c["arguments"]), id=c["id"]) for _, c in sorted(self.calls.items())]
         refused = bool(self.refusal) and not self.text
