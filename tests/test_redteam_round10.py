@@ -46,6 +46,8 @@ from stopwise.errors import ModelError
 from stopwise.events import RunFinished
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS
 from stopwise.guardian.evaluators.judge import JudgeEvaluator
+from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
+from stopwise.guardian.policy import ThresholdPolicy
 from stopwise.messages import Role
 from stopwise.models import AnthropicModel, ModelRequest, OpenAIModel
 from stopwise.stop.guard import Continue, StopGuard, StopGuardContext
@@ -238,7 +240,7 @@ async def test_a_provider_that_ignores_the_cap_and_says_it_cut_is_held_to_the_bu
     assert ran == []
 
 
-async def test_a_cut_reply_with_a_whole_and_an_unfinished_call_answers_both_runs_neither_and_a_retry_reads_why(
+async def test_a_cut_reply_with_a_whole_and_an_unfinished_call_runs_neither_and_a_retry_reads_that_both_were_cut(
     server: ProviderServer, store: SQLiteStore
 ) -> None:
     whole = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "/a"}'}}
@@ -260,8 +262,11 @@ async def test_a_cut_reply_with_a_whole_and_an_unfinished_call_answers_both_runs
     assert sent["max_tokens"] == 40  # a fresh budget
     rows = {m["tool_call_id"]: m["content"] for m in sent["messages"] if m["role"] == "tool"}
     assert set(rows) == {"c1", "c2"}
-    assert "Not run" in rows["c1"] and "Output-token limit (40) reached" in rows["c1"]
-    assert "not valid JSON" in rows["c2"]  # the model reads that its arguments were unfinished, not that it ran
+    # Both read why: the reply was cut at the budget. Before, the unfinished call's row said its arguments "are not
+    # valid JSON", and the model, reading it on the retry, took the cut for a syntax error of its own.
+    for row in rows.values():
+        assert "Not run: the reply was cut off at this run's budget (Output-token limit (40) reached" in row
+    assert "not valid JSON" not in rows["c2"]
 
 
 class Answerless(BaseModel):
@@ -565,3 +570,21 @@ async def test_a_cycle_is_counted_across_a_stop_guards_continue(store: SQLiteSto
     result = await Runner(store).run(agent, "go")
     assert result.completion_reason == "stop_when" and result.steps == 7
     assert ran == ["search oslo weather", "open https://yr.no/oslo"] * 3
+
+
+async def test_the_guardians_cycle_count_goes_on_across_a_retry_leg_of_the_same_run(store: SQLiteStore) -> None:
+    """The guardian keeps its count on the leg (``Folded``); a retry builds a new leg from the log, which must read
+    the whole run back, not start from the retry."""
+    evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * 20)
+    guardian = Guardian(
+        evaluator=evaluator, conditions=DEFAULT_CONDITIONS.only(["stagnation"]), policy=ThresholdPolicy()
+    )
+    agent = Agent("a", "", FunctionModel(_spinner(20, raise_at=5)), tools=[search, open_page], guardian=guardian)
+    runner = Runner(store)
+    first = await runner.run(agent, "go", session_id="s")
+    assert first.status == "failed" and first.steps == 4
+    second = await runner.retry(agent, "s")
+    turns = [d for d in second.decisions if d.kind == "turn"]
+    assert [d.step for d in turns][:6] == [1, 2, 3, 4, 5, 6]
+    assert [d.outcome.value for d in turns[:6]] == ["continue"] * 5 + ["replan"]
+    assert turns[5].reason == "replan: the calls search, open were made in the same order 3 times in a row"

@@ -362,7 +362,7 @@ async def test_a_tool_call_cut_at_the_budget_never_runs_and_a_retry_with_a_fresh
     rows = snapshot.messages()
     assert [m.role for m in rows] == ["user", "assistant", "tool"]
     assert rows[1].tool_calls[0].args == '{"path": "/etc/pa'
-    assert rows[2].tool_call_id == rows[1].tool_calls[0].id and "not valid JSON" in rows[2].content
+    assert rows[2].tool_call_id == rows[1].tool_calls[0].id and "cut off at this run's budget" in rows[2].content
     assert await asyncio.to_thread(main, ["show", "s", "--db", str(tmp_path / "log.db")]) == 0
     assert "completion reason: token_limit" in capsys.readouterr().out
 

@@ -37,7 +37,8 @@ def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> t
     first pass; not when approved calls run on a resume), none of them runs;
     else the calls past ``Limits.tool_calls`` (in call order) do not run. Either way a call that does not run is
     answered with a "not run" row (a denial: it does not count toward the runaway-error guard). Calls already
-    answered (unknown tool, bad arguments, a block) keep their rows and cost nothing."""
+    answered (unknown tool, bad arguments, a block) keep their rows and cost nothing, except a cut reply's calls
+    whose arguments are not JSON: cut unfinished, they are answered with the cut's row."""
     agent = leg.agent
     out = list(plans)
     if agent.stop_at_tools is not None and agent.end_strategy == "early":
@@ -50,10 +51,18 @@ def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> t
         return out, None
     if reply is not None:
         with_reply = leg.spent(reply.usage)
-        spent = spent_before_tools(limits, with_reply) or cut_at_cap(limits, leg.output_cap(), reply, with_reply)
+        spent = spent_before_tools(limits, with_reply)
         if spent is not None:
             why = f"Not run: {spent.error().message}"
             return [_not_run(p, why) if p.row is None else p for p in out], spent
+        cut = cut_at_cap(limits, leg.output_cap(), reply, with_reply)
+        if cut is not None:
+            # The model reads these rows when a retry continues the run: an unfinished call's row says it was cut
+            # at the budget, not that the model wrote bad JSON (it would "fix" arguments it never finished).
+            why = (
+                f"Not run: the reply was cut off at this run's budget ({cut.error().message}), so none of its calls ran"
+            )
+            return [_not_run(p, why) if p.row is None or isinstance(p.call.args, str) else p for p in out], cut
     if limits.tool_calls is None:
         return out, None
     allowed = calls_allowed(limits, leg.spent())
