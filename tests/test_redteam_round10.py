@@ -12,6 +12,7 @@ import os
 import signal
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ pytest.importorskip("anthropic")
 
 from pydantic import BaseModel
 
+from _pgcluster import HOW_TO_ENABLE
 from provider_server import Answer, ProviderServer, chat_completion, serve
 from stopwise import (
     Agent,
@@ -36,6 +38,7 @@ from stopwise import (
     RunResult,
     SQLiteStore,
     StopReason,
+    Store,
     ToolCall,
     Usage,
     is_looping,
@@ -395,37 +398,73 @@ def _after_lease() -> float:
     return time.time() + _LEASE + 1
 
 
-def _child(db: str, caps: str, kill: str) -> None:
+def _open(where: tuple[str, ...]) -> Store:
+    """A store from a picklable description: ``("sqlite", path)`` or ``("postgres", dsn, schema)``."""
+    if where[0] == "sqlite":
+        return SQLiteStore(where[1])
+    from stopwise.store.postgres import PostgresStore
+
+    return PostgresStore(where[1], schema=where[2], max_size=2)
+
+
+async def _run_capped(where: tuple[str, ...]) -> None:
+    store = _open(where)
+    try:
+        await Runner(store, lease_seconds=_LEASE).run(_capped_agent(), "read", session_id="s")
+    finally:
+        await store.close()
+
+
+async def _retry_capped(where: tuple[str, ...]) -> RunResult:
+    store = _open(where)
+    try:
+        return await Runner(store, clock=_after_lease).retry(_capped_agent(), "s")
+    finally:
+        await store.close()
+
+
+def _child(where: tuple[str, ...], caps: str, kill: str) -> None:
     os.environ["SW_CAPS"], os.environ["SW_KILL"] = caps, kill
-    asyncio.run(Runner(SQLiteStore(db), lease_seconds=_LEASE).run(_capped_agent(), "read", session_id="s"))
+    asyncio.run(_run_capped(where))
 
 
 def _caps(path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()]
 
 
-def test_the_cap_after_a_sigkill_mid_step_is_the_cap_an_uncrashed_run_asks_with(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_cap_after_a_sigkill_mid_step_is_the_cap_an_uncrashed_run_asks_with(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
     """The child dies inside step 2's tool, after the step's intent (its reply and usage) committed and before its
-    results: recovery must count that reply's usage once, so every later call is capped as without the crash."""
+    results: recovery must count that reply's usage once, so every later call is capped as without the crash
+    (``Leg.output_cap`` reads only what the log keeps; DBOS rebuilds a leg with the same ``restore_leg``)."""
+
+    def where(name: str) -> tuple[str, ...]:
+        if backend == "sqlite":
+            return ("sqlite", str(tmp_path / f"{name}.db"))
+        dsn = request.getfixturevalue("pg_dsn")
+        if dsn is None:
+            pytest.skip(HOW_TO_ENABLE)
+        return ("postgres", dsn, f"cap_{name}_{uuid.uuid4().hex[:10]}")
+
     ctx = multiprocessing.get_context("spawn")
     reference = tmp_path / "reference.caps"
-    child = ctx.Process(target=_child, args=(str(tmp_path / "ref.db"), str(reference), ""))
+    child = ctx.Process(target=_child, args=(where("ref"), str(reference), ""))
     child.start()
     child.join(60)
     assert child.exitcode == 0
 
-    crashed = tmp_path / "crashed.caps"
-    db = tmp_path / "crash.db"
-    child = ctx.Process(target=_child, args=(str(db), str(crashed), "/1"))
+    crashed, db = tmp_path / "crashed.caps", where("crash")
+    child = ctx.Process(target=_child, args=(db, str(crashed), "/1"))
     child.start()
     child.join(60)
     assert child.exitcode == -signal.SIGKILL
-    before = _caps(crashed)
-    assert before == _caps(reference)[:2]
+    assert _caps(crashed) == _caps(reference)[:2]
 
     os.environ["SW_CAPS"] = str(crashed)
     try:
-        result = asyncio.run(Runner(SQLiteStore(db), clock=_after_lease).retry(_capped_agent(), "s"))
+        result = asyncio.run(_retry_capped(db))
     finally:
         del os.environ["SW_CAPS"]
     assert result.ok
