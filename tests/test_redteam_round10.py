@@ -627,3 +627,34 @@ async def test_the_guardians_cycle_count_goes_on_across_a_retry_leg_of_the_same_
     assert [d.step for d in turns][:6] == [1, 2, 3, 4, 5, 6]
     assert [d.outcome.value for d in turns[:6]] == ["continue"] * 5 + ["replan"]
     assert turns[5].reason == "replan: the calls search, open were made in the same order 3 times in a row"
+
+
+async def test_a_cut_without_usage_cannot_be_told_from_the_adapters_own_and_fails_max_tokens(
+    server: ProviderServer, store: SQLiteStore
+) -> None:
+    """Pinned (docs/limits.md, "what stays after the fact"): with no usage the loop cannot tell a cut at the budget
+    from one at the adapter's own maximum, and the budget never moves."""
+    body = chat_completion("a ramble", finish="length", model="gpt-test")
+    body.pop("usage", None)
+    server.answer(Answer(body=body))
+    result = await Runner(store).run(Agent("a", "", _openai(server), limits=Limits(output_tokens=50)), "go")
+    assert server.requests[0].body["max_tokens"] == 50
+    assert result.completion_reason == "max_tokens" and result.error is not None and result.error.retryable
+    assert result.usage.output_tokens == 0
+
+
+async def test_is_looping_counts_a_call_the_budget_refused_and_its_stop_completes_the_run(store: SQLiteStore) -> None:
+    """Pinned: the sixth call (the cycle's third repetition) is refused by ``tool_calls=5``; the cycle counts the
+    calls the model asked for, run or not (as the guardian's repeat limit does), and a ``stop_when`` that fires on
+    the step that spent a budget wins (docs/limits.md, "what still wins")."""
+    agent = Agent(
+        "a",
+        "",
+        FunctionModel(_spinner(20)),
+        tools=[search, open_page],
+        stop_when=is_looping(3),
+        limits=Limits(tool_calls=5),
+    )
+    result = await Runner(store).run(agent, "go")
+    assert len(ran) == 5
+    assert result.status == "completed" and result.completion_reason == "stop_when" and result.steps == 6
