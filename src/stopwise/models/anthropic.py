@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError
+from stopwise.errors import ConfigError, ModelError
 from stopwise.messages import TOOL_ERROR, Message, Reply, Role, StopReason, ToolCall, Usage
 from stopwise.models._sdk import (
     ClientPerLoop,
@@ -156,6 +156,7 @@ class AnthropicModel:
         params.update(self.settings)
         if request.max_output_tokens is not None:
             params["max_tokens"] = min(params["max_tokens"], request.max_output_tokens)
+            _fit_thinking(params)
         return params
 
     def _sdk_client(self) -> AsyncAnthropic:
@@ -212,6 +213,27 @@ def _stop_reason(reason: str | None, has_calls: bool) -> StopReason:
         return _STOP_REASONS[reason]
     # A reason we do not know (e.g. pause_turn), or none.
     return StopReason.TOOL_USE if has_calls else StopReason.END_TURN
+
+
+_MIN_THINKING = 1024
+"""The least ``thinking.budget_tokens`` the API takes."""
+
+
+def _fit_thinking(params: dict[str, Any]) -> None:
+    """Keep extended thinking (``settings={"thinking": {"type": "enabled", "budget_tokens": N}}``) within a capped
+    ``max_tokens``: the API refuses a request whose thinking budget is not below ``max_tokens``, so a run's token
+    cap would otherwise turn into a provider error once less than the thinking budget is left. The thinking budget
+    is lowered below the cap, or, under the API's least thinking budget, thinking is left off for this call."""
+    thinking = params.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return
+    budget, cap = thinking.get("budget_tokens"), params["max_tokens"]
+    if not isinstance(budget, int) or budget < cap:
+        return
+    if cap - 1 >= _MIN_THINKING:
+        params["thinking"] = {**thinking, "budget_tokens": cap - 1}
+    else:
+        del params["thinking"]
 
 
 def _usage(usage: Any) -> Usage | None:
@@ -298,6 +320,14 @@ class _StreamState:
     def reply(self, provider: str) -> Reply:
         if not self.started:
             raise malformed(provider, "the stream ended without a message_start event")
+        if self.stop_reason is None:
+            # A dropped connection ends the stream as quietly as a finished message: without the message_delta's
+            # stop_reason the text so far is a fragment, never an answer (nor calls to run).
+            raise ModelError(
+                f"{provider}'s stream ended before a stop_reason (the message was cut off)",
+                provider=provider,
+                retryable=True,
+            )
         calls = [
             ToolCall(b["name"], parse_args("".join(b["json"])), id=b["id"]) for _, b in sorted(self.blocks.items())
         ]

@@ -10,7 +10,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from stopwise.errors import ConfigError
+from stopwise.errors import ConfigError, ModelError
 from stopwise.messages import Message, Reply, Role, StopReason, TokenLogprob, ToolCall, Usage
 from stopwise.models._sdk import (
     ClientPerLoop,
@@ -240,9 +240,26 @@ def _stop_reason(finish: str | None, has_calls: bool, refused: bool) -> StopReas
 
 
 def _usage(usage: Any) -> Usage | None:
+    """The usage as the budgets count it. Compatible servers do not all use OpenAI's names: the Responses API's
+    ``input_tokens`` / ``output_tokens`` are read too, and a usage of only ``total_tokens`` counts what it does not
+    split as output (a budget is never dodged by a server's field names; the output budget errs toward spent)."""
     if usage is None:
         return None
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, 1)
+    prompt = _count(usage, "prompt_tokens", "input_tokens")
+    completion = _count(usage, "completion_tokens", "output_tokens")
+    total = _count(usage, "total_tokens")
+    if completion is None and total is not None:
+        completion = max(0, total - (prompt or 0))
+    return Usage(prompt or 0, completion or 0, 1)
+
+
+def _count(usage: Any, *names: str) -> int | None:
+    """The first of ``names`` the usage object carries as a whole number (the SDK keeps unknown fields)."""
+    for name in names:
+        value = getattr(usage, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def _logprobs(content: Any) -> list[TokenLogprob]:
@@ -342,6 +359,14 @@ class _StreamState:
     def reply(self, provider: str) -> Reply:
         if self.chunks == 0:
             raise malformed(provider, "the stream ended without a chunk")
+        if self.finish is None:
+            # A dropped connection ends the stream as quietly as a finished reply: without a finish_reason the
+            # text so far is a fragment, never an answer (nor calls to run).
+            raise ModelError(
+                f"{provider}'s stream ended before a finish_reason (the reply was cut off)",
+                provider=provider,
+                retryable=True,
+            )
         calls = [ToolCall(c["name"], parse_args(c["arguments"]), id=c["id"]) for _, c in sorted(self.calls.items())]
         refused = bool(self.refusal) and not self.text
         stop_reason = _stop_reason(self.finish, bool(calls), refused)
