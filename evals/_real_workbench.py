@@ -211,6 +211,9 @@ def sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
 
 
 def git_show(git_dir: Path) -> tuple[Show, list[str]]:
+    """A reader of the pinned commit's files and the results files' names, for ``grade``: ``build_realset.Repo``
+    reads the same way, but importing it imports stopwise, and ``grade`` runs under any Python that has pandas."""
+
     def show(path: str) -> str:
         return subprocess.run(
             ["git", "--git-dir", str(git_dir), "show", f"{COMMIT}:{path}"], check=True, capture_output=True, text=True

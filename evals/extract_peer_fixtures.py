@@ -88,8 +88,18 @@ class _Skip(Exception):
 
 
 def _git(mirror: Path, repo: str, *args: str) -> str:
-    path = mirror / repo.replace("/", "+") / "repo"
-    return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(_clone(mirror, repo)), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _git_bytes(mirror: Path, repo: str, *args: str) -> bytes:
+    """``_git``'s output as the bytes git wrote (for a file that may not be text)."""
+    return subprocess.run(["git", "-C", str(_clone(mirror, repo)), *args], check=True, capture_output=True).stdout
+
+
+def _clone(mirror: Path, repo: str) -> Path:
+    return mirror / repo.replace("/", "+") / "repo"
 
 
 # -- Go (gitleaks) --------------------------------------------------------------------------------------------
@@ -510,11 +520,7 @@ def secretlint_fixtures(mirror: Path, left_out: Counter[str]) -> Iterator[Fixtur
             left_out["secretlint: a snapshot with its own options (.secretlintrc.json)"] += 1
             continue
         path = f"{case}/{inputs[0]}"
-        raw = subprocess.run(
-            ["git", "-C", str(mirror / repo.replace("/", "+") / "repo"), "show", f"{commit}:{path}"],
-            check=True,
-            capture_output=True,
-        ).stdout
+        raw = _git_bytes(mirror, repo, "show", f"{commit}:{path}")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

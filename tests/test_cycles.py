@@ -24,6 +24,7 @@ from stopwise.messages import Message, Role
 from stopwise.models import FunctionModel, ModelRequest
 from stopwise.records import parse_records
 from stopwise.stop.repeats import Cycle, Cycles, Repeats, Streak
+from stopwise.store.base import Store
 
 STAGNATION = DEFAULT_CONDITIONS.only(["stagnation"])
 SEARCH = ("search", {"q": "oslo weather"})
@@ -171,10 +172,15 @@ def read(section: str) -> str:
 TOOLS = [search, open_page, read]
 
 
-def guarded(calls: list[Call], **policy: Any) -> Agent:
+def stagnation_guardian(calls: list[Call], **policy: Any) -> Guardian:
+    """A guardian asking only stagnation, answered "no" on every turn of a run making ``calls``: what replans is the
+    repeat count alone."""
     evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * (len(calls) + 1))
-    guardian = Guardian(evaluator=evaluator, conditions=STAGNATION, policy=ThresholdPolicy(**policy))
-    return Agent("a", "", spinner(calls), tools=TOOLS, guardian=guardian)
+    return Guardian(evaluator=evaluator, conditions=STAGNATION, policy=ThresholdPolicy(**policy))
+
+
+def guarded(calls: list[Call], **policy: Any) -> Agent:
+    return Agent("a", "", spinner(calls), tools=TOOLS, guardian=stagnation_guardian(calls, **policy))
 
 
 def test_the_native_loop_replans_a_run_alternating_two_calls_on_the_third_repetition() -> None:
@@ -236,6 +242,14 @@ def test_a_damaged_cycle_in_a_record_is_refused_typed_not_misread() -> None:
 # The peer integrations --------------------------------------------------------------------------------------------
 
 
+async def turn_decisions(store: Store, session: str) -> list[GuardianDecision]:
+    """The turn decisions a peer's run logged in ``session`` of ``store``, in log order."""
+    snapshot = await store.load_session(session)
+    assert snapshot is not None
+    records = [r for e in snapshot.entries for r in parse_records(e.records)]
+    return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"]
+
+
 async def through_pydantic_ai(calls: list[Call]) -> list[GuardianDecision]:
     pytest.importorskip("pydantic_ai")
     from pydantic_ai import Agent as PydanticAgent
@@ -244,7 +258,6 @@ async def through_pydantic_ai(calls: list[Call]) -> list[GuardianDecision]:
     from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
 
     from stopwise.integrations.pydantic_ai import StopwiseCapability
-    from stopwise.records import parse_records
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         made = sum(isinstance(m, ModelResponse) for m in messages)
@@ -253,16 +266,12 @@ async def through_pydantic_ai(calls: list[Call]) -> list[GuardianDecision]:
         name, args = calls[made]
         return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f"c{made}")])
 
-    evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * (len(calls) + 1))
-    capability = StopwiseCapability(guardian=Guardian(evaluator=evaluator, conditions=STAGNATION))
+    capability = StopwiseCapability(guardian=stagnation_guardian(calls))
     agent: PydanticAgent[None, Any] = PydanticAgent(PydanticFunctionModel(model), capabilities=[capability])
     for t in TOOLS:
         agent.tool_plain(name=t.name)(t.fn)
     result = await agent.run("go")
-    snapshot = await capability.deciders.store.load_session(result.conversation_id)
-    assert snapshot is not None
-    records = [r for e in snapshot.entries for r in parse_records(e.records)]
-    return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"]
+    return await turn_decisions(capability.deciders.store, result.conversation_id)
 
 
 async def through_openai_agents(calls: list[Call]) -> list[GuardianDecision]:
@@ -273,21 +282,16 @@ async def through_openai_agents(calls: list[Call]) -> list[GuardianDecision]:
     from agents.testing import assistant_message, function_call
 
     from stopwise.integrations.openai_agents import Stopwise
-    from stopwise.records import parse_records
 
     set_tracing_disabled(True)
     turns: list[Any] = [[function_call(n, a, call_id=f"c{i}")] for i, (n, a) in enumerate(calls)]
-    evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * (len(calls) + 1))
-    stopwise = Stopwise(guardian=Guardian(evaluator=evaluator, conditions=STAGNATION))
+    stopwise = Stopwise(guardian=stagnation_guardian(calls))
     sdk_tools = [function_tool(t.fn, name_override=t.name) for t in TOOLS]
     agent = stopwise.attach(
         SDKAgent("a", model=SDKModel([*turns, [assistant_message("done")]]), tools=sdk_tools)  # type: ignore[arg-type]
     )
     await stopwise.run(agent, "go", session_id="s", max_turns=len(calls) + 2)
-    snapshot = await stopwise.deciders.store.load_session("s")
-    assert snapshot is not None
-    records = [r for e in snapshot.entries for r in parse_records(e.records)]
-    return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"]
+    return await turn_decisions(stopwise.deciders.store, "s")
 
 
 async def through_langgraph(calls: list[Call]) -> list[GuardianDecision]:
@@ -299,7 +303,6 @@ async def through_langgraph(calls: list[Call]) -> list[GuardianDecision]:
     from langgraph.graph import START, MessagesState, StateGraph
 
     from stopwise.integrations.langgraph import Stopwise
-    from stopwise.records import parse_records
 
     lc_tools = [lc_tool(t.name)(t.fn) for t in TOOLS]
     replies: list[BaseMessage] = [
@@ -310,8 +313,7 @@ async def through_langgraph(calls: list[Call]) -> list[GuardianDecision]:
     async def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}
 
-    evaluator = ScriptedEvaluator([{"stagnation": 0.0}] * (len(calls) + 1))
-    stopwise = Stopwise(guardian=Guardian(evaluator=evaluator, conditions=STAGNATION))
+    stopwise = Stopwise(guardian=stagnation_guardian(calls))
     graph = StateGraph(MessagesState)
     graph.add_node("model", call_model)
     graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
@@ -321,10 +323,7 @@ async def through_langgraph(calls: list[Call]) -> list[GuardianDecision]:
     app = graph.compile(checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "t1"}, "recursion_limit": 10 * len(calls)}
     await app.ainvoke({"messages": [("user", "go")]}, thread)
-    snapshot = await stopwise.deciders.store.load_session("t1")
-    assert snapshot is not None
-    records = [r for e in snapshot.entries for r in parse_records(e.records)]
-    return [r for r in records if isinstance(r, GuardianDecision) and r.kind == "turn"]
+    return await turn_decisions(stopwise.deciders.store, "t1")
 
 
 @pytest.mark.parametrize(

@@ -294,6 +294,8 @@ class Leg:
         budgets; None without an output or total token budget. Until a step commits it stays the same, so the
         cap a reply was asked with is read again when the reply is judged (after a crash too)."""
         limits = self.agent.limits
+        # ``output_cap`` says None too; asked first here, a leg without those budgets builds no ``Spent`` (the usage
+        # priced, the clock read) for each model call it makes.
         if limits is None or (limits.output_tokens is None and limits.total_tokens is None):
             return None
         return output_cap(limits, self.spent())

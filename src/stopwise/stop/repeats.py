@@ -144,7 +144,10 @@ class Cycles:
     runs: tuple[int, ...] = (0,) * MAX_PERIOD
 
     def then(self, rows: Sequence[Message], keys: Mapping[str, str] | None = None) -> Cycles:
-        """These cycles extended by ``rows`` (oldest first; rows without calls leave them as they are)."""
+        """These cycles extended by ``rows`` (oldest first; rows without calls leave them as they are). The plain
+        fold, kept as the definition the two faster paths are checked against (``tests/test_cycles.py``):
+        ``Cycles.of`` reads the same back from the newest row, and ``Repeats.then``, the loop's fold, keys each call
+        once for the streak and the cycles together."""
         state = self
         for row in rows:
             step = _step_keys(row, keys)
