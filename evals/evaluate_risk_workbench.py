@@ -51,7 +51,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from stopwise.guardian import GuardianOutcome
 from stopwise.guardian.guardian import Guardian, consult
@@ -78,7 +78,9 @@ TOOL_FILES = (
 WRITE_KINDS = {"create": "create", "add": "create", "update": "update", "delete": "delete"}
 WRITE_KINDS |= {"send": "send", "forward": "send", "reply": "send"}
 """A writing tool's kind, by the first word of its function's name that names one."""
-NAMINGS = ("function", "prefixed")
+Naming = Literal["function", "prefixed"]
+"""How a port names a tool: its function's name, or WorkBench's with ``_`` for the dot."""
+NAMINGS: tuple[Naming, ...] = get_args(Naming)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -259,7 +261,7 @@ class Tool:
     workbench_side_effects: bool
     example: dict[str, Any] | None
 
-    def named(self, naming: str) -> str:
+    def named(self, naming: Naming) -> str:
         """The tool's name in a stopwise port: its function's, or WorkBench's with the dot as an underscore."""
         name = self.function if naming == "function" else self.name.replace(".", "_")
         check_tool_name(name)
@@ -317,7 +319,7 @@ def _row(tools: list[Tool], escalates: list[bool]) -> dict[str, Any]:
     }
 
 
-async def per_tool(tools: list[Tool], naming: str) -> dict[str, Any]:
+async def per_tool(tools: list[Tool], naming: Naming) -> dict[str, Any]:
     """Per tool its example call's decision, and the counts per label and per kind, beside the baseline's."""
     guardian = Guardian()
     names = [t.named(naming) for t in tools]
@@ -360,7 +362,7 @@ def recorded_runs(path: Path = evaluate_repeats.RUNS) -> Iterator[dict[str, Any]
             yield row
 
 
-async def per_call(tools: list[Tool], naming: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+async def per_call(tools: list[Tool], naming: Naming, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Every call of a WorkBench tool in ``runs`` through the same check; per class of run (answered, cut off) the
     pooled share of calls that suspend, the mean and median of the per-run share, and the runs with one or more."""
     guardian = Guardian()
