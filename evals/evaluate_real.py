@@ -65,12 +65,23 @@ _DESTRUCTIVE_VERB = re.compile(
 """The verbs the issue names as destructive-looking (and their near kin), as a reviewer would grep a tool's name."""
 
 
+def _snake(name: str) -> str:
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def destructive_verb(name: str) -> bool:
+    """Whether a tool's name holds a destructive-looking verb (``_DESTRUCTIVE_VERB``, camelCase read as words)."""
+    return _DESTRUCTIVE_VERB.search(_snake(name)) is not None
+
+
 def risk_baselines(record: TraceRecord) -> dict[str, float]:
     """The trivial scores of a pending call's risk: a destructive verb in the tool's name, the name's length."""
     p = record.projection
     assert p is not None and p.pending is not None
-    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", p.pending.name).lower()
-    return {"destructive_verb": float(_DESTRUCTIVE_VERB.search(name) is not None), "name_length": float(len(name))}
+    return {
+        "destructive_verb": float(destructive_verb(p.pending.name)),
+        "name_length": float(len(_snake(p.pending.name))),
+    }
 
 
 def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str, dict[str, Any]]:
