@@ -219,3 +219,17 @@ async def test_a_predicate_that_mutates_every_calls_args_changes_neither_the_nex
     assert requests[1][0] == json.dumps({"topic": "note", "tags": ["team"]}) and changed(requests[1]) == []
     assert changed([json.dumps(c.args) for m in result.messages for c in m.tool_calls]) == []
     assert changed(await logged_calls(tmp_path / "log.db", "s")) == []
+
+
+def test_a_views_shared_log_rows_read_as_equal_copies_with_every_field_kept() -> None:
+    call = ToolCall("draft", {"topic": "x", "tags": ["a", {"k": [1]}]}, id="c1", wire_id="toolu_1")
+    log = [
+        Message(Role.ASSISTANT, "thinking é", [call], metadata={"origin": "model", "nested": {"a": [1]}}),
+        Message(Role.TOOL, "ok", tool_call_id="c1", metadata={"tool_error": False}),
+    ]
+    view = StepView.detached(2, Reply("", [ToolCall("draft", {"topic": "y"}, id="c2")]), [], log)
+    shown = list(view.messages[:2])
+    assert shown == log and [m.tool_calls for m in shown] == [(call,), ()]
+    assert shown[0] is not log[0] and shown[0].tool_calls[0].args is not call.args
+    assert shown[0].tool_calls[0].args["tags"][1] is not call.args["tags"][1]  # type: ignore[index]
+    assert shown[0].metadata["nested"] is not log[0].metadata["nested"]
