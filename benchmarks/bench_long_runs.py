@@ -8,7 +8,9 @@ walks the whole run, the last steps are slower than the first; flat cost means a
 Configurations, each in memory and on SQLite:
   plain      Agent with one tool;
   guardian   Agent(guardian=Guardian()) (the offline rule evaluator, the six default conditions);
-  guarded    a stop guard (accepting the finish) and a guardrail on every hook.
+  guarded    a stop guard (accepting the finish) and a guardrail on every hook;
+  looping    stop_when=is_looping(3), which never fires here (the arguments differ every step): its reads of the
+             step's view, each a copy of the row read, on every step.
 
 Target (issue 15): last-50 / first-50 median gap <= 1.3 for every configuration.
 
@@ -41,7 +43,7 @@ from typing import Any
 
 EDGE = 50  # steps in each of the first / last windows
 TARGET = 1.3
-CONFIGS = ("plain", "guardian", "guarded")
+CONFIGS = ("plain", "guardian", "guarded", "looping")
 
 
 def _agent(config: str, script: list[float], steps: int) -> Any:
@@ -74,6 +76,10 @@ def _agent(config: str, script: list[float], steps: int) -> Any:
 
         kwargs["stop_guard"] = StopGuard(accept)
         kwargs["guardrails"] = Guardrails(on_input=allow, on_tool_call=allow, on_tool_result=allow, on_output=allow)
+    elif config == "looping":
+        from stopwise import is_looping
+
+        kwargs["stop_when"] = is_looping(3)
     return Agent(name="long", instructions="x", model=FunctionModel(fn), tools=[bump], max_steps=None, **kwargs)
 
 

@@ -109,6 +109,15 @@ def test_reading_back_from_the_newest_row_gives_what_extending_step_by_step_give
         assert kept.cycles == Cycles().then(rows[start:]) and kept.streak == Streak.of(rows, start=start)
 
 
+def test_repeats_read_back_from_the_newest_row_are_the_loops_fold_and_none_from_past_the_rows() -> None:
+    rng = random.Random(11)
+    for _ in range(500):
+        rows = [step(*rng.sample([SEARCH, OPEN, READ], rng.choice([1, 1, 2]))) for _ in range(rng.randint(0, 12))]
+        start = rng.randint(0, len(rows))
+        assert Repeats.of(rows, start=start) == Repeats().then(rows[start:])
+        assert Repeats.of(rows, start=len(rows) + rng.randint(1, 3)) == Repeats()
+
+
 def test_reading_back_stops_at_the_count_asked_for() -> None:
     rows = [step(SEARCH), step(OPEN)] * 50
     latest = Cycles.of(rows, at_most=3).latest

@@ -5,10 +5,11 @@ view; so a predicate counting the log (the README's ``drafted_three_times``) fir
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 from typing import Any
 
-from stopwise import Agent, Approve, Reply, Runner, StepView, ToolCall, tool
+from stopwise import Agent, Approve, Reply, Runner, SQLiteStore, StepView, ToolCall, tool
 from stopwise.messages import Message, Role
 from stopwise.models import FunctionModel, ModelRequest, ScriptedModel
 
@@ -25,6 +26,18 @@ def draft(topic: str) -> str:
 def send(to: str) -> str:
     """Send the note (a reviewer approves each)."""
     return f"sent to {to}"
+
+
+@tool
+def tagged_draft(topic: str, tags: list[str]) -> str:
+    """Write a tagged draft note."""
+    return f"Draft: {topic} {tags}"
+
+
+@tool(needs_approval=True)
+def tagged_send(topic: str, tags: list[str]) -> str:
+    """Send a tagged note (a reviewer approves each)."""
+    return f"sent {topic} to {tags}"
 
 
 def readme_predicate(name: str) -> Any:
@@ -131,3 +144,92 @@ def test_a_detached_views_reply_row_is_a_copy_a_predicate_cannot_change_the_log_
     view = StepView.detached(1, reply, [], [])
     view.messages[-1].tool_calls[0].args["topic"] = "changed"
     assert reply.tool_calls[0].args == {"topic": "x"}
+
+
+def mutating_every_call(step: StepView) -> bool:
+    """A predicate that changes every call's arguments and every row's metadata it is shown, nested values too."""
+    rows = [*step.messages, Message(Role.ASSISTANT, "", step.reply.tool_calls), *step.tool_results]
+    for m in rows:
+        m.metadata["changed"] = True  # type: ignore[index]
+        for c in m.tool_calls:
+            c.args["tags"].append("changed")  # type: ignore[index, union-attr]
+            c.args["topic"] = "changed"  # type: ignore[index]
+    return False
+
+
+def sent_calls(request: ModelRequest) -> list[str]:
+    """What the model is shown of every call in the request, and of every row's metadata, as text."""
+    shown = [json.dumps(c.args) for m in request.messages for c in m.tool_calls]
+    return shown + [json.dumps(dict(m.metadata), sort_keys=True) for m in request.messages]
+
+
+async def logged_calls(path: Path, session: str) -> list[str]:
+    async with SQLiteStore(path) as store:
+        snapshot = await store.load_session(session)
+    assert snapshot is not None
+    rows = snapshot.messages()
+    return [json.dumps(c.args) for m in rows for c in m.tool_calls] + [json.dumps(dict(m.metadata)) for m in rows]
+
+
+def changed(shown: list[str]) -> list[str]:
+    return [s for s in shown if "changed" in s]
+
+
+async def test_a_predicate_that_mutates_every_calls_args_changes_neither_the_next_request_nor_the_log_fresh(
+    tmp_path: Path,
+) -> None:
+    requests: list[list[str]] = []
+
+    def reply(request: ModelRequest) -> Reply:
+        requests.append(sent_calls(request))
+        if len(requests) <= 3:
+            return Reply(tool_calls=[ToolCall("tagged_draft", {"topic": f"take {len(requests)}", "tags": ["a"]})])
+        return Reply("done")
+
+    async with SQLiteStore(tmp_path / "log.db") as store:
+        agent = Agent("a", "", FunctionModel(reply), tools=[tagged_draft], stop_when=mutating_every_call)
+        result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.status == "completed" and len(requests) == 4
+    assert [changed(r) for r in requests] == [[], [], [], []]
+    assert requests[-1][:3] == [json.dumps({"topic": f"take {i}", "tags": ["a"]}) for i in (1, 2, 3)]
+    assert changed([json.dumps(c.args) for m in result.messages for c in m.tool_calls]) == []
+    assert changed(await logged_calls(tmp_path / "log.db", "s")) == []
+
+
+async def test_a_predicate_that_mutates_every_calls_args_changes_neither_the_next_request_nor_the_log_settled(
+    tmp_path: Path,
+) -> None:
+    # The settled step's own reply row is in the log already when the predicate sees it: the row it is shown of
+    # it is a copy too.
+    requests: list[list[str]] = []
+
+    def reply(request: ModelRequest) -> Reply:
+        requests.append(sent_calls(request))
+        if len(requests) == 1:
+            return Reply(tool_calls=[ToolCall("tagged_send", {"topic": "note", "tags": ["team"]})])
+        return Reply("done")
+
+    async with SQLiteStore(tmp_path / "log.db") as store:
+        agent = Agent("a", "", FunctionModel(reply), tools=[tagged_send], stop_when=mutating_every_call)
+        runner = Runner(store)
+        result = await runner.run(agent, "go", session_id="s")
+        assert result.status == "suspended"
+        result = await runner.resume(agent, "s", decisions={p.call_id: Approve() for p in result.pending})
+    assert result.status == "completed" and len(requests) == 2
+    assert requests[1][0] == json.dumps({"topic": "note", "tags": ["team"]}) and changed(requests[1]) == []
+    assert changed([json.dumps(c.args) for m in result.messages for c in m.tool_calls]) == []
+    assert changed(await logged_calls(tmp_path / "log.db", "s")) == []
+
+
+def test_a_views_shared_log_rows_read_as_equal_copies_with_every_field_kept() -> None:
+    call = ToolCall("draft", {"topic": "x", "tags": ["a", {"k": [1]}]}, id="c1", wire_id="toolu_1")
+    log = [
+        Message(Role.ASSISTANT, "thinking é", [call], metadata={"origin": "model", "nested": {"a": [1]}}),
+        Message(Role.TOOL, "ok", tool_call_id="c1", metadata={"tool_error": False}),
+    ]
+    view = StepView.detached(2, Reply("", [ToolCall("draft", {"topic": "y"}, id="c2")]), [], log)
+    shown = list(view.messages[:2])
+    assert shown == log and [m.tool_calls for m in shown] == [(call,), ()]
+    assert shown[0] is not log[0] and shown[0].tool_calls[0].args is not call.args
+    assert shown[0].tool_calls[0].args["tags"][1] is not call.args["tags"][1]  # type: ignore[index]
+    assert shown[0].metadata["nested"] is not log[0].metadata["nested"]

@@ -55,8 +55,9 @@ def plan_batch(leg: Leg, plans: list[CallPlan], reply: Reply | None = None) -> t
         cut = cut_at_cap(limits, leg.output_cap(), reply, with_reply)
         spent = spent_before_tools(limits, with_reply) or cut
         if spent is not None:
-            why = f"Not run: {spent.error().message}"
-            if cut is not None:
+            if cut is None:
+                why = f"Not run: {spent.error().message}"
+            else:
                 # The model reads these rows when the run is retried: a call cut short must not read as bad JSON
                 # it wrote, nor a whole one as refused for a reason it cannot see in its reply.
                 why = (

@@ -45,7 +45,7 @@ from stopwise.records import LogRecord, ToolReceipt, parse_log, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
-from stopwise.stop.repeats import Cycles, Streak
+from stopwise.stop.repeats import Repeats
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
@@ -480,10 +480,9 @@ class PeerRun:
         """The policy's inputs after ``rows``: the conditions held before, the run's replans, and how many times
         in a row this run (its rows from ``run_start``) repeated its latest call, and the latest cycle of calls it
         repeated, counted as the native loop counts them."""
-        start = min(self.run_start, len(rows))
-        repeats = Streak.of(rows, start=start).count
-        cycle = Cycles.of(rows, start=start).latest
-        return PolicyInputs(held_before(conditions, self.records), self.replans, repeats, cycle=cycle)
+        repeats = Repeats.of(rows, start=self.run_start)
+        held = held_before(conditions, self.records)
+        return PolicyInputs(held, self.replans, repeats.streak.count, cycle=repeats.cycles.latest)
 
     async def _consult_turn(
         self,

@@ -216,6 +216,15 @@ class Repeats:
     streak: Streak = Streak()
     cycles: Cycles = Cycles()
 
+    @classmethod
+    def of(
+        cls, rows: Sequence[Message], keys: Mapping[str, str] | None = None, start: int = 0, at_most: int | None = None
+    ) -> Repeats:
+        """The repeats at the end of ``rows[start:]`` (``Streak.of`` and ``Cycles.of``), equal to
+        ``Repeats().then(rows[start:], keys)`` but read from the newest row back only as far as the repetitions go.
+        ``at_most``: each reads no further once its count reaches it. A ``start`` past the rows reads none."""
+        return cls(Streak.of(rows, keys, start, at_most), Cycles.of(rows, keys, start, at_most))
+
     def then(self, rows: Sequence[Message], keys: Mapping[str, str] | None = None) -> Repeats:
         """These repeats extended by ``rows`` (oldest first; rows without calls leave them as they are)."""
         streak, cycles = self.streak, self.cycles
