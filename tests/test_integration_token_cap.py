@@ -43,7 +43,9 @@ class Model:
             call = ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="c1")
             return ModelResponse(parts=[call], usage=RequestUsage(input_tokens=10, output_tokens=self.first))
         if self.short is not None:
-            return ModelResponse(parts=[TextPart("Sunny.")], usage=RequestUsage(input_tokens=10, output_tokens=self.short))
+            return ModelResponse(
+                parts=[TextPart("Sunny.")], usage=RequestUsage(input_tokens=10, output_tokens=self.short)
+            )
         spent = int((info.model_settings or {}).get("max_tokens") or 10_000)
         parts: list[Any] = [TextPart("It is sunny in Oslo and")]
         if self.calls_after:

@@ -66,8 +66,8 @@ try:
     )
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
-    from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.usage import RunUsage, UsageLimits
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
