@@ -175,3 +175,40 @@ async def test_pydantic_ai_streamed_run_is_capped_and_a_reply_cut_at_the_cap_end
     assert sent == [40]
     run = await only_run(capability.deciders.store)
     assert run.completion_reason == "token_limit"
+
+
+async def test_openai_agents_own_per_call_max_tokens_reaches_every_model_call_of_a_stopwise_run() -> None:
+    """The SDK has no token budget to cap from (its alternative: ``ModelSettings(max_tokens=)`` per call, the
+    run's usage in ``result.context_wrapper.usage``): the agent's own cap reaches each call unchanged, the calls
+    of a stop guard's continue (a second ``Runner.run``) too."""
+    pytest.importorskip("agents", reason="needs the 'openai-agents' extra")
+    from agents import Agent as SdkAgent
+    from agents import ModelSettings as SdkSettings
+    from agents import function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from stopwise.integrations.openai_agents import Stopwise
+    from stopwise.stop.guard import Continue, StopGuard
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def lookup(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    def once_more(ctx: Any) -> Any:
+        return None if "Oslo" in ctx.reply.text else Continue("Say which city.")
+
+    model = ScriptedModel(
+        [
+            [function_call("lookup", {"city": "Oslo"}, call_id="c1")],
+            [assistant_message("Sunny.")],
+            [assistant_message("Sunny in Oslo.")],
+        ]
+    )
+    agent = SdkAgent("weather", model=model, tools=[lookup], model_settings=SdkSettings(max_tokens=64))
+    stopwise = Stopwise(stop_guard=StopGuard(once_more))
+    result = await stopwise.run(stopwise.attach(agent), "Weather in Oslo?")
+    assert result.final_output == "Sunny in Oslo."
+    assert [c.model_settings.max_tokens for c in model.calls] == [64, 64, 64]
