@@ -147,6 +147,16 @@ async def test_pydantic_ai_reply_cut_below_the_budgets_cap_by_the_callers_max_to
     assert run.status is RunStatus.COMPLETED
 
 
+async def test_pydantic_ai_reply_cut_at_the_callers_max_tokens_equal_to_what_is_left_is_the_budgets_end() -> None:
+    model = Model(first=30)
+    capability = StopwiseCapability()
+    agent = agent_of(model, capability, settings=ModelSettings(max_tokens=70))
+    with pytest.raises(UsageLimitExceeded, match="output_tokens_limit of 100"):
+        await agent.run("Weather?", usage_limits=UsageLimits(output_tokens_limit=100))
+    assert model.max_tokens() == [70, 70]
+    assert (await only_run(capability.deciders.store)).completion_reason == "token_limit"
+
+
 class CutStream(WrapperModel):
     """A streamed model whose provider reports each reply stopped for ``max_tokens`` (pydantic-ai's
     ``FunctionModel`` streams leave ``finish_reason`` unset): what a provider says of a reply cut at the cap."""

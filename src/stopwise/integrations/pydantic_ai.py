@@ -42,10 +42,10 @@ from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
 from stopwise.integrations._base import Deciders, PeerRun, RunFailed, UnsupportedVerdict, answer_text
-from stopwise.messages import Message, Role, ToolCall, Usage
+from stopwise.messages import Message, Reply, Role, StopReason, ToolCall, Usage
 from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
-from stopwise.stop.limits import LimitHit, LimitKind, Limits, OutputCap, Spent, output_cap
+from stopwise.stop.limits import LimitHit, LimitKind, Limits, OutputCap, Spent, cut_at_cap, output_cap
 from stopwise.store.base import Store
 from stopwise.tools import Risk
 
@@ -68,7 +68,7 @@ try:
     from pydantic_ai.run import AgentRunResult
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.tools import ToolDefinition
-    from pydantic_ai.usage import RunUsage, UsageLimits
+    from pydantic_ai.usage import RequestUsage, RunUsage, UsageLimits
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
 
@@ -149,32 +149,35 @@ class StopwiseCapability(AbstractCapability[Any]):
     def _capped(self, ctx: RunContext[Any], request_context: ModelRequestContext) -> ModelRequestContext:
         """``request_context`` with its ``max_tokens`` at most what is left of the run's token budgets."""
         self._cap = None
-        cap = _output_cap(ctx.usage_limits, ctx.usage)
-        if cap is None:
+        budgets, before = _budgets(ctx.usage_limits), _usage(ctx.usage)
+        cap = output_cap(budgets, Spent(usage=before))
+        if budgets is None or cap is None:
             return request_context
+        self._cap = _Cap(budgets, cap, before)
         settings: ModelSettings = {**(request_context.model_settings or {})}
         own = settings.get("max_tokens")
-        if own is not None and own <= cap.tokens:
-            return request_context  # the caller's own cap is the lower: a reply cut there is not the budget's
+        if own is not None and own < cap.tokens:
+            self._cap = None  # the caller's own cap is the lower: a reply cut there is not the budget's
+            return request_context
         settings["max_tokens"] = cap.tokens
-        self._cap = _Cap(cap, ctx.usage.output_tokens, ctx.usage.total_tokens)
         return dataclasses.replace(request_context, model_settings=settings)
 
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
-        cut = self._cap
-        if cut is None or response.finish_reason != "length" or response.usage.output_tokens < cut.cap.tokens:
+        capped = self._cap
+        if capped is None or response.finish_reason != "length":
+            return response
+        reply = Reply(stop_reason=StopReason.MAX_TOKENS, usage=_usage(response.usage))
+        assert reply.usage is not None
+        hit = cut_at_cap(capped.budgets, capped.cap, reply, Spent(usage=capped.before + reply.usage))
+        if hit is None:
             return response
         # Cut at the budget's cap: the budget is spent (even when exactly), and the cut reply's calls may be
         # unfinished. pydantic-ai's own check is "more than the limit", so it would run them; end as it ends a
         # run past a limit instead (``on_run_error`` records it ``token_limit``).
-        if cut.cap.kind is LimitKind.OUTPUT_TOKENS:
-            name, used = "output_tokens", cut.output_tokens + response.usage.output_tokens
-        else:
-            name, used = "total_tokens", cut.total_tokens + response.usage.total_tokens
-        limit = getattr(ctx.usage_limits, f"{name}_limit")
-        raise UsageLimitExceeded(f"The reply was cut off at the {name}_limit of {limit} ({name}={used})")
+        name = hit.kind.value
+        raise UsageLimitExceeded(f"The reply was cut off at the {name}_limit of {hit.allowed} ({name}={hit.used})")
 
     async def before_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
@@ -286,21 +289,23 @@ def _limit_signals(error: UsageLimitExceeded, usage: RunUsage) -> StepSignals | 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Cap:
-    """The cap set on a model request, and the run's output and total tokens before it."""
+    """The cap the budgets set on a model request: the budgets, the cap, and the run's usage before it."""
 
+    budgets: Limits
     cap: OutputCap
-    output_tokens: int
-    total_tokens: int
+    before: Usage
 
 
-def _output_cap(limits: UsageLimits | None, usage: RunUsage) -> OutputCap | None:
-    """What is left of pydantic-ai's output and total token limits, as stopwise's loop caps a model call from
-    its own ``Limits`` (``stopwise.stop.limits.output_cap``); None when neither is set."""
+def _budgets(limits: UsageLimits | None) -> Limits | None:
+    """pydantic-ai's output and total token limits as stopwise's budgets (what caps a call); None when neither
+    is set."""
     if limits is None or (limits.output_tokens_limit is None and limits.total_tokens_limit is None):
         return None
-    budgets = Limits(output_tokens=limits.output_tokens_limit, total_tokens=limits.total_tokens_limit)
-    spent = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=usage.requests)
-    return output_cap(budgets, Spent(usage=spent))
+    return Limits(output_tokens=limits.output_tokens_limit, total_tokens=limits.total_tokens_limit)
+
+
+def _usage(usage: RunUsage | RequestUsage) -> Usage:
+    return Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
 
 def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
