@@ -101,7 +101,7 @@ class StopwiseCapability(AbstractCapability[Any]):
         self._ended: StopDecision | None = None
         self._asked = False
         self._cap: _Cap | None = None
-        """The output cap the budgets set on the current model request, and the usage before it."""
+        """The output cap the budgets set on the current model request (None: none, or the caller's lower one)."""
         self._history = ConvertedHistory()
         """This run's messages as rows, converted once each (see ``ConvertedHistory``)."""
 
@@ -153,12 +153,11 @@ class StopwiseCapability(AbstractCapability[Any]):
         cap = output_cap(budgets, Spent(usage=before))
         if budgets is None or cap is None:
             return request_context
-        self._cap = _Cap(budgets, cap, before)
         settings: ModelSettings = {**(request_context.model_settings or {})}
         own = settings.get("max_tokens")
         if own is not None and own < cap.tokens:
-            self._cap = None  # the caller's own cap is the lower: a reply cut there is not the budget's
-            return request_context
+            return request_context  # the caller's own cap is the lower: a reply cut there is not the budget's
+        self._cap = _Cap(budgets, cap, before)
         settings["max_tokens"] = cap.tokens
         return dataclasses.replace(request_context, model_settings=settings)
 
@@ -168,9 +167,9 @@ class StopwiseCapability(AbstractCapability[Any]):
         capped = self._cap
         if capped is None or response.finish_reason != "length":
             return response
-        reply = Reply(stop_reason=StopReason.MAX_TOKENS, usage=_usage(response.usage))
-        assert reply.usage is not None
-        hit = cut_at_cap(capped.budgets, capped.cap, reply, Spent(usage=capped.before + reply.usage))
+        used = _usage(response.usage)
+        reply = Reply(stop_reason=StopReason.MAX_TOKENS, usage=used)
+        hit = cut_at_cap(capped.budgets, capped.cap, reply, Spent(usage=capped.before + used))
         if hit is None:
             return response
         # Cut at the budget's cap: the budget is spent (even when exactly), and the cut reply's calls may be
