@@ -19,7 +19,12 @@ Where each decider sits in pydantic-ai's run, and what its outcome becomes:
   (the model reads the quarantine notice), the same call again and again appends the re-anchoring on the goal
   to what the model reads, a replan past ``max_replans`` raises ``RunFailed`` (``infeasible``);
 - the stop guard, then the output guardrails: ``after_output_process`` on a text answer; a continue is a
-  ``ModelRetry`` carrying the feedback, a fail raises ``RunFailed`` out of ``agent.run``.
+  ``ModelRetry`` carrying the feedback, a fail raises ``RunFailed`` out of ``agent.run``;
+- the run's token budgets (pydantic-ai's own ``UsageLimits(output_tokens_limit=, total_tokens_limit=)``) cap
+  each model call as stopwise's loop caps it: ``before_model_request`` sets the request's ``max_tokens`` to what
+  is left of them (the caller's own ``max_tokens`` when lower); a reply the model cut at that cap is the
+  budget's end: ``after_model_request`` raises pydantic-ai's ``UsageLimitExceeded`` naming the budget, none of
+  its calls runs, and the run is recorded ``token_limit``.
 
 Needs the ``pydantic-ai`` extra. Every decision is recorded in ``store`` under the run's id, in a session named
 by pydantic-ai's conversation id, so ``stopwise replay`` and ``stopwise guardian stats`` read these runs.
@@ -27,6 +32,7 @@ by pydantic-ai's conversation id, so ``stopwise replay`` and ``stopwise guardian
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,10 +42,10 @@ from stopwise.guardian.guardian import Guardian
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.integrations import _base
 from stopwise.integrations._base import Deciders, PeerRun, RunFailed, UnsupportedVerdict, answer_text
-from stopwise.messages import Message, Role, ToolCall
+from stopwise.messages import Message, Reply, Role, StopReason, ToolCall, Usage
 from stopwise.stop.decision import Action, StepSignals, StopDecision
 from stopwise.stop.guard import StopGuard
-from stopwise.stop.limits import LimitHit, LimitKind
+from stopwise.stop.limits import LimitHit, LimitKind, Limits, OutputCap, Spent, cut_at_cap, output_cap
 from stopwise.store.base import Store
 from stopwise.tools import Risk
 
@@ -60,8 +66,9 @@ try:
     )
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.settings import ModelSettings
     from pydantic_ai.tools import ToolDefinition
-    from pydantic_ai.usage import RunUsage
+    from pydantic_ai.usage import RequestUsage, RunUsage, UsageLimits
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
 
@@ -93,6 +100,8 @@ class StopwiseCapability(AbstractCapability[Any]):
         self._run: PeerRun | None = None
         self._ended: StopDecision | None = None
         self._asked = False
+        self._cap: _Cap | None = None
+        """The output cap the budgets set on the current model request (None: none, or the caller's lower one)."""
         self._history = ConvertedHistory()
         """This run's messages as rows, converted once each (see ``ConvertedHistory``)."""
 
@@ -123,6 +132,7 @@ class StopwiseCapability(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
+        request_context = self._capped(ctx, request_context)
         if self._asked:
             return request_context
         self._asked = True
@@ -135,6 +145,38 @@ class StopwiseCapability(AbstractCapability[Any]):
         if list(verdict.history) != history:
             raise UnsupportedVerdict("an input guardrail rewrote the history: pydantic-ai offers no way to apply it")
         return request_context
+
+    def _capped(self, ctx: RunContext[Any], request_context: ModelRequestContext) -> ModelRequestContext:
+        """``request_context`` with its ``max_tokens`` at most what is left of the run's token budgets."""
+        self._cap = None
+        budgets, before = _budgets(ctx.usage_limits), _usage(ctx.usage)
+        cap = output_cap(budgets, Spent(usage=before))
+        if budgets is None or cap is None:
+            return request_context
+        settings: ModelSettings = {**(request_context.model_settings or {})}
+        own = settings.get("max_tokens")
+        if own is not None and own < cap.tokens:
+            return request_context  # the caller's own cap is the lower: a reply cut there is not the budget's
+        self._cap = _Cap(budgets, cap, before)
+        settings["max_tokens"] = cap.tokens
+        return dataclasses.replace(request_context, model_settings=settings)
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        capped = self._cap
+        if capped is None or response.finish_reason != "length":
+            return response
+        used = _usage(response.usage)
+        reply = Reply(stop_reason=StopReason.MAX_TOKENS, usage=used)
+        hit = cut_at_cap(capped.budgets, capped.cap, reply, Spent(usage=capped.before + used))
+        if hit is None:
+            return response
+        # Cut at the budget's cap: the budget is spent (even when exactly), and the cut reply's calls may be
+        # unfinished. pydantic-ai's own check is "more than the limit", so it would run them; end as it ends a
+        # run past a limit instead (``on_run_error`` records it ``token_limit``).
+        name = hit.kind.value
+        raise UsageLimitExceeded(f"The reply was cut off at the {name}_limit of {hit.allowed} ({name}={hit.used})")
 
     async def before_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
@@ -242,6 +284,27 @@ def _limit_signals(error: UsageLimitExceeded, usage: RunUsage) -> StepSignals | 
     }.get(kind, usage.cost if usage.cost is not None else 0)
     used = float(said.group(1)) if said is not None else counted
     return StepSignals(has_tool_calls=True, limit_hit=LimitHit(kind, cap, used))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Cap:
+    """The cap the budgets set on a model request: the budgets, the cap, and the run's usage before it."""
+
+    budgets: Limits
+    cap: OutputCap
+    before: Usage
+
+
+def _budgets(limits: UsageLimits | None) -> Limits | None:
+    """pydantic-ai's output and total token limits as stopwise's budgets (what caps a call); None when neither
+    is set."""
+    if limits is None or (limits.output_tokens_limit is None and limits.total_tokens_limit is None):
+        return None
+    return Limits(output_tokens=limits.output_tokens_limit, total_tokens=limits.total_tokens_limit)
+
+
+def _usage(usage: RunUsage | RequestUsage) -> Usage:
+    return Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
 
 def to_messages(history: Sequence[ModelMessage]) -> list[Message]:
