@@ -43,8 +43,8 @@ class StepView:
     messages: Sequence[Message]
     """The session's log up to and including this step's reply and its tool rows, in log order (an immutable
     sequence that shares the run's log and hands out a copy of each row it is read for, the same copy each time
-    in a run leg): the step's reply is its
-    last assistant row, on a fresh step as on one settled after an approval."""
+    in a run leg): the step's reply is its last assistant row, on a fresh step as on one settled after an
+    approval."""
     run_start: int = 0
     """Index in ``messages`` of this run's first row (the rows before it are the session's earlier runs)."""
 
