@@ -10,7 +10,9 @@ Configurations, each in memory and on SQLite:
   guardian   Agent(guardian=Guardian()) (the offline rule evaluator, the six default conditions);
   guarded    a stop guard (accepting the finish) and a guardrail on every hook;
   looping    stop_when=is_looping(3), which never fires here (the arguments differ every step): its reads of the
-             step's view, each a copy of the row read, on every step.
+             step's view, each a copy of the row read, on every step;
+  wholelog   stop_when=a predicate counting every call of the whole log (the README's ``drafted_three_times``),
+             which never fires here: it reads every row of the log on every step.
 
 Target (issue 15): last-50 / first-50 median gap <= 1.3 for every configuration.
 
@@ -43,7 +45,7 @@ from typing import Any
 
 EDGE = 50  # steps in each of the first / last windows
 TARGET = 1.3
-CONFIGS = ("plain", "guardian", "guarded", "looping")
+CONFIGS = ("plain", "guardian", "guarded", "looping", "wholelog")
 
 
 def _agent(config: str, script: list[float], steps: int) -> Any:
@@ -80,6 +82,13 @@ def _agent(config: str, script: list[float], steps: int) -> Any:
         from stopwise import is_looping
 
         kwargs["stop_when"] = is_looping(3)
+    elif config == "wholelog":
+
+        def drafted_three_times(step: Any) -> str | None:
+            drafts = [c for m in step.messages for c in m.tool_calls if c.name == "draft"]
+            return "three drafts written" if len(drafts) >= 3 else None
+
+        kwargs["stop_when"] = drafted_three_times
     return Agent(name="long", instructions="x", model=FunctionModel(fn), tools=[bump], max_steps=None, **kwargs)
 
 

@@ -233,3 +233,22 @@ def test_a_views_shared_log_rows_read_as_equal_copies_with_every_field_kept() ->
     assert shown[0] is not log[0] and shown[0].tool_calls[0].args is not call.args
     assert shown[0].tool_calls[0].args["tags"][1] is not call.args["tags"][1]  # type: ignore[index]
     assert shown[0].metadata["nested"] is not log[0].metadata["nested"]
+
+
+async def test_a_whole_log_predicate_on_a_long_run_is_shown_one_copy_of_each_logged_row() -> None:
+    # Each step adds two rows (the reply, the tool row), shown as the step's own copies on that step; every row
+    # logged before a step is read through the run leg's copies, so it is copied once however many steps read it.
+    steps = 150
+    shown: list[list[Message]] = []  # held, so no copy is freed and its id reused
+
+    def walks_the_whole_log(step: StepView) -> bool:
+        shown.append(list(step.messages))
+        return False
+
+    agent = Agent("a", "", drafting(steps), tools=[draft], stop_when=walks_the_whole_log, max_steps=None)
+    result = await Runner().run(agent, "go")
+    assert len(shown) == steps and result.messages[0] == Message.user("go")
+    logged_before_last = 1 + 2 * (steps - 1)  # the input row and every earlier step's two rows
+    assert len({id(m) for rows in shown for m in rows}) == logged_before_last + 2 * steps
+    assert shown[-1] == list(result.messages)[: len(shown[-1])]
+    assert not any(m is r for m, r in zip(shown[-1], result.messages, strict=False))  # copies, not the log's rows

@@ -29,6 +29,7 @@ from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import OutputCap, Spent, output_cap
 from stopwise.stop.repeats import Repeats
+from stopwise.stop.row_copies import RowCopies
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
@@ -193,6 +194,9 @@ class Leg:
     repeat_rows: Folded[Repeats] = field(default_factory=lambda: Folded(None, 0, Repeats()))
     """The run's latest streak of one repeated call and its cycles of calls so far, so the guardian counts repeats
     without walking back the whole spin every step (a run repeating one call 2,000 times)."""
+    row_copies: RowCopies = field(default_factory=RowCopies)
+    """The copies of the logged rows ``stop_when`` predicates have read in this leg (``stopwise.stop.row_copies``):
+    a predicate reading the whole log every step copies each row once, not once per step."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
     ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""

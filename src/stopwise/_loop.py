@@ -743,6 +743,7 @@ async def _stop_when(leg: Leg, step: _Step, rows: list[Message]) -> dict[str, st
         leg.run_start,
         reply_logged=step.kind is EntryKind.SETTLE,
         logged=step.settled,
+        copies=leg.row_copies,
     )
     left = run_time_left(leg.agent.limits, leg.clock() - leg.started)
     loop = asyncio.get_running_loop()

@@ -11,13 +11,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias
 
 from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.history_view import HistoryView
-from stopwise.messages import TOOL_ERROR, Message, Reply, Role, ToolCall
+from stopwise.messages import TOOL_ERROR, Message, Reply, Role
 from stopwise.stop.repeats import Repeats
+from stopwise.stop.row_copies import CopiedRows, RowCopies, own_calls, own_row
 
 __all__ = [
     "StepView",
@@ -41,8 +42,9 @@ class StepView:
     """The tool rows this step produced, in call order."""
     messages: Sequence[Message]
     """The session's log up to and including this step's reply and its tool rows, in log order (an immutable
-    sequence that shares the run's log and hands out a copy of each row it is read for): the step's reply is its
-    last assistant row, on a fresh step as on one settled after an approval."""
+    sequence that shares the run's log and hands out a copy of each row it is read for, the same copy each time
+    in a run leg): the step's reply is its last assistant row, on a fresh step as on one settled after an
+    approval."""
     run_start: int = 0
     """Index in ``messages`` of this run's first row (the rows before it are the session's earlier runs)."""
 
@@ -61,6 +63,7 @@ class StepView:
         *,
         reply_logged: bool = False,
         logged: Collection[str] = (),
+        copies: RowCopies | None = None,
     ) -> StepView:
         """The view a predicate gets of a step not committed yet: ``log`` (committed rows), then what the step adds
         to it: the reply's row, then the ``rows`` in order. A step settled after a suspension has part of it in
@@ -68,61 +71,18 @@ class StepView:
         added again.
 
         Every row a predicate reads is a copy (a call's arguments and a row's metadata are plain dicts): the step's
-        own rows are copied here, the log's rows each time one is read (``log`` is shared, not copied, so a view
-        costs the same however long the run). The step is written to the log from the originals, so a predicate
-        that changes what it is shown cannot change what is recorded nor what the model is sent next."""
+        own rows are copied here, a row of ``log`` when it is first read, its copy kept in ``copies`` (the run
+        leg's, so a row read again on a later step is the same copy; a view of its own when None). ``log`` is
+        shared, not copied, so a view costs the same however long the run. The step is written to the log from the
+        originals, so a predicate that changes what it is shown cannot change what is recorded nor what the model
+        is sent next."""
         if reply.tool_calls:
-            reply = replace(reply, tool_calls=_own_calls(reply.tool_calls))
-        results = tuple(map(_own_row, rows))
+            reply = replace(reply, tool_calls=own_calls(reply.tool_calls))
+        results = tuple(map(own_row, rows))
         tail: list[Message] = [] if reply_logged else [Message(Role.ASSISTANT, reply.text, reply.tool_calls)]
         tail.extend([m for m in results if m.tool_call_id not in logged] if logged else results)
-        return cls(number, reply, results, HistoryView.of_log(_CopiedRows(log), tail=tail), run_start)
-
-
-class _CopiedRows(Sequence[Message]):
-    """``log``'s rows, each a fresh copy (``_own_row``) when it is read: a reader pays for the rows it reads, not
-    for the log's length. Indexed by ``int`` only, as ``HistoryView`` reads its rows."""
-
-    __slots__ = ("_log",)
-
-    def __init__(self, log: Sequence[Message]) -> None:
-        self._log = log
-
-    def __len__(self) -> int:
-        return len(self._log)
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
-        if isinstance(index, slice):
-            return tuple(map(_own_row, self._log[index]))
-        return _own_row(self._log[index])
-
-
-def _own_row(row: Message) -> Message:
-    """A copy of ``row`` sharing nothing a reader can change: its calls' arguments and its metadata are copied."""
-    # The constructors, not ``dataclasses.replace`` (half the cost again): this runs for every row a predicate
-    # reads. A field added to Message or ToolCall is added here too (tests/test_step_view.py compares the copies).
-    calls = _own_calls(row.tool_calls) if row.tool_calls else ()
-    return Message(row.role, row.content, calls, row.tool_call_id, _own(dict(row.metadata)))
-
-
-def _own_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    return tuple(ToolCall(c.name, _own(c.args), c.id, c.wire_id) for c in calls)
-
-
-def _own(value: Any) -> Any:
-    """A copy of a JSON value's lists and dicts (the rest of it is immutable): cheaper than ``copy.deepcopy``."""
-    kind = type(value)
-    if kind is dict:
-        return {k: _own(v) for k, v in value.items()}
-    if kind is list:
-        return [_own(v) for v in value]
-    return value
+        shared = CopiedRows(log, RowCopies() if copies is None else copies)
+        return cls(number, reply, results, HistoryView.of_log(shared, tail=tail), run_start)
 
 
 Verdict: TypeAlias = "str | Awaitable[str | None] | None"
