@@ -1019,10 +1019,11 @@ def _name_hint(name: str, hints: Mapping[str, tuple[str, ...]], objects: frozens
     The name is read as clauses split at ``and`` / ``then`` (``get_and_delete_messages``: a read, then a delete);
     the riskiest clause's label is the name's. In a clause the verb decides: its first hint word that is not an
     object word. When that verb reads (``get_commit``, ``find_email_address``, ``email_search_emails``), a
-    reversible or object word after it (``commit``, ``email``) names what the call touches, not what it does, and
-    the clause is read-only; a destructive or money word still wins (``get_delete``, ``get_bank_balance``). With no
-    read verb every hint word counts, an object word too: ``send_email``, ``delete_email`` and ``email_user`` (a
-    noun used as the verb) stay irreversible. Labels are ranked in the hints' order, the riskiest first."""
+    reversible word after it or an object word anywhere in the clause (``commit``, ``email``) names what the call
+    touches, not what it does, and the clause is read-only; a destructive or money word still wins
+    (``get_delete``, ``get_bank_balance``). With no read verb every hint word counts, an object word too:
+    ``send_email``, ``delete_email`` and ``email_user`` (a noun used as the verb) stay irreversible. Labels are
+    ranked in the hints' order, the riskiest first."""
     tokens = _TOKEN.findall(_CAMEL.sub(" ", name).lower().replace("_", " ").replace("-", " "))
     order = list(hints)
     said = {label: set(words) for label, words in hints.items()}
