@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
+from stopwise import Agent, Reply, Runner, ScriptedModel, Tool, ToolCall, tool
 from stopwise.approvals import Approve
 from stopwise.errors import ConfigError
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, GuardianOutcome
@@ -136,7 +136,7 @@ def test_an_undeclared_destructive_looking_or_unknown_name_answers_above_the_ris
     assert p_fires(name) > RISK.threshold + RISK.delta
 
 
-def mail_tool(name: str) -> object:
+def mail_tool(name: str) -> Tool:
     """An undeclared tool of a mail client, named ``name``; it records that it ran."""
 
     @tool(name=name)
