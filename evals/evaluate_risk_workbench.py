@@ -1,4 +1,4 @@
-"""The guardian's risk default on a held-out real tool set: WorkBench's 27 workplace tools, declared nothing.
+"""The guardian's risk default on a real tool set: WorkBench's 27 workplace tools, declared nothing.
 
     python evals/evaluate_risk_workbench.py extract --mirror DIR   # writes TOOLS from the pinned commit
     python evals/evaluate_risk_workbench.py [--json evals/calibration/risk_workbench.json]
@@ -36,7 +36,9 @@ answered "not a valid tool") are counted and left out: stopwise answers an unkno
 before the guardian is asked. Arguments longer than ``evaluate_repeats.ARG_CHARS`` are stored there as a digest:
 the risk question reads the tool's name and declared class, not its arguments, so the outcome is the same.
 
-Evidence only: this tool set was never used to choose or fit the risk rules, and nothing here changes them.
+No longer held out: this tool set's mail reads that suspended (``email`` was an irreversible name word) prompted
+the rule that the name's verb decides (``risk.object_words``). No table was fitted on it and nothing here changes
+the rules, but its figures since then are not independent evidence of them.
 """
 
 from __future__ import annotations

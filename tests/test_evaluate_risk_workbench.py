@@ -94,18 +94,17 @@ def test_the_pinned_counts_a_newcomer_meets_with_the_default_guardian() -> None:
     named = table["function"]
     assert named["guardian"] | {"accuracy": None} == {
         "read_tools": 13,
-        "read_escalated": 2,
+        "read_escalated": 0,
         "write_tools": 14,
         "write_escalated": 14,
         "accuracy": None,
     }
     assert named["baseline_destructive_verb"]["write_escalated"] == 5
-    assert named["read_tools_that_suspend"] == ["find_email_address", "get_email_information_by_id"]
+    # No mail read suspends since the verb decides (`email` after `get` / `find` / `search` names the object);
+    # before that fix, find_email_address and get_email_information_by_id did (3 with prefixed names).
+    assert named["read_tools_that_suspend"] == []
     assert named["write_tools_that_run"] == []
-    assert table["prefixed"]["read_tools_that_suspend"] == [
-        "company_directory_find_email_address",
-        "email_get_email_information_by_id",
-        "email_search_emails",
-    ]
+    assert table["prefixed"]["read_tools_that_suspend"] == []
     answered = named["per_call"]["answered"]
-    assert (answered["runs"], answered["calls"], answered["calls_suspended"]) == (329, 908, 489)
+    # Every suspended call is a write's: 427 of the 908 calls are of writing tools.
+    assert (answered["runs"], answered["calls"], answered["calls_suspended"]) == (329, 908, 427)

@@ -4,12 +4,16 @@ no evaluator can lower a risk class the tool's author declared."""
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+
 import pytest
 
-from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
+from stopwise import Agent, Reply, Runner, ScriptedModel, Tool, ToolCall, tool
 from stopwise.approvals import Approve
+from stopwise.errors import ConfigError
 from stopwise.guardian import DEFAULT_CONDITIONS, Answer, GuardianOutcome
-from stopwise.guardian.evaluators.rule import RuleEvaluator
+from stopwise.guardian.evaluators.rule import RuleCoefficients, RuleEvaluator
 from stopwise.guardian.evaluators.scripted import ScriptedEvaluator
 from stopwise.guardian.guardian import Guardian
 from stopwise.guardian.policy import PolicyInputs, ThresholdPolicy
@@ -132,6 +136,83 @@ def test_an_undeclared_destructive_looking_or_unknown_name_answers_above_the_ris
     assert p_fires(name) > RISK.threshold + RISK.delta
 
 
+def mail_tool(name: str) -> Tool:
+    """An undeclared tool of a mail client, named ``name``; it records that it ran."""
+
+    @tool(name=name)
+    def run(target: str) -> str:
+        """A mail client's call."""
+        ran.append(name)
+        return f"{name}: done for {target}"
+
+    return run
+
+
+ran: list[str] = []
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["get_email", "find_email_address", "read_email", "search_emails", "list_messages", "get_customer"],
+)
+async def test_an_undeclared_tool_whose_verb_reads_runs_without_approval_whatever_noun_it_touches(name: str) -> None:
+    # `email` is a destructive word for send_email; after a read verb it only names what the call reads.
+    ran.clear()
+    model = ScriptedModel([Reply(tool_calls=[ToolCall(name, {"target": "dana@example.org"}, id="m1")]), "Found it."])
+    agent = Agent("newcomer", "Help with mail.", model, tools=[mail_tool(name)], guardian=Guardian())
+    result = await Runner().run(agent, "What did Dana write last week?")
+    assert result.status == "completed", (result.status, [d.reason for d in result.decisions])
+    assert result.pending == () and ran == [name]
+
+
+@pytest.mark.parametrize(
+    ("name", "suggests"),
+    [
+        ("send_email", "irreversible"),
+        ("delete_email", "irreversible"),
+        ("forward_email", "irreversible"),
+        ("transfer_money", "regulated"),
+        ("drop_table", "irreversible"),
+    ],
+)
+async def test_an_undeclared_destructive_verb_escalates_whatever_noun_it_touches(name: str, suggests: str) -> None:
+    ran.clear()
+    model = ScriptedModel([Reply(tool_calls=[ToolCall(name, {"target": "dana@example.org"}, id="d1")])])
+    agent = Agent("newcomer", "Help with mail.", model, tools=[mail_tool(name)], guardian=Guardian())
+    result = await Runner().run(agent, "Tidy up Dana's thread.")
+    assert result.status == "suspended" and ran == []
+    assert [p.call_id for p in result.pending] == ["d1"]
+    (decision,) = [d for d in result.decisions if d.kind == "pre_execution"]
+    assert decision.outcome is GuardianOutcome.ESCALATE and decision.escalated == ("risk",)
+    assert decision.reason.startswith("escalate: risk p=") and "> t*=0.05" in decision.reason
+    assert f"the name suggests {suggests}" in (decision.answers["risk"].note or "")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["email_search_emails", "get_email_information_by_id", "get_merge_request", "get_post", "list_sms", "get_reply"],
+)
+def test_a_noun_after_a_read_verb_names_the_object_and_leaves_the_call_read_only(name: str) -> None:
+    assert p_fires(name) < RISK.threshold - RISK.delta
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "email_user",
+        "sms_customer",
+        "tweet",
+        "merge_pull_request",
+        "check_and_merge",
+        "get_and_send_email",
+        "vm_lifecycle",
+    ],
+)
+def test_a_noun_with_no_read_verb_before_it_or_after_an_and_keeps_the_call_destructive(name: str) -> None:
+    # A noun used as the verb (email_user) is the action; a second clause (check_and_merge) is read on its own.
+    assert p_fires(name) > RISK.threshold + RISK.delta
+
+
 # --- the declared risk is a floor ------------------------------------------------------------------------------
 
 READ_ONLY = {"read_only": 1.0, "reversible": 0.0, "irreversible": 0.0, "regulated": 0.0}
@@ -189,3 +270,10 @@ def test_a_record_written_before_the_floor_existed_replays_without_one() -> None
     assert PolicyInputs.from_data(PolicyInputs({}, declared_risk="irreversible").to_data()).declared_risk == (
         "irreversible"
     )
+
+
+def test_an_object_word_that_is_no_name_hint_word_is_a_config_error() -> None:
+    raw = json.loads(resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text())
+    raw["risk"]["object_words"] = [*raw["risk"]["object_words"], "mailbox"]
+    with pytest.raises(ConfigError, match="mailbox"):
+        RuleCoefficients.from_data(raw)

@@ -9,10 +9,10 @@ integrity and drift sections are fitted by their own commands: see README.md her
 
 - ``risk``: the train split's risk records of the scripted dev set and of the real set (tools of public MCP
   servers as their authors annotated them), from the hand-set tables of version ``h1`` (the prior, worth 10
-  records) with the name words (``risk.name_hints``) of the shipped file: edit the words there, then refit. The
-  table for a tool whose name gives no hint is fitted too (most of its train records are real servers' tools).
-  Each real source's figures come from a section fitted without it (leave-one-source-out; the held-out servers
-  from the train sources only) and go into the ``fitted`` notes (``risk.heldout``).
+  records) with the name words (``risk.name_hints``, ``risk.object_words``) of the shipped file: edit the words
+  there, then refit. The table for a tool whose name gives no hint is fitted too (most of its train records are
+  real servers' tools). Each real source's figures come from a section fitted without it (leave-one-source-out;
+  the held-out servers from the train sources only) and go into the ``fitted`` notes (``risk.heldout``).
 - ``goal_reached_open``: goal_reached for runs with no stated acceptance criteria (every scripted state states
   criteria; the scripted ``goal_reached`` map keeps answering those), from the real runs of the train split only,
   as two maps: ``goal_reached_evidence`` for a run that said how it went (``OUTCOME_FEATURES``: a tool confirmed a
@@ -92,6 +92,7 @@ def _h1_base(path: Path) -> Path:
     )
     shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
     h1["risk"]["name_hints"] = shipped["risk"]["name_hints"]
+    h1["risk"]["object_words"] = shipped["risk"].get("object_words", [])
     path.write_text(json.dumps(h1), encoding="utf-8")
     return path
 

@@ -7,7 +7,8 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
   (trained offline by ``evals/train_integrity.py``); trivial results are no evidence (``_integrity``); an
   ``IntegrityBackend`` (``integrity=``, e.g. the optional ``DefenderIntegrity``) may answer it instead;
 - ``risk``: the declared risk class of the pending proposal, spread over the Choice's labels (undeclared risk
-  leans cautious, nudged by the tool's name: a leading read verb, or a read, write, destructive or money word);
+  leans cautious, nudged by the tool's name: its verb, a read, write, destructive or money word; after a read verb
+  a noun such as ``email`` names what the call touches and does not count);
 - ``infeasible``: lasting errors (permission, not found, unsupported) repeated, "cannot" statements, error streaks
   (a failure the tool reports in its result counts as one it raised);
 - ``goal_reached``: a final answer (none: not reached), acceptance-criteria words found in the successful calls'
@@ -154,6 +155,9 @@ class RuleCoefficients:
     """For an undeclared risk: risk label -> words in a tool's name that suggest it."""
     risk_hinted: Mapping[str, Mapping[str, float]]
     """The distribution used when a name hint matches (checked in the order of ``risk_name_hints``)."""
+    risk_object_words: frozenset[str]
+    """Hint words that name what a call touches as often as what it does (``email``, ``post``, ``merge``): after a
+    read verb they are the call's object and say nothing of its risk (see ``_name_hint``)."""
     window: int
     """How many of the latest steps count as "recent" for stagnation and drift."""
     near_jaccard: float
@@ -207,6 +211,10 @@ class RuleCoefficients:
         missing = set(hints) - set(hinted)
         if missing:
             raise ConfigError("rule_coefficients.risk.hinted", f"no distribution for hints {sorted(missing)}")
+        objects = frozenset(str(w) for w in risk.get("object_words", ()))
+        unhinted = objects - {w for said in hints.values() for w in said}
+        if unhinted:
+            raise ConfigError("rule_coefficients.risk.object_words", f"not name hint words: {sorted(unhinted)}")
         limits = dict(data.get("limits", {}))
         maps = {name: LogisticMap.from_data(name, data.get(name)) for name in _LOGISTIC_CONDITIONS}
         return cls(
@@ -219,6 +227,7 @@ class RuleCoefficients:
             declared,
             hints,
             hinted,
+            objects,
             int(limits.get("window", 2)),
             _number("limits.near_jaccard", limits.get("near_jaccard", 0.6)),
             int(limits.get("scan_steps", 3)),
@@ -993,7 +1002,7 @@ class RuleEvaluator:
         note = f"declared risk of {projection.pending.name}: {declared}"
         if dist is None or declared == "unknown":
             dist = co.risk_declared["unknown"]
-            hinted = _name_hint(projection.pending.name, co.risk_name_hints)
+            hinted = _name_hint(projection.pending.name, co.risk_name_hints, co.risk_object_words)
             if hinted is not None:
                 dist = co.risk_hinted[hinted]
                 note += f"; the name suggests {hinted}"
@@ -1004,14 +1013,40 @@ class RuleEvaluator:
         return Answer({label: dist[label] / total for label in labels}, note=note)
 
 
-def _name_hint(name: str, hints: Mapping[str, tuple[str, ...]]) -> str | None:
-    """The risk label a tool's name suggests: the first label (in the hints' order, the riskiest first) with a
-    word in the name, except that a leading read verb (``get_commit``, ``list_labels``) outweighs a reversible
-    word after it, which names the object rather than the action. Riskier words still win (``get_and_delete``)."""
+def _name_hint(name: str, hints: Mapping[str, tuple[str, ...]], objects: frozenset[str]) -> str | None:
+    """The risk label a tool's name suggests, or None when no word of it is a hint word.
+
+    The name is read as clauses split at ``and`` / ``then`` (``get_and_delete_messages``: a read, then a delete);
+    the riskiest clause's label is the name's. In a clause the verb decides: its first hint word that is not an
+    object word. When that verb reads (``get_commit``, ``find_email_address``, ``email_search_emails``), a
+    reversible word after it or an object word anywhere in the clause (``commit``, ``email``) names what the call
+    touches, not what it does, and the clause is read-only; a destructive or money word still wins
+    (``get_delete``, ``get_bank_balance``). With no read verb every hint word counts, an object word too:
+    ``send_email``, ``delete_email`` and ``email_user`` (a noun used as the verb) stay irreversible. Labels are
+    ranked in the hints' order, the riskiest first."""
     tokens = _TOKEN.findall(_CAMEL.sub(" ", name).lower().replace("_", " ").replace("-", " "))
-    words = set(tokens)
-    matched = [label for label, said in hints.items() if words & set(said)]
-    if matched and tokens[0] in hints.get("read_only", ()) and set(matched) <= {"read_only", "reversible"}:
+    order = list(hints)
+    said = {label: set(words) for label, words in hints.items()}
+    labels: list[str] = []
+    clause: list[str] = []
+    for token in [*tokens, "and"]:
+        if token not in ("and", "then"):
+            clause.append(token)
+            continue
+        label = _clause_hint(clause, said, objects)
+        if label is not None:
+            labels.append(label)
+        clause = []
+    return min(labels, key=order.index) if labels else None
+
+
+def _clause_hint(tokens: list[str], said: Mapping[str, set[str]], objects: frozenset[str]) -> str | None:
+    """The label of one clause of a tool's name (see ``_name_hint``); ``said`` is ordered, the riskiest first."""
+    reads = said.get("read_only", set())
+    verb = next((t for t in tokens if t not in objects and any(t in words for words in said.values())), None)
+    counted = set(tokens) - objects if verb is not None and verb in reads else set(tokens)
+    matched = [label for label, words in said.items() if counted & words]
+    if matched and verb is not None and verb in reads and set(matched) <= {"read_only", "reversible"}:
         return "read_only"
     return matched[0] if matched else None
 
