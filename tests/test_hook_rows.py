@@ -221,3 +221,40 @@ async def test_a_max_steps_handler_that_mutates_every_row_changes_neither_the_ne
         snapshot = await store.load_session("s")
     assert snapshot is not None and len(requests) == 2
     assert changed([t for r in requests for t in r] + shown(first.messages) + shown(snapshot.messages())) == []
+
+
+async def test_a_needs_approval_predicate_that_mutates_the_args_changes_neither_the_next_request_nor_the_log(
+    tmp_path: Path,
+) -> None:
+    def risky(args: dict[str, Any]) -> bool:
+        mutate_calls([ToolCall("tagged_draft", args)])
+        return False
+
+    @tool(needs_approval=risky)
+    def tagged_draft(topic: str, tags: list[str]) -> str:
+        """Write a tagged draft note."""
+        return f"Draft: {topic} {tags}"
+
+    requests: list[list[str]] = []
+    async with SQLiteStore(tmp_path / "log.db") as store:
+        agent = Agent("a", "", drafting(requests), tools=[tagged_draft])
+        result = await Runner(store).run(agent, "go", session_id="s")
+        snapshot = await store.load_session("s")
+    assert result.status == "completed" and snapshot is not None and len(requests) == 3
+    assert changed([t for r in requests for t in r] + shown(result.messages) + shown(snapshot.messages())) == []
+
+
+async def test_a_tool_that_mutates_its_arguments_changes_neither_the_next_request_nor_the_log(tmp_path: Path) -> None:
+    @tool
+    def tagged_draft(topic: str, tags: list[str]) -> str:
+        """Write a tagged draft note."""
+        tags.append("changed")
+        return f"Draft: {topic}"
+
+    requests: list[list[str]] = []
+    async with SQLiteStore(tmp_path / "log.db") as store:
+        agent = Agent("a", "", drafting(requests), tools=[tagged_draft])
+        result = await Runner(store).run(agent, "go", session_id="s")
+        snapshot = await store.load_session("s")
+    assert result.status == "completed" and snapshot is not None and len(requests) == 3
+    assert changed([t for r in requests for t in r] + shown(result.messages) + shown(snapshot.messages())) == []

@@ -32,7 +32,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
-from stopwise.stop.row_copies import own_call
+from stopwise.stop.row_copies import own_args, own_call
 from stopwise.tool_switches import ToolSwitchRecord
 from stopwise.tools import Tool, ToolUnavailable, parse_args
 
@@ -201,8 +201,9 @@ def _approval(call: ToolCall, t: Tool, args: Mapping[str, Any], gate: GuardianDe
     """The plan after the approval gate: it waits for a reviewer when the risk gate escalated, the tool runs on
     the client, or the tool's ``needs_approval`` says so."""
     try:
-        # ``needs_approval=False`` (the default) is answered without a call: this runs for every call.
-        needs = gate is not None or t.client or (t.needs_approval is not False and t.requires_approval(args))
+        # ``needs_approval=False`` (the default) is answered without a call: this runs for every call. A predicate
+        # gets a copy of the arguments: what it changes of them is neither run nor logged.
+        needs = gate is not None or t.client or (t.needs_approval is not False and t.requires_approval(own_args(args)))
     except Exception as exc:
         detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
         error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)

@@ -11,12 +11,12 @@ later steps (and, for the hooks that share the leg's cache, in what the others a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
 from stopwise.messages import Message, ToolCall
 
-__all__ = ["CopiedRows", "RowCopies", "own_call", "own_calls", "own_row"]
+__all__ = ["CopiedRows", "RowCopies", "own_args", "own_call", "own_calls", "own_row"]
 
 
 class RowCopies:
@@ -90,6 +90,11 @@ def own_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
 def own_call(call: ToolCall) -> ToolCall:
     """A copy of ``call`` with its arguments copied."""
     return ToolCall(call.name, _own(call.args), call.id, call.wire_id)
+
+
+def own_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a call's ``args`` sharing no list or dict with them."""
+    return {k: _own(v) for k, v in args.items()}
 
 
 def _own(value: Any) -> Any:
