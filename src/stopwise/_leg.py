@@ -29,7 +29,7 @@ from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import OutputCap, Spent, output_cap
 from stopwise.stop.repeats import Repeats
-from stopwise.stop.row_copies import RowCopies
+from stopwise.stop.row_copies import CopiedRows, RowCopies, own_row
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
@@ -195,8 +195,13 @@ class Leg:
     """The run's latest streak of one repeated call and its cycles of calls so far, so the guardian counts repeats
     without walking back the whole spin every step (a run repeating one call 2,000 times)."""
     row_copies: RowCopies = field(default_factory=RowCopies)
-    """The copies of the logged rows ``stop_when`` predicates have read in this leg (``stopwise.stop.row_copies``):
-    a predicate reading the whole log every step copies each row once, not once per step."""
+    """The copies of the logged rows the hooks that only read the history (``stop_when`` predicates,
+    ``prepare_step``, the guardrails, the stop guard, the step cap's handler) have read in this leg
+    (``stopwise.stop.row_copies``): a hook reading the whole log every step copies each row once, not once per
+    step."""
+    processor_copies: RowCopies = field(default_factory=RowCopies)
+    """The copies of the logged rows the history processors have read in this leg: their own, since what they
+    return is sent to the model (a row they return as handed is sent as logged: ``RowCopies.original``)."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
     ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""
@@ -269,6 +274,12 @@ class Leg:
     def history_with(self, rows: Iterable[Message]) -> HistoryView:
         """``history()`` followed by ``rows`` (a step's rows not committed yet)."""
         return HistoryView.of_log(self.messages, tail=rows)
+
+    def hook_history(self, rows: Iterable[Message] = ()) -> HistoryView:
+        """``history_with(rows)`` as a user hook is handed it: each row it reads is a copy (``row_copies`` for
+        the logged rows, a fresh one of each of ``rows``), so a hook that changes a row in place changes neither
+        the log nor what the model is sent. Constant time, like ``history()``: rows are copied when read."""
+        return HistoryView.of_log(CopiedRows(self.messages, self.row_copies), tail=map(own_row, rows))
 
     @property
     def steps_used(self) -> int:

@@ -55,6 +55,7 @@ from stopwise.guardian.conditions import GuardianOutcome
 from stopwise.guardian.records import GuardianDecision, GuardianLabel, judge_usage
 from stopwise.guardrails.hooks import ChainResult, InputContext, OutputContext, run_chain
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailRecord, Hook
+from stopwise.history_view import HistoryView
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback, error_tool_result
 from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
@@ -73,6 +74,7 @@ from stopwise.stop.decision import (
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
 from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, cut_at_cap, exceeded, run_time_left, time_left
+from stopwise.stop.row_copies import CopiedRows, own_call, own_calls, own_row
 from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]
@@ -276,10 +278,12 @@ async def _check_input(
     if guardrails is None or not guardrails.has(Hook.INPUT):
         return _InputChecked([], history, entry)
     try:
+        # The chain's messages are copies (a rewrite's rows are logged as its own entry), so a guardrail that
+        # changes a row in place changes nothing of the history the run goes on with.
         chain = await run_chain(
             guardrails,
             Hook.INPUT,
-            history,
+            HistoryView.of_log(CopiedRows(history, leg.row_copies)),
             lambda msgs: InputContext(
                 msgs, None, run.session_id, run.run_id, leg.runtime_context, agent_path=leg.agent_path
             ),
@@ -352,8 +356,10 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
             if prepared.history is not None:
                 step.records.append(prepared.history)
             if leg.progress_events:
-                yield ModelReplied(run_id, number, answer)
-                for call in answer.tool_calls:
+                # What the events carry are copies: an observer changing them changes nothing of the step.
+                shown = own_calls(answer.tool_calls)
+                yield ModelReplied(run_id, number, replace(answer, tool_calls=shown) if shown else answer)
+                for call in shown:
                     yield ToolCalled(run_id, number, call)
         else:
             # ``leg.settle`` stays set until the settled step commits (see ``_advance``).
@@ -378,7 +384,7 @@ async def _step(leg: Leg, *, once: bool = True) -> AsyncGenerator[Event, None]:
         if leg.progress_events and (settling is None or not settling.escalation):
             for plan, row in zip(step.plans, step.rows, strict=False):
                 if plan.call.id not in step.settled:
-                    yield ToolReturned(run_id, step.number, plan.call, row)
+                    yield ToolReturned(run_id, step.number, own_call(plan.call), own_row(row))
         events = await _finish_step(leg, decided)
         for event in events:
             yield event
@@ -870,7 +876,7 @@ async def _output_chain(leg: Leg, step: _Step, text: str, *, only_redactions: bo
     guardrail raises, times out or gives a wrong verdict."""
     guardrails, run = leg.guardrails, leg.run
     assert guardrails is not None
-    history = leg.history()
+    history = leg.hook_history()
     try:
         return await run_chain(
             guardrails,

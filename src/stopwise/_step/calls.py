@@ -32,6 +32,7 @@ from stopwise.messages import (
 )
 from stopwise.records import LogRecord
 from stopwise.stop.decision import Phase
+from stopwise.stop.row_copies import own_args, own_call
 from stopwise.tool_switches import ToolSwitchRecord
 from stopwise.tools import Tool, ToolUnavailable, parse_args
 
@@ -158,7 +159,7 @@ async def plan_calls(
         row = Message(Role.ASSISTANT, reply.text, reply.tool_calls)
     guardrails = leg.guardrails
     # Only a tool-call guardrail reads the whole history.
-    history = leg.history_with([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
+    history = leg.hook_history([row]) if guardrails is not None and guardrails.has(Hook.TOOL_CALL) else None
     plans = []
     for call in reply.tool_calls:
         if offered is not None and call.name not in offered and call.name in leg.tools:
@@ -200,8 +201,9 @@ def _approval(call: ToolCall, t: Tool, args: Mapping[str, Any], gate: GuardianDe
     """The plan after the approval gate: it waits for a reviewer when the risk gate escalated, the tool runs on
     the client, or the tool's ``needs_approval`` says so."""
     try:
-        # ``needs_approval=False`` (the default) is answered without a call: this runs for every call.
-        needs = gate is not None or t.client or (t.needs_approval is not False and t.requires_approval(args))
+        # ``needs_approval=False`` (the default) is answered without a call: this runs for every call. A predicate
+        # gets a copy of the arguments: what it changes of them is neither run nor logged.
+        needs = gate is not None or t.client or (t.needs_approval is not False and t.requires_approval(own_args(args)))
     except Exception as exc:
         detail = f"needs_approval of tool '{t.name}' raised {type(exc).__name__}: {exc}"
         error = ErrorDetail(ErrorCode.APPROVAL_PREDICATE_RAISED, detail, ErrorCategory.CALLER, retryable=False)
@@ -238,7 +240,7 @@ async def _plan(
                     run.session_id,
                     run.run_id,
                     leg.runtime_context,
-                    replace(call, args=a),
+                    own_call(replace(call, args=a)),
                     agent_path=leg.agent_path,
                 ),
                 step=step,
@@ -348,7 +350,7 @@ async def guard_results(
     if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
         return rows, None
     run = leg.run
-    history = leg.history()
+    history = leg.hook_history()
     guarded: list[Message] = []
     failed: ErrorDetail | None = None
     for plan, row in zip(plans, rows, strict=True):
@@ -361,7 +363,7 @@ async def guard_results(
             guarded.append(_withheld(guardrails, plan, row, records))
             continue
         is_error = bool(row.metadata.get(TOOL_ERROR))
-        this = replace(plan.call, args=dict(plan.args or {}))
+        this = own_call(replace(plan.call, args=plan.args or {}))
         try:
             chain = await run_chain(
                 guardrails,

@@ -55,7 +55,7 @@ async def run_max_steps_handler(leg: Leg, rows: list[Message]) -> Any:
     handler = agent.on_max_steps
     assert callable(handler) and agent.max_steps is not None
     name = getattr(handler, "__name__", type(handler).__name__)
-    ctx = MaxStepsContext(agent.max_steps, leg.history_with(rows), MappingProxyType(dict(leg.state)), agent.output_type)
+    ctx = MaxStepsContext(agent.max_steps, leg.hook_history(rows), MappingProxyType(dict(leg.state)), agent.output_type)
     try:
         result = handler(ctx)
         if inspect.isawaitable(result):

@@ -18,6 +18,7 @@ from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import wrap_model
 from stopwise.step_plan import TOOL_CHOICES, StepContext, StepPlan, StepPlanRecord
 from stopwise.stop.decision import Phase
+from stopwise.stop.row_copies import CopiedRows
 from stopwise.tools import Tool
 
 __all__ = ["Prepared", "plain_prepared", "prepare"]
@@ -72,7 +73,10 @@ def _switched(leg: Leg, prepared: Prepared) -> Prepared:
 
 async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
     history = leg.history()
-    messages = history
+    # Each processor is handed copies of the logged rows (its own cache: what it returns is sent), so one that
+    # changes a row in place changes neither the log nor later steps; a copy it returns is sent as the logged row.
+    copies = leg.processor_copies
+    messages = HistoryView.of_log(CopiedRows(leg.messages, copies))
     for fn in leg.agent.history_processors:
         name = getattr(fn, "__name__", type(fn).__name__)
         try:
@@ -86,6 +90,7 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
             error = ErrorDetail(ErrorCode.HISTORY_PROCESSOR_FAILED, message, ErrorCategory.CALLER, retryable=False)
             raise CallerCodeFailed(error) from exc
         messages = HistoryView(result)
+    messages = HistoryView(map(copies.original, messages))
     # Rows are compared by identity: a processor that keeps a row passes the same object on.
     sent, logged = {id(m) for m in messages}, {id(m) for m in history}
     dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)
@@ -103,7 +108,7 @@ async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
     ctx = StepContext(
         number,
         leg.steps_used,
-        leg.history(),
+        leg.hook_history(),
         MappingProxyType(dict(leg.state)),
         phase is not Phase.NORMAL,
         leg.tools_off(),

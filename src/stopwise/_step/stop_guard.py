@@ -55,7 +55,7 @@ async def consult_guard(leg: Leg, step: int, reply: Reply, phase: Phase) -> tupl
         step=step,
         attempt=attempt,
         reply=reply,
-        messages=leg.history_with([Message(Role.ASSISTANT, reply.text)]),
+        messages=leg.hook_history([Message(Role.ASSISTANT, reply.text)]),
         run_start=leg.run_start,
         state=leg.state,
         continues_used=used,

@@ -1,32 +1,34 @@
-"""The copies of logged rows a ``stop_when`` predicate reads, so that nothing it changes reaches the log or the model.
+"""The copies of logged rows a user hook reads, so that nothing it changes in place reaches the log or the model.
 
-A row's call arguments and metadata are plain dicts, so a predicate handed the log's own rows could change what the
-model is sent next and what is recorded. It is handed copies instead, made only for the rows it reads, and each
-logged row at most once in a run leg: ``RowCopies`` (held by the leg, the loop's state) keeps the copy of every row
-read so far, and ``CopiedRows`` is the log as a predicate reads it through that cache. A predicate walking the whole
-log every step thus copies each row once, not once per step; what it changes of its copies may still be there on
-its later steps, and never anywhere else.
+A row's call arguments and metadata are plain dicts, so a hook handed the log's own rows (a ``stop_when``
+predicate, ``prepare_step``, a guardrail or the stop guard through its context, a history processor) could change
+what the model is sent next and what is recorded. It is handed copies instead, made only for the rows it reads, and
+each logged row at most once in a run leg: ``RowCopies`` (held by the leg, the loop's state) keeps the copy of every
+row read so far, and ``CopiedRows`` is the log as a hook reads it through that cache. A hook walking the whole log
+every step thus copies each row once, not once per step; what it changes of its copies may still be there on its
+later steps (and, for the hooks that share the leg's cache, in what the others are shown), and never anywhere else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
 from stopwise.messages import Message, ToolCall
 
-__all__ = ["CopiedRows", "RowCopies", "own_calls", "own_row"]
+__all__ = ["CopiedRows", "RowCopies", "own_args", "own_call", "own_calls", "own_row"]
 
 
 class RowCopies:
     """The copy of each logged row read so far, by the row's identity: ``of(row)`` is the same copy every time for
-    the same row object, and a new copy for any other. The originals are kept with their copies, so a row's id is
-    never reused for another while it is here."""
+    the same row object, and a new copy for any other; ``original(copy)`` is the row it was made from. The originals
+    are kept with their copies, so a row's id is never reused for another while it is here."""
 
-    __slots__ = ("_copies",)
+    __slots__ = ("_copies", "_originals")
 
     def __init__(self) -> None:
         self._copies: dict[int, tuple[Message, Message]] = {}
+        self._originals: dict[int, Message] = {}
 
     def __len__(self) -> int:
         """How many rows have been copied."""
@@ -39,7 +41,12 @@ class RowCopies:
             return kept[1]
         copy = own_row(row)
         self._copies[id(row)] = (row, copy)
+        self._originals[id(copy)] = row
         return copy
+
+    def original(self, row: Message) -> Message:
+        """The logged row ``row`` is this cache's copy of; ``row`` itself when it is not one of its copies."""
+        return self._originals.get(id(row), row)
 
 
 class CopiedRows(Sequence[Message]):
@@ -77,7 +84,17 @@ def own_row(row: Message) -> Message:
 
 def own_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
     """Copies of ``calls`` with their arguments copied."""
-    return tuple(ToolCall(c.name, _own(c.args), c.id, c.wire_id) for c in calls)
+    return tuple(map(own_call, calls))
+
+
+def own_call(call: ToolCall) -> ToolCall:
+    """A copy of ``call`` with its arguments copied."""
+    return ToolCall(call.name, _own(call.args), call.id, call.wire_id)
+
+
+def own_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a call's ``args`` sharing no list or dict with them."""
+    return {k: _own(v) for k, v in args.items()}
 
 
 def _own(value: Any) -> Any:
