@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from _pgcluster import HOW_TO_ENABLE, Server, cluster
+from provider_server import ProviderServer, serve
 from stopwise import MemoryStore, SQLiteStore, Store
 
 
@@ -16,6 +17,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # pytest (which the tests' modules import) are already loaded in every child it forks, instead of being
     # imported again by each: the crash tests start a child per kill point, well over a hundred of them.
     multiprocessing.set_forkserver_preload(["stopwise", "pytest"])
+
+
+@pytest.fixture
+def server() -> Iterator[ProviderServer]:
+    """A local server speaking the providers' wire formats (``tests/provider_server.py``), for the adapters' tests."""
+    yield from serve()
 
 
 @pytest.fixture(scope="session")

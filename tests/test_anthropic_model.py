@@ -5,24 +5,19 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 pytest.importorskip("anthropic")
 
-from provider_server import Answer, ProviderServer, serve
+from provider_server import Answer, ProviderServer
 from stopwise import ConfigError, Message, ModelError, Reply, Role, StopReason, ToolCall
 from stopwise.messages import automated_feedback, encode_tool_result, error_tool_result
 from stopwise.models import AnthropicModel, ModelRequest, StreamingModel, ToolSpec
 
 FAST_RETRY = {"retry-after-ms": "1"}
 
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    yield from serve()
 
 
 def _model(server: ProviderServer, **options: Any) -> AnthropicModel:

@@ -7,24 +7,19 @@ import json
 import socket
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 pytest.importorskip("openai")
 
-from provider_server import Answer, ProviderServer, serve
+from provider_server import Answer, ProviderServer
 from stopwise import Agent, ConfigError, Message, ModelError, Reply, Role, Runner, StopReason, ToolCall, tool
 from stopwise.messages import TokenLogprob, encode_tool_result, error_tool_result
 from stopwise.models import ModelRequest, OpenAIModel, StreamingModel, ToolSpec
 
 FAST_RETRY = {"retry-after-ms": "1"}  # the SDK honours it: retries wait a millisecond, not seconds
 
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    yield from serve()
 
 
 def _model(server: ProviderServer, **options: Any) -> OpenAIModel:

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import pytest
 
 import stopwise
 from provider_server import Answer as Canned
-from provider_server import ProviderServer, serve
+from provider_server import ProviderServer
 from provider_server import chat_completion as _completion
 from stopwise import Agent, Reply, Runner, ScriptedModel, ToolCall, tool
 from stopwise.guardian import Answer, Answers, Condition, GuardianOutcome, QuestionSet, YesNo
@@ -211,10 +211,6 @@ async def test_a_peers_turn_check_with_a_misbehaving_evaluator_suspends_for_a_hu
 
 # --- the judge, over the OpenAI wire format ---------------------------------------------------------------------
 
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    yield from serve()
 
 
 class InBand:

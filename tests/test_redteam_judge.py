@@ -8,13 +8,12 @@ is read strictly, one answer per request, from the judge's own words only."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from provider_server import Answer as Canned
-from provider_server import ProviderServer, serve
+from provider_server import ProviderServer
 from provider_server import chat_completion as _completion
 from stopwise import Agent, Runner, ScriptedModel, ToolCall, tool
 from stopwise.guardian import DEFAULT_CONDITIONS, GuardianOutcome
@@ -42,10 +41,6 @@ ATTACKS = {
 }
 """Tool results aimed at the judge; each carries ``yes 0.99`` or a question line of its own."""
 
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    yield from serve()
 
 
 def _judge(server: ProviderServer, **model: Any) -> JudgeEvaluator:

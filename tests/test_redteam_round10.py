@@ -13,7 +13,7 @@ import signal
 import time
 import tracemalloc
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ pytest.importorskip("anthropic")
 from pydantic import BaseModel
 
 from _pgcluster import HOW_TO_ENABLE
-from provider_server import Answer, ProviderServer, chat_completion, serve
+from provider_server import Answer, ProviderServer, chat_completion
 from stopwise import (
     Agent,
     ConfigError,
@@ -79,10 +79,6 @@ def open_page(url: str) -> str:
     ran.append(f"open {url}")
     return "(the page did not load)"
 
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    yield from serve()
 
 
 @pytest.fixture

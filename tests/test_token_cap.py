@@ -6,7 +6,6 @@ against the local server that speaks the real wire formats; the runs log to SQLi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
-from provider_server import Answer, ProviderServer, chat_completion, serve
+from provider_server import Answer, ProviderServer, chat_completion
 from stopwise import (
     Agent,
     ConfigError,
@@ -46,10 +45,6 @@ def read_file(path: str) -> str:
     ran.append({"path": path})
     return f"contents of {path}"
 
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    yield from serve()
 
 
 @pytest.fixture
