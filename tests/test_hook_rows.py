@@ -70,6 +70,14 @@ def drafting(requests: list[list[str]]) -> FunctionModel:
     return FunctionModel(reply)
 
 
+def mutating_guardrail(ctx: Any) -> Pass:
+    """A guardrail that changes every row of its context in place, and the call it judges where it has one."""
+    mutate(ctx.messages)
+    if getattr(ctx, "tool_call", None) is not None:
+        mutate_calls([ctx.tool_call])
+    return Pass()
+
+
 async def two_runs(path: Path, runner_kwargs: dict[str, Any] | None = None, **agent_kwargs: Any) -> list[str]:
     """Two runs of one session with the hook; what of it changed in the requests, the results and the log."""
     requests: list[list[str]] = []
@@ -138,43 +146,25 @@ async def test_a_history_processor_passing_rows_on_is_recorded_as_keeping_them_n
 async def test_an_input_guardrail_that_mutates_every_row_changes_neither_the_next_request_nor_the_log(
     tmp_path: Path,
 ) -> None:
-    def check(ctx: Any) -> Pass:
-        mutate(ctx.messages)
-        return Pass()
-
-    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_input=check)) == []
+    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_input=mutating_guardrail)) == []
 
 
 async def test_a_tool_call_guardrail_that_mutates_every_row_changes_neither_the_next_request_nor_the_log(
     tmp_path: Path,
 ) -> None:
-    def check(ctx: Any) -> Pass:
-        mutate(ctx.messages)
-        mutate_calls([ctx.tool_call])
-        return Pass()
-
-    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_tool_call=check)) == []
+    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_tool_call=mutating_guardrail)) == []
 
 
 async def test_a_tool_result_guardrail_that_mutates_every_row_changes_neither_the_next_request_nor_the_log(
     tmp_path: Path,
 ) -> None:
-    def check(ctx: Any) -> Pass:
-        mutate(ctx.messages)
-        mutate_calls([ctx.tool_call])
-        return Pass()
-
-    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_tool_result=check)) == []
+    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_tool_result=mutating_guardrail)) == []
 
 
 async def test_an_output_guardrail_that_mutates_every_row_changes_neither_the_next_request_nor_the_log(
     tmp_path: Path,
 ) -> None:
-    def check(ctx: Any) -> Pass:
-        mutate(ctx.messages)
-        return Pass()
-
-    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_output=check)) == []
+    assert await two_runs(tmp_path / "log.db", guardrails=Guardrails(on_output=mutating_guardrail)) == []
 
 
 async def test_a_stop_guard_that_mutates_every_row_changes_neither_the_next_request_nor_the_log(
