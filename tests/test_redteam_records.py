@@ -555,6 +555,19 @@ def _setting(name: str, value: object) -> Callable[[dict[str, Any]], dict[str, A
     return change
 
 
+async def _resume_and_fork_refuse(store: Store, seq: int, setting: str) -> None:
+    """Reading session ``done`` to resume it, and to fork it, each raise ``UnreadableEntry`` naming the damaged
+    entry ``seq`` and the policy setting."""
+    for call in (
+        lambda: _result(Runner(store), store, "done"),
+        lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
+    ):
+        with pytest.raises(UnreadableEntry) as caught:
+            await call()
+        assert (caught.value.session_id, caught.value.seq) == ("done", seq)
+        assert f"ThresholdPolicy.{setting}" in caught.value.why, caught.value.why
+
+
 @pytest.mark.parametrize(("setting", "value"), WRONG_SETTINGS, ids=[f"{s}={v!r}" for s, v in WRONG_SETTINGS])
 def test_a_guardian_policy_setting_of_another_type_is_unreadable_entry_naming_the_session_entry_and_setting(
     current_log: Path, tmp_path: Path, setting: str, value: object
@@ -565,14 +578,7 @@ def test_a_guardian_policy_setting_of_another_type_is_unreadable_entry_naming_th
     async def read() -> None:
         store = SQLiteStore(db)
         try:
-            for call in (
-                lambda: _result(Runner(store), store, "done"),
-                lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
-            ):
-                with pytest.raises(UnreadableEntry) as caught:
-                    await call()
-                assert (caught.value.session_id, caught.value.seq) == ("done", seq)
-                assert f"ThresholdPolicy.{setting}" in caught.value.why, caught.value.why
+            await _resume_and_fork_refuse(store, seq, setting)
         finally:
             await store.close()
 
@@ -731,14 +737,7 @@ def test_on_postgresql_a_damaged_record_is_refused_with_unreadable_entry_naming_
     async def read() -> None:
         store = PostgresStore(dsn, schema=schema, max_size=2)
         try:
-            for call in (
-                lambda: _result(Runner(store), store, "done"),
-                lambda: Runner(store).fork(rich_agent(), "done", at_step=2, new_session_id="forked"),
-            ):
-                with pytest.raises(UnreadableEntry) as caught:
-                    await call()
-                assert (caught.value.session_id, caught.value.seq) == ("done", seq)
-                assert "ThresholdPolicy.max_replans" in caught.value.why
+            await _resume_and_fork_refuse(store, seq, "max_replans")
             assert (
                 await store.load_session("forked") is None
             )  # the damaged source was named before anything was written
