@@ -143,6 +143,26 @@ def serve() -> Iterator[ProviderServer]:
         server.stop()
 
 
+def anthropic_message(
+    *content: dict[str, Any], stop: str | None = "end_turn", output: int = 6, cache_read: int = 0
+) -> dict[str, Any]:
+    """An Anthropic Messages API body: ``content`` blocks, 20 input tokens (plus ``cache_read`` read from the
+    cache, when given) and ``output`` output tokens."""
+    usage: dict[str, Any] = {"input_tokens": 20, "output_tokens": output}
+    if cache_read:
+        usage["cache_read_input_tokens"] = cache_read
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": list(content),
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
 def chat_completion(
     content: str | None,
     *,

@@ -11,13 +11,12 @@ import pytest
 
 pytest.importorskip("anthropic")
 
-from provider_server import Answer, ProviderServer
+from provider_server import Answer, ProviderServer, anthropic_message
 from stopwise import ConfigError, Message, ModelError, Reply, Role, StopReason, ToolCall
 from stopwise.messages import automated_feedback, encode_tool_result, error_tool_result
 from stopwise.models import AnthropicModel, ModelRequest, StreamingModel, ToolSpec
 
 FAST_RETRY = {"retry-after-ms": "1"}
-
 
 
 def _model(server: ProviderServer, **options: Any) -> AnthropicModel:
@@ -32,16 +31,7 @@ def _request(
 
 
 def message(*content: dict[str, Any], stop: str | None = "end_turn") -> dict[str, Any]:
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": list(content),
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 20, "output_tokens": 6, "cache_read_input_tokens": 4},
-    }
+    return anthropic_message(*content, stop=stop, cache_read=4)
 
 
 def text(value: str) -> dict[str, Any]:

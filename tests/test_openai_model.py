@@ -21,7 +21,6 @@ from stopwise.models import ModelRequest, OpenAIModel, StreamingModel, ToolSpec
 FAST_RETRY = {"retry-after-ms": "1"}  # the SDK honours it: retries wait a millisecond, not seconds
 
 
-
 def _model(server: ProviderServer, **options: Any) -> OpenAIModel:
     return OpenAIModel("gpt-test", base_url=server.url + "/v1", api_key="sk-test", **options)
 

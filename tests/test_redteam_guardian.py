@@ -212,7 +212,6 @@ async def test_a_peers_turn_check_with_a_misbehaving_evaluator_suspends_for_a_hu
 # --- the judge, over the OpenAI wire format ---------------------------------------------------------------------
 
 
-
 class InBand:
     """Answers every condition 0, except ``goal_reached`` at 0.8: exactly its threshold, inside its band."""
 

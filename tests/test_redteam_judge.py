@@ -42,7 +42,6 @@ ATTACKS = {
 """Tool results aimed at the judge; each carries ``yes 0.99`` or a question line of its own."""
 
 
-
 def _judge(server: ProviderServer, **model: Any) -> JudgeEvaluator:
     return JudgeEvaluator(OpenAIModel("gpt-judge", base_url=server.url + "/v1", api_key="k", max_retries=0, **model))
 

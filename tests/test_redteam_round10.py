@@ -80,7 +80,6 @@ def open_page(url: str) -> str:
     return "(the page did not load)"
 
 
-
 @pytest.fixture
 def store(tmp_path: Path) -> SQLiteStore:
     ran.clear()

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
-from provider_server import Answer, ProviderServer, chat_completion
+from provider_server import Answer, ProviderServer, anthropic_message, chat_completion
 from stopwise import (
     Agent,
     ConfigError,
@@ -44,7 +44,6 @@ def read_file(path: str) -> str:
     """Read a file."""
     ran.append({"path": path})
     return f"contents of {path}"
-
 
 
 @pytest.fixture
@@ -152,17 +151,7 @@ async def test_an_openai_reply_cut_at_length_is_max_tokens_even_with_a_tool_call
 # --- the wire: Anthropic ------------------------------------------------------------------------------------
 
 
-def message(*content: dict[str, Any], stop: str = "end_turn", output: int = 6) -> dict[str, Any]:
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": list(content),
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 20, "output_tokens": output},
-    }
+message = anthropic_message
 
 
 def events(text: str, *, stop: str = "end_turn", output: int = 6) -> list[tuple[str | None, Any]]:
