@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -932,6 +933,19 @@ async def _held_open_deletion(store: Any, session_id: str) -> Any:
     return await _held_open_commit(store, deletion)
 
 
+async def _racing_the_deletion(store: Any, session_id: str, write: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    """``write`` started while retention's deletion of ``session_id`` is held open (``_held_open_deletion``), the
+    deletion committed once the write waits on its lock: the write's task, to be awaited for its outcome."""
+    d = await _held_open_deletion(store, session_id)
+    try:
+        task = asyncio.create_task(write)
+        await _until_waiting_on_a_lock(store, d.info.backend_pid)
+        await d.commit()
+    finally:
+        await d.close()
+    return task
+
+
 async def _held_open_commit(store: Any, ops: list[Any]) -> Any:
     """The statements of a store write run on a connection of their own, in a transaction left open (its row locks
     held) until the caller commits it: the old holder's commit caught between its writes and its COMMIT."""
@@ -1215,14 +1229,8 @@ async def test_on_postgres_a_commit_racing_the_deletion_of_its_session_is_refuse
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
-        d = await _held_open_deletion(store, "s")
-        try:
-            step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "late"),))
-            c = asyncio.create_task(store.commit(step, {"k": 1}))
-            await _until_waiting_on_a_lock(store, d.info.backend_pid)
-            await d.commit()
-        finally:
-            await d.close()
+        step = LogEntry("s", 2, "r1", 1, EntryKind.STEP, (Message("assistant", "late"),))
+        c = await _racing_the_deletion(store, "s", store.commit(step, {"k": 1}))
         with pytest.raises(StepConflict):
             await c
         assert await store.load_session("s") is None
@@ -1261,14 +1269,8 @@ async def test_on_postgres_a_plain_run_write_racing_the_deletion_of_its_session_
     try:
         run, lease_a, entry = _first_leg()
         await store.start_run(run, entry, {}, lease_a)
-        d = await _held_open_deletion(store, "s")
-        try:
-            failed = replace(run, status=RunStatus.FAILED, detail="the peer raised")
-            w = asyncio.create_task(store.update_run(failed))
-            await _until_waiting_on_a_lock(store, d.info.backend_pid)
-            await d.commit()
-        finally:
-            await d.close()
+        failed = replace(run, status=RunStatus.FAILED, detail="the peer raised")
+        w = await _racing_the_deletion(store, "s", store.update_run(failed))
         with pytest.raises(StepConflict, match="not on record"):
             await w
         assert await store.get_run("r1") is None
