@@ -530,8 +530,12 @@ def test_only_workbench_runs_that_ended_on_an_answer_are_finished_runs() -> None
     ]
 
 
-def silent_state(*steps: tuple[str, dict, str, bool], final: str) -> object:  # type: ignore[type-arg]
-    rows = [Message.user("Read file_to_read.txt and write its content to output.txt")]
+def silent_state(
+    *steps: tuple[str, dict, str, bool],  # type: ignore[type-arg]
+    final: str,
+    goal: str = "Read file_to_read.txt and write its content to output.txt",
+) -> object:
+    rows = [Message.user(goal)]
     for n, (name, args, result, failed) in enumerate(steps):
         call = ToolCall(name, args, id=f"c{n}")
         rows.append(Message(Role.ASSISTANT, f"Step {n}", (call,)))
@@ -541,7 +545,7 @@ def silent_state(*steps: tuple[str, dict, str, bool], final: str) -> object:  # 
             else encode_tool_result(result, tool_call_id=call.id)
         )
         rows.append(done)
-    return project(rows, goal="Read file_to_read.txt and write its content to output.txt", final=final)
+    return project(rows, goal=goal, final=final)
 
 
 def test_what_the_tools_said_moves_goal_reached_and_silence_leaves_it_to_the_base_rate() -> None:
@@ -579,6 +583,141 @@ def test_a_failure_after_the_last_confirmation_and_an_unanswered_request_are_rea
     assert rules.outcome_features(asked) == {"unanswered_requests": 0.5}  # type: ignore[arg-type]
     listed = silent_state(("list_users", {}, "", False), final="No users.")
     assert rules.outcome_features(listed) == {}  # type: ignore[arg-type]  # an empty list is not a question
+
+
+SEARCHED = (
+    "calendar.search_events",
+    {"query": "sofia"},
+    '[{"event_id": "00000167", "event_start": "2023-09-21 09:30:00", "participant_email": "sofia.santos@atlas.com"}, '
+    '{"event_id": "00000212", "event_start": "2023-12-01 10:00:00", "participant_email": "sofia.santos@atlas.com"}]',
+    False,
+)
+DELETED = ("calendar.delete_event", {"event_id": "00000167"}, "Event deleted successfully.", False)
+
+
+def test_a_confirmed_write_to_an_object_the_goal_does_not_name_stays_uncertain() -> None:
+    # The meeting was picked from a search's list: the tool's confirmation says a meeting went, not the right one.
+    rules = RuleEvaluator()
+    picked = silent_state(
+        SEARCHED, DELETED, final="Your next meeting with Sofia is cancelled.", goal="Cancel my next meeting with sofia"
+    )
+    answer = rules.answer(picked, C["goal_reached"])  # type: ignore[arg-type]
+    base = rules.coefficients.goal_reached_open
+    assert base is not None
+    assert rules.outcome_features(picked) == {"write_object_picked": 1.0}  # type: ignore[arg-type]
+    assert answer.defer and answer.p(("yes",)) == pytest.approx(base.p({}))
+    assert "picked" in answer.note
+
+
+def test_a_confirmed_write_tied_to_the_goal_can_commit() -> None:
+    # The same write where the goal names the meeting: the confirmation is evidence of the asked change.
+    rules = RuleEvaluator()
+    named = silent_state(SEARCHED, DELETED, final="Event 00000167 is deleted.", goal="Delete event 00000167")
+    answer = rules.answer(named, C["goal_reached"])  # type: ignore[arg-type]
+    assert rules.outcome_features(named) == {"result_confirms": 1.0, "last_result_confirms": 1.0}  # type: ignore[arg-type]
+    assert not answer.defer and answer.p(("yes",)) >= C["goal_reached"].threshold
+
+
+def test_a_confirmed_write_to_an_object_the_run_never_saw_commits_to_not_reached() -> None:
+    # An address that neither the goal nor any result holds was made up: the mail went, to nobody the task meant.
+    rules = RuleEvaluator()
+    guessed = silent_state(
+        (
+            "email.send_email",
+            {"recipient": "dmitri@example.com", "subject": "Ideas", "body": "Hey dmitri"},
+            "Email sent successfully.",
+            False,
+        ),
+        final="Email sent to dmitri.",
+        goal="Send an email to dmitri saying 'Hey dmitri'",
+    )
+    found = silent_state(
+        ("directory.find_email_address", {"name": "dmitri"}, '["dmitri.ivanov@atlas.com"]', False),
+        (
+            "email.send_email",
+            {"recipient": "dmitri.ivanov@atlas.com", "subject": "Ideas", "body": "Hey dmitri"},
+            "Email sent successfully.",
+            False,
+        ),
+        final="Email sent to dmitri.",
+        goal="Send an email to dmitri saying 'Hey dmitri'",
+    )
+    answer = rules.answer(guessed, C["goal_reached"])  # type: ignore[arg-type]
+    assert rules.outcome_features(guessed) == {"write_object_unseen": 1.0}  # type: ignore[arg-type]
+    assert not answer.defer and answer.p(("yes",)) < 0.2
+    assert rules.answer(found, C["goal_reached"]).defer  # type: ignore[arg-type]  # looked up: picked, not made up
+    # As sure as an answer that says it could not finish: a made-up target is not the one the task named.
+    evidence = rules.coefficients.goal_reached_evidence
+    assert evidence is not None
+    assert answer.p(("yes",)) == pytest.approx(evidence.p({"final_unfinished": 1.0}))
+
+
+NO_SUCH_CUSTOMER = ("crm.search_customers", {"customer_name": "Shannon Jones"}, "[]", False)
+
+
+def test_a_change_with_no_write_whose_answer_says_it_could_not_is_the_base_rate_for_the_judge() -> None:
+    # "Delete Shannon Jones" when no such customer exists: changing nothing was the right end, and the answer says
+    # it could not. The words cannot tell that from a failure to change, so the rules do not commit either way.
+    rules = RuleEvaluator()
+    nothing = silent_state(
+        NO_SUCH_CUSTOMER,
+        final="I could not find a customer named Shannon Jones to delete.",
+        goal="Delete Shannon Jones from the crm",
+    )
+    answer = rules.answer(nothing, C["goal_reached"])  # type: ignore[arg-type]
+    base = rules.coefficients.goal_reached_open
+    assert base is not None
+    assert rules.outcome_features(nothing) == {}  # type: ignore[arg-type]  # no write was confirmed
+    assert answer.defer and answer.p(("yes",)) == pytest.approx(base.p({}))
+    assert "nothing needed changing" in answer.note
+
+
+def test_a_question_whose_answer_says_it_could_not_find_it_stays_a_confident_failure() -> None:
+    # There an answer was always due: not finding it is failing, whatever the tools returned.
+    rules = RuleEvaluator()
+    unanswered = silent_state(
+        ("search", {"query": "Shannon Jones company"}, "[]", False),
+        final="I could not find which company Shannon Jones works for.",
+        goal="Which company does Shannon Jones work for?",
+    )
+    answer = rules.answer(unanswered, C["goal_reached"])  # type: ignore[arg-type]
+    assert not answer.defer and answer.p(("yes",)) < 0.05
+
+
+def test_a_change_that_wrote_or_asked_the_user_in_vain_is_still_read_from_what_the_tools_said() -> None:
+    # The deferral is for a run that says nothing but "could not": a confirmed write, or a request to the user
+    # that came back empty, is evidence the fitted map reads.
+    rules = RuleEvaluator()
+    asked = silent_state(
+        NO_SUCH_CUSTOMER,
+        ("ask_user", {"question": "Which Shannon Jones?"}, "", False),
+        final="I could not find a customer named Shannon Jones to delete.",
+        goal="Delete Shannon Jones from the crm",
+    )
+    wrote = silent_state(
+        ("write_file", {"filename": "output.txt"}, "File output.txt has been written successfully.", False),
+        final="I could not verify the content, but output.txt is written.",
+    )
+    for state in (asked, wrote):
+        assert not rules.answer(state, C["goal_reached"]).defer  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "objects"),
+    [
+        ({"event_id": "00000167", "field": "event_name", "new_value": "Sync"}, {"00000167"}),
+        ({"id": 42, "taskId": "T-9"}, {"42", "t-9"}),
+        ({"recipient": "Ana.Lopez@atlas.com", "subject": "Hi"}, {"ana.lopez@atlas.com"}),
+        ({"to": ["a@x.org", "b@y.org"]}, {"a@x.org", "b@y.org"}),
+        # What a write writes is not an object it picks: a file name, a text with a number or an address in it.
+        ({"filename": "Meditations_price_2024-03-20.txt", "contents": "Price: 25.89, mail a@x.org"}, set()),
+        ({"valid": True}, set()),
+    ],
+)
+def test_the_objects_a_write_names_are_its_ids_and_addresses(args: dict, objects: set[str]) -> None:  # type: ignore[type-arg]
+    from stopwise.guardian.evaluators.rule import _objects
+
+    assert _objects(args) == objects
 
 
 @pytest.mark.parametrize(
