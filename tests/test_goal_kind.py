@@ -98,4 +98,5 @@ def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> N
         "autogpt/2024-04-10": {"change": 9, "question": 6},
         "workbench/dev": {"change": 226, "other": 2, "question": 1},
         "workbench/heldout": {"change": 142, "other": 9, "question": 9},
+        "workbench/heldout2": {"change": 143, "other": 11, "question": 6},
     }
