@@ -72,8 +72,9 @@ def _asks_change(clause: str) -> bool:
 
 def goal_kind(goal: str) -> GoalKind:
     """CHANGE when a clause of the goal's opening sentences asks for a change (see ``_asks_change``), where a
-    sentence after a question counts only as "if so, ..." (``_AFTER_QUESTION``); else QUESTION when an opening
-    sentence ends with a question mark or starts with a question word; else OTHER. Pure; case-insensitive."""
+    sentence after a question counts only when it starts with "if" ("If so, ...": ``_AFTER_QUESTION``); else
+    QUESTION when an opening sentence ends with a question mark or starts with a question word; else OTHER. Pure;
+    case-insensitive."""
     asked = False
     parts = _SENTENCE_END.split(goal[:_HEAD_CHARS].lower())
     for sentence, end in zip(parts[::2], [*parts[1::2], ""], strict=True):

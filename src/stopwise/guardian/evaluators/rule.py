@@ -420,7 +420,8 @@ OUTCOME_FEATURES = (
     "write_object_unseen",
 )
 """The goal_reached features in which the run itself says how it went (``RuleEvaluator.outcome_features``, and a
-final answer that says it could not finish): what ``goal_reached_evidence`` reads."""
+final answer that says it could not finish): what ``goal_reached_evidence`` reads (``write_object_unseen``, a
+confirmed write to an object the run made up, read as ``final_unfinished``: no map weighs it)."""
 _ID_KEY = re.compile(r"(?:^|_)ids?$|[a-z]Ids?$")
 """An argument that names an object by its id (``event_id``, ``id``, ``taskId``)."""
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
