@@ -1,7 +1,7 @@
 """WorkBench's recorded runs: real models acting for a user with workplace tools (mail, calendar, CRM, project
 tasks, web analytics), each run graded by the benchmark's own outcome check.
 
-    python evals/_real_workbench.py grade --mirror DIR   # with a Python that has pandas: writes GRADES
+    python evals/_real_workbench.py grade --mirror DIR [--draw heldout2]   # with a Python that has pandas
 
 WorkBench (olly-styles/WorkBench, MIT; Styles et al. 2024, "WorkBench: a Benchmark Dataset for Agents in a
 Realistic Workplace Setting") ships, under ``data/results/<domain>/<model>_<variant>_<date>.csv``, every run of five
@@ -53,6 +53,12 @@ HELD_OUT_RUNS = 80
 """Runs per held-out domain: the first draw gave them 36 and 35, too few to read a calibration on, so a second draw
 (``GROW_SEED``, before any grade of it was read) adds runs of those domains only, keeping the first 300."""
 GROW_SEED = 20261203
+FRESH_RUNS = 80
+"""Runs per held-out domain of the fresh draw (``workbench/heldout2``): after the first two draws were read while
+choosing a rule, a third (``FRESH_SEED``, fixed and committed with its ship rule before any grade of it was read)
+takes runs of those domains that neither earlier draw took, to score a rule once."""
+FRESH_SEED = 20261212
+GRADES_FRESH = HERE / "third_party" / "workbench" / "grades_heldout2.jsonl"
 CUT_OFF = "Agent stopped due to iteration limit or time limit."
 """What LangChain's agent answers when it ran out of steps: a cut-off, not a finished run."""
 _INVALID_TOOL = re.compile(r"is not a valid tool, try one of")
@@ -210,6 +216,25 @@ def sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
     return sorted(chosen, key=lambda r: (r.path, r.row))
 
 
+def fresh_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
+    """``FRESH_RUNS`` runs of each held-out domain drawn with ``FRESH_SEED`` from those ``sample`` did not draw; in
+    file and row order (the draw reads no grade)."""
+    drawn = {(r.path, r.row) for r in sample(runs)}
+    fresh = random.Random(FRESH_SEED)
+    chosen: list[WorkBenchRun] = []
+    for domain in HELD_OUT_DOMAINS:
+        left = [r for r in runs if r.domain == domain and (r.path, r.row) not in drawn]
+        chosen += fresh.sample(left, min(FRESH_RUNS, len(left)))
+    return sorted(chosen, key=lambda r: (r.path, r.row))
+
+
+DRAWS: dict[str, tuple[Callable[[list[WorkBenchRun]], list[WorkBenchRun]], Path]] = {
+    "first": (sample, GRADES),
+    "heldout2": (fresh_sample, GRADES_FRESH),
+}
+"""Each draw: how its runs are chosen, and where their grades are kept."""
+
+
 def git_show(git_dir: Path) -> tuple[Show, list[str]]:
     """A reader of the pinned commit's files and the results files' names, for ``grade``: ``build_realset.Repo``
     reads the same way, but importing it imports stopwise, and ``grade`` runs under any Python that has pandas."""
@@ -267,12 +292,12 @@ def _stand_in_langchain() -> None:
     module("langchain_community.chat_models.anyscale", ChatAnyscale=unused)
 
 
-def grade(git_dir: Path, out: Path) -> int:
-    """Grade the sampled runs with WorkBench's check (needs pandas) and write ``out``: per run, its
-    ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty cells as "", newlines in a call escaped),
-    against the task's ground-truth calls."""
+def grade(git_dir: Path, out: Path, draw: Callable[[list[WorkBenchRun]], list[WorkBenchRun]] = sample) -> int:
+    """Grade the runs of one draw (``sample`` or ``fresh_sample``) with WorkBench's check (needs pandas) and write
+    ``out``: per run, its ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty cells as "", newlines
+    in a call escaped), against the task's ground-truth calls."""
     show, names = git_show(git_dir)
-    chosen = sample(list(finished_runs(show, result_files(names))))
+    chosen = draw(list(finished_runs(show, result_files(names))))
     archive = subprocess.run(
         ["git", "--git-dir", str(git_dir), "archive", COMMIT, "src", "data/processed", "data/raw"],
         check=True,
@@ -312,9 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade the sampled runs with the benchmark's check (needs pandas)")
     g.add_argument("--mirror", type=Path, required=True, help="folder of bare clones (<owner>+<name>/repo)")
-    g.add_argument("--out", type=Path, default=GRADES)
+    g.add_argument("--draw", choices=sorted(DRAWS), default="first", help="which draw's runs (default: first)")
+    g.add_argument("--out", type=Path, help="default: the draw's grades file")
     args = parser.parse_args(argv)
-    return grade(args.mirror / REPO.replace("/", "+") / "repo", args.out)
+    choose, grades = DRAWS[args.draw]
+    return grade(args.mirror / REPO.replace("/", "+") / "repo", args.out or grades, choose)
 
 
 if __name__ == "__main__":

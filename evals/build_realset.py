@@ -199,6 +199,13 @@ SOURCES = {
             "test",
         ),
         Source(
+            "workbench/heldout2",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
+            "test",  # the fresh draw: scored once, after its ship rule was committed (see docs/evals.md)
+        ),
+        Source(
             "mcp/mcp-server-neon",
             "neondatabase/mcp-server-neon",
             "94928121944167d82d9b2b865bcdc5469631557d",
@@ -711,15 +718,17 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
 
 
 def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
-    """One finished state per sampled run of the source's domains (``workbench/heldout``: the held-out domains,
-    scored only; ``workbench/dev``: the others, read while choosing rules, never fitted): the task as the goal, each
-    call with what the tool returned, the agent's final output as the final answer; labelled by WorkBench's check of
-    the end state."""
+    """One finished state per drawn run of the source's domains (``workbench/heldout``: the held-out domains of the
+    first draws, read while choosing a rule, never fitted; ``workbench/heldout2``: the fresh draw of those domains,
+    scored once; ``workbench/dev``: the other domains, read while choosing rules, never fitted): the task as the
+    goal, each call with what the tool returned, the agent's final output as the final answer; labelled by
+    WorkBench's check of the end state."""
     assert source.commit == _real_workbench.COMMIT
-    held_out = source.name == "workbench/heldout"
-    grades = _real_workbench.read_grades()
+    choose, graded = _real_workbench.DRAWS["heldout2" if source.name == "workbench/heldout2" else "first"]
+    held_out = source.name != "workbench/dev"
+    grades = _real_workbench.read_grades(graded)
     runs = _real_workbench.finished_runs(repo.read, _real_workbench.result_files(repo.files(_real_workbench.RESULTS)))
-    for run in _real_workbench.sample(list(runs)):
+    for run in choose(list(runs)):
         if (run.domain in _real_workbench.HELD_OUT_DOMAINS) != held_out:
             continue
         correct = grades[(run.path, run.row)]
@@ -751,6 +760,7 @@ RUN_READERS = {
     "autogpt/2024-04-10": autogpt_records,
     "workbench/dev": workbench_records,
     "workbench/heldout": workbench_records,
+    "workbench/heldout2": workbench_records,
 }
 
 

@@ -164,8 +164,18 @@ async def test_uncertain_answers_are_counted_apart_from_the_moves() -> None:
 def test_the_rule_evaluator_on_the_real_set_answers_to_the_final_answer_and_the_confirmations() -> None:
     import asyncio
 
-    records = [r for r in read_traces(DATA / "realset.jsonl").records if r.condition == "goal_reached"]
-    report = asyncio.run(probe(RuleEvaluator(), records))
+    rules = RuleEvaluator()
+    goal_reached = DEFAULT_CONDITIONS.by_name["goal_reached"]
+    # A state already answered "not reached" (a made-up write target, an answer that says it failed) cannot fall
+    # further when its final answer goes: the probe reads the others.
+    records = [
+        r
+        for r in read_traces(DATA / "realset.jsonl").records
+        if r.condition == "goal_reached"
+        and r.projection is not None
+        and rules.answer(r.projection, goal_reached).p(("yes",)) >= 0.05
+    ]
+    report = asyncio.run(probe(rules, records))
     rows = {r.variation: r for r in report.rows}
     assert rows[Variation.DROP_FINAL].as_expected >= 0.9 * rows[Variation.DROP_FINAL].applied
     assert rows[Variation.DROP_CONFIRMATION].moved > 0

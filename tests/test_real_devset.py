@@ -442,10 +442,10 @@ def test_an_autogpt_attempt_becomes_the_state_at_its_finish_labelled_by_the_grad
 def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_labelled_by_the_benchmarks_check(
     records: list,  # type: ignore[type-arg]
 ) -> None:
-    dev, held = build_realset.SOURCES["workbench/dev"], build_realset.SOURCES["workbench/heldout"]
-    # Neither is fitted on (fit_real fits on the train split only): the dev domains were read to choose the rule,
+    dev, held, fresh = (build_realset.SOURCES[f"workbench/{name}"] for name in ("dev", "heldout", "heldout2"))
+    # None is fitted on (fit_real fits on the train split only): the dev domains were read to choose the rule,
     # the held-out ones only scored.
-    assert dev.split == "dev" and held.split == "test"
+    assert dev.split == "dev" and held.split == fresh.split == "test"
     made = [r for r in records if r.source in (dev.name, held.name)]
     grades = _real_workbench.read_grades()
     assert len(made) == len(grades) == _real_workbench.SAMPLE + 89  # the second draw grew the held-out domains
@@ -455,12 +455,19 @@ def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_label
     dev_made = [r for r in made if r.source == dev.name]
     assert (len(dev_made), sum(r.label for r in dev_made)) == (229, 67)  # as WorkBench's is_correct graded them
     assert (ROOT / "evals" / "third_party" / "workbench" / "LICENSE").read_text(encoding="utf-8").startswith("MIT")
-    for r in made:
+    # The fresh draw: runs of the held-out domains that neither earlier draw took, graded apart.
+    fresh_made = [r for r in records if r.source == fresh.name]
+    fresh_grades = _real_workbench.read_grades(_real_workbench.GRADES_FRESH)
+    assert len(fresh_made) == len(fresh_grades) == _real_workbench.FRESH_RUNS * len(held_domains)
+    assert Counter(r.extra["family"] for r in fresh_made) == dict.fromkeys(held_domains, _real_workbench.FRESH_RUNS)
+    assert {r.extra["provenance"] for r in fresh_made}.isdisjoint(r.extra["provenance"] for r in made)
+    assert sum(r.label for r in fresh_made) == 43  # as WorkBench's is_correct graded them
+    for r in made + fresh_made:
         assert r.condition == "goal_reached" and r.license == "MIT" and r.kind == "finished_run"
         where = r.extra["provenance"].removeprefix(f"olly-styles/WorkBench@{_real_workbench.COMMIT[:12]}:")
         path, row = where.split("#row=")
         assert path.startswith("data/results/") and path.endswith(".csv")
-        assert grades[(path, int(row))] is r.label
+        assert (fresh_grades if r.source == fresh.name else grades)[(path, int(row))] is r.label
         assert r.extra["outcome"] == ("correct" if r.label else "incorrect")
         assert r.extra["model"] in {"gpt-4", "gpt-3.5", "claude-2", "llama2-70b", "mistral-8x7B"}
         assert r.id.startswith(f"goal_reached/{r.source}/{r.extra['family']}/{r.extra['model']}_")
@@ -486,6 +493,22 @@ def test_the_grown_workbench_sample_keeps_the_first_draw_and_adds_runs_of_the_he
         for d in _real_workbench.HELD_OUT_DOMAINS
     )
     assert _real_workbench.sample(runs) == chosen  # a fixed seed: the same runs every build
+
+
+def test_the_fresh_workbench_draw_takes_only_held_out_runs_no_earlier_draw_took() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    runs = [
+        _real_workbench.WorkBenchRun(f"{_real_workbench.RESULTS}/{d}/gpt-4_all_2024.csv", n, "task", (), "Done.")
+        for d in domains
+        for n in range(300)
+    ]
+    earlier = {(r.path, r.row) for r in _real_workbench.sample(runs)}
+    fresh = _real_workbench.fresh_sample(runs)
+    assert earlier.isdisjoint((r.path, r.row) for r in fresh) and len(set(fresh)) == len(fresh)
+    assert Counter(r.domain for r in fresh) == dict.fromkeys(
+        _real_workbench.HELD_OUT_DOMAINS, _real_workbench.FRESH_RUNS
+    )
+    assert _real_workbench.fresh_sample(runs) == fresh  # a fixed seed: the same runs every build
 
 
 WORKBENCH_RESPONSE = (
@@ -530,8 +553,12 @@ def test_only_workbench_runs_that_ended_on_an_answer_are_finished_runs() -> None
     ]
 
 
-def silent_state(*steps: tuple[str, dict, str, bool], final: str) -> object:  # type: ignore[type-arg]
-    rows = [Message.user("Read file_to_read.txt and write its content to output.txt")]
+def silent_state(
+    *steps: tuple[str, dict, str, bool],  # type: ignore[type-arg]
+    final: str,
+    goal: str = "Read file_to_read.txt and write its content to output.txt",
+) -> object:
+    rows = [Message.user(goal)]
     for n, (name, args, result, failed) in enumerate(steps):
         call = ToolCall(name, args, id=f"c{n}")
         rows.append(Message(Role.ASSISTANT, f"Step {n}", (call,)))
@@ -541,7 +568,7 @@ def silent_state(*steps: tuple[str, dict, str, bool], final: str) -> object:  # 
             else encode_tool_result(result, tool_call_id=call.id)
         )
         rows.append(done)
-    return project(rows, goal="Read file_to_read.txt and write its content to output.txt", final=final)
+    return project(rows, goal=goal, final=final)
 
 
 def test_what_the_tools_said_moves_goal_reached_and_silence_leaves_it_to_the_base_rate() -> None:
@@ -579,6 +606,141 @@ def test_a_failure_after_the_last_confirmation_and_an_unanswered_request_are_rea
     assert rules.outcome_features(asked) == {"unanswered_requests": 0.5}  # type: ignore[arg-type]
     listed = silent_state(("list_users", {}, "", False), final="No users.")
     assert rules.outcome_features(listed) == {}  # type: ignore[arg-type]  # an empty list is not a question
+
+
+SEARCHED = (
+    "calendar.search_events",
+    {"query": "sofia"},
+    '[{"event_id": "00000167", "event_start": "2023-09-21 09:30:00", "participant_email": "sofia.santos@atlas.com"}, '
+    '{"event_id": "00000212", "event_start": "2023-12-01 10:00:00", "participant_email": "sofia.santos@atlas.com"}]',
+    False,
+)
+DELETED = ("calendar.delete_event", {"event_id": "00000167"}, "Event deleted successfully.", False)
+
+
+def test_a_confirmed_write_to_an_object_the_goal_does_not_name_stays_uncertain() -> None:
+    # The meeting was picked from a search's list: the tool's confirmation says a meeting went, not the right one.
+    rules = RuleEvaluator()
+    picked = silent_state(
+        SEARCHED, DELETED, final="Your next meeting with Sofia is cancelled.", goal="Cancel my next meeting with sofia"
+    )
+    answer = rules.answer(picked, C["goal_reached"])  # type: ignore[arg-type]
+    base = rules.coefficients.goal_reached_open
+    assert base is not None
+    assert rules.outcome_features(picked) == {"write_object_picked": 1.0}  # type: ignore[arg-type]
+    assert answer.defer and answer.p(("yes",)) == pytest.approx(base.p({}))
+    assert "picked" in answer.note
+
+
+def test_a_confirmed_write_tied_to_the_goal_can_commit() -> None:
+    # The same write where the goal names the meeting: the confirmation is evidence of the asked change.
+    rules = RuleEvaluator()
+    named = silent_state(SEARCHED, DELETED, final="Event 00000167 is deleted.", goal="Delete event 00000167")
+    answer = rules.answer(named, C["goal_reached"])  # type: ignore[arg-type]
+    assert rules.outcome_features(named) == {"result_confirms": 1.0, "last_result_confirms": 1.0}  # type: ignore[arg-type]
+    assert not answer.defer and answer.p(("yes",)) >= C["goal_reached"].threshold
+
+
+def test_a_confirmed_write_to_an_object_the_run_never_saw_commits_to_not_reached() -> None:
+    # An address that neither the goal nor any result holds was made up: the mail went, to nobody the task meant.
+    rules = RuleEvaluator()
+    guessed = silent_state(
+        (
+            "email.send_email",
+            {"recipient": "dmitri@example.com", "subject": "Ideas", "body": "Hey dmitri"},
+            "Email sent successfully.",
+            False,
+        ),
+        final="Email sent to dmitri.",
+        goal="Send an email to dmitri saying 'Hey dmitri'",
+    )
+    found = silent_state(
+        ("directory.find_email_address", {"name": "dmitri"}, '["dmitri.ivanov@atlas.com"]', False),
+        (
+            "email.send_email",
+            {"recipient": "dmitri.ivanov@atlas.com", "subject": "Ideas", "body": "Hey dmitri"},
+            "Email sent successfully.",
+            False,
+        ),
+        final="Email sent to dmitri.",
+        goal="Send an email to dmitri saying 'Hey dmitri'",
+    )
+    answer = rules.answer(guessed, C["goal_reached"])  # type: ignore[arg-type]
+    assert rules.outcome_features(guessed) == {"write_object_unseen": 1.0}  # type: ignore[arg-type]
+    assert not answer.defer and answer.p(("yes",)) < 0.2
+    assert rules.answer(found, C["goal_reached"]).defer  # type: ignore[arg-type]  # looked up: picked, not made up
+    # As sure as an answer that says it could not finish: a made-up target is not the one the task named.
+    evidence = rules.coefficients.goal_reached_evidence
+    assert evidence is not None
+    assert answer.p(("yes",)) == pytest.approx(evidence.p({"final_unfinished": 1.0}))
+
+
+NO_SUCH_CUSTOMER = ("crm.search_customers", {"customer_name": "Shannon Jones"}, "[]", False)
+
+
+def test_a_change_with_no_write_whose_answer_says_it_could_not_is_the_base_rate_for_the_judge() -> None:
+    # "Delete Shannon Jones" when no such customer exists: changing nothing was the right end, and the answer says
+    # it could not. The words cannot tell that from a failure to change, so the rules do not commit either way.
+    rules = RuleEvaluator()
+    nothing = silent_state(
+        NO_SUCH_CUSTOMER,
+        final="I could not find a customer named Shannon Jones to delete.",
+        goal="Delete Shannon Jones from the crm",
+    )
+    answer = rules.answer(nothing, C["goal_reached"])  # type: ignore[arg-type]
+    base = rules.coefficients.goal_reached_open
+    assert base is not None
+    assert rules.outcome_features(nothing) == {}  # type: ignore[arg-type]  # no write was confirmed
+    assert answer.defer and answer.p(("yes",)) == pytest.approx(base.p({}))
+    assert "nothing needed changing" in answer.note
+
+
+def test_a_question_whose_answer_says_it_could_not_find_it_stays_a_confident_failure() -> None:
+    # There an answer was always due: not finding it is failing, whatever the tools returned.
+    rules = RuleEvaluator()
+    unanswered = silent_state(
+        ("search", {"query": "Shannon Jones company"}, "[]", False),
+        final="I could not find which company Shannon Jones works for.",
+        goal="Which company does Shannon Jones work for?",
+    )
+    answer = rules.answer(unanswered, C["goal_reached"])  # type: ignore[arg-type]
+    assert not answer.defer and answer.p(("yes",)) < 0.05
+
+
+def test_a_change_that_wrote_or_asked_the_user_in_vain_is_still_read_from_what_the_tools_said() -> None:
+    # The deferral is for a run that says nothing but "could not": a confirmed write, or a request to the user
+    # that came back empty, is evidence the fitted map reads.
+    rules = RuleEvaluator()
+    asked = silent_state(
+        NO_SUCH_CUSTOMER,
+        ("ask_user", {"question": "Which Shannon Jones?"}, "", False),
+        final="I could not find a customer named Shannon Jones to delete.",
+        goal="Delete Shannon Jones from the crm",
+    )
+    wrote = silent_state(
+        ("write_file", {"filename": "output.txt"}, "File output.txt has been written successfully.", False),
+        final="I could not verify the content, but output.txt is written.",
+    )
+    for state in (asked, wrote):
+        assert not rules.answer(state, C["goal_reached"]).defer  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "objects"),
+    [
+        ({"event_id": "00000167", "field": "event_name", "new_value": "Sync"}, {"00000167"}),
+        ({"id": 42, "taskId": "T-9"}, {"42", "t-9"}),
+        ({"recipient": "Ana.Lopez@atlas.com", "subject": "Hi"}, {"ana.lopez@atlas.com"}),
+        ({"to": ["a@x.org", "b@y.org"]}, {"a@x.org", "b@y.org"}),
+        # What a write writes is not an object it picks: a file name, a text with a number or an address in it.
+        ({"filename": "Meditations_price_2024-03-20.txt", "contents": "Price: 25.89, mail a@x.org"}, set()),
+        ({"valid": True}, set()),
+    ],
+)
+def test_the_objects_a_write_names_are_its_ids_and_addresses(args: dict, objects: set[str]) -> None:  # type: ignore[type-arg]
+    from stopwise.guardian.evaluators.rule import _objects
+
+    assert _objects(args) == objects
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,7 @@ from stopwise.guardian.evaluators._integrity import (
     integrity_markers,
     score_text,
 )
+from stopwise.guardian.goal_kind import GoalKind, goal_kind
 from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
 from stopwise.normalise import normalise_untrusted
@@ -416,9 +417,43 @@ OUTCOME_FEATURES = (
     "failed_after_confirmation",
     "unanswered_requests",
     "final_unfinished",
+    "write_object_unseen",
 )
 """The goal_reached features in which the run itself says how it went (``RuleEvaluator.outcome_features``, and a
-final answer that says it could not finish): what ``goal_reached_evidence`` reads."""
+final answer that says it could not finish): what ``goal_reached_evidence`` reads (``write_object_unseen``, a
+confirmed write to an object the run made up, read as ``final_unfinished``: no map weighs it)."""
+_ID_KEY = re.compile(r"(?:^|_)ids?$|[a-z]Ids?$")
+"""An argument that names an object by its id (``event_id``, ``id``, ``taskId``)."""
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+"""An argument that names a person or a mailbox by address."""
+
+
+def _objects(args: Any) -> frozenset[str]:
+    """The objects a call's arguments name, lower-cased: the values of id arguments (``event_id``, ``id``) and
+    e-mail addresses. What a write changes or whom it reaches, as against what it writes (a file name, a text)."""
+    found: set[str] = set()
+    if isinstance(args, Mapping):
+        for key, value in args.items():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for v in values:
+                if isinstance(v, (str, int)) and not isinstance(v, bool):
+                    text = str(v).strip()
+                    if text and (_ID_KEY.search(str(key)) or _ADDRESS.fullmatch(text)):
+                        found.add(text.lower())
+    return frozenset(found)
+
+
+def _unchanged(projection: Projection, features: Mapping[str, float], said: Sequence[str]) -> bool:
+    """The run's goal asks for a change (``goal_kind``), no tool confirmed a write, and the final answer's saying it
+    could not finish is all the run says: no evidence either way. Where the right end state is the start state (the
+    customer to delete does not exist, no task matches), an agent that changed nothing and said it could not
+    succeeded; the words cannot tell that from a failure to change (docs/evals.md, WorkBench). A question whose
+    answer says it could not find it stays a failure: there an answer was always due."""
+    return (
+        list(said) == ["final_unfinished"]
+        and "write_object_picked" not in features
+        and goal_kind(projection.goal) is GoalKind.CHANGE
+    )
 
 
 def _confirms(result: str) -> bool:
@@ -801,19 +836,41 @@ class RuleEvaluator:
     def outcome_features(self, projection: Projection) -> dict[str, float]:
         """What the tools themselves said about the work, read at a finish (part of ``goal_features``): a short
         result that confirms an action (a file written, a message sent), whether the last call's result was one,
-        a failure after the last confirmation, and requests to the user that came back empty. Empty when none
-        of these happened: then only the words of the goal and the answer are left to read."""
+        a failure after the last confirmation, requests to the user that came back empty, and a confirmed write to
+        an object (an id, an address) that neither the goal nor any earlier result holds (``write_object_unseen``:
+        the run made it up). Empty when none of these happened: then only the words of the goal and the answer
+        are left to read.
+
+        A confirmation says that something changed, not that the right thing did. It counts only for a write
+        that names no object (a file it wrote, a text it made) or whose objects the goal names; a confirmed write
+        to an object the run picked from what its tools returned (the meeting a search listed, the address a
+        lookup gave) is no evidence either way, and is reported as ``write_object_picked`` (which no map weighs):
+        whether it picked the right one is not in the words the rules read."""
         calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
+        goal = projection.goal.lower()
         confirmed = -1
         unanswered = 0
+        unseen = picked = False
         for i, c in enumerate(calls):
             if self._failed(c):
                 continue
             if not c.result.strip():
                 unanswered += _asks_user(c.tool)
             elif _confirms(c.result):
-                confirmed = i
+                objects = [o for o in _objects(c.args) if o not in goal]
+                if not objects:
+                    confirmed = i
+                    continue
+                seen = [r.lower() for r in (d.result for d in calls[:i] if not self._failed(d))]
+                if any(not any(o in r for r in seen) for o in objects):
+                    unseen = True
+                else:
+                    picked = True
         features: dict[str, float] = {}
+        if unseen:
+            features["write_object_unseen"] = 1.0
+        elif picked and confirmed < 0:
+            features["write_object_picked"] = 1.0
         if confirmed >= 0:
             features["result_confirms"] = 1.0
             if confirmed == len(calls) - 1:
@@ -967,13 +1024,30 @@ class RuleEvaluator:
         co = self.coefficients
         if not projection.criteria:
             said = [k for k in OUTCOME_FEATURES if k in f]
-            if said and co.goal_reached_evidence is not None:
-                # The tools (or the answer itself) said how it went: read that, as fitted on real runs.
-                return _yes(co.goal_reached_evidence.p(f), f"no acceptance criteria; the run says: {', '.join(said)}")
+            unchanged = _unchanged(projection, f, said)
+            if said and not unchanged and co.goal_reached_evidence is not None:
+                # The tools (or the answer itself) said how it went: read that, as fitted on real runs. A confirmed
+                # write to an object nothing showed the run (a guessed id, a made-up address) did not change what the
+                # task named: read as surely as an answer that says it could not finish (no map was fitted on such
+                # writes; the runs that have them are never fitted on, docs/evals.md).
+                read = {**f, "final_unfinished": 1.0} if "write_object_unseen" in f else f
+                note = f"no acceptance criteria; the run says: {', '.join(said)}"
+                return _yes(co.goal_reached_evidence.p(read), note)
             if co.goal_reached_open is not None:
                 # Nothing said and no criteria: on recorded runs of real models the rules cannot see success
                 # (docs/evals.md), so the shipped map answers their base rate. Criteria, or a judge, can do better.
                 note = "no acceptance criteria and no word from the tools: the rules cannot tell, the base rate"
+                if unchanged:
+                    note = (
+                        "no acceptance criteria; the goal asks for a change, no write was confirmed and the answer "
+                        "says it could not finish, which is also how a run ends right when nothing needed changing "
+                        "(no such record): the base rate"
+                    )
+                elif "write_object_picked" in f:
+                    note = (
+                        "no acceptance criteria; a tool confirmed a write to an object the run picked from what its "
+                        "tools returned, which says something changed, not that it was the right one: the base rate"
+                    )
                 p = min(1.0, max(0.0, co.goal_reached_open.p(f)))
                 return Answer({"yes": p, "no": 1.0 - p}, note=f"{note}; {_describe(f)}", defer=True)
         return _yes(co.goal_reached.p(f), _describe(f))

@@ -1,0 +1,102 @@
+"""The goal-kind reader: a goal that asks for a change against one that asks a question, on written examples and on
+the real goals of every source of the real set."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from stopwise.evals.traces import read_traces
+from stopwise.guardian.goal_kind import GoalKind, goal_kind
+
+REALSET = Path(__file__).resolve().parent.parent / "evals" / "data" / "realset.jsonl"
+CHANGE, QUESTION, OTHER = GoalKind.CHANGE, GoalKind.QUESTION, GoalKind.OTHER
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Delete Jaden White from the crm",
+        "Cancel my next meeting with sofia",
+        "can you cancel my first meeting on December 6",
+        "Can you please send an email to lena saying 'hi'",
+        "I need to send an email to dmitri saying 'Hey dmitri'",
+        "Read the file called file_to_read.txt and write its content to a file called output.txt",
+        "Can you find the email from November 17 and schedule a 30 minute meeting",
+        "I need to get rid of all my emails from nadia from the last 2 days. Can you do delete them?",
+    ],
+)
+def test_an_imperative_change_verb_at_a_clause_start_is_a_change(goal: str) -> None:
+    assert goal_kind(goal) is CHANGE
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Was total visits more than 21 at any time since November 12? If so, make a backlog task called 'Improve'",
+        "can you check if chenwei has any overdue tasks? If so, book a 30 minute meeting with them",
+        "Did I already schedule a meeting with leila in the next 3 days? If not, send them an email",
+        "If engaged users was more than 11 at any time since October 23 make a backlog task 'Improve engaged users'",
+    ],
+)
+def test_a_change_asked_on_a_condition_is_a_change(goal: str) -> None:
+    # The right end state may be the start state (the condition did not hold): the case the deferral rule reads.
+    assert goal_kind(goal) is CHANGE
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Which company developed the game Lara Croft is voiced in?",
+        "Are both Duke Energy and Affiliated Managers Group based in Massachusetts?",
+        # What follows a question says how to answer it, unless it is "if so, ...".
+        "What was the complete title of the book? Write the numbers in plain text if there are some in the title.",
+        "In the film Goldfinger, what color was the object? If there are multiple colors, put them in a list.",
+        "The book with the doi 10.1353/book.24372 concerns a neurologist. What author influenced him? Give the name.",
+        "If Eliud Kipchoge could maintain his record-making marathon pace, how many hours would it take him?",
+        "When was Regression added to the oldest closed numpy.polynomial issue",
+    ],
+)
+def test_a_question_and_how_to_answer_it_is_a_question(goal: str) -> None:
+    assert goal_kind(goal) is QUESTION
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "",
+        "Consider the following PR description: Session data cannot be decoded during the transition to Django 3.1.",
+        "You have been selected to play the final round of the game show.",
+        # A change verb deep in a long goal is description, not the ask.
+        "Background. " + "x " * 250 + "Delete the old records.",
+    ],
+)
+def test_a_goal_whose_opening_neither_asks_nor_orders_is_other(goal: str) -> None:
+    assert goal_kind(goal) is OTHER
+
+
+def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> None:
+    # Pinned so that a change to the reader shows what it moves: questions stay questions (HotpotQA every one),
+    # WorkBench's workplace tasks are changes, the bug reports of the coding runs mostly neither.
+    counts: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for r in read_traces(REALSET, strict=True).records:
+        if r.condition == "goal_reached":
+            assert r.projection is not None
+            counts[r.source][goal_kind(r.projection.goal).value] += 1
+    assert {s: dict(c) for s, c in counts.items()} == {
+        "swe/mini-swe-agent": {"change": 16, "other": 102, "question": 32},
+        "hotpotqa/react": {"question": 93},
+        "whowhen/algorithm-generated": {"change": 2, "other": 17, "question": 107},
+        "autogpt/2024-04-01": {"change": 11, "question": 4},
+        "autogpt/2024-03-05": {"change": 7, "question": 2},
+        "autogpt/2024-03-20": {"change": 8, "question": 4},
+        "autogpt/2024-03-25": {"change": 8, "other": 1, "question": 4},
+        "autogpt/2024-03-10": {"change": 14, "other": 1, "question": 4},
+        "autogpt/2024-04-02": {"change": 8, "other": 3, "question": 5},
+        "autogpt/2024-04-10": {"change": 9, "question": 6},
+        "workbench/dev": {"change": 226, "other": 2, "question": 1},
+        "workbench/heldout": {"change": 142, "other": 9, "question": 9},
+        "workbench/heldout2": {"change": 143, "other": 11, "question": 6},
+    }
