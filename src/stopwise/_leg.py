@@ -202,6 +202,9 @@ class Leg:
     processor_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the history processors have read in this leg: their own, since what they
     return is sent to the model (a row they return as handed is sent as logged: ``RowCopies.original``)."""
+    model_copies: RowCopies = field(default_factory=RowCopies)
+    """The copies of the logged rows the model (and its middleware) has been sent in this leg: its own, so that
+    what it changes of a row in place reaches neither the log nor a hook's copies (see ``model_history``)."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
     ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""
@@ -280,6 +283,13 @@ class Leg:
         the logged rows, a fresh one of each of ``rows``), so a hook that changes a row in place changes neither
         the log nor what the model is sent. Constant time, like ``history()``: rows are copied when read."""
         return HistoryView.of_log(CopiedRows(self.messages, self.row_copies), tail=map(own_row, rows))
+
+    def model_history(self) -> HistoryView:
+        """``history()`` as the model is sent it: each row it reads is its copy in ``model_copies``, so a model or
+        a middleware that changes a row in place changes neither the log nor what the hooks read. A row is copied
+        on its first read in the leg (constant time, like ``history()``): what the model changes of its copy may
+        still be in what it is sent later in this leg, never anywhere else."""
+        return HistoryView.of_log(CopiedRows(self.messages, self.model_copies))
 
     @property
     def steps_used(self) -> int:

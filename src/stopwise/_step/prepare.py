@@ -31,7 +31,8 @@ class Prepared:
     caller: Model
     system: tuple[Message, ...]
     messages: HistoryView
-    """The history the model is sent (after the history processors)."""
+    """The history the model is sent (after the history processors): the logged rows as the model's copies
+    (``Leg.model_history``)."""
     tools: tuple[ToolSpec, ...]
     """The tools offered (all of the agent's unless the plan narrowed them)."""
     offered: frozenset[str] | None = None
@@ -48,7 +49,7 @@ def plain_prepared(leg: Leg) -> Prepared | None:
     agent = leg.agent
     if agent.prepare_step is not None or agent.history_processors:
         return None
-    return _switched(leg, Prepared(agent.caller, leg.system, leg.history(), leg.tool_specs))
+    return _switched(leg, Prepared(agent.caller, leg.system, leg.model_history(), leg.tool_specs))
 
 
 async def prepare(leg: Leg, number: int, phase: Phase) -> Prepared:
@@ -96,12 +97,16 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
     dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)
     added = sum(1 for m in messages if id(m) not in logged)
     record = HistoryRecord(number, dropped, added, len(messages))
+    # The model is sent its own copies of the logged rows it keeps (``Leg.model_history``); the rows a processor
+    # made are its own, sent as made.
+    model = leg.model_copies
+    messages = HistoryView(model.of(m) if id(m) in logged else m for m in messages)
     return replace(prepared, messages=messages, history=record)
 
 
 async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
     agent = leg.agent
-    defaults = Prepared(agent.caller, leg.system, leg.history(), leg.tool_specs)
+    defaults = Prepared(agent.caller, leg.system, leg.model_history(), leg.tool_specs)
     fn = agent.prepare_step
     if fn is None:
         return defaults

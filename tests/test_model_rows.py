@@ -1,0 +1,226 @@
+"""No model, and no model middleware, can change the log through the rows it is handed: a model that changes
+every row of its request in place (call arguments, a nested list, metadata) leaves the log (in memory and in a
+SQLite file), the run's result, what the hooks read, the guardian's projections and ``stopwise show`` as a
+well-behaved model leaves them, and a later leg (a resume) is sent the rows as logged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopwise import Agent, Approve, Guardian, Guardrails, MemoryStore, Pass, Risk, Runner, SQLiteStore, Store, tool
+from stopwise.cli import main
+from stopwise.guardian.audit import replay_all
+from stopwise.guardian.records import GuardianDecision
+from stopwise.messages import Message, Reply, Role, ToolCall
+from stopwise.models import ModelRequest
+from stopwise.records import parse_records
+from stopwise.result import RunResult, RunStatus
+
+
+@tool(risk=Risk.READ_ONLY)
+def tagged_draft(topic: str, tags: list[str]) -> str:
+    """Write a tagged draft note."""
+    return f"Draft: {topic} {tags}"
+
+
+@tool(risk=Risk.READ_ONLY, needs_approval=True)
+def publish(topic: str, tags: list[str]) -> str:
+    """Publish a tagged note."""
+    return f"Published: {topic} {tags}"
+
+
+def mutate(rows: Iterable[Message]) -> None:
+    """Change every call's arguments (a nested list too) and every row's metadata of ``rows``, in place."""
+    for m in rows:
+        m.metadata["changed"] = True  # type: ignore[index]
+        mutate_calls(m.tool_calls)
+
+
+def mutate_calls(calls: Iterable[ToolCall]) -> None:
+    for c in calls:
+        assert isinstance(c.args, dict)
+        tags = c.args.get("tags")
+        if isinstance(tags, list):
+            tags.append("changed")
+        c.args["topic"] = "changed"
+
+
+def shown(messages: Iterable[Message]) -> list[str]:
+    """Every call's arguments and every row's metadata of ``messages``, as text."""
+    rows = list(messages)
+    return [json.dumps(c.args) for m in rows for c in m.tool_calls] + [
+        json.dumps(dict(m.metadata), sort_keys=True) for m in rows
+    ]
+
+
+def changed(texts: Iterable[str]) -> list[str]:
+    return [t for t in texts if "changed" in t]
+
+
+def script(request: ModelRequest) -> Reply:
+    """Two tagged drafts after each user row, then a publish waiting for approval, then an answer. The calls'
+    ids are fixed, so two runs of it project the same states for the guardian."""
+    since = 0
+    for m in reversed(request.messages):
+        if m.role is Role.USER:
+            break
+        since += m.role is Role.ASSISTANT and bool(m.tool_calls)
+    if since < 2:
+        return Reply(tool_calls=[ToolCall("tagged_draft", {"topic": f"take {since}", "tags": ["a"]}, id=f"d{since}")])
+    if since == 2:
+        return Reply(tool_calls=[ToolCall("publish", {"topic": "final", "tags": ["a", "b"]}, id="p1")])
+    return Reply("done")
+
+
+class Scripted:
+    """A custom ``Model`` answering as ``script``; it records what it was sent, then (``meddle``) changes every row
+    of the request in place."""
+
+    def __init__(self, meddle: bool) -> None:
+        self.meddle = meddle
+        self.requests: list[list[str]] = []
+
+    async def generate(self, request: ModelRequest) -> Reply:
+        self.requests.append(shown(request.messages))
+        if self.meddle:
+            mutate(request.messages)
+        return script(request)
+
+
+def meddling_middleware(requests: list[list[str]]) -> Callable[[ModelRequest, Any], Awaitable[Reply]]:
+    async def meddle(request: ModelRequest, call_next: Any) -> Reply:
+        requests.append(shown(request.messages))
+        mutate(request.messages)
+        reply: Reply = await call_next(request)
+        return reply
+
+    return meddle
+
+
+@asynccontextmanager
+async def opened(kind: str, path: Path) -> AsyncIterator[Store]:
+    if kind == "memory":
+        yield MemoryStore()
+        return
+    async with SQLiteStore(path) as store:
+        yield store
+
+
+class Observed:
+    """One session's run to its approval and the resumed leg after it, in a fresh ``Runner``: what the hooks read,
+    the results, the log and the guardian's decisions."""
+
+    def __init__(self) -> None:
+        self.hooks: list[list[str]] = []
+        self.results: list[RunResult] = []
+        self.log: list[Message] = []
+        self.decisions: list[GuardianDecision] = []
+
+    def guardrail(self, ctx: Any) -> Pass:
+        self.hooks.append(shown(ctx.messages))
+        return Pass()
+
+
+async def observe(store: Store, model: Any, middleware: list[Any] | None = None) -> Observed:
+    seen = Observed()
+    agent = Agent(
+        "a",
+        "Draft, then publish.",
+        model,
+        tools=[tagged_draft, publish],
+        guardian=Guardian(),
+        guardrails=Guardrails(on_tool_result=seen.guardrail),
+        middleware=middleware or [],
+    )
+    first = await Runner(store).run(agent, "go", session_id="s")
+    assert first.status is RunStatus.SUSPENDED, first.error
+    second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
+    assert second.status is RunStatus.COMPLETED, second.error
+    seen.results = [first, second]
+    snapshot = await store.load_session("s")
+    assert snapshot is not None
+    seen.log = list(snapshot.messages())
+    configs: dict[str, Any] = {}
+    records = [r for e in snapshot.entries for r in parse_records(e.records, configs)]
+    seen.decisions = [r for r in records if isinstance(r, GuardianDecision)]
+    return seen
+
+
+def decided(seen: Observed) -> list[tuple[int, str, str, str]]:
+    return [(d.step, d.kind, d.state_hash, d.outcome.value) for d in seen.decisions]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("via", ["model", "middleware"])
+async def test_a_model_that_mutates_every_row_it_is_sent_changes_neither_the_log_nor_the_hooks_nor_the_guardian(
+    tmp_path: Path, kind: str, via: str
+) -> None:
+    async with opened(kind, tmp_path / "clean.db") as store:
+        clean = await observe(store, Scripted(meddle=False))
+    requests: list[list[str]] = []
+    async with opened(kind, tmp_path / "log.db") as store:
+        if via == "model":
+            model = Scripted(meddle=True)
+            seen = await observe(store, model)
+            requests = model.requests
+        else:
+            seen = await observe(store, Scripted(meddle=False), [meddling_middleware(requests)])
+    assert len(requests) == 4 and len(seen.hooks) == 3  # every step was sent rows to change
+    assert changed(t for h in seen.hooks for t in h) == []
+    assert changed(t for r in seen.results for t in shown(r.messages)) == []
+    assert changed(shown(seen.log)) == []
+    assert seen.log == clean.log
+    assert decided(seen) == decided(clean) and len(seen.decisions) >= 4
+    assert replay_all(seen.decisions)[1] == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_resumed_leg_is_sent_the_rows_as_logged_not_as_the_model_changed_them(tmp_path: Path, kind: str) -> None:
+    async with opened(kind, tmp_path / "log.db") as store:
+        model = Scripted(meddle=True)
+        await observe(store, model)
+    # The resume is a new leg: its first request shows the rows as the log has them.
+    assert len(model.requests) == 4
+    assert changed(model.requests[-1]) == []
+
+
+def test_show_prints_the_rows_as_logged_after_a_model_changed_what_it_was_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def meddled() -> Observed:
+        async with SQLiteStore(tmp_path / "log.db") as store:
+            return await observe(store, Scripted(meddle=True))
+
+    seen = asyncio.run(meddled())  # show runs its own event loop
+    capsys.readouterr()
+    assert main(["show", seen.results[0].run_id, "--db", str(tmp_path / "log.db"), "--full"]) == 0
+    out = capsys.readouterr().out
+    assert "take 0" in out and "changed" not in out
+
+
+async def test_a_model_that_changes_the_reply_it_returned_later_does_not_change_the_logged_reply(
+    tmp_path: Path,
+) -> None:
+    given: list[Reply] = []
+
+    class Reusing:
+        """Returns replies it keeps, and changes each one it gave before in place on its next call."""
+
+        async def generate(self, request: ModelRequest) -> Reply:
+            for reply in given:
+                mutate_calls(reply.tool_calls)
+            given.append(script(request))
+            return given[-1]
+
+    async with SQLiteStore(tmp_path / "log.db") as store:
+        seen = await observe(store, Reusing())
+    assert len(given) == 4
+    assert changed(t for r in seen.results for t in shown(r.messages)) == []
+    assert changed(shown(seen.log)) == []
