@@ -182,7 +182,9 @@ async def test_a_model_that_mutates_every_row_it_is_sent_changes_neither_the_log
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_a_resumed_leg_is_sent_the_rows_as_logged_not_as_the_model_changed_them(tmp_path: Path, kind: str) -> None:
+async def test_a_resumed_leg_is_sent_the_rows_as_logged_not_as_the_model_changed_them(
+    tmp_path: Path, kind: str
+) -> None:
     async with opened(kind, tmp_path / "log.db") as store:
         model = Scripted(meddle=True)
         await observe(store, model)
