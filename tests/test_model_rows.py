@@ -22,6 +22,7 @@ from stopwise.messages import Message, Reply, Role, ToolCall
 from stopwise.models import ModelRequest
 from stopwise.records import parse_records
 from stopwise.result import RunResult, RunStatus
+from stopwise.stop.guard import StopGuard
 
 
 @tool(risk=Risk.READ_ONLY)
@@ -226,3 +227,165 @@ async def test_a_model_that_changes_the_reply_it_returned_later_does_not_change_
     assert len(given) == 4
     assert changed(t for r in seen.results for t in shown(r.messages)) == []
     assert changed(shown(seen.log)) == []
+
+
+# --- the framework adapters: what their guardrails and stop guard are handed -----------------------------------
+
+
+def meddling_hooks() -> dict[str, Any]:
+    """A guardrail on every hook and a stop guard, each changing every row it is handed (and the call, where it is
+    handed one) in place; they judge nothing."""
+
+    def meddle(ctx: Any) -> None:
+        mutate(ctx.messages)
+        if getattr(ctx, "tool_call", None) is not None:
+            mutate_calls([ctx.tool_call])
+
+    hook = [meddle]
+    guardrails = Guardrails(on_input=hook, on_tool_call=hook, on_tool_result=hook, on_output=hook)
+    return {"guardrails": guardrails, "stop_guard": StopGuard(meddle), "guardian": Guardian()}
+
+
+PEER_ARGS = {"topic": "x", "tags": ["a"]}
+
+
+async def peer_records(store: Store) -> list[tuple[int, str, str | None, str, str]]:
+    """The guardian's decisions of every session in ``store``: what it projected (its state hash) and decided."""
+    out = []
+    for session in await store.list_sessions():
+        snapshot = await store.load_session(session)
+        assert snapshot is not None
+        configs: dict[str, Any] = {}
+        records = [r for e in snapshot.entries for r in parse_records(e.records, configs)]
+        out += [
+            (d.step, d.kind, d.call_id, d.state_hash, d.outcome.value)
+            for d in records
+            if isinstance(d, GuardianDecision)
+        ]
+    return out
+
+
+async def test_pydantic_ai_hooks_that_mutate_their_rows_change_neither_its_history_nor_the_tool_nor_the_guardian() -> (
+    None
+):
+    pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
+    from pydantic_ai import Agent as PeerAgent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo
+    from pydantic_ai.models.function import FunctionModel as PeerModel
+
+    from stopwise.integrations.pydantic_ai import StopwiseCapability
+
+    async def once(hooks: dict[str, Any]) -> tuple[str, list[str], list[Any]]:
+        sent: list[str] = []
+        drafted: list[str] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            sent.append(repr(messages))
+            if not any(isinstance(m, ModelResponse) for m in messages):
+                args = json.loads(json.dumps(PEER_ARGS))
+                return ModelResponse(parts=[ToolCallPart("tagged_draft", args, tool_call_id="c1")])
+            return ModelResponse(parts=[TextPart("done")])
+
+        store = MemoryStore()
+        capability = StopwiseCapability(store=store, risks={"tagged_draft": Risk.READ_ONLY}, **hooks)
+        agent: PeerAgent[None, str] = PeerAgent(PeerModel(model), capabilities=[capability])
+
+        @agent.tool_plain
+        def tagged_draft(topic: str, tags: list[str]) -> str:
+            """Write a tagged draft note."""
+            drafted.append(f"{topic} {tags}")
+            return f"Draft: {topic} {tags}"
+
+        result = await agent.run("go")
+        assert result.output == "done" and len(sent) == 2 and drafted
+        return repr(result.all_messages()) + "".join(sent), drafted, await peer_records(store)
+
+    history, drafted, decided = await once(meddling_hooks())
+    _, _, clean = await once({"guardian": Guardian()})
+    assert "changed" not in history and changed(drafted) == []
+    assert decided == clean and decided
+
+
+async def test_langgraph_hooks_that_mutate_their_rows_change_neither_its_state_nor_the_tool_nor_the_guardian() -> None:
+    pytest.importorskip("langgraph", reason="needs the 'langgraph' extra")
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.tools import tool as lc_tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from stopwise.integrations.langgraph import Stopwise as LangGraphStopwise
+
+    async def once(hooks: dict[str, Any]) -> tuple[str, list[str], list[Any]]:
+        sent: list[str] = []
+        drafted: list[str] = []
+
+        @lc_tool
+        def tagged_draft(topic: str, tags: list[str]) -> str:
+            """Write a tagged draft note."""
+            drafted.append(f"{topic} {tags}")
+            return f"Draft: {topic} {tags}"
+
+        call = {"name": "tagged_draft", "args": json.loads(json.dumps(PEER_ARGS)), "id": "c1"}
+        model = FakeMessagesListChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("done")])
+
+        async def call_model(state: MessagesState) -> dict[str, Any]:
+            messages: list[BaseMessage] = state["messages"]
+            sent.append(repr(messages))
+            return {"messages": [await model.ainvoke(messages)]}
+
+        store = MemoryStore()
+        stopwise = LangGraphStopwise(store=store, risks={"tagged_draft": Risk.READ_ONLY}, **hooks)
+        graph = StateGraph(MessagesState)
+        graph.add_node("input", stopwise.input_node(model="model"))
+        graph.add_node("model", call_model)
+        graph.add_node("finish", stopwise.finish_node(model="model", tools="tools"))
+        graph.add_node("tools", stopwise.tool_node([tagged_draft]))
+        graph.add_edge(START, "input")
+        graph.add_edge("model", "finish")
+        app = graph.compile(checkpointer=InMemorySaver())
+        thread = {"configurable": {"thread_id": "t1"}}
+        done = await app.ainvoke({"messages": [("user", "go")]}, thread)
+        assert done["messages"][-1].text == "done" and len(sent) == 2 and drafted
+        return repr(done["messages"]) + "".join(sent), drafted, await peer_records(store)
+
+    history, drafted, decided = await once(meddling_hooks())
+    _, _, clean = await once({"guardian": Guardian()})
+    assert "changed" not in history and changed(drafted) == []
+    assert decided == clean and decided
+
+
+async def test_openai_agents_hooks_that_mutate_their_rows_change_neither_its_history_nor_the_guardian() -> None:
+    pytest.importorskip("agents", reason="needs the 'openai-agents' extra")
+    from agents import Agent as PeerAgent
+    from agents import function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel as PeerModel
+    from agents.testing import assistant_message, function_call
+
+    from stopwise.integrations.openai_agents import Stopwise as AgentsStopwise
+
+    set_tracing_disabled(True)
+
+    async def once(hooks: dict[str, Any]) -> tuple[str, list[str], list[Any]]:
+        drafted: list[str] = []
+
+        @function_tool
+        def tagged_draft(topic: str, tags: list[str]) -> str:
+            """Write a tagged draft note."""
+            drafted.append(f"{topic} {tags}")
+            return f"Draft: {topic} {tags}"
+
+        model = PeerModel([[function_call("tagged_draft", PEER_ARGS, call_id="c1")], [assistant_message("done")]])
+        store = MemoryStore()
+        stopwise = AgentsStopwise(store=store, risks={"tagged_draft": Risk.READ_ONLY}, **hooks)
+        agent = stopwise.attach(PeerAgent("drafter", model=model, tools=[tagged_draft]))
+        result = await stopwise.run(agent, "go", session_id="s")
+        assert result.final_output == "done" and len(model.calls) == 2 and drafted
+        sent = "".join(repr(c.input) for c in model.calls)
+        return repr(result.to_input_list()) + sent, drafted, await peer_records(store)
+
+    history, drafted, decided = await once(meddling_hooks())
+    _, _, clean = await once({"guardian": Guardian()})
+    assert "changed" not in history and changed(drafted) == []
+    assert decided == clean and decided
