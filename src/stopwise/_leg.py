@@ -202,9 +202,11 @@ class Leg:
     processor_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the history processors have read in this leg: their own, since what they
     return is sent to the model (a row they return as handed is sent as logged: ``RowCopies.original``)."""
-    model_copies: RowCopies = field(default_factory=RowCopies)
-    """The copies of the logged rows the model (and its middleware) has been sent in this leg: its own, so that
-    what it changes of a row in place reaches neither the log nor a hook's copies (see ``model_history``)."""
+    _model_log: list[Message] = field(default_factory=list, init=False)
+    """The ``messages`` list ``_model_rows`` copies (see ``model_history``)."""
+    _model_rows: list[Message] = field(default_factory=list, init=False)
+    """The copies of ``_model_log``'s rows the model (and its middleware) is sent, in order: its own, so that what
+    it changes of a row in place reaches neither the log nor a hook's copies."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
     ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""
@@ -285,11 +287,22 @@ class Leg:
         return HistoryView.of_log(CopiedRows(self.messages, self.row_copies), tail=map(own_row, rows))
 
     def model_history(self) -> HistoryView:
-        """``history()`` as the model is sent it: each row it reads is its copy in ``model_copies``, so a model or
-        a middleware that changes a row in place changes neither the log nor what the hooks read. A row is copied
-        on its first read in the leg (constant time, like ``history()``): what the model changes of its copy may
-        still be in what it is sent later in this leg, never anywhere else."""
-        return HistoryView.of_log(CopiedRows(self.messages, self.model_copies))
+        """``history()`` as the model is sent it: copies of the logged rows, so that a model or a middleware that
+        changes a row in place changes neither the log nor what the hooks read. Each logged row is copied once in
+        the leg, when the first request after it was committed is built, and the copies are kept in a plain list:
+        a model that reads the whole history on every call (every provider adapter does) reads it at a list's
+        speed, and a step costs the copies of its own rows, not a walk of the run. What the model changes of its
+        copies may still be in what it is sent later in this leg, never anywhere else."""
+        log, rows = self.messages, self._model_rows
+        if log is not self._model_log:
+            # The leg's start set a new list (its input guardrails may have rewritten rows): the copies of the
+            # rows it kept are kept.
+            kept = {id(m): c for m, c in zip(self._model_log, rows, strict=True)}
+            rows = [kept.get(id(m)) or own_row(m) for m in log]
+            self._model_log, self._model_rows = log, rows
+        elif len(rows) < len(log):
+            rows.extend(map(own_row, log[len(rows) :]))
+        return HistoryView.of_log(rows, len(log))
 
     @property
     def steps_used(self) -> int:

@@ -92,16 +92,14 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
             raise CallerCodeFailed(error) from exc
         messages = HistoryView(result)
     messages = HistoryView(map(copies.original, messages))
-    # Rows are compared by identity: a processor that keeps a row passes the same object on.
-    sent, logged = {id(m) for m in messages}, {id(m) for m in history}
+    # Rows are compared by identity: a processor that keeps a row passes the same object on. The model is sent
+    # its own copy of each logged row kept (``Leg.model_history``), and the rows a processor made as it made them.
+    model = {id(m): c for m, c in zip(history, leg.model_history(), strict=True)}
+    sent = {id(m) for m in messages}
     dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)
-    added = sum(1 for m in messages if id(m) not in logged)
+    added = sum(1 for m in messages if id(m) not in model)
     record = HistoryRecord(number, dropped, added, len(messages))
-    # The model is sent its own copies of the logged rows it keeps (``Leg.model_history``); the rows a processor
-    # made are its own, sent as made.
-    model = leg.model_copies
-    messages = HistoryView(model.of(m) if id(m) in logged else m for m in messages)
-    return replace(prepared, messages=messages, history=record)
+    return replace(prepared, messages=HistoryView(model.get(id(m), m) for m in messages), history=record)
 
 
 async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
