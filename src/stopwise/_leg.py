@@ -295,10 +295,9 @@ class Leg:
         copies may still be in what it is sent later in this leg, never anywhere else."""
         log, rows = self.messages, self._model_rows
         if log is not self._model_log:
-            # The leg's start set a new list (its input guardrails may have rewritten rows): the copies of the
-            # rows it kept are kept.
-            kept = {id(m): c for m, c in zip(self._model_log, rows, strict=True)}
-            rows = [kept.get(id(m)) or own_row(m) for m in log]
+            # The leg's start sets ``messages`` to a new list (its input guardrails may have rewritten rows), before
+            # any model call: copied whole once.
+            rows = list(map(own_row, log))
             self._model_log, self._model_rows = log, rows
         elif len(rows) < len(log):
             rows.extend(map(own_row, log[len(rows) :]))
