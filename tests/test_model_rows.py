@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from stopwise.models import ModelRequest
 from stopwise.records import parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.stop.guard import StopGuard
+from test_hook_rows import changed, mutate, mutate_calls, shown
 
 
 @tool(risk=Risk.READ_ONLY)
@@ -35,34 +36,6 @@ def tagged_draft(topic: str, tags: list[str]) -> str:
 def publish(topic: str, tags: list[str]) -> str:
     """Publish a tagged note."""
     return f"Published: {topic} {tags}"
-
-
-def mutate(rows: Iterable[Message]) -> None:
-    """Change every call's arguments (a nested list too) and every row's metadata of ``rows``, in place."""
-    for m in rows:
-        m.metadata["changed"] = True  # type: ignore[index]
-        mutate_calls(m.tool_calls)
-
-
-def mutate_calls(calls: Iterable[ToolCall]) -> None:
-    for c in calls:
-        assert isinstance(c.args, dict)
-        tags = c.args.get("tags")
-        if isinstance(tags, list):
-            tags.append("changed")
-        c.args["topic"] = "changed"
-
-
-def shown(messages: Iterable[Message]) -> list[str]:
-    """Every call's arguments and every row's metadata of ``messages``, as text."""
-    rows = list(messages)
-    return [json.dumps(c.args) for m in rows for c in m.tool_calls] + [
-        json.dumps(dict(m.metadata), sort_keys=True) for m in rows
-    ]
-
-
-def changed(texts: Iterable[str]) -> list[str]:
-    return [t for t in texts if "changed" in t]
 
 
 def script(request: ModelRequest) -> Reply:
@@ -249,6 +222,20 @@ def meddling_hooks() -> dict[str, Any]:
 PEER_ARGS = {"topic": "x", "tags": ["a"]}
 
 
+Once = Callable[[dict[str, Any]], Awaitable[tuple[str, list[str], list[Any]]]]
+"""One run of a peer's agent with these deciders: the peer's history and what its model was sent (as text), the
+arguments its tool ran with, and the guardian's decisions."""
+
+
+async def meddled_as_clean(once: Once) -> None:
+    """A run under the meddling hooks leaves the peer's history, its tool's arguments and the guardian's decisions
+    as a run under the guardian alone leaves them."""
+    history, drafted, decided = await once(meddling_hooks())
+    _, _, clean = await once({"guardian": Guardian()})
+    assert "changed" not in history and changed(drafted) == []
+    assert decided == clean and decided
+
+
 async def peer_records(store: Store) -> list[tuple[int, str, str | None, str, str]]:
     """The guardian's decisions of every session in ``store``: what it projected (its state hash) and decided."""
     out = []
@@ -301,10 +288,7 @@ async def test_pydantic_ai_hooks_that_mutate_their_rows_change_neither_its_histo
         assert result.output == "done" and len(sent) == 2 and drafted
         return repr(result.all_messages()) + "".join(sent), drafted, await peer_records(store)
 
-    history, drafted, decided = await once(meddling_hooks())
-    _, _, clean = await once({"guardian": Guardian()})
-    assert "changed" not in history and changed(drafted) == []
-    assert decided == clean and decided
+    await meddled_as_clean(once)
 
 
 async def test_langgraph_hooks_that_mutate_their_rows_change_neither_its_state_nor_the_tool_nor_the_guardian() -> None:
@@ -350,10 +334,7 @@ async def test_langgraph_hooks_that_mutate_their_rows_change_neither_its_state_n
         assert done["messages"][-1].text == "done" and len(sent) == 2 and drafted
         return repr(done["messages"]) + "".join(sent), drafted, await peer_records(store)
 
-    history, drafted, decided = await once(meddling_hooks())
-    _, _, clean = await once({"guardian": Guardian()})
-    assert "changed" not in history and changed(drafted) == []
-    assert decided == clean and decided
+    await meddled_as_clean(once)
 
 
 async def test_openai_agents_hooks_that_mutate_their_rows_change_neither_its_history_nor_the_guardian() -> None:
@@ -385,7 +366,4 @@ async def test_openai_agents_hooks_that_mutate_their_rows_change_neither_its_his
         sent = "".join(repr(c.input) for c in model.calls)
         return repr(result.to_input_list()) + sent, drafted, await peer_records(store)
 
-    history, drafted, decided = await once(meddling_hooks())
-    _, _, clean = await once({"guardian": Guardian()})
-    assert "changed" not in history and changed(drafted) == []
-    assert decided == clean and decided
+    await meddled_as_clean(once)
