@@ -40,6 +40,8 @@ class ScriptedModel:
                 raise ConfigError("ScriptedModel.replies", f"item {i} must be a Reply or a str, got {type(r).__name__}")
         self._replies = [r if isinstance(r, Reply) else Reply(text=r) for r in replies]
         self._next = 0
+        self._placed = False
+        """Whether the first request placed ``_next`` after the replies its run already held (see the class)."""
         self.requests: list[ModelRequest] = []
 
     @property
@@ -48,8 +50,8 @@ class ScriptedModel:
 
     async def generate(self, request: ModelRequest) -> Reply:
         self.requests.append(request)
-        if len(self.requests) == 1:
-            self._next = self._given(request.messages)
+        if not self._placed:
+            self._next, self._placed = self._given(request.messages), True
         if self._next >= len(self._replies):
             raise ModelScriptExhausted(
                 f"ScriptedModel has no reply left for step {request.step}: "
