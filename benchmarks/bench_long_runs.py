@@ -13,8 +13,12 @@ Configurations, each in memory and on SQLite:
              step's view, each a copy of the row read, on every step;
   wholelog   stop_when=a predicate counting every call of the whole log (the README's ``drafted_three_times``),
              which never fires here: it reads every row of the log on every step.
+  readall    the model reads every call's arguments and every row's metadata of its request on every step, as a
+             provider adapter converts the whole history for each call: the model's own walk grows with the run,
+             so this configuration has no target; it prices the copies the model is sent (``Leg.model_history``)
+             against the same walk of the log's own rows (compare it across ``--src`` trees).
 
-Target (issue 15): last-50 / first-50 median gap <= 1.3 for every configuration.
+Target (issue 15): last-50 / first-50 median gap <= 1.3 for every configuration but readall.
 
 Each cell is the median of ``--repeat`` runs (default 3). A 50-step window is short: on this shared 2-core
 machine one 20,000-step `guarded` run's medians per 2,000-step block stayed within 250-320 us with no trend,
@@ -45,7 +49,9 @@ from typing import Any
 
 EDGE = 50  # steps in each of the first / last windows
 TARGET = 1.3
-CONFIGS = ("plain", "guardian", "guarded", "looping", "wholelog")
+CONFIGS = ("plain", "guardian", "guarded", "looping", "wholelog", "readall")
+UNTARGETED = frozenset({"readall"})
+"""Configurations whose per-step cost grows by design (the model's own walk of the history): no ratio target."""
 
 
 def _agent(config: str, script: list[float], steps: int) -> Any:
@@ -57,6 +63,11 @@ def _agent(config: str, script: list[float], steps: int) -> Any:
         return n + 1
 
     def fn(request: Any) -> Any:
+        if config == "readall":
+            for m in request.messages:
+                for c in m.tool_calls:
+                    c.args.get("n")
+                m.metadata.get("content_encoding")
         script.append(time.perf_counter())
         k = len(script)
         if k < steps:
@@ -193,7 +204,7 @@ def main() -> None:
         if any("turn_latency_first_us" in results[t].get(key, {}) for t in trees):
             print(key.ljust(22) + "".join(_latency(results[t].get(key)).ljust(46) for t in trees))
     last = results[trees[-1]]
-    worst = max(r["ratio"] for r in last.values())
+    worst = max((r["ratio"] for key, r in last.items() if key.split()[0] not in UNTARGETED), default=0.0)
     print()
     verdict = "PASS" if worst <= TARGET else "FAIL"
     print(f"[{verdict}] worst last/first ratio of {trees[-1]}: {worst:.2f} (target <= {TARGET})")

@@ -202,6 +202,11 @@ class Leg:
     processor_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the history processors have read in this leg: their own, since what they
     return is sent to the model (a row they return as handed is sent as logged: ``RowCopies.original``)."""
+    _model_log: list[Message] = field(default_factory=list, init=False)
+    """The ``messages`` list ``_model_rows`` copies (see ``model_history``)."""
+    _model_rows: list[Message] = field(default_factory=list, init=False)
+    """The copies of ``_model_log``'s rows the model (and its middleware) is sent, in order: its own, so that what
+    it changes of a row in place reaches neither the log nor a hook's copies."""
     call_keys: dict[str, str] | None = None
     """The repeat keys of the calls whose logged arguments a redacting tool-call guardrail replaced (see
     ``stopwise._step.guardian.call_keys``); None until the guardian first counts repeats."""
@@ -280,6 +285,23 @@ class Leg:
         the logged rows, a fresh one of each of ``rows``), so a hook that changes a row in place changes neither
         the log nor what the model is sent. Constant time, like ``history()``: rows are copied when read."""
         return HistoryView.of_log(CopiedRows(self.messages, self.row_copies), tail=map(own_row, rows))
+
+    def model_history(self) -> HistoryView:
+        """``history()`` as the model is sent it: copies of the logged rows, so that a model or a middleware that
+        changes a row in place changes neither the log nor what the hooks read. Each logged row is copied once in
+        the leg, when the first request after it was committed is built, and the copies are kept in a plain list:
+        a model that reads the whole history on every call (every provider adapter does) reads it at a list's
+        speed, and a step costs the copies of its own rows, not a walk of the run. What the model changes of its
+        copies may still be in what it is sent later in this leg, never anywhere else."""
+        log, rows = self.messages, self._model_rows
+        if log is not self._model_log:
+            # The leg's start sets ``messages`` to a new list (its input guardrails may have rewritten rows), before
+            # any model call: copied whole once.
+            rows = list(map(own_row, log))
+            self._model_log, self._model_rows = log, rows
+        elif len(rows) < len(log):
+            rows.extend(map(own_row, log[len(rows) :]))
+        return HistoryView.of_log(rows, len(log))
 
     @property
     def steps_used(self) -> int:

@@ -641,11 +641,13 @@ def _request(leg: Leg, step: int, phase: Phase, prepared: Prepared) -> ModelRequ
 
 
 def _checked(leg: Leg, reply: object) -> Reply | ErrorDetail:
-    """The model boundary: a malformed reply becomes a ``model_error``; call ids are made unique in the session."""
+    """The model boundary: a malformed reply becomes a ``model_error``; call ids are made unique in the session.
+    The calls are taken as copies: a model that keeps the reply it returned and changes it later in place changes
+    nothing that was logged."""
     valid = validate_reply(reply, leg.agent.reply_limits)
     if isinstance(valid, ErrorDetail) or not valid.tool_calls:
         return valid
-    return leg.call_ids.unique(valid, leg.messages)
+    return leg.call_ids.unique(replace(valid, tool_calls=own_calls(valid.tool_calls)), leg.messages)
 
 
 # --- the guardian --------------------------------------------------------------------------------------------

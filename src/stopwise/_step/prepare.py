@@ -31,7 +31,8 @@ class Prepared:
     caller: Model
     system: tuple[Message, ...]
     messages: HistoryView
-    """The history the model is sent (after the history processors)."""
+    """The history the model is sent (after the history processors): the logged rows as the model's copies
+    (``Leg.model_history``)."""
     tools: tuple[ToolSpec, ...]
     """The tools offered (all of the agent's unless the plan narrowed them)."""
     offered: frozenset[str] | None = None
@@ -48,7 +49,7 @@ def plain_prepared(leg: Leg) -> Prepared | None:
     agent = leg.agent
     if agent.prepare_step is not None or agent.history_processors:
         return None
-    return _switched(leg, Prepared(agent.caller, leg.system, leg.history(), leg.tool_specs))
+    return _switched(leg, Prepared(agent.caller, leg.system, leg.model_history(), leg.tool_specs))
 
 
 async def prepare(leg: Leg, number: int, phase: Phase) -> Prepared:
@@ -91,17 +92,19 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
             raise CallerCodeFailed(error) from exc
         messages = HistoryView(result)
     messages = HistoryView(map(copies.original, messages))
-    # Rows are compared by identity: a processor that keeps a row passes the same object on.
-    sent, logged = {id(m) for m in messages}, {id(m) for m in history}
+    # Rows are compared by identity: a processor that keeps a row passes the same object on. The model is sent
+    # its own copy of each logged row kept (``Leg.model_history``), and the rows a processor made as it made them.
+    model = {id(m): c for m, c in zip(history, leg.model_history(), strict=True)}
+    sent = {id(m) for m in messages}
     dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)
-    added = sum(1 for m in messages if id(m) not in logged)
+    added = sum(1 for m in messages if id(m) not in model)
     record = HistoryRecord(number, dropped, added, len(messages))
-    return replace(prepared, messages=messages, history=record)
+    return replace(prepared, messages=HistoryView(model.get(id(m), m) for m in messages), history=record)
 
 
 async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:
     agent = leg.agent
-    defaults = Prepared(agent.caller, leg.system, leg.history(), leg.tool_specs)
+    defaults = Prepared(agent.caller, leg.system, leg.model_history(), leg.tool_specs)
     fn = agent.prepare_step
     if fn is None:
         return defaults

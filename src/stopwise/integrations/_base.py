@@ -40,12 +40,14 @@ from stopwise.guardrails.hooks import (
     run_chain,
 )
 from stopwise.guardrails.verdicts import GuardrailError, GuardrailRaised, GuardrailTimeout, Hook
+from stopwise.history_view import HistoryView
 from stopwise.messages import Message, Reply, Role, ToolCall, automated_feedback, encode_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_log, to_data
 from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
 from stopwise.stop.repeats import Repeats
+from stopwise.stop.row_copies import CopiedRows, RowCopies, own_args, own_call, own_row
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
@@ -290,6 +292,16 @@ class PeerRun:
         self._rewritten: dict[str, ToolCall] = {}
         """The calls a redacting tool-call guardrail changed, by id, with the arguments it left: the peer's history
         keeps the model's arguments, and the guardian's projections (stored in its records) read these instead."""
+        self._copies = RowCopies()
+        """The copies of the peer's rows the guardrails and the stop guard have read in this run (see ``_shown``)."""
+
+    def _shown(self, history: Sequence[Message], *tail: Message) -> HistoryView:
+        """``history`` (then ``tail``) as a guardrail or the stop guard is handed it: each row it reads is a copy
+        (of a row of ``history``, made on its first read in the run: ``stopwise.stop.row_copies``), so a hook that
+        changes a row in place changes neither the peer's own history (a row's calls share their arguments with
+        the peer's messages) nor what the guardian projects. ``history`` is taken as it stands: a peer's converted
+        history may be cut back and converted again between hooks."""
+        return HistoryView.of_log(CopiedRows(tuple(history), self._copies), tail=map(own_row, tail))
 
     def starts_at_input(self, rows: Sequence[Message]) -> None:
         """Start this run's rows (``run_start``) at the latest user row of ``rows``, the history it is given."""
@@ -326,7 +338,7 @@ class PeerRun:
         chain = await run_chain(
             guardrails,
             Hook.INPUT,
-            tuple(history),
+            self._shown(history),
             lambda msgs: InputContext(msgs, None, run.session_id, run.run_id, None),
             step=None,
         )
@@ -334,12 +346,13 @@ class PeerRun:
         if chain.block is not None:
             decision = resolve(StepSignals(input_blocked=chain.block.reason))
             return InputVerdict(tuple(history), decision, chain.block.replacement or "")
-        return InputVerdict(tuple(chain.value))
+        # A row passed on as handed is the peer's own row again: only a rewrite's new rows are new.
+        return InputVerdict(tuple(map(self._copies.original, chain.value)))
 
     async def check_call(self, step: int, call: ToolCall, history: Sequence[Message]) -> CallVerdict:
         """The tool-call guardrails, then the guardian's risk gate, on one proposed call (``history`` ends with
         the reply that proposed it). The gate judges it against this run's goal and steps (from ``run_start``)."""
-        args: Mapping[str, Any] = dict(call.args) if isinstance(call.args, Mapping) else {}
+        args: Mapping[str, Any] = own_args(call.args) if isinstance(call.args, Mapping) else {}
         guardrails = self.deciders.guardrails
         run = self.run
         if guardrails is not None and guardrails.has(Hook.TOOL_CALL):
@@ -348,7 +361,12 @@ class PeerRun:
                 Hook.TOOL_CALL,
                 args,
                 lambda a: ToolCallContext(
-                    tuple(history), step, run.session_id, run.run_id, None, dataclasses.replace(call, args=a)
+                    self._shown(history),
+                    step,
+                    run.session_id,
+                    run.run_id,
+                    None,
+                    own_call(dataclasses.replace(call, args=a)),
                 ),
                 step=step,
                 tool_call_id=call.id,
@@ -395,7 +413,9 @@ class PeerRun:
             guardrails,
             Hook.TOOL_RESULT,
             value,
-            lambda v: ToolResultContext(tuple(history), step, run.session_id, run.run_id, None, call, v, is_error),
+            lambda v: ToolResultContext(
+                self._shown(history), step, run.session_id, run.run_id, None, own_call(call), v, is_error
+            ),
             step=step,
             tool_call_id=call.id,
         )
@@ -649,7 +669,7 @@ class PeerRun:
                 step=step,
                 attempt=attempt,
                 reply=Reply(text),
-                messages=(*history, Message(Role.ASSISTANT, text)),
+                messages=self._shown(history, Message(Role.ASSISTANT, text)),
                 run_start=0,
                 state={},
                 continues_used=used,
@@ -677,7 +697,7 @@ class PeerRun:
             guardrails,
             Hook.OUTPUT,
             text,
-            lambda t: OutputContext(tuple(history), step, run.session_id, run.run_id, None, t),
+            lambda t: OutputContext(self._shown(history), step, run.session_id, run.run_id, None, t),
             step=step,
         )
         await self._record(step, chain.records)
