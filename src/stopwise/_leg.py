@@ -92,6 +92,9 @@ class Settle:
     pending: Mapping[str, PendingApproval] = field(default_factory=dict)
     """The calls left undecided by this resume, as they were pending (their expiry kept): the step suspends
     again on them once the decided calls ran."""
+    ahead: tuple[LogRecord, ...] = ()
+    """The decisions of the calls this resume runs that are not on record yet: committed in a ``note`` entry of
+    the step before any of them runs (``stopwise._suspended.SuspendedStep.begun``)."""
 
 
 _T = TypeVar("_T")

@@ -425,6 +425,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
             step.batch = plan_batch(leg, unwaited, step.reply if step.kind is EntryKind.STEP else None)
             if any(p.row is None for p in step.batch[0]):
                 await _write_intent(leg, step)
+    if settling is not None and settling.ahead:
+        await _write_decisions_ahead(leg, step, settling.ahead)
     failed = await _run_calls(leg, step)
     if failed is not None:
         # The tools ran: the step commits (their results withheld) as the run's ending, never vanishes.
@@ -560,6 +562,19 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     await leg.store.commit(entry, leg.state)
     leg.next_seq += 1
     step.written, step.records, step.intent = step.records, [], True
+
+
+async def _write_decisions_ahead(leg: Leg, step: _Step, decisions: Sequence[LogRecord]) -> None:
+    """Write-ahead for a resume: commit the reviewer's decisions of the calls about to run, in a ``note`` entry of
+    the suspended step, before any of them runs. The run stays suspended; should the resume die before its settle
+    commits, the next resume reads them back (``SuspendedStep.begun``) and refuses to decide those calls
+    otherwise. The settle commits the decisions again, with the results: it is what makes them settled."""
+    run = leg.run
+    entry = LogEntry(
+        run.session_id, leg.next_seq, run.run_id, step.number, EntryKind.NOTE, (), records=to_data(decisions)
+    )
+    await leg.store.commit(entry, leg.state)
+    leg.next_seq += 1
 
 
 async def _ask_model(

@@ -781,7 +781,7 @@ class Runner:
         suspended = read_suspended(snapshot, last)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
-        _check_decisions(pending, decisions, self.clock(), suspended.decided)
+        _check_decisions(pending, decisions, self.clock(), suspended.decided, suspended.begun)
         step, reply, records, request = suspended.step, suspended.reply, suspended.records, suspended.request
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
         leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
@@ -794,7 +794,16 @@ class Runner:
             hold = bool(left) and not agent.run_unapproved_siblings
             plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock(), suspended, hold)
             ended = terminate.reason if terminate else None
-            leg.settle = Settle(step, reply, plans, made, ended, settled=suspended.settled, pending=left)
+            # The decisions of the calls this resume runs are written ahead of them (the loop commits them before
+            # any call runs), so a resume that dies mid-call leaves them on record: see ``SuspendedStep.begun``.
+            runs = {p.call.id for p in plans if p.row is None and not p.needs_approval}
+            runs -= set(suspended.settled)
+            ahead = tuple(
+                r
+                for r in made
+                if isinstance(r, ApprovalRecord) and r.call_id in runs and r.call_id not in suspended.begun
+            )
+            leg.settle = Settle(step, reply, plans, made, ended, settled=suspended.settled, pending=left, ahead=ahead)
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
@@ -846,8 +855,11 @@ def _check_decisions(
     decisions: Mapping[str, ApprovalDecision],
     now: float,
     decided: Mapping[str, ApprovalRecord],
+    begun: Mapping[str, ApprovalRecord],
 ) -> None:
-    """Decisions for some or all of the pending calls; ``ApprovalError`` names what is wrong with them."""
+    """Decisions for some or all of the pending calls; ``ApprovalError`` names what is wrong with them. A call an
+    interrupted resume began (``begun``: it may have run) takes only the decision it began with, and no
+    ``Terminate`` is taken while one waits for its result: either would record as not run a call that may have."""
     again = sorted(set(decisions) & set(decided))
     if again:
         earlier = decided[again[0]]
@@ -856,6 +868,18 @@ def _check_decisions(
             f"call {again[0]} was already decided ({earlier.decision}{by}) by an earlier resume; "
             f"pending: {', '.join(pending) or 'none'}"
         )
+    for call_id, earlier in sorted(begun.items()):
+        decision = decisions.get(call_id)
+        if decision is None and not any(isinstance(d, Terminate) for d in decisions.values()):
+            continue
+        same = decision is not None and ApprovalRecord.of(call_id, earlier.tool, decision).decision == earlier.decision
+        if not (same and isinstance(decision, Approve | Modify) and earlier.args == _modified_args(decision)):
+            how = f" with arguments {dict(earlier.args)!r}" if earlier.args is not None else ""
+            raise ApprovalError(
+                f"call {call_id} ({earlier.tool}) was decided {earlier.decision}{how} by a resume that stopped while "
+                "it ran, before its result was recorded: it may have run, so it takes only that decision again "
+                "(which carries it out once more with the same idempotency key)"
+            )
     unknown = sorted(set(decisions) - set(pending))
     if unknown:
         raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
@@ -887,6 +911,10 @@ def _check_decisions(
                 raise ApprovalError(
                     f"Modify for {call_id} ({p.tool}): the arguments cannot be logged as JSON: {problem}"
                 )
+
+
+def _modified_args(decision: ApprovalDecision) -> dict[str, Any] | None:
+    return dict(decision.args) if isinstance(decision, Modify) and isinstance(decision.args, Mapping) else None
 
 
 def _settle_review(

@@ -1,0 +1,127 @@
+"""Round 12 red team: exactly-once effects under crashes and races, attacked with real processes on SQLite.
+
+Every crash is a real child process killed with SIGKILL from inside a tool, right after the tool's effect: the
+state a production worker leaves when it dies between an effect and its commit. The effects go to a ledger file
+that dedupes on ``ctx.idempotency_key`` (the tool author's half of the contract, ``docs/durability.md``), and
+records every attempt, so a test reads what ran, with which key and which arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopwise import Agent, FunctionModel, Reply, RunContext, Runner, SQLiteStore, ToolCall, tool
+from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
+from stopwise.models import ModelRequest
+from stopwise.result import RunStatus
+
+SESSION = "r12"
+LEASE = 60.0
+_WAIT = 60.0
+_ledger: dict[str, Any] = {"path": "", "die": False}
+
+
+def _after_lease() -> float:
+    return time.time() + 2 * LEASE
+
+
+def _effect(ctx: RunContext, what: str) -> None:
+    """The effect outside the log: every attempt is noted, the effect itself once per key; then the process
+    dies when the test asked for it (after the effect, before anything of the step commits)."""
+    path = Path(_ledger["path"])
+    key = ctx.idempotency_key
+    with path.open("a") as f:
+        f.write(f"attempt {key} {what}\n")
+    if not any(line.startswith(f"done {key} ") for line in path.read_text().splitlines()):
+        with path.open("a") as f:
+            f.write(f"done {key} {what}\n")
+    if _ledger["die"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _ledger_lines(path: Path, kind: str) -> list[str]:
+    return [line.split(" ", 1)[1] for line in path.read_text().splitlines() if line.startswith(kind + " ")]
+
+
+@tool(needs_approval=True)
+def pay(amount: int, ctx: RunContext) -> str:
+    """Pay an amount, once a person approved it."""
+    _effect(ctx, f"pay {amount}")
+    return f"paid {amount}"
+
+
+def _pay_reply(request: ModelRequest) -> Reply:
+    rows = [m for m in request.messages if m.role == "tool"]
+    if rows:
+        return Reply("answered: " + " | ".join(str(m.content) for m in rows))
+    return Reply(tool_calls=[ToolCall("pay", {"amount": 10}, id="c1")])
+
+
+PAYER = Agent("payer", "Pay.", FunctionModel(_pay_reply), tools=[pay])
+
+
+def _die_resuming(db: str, ledger: str, decision: str) -> None:
+    """A worker that resumes the suspended run with ``decision`` and dies inside the approved call, after its
+    effect."""
+    _ledger.update(path=ledger, die=True)
+    decisions = {"approve": Approve(), "modify": Modify({"amount": 20})}
+    store = SQLiteStore(db)
+    asyncio.run(Runner(store, lease_seconds=LEASE).resume(PAYER, SESSION, {"c1": decisions[decision]}))
+
+
+def _in_child(target: Any, *args: Any) -> None:
+    child = multiprocessing.get_context("forkserver").Process(target=target, args=args)
+    child.start()
+    child.join(_WAIT)
+    assert child.exitcode == -signal.SIGKILL, f"the worker exited {child.exitcode}, not killed"
+
+
+async def _suspend(db: Path) -> None:
+    store = SQLiteStore(db)
+    try:
+        result = await Runner(store).run(PAYER, "pay", session_id=SESSION)
+        assert result.status is RunStatus.SUSPENDED
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("first", ["approve", "modify"])
+@pytest.mark.parametrize("then", ["reject", "terminate", "modify-other"])
+async def test_a_call_approved_by_a_resume_that_died_after_its_effect_cannot_be_decided_otherwise_later(
+    tmp_path: Path, first: str, then: str
+) -> None:
+    db, ledger = tmp_path / "log.db", tmp_path / "ledger"
+    ledger.touch()
+    _ledger.update(path=str(ledger), die=False)
+    await _suspend(db)
+    _in_child(_die_resuming, str(db), str(ledger), first)
+    assert len(_ledger_lines(ledger, "done")) == 1, "the approved call did its effect before the worker died"
+
+    store = SQLiteStore(db)
+    runner = Runner(store, clock=_after_lease)
+    other = {"reject": Reject("no"), "terminate": Terminate("stop"), "modify-other": Modify({"amount": 99})}[then]
+    try:
+        # The effect may have happened: a later decision that says it did not (or that runs other arguments
+        # under the same key) would make the log lie about money that moved.
+        with pytest.raises(ApprovalError, match="c1"):
+            await runner.resume(PAYER, SESSION, {"c1": other})
+        # Sending the same decision again carries the call out, with the same key and arguments: one effect.
+        again = Approve() if first == "approve" else Modify({"amount": 20})
+        result = await runner.resume(PAYER, SESSION, {"c1": again})
+        assert result.status is RunStatus.COMPLETED
+        amount = 10 if first == "approve" else 20
+        attempts = _ledger_lines(ledger, "attempt")
+        assert len(attempts) == 2 and len(set(attempts)) == 1, attempts
+        assert attempts[0].endswith(f"pay {amount}")
+        assert len(_ledger_lines(ledger, "done")) == 1
+        assert result.output == f"answered: paid {amount}"
+    finally:
+        await store.close()
