@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PendingApproval, expired
 from stopwise.errors import UnreadableSuspension
 from stopwise.messages import Message, Reply, Role, error_tool_result
-from stopwise.records import LogRecord, parse_log, to_data
+from stopwise.records import LogRecord, ResumeIntent, parse_log, to_data
 from stopwise.stop.decision import Phase, StepSignals, apply_decision, resolve
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 
@@ -84,7 +84,14 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
     settled = {m.tool_call_id: m for e, _ in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
     decided = {r.call_id: r for _, rs in since[1:] for r in rs if isinstance(r, ApprovalRecord)}
     ahead = [(e, rs) for e, rs in log[at + 1 :] if e.step == step and e.kind is EntryKind.NOTE]
-    begun = {r.call_id: r for _, rs in ahead for r in rs if isinstance(r, ApprovalRecord) and r.call_id not in settled}
+    begun = {
+        d.call_id: d
+        for _, rs in ahead
+        for r in rs
+        if isinstance(r, ResumeIntent)
+        for d in r.decisions
+        if d.call_id not in settled
+    }
     return SuspendedStep(step, reply, request, records, settled, decided, begun)
 
 
