@@ -125,3 +125,87 @@ async def test_a_call_approved_by_a_resume_that_died_after_its_effect_cannot_be_
         assert result.output == f"answered: paid {amount}"
     finally:
         await store.close()
+
+
+# --- idempotency keys and sub-agent sessions when a provider numbers its call ids from 0 in every reply ------------
+
+_seen_keys: list[str] = []
+
+
+@tool
+def note_key(ctx: RunContext) -> str:
+    """Record the key this call sees."""
+    _seen_keys.append(ctx.idempotency_key)
+    return "noted"
+
+
+def _numbering_from_zero(request: ModelRequest) -> Reply:
+    """Like servers that number the calls of each reply from 0: every reply's call id is ``call_0``. Two tool
+    steps per user message, then an answer."""
+    last_input = max(i for i, m in enumerate(request.messages) if m.role == "user")
+    done = sum(1 for m in request.messages[last_input:] if m.role == "tool")
+    if done >= 2:
+        return Reply(f"noted {done}")
+    return Reply(tool_calls=[ToolCall("note_key", {}, id="call_0")])
+
+
+async def test_the_keys_a_tool_sees_are_distinct_across_steps_runs_retry_legs_and_forks(tmp_path: Path) -> None:
+    _seen_keys.clear()
+    agent = Agent("keys", "Note keys.", FunctionModel(_numbering_from_zero), tools=[note_key], max_steps=1)
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    try:
+        cut = await runner.run(agent, "go", session_id=SESSION)
+        assert cut.status is RunStatus.FAILED  # max_steps=1: cut after its first tool step
+        retried = await runner.retry(agent, SESSION)  # a fresh budget: the leg's steps count from 1 again
+        assert retried.status is RunStatus.FAILED
+        again = await runner.retry(agent, SESSION)
+        assert again.status is RunStatus.COMPLETED
+        await runner.run(agent, "more", session_id=SESSION)
+        await runner.fork(agent, SESSION, at_step=1, new_session_id="forked")
+        assert len(_seen_keys) == 4  # a step of the first leg, one of its retry, one of the next run, one of its fork
+        assert len(set(_seen_keys)) == len(_seen_keys), _seen_keys
+    finally:
+        await store.close()
+
+
+_child_effects: list[str] = []
+
+
+@tool
+def book(ctx: RunContext) -> str:
+    """Book a room: an effect of the sub-agent."""
+    _child_effects.append(ctx.session_id)
+    return f"booking {len(_child_effects)}"
+
+
+def _booker_reply(request: ModelRequest) -> Reply:
+    rows = [m for m in request.messages if m.role == "tool"]
+    return Reply(f"booked: {rows[-1].content}") if rows else Reply(tool_calls=[ToolCall("book", {}, id="call_0")])
+
+
+def _parent_reply(request: ModelRequest) -> Reply:
+    rows = [m for m in request.messages if m.role == "tool"]
+    if rows and rows[-1].tool_call_id == request.messages[-1].tool_call_id and request.messages[-1].role == "tool":
+        return Reply(f"parent: {rows[-1].content}")
+    return Reply(tool_calls=[ToolCall("booker", {"input": "book a room"}, id="call_0")])
+
+
+async def test_a_session_deleted_and_started_again_under_its_id_runs_its_sub_agent_afresh(tmp_path: Path) -> None:
+    """A user's session id is reused after a deletion (a privacy request): the new session's sub-agent call, whose
+    provider id repeats the deleted session's, must run the sub-agent, not hand back the deleted run's output."""
+    _child_effects.clear()
+    booker = Agent("booker", "Book.", FunctionModel(_booker_reply), tools=[book])
+    parent = Agent("parent", "Delegate.", FunctionModel(_parent_reply), tools=[booker.as_tool()])
+    store = SQLiteStore(tmp_path / "log.db")
+    runner = Runner(store)
+    try:
+        first = await runner.run(parent, "book", session_id="user-7")
+        assert first.status is RunStatus.COMPLETED and "booking 1" in str(first.output)
+        assert await store.delete_session("user-7")
+        second = await runner.run(parent, "book", session_id="user-7")
+        assert second.status is RunStatus.COMPLETED
+        assert len(_child_effects) == 2, "the sub-agent did not run for the new session"
+        assert "booking 2" in str(second.output)
+    finally:
+        await store.close()
