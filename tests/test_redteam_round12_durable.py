@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from stopwise import Agent, FunctionModel, Reply, RunContext, Runner, SQLiteStore, ToolCall, tool
+from stopwise import Agent, FunctionModel, Reply, RunContext, Runner, SQLiteStore, Store, ToolCall, tool
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
+from stopwise.errors import RunLeased
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
+from stopwise.store.base import Lease
 
 SESSION = "r12"
 LEASE = 60.0
@@ -191,21 +193,48 @@ def _parent_reply(request: ModelRequest) -> Reply:
     return Reply(tool_calls=[ToolCall("booker", {"input": "book a room"}, id="call_0")])
 
 
-async def test_a_session_deleted_and_started_again_under_its_id_runs_its_sub_agent_afresh(tmp_path: Path) -> None:
+async def test_a_session_deleted_and_started_again_under_its_id_runs_its_sub_agent_afresh(store: Store) -> None:
     """A user's session id is reused after a deletion (a privacy request): the new session's sub-agent call, whose
     provider id repeats the deleted session's, must run the sub-agent, not hand back the deleted run's output."""
     _child_effects.clear()
     booker = Agent("booker", "Book.", FunctionModel(_booker_reply), tools=[book])
     parent = Agent("parent", "Delegate.", FunctionModel(_parent_reply), tools=[booker.as_tool()])
-    store = SQLiteStore(tmp_path / "log.db")
     runner = Runner(store)
-    try:
-        first = await runner.run(parent, "book", session_id="user-7")
-        assert first.status is RunStatus.COMPLETED and "booking 1" in str(first.output)
-        assert await store.delete_session("user-7")
-        second = await runner.run(parent, "book", session_id="user-7")
-        assert second.status is RunStatus.COMPLETED
-        assert len(_child_effects) == 2, "the sub-agent did not run for the new session"
-        assert "booking 2" in str(second.output)
-    finally:
-        await store.close()
+    first = await runner.run(parent, "book", session_id="user-7")
+    assert first.status is RunStatus.COMPLETED and "booking 1" in str(first.output)
+    assert await store.load_session("user-7/call_0") is not None
+    assert await store.delete_session("user-7")
+    assert await store.load_session("user-7/call_0") is None, "the sub-agent's transcript outlived the deletion"
+    second = await runner.run(parent, "book", session_id="user-7")
+    assert second.status is RunStatus.COMPLETED
+    assert len(_child_effects) == 2, "the sub-agent did not run for the new session"
+    assert "booking 2" in str(second.output)
+
+
+async def test_deleting_a_session_keeps_sessions_whose_ids_only_share_its_first_characters(store: Store) -> None:
+    agent = Agent("plain", "Answer.", FunctionModel(lambda request: Reply("ok")))
+    runner = Runner(store)
+    for sid in ("user-7", "user-7/call_0", "user-7/call_0/call_1", "user-70", "user-7.x", "user-"):
+        await runner.run(agent, "hi", session_id=sid)
+    assert await store.delete_session("user-7")
+    for gone in ("user-7", "user-7/call_0", "user-7/call_0/call_1"):
+        assert await store.load_session(gone) is None
+    for kept in ("user-70", "user-7.x", "user-"):
+        assert await store.load_session(kept) is not None, kept
+
+
+async def test_a_session_whose_sub_agent_run_holds_a_live_lease_is_not_deleted(store: Store) -> None:
+    agent = Agent("plain", "Answer.", FunctionModel(lambda request: Reply("ok")))
+    runner = Runner(store)
+    await runner.run(agent, "hi", session_id="user-7")
+    child = await runner.run(agent, "hi", session_id="user-7/call_0")
+    record = await store.get_run(child.run_id)
+    assert record is not None
+    snapshot = await store.load_session("user-7/call_0")
+    assert snapshot is not None
+    # Another worker drives the sub-agent's run (a parent step's call in flight elsewhere).
+    await store.claim(record, snapshot.next_seq - 1, Lease(child.run_id, "worker-b", time.time() + 600), time.time())
+    with pytest.raises(RunLeased):
+        await store.delete_session("user-7")
+    assert await store.load_session("user-7") is not None
+    assert await store.load_session("user-7/call_0") is not None
