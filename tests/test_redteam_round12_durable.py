@@ -11,14 +11,28 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import shutil
 import signal
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stopwise import Agent, FunctionModel, Reply, RunContext, Runner, SQLiteStore, Store, ToolCall, tool
+from _pgcluster import HOW_TO_ENABLE
+from stopwise import (
+    Agent,
+    FunctionModel,
+    Reply,
+    RunContext,
+    Runner,
+    SQLiteStore,
+    Store,
+    ToolCall,
+    decode_tool_result,
+    tool,
+)
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
 from stopwise.errors import RunLeased
 from stopwise.models import ModelRequest
@@ -26,6 +40,7 @@ from stopwise.result import RunStatus
 from stopwise.store.base import Lease
 
 SESSION = "r12"
+FIXTURES = {v: Path(__file__).parent / "fixtures" / f"log_v{v}.db" for v in (3, 5)}
 LEASE = 60.0
 _WAIT = 60.0
 _ledger: dict[str, Any] = {"path": "", "die": False}
@@ -70,13 +85,59 @@ def _pay_reply(request: ModelRequest) -> Reply:
 PAYER = Agent("payer", "Pay.", FunctionModel(_pay_reply), tools=[pay])
 
 
-def _die_resuming(db: str, ledger: str, decision: str) -> None:
+@tool(needs_approval=True, approval_ttl=600)
+def pay_soon(amount: int, ctx: RunContext) -> str:
+    """Pay an amount, once a person approved it within ten minutes."""
+    _effect(ctx, f"pay {amount}")
+    return f"paid {amount}"
+
+
+def _pay_soon_reply(request: ModelRequest) -> Reply:
+    rows = [m for m in request.messages if m.role == "tool"]
+    if rows:
+        return Reply("answered: " + " | ".join(str(m.content) for m in rows))
+    return Reply(tool_calls=[ToolCall("pay_soon", {"amount": 10}, id="c1")])
+
+
+TTL_PAYER = Agent("ttl-payer", "Pay soon.", FunctionModel(_pay_soon_reply), tools=[pay_soon])
+
+
+@tool(needs_approval=True)
+def transfer(to: str, amount: int, ctx: RunContext) -> str:
+    """Move money (the tool of the agent that wrote the old logs in ``tests/fixtures``)."""
+    _effect(ctx, f"transfer {amount} to {to}")
+    return f"sent {amount} to {to}"
+
+
+def _banker_reply(request: ModelRequest) -> Reply:
+    rows = [str(decode_tool_result(m)) for m in request.messages if m.role == "tool"]
+    if not rows:
+        return Reply(tool_calls=[ToolCall("transfer", {"to": "bob", "amount": 50}, id="c-transfer")])
+    return Reply("Done: " + "; ".join(rows))
+
+
+BANKER = Agent("banker", "Move money carefully.", FunctionModel(_banker_reply), tools=[transfer])
+AGENTS = {"payer": PAYER, "ttl-payer": TTL_PAYER, "banker": BANKER}
+
+
+def _open(where: str) -> Store:
+    """A store on a SQLite file (a path), or in a PostgreSQL schema (``"dsn schema"``)."""
+    if " " not in where:
+        return SQLiteStore(where)
+    from stopwise.store.postgres import PostgresStore
+
+    dsn, schema = where.rsplit(" ", 1)
+    return PostgresStore(dsn, schema=schema, max_size=2)
+
+
+def _die_resuming(where: str, ledger: str, decision: str, agent: str = "payer", session: str = SESSION) -> None:
     """A worker that resumes the suspended run with ``decision`` and dies inside the approved call, after its
     effect."""
     _ledger.update(path=ledger, die=True)
     decisions = {"approve": Approve(), "modify": Modify({"amount": 20})}
-    store = SQLiteStore(db)
-    asyncio.run(Runner(store, lease_seconds=LEASE).resume(PAYER, SESSION, {"c1": decisions[decision]}))
+    call = {"payer": "c1", "ttl-payer": "c1", "banker": "c-transfer"}[agent]
+    runner = Runner(_open(where), lease_seconds=LEASE)
+    asyncio.run(runner.resume(AGENTS[agent], session, {call: decisions[decision]}))
 
 
 def _in_child(target: Any, *args: Any) -> None:
@@ -86,28 +147,39 @@ def _in_child(target: Any, *args: Any) -> None:
     assert child.exitcode == -signal.SIGKILL, f"the worker exited {child.exitcode}, not killed"
 
 
-async def _suspend(db: Path) -> None:
-    store = SQLiteStore(db)
+async def _suspend(where: str, agent: Agent = PAYER) -> None:
+    store = _open(where)
     try:
-        result = await Runner(store).run(PAYER, "pay", session_id=SESSION)
+        result = await Runner(store).run(agent, "pay", session_id=SESSION)
         assert result.status is RunStatus.SUSPENDED
     finally:
         await store.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the workers' store is: a SQLite file on disk, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return str(tmp_path / "log.db")
+    dsn = request.getfixturevalue("pg_dsn")
+    if dsn is None:
+        pytest.skip(HOW_TO_ENABLE)
+    return f"{dsn} r12_{uuid.uuid4().hex[:12]}"
+
+
 @pytest.mark.parametrize("first", ["approve", "modify"])
 @pytest.mark.parametrize("then", ["reject", "terminate", "modify-other"])
 async def test_a_call_approved_by_a_resume_that_died_after_its_effect_cannot_be_decided_otherwise_later(
-    tmp_path: Path, first: str, then: str
+    tmp_path: Path, where: str, first: str, then: str
 ) -> None:
-    db, ledger = tmp_path / "log.db", tmp_path / "ledger"
+    ledger = tmp_path / "ledger"
     ledger.touch()
     _ledger.update(path=str(ledger), die=False)
-    await _suspend(db)
-    _in_child(_die_resuming, str(db), str(ledger), first)
+    await _suspend(where)
+    _in_child(_die_resuming, where, str(ledger), first)
     assert len(_ledger_lines(ledger, "done")) == 1, "the approved call did its effect before the worker died"
 
-    store = SQLiteStore(db)
+    store = _open(where)
     runner = Runner(store, clock=_after_lease)
     other = {"reject": Reject("no"), "terminate": Terminate("stop"), "modify-other": Modify({"amount": 99})}[then]
     try:
@@ -238,3 +310,54 @@ async def test_a_session_whose_sub_agent_run_holds_a_live_lease_is_not_deleted(s
         await store.delete_session("user-7")
     assert await store.load_session("user-7") is not None
     assert await store.load_session("user-7/call_0") is not None
+
+
+async def test_expiring_a_call_a_crashed_resume_approved_says_it_may_have_run_never_that_it_did_not(
+    tmp_path: Path,
+) -> None:
+    db, ledger = str(tmp_path / "log.db"), tmp_path / "ledger"
+    ledger.touch()
+    _ledger.update(path=str(ledger), die=False)
+    await _suspend(db, TTL_PAYER)
+    _in_child(_die_resuming, db, str(ledger), "approve", "ttl-payer")
+    assert len(_ledger_lines(ledger, "done")) == 1
+
+    store = SQLiteStore(db)
+    try:
+        runner = Runner(store, clock=_after_lease)
+        ended = await runner.expire(SESSION, now=time.time() + 3600)
+        assert ended.status is RunStatus.FAILED and ended.completion_reason == "approval_expired"
+        (row,) = [m for m in ended.messages if m.role == "tool"]
+        assert "may have run" in str(row.content) and "Not run" not in str(row.content)
+        snapshot = await store.load_session(SESSION)
+        assert snapshot is not None
+        expired = [r for e in snapshot.entries for r in e.records if r.get("decision") == "expired"]
+        assert len(expired) == 1 and "may have run" in expired[0]["reason"]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("version", sorted(FIXTURES))
+async def test_an_old_logs_suspended_call_approved_by_a_resume_that_died_is_carried_out_once(
+    tmp_path: Path, version: int
+) -> None:
+    """A log an earlier version wrote (``tests/fixtures``) is opened and migrated by a worker that resumes its
+    suspended transfer and dies after the effect; the next resume may not reject it, and approving it again
+    completes the run with the transfer made once."""
+    db, ledger = tmp_path / "old.db", tmp_path / "ledger"
+    shutil.copyfile(FIXTURES[version], db)
+    ledger.touch()
+    _ledger.update(path=str(ledger), die=False)
+    _in_child(_die_resuming, str(db), str(ledger), "approve", "banker", "suspended")
+    store = SQLiteStore(db)
+    try:
+        runner = Runner(store, clock=_after_lease)
+        with pytest.raises(ApprovalError, match="c-transfer"):
+            await runner.resume(BANKER, "suspended", {"c-transfer": Reject("changed my mind")})
+        result = await runner.resume(BANKER, "suspended", {"c-transfer": Approve()})
+        assert result.status is RunStatus.COMPLETED and result.output == "Done: sent 50 to bob"
+        attempts = _ledger_lines(ledger, "attempt")
+        assert len(attempts) == 2 and len(set(attempts)) == 1
+        assert len(_ledger_lines(ledger, "done")) == 1
+    finally:
+        await store.close()
