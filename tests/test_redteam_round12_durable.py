@@ -34,10 +34,10 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
-from stopwise.errors import RunLeased
+from stopwise.errors import RunLeased, StepConflict
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
-from stopwise.store.base import Lease
+from stopwise.store.base import EntryKind, Lease
 
 SESSION = "r12"
 FIXTURES = {v: Path(__file__).parent / "fixtures" / f"log_v{v}.db" for v in (3, 5)}
@@ -361,3 +361,49 @@ async def test_an_old_logs_suspended_call_approved_by_a_resume_that_died_is_carr
         assert len(_ledger_lines(ledger, "done")) == 1
     finally:
         await store.close()
+
+
+async def test_a_reject_from_a_worker_that_took_over_a_resume_whose_approved_call_outlasted_its_lease_is_refused(
+    store: Store,
+) -> None:
+    """Worker A resumes with an approval; its call outlasts A's lease. Worker B, seeing the lease lapsed, sends a
+    Reject: refused (the call is running or ran); B's approval carries it out with the same key, and A's late
+    results conflict. The step settles once, approved, and the effect happens once."""
+    started, release = asyncio.Event(), asyncio.Event()
+    keys: list[str] = []
+
+    @tool(needs_approval=True)
+    async def slow_pay(amount: int, ctx: RunContext) -> str:
+        """Pay, slowly the first time."""
+        if ctx.idempotency_key not in keys:
+            keys.append(ctx.idempotency_key)  # the effect, once per key
+        if not started.is_set():
+            started.set()
+            await release.wait()
+        return f"paid {amount}"
+
+    def reply(request: ModelRequest) -> Reply:
+        rows = [m for m in request.messages if m.role == "tool"]
+        return (
+            Reply(f"answered: {rows[0].content}")
+            if rows
+            else Reply(tool_calls=[ToolCall("slow_pay", {"amount": 5}, id="c1")])
+        )
+
+    agent = Agent("slow", "Pay.", FunctionModel(reply), tools=[slow_pay])
+    a = Runner(store, owner="worker-a", lease_seconds=LEASE)
+    b = Runner(store, owner="worker-b", lease_seconds=LEASE, clock=_after_lease)
+    assert (await a.run(agent, "go", session_id=SESSION)).status is RunStatus.SUSPENDED
+    first = asyncio.create_task(a.resume(agent, SESSION, {"c1": Approve()}))
+    await started.wait()
+    with pytest.raises(ApprovalError, match="may have run"):
+        await b.resume(agent, SESSION, {"c1": Reject("too late")})
+    done = await b.resume(agent, SESSION, {"c1": Approve()})
+    assert done.status is RunStatus.COMPLETED and done.output == "answered: paid 5"
+    release.set()
+    with pytest.raises(StepConflict):
+        await first
+    assert len(keys) == 1
+    snapshot = await store.load_session(SESSION)
+    assert snapshot is not None
+    assert len([e for e in snapshot.entries if e.kind is EntryKind.SETTLE]) == 1
