@@ -34,7 +34,7 @@ from stopwise import (
     tool,
 )
 from stopwise.approvals import ApprovalError, Approve, Modify, Reject, Terminate
-from stopwise.errors import RunLeased, StepConflict
+from stopwise.errors import ForkNotAllowed, RunLeased, StepConflict
 from stopwise.models import ModelRequest
 from stopwise.result import RunStatus
 from stopwise.store.base import EntryKind, Lease
@@ -44,6 +44,12 @@ FIXTURES = {v: Path(__file__).parent / "fixtures" / f"log_v{v}.db" for v in (3, 
 LEASE = 60.0
 _WAIT = 60.0
 _ledger: dict[str, Any] = {"path": "", "die": False}
+
+
+@pytest.fixture(autouse=True)
+def _no_ledger() -> None:
+    """Each test names its own ledger (a tool run without one fails on the empty path)."""
+    _ledger.update(path="", die=False)
 
 
 def _after_lease() -> float:
@@ -407,3 +413,108 @@ async def test_a_reject_from_a_worker_that_took_over_a_resume_whose_approved_cal
     snapshot = await store.load_session(SESSION)
     assert snapshot is not None
     assert len([e for e in snapshot.entries if e.kind is EntryKind.SETTLE]) == 1
+
+
+# --- SIGKILL at every SQL statement of a fork ------------------------------------------------------------------
+
+
+@tool
+def charge(amount: int, ctx: RunContext) -> str:
+    """Charge an amount: an effect outside the log, once per key."""
+    _effect(ctx, f"charge {amount}")
+    return f"charged {amount}"
+
+
+def _charge_reply(request: ModelRequest) -> Reply:
+    asked = sum(1 for m in request.messages if m.role == "assistant")
+    if asked >= 2:
+        return Reply(f"charged {asked} times")
+    return Reply(tool_calls=[ToolCall("charge", {"amount": 10 * (asked + 1)}, id=f"charge-{uuid.uuid4().hex[:8]}")])
+
+
+CHARGER = Agent("charger", "Charge.", FunctionModel(_charge_reply), tools=[charge])
+_statements = {"n": 0, "kill_at": 0}
+
+
+def _count_statement(sql: str) -> None:
+    _statements["n"] += 1
+    if _statements["n"] == _statements["kill_at"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def _fork_counting(db: str, kill_at: int) -> None:
+    _statements.update(n=0, kill_at=kill_at)
+    store = SQLiteStore(db)
+    store._conn.set_trace_callback(_count_statement)
+    try:
+        forked = await Runner(store, lease_seconds=LEASE).fork(CHARGER, SESSION, at_step=1, new_session_id="f")
+        assert forked.status is RunStatus.COMPLETED
+    finally:
+        store._conn.set_trace_callback(None)
+        await store.close()
+
+
+def _die_forking(db: str, ledger: str, kill_at: int) -> None:
+    _ledger.update(path=ledger)
+    asyncio.run(_fork_counting(db, kill_at))
+
+
+async def _charged_source(db: Path) -> list[tuple[str, int, int]]:
+    store = SQLiteStore(db)
+    try:
+        result = await Runner(store).run(CHARGER, "go", session_id=SESSION)
+        assert result.status is RunStatus.COMPLETED
+        snapshot = await store.load_session(SESSION)
+        assert snapshot is not None
+        return [(e.kind.value, e.seq, len(e.messages)) for e in snapshot.entries]
+    finally:
+        await store.close()
+
+
+@pytest.mark.slow
+def test_sigkill_at_every_statement_of_a_fork_leaves_the_source_whole_and_the_forks_effects_once_per_key(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "ledger"
+    ledger.touch()
+    _ledger.update(path=str(ledger))
+    counted = tmp_path / "count.db"
+    asyncio.run(_charged_source(counted))
+    asyncio.run(_fork_counting(str(counted), 0))
+    total = _statements["n"]
+    assert total >= 10, f"only {total} statements"
+    for kill_at in range(1, total + 1):
+        db = tmp_path / f"kill-{kill_at}.db"
+        ledger.write_text("")
+        source = asyncio.run(_charged_source(db))
+        _in_child(_die_forking, str(db), str(ledger), kill_at)
+        asyncio.run(_recover_fork(db, source, kill_at))
+        done = _ledger_lines(ledger, "done")
+        keys = [line.split(" ", 1)[0] for line in done]
+        assert len(keys) == len(set(keys)), f"kill point {kill_at}: a key's effect happened twice: {done}"
+        # Two charges of the source run, and the fork's re-run of step 2 (under the fork's run, another key).
+        assert len(done) == 3, f"kill point {kill_at}: {done}"
+
+
+async def _recover_fork(db: Path, source: list[tuple[str, int, int]], kill_at: int) -> None:
+    store = SQLiteStore(db)
+    runner = Runner(store, clock=_after_lease)
+    try:
+        snapshot = await store.load_session(SESSION)
+        assert snapshot is not None
+        assert [(e.kind.value, e.seq, len(e.messages)) for e in snapshot.entries] == source, (
+            f"kill point {kill_at}: the source session changed"
+        )
+        forked = await store.load_session("f")
+        if forked is None or not any(r.get("type") == "fork" for e in forked.entries for r in e.records):
+            if forked is not None:
+                with pytest.raises(ForkNotAllowed, match="not completely written"):
+                    await runner.retry(CHARGER, "f")
+            result = await runner.fork(CHARGER, SESSION, at_step=1, new_session_id="f2")
+        elif forked.last_run is not None and forked.last_run.status is RunStatus.COMPLETED:
+            return  # killed after the fork's last commit (dropping its lease): nothing left to do
+        else:
+            result = await runner.retry(CHARGER, "f")
+        assert result.status is RunStatus.COMPLETED, f"kill point {kill_at}: {result.error}"
+    finally:
+        await store.close()
