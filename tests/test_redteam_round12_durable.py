@@ -518,3 +518,23 @@ async def _recover_fork(db: Path, source: list[tuple[str, int, int]], kill_at: i
         assert result.status is RunStatus.COMPLETED, f"kill point {kill_at}: {result.error}"
     finally:
         await store.close()
+
+
+async def test_a_call_a_crashed_resume_approved_in_time_is_carried_out_after_its_approval_ttl(tmp_path: Path) -> None:
+    """The approval was given before the call's ``approval_ttl`` ran out and is on record: sending it again later
+    finishes the call (once, same key); rejecting it is still refused."""
+    db, ledger = str(tmp_path / "log.db"), tmp_path / "ledger"
+    ledger.touch()
+    _ledger.update(path=str(ledger), die=False)
+    await _suspend(db, TTL_PAYER)
+    _in_child(_die_resuming, db, str(ledger), "approve", "ttl-payer")
+    store = SQLiteStore(db)
+    try:
+        runner = Runner(store, clock=lambda: time.time() + 3600)
+        with pytest.raises(ApprovalError, match="may have run"):
+            await runner.resume(TTL_PAYER, SESSION, {"c1": Reject("expired anyway")})
+        result = await runner.resume(TTL_PAYER, SESSION, {"c1": Approve()})
+        assert result.status is RunStatus.COMPLETED and result.output == "answered: paid 10"
+        assert len(_ledger_lines(ledger, "done")) == 1 and len(set(_ledger_lines(ledger, "attempt"))) == 1
+    finally:
+        await store.close()

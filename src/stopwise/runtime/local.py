@@ -868,18 +868,6 @@ def _check_decisions(
             f"call {again[0]} was already decided ({earlier.decision}{by}) by an earlier resume; "
             f"pending: {', '.join(pending) or 'none'}"
         )
-    for call_id, earlier in sorted(begun.items()):
-        decision = decisions.get(call_id)
-        if decision is None and not any(isinstance(d, Terminate) for d in decisions.values()):
-            continue
-        same = decision is not None and ApprovalRecord.of(call_id, earlier.tool, decision).decision == earlier.decision
-        if not (same and isinstance(decision, Approve | Modify) and earlier.args == _modified_args(decision)):
-            how = f" with arguments {dict(earlier.args)!r}" if earlier.args is not None else ""
-            raise ApprovalError(
-                f"call {call_id} ({earlier.tool}) was decided {earlier.decision}{how} by a resume that stopped while "
-                "it ran, before its result was recorded: it may have run, so it takes only that decision again "
-                "(which carries it out once more with the same idempotency key)"
-            )
     unknown = sorted(set(decisions) - set(pending))
     if unknown:
         raise ApprovalError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(pending) or 'none'}")
@@ -897,7 +885,9 @@ def _check_decisions(
                 f"(args_hash {decision.args_hash} != {p.args_hash})"
             )
         # Past its expiry a call may no longer run, but it can still be turned down, so the session never strands.
-        if p.expires_at is not None and now > p.expires_at and isinstance(decision, Approve | Modify):
+        # A call an interrupted resume began was approved in time (its approval is on record): it may be carried out.
+        late = p.expires_at is not None and now > p.expires_at and call_id not in begun
+        if late and isinstance(decision, Approve | Modify):
             raise ApprovalError(
                 f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f}); "
                 "it can still be rejected or terminated"
@@ -911,10 +901,19 @@ def _check_decisions(
                 raise ApprovalError(
                     f"Modify for {call_id} ({p.tool}): the arguments cannot be logged as JSON: {problem}"
                 )
-
-
-def _modified_args(decision: ApprovalDecision) -> dict[str, Any] | None:
-    return dict(decision.args) if isinstance(decision, Modify) and isinstance(decision.args, Mapping) else None
+    terminates = any(isinstance(d, Terminate) for d in decisions.values())
+    for call_id, earlier in sorted(begun.items()):
+        given = decisions.get(call_id)
+        if given is None and not terminates:
+            continue  # it waits on, as any call left undecided
+        made = None if given is None else ApprovalRecord.of(call_id, earlier.tool, given)
+        if made is None or (made.decision, made.args) != (earlier.decision, earlier.args):
+            how = f" with arguments {dict(earlier.args)!r}" if earlier.args is not None else ""
+            raise ApprovalError(
+                f"call {call_id} ({earlier.tool}) was decided {earlier.decision}{how} by a resume that stopped while "
+                "it ran, before its result was recorded: it may have run, so it takes only that decision again "
+                "(which carries it out once more with the same idempotency key)"
+            )
 
 
 def _settle_review(

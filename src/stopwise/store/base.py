@@ -234,10 +234,10 @@ class Store(Protocol):
         Its sub-agents' sessions (every session whose id starts with ``session_id + "/"``) go with it.
 
         Raises ``RunLeased`` (nothing removed) while a run of the session or of a sub-agent session holds a lease
-        live at ``now`` (default:
-        the store's clock). A suspended run is removed with its session, its pending approval with it. The
-        database stores free the rows; SQLite gives the file's space back only on ``expire_sessions`` (or its
-        ``vacuum()``), reusing the freed pages for new rows until then. See ``stopwise.store.retention``.
+        live at ``now`` (default: the store's clock). A suspended run is removed with its session, its pending
+        approval with it. The database stores free the rows; SQLite gives the file's space back only on
+        ``expire_sessions`` (or its ``vacuum()``), reusing the freed pages for new rows until then. See
+        ``stopwise.store.retention``.
         """
         ...
 
