@@ -81,14 +81,19 @@ def pay(amount: int, ctx: RunContext) -> str:
     return f"paid {amount}"
 
 
-def _pay_reply(request: ModelRequest) -> Reply:
-    rows = [m for m in request.messages if m.role == "tool"]
-    if rows:
-        return Reply("answered: " + " | ".join(str(m.content) for m in rows))
-    return Reply(tool_calls=[ToolCall("pay", {"amount": 10}, id="c1")])
+def _paying(tool_name: str) -> FunctionModel:
+    """Asks for one payment of 10 (call ``c1``), then answers with what the tool said."""
+
+    def reply(request: ModelRequest) -> Reply:
+        rows = [m for m in request.messages if m.role == "tool"]
+        if rows:
+            return Reply("answered: " + " | ".join(str(m.content) for m in rows))
+        return Reply(tool_calls=[ToolCall(tool_name, {"amount": 10}, id="c1")])
+
+    return FunctionModel(reply)
 
 
-PAYER = Agent("payer", "Pay.", FunctionModel(_pay_reply), tools=[pay])
+PAYER = Agent("payer", "Pay.", _paying("pay"), tools=[pay])
 
 
 @tool(needs_approval=True, approval_ttl=600)
@@ -98,14 +103,7 @@ def pay_soon(amount: int, ctx: RunContext) -> str:
     return f"paid {amount}"
 
 
-def _pay_soon_reply(request: ModelRequest) -> Reply:
-    rows = [m for m in request.messages if m.role == "tool"]
-    if rows:
-        return Reply("answered: " + " | ".join(str(m.content) for m in rows))
-    return Reply(tool_calls=[ToolCall("pay_soon", {"amount": 10}, id="c1")])
-
-
-TTL_PAYER = Agent("ttl-payer", "Pay soon.", FunctionModel(_pay_soon_reply), tools=[pay_soon])
+TTL_PAYER = Agent("ttl-payer", "Pay soon.", _paying("pay_soon"), tools=[pay_soon])
 
 
 @tool(needs_approval=True)
