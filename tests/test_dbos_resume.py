@@ -150,6 +150,7 @@ async def test_sqlite_run_suspended_in_one_runtime_is_resumed_from_a_fresh_one(
         assert [(e.kind, e.step) for e in entries] == [
             (EntryKind.INPUT, 0),
             (EntryKind.STEP, 1),
+            (EntryKind.NOTE, 1),  # the approval, written ahead of the call it runs (a ``ResumeIntent``)
             (EntryKind.SETTLE, 1),
             (EntryKind.STEP, 2),
         ]
@@ -314,6 +315,7 @@ def test_postgres_kills_after_the_start_inside_the_approved_tool_and_after_the_s
     assert [(e.kind, e.step) for e in snapshot.entries] == [
         (EntryKind.INPUT, 0),
         (EntryKind.STEP, 1),
+        (EntryKind.NOTE, 1),  # the approval, written ahead of the call once, however often the settle step ran
         (EntryKind.SETTLE, 1),
         (EntryKind.STEP, 2),
     ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from stopwise.agent import Agent
-from stopwise.approvals import PendingApproval, PlannedCall
+from stopwise.approvals import ApprovalRecord, PendingApproval, PlannedCall
 from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.goal import Goal
@@ -92,6 +92,9 @@ class Settle:
     pending: Mapping[str, PendingApproval] = field(default_factory=dict)
     """The calls left undecided by this resume, as they were pending (their expiry kept): the step suspends
     again on them once the decided calls ran."""
+    ahead: tuple[ApprovalRecord, ...] = ()
+    """The decisions of the calls this resume runs that are not on record yet: committed in a ``note`` entry of
+    the step before any of them runs (``stopwise._suspended.SuspendedStep.begun``)."""
 
 
 _T = TypeVar("_T")

@@ -36,7 +36,7 @@ from stopwise._step.guardian import consult_turn, quarantine, reanchor, restate
 from stopwise._step.output import run_max_steps_handler, run_validators
 from stopwise._step.prepare import Prepared, plain_prepared, prepare
 from stopwise._step.stop_guard import consult_guard, guard_applies, guard_record, guard_rows_kept, guard_switches
-from stopwise.approvals import ApprovalRequest, Escalation, PendingApproval, args_hash
+from stopwise.approvals import ApprovalRecord, ApprovalRequest, Escalation, PendingApproval, args_hash
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail, StateNotSerializable, StepConflict
 from stopwise.events import (
     Event,
@@ -59,7 +59,7 @@ from stopwise.history_view import HistoryView
 from stopwise.messages import Message, Reply, Role, Usage, automated_feedback, error_tool_result
 from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
-from stopwise.records import LogRecord, StepIntent, ToolReceipt, to_data
+from stopwise.records import LogRecord, ResumeIntent, StepIntent, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import (
@@ -425,6 +425,8 @@ async def _decide_step(leg: Leg, step: _Step, settling: Settle | None) -> _Decid
             step.batch = plan_batch(leg, unwaited, step.reply if step.kind is EntryKind.STEP else None)
             if any(p.row is None for p in step.batch[0]):
                 await _write_intent(leg, step)
+    if settling is not None and settling.ahead:
+        await _write_decisions_ahead(leg, step, settling.ahead)
     failed = await _run_calls(leg, step)
     if failed is not None:
         # The tools ran: the step commits (their results withheld) as the run's ending, never vanishes.
@@ -560,6 +562,18 @@ async def _write_intent(leg: Leg, step: _Step) -> None:
     await leg.store.commit(entry, leg.state)
     leg.next_seq += 1
     step.written, step.records, step.intent = step.records, [], True
+
+
+async def _write_decisions_ahead(leg: Leg, step: _Step, decisions: Sequence[ApprovalRecord]) -> None:
+    """Write-ahead for a resume: commit the reviewer's decisions of the calls about to run, in a ``note`` entry of
+    the suspended step, before any of them runs. The run stays suspended; should the resume die before its settle
+    commits, the next resume reads them back (``SuspendedStep.begun``) and refuses to decide those calls
+    otherwise. The settle commits the decisions again, with the results: it is what makes them settled."""
+    run = leg.run
+    records = (ResumeIntent(tuple(decisions)).to_data(),)
+    entry = LogEntry(run.session_id, leg.next_seq, run.run_id, step.number, EntryKind.NOTE, (), records=records)
+    await leg.store.commit(entry, leg.state)
+    leg.next_seq += 1
 
 
 async def _ask_model(

@@ -11,12 +11,12 @@ or repeat them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PendingApproval, expired
 from stopwise.errors import UnreadableSuspension
 from stopwise.messages import Message, Reply, Role, error_tool_result
-from stopwise.records import LogRecord, parse_log, to_data
+from stopwise.records import LogRecord, ResumeIntent, parse_log, to_data
 from stopwise.stop.decision import Phase, StepSignals, apply_decision, resolve
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 
@@ -39,6 +39,10 @@ class SuspendedStep:
     and the calls an earlier ``resume`` decided. They never run again."""
     decided: Mapping[str, ApprovalRecord]
     """The decisions committed by earlier pieces, by call id."""
+    begun: Mapping[str, ApprovalRecord] = field(default_factory=dict)
+    """Decisions a resume wrote ahead of running their calls (a ``note`` entry of the step) whose results never
+    committed: that resume stopped (its process died) while the calls ran, so they may have had their effect. By
+    call id; only calls still without a row. A later resume may only carry them out with the same decision."""
 
 
 def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
@@ -79,7 +83,19 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
     since = [(e, rs) for e, rs in log[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
     settled = {m.tool_call_id: m for e, _ in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
     decided = {r.call_id: r for _, rs in since[1:] for r in rs if isinstance(r, ApprovalRecord)}
-    return SuspendedStep(step, reply, request, records, settled, decided)
+    ahead = [(e, rs) for e, rs in log[at + 1 :] if e.step == step and e.kind is EntryKind.NOTE]
+    begun = {
+        d.call_id: d
+        for _, rs in ahead
+        for r in rs
+        if isinstance(r, ResumeIntent)
+        for d in r.decisions
+        if d.call_id not in settled
+    }
+    return SuspendedStep(step, reply, request, records, settled, decided, begun)
+
+
+_DONE = {"approve": "approved", "modify": "approved with modified arguments"}
 
 
 def expiry(
@@ -100,6 +116,14 @@ def expiry(
         if call.id in suspended.settled:
             continue
         answer = planned[call.id].answer if call.id in planned else None
+        begun = suspended.begun.get(call.id)
+        if answer is None and begun is not None:
+            # Approved by a resume that died before its results committed: it may have run. Never "not run".
+            why = (
+                f"Outcome unknown: this call was {_DONE[begun.decision]} and started by a resume that stopped before "
+                "its result was recorded; it may have run"
+            )
+            answer = error_tool_result(why, tool_call_id=call.id, origin="stopwise", denied=True)
         if answer is None:
             p = gone.get(call.id)
             why = (
@@ -115,7 +139,17 @@ def expiry(
         if p.expires_at is not None
     )
     decision = resolve(StepSignals(has_tool_calls=True, approval_expired=detail))
-    records = [ApprovalRecord(p.call_id, p.tool, "expired", reason=detail, decided_at=now) for p in pending]
+    maybe = "; it may have run: a resume that approved it stopped before its result was recorded"
+    records = [
+        ApprovalRecord(
+            p.call_id,
+            p.tool,
+            "expired",
+            reason=detail + (maybe if p.call_id in suspended.begun else ""),
+            decided_at=now,
+        )
+        for p in pending
+    ]
     recorded = decision.log_data(Phase.NORMAL, 0)
     kind, step = EntryKind.SETTLE, suspended.step
     entry = LogEntry(run.session_id, seq, run.run_id, step, kind, tuple(rows), recorded, records=to_data(records))

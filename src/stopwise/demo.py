@@ -441,8 +441,11 @@ async def _check_approval(ctx: _Context, result: RunResult) -> list[str]:
     if snapshot is None:
         return ["the approval session is not in the store"]
     kinds = [e.kind.value for e in snapshot.entries]
-    if kinds != ["input", "step", "settle", "step"]:
-        return [f"log entries {kinds}, expected input, step (suspended), settle (approved), step"]
+    if kinds != ["input", "step", "note", "settle", "step"]:
+        return [
+            f"log entries {kinds}, expected input, step (suspended), note (the approval, written ahead of the "
+            "call), settle (approved), step"
+        ]
     return []
 
 

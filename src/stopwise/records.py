@@ -2,11 +2,11 @@
 
 Each decider owns the typed form of its records (``GuardrailRecord``, ``ToolReceipt``, ``StopGuardRecord``,
 ``GuardianDecision``, ``GuardianLabel``, ``ApprovalRequest``, ``ApprovalRecord``); the loop's own records, the
-write-ahead ``StepIntent`` and a forked session's ``ForkRecord``, live here; a run's ``Goal`` (``run_goal``)
-commits with the run's first entry. This module names the union and converts at the store's boundary: the store
-keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and everything above it reads them
-through ``parse_records``. A record of a type this version does not know (a newer writer) is kept as
-``UnknownRecord`` and written back unchanged.
+write-ahead ``StepIntent``, a resume's ``ResumeIntent`` and a forked session's ``ForkRecord``, live here; a run's
+``Goal`` (``run_goal``) commits with the run's first entry. This module names the union and converts at the
+store's boundary: the store keeps records as JSON data with a ``"type"`` tag (``LogEntry.records``), and
+everything above it reads them through ``parse_records``. A record of a type this version does not know (a newer
+writer) is kept as ``UnknownRecord`` and written back unchanged.
 
 What a run's guardian decisions share (``GuardianConfig``: the question set, the evaluator, the conditions and the
 policy) is written once per run, in the entry of the first decision that names it; ``to_data`` does that given
@@ -38,6 +38,7 @@ from stopwise.tool_switches import ToolSwitchRecord
 __all__ = [
     "ForkRecord",
     "LogRecord",
+    "ResumeIntent",
     "StepIntent",
     "ToolReceipt",
     "UnknownRecord",
@@ -102,6 +103,28 @@ class StepIntent:
 
 
 @dataclass(frozen=True, slots=True)
+class ResumeIntent:
+    """A resume's write-ahead record: the reviewer's decisions of the calls it is about to run, committed (in a
+    ``note`` entry of the suspended step) before any of them runs. Its step's ``settle`` commits the decisions
+    again with the results; a resume that died in between left only this, so the next one knows those calls may
+    have run (``stopwise._suspended.SuspendedStep.begun``)."""
+
+    TYPE: ClassVar[str] = "resume_intent"
+    decisions: tuple[ApprovalRecord, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        # The decisions are this record's fields, not records of the entry: no type tag of their own.
+        return {
+            "type": self.TYPE,
+            "decisions": [{k: v for k, v in d.to_data().items() if k != "type"} for d in self.decisions],
+        }
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> ResumeIntent:
+        return cls(tuple(read_typed(ApprovalRecord, r) for r in d["decisions"]))
+
+
+@dataclass(frozen=True, slots=True)
 class ForkRecord:
     """Where a forked session came from (``Runner.fork``): its log up to ``source_seq`` is a copy of the source
     session's, which ends with the commit of ``at_step`` of the source run. The last entry of a fork's copy
@@ -138,6 +161,7 @@ LogRecord = (
     | StepPlanRecord
     | HistoryRecord
     | StepIntent
+    | ResumeIntent
     | ForkRecord
     | ToolSwitchRecord
     | Goal
@@ -160,6 +184,7 @@ _TYPES: dict[str, Any] = {
 _TYPES[StepPlanRecord.TYPE] = StepPlanRecord
 _TYPES[HistoryRecord.TYPE] = HistoryRecord
 _TYPES[StepIntent.TYPE] = StepIntent
+_TYPES[ResumeIntent.TYPE] = ResumeIntent
 _TYPES[ForkRecord.TYPE] = ForkRecord
 _TYPES[ToolSwitchRecord.TYPE] = ToolSwitchRecord
 _TYPES[Goal.TYPE] = Goal

@@ -781,7 +781,7 @@ class Runner:
         suspended = read_suspended(snapshot, last)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
-        _check_decisions(pending, decisions, self.clock(), suspended.decided)
+        _check_decisions(pending, decisions, self.clock(), suspended.decided, suspended.begun)
         step, reply, records, request = suspended.step, suspended.reply, suspended.records, suspended.request
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
         leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
@@ -794,7 +794,16 @@ class Runner:
             hold = bool(left) and not agent.run_unapproved_siblings
             plans, made = _settle_plans(agent, reply, request.calls, decisions, results, self.clock(), suspended, hold)
             ended = terminate.reason if terminate else None
-            leg.settle = Settle(step, reply, plans, made, ended, settled=suspended.settled, pending=left)
+            # The decisions of the calls this resume runs are written ahead of them (the loop commits them before
+            # any call runs), so a resume that dies mid-call leaves them on record: see ``SuspendedStep.begun``.
+            runs = {p.call.id for p in plans if p.row is None and not p.needs_approval}
+            runs -= set(suspended.settled)
+            ahead = tuple(
+                r
+                for r in made
+                if isinstance(r, ApprovalRecord) and r.call_id in runs and r.call_id not in suspended.begun
+            )
+            leg.settle = Settle(step, reply, plans, made, ended, settled=suspended.settled, pending=left, ahead=ahead)
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
@@ -846,8 +855,11 @@ def _check_decisions(
     decisions: Mapping[str, ApprovalDecision],
     now: float,
     decided: Mapping[str, ApprovalRecord],
+    begun: Mapping[str, ApprovalRecord],
 ) -> None:
-    """Decisions for some or all of the pending calls; ``ApprovalError`` names what is wrong with them."""
+    """Decisions for some or all of the pending calls; ``ApprovalError`` names what is wrong with them. A call an
+    interrupted resume began (``begun``: it may have run) takes only the decision it began with, and no
+    ``Terminate`` is taken while one waits for its result: either would record as not run a call that may have."""
     again = sorted(set(decisions) & set(decided))
     if again:
         earlier = decided[again[0]]
@@ -873,7 +885,9 @@ def _check_decisions(
                 f"(args_hash {decision.args_hash} != {p.args_hash})"
             )
         # Past its expiry a call may no longer run, but it can still be turned down, so the session never strands.
-        if p.expires_at is not None and now > p.expires_at and isinstance(decision, Approve | Modify):
+        # A call an interrupted resume began was approved in time (its approval is on record): it may be carried out.
+        late = p.expires_at is not None and now > p.expires_at and call_id not in begun
+        if late and isinstance(decision, Approve | Modify):
             raise ApprovalError(
                 f"call {call_id} ({p.tool}): the approval expired at {p.expires_at:.0f} (now {now:.0f}); "
                 "it can still be rejected or terminated"
@@ -887,6 +901,19 @@ def _check_decisions(
                 raise ApprovalError(
                     f"Modify for {call_id} ({p.tool}): the arguments cannot be logged as JSON: {problem}"
                 )
+    terminates = any(isinstance(d, Terminate) for d in decisions.values())
+    for call_id, earlier in sorted(begun.items()):
+        given = decisions.get(call_id)
+        if given is None and not terminates:
+            continue  # it waits on, as any call left undecided
+        made = None if given is None else ApprovalRecord.of(call_id, earlier.tool, given)
+        if made is None or (made.decision, made.args) != (earlier.decision, earlier.args):
+            how = f" with arguments {dict(earlier.args)!r}" if earlier.args is not None else ""
+            raise ApprovalError(
+                f"call {call_id} ({earlier.tool}) was decided {earlier.decision}{how} by a resume that stopped while "
+                "it ran, before its result was recorded: it may have run, so it takes only that decision again "
+                "(which carries it out once more with the same idempotency key)"
+            )
 
 
 def _settle_review(

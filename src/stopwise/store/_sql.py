@@ -48,6 +48,7 @@ __all__ = [
     "RUN_ROW",
     "SESSIONS_RECENT",
     "SESSION_LOG",
+    "SUB_SESSIONS",
     "SESSION_STATE",
     "TOUCH_SECONDS",
     "Deletion",
@@ -229,6 +230,9 @@ HOLDS_OF_SESSION = (
     "SELECT session_id, run_id, status, lease_owner, lease_expires FROM runs WHERE session_id = :session_id"
 )
 SESSIONS_BEFORE = "SELECT session_id FROM sessions WHERE updated_at < :cutoff"
+# A session's sub-agent sessions (``stopwise.store.retention.sub_session_range``): a range of the primary key in
+# byte order, SQLite's BINARY collation (PostgreSQL's dialect compares in the "C" collation instead).
+SUB_SESSIONS = "SELECT session_id FROM sessions WHERE session_id >= :low AND session_id < :high"
 HOLDS_BEFORE = (
     "SELECT session_id, run_id, status, lease_owner, lease_expires FROM runs "
     "WHERE session_id IN (SELECT session_id FROM sessions WHERE updated_at < :cutoff) "

@@ -231,11 +231,13 @@ class Store(Protocol):
 
     async def delete_session(self, session_id: str, *, now: float | None = None) -> bool:
         """Remove the session with all its runs and log entries, in one transaction; False when there was none.
+        Its sub-agents' sessions (every session whose id starts with ``session_id + "/"``) go with it.
 
-        Raises ``RunLeased`` (nothing removed) while a run of the session holds a lease live at ``now`` (default:
-        the store's clock). A suspended run is removed with its session, its pending approval with it. The
-        database stores free the rows; SQLite gives the file's space back only on ``expire_sessions`` (or its
-        ``vacuum()``), reusing the freed pages for new rows until then. See ``stopwise.store.retention``.
+        Raises ``RunLeased`` (nothing removed) while a run of the session or of a sub-agent session holds a lease
+        live at ``now`` (default: the store's clock). A suspended run is removed with its session, its pending
+        approval with it. The database stores free the rows; SQLite gives the file's space back only on
+        ``expire_sessions`` (or its ``vacuum()``), reusing the freed pages for new rows until then. See
+        ``stopwise.store.retention``.
         """
         ...
 

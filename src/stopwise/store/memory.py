@@ -15,7 +15,7 @@ from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
-from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased
+from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 __all__ = ["MemoryStore"]
 
@@ -154,8 +154,10 @@ class MemoryStore:
     async def delete_session(self, session_id: str, *, now: float | None = None) -> bool:
         if session_id not in self._sessions:
             return False
-        refuse_if_leased(self._holds(session_id), time.time() if now is None else now)
-        self._remove([session_id])
+        low, high = sub_session_range(session_id)
+        family = [session_id, *(sid for sid in self._sessions if low <= sid < high)]
+        refuse_if_leased((h for sid in family for h in self._holds(sid)), time.time() if now is None else now)
+        self._remove(family)
         return True
 
     async def expire_sessions(

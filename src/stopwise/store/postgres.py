@@ -29,7 +29,7 @@ from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable, Unreada
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
-from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
+from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -357,9 +357,15 @@ class PostgresStore:
                 # waits for it, and then finds nothing to update (StepConflict).
                 if not await (await conn.execute(_locked(_sql.SESSION_KEY), params)).fetchall():
                     return False
-                holds = await (await conn.execute(_locked(_sql.HOLDS_OF_SESSION), params)).fetchall()
+                low, high = sub_session_range(session_id)
+                subs = await (await conn.execute(_locked(_SUB_SESSIONS), {"low": low, "high": high})).fetchall()
+                family = [session_id, *(r["session_id"] for r in subs)]
+                holds = []
+                for sid in family:
+                    sid_params = {"session_id": sid}
+                    holds += await (await conn.execute(_locked(_sql.HOLDS_OF_SESSION), sid_params)).fetchall()
                 refuse_if_leased((_sql.hold_from(r) for r in holds), at)
-                await _delete(conn, [session_id])
+                await _delete(conn, family)
         return True
 
     async def expire_sessions(
@@ -390,6 +396,12 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, schema={self.schema!r})"
+
+
+_SUB_SESSIONS = _sql.SUB_SESSIONS.replace("session_id >=", 'session_id COLLATE "C" >=').replace(
+    "session_id <", 'session_id COLLATE "C" <'
+)
+"""``SUB_SESSIONS`` compared in byte order, whatever the database's collation (a locale's order is no prefix range)."""
 
 
 def _locked(sql: str) -> str:

@@ -9,6 +9,12 @@ The rules, the same on every store:
   ``include_suspended=True`` (age alone does not say nobody will decide), and counts it in
   ``Expired.kept_suspended``.
 - A run left ``running`` without a live lease (its worker crashed and nobody retried it) is removed like any other.
+- ``delete_session(s)`` removes the sessions of ``s``'s sub-agents with it: every session whose id starts with
+  ``s + "/"`` (``Agent.as_tool`` runs a sub-agent in ``"{s}/{call id}"``, a persistent companion in
+  ``"{s}/companion:{name}"``, and theirs under those). Left behind, they would outlive a deletion asked for their
+  data, and a new session started under the same id would find them: a sub-agent call whose provider repeats an
+  old call id (servers that number calls from 0) would be handed the deleted run's output instead of running.
+  Any of them holding a live lease refuses the whole deletion.
 
 A session's age is the time of its last write (``sessions.updated_at``; the memory store keeps the same). SQLite
 keeps it to within a second while the state stays the same (``_sql.TOUCH_SECONDS``), which no age counted in
@@ -24,7 +30,7 @@ from datetime import datetime
 from stopwise.errors import ConfigError, RunLeased
 from stopwise.result import RunStatus
 
-__all__ = ["Expired", "RunHold", "cutoff_of", "expiry_plan", "refuse_if_leased"]
+__all__ = ["Expired", "RunHold", "cutoff_of", "expiry_plan", "refuse_if_leased", "sub_session_range"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,12 @@ def cutoff_of(older_than: datetime) -> float:
             "older_than", f"needs a timezone (e.g. datetime.now(UTC) - timedelta(days=30)), got {older_than!r}"
         )
     return older_than.timestamp()
+
+
+def sub_session_range(session_id: str) -> tuple[str, str]:
+    """The ids of ``session_id``'s sub-agent sessions as a range in code-point (and UTF-8 byte) order: every id
+    ``low <= id < high`` starts with ``session_id + "/"``, and every such id is in it (``"0"`` follows ``"/"``)."""
+    return session_id + "/", session_id + "0"
 
 
 def refuse_if_leased(holds: Iterable[RunHold], now: float) -> None:

@@ -38,7 +38,7 @@ from stopwise.store import _sql
 from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
-from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased
+from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 __all__ = ["SQLiteStore"]
 
@@ -325,10 +325,11 @@ class SQLiteStore:
             with self._write_lock():
                 if not self._rows(_sql.SESSION_KEY, session_id=session_id):
                     return False
-                refuse_if_leased(
-                    (_sql.hold_from(r) for r in self._rows(_sql.HOLDS_OF_SESSION, session_id=session_id)), at
-                )
-                self._delete([session_id])
+                low, high = sub_session_range(session_id)
+                family = [session_id, *(r[0] for r in self._rows(_sql.SUB_SESSIONS, low=low, high=high))]
+                holds = (_sql.hold_from(r) for sid in family for r in self._rows(_sql.HOLDS_OF_SESSION, session_id=sid))
+                refuse_if_leased(holds, at)
+                self._delete(family)
                 return True
 
         return await self._do(delete, "delete_session", session_id)
