@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import re
 
-__all__ = ["GoalKind", "goal_kind"]
+__all__ = ["CHANGE_VERBS", "GoalKind", "goal_kind"]
 
 
 class GoalKind(enum.Enum):
@@ -32,7 +32,7 @@ _CHANGE_VERB_TEXT = """add append archive assign book build cancel change close 
 email fix forward generate implement insert invite make mark merge modify move pay plot post publish reassign record
 register remove rename reply reschedule reset resolve save schedule send set submit transfer turn unsubscribe update
 upload write"""
-_CHANGE_VERBS = frozenset(_CHANGE_VERB_TEXT.split())
+CHANGE_VERBS = frozenset(_CHANGE_VERB_TEXT.split())
 """Verbs that, in the imperative, ask for a change the tools must make (a plot or a file made counts: it is a
 write). Base forms only, so a participle that describes ("the event was updated") is not read as a request."""
 _LEAD = re.compile(
@@ -65,9 +65,9 @@ def _asks_change(clause: str) -> bool:
     if not _WORD.match(clause):  # a clause that starts with a number, a path or a quote is no imperative
         return False
     words = _WORD.findall(clause)
-    if words[0] in _CHANGE_VERBS or words[:2] == ["get", "rid"]:
+    if words[0] in CHANGE_VERBS or words[:2] == ["get", "rid"]:
         return True
-    return words[0] in ("if", "unless") and any(w in _CHANGE_VERBS for w in words[1:])
+    return words[0] in ("if", "unless") and any(w in CHANGE_VERBS for w in words[1:])
 
 
 def goal_kind(goal: str) -> GoalKind:
