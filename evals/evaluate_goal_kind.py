@@ -171,19 +171,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--misses", choices=[DEV], help="print the reader's errors on the dev corpus")
+    parser.add_argument("--corpus", choices=[DEV, HELDOUT], help="score this corpus only")
     args = parser.parse_args(argv)
     labels = read_labels()
     corpora = {DEV: read_banking77(), HELDOUT: read_clinc150()}
+    if args.corpus:
+        corpora = {args.corpus: corpora[args.corpus]}
     if args.misses:
         for line in sorted(misses(corpora[args.misses], labels)):
             print(line)
         return 0
     scores = [score(c, us, labels, name, read) for c, us in corpora.items() for name, read in READERS.items()]
-    print(f"{'corpus':10} {'reader':22} {'change':>6} {'other':>6} {'mixed':>6} {'recall':>7} {'f.alarm':>7} "
-          f"{'mixed→C':>7}  missed as")
+    print(
+        f"{'corpus':10} {'reader':22} {'change':>6} {'other':>6} {'mixed':>6} {'recall':>7} {'f.alarm':>7} "
+        f"{'mixed→C':>7}  missed as"
+    )
     for s in scores:
-        print(f"{s.corpus:10} {s.reader:22} {s.change:6} {s.other:6} {s.mixed:6} {s.recall:7.3f} "
-              f"{s.false_alarm:7.3f} {s.mixed_change:7.3f}  {s.missed_as}")
+        print(
+            f"{s.corpus:10} {s.reader:22} {s.change:6} {s.other:6} {s.mixed:6} {s.recall:7.3f} "
+            f"{s.false_alarm:7.3f} {s.mixed_change:7.3f}  {s.missed_as}"
+        )
     if args.json:
         args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1) + "\n", encoding="utf-8")
     return 0
