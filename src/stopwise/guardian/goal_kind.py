@@ -41,15 +41,16 @@ _NOT_REQUEST_WORDS = frozenset(_NOT_REQUEST_TEXT.split())
 """Hint words that, opening a clause of a request, ask for no change: nouns that name what a tool touches ("Bank
 transfer not showing", "Insurance details?"), and two verbs that open code and procedures ("import numpy as np",
 "Start by reading the file")."""
-_REQUEST_VERB_TEXT = """activate append apply archive block book build cancel change create deactivate delete disable
-dispute draft drop edit enable exchange fix freeze generate implement insert invite link lock make modify order pay
-plot reactivate reassign record refund register remove rename request reschedule reserve resolve return reverse revert
-schedule send set submit subscribe transfer turn unblock unfreeze unlink unlock unsubscribe update write"""
-"""Change verbs of requests that tool names seldom use ("book", "order", "return", "exchange", "activate", "block").
-Base forms only, so a participle that describes ("the event was updated") is not read as a request."""
+_REQUEST_VERB_TEXT = """activate append apply archive block book build change deactivate disable dispute enable exchange
+fix freeze generate implement insert invite link lock make modify order plot reactivate reassign record register
+request reschedule reserve resolve return reverse revert subscribe turn unblock unfreeze unlink unlock unsubscribe"""
+"""Change verbs of requests that the risk rule's name hints lack ("book", "order", "return", "exchange", "activate",
+"block"; a verb there is not repeated here). Base forms only, so a participle that describes ("the event was
+updated") is not read as a request."""
 
 
 def _risk_write_words() -> frozenset[str]:
+    """The shipped risk table's write, destructive and money hint words (read once, at import)."""
     text = resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text(encoding="utf-8")
     hints = json.loads(text)["risk"]["name_hints"]
     return frozenset(str(w) for label in _RISK_WRITE_LABELS for w in hints[label])
@@ -96,7 +97,7 @@ _WANTS_DONE = re.compile(
 )
 """A wish for something to be changed: "I need my card activated", "I'd like my account to be deleted"."""
 _NEEDS_DONE = re.compile(r"\bneeds? (?:to be )?([a-z]+(?:ed|ing))\b")
-"""Something that needs changing: "My address needs to be revised", "My new card needs activating"."""
+"""Something that needs changing: "My address needs to be updated", "My new card needs activating"."""
 _NOUN_AFTER_TEXT = "is was are were has have had not did does do will won't isn't wasn't hasn't didn't"
 _NOUN_AFTER = frozenset(_NOUN_AFTER_TEXT.split())
 """A word after a change verb that makes the verb a noun, the clause a statement ("Transfer was declined",
@@ -145,8 +146,9 @@ def _is_change_verb(words: list[str], after_lead: bool) -> bool:
 
 def _asks_change(clause: str) -> bool:
     """The clause, past its polite or conditional lead-in, starts with a change verb (``_is_change_verb``), is a
-    wish whose object is a change ("I want a refund": ``_WANTS``), or is a condition with the request after it and
-    no comma between ("If engaged users was above 11 make a task")."""
+    wish for a change by its noun or participle ("I want a refund", "I need my card activated", "My address needs to
+    be updated": ``_WANTS``, ``_WANTS_DONE``, ``_NEEDS_DONE``, the last not in a question), or is a condition with
+    the request after it and no comma between ("If engaged users was above 11 make a task")."""
     clause = clause.strip()
     if (wish := _WANTS.match(clause)) and wish.group(1) in CHANGE_VERBS:
         return True
