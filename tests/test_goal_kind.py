@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from stopwise.evals.traces import read_traces
-from stopwise.guardian.goal_kind import GoalKind, goal_kind
+from stopwise.guardian.evaluators.rule import load_coefficients
+from stopwise.guardian.goal_kind import CHANGE_VERBS, GoalKind, goal_kind
 
 REALSET = Path(__file__).resolve().parent.parent / "evals" / "data" / "realset.jsonl"
 CHANGE, QUESTION, OTHER = GoalKind.CHANGE, GoalKind.QUESTION, GoalKind.OTHER
@@ -77,6 +78,94 @@ def test_a_goal_whose_opening_neither_asks_nor_orders_is_other(goal: str) -> Non
     assert goal_kind(goal) is OTHER
 
 
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Can you please exchange my shoes for a bigger size?",
+        "Could I cancel the transfer I made this morning?",
+        "Would you be so kind as to activate my card? Thanks",
+        "Is it possible to change my PIN?",
+        "Am I able to cancel a transfer I just made",
+        "can you help me unblock my pin",
+    ],
+)
+def test_a_polite_request_with_a_change_verb_is_a_change_whatever_its_punctuation(goal: str) -> None:
+    # Read as a QUESTION, a polite request's "could not" answer would be a confident failure.
+    assert goal_kind(goal) is CHANGE
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Hello! I would like to return the headphones I bought last week.",
+        "I'd like to cancel a transfer",
+        "I\u2019d like to cancel a transfer",  # the typographic apostrophe phones type
+        "hey i wanna book a flight from NYC to SF",
+        "let's move the standup to Friday",
+        "I'm looking to delete my account. I'm not happy with the service.",
+        "i have an account at another bank, but i want to transfer some of the money to my account here",
+    ],
+)
+def test_a_wish_or_greeting_before_the_change_verb_is_a_change(goal: str) -> None:
+    assert goal_kind(goal) is CHANGE
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "I need help changing my flight to Friday",
+        "I am interested in cancelling a purchase",
+        "Can you help me with canceling my order?",
+        "I need immediate assistance in topping up my account",
+    ],
+)
+def test_a_gerund_after_a_call_for_help_is_a_change(goal: str) -> None:
+    assert goal_kind(goal) is CHANGE
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "I want a refund for my item",
+        "Can I get a refund?",
+        "I need my card activated.",
+        "I'd like my account to be deleted. I'm not satisfied with the service you provide.",
+        "My address needs to be updated.",
+        "All my emails from yuki from the last 3 days need to be deleted. Can you do that?",
+    ],
+)
+def test_a_wish_for_a_change_named_by_its_noun_or_participle_is_a_change(goal: str) -> None:
+    assert goal_kind(goal) is CHANGE
+
+
+def test_every_write_destructive_or_money_verb_of_the_risk_rule_asks_for_a_change() -> None:
+    # One list for both readers: a verb the risk rule reads as a write in a tool's name is a change in a request.
+    hints = load_coefficients().risk_name_hints
+    verbs = {"withdraw", "terminate", "uninstall", "purchase", "refund", "revoke", "wipe", "replace"}
+    assert verbs <= {w for label in ("regulated", "irreversible", "reversible") for w in hints[label]}
+    assert verbs <= CHANGE_VERBS
+    for verb in sorted(verbs):
+        assert goal_kind(f"Please {verb} it") is CHANGE, verb
+
+
+@pytest.mark.parametrize(
+    ("goal", "kind"),
+    [
+        ("How do I cancel my transfer?", QUESTION),  # asks how: the answer is due, not the change
+        ("What exact character needs to be added to correct the following code?", QUESTION),
+        ("Transfer was declined.", OTHER),  # a change verb the next word makes a noun
+        ("Top up is not working even though I have my AMEX in apple pay.", OTHER),
+        ("Payment failed twice today", OTHER),  # a money word of the risk rule that is no verb
+        ("import numpy as np", OTHER),
+        ("Return NotImplemented, not False, upon rich comparison with unknown type", OTHER),
+        ("Order the list by the order in which the fractions appear", OTHER),
+    ],
+)
+def test_a_change_word_that_does_not_ask_for_a_change_is_no_change(goal: str, kind: GoalKind) -> None:
+    # "return", "order" open code and answer formats: only a request's lead-in makes them a change.
+    assert goal_kind(goal) is kind
+
+
 def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> None:
     # Pinned so that a change to the reader shows what it moves: questions stay questions (HotpotQA every one),
     # WorkBench's workplace tasks are changes, the bug reports of the coding runs mostly neither.
@@ -86,7 +175,7 @@ def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> N
             assert r.projection is not None
             counts[r.source][goal_kind(r.projection.goal).value] += 1
     assert {s: dict(c) for s, c in counts.items()} == {
-        "swe/mini-swe-agent": {"change": 16, "other": 102, "question": 32},
+        "swe/mini-swe-agent": {"change": 17, "other": 101, "question": 32},
         "hotpotqa/react": {"question": 93},
         "whowhen/algorithm-generated": {"change": 2, "other": 17, "question": 107},
         "autogpt/2024-04-01": {"change": 11, "question": 4},
@@ -96,7 +185,7 @@ def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> N
         "autogpt/2024-03-10": {"change": 14, "other": 1, "question": 4},
         "autogpt/2024-04-02": {"change": 8, "other": 3, "question": 5},
         "autogpt/2024-04-10": {"change": 9, "question": 6},
-        "workbench/dev": {"change": 226, "other": 2, "question": 1},
+        "workbench/dev": {"change": 227, "other": 2},
         "workbench/heldout": {"change": 142, "other": 9, "question": 9},
         "workbench/heldout2": {"change": 143, "other": 11, "question": 6},
     }
