@@ -82,6 +82,7 @@ def test_every_marker_family_split_agrees_with_its_joined_patterns_on_random_tex
         (r"(?:a |b)*(?:system|user)\b", True, []),
         # An apostrophe splits a token into parts, each of which the gate sees.
         (r"\bthe model's (?:system prompt)\b", False, [{"the"}, {"model"}, {"s"}, {"system"}]),
+        (r"\battackers?\b", False, [{"attacker", "attackers"}]),
         (r"\b(?:ignore|skip)\b|\bdrop\b", False, []),  # alternatives at the top: nothing every match holds
     ],
 )
@@ -97,7 +98,10 @@ def test_no_piece_gate_rules_out_a_match_of_its_own_regex_on_random_texts_of_the
     vocabulary = sorted({w for patterns in _MARKER_SOURCES.values() for p in patterns for w in re.findall(phrases, p)})
     glue = [" ", "  ", "\n", ". ", ": ", '"', "'", ", ", "-", "_", "> ", "|", "please ", "re", "s", "the "]
     pieces = [
-        (q, not isinstance(p, _Piece)) for _, family in _MARKERS for p in family.pieces for q in getattr(p, "tail", (p,))
+        (q, not isinstance(p, _Piece))
+        for _, family in _MARKERS
+        for p in family.pieces
+        for q in getattr(p, "tail", (p,))
     ]
     rng = random.Random(11)
     checked = 0

@@ -265,8 +265,12 @@ def _walk(source: str, start: bool) -> tuple[list[frozenset[str]], bool]:
             if used:
                 rest = s[used:]
                 for m in _LETTERS.finditer(lead):
-                    if (m.start() or start) and (m.end() < len(lead) or _ends_word(rest)):
+                    if not (m.start() or start):
+                        continue
+                    if m.end() < len(lead) or _ends_word(rest):
                         out.append(frozenset({m.group()}))
+                    elif _OPTIONAL_LETTER.match(rest) and _ends_word(rest[2:]):  # "agents?"
+                        out.append(frozenset({m.group(), m.group() + rest[0]}))
                 s, start = rest, not lead[-1].isalnum()
                 continue
             width, off_token = _atom(s)
