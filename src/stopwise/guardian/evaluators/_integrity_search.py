@@ -6,7 +6,8 @@ alternation of words is tried at every position, about 14 ns a character each: e
 patterns each cost about 2 ms on 8,000 characters. ``Family`` rewrites a family's patterns, without changing what
 they match, into pieces that each start with one literal (``\\b(?:ignore|disregard)\\s+all`` becomes
 ``ignore(?<!\\wignore)\\s+all`` and ``disregard(?<!\\wdisregard)\\s+all``: the look-behind is the ``\\b``), and runs
-only the pieces whose leading word the text holds.
+only the pieces whose leading word the text holds, and one of each set of words that ``_required`` reads further in
+the piece as certain to be in every match (``all`` above).
 
 What a caller may rely on: ``Family.search(text, present)`` is the match ``compiled.search(text)`` would return
 for ``compiled = re.compile("|".join(f"(?:{p})" for p in patterns))`` (same start and end), given ``present`` =
