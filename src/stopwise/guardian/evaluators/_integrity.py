@@ -332,6 +332,8 @@ _DISCUSSION_GATE = frozenset(_DISCUSSION_GATE_WORDS.split())
 _DISCUSSION_ALTERNATIVES = tuple(_alternatives(_DISCUSSION_WORDS))
 _DISCUSSION_NEEDS = tuple(_required(f"{alt}\\b", True) for alt in _DISCUSSION_ALTERNATIVES)
 """Per alternative of ``_DISCUSSION``: sets of words of which each match holds one each (``_required``)."""
+_DISCUSSION_LETTER_LED = all(a[:1].isalpha() and a[1:2] not in ("?", "*", "+", "{") for a in _DISCUSSION_ALTERNATIVES)
+"""Every alternative starts with a letter that stands alone (``_discussion_of`` can lead it by that letter)."""
 
 _AGENT_WORDS = (
     "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
@@ -499,7 +501,10 @@ def _count_discussion(near: str, present: set[str]) -> int:
         for i, needs in enumerate(_DISCUSSION_NEEDS)
         if all(not (need.isdisjoint(present) and need.isdisjoint(cut)) for need in needs)
     )
-    return sum(1 for _ in islice(_discussion_of(kept).finditer(near), 3)) if kept else 0
+    if not kept:
+        return 0
+    rx = _discussion_of(kept) if _DISCUSSION_LETTER_LED else _DISCUSSION
+    return sum(1 for _ in islice(rx.finditer(near), 3))
 
 
 _TOKEN = re.compile(r"[a-z0-9']+")

@@ -98,6 +98,7 @@ class _Preceded:
     words: frozenset[str]
     """Every tail piece's leading words: no match without one of them."""
     rest: tuple[frozenset[str], ...] = ()
+    """Empty: ``words`` is the whole gate here (``run`` gates each tail piece by its own sets)."""
 
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
         return None if self.words.isdisjoint(present) else self.run(text, present)
