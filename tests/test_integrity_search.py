@@ -9,7 +9,7 @@ import pytest
 
 from stopwise.guardian.evaluators import _integrity
 from stopwise.guardian.evaluators._integrity import _MARKER_SOURCES, _MARKERS, _WORD
-from stopwise.guardian.evaluators._integrity_search import Family, words_present
+from stopwise.guardian.evaluators._integrity_search import Family, _Piece, _required, words_present
 
 
 def _span(family: Family, text: str) -> tuple[int, int] | None:
@@ -61,3 +61,58 @@ def test_every_marker_family_split_agrees_with_its_joined_patterns_on_random_tex
             assert split.search(text, present) == (None if m is None else m.span()), (family, text)
             found += m is not None
     assert found > 400  # the texts do hit the patterns
+
+
+@pytest.mark.parametrize(
+    ("pattern", "at_token_start", "required"),
+    [
+        (r"\bthe (?:new|real) (?:task|rules)\b", False, [{"the"}, {"new", "real"}, {"task", "rules"}]),
+        # An optional group that ends in a space leaves the match at a token's start.
+        (r"\bcan you (?:please )?(?:write|tell)\b", False, [{"can"}, {"you"}, {"write", "tell"}]),
+        # Optional spaces before a letter may be none: "foobar" matches, so neither word is required.
+        (r"\bfoo\s*bar\b", False, []),
+        (r"\bfoo\s*:", False, [{"foo"}]),
+        # Without a known start the first word may be the end of a longer token ("reset the" holds "set the").
+        (r"set\s+the\b", False, [{"the"}]),
+        (r"set\s+the\b", True, [{"set"}, {"the"}]),
+        # After a group the start is known only when each alternative ends off a token, and a repeated group's
+        # later turns start where the earlier ended.
+        (r"\b(?:ab|cd )x y\b", False, [{"abx", "cd"}, {"y"}]),
+        (r"(?:#+\s*)?(?:system|user)\s*:", True, [{"system", "user"}]),
+        (r"(?:a |b)*(?:system|user)\b", True, []),
+        # An apostrophe splits a token into parts, each of which the gate sees.
+        (r"\bthe model's (?:system prompt)\b", False, [{"the"}, {"model"}, {"s"}, {"system"}]),
+        (r"\battackers?\b", False, [{"attacker", "attackers"}]),
+        (r"\b(?:ignore|skip)\b|\bdrop\b", False, []),  # alternatives at the top: nothing every match holds
+    ],
+)
+def test_required_words_are_only_words_every_match_holds(
+    pattern: str, at_token_start: bool, required: list[set[str]]
+) -> None:
+    assert [set(c) for c in _required(pattern, at_token_start)] == required
+
+
+def test_no_piece_gate_rules_out_a_match_of_its_own_regex_on_random_texts_of_the_markers_words() -> None:
+    """Every gate (a piece's words and required sets) holds on each text its regex matches at a token's start."""
+    phrases = r"[a-z][a-z' ]*[a-z]"
+    vocabulary = sorted({w for patterns in _MARKER_SOURCES.values() for p in patterns for w in re.findall(phrases, p)})
+    glue = [" ", "  ", "\n", ". ", ": ", '"', "'", ", ", "-", "_", "> ", "|", "please ", "re", "s", "the "]
+    pieces = [
+        (q, not isinstance(p, _Piece))
+        for _, family in _MARKERS
+        for p in family.pieces
+        for q in getattr(p, "tail", (p,))
+    ]
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(5000):
+        text = "".join(rng.choice(vocabulary) + rng.choice(glue) for _ in range(rng.randint(1, 16)))
+        present = words_present(_WORD.findall(text))
+        for piece, tail in pieces:
+            for m in piece.rx.finditer(text):
+                # A tail counts only at a token's start (what follows a lead); other pieces wherever they match.
+                if not tail or m.start() == 0 or not text[m.start() - 1].isalnum():
+                    assert piece.may_match(present), (piece.source, text)
+                    checked += 1
+                    break
+    assert checked > 150

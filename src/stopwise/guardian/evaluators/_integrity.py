@@ -25,14 +25,21 @@ import math
 import re
 import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, compress
-from operator import add, itemgetter, sub
+from itertools import accumulate, compress, islice, repeat
+from operator import add, and_, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators._integrity_search import Family, apostrophe_parts, is_word_char, words_present
+from stopwise.guardian.evaluators._integrity_search import (
+    Family,
+    _alternatives,
+    _required,
+    apostrophe_parts,
+    is_word_char,
+    words_present,
+)
 from stopwise.normalise import normalise_untrusted
 
 __all__ = [
@@ -322,6 +329,11 @@ _DISCUSSION_GATE_WORDS = (
     "classifier benchmark dataset corpus taxonomy found paper article quoted known malicious"
 )
 _DISCUSSION_GATE = frozenset(_DISCUSSION_GATE_WORDS.split())
+_DISCUSSION_ALTERNATIVES = tuple(_alternatives(_DISCUSSION_WORDS))
+_DISCUSSION_NEEDS = tuple(_required(f"{alt}\\b", True) for alt in _DISCUSSION_ALTERNATIVES)
+"""Per alternative of ``_DISCUSSION``: sets of words of which each match holds one each (``_required``)."""
+_DISCUSSION_LETTER_LED = all(a[:1].isalpha() and a[1:2] not in ("?", "*", "+", "{") for a in _DISCUSSION_ALTERNATIVES)
+"""Every alternative starts with a letter that stands alone (``_discussion_of`` can lead it by that letter)."""
 
 _AGENT_WORDS = (
     "ai ais assistant assistants agent agents llm llms model models chatbot chatbots bot bots copilot gpt claude gemini"
@@ -469,9 +481,46 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     if features:
         # Only worth counting when something fired: it is evidence against a marker, not a signal alone.
         near = norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
-        found = 0 if present is not None and present.isdisjoint(_DISCUSSION_GATE) else len(_DISCUSSION.findall(near))
+        if present is None:
+            found = len(_DISCUSSION.findall(near))
+        else:
+            found = 0 if present.isdisjoint(_DISCUSSION_GATE) else _count_discussion(near, present)
         features["discussion"] = float(min(found, 3))
     return features
+
+
+def _count_discussion(near: str, present: set[str]) -> int:
+    """``min(3, len(_DISCUSSION.findall(near)))`` for a stretch ``near`` of a text whose tokens are ``present``
+    (``words_present``): only the alternatives whose words the stretch holds are searched, led by their letters."""
+    # The stretch's first and last tokens may be cut from longer ones of the text, and a match may begin or end there.
+    first, last = _TOKEN.match(near), _TOKEN.match(near[::-1])
+    edges = [m.group() for m in (first,) if m is not None] + [m.group()[::-1] for m in (last,) if m is not None]
+    cut = words_present(edges)
+    kept = tuple(
+        i
+        for i, needs in enumerate(_DISCUSSION_NEEDS)
+        if all(not (need.isdisjoint(present) and need.isdisjoint(cut)) for need in needs)
+    )
+    if not kept:
+        return 0
+    rx = _discussion_of(kept) if _DISCUSSION_LETTER_LED else _DISCUSSION
+    return sum(1 for _ in islice(rx.finditer(near), 3))
+
+
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+@functools.lru_cache(maxsize=512)
+def _discussion_of(kept: tuple[int, ...]) -> re.Pattern[str]:
+    """``_DISCUSSION`` of only the alternatives ``kept`` (indices, in order), grouped by first letter with the
+    ``\\b`` before it moved behind it as a look-behind (``p(?<!\\wp)(?:rompt injection|ayloads?)``): ``re`` then
+    tries only the positions holding one of those letters, and finds the same matches, as alternatives of different
+    first letters never match at one position and those of one letter keep their order."""
+    groups: dict[str, list[str]] = {}
+    for i in kept:
+        alt = _DISCUSSION_ALTERNATIVES[i]
+        groups.setdefault(alt[0], []).append(alt[1:])
+    return re.compile("(?:" + "|".join(f"{c}(?<!\\w{c})(?:{'|'.join(r)})" for c, r in groups.items()) + ")\\b")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -667,14 +716,16 @@ class IntegrityModel:
         pick = _picker(rows)
         out = [list(accumulate(pick(table.unigram), initial=0.0))]
         if self.ngram > 1 and len(rows) > 1:
-            mask, dense = table.mask, table.dense
-            running = pick(table.crc)
+            masks, dense = repeat(table.mask), table.dense
+            running: Iterable[int] = pick(table.crc)
             spaced = pick(table.spaced)
             for n in range(2, self.ngram + 1):
-                running = list(map(zlib.crc32, spaced[n - 1 :], running))
-                # A comprehension masks faster than ``map(mask.__and__, ...)``; one ``itemgetter`` then reads the
-                # buckets faster than indexing in the comprehension.
-                out.append(list(accumulate(_pick(dense, [code & mask for code in running]), initial=0.0)))
+                codes = map(zlib.crc32, spaced[n - 1 :], running)
+                # The last n's codes are only masked: no list of them. ``map(and_, ..., repeat(mask))`` masks in C,
+                # faster than a comprehension (or ``map(mask.__and__, ...)``); one ``itemgetter`` then reads the
+                # buckets faster than indexing.
+                running = list(codes) if n < self.ngram else codes
+                out.append(list(accumulate(_pick(dense, list(map(and_, running, masks))), initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:

@@ -6,7 +6,8 @@ alternation of words is tried at every position, about 14 ns a character each: e
 patterns each cost about 2 ms on 8,000 characters. ``Family`` rewrites a family's patterns, without changing what
 they match, into pieces that each start with one literal (``\\b(?:ignore|disregard)\\s+all`` becomes
 ``ignore(?<!\\wignore)\\s+all`` and ``disregard(?<!\\wdisregard)\\s+all``: the look-behind is the ``\\b``), and runs
-only the pieces whose leading word the text holds.
+only the pieces whose leading word the text holds, and one of each set of words that ``_required`` reads further in
+the piece as certain to be in every match (``all`` above).
 
 What a caller may rely on: ``Family.search(text, present)`` is the match ``compiled.search(text)`` would return
 for ``compiled = re.compile("|".join(f"(?:{p})" for p in patterns))`` (same start and end), given ``present`` =
@@ -25,8 +26,6 @@ __all__ = ["Family", "apostrophe_parts", "is_word_char", "words_present"]
 _META = frozenset("()[]{}?*+|.^$\\")
 _QUANTIFIERS = frozenset("?*+{")
 _LETTERS = re.compile(r"[a-z0-9]+")
-# What may follow a leading word for the token holding it to be exactly that word: a boundary, a space.
-_WORD_ENDS = ("\\b", "\\s", " ")
 
 
 def words_present(words: Iterable[str]) -> set[str]:
@@ -56,8 +55,17 @@ class _Piece:
     also: frozenset[str] = frozenset()
     """... and all of these (the lead's other words)..."""
     then: frozenset[str] = frozenset()
-    """... and one of these (the words that may follow the lead; empty when not known)."""
+    """... and one of these (the words that may follow the lead; empty when not known)..."""
+    clauses: tuple[frozenset[str], ...] = ()
+    """... and one of each of these (``_required``: words later in the pattern that every match holds)."""
     compiled: list[re.Pattern[str]] = field(default_factory=list, compare=False, repr=False)
+    rest: tuple[frozenset[str], ...] = field(init=False, compare=False, repr=False)
+    """The sets besides ``words`` of which a text must hold one each (``also``'s words one by one, ``then``,
+    ``clauses``): tested in one C call after ``words``."""
+
+    def __post_init__(self) -> None:
+        sets = [frozenset({w}) for w in sorted(self.also)] + ([self.then] if self.then else []) + list(self.clauses)
+        object.__setattr__(self, "rest", tuple(dict.fromkeys(c for c in sets if c != self.words)))
 
     @property
     def rx(self) -> re.Pattern[str]:
@@ -67,12 +75,13 @@ class _Piece:
 
     def may_match(self, present: set[str]) -> bool:
         """False when the words ``present`` in a text rule a match out."""
-        then = self.then
-        return not (self.words.isdisjoint(present) or not self.also <= present or (then and then.isdisjoint(present)))
+        return not (self.words.isdisjoint(present) or any(map(present.isdisjoint, self.rest)))
 
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
-        if not self.may_match(present):
-            return None
+        return self.run(text, present) if self.may_match(present) else None
+
+    def run(self, text: str, present: set[str]) -> tuple[int, int] | None:
+        """``find`` without the gate (the caller tested it)."""
         m = self.rx.match(text) if self.at_start else self.rx.search(text)
         return None if m is None else m.span()
 
@@ -88,11 +97,17 @@ class _Preceded:
     tail: tuple[_Piece, ...]
     words: frozenset[str]
     """Every tail piece's leading words: no match without one of them."""
+    rest: tuple[frozenset[str], ...] = ()
+    """Empty: ``words`` is the whole gate here (``run`` gates each tail piece by its own sets)."""
 
     def find(self, text: str, present: set[str]) -> tuple[int, int] | None:
+        return None if self.words.isdisjoint(present) else self.run(text, present)
+
+    def run(self, text: str, present: set[str]) -> tuple[int, int] | None:
         best: tuple[int, int] | None = None
+        disjoint = present.isdisjoint
         for piece in self.tail:
-            if piece.words.isdisjoint(present) or not piece.may_match(present):
+            if piece.words.isdisjoint(present) or any(map(disjoint, piece.rest)):
                 continue
             pos = 0
             while (m := piece.rx.search(text, pos)) is not None:
@@ -170,10 +185,12 @@ class Family:
     def search(self, text: str, present: set[str]) -> tuple[int, int] | None:
         """The span of the joined patterns' leftmost match in ``text``, or None."""
         best: tuple[int, int] | None = None
+        disjoint = present.isdisjoint
         for piece in self.pieces:
-            if piece.words.isdisjoint(present):
-                continue  # the commonest way out, tested here without a call
-            span = piece.find(text, present)
+            # The commonest way out first, then the other sets in one C call: no Python call for a gated piece.
+            if piece.words.isdisjoint(present) or any(map(disjoint, piece.rest)):
+                continue
+            span = piece.run(text, present)
             # The earliest start wins; on a tie the earlier piece, as the joined alternation would try it first.
             if span is not None and (best is None or span[0] < best[0]):
                 best = span
@@ -200,20 +217,131 @@ def _split(
                 return [preceded]
             # ``\b(?:x|y)tail`` is ``\bxtail|\bytail``, tried in that order.
             return [p for i in inner for p in _split(b + i + tail, anchors, False, follows_space)]
+    clauses = tuple(_required(b + alt, follows_space))
     if alt.startswith("^"):
-        return [_Piece(b + alt, True, anchors)]
+        return [_Piece(b + alt, True, anchors, clauses=clauses)]
     lead, used = _literal_run(alt)
     rest = alt[used:]
     if (boundary or follows_space) and lead[:1].isalnum():
         words = _first_words(alt) or anchors
         # The lead's later words are whole tokens (or apostrophe parts) of any match: "the user has" needs "user"
         # and "has". After a lead ending in a space, the next token is one of the rest's first words, if known.
-        whole = rest.startswith(_WORD_ENDS)
+        whole = _ends_word(rest)
         inner = [m.group() for m in _LETTERS.finditer(lead) if m.end() < len(lead) or whole][1:]
         then = _first_words(rest) if not lead[-1].isalnum() and lead[-1] != "'" else None
         guard = f"(?<!\\w{re.escape(lead)})" if boundary else ""
-        return [_Piece(f"{re.escape(lead)}{guard}{rest}", False, words, frozenset(inner), then or frozenset())]
-    return [_Piece(b + alt, False, anchors)]
+        source = f"{re.escape(lead)}{guard}{rest}"
+        return [_Piece(source, False, words, frozenset(inner), then or frozenset(), clauses)]
+    return [_Piece(b + alt, False, anchors, clauses=clauses)]
+
+
+def _required(source: str, start: bool) -> list[frozenset[str]]:
+    """Sets of words of which every match of ``source`` holds one each, as a token or an apostrophe part (what
+    ``words_present`` gives), for matches that begin at a token's start (``start``) or anywhere (see ``_walk``)."""
+    return _walk(source, start)[0]
+
+
+def _walk(source: str, start: bool) -> tuple[list[frozenset[str]], bool]:
+    """``_required``'s sets, and whether every match of ``source`` ends at a token's start.
+
+    Reads the pattern's top level left to right, knowing at each point whether the match is then at a token's
+    start (after a character outside ``[a-z0-9]``, or at the text's start): a literal run of ``[a-z0-9]`` with such
+    characters (or ``\\b``, a space) on both sides is one word; an unquantified group there gives its first words
+    (``_first_words``). Whatever it does not understand ends the reading (and the end is then not known): a set is
+    added only when certain, so a gate made of them never rules out a match."""
+    if len(_alternatives(source)) > 1:
+        return [], False
+    out: list[frozenset[str]] = []
+    s = source
+    while s:
+        if s.startswith("\\b"):
+            # Before a word character: no word character precedes. Only words are read after it (a literal run or
+            # a group's first words start with a letter or a digit), so before a mark it says nothing wrong.
+            s, start = s[2:], True
+        elif s.startswith("^"):
+            s, start = s[1:], True
+        elif s.startswith(("(?<=", "(?<!", "(?=", "(?!")):
+            s = s[_close(s) + 1 :]  # zero width: the position is unchanged
+        elif s.startswith("(?:"):
+            end = _close(s)
+            if start and (words := _first_words(s)) is not None:
+                out.append(words)
+            least, again, rest = _quantifier(s[end + 1 :])
+            # Where the group leaves the match: a repeated group's later turns start wherever the earlier ended,
+            # so they are read from an unknown start (what is known from one is known from any start).
+            entry = start and not again
+            ends = all(_walk(alt, entry)[1] for alt in _alternatives(s[3:end]))
+            s, start = rest, ends and (start or least > 0)
+        else:
+            lead, used = _literal_run(s)
+            if used:
+                rest = s[used:]
+                for m in _LETTERS.finditer(lead):
+                    if not (m.start() or start):
+                        continue
+                    if m.end() < len(lead) or _ends_word(rest):
+                        out.append(frozenset({m.group()}))
+                    elif _OPTIONAL_LETTER.match(rest) and _ends_word(rest[2:]):  # "agents?"
+                        out.append(frozenset({m.group(), m.group() + rest[0]}))
+                s, start = rest, not lead[-1].isalnum()
+                continue
+            width, off_token = _atom(s)
+            if not width:
+                return out, False
+            least, _, s = _quantifier(s[width:])
+            # off_token None: the atom may be a letter or a digit, and the position is then unknown.
+            start = bool(off_token) and (start or least > 0)
+    return out, start
+
+
+def _atom(source: str) -> tuple[int, bool | None]:
+    """The width in ``source`` of its first atom when it is one character, a class or an escape (0 otherwise), and
+    whether every character it matches is outside ``[a-z0-9]`` (None when it may be inside)."""
+    if source.startswith("\\"):
+        if source[1:2] in ("s", "n", "t", "r"):
+            return 2, True
+        if source[1:2].isalnum() or source[1:2] == "_":
+            return (2, None) if source[1:2] in "dDwWS" else (0, None)
+        return (2, True) if source[1:2] else (0, None)
+    if source.startswith("["):
+        i = 2 if source[1:2] == "^" else 1
+        i += source[i : i + 1] == "]"  # a "]" first in a class is a literal
+        while i < len(source):
+            if source[i] == "]":
+                return i + 1, None
+            i += 2 if source[i] == "\\" else 1
+        return 0, None
+    if source[:1] == ".":
+        return 1, None
+    if source[:1] and source[0] not in _META:
+        return 1, not source[0].isalnum()
+    return 0, None
+
+
+_BOUNDS = re.compile(r"(?:[?*+]|\{\d*(?:,\d*)?\})[?+]?")
+
+
+def _quantifier(source: str) -> tuple[int, bool, str]:
+    """For the quantifier ``source`` starts with (none: exactly once): the least repetitions it allows, whether it
+    allows more than one, and the rest of ``source``."""
+    m = _BOUNDS.match(source)
+    if m is None:
+        return 1, False, source
+    c = source[0]
+    least = 1 if c == "+" else int(source[1 : m.end()].split(",")[0].rstrip("}?+") or 0) if c == "{" else 0
+    return least, c != "?", source[m.end() :]
+
+
+def _ends_word(rest: str) -> bool:
+    """Whether a word that ``rest`` follows in a pattern ends there in every match: ``\\b``, or a character outside
+    ``[a-z0-9]`` (a space, a mark, ``\\s``) that must follow, perhaps after optional ones."""
+    if rest.startswith("\\b"):
+        return True
+    width, off_token = _atom(rest)
+    if not width or not off_token:
+        return False
+    least, _, after = _quantifier(rest[width:])
+    return least > 0 or _ends_word(after)
 
 
 def _first_words(alt: str) -> frozenset[str] | None:
@@ -239,9 +367,9 @@ def _first_words(alt: str) -> frozenset[str] | None:
     word = first.group()
     # ``word`` is a whole token when a non-letter follows it in the lead or the rest starts with a word's end;
     # or it is ``word`` and one optional letter ("agents?", "an?").
-    if len(word) < len(lead) or rest.startswith(_WORD_ENDS):
+    if len(word) < len(lead) or _ends_word(rest):
         return frozenset({word})
-    if _OPTIONAL_LETTER.match(rest) and rest[2:].startswith(_WORD_ENDS):
+    if _OPTIONAL_LETTER.match(rest) and _ends_word(rest[2:]):
         return frozenset({word, word + rest[0]})
     return None
 
