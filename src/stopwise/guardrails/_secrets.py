@@ -275,8 +275,9 @@ _JWT_BODY = r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
 def _value(least: int, unquoted: str) -> str:
     """The secret group: everything between quotes, or a run of ``unquoted`` characters when there are none."""
     # Unquoted, the whole run (possessive) and not a call: ``x = SomeClass2(config)`` assigns no value.
-    # Quoted, up to the same quote: ``"Tr0ub'4dor&3"`` is one value.
-    quoted = "|".join(rf"(?<={q})[^{q}\n]{{{least},2000}}(?={q})" for q in ("\"", "'", "`"))
+    # Quoted, up to the same quote, past escaped ones: ``"Tr0ub'4dor&3"`` and ``"Tr0ub\\"4dor"`` are one value
+    # (redacting to the escape would leave the rest, and break a JSON text).
+    quoted = "|".join(rf"(?<={q})(?:[^{q}\\\n]|\\.){{{least},2000}}(?={q})" for q in ('"', "'", "`"))
     return rf"(?P<secret>{quoted}|(?<![\"'`]){unquoted}{{{least},}}+(?!\())"
 
 
@@ -315,7 +316,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "private-key",
         r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[^-]*(?:-(?!----)[^-]*)*-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]+|[A-Za-z][\w\-]*:[^\n\\]*))+)",
+        r"|(?:(?:\s|\\[rn])+(?:[A-Za-z][\w\-]*:[^\n\\]*|[A-Za-z0-9+/=]+))+)",
         "PRIVATE",
         accept=_key_body,
         placeholders_checked=False,
@@ -594,7 +595,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     _rule(
         "command-line-secret",
         r"(?i)(?<![\w\-])--(?:[\w\-]*[\-_])?(?:password|passwd|token|secret|api[\-_]?key|access[\-_]?key)"
-        r"(?:[ \t]+|=)[\"'`]?" + _value(6, r"[^\s\"'`]"),
+        r"(?:[ \t]+|=)(?!-)[\"'`]?" + _value(6, r"[^\s\"'`]"),
         "--",
         accept=_flag_value,
     ),
