@@ -373,3 +373,26 @@ def test_international_phone_numbers_are_found_with_phones_on() -> None:
         assert [m.kind for m in find_pii(text, frozenset({PiiKind.PHONE}), phonenumbers=phonenumbers)] == [
             PiiKind.PHONE
         ], text
+
+
+# --- where in a JSON value: keys and numbers -----------------------------------------------------------------
+
+
+def test_a_secret_used_as_a_json_key_is_redacted_and_no_entry_is_lost() -> None:
+    """A tool listing keys by key (``{"keys": {"sk_live_...": {...}}}``): the key is data too."""
+    live, test = PROVIDER_TOKENS["stripe-live"], PROVIDER_TOKENS["stripe-test"]
+    result = _redacted_result({"keys": {live: {"mode": "live"}, test: {"mode": "test"}, "count": 2}})
+    assert result == {"keys": {"[redacted]": {"mode": "live"}, "[redacted] (2)": {"mode": "test"}, "count": 2}}
+
+
+def test_a_card_number_stored_as_a_json_number_is_found_and_redacted() -> None:
+    """A database row returns the card as an integer, not a string."""
+    row = {"id": 7, "pan": 4111111111111111, "amount": 1250, "ok": True}
+    verdict = redact_pii()(_result_ctx(row))
+    assert isinstance(verdict, Rewrite) and verdict.result == {**row, "pan": "[redacted card]"}
+    assert block_pii()(_result_ctx({"by_card": {"4111111111111111": 3}})) is not None
+    from stopwise.guardrails import ToolCallContext
+
+    call = ToolCall("charge", {"card": 4111111111111111, "cents": 500}, "c1")
+    assert block_pii()(ToolCallContext((), 1, "s", "r", None, call)) is not None
+    assert redact_pii()(_result_ctx({"id": 12345678901234, "total": 4111, "flag": True})) is None
