@@ -28,6 +28,8 @@ _INVISIBLE = "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u
 # en dash and the minus sign.
 _SPACES = "\u00a0\u2007\u2009\u202f"
 _DASHES = "\u2010\u2011\u2012\u2013\u2212"
+_SPACE_SET = frozenset(_SPACES)
+_DASH_SET = frozenset(_DASHES)
 _ENCODED = re.compile(
     rf"[{_INVISIBLE}]|[{_SPACES}]|[{_DASHES}]|%[2-7][0-9A-Fa-f]|\\[\"'\\/]",
 )
@@ -69,10 +71,6 @@ def _decode(token: str) -> str:
     if token in _DASH_SET:
         return "-"
     return ""  # invisible
-
-
-_SPACE_SET = frozenset(_SPACES)
-_DASH_SET = frozenset(_DASHES)
 
 
 def decoded_view(text: str) -> DecodedView | None:
