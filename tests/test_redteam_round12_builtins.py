@@ -128,6 +128,17 @@ def test_a_secret_in_json_nested_as_a_json_string_is_redacted_and_both_levels_st
     assert json.loads(json.loads(as_text)["body"])["user"] == "bob" and _leaks(key, as_text) == []
 
 
+def test_json_in_an_html_attribute_and_go_style_unicode_escapes_are_read() -> None:
+    """A web page's ``data-config="{&quot;apiKey&quot;:...}"``; Go's JSON writes ``&`` as ``\\u0026`` in a URL."""
+    key = _r(24)
+    page = f'<div data-config="{{&quot;apiKey&quot;:&quot;{key}&quot;,&quot;user&quot;:&quot;bob&quot;}}">'
+    assert redact_text(page) == page.replace(key, "[redacted]")
+    go = json.dumps({"url": f"https://x.example/cb?a=1&access_token={key}"}).replace("&", "\\u0026")
+    redacted = redact_text(go)
+    assert key not in redacted and json.loads(redacted)["url"] == "https://x.example/cb?a=1&access_token=[redacted]"
+    assert find_secrets("Tom &amp; Jerry &quot;quoted&quot; &#39;text&#39;") == []
+
+
 def test_a_quoted_password_holding_the_other_quote_or_an_escaped_quote_is_redacted_whole_and_json_stays_valid() -> None:
     """Redacting up to the first quote of any kind left the rest of the value, and broke a JSON text."""
     for value in ("Tr0ub'4dor&3", 'Tr0ub"4dor&3', "it's-S3cret!"):

@@ -2,8 +2,9 @@
 
 A tool argument or result can carry a secret or a card number in a shape the detectors' patterns do not read:
 percent-encoded inside a URL (``token%3Dghp_...``), inside a JSON document that is itself a JSON string
-(``{\\"password\\": \\"...\\"}``), with zero-width characters or a soft hyphen inside it (invisible, so a reader
-copies the secret whole), or grouped by no-break or thin spaces and typographic dashes (``4111\\u00a01111...``).
+(``{\\"password\\": \\"...\\"}``) or in an HTML attribute (``{&quot;apiKey&quot;: ...}``), with zero-width
+characters or a soft hyphen inside it (invisible, so a reader copies the secret whole), or grouped by no-break or
+thin spaces and typographic dashes (``4111\\u00a01111...``).
 ``decoded_view`` undoes those once, so the detectors can run on the view, and maps each find back to the span of
 the original text it came from, so the redaction covers the encoded characters too (and keeps the escapes
 around it: a JSON string stays valid).
@@ -28,10 +29,13 @@ _INVISIBLE = "\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u
 # en dash and the minus sign.
 _SPACES = "\u00a0\u2007\u2009\u202f"
 _DASHES = "\u2010\u2011\u2012\u2013\u2212"
+# The HTML entities of quotes and the ampersand: JSON in an HTML attribute (``data-config="{&quot;key&quot;:...``).
+_ENTITIES = {"&quot;": '"', "&#34;": '"', "&#x22;": '"', "&apos;": "'", "&#39;": "'", "&#x27;": "'", "&amp;": "&"}
 _SPACE_SET = frozenset(_SPACES)
 _DASH_SET = frozenset(_DASHES)
 _ENCODED = re.compile(
-    rf"[{_INVISIBLE}]|[{_SPACES}]|[{_DASHES}]|%[2-7][0-9A-Fa-f]|\\[\"'\\/]",
+    rf"[{_INVISIBLE}]|[{_SPACES}]|[{_DASHES}]|%[2-7][0-9A-Fa-f]|\\u00[2-7][0-9A-Fa-f]|\\[\"'\\/]"
+    r"|&(?:quot|apos|amp|#3[49]|#x2[27]);",
 )
 
 
@@ -64,8 +68,12 @@ class DecodedView:
 def _decode(token: str) -> str:
     if token[0] == "%":
         return chr(int(token[1:], 16))
+    if token.startswith("\\u"):
+        return chr(int(token[2:], 16))
     if token[0] == "\\":
         return token[1]
+    if token[0] == "&":
+        return _ENTITIES[token]
     if token in _SPACE_SET:
         return " "
     if token in _DASH_SET:
@@ -75,8 +83,9 @@ def _decode(token: str) -> str:
 
 def decoded_view(text: str) -> DecodedView | None:
     """The view of ``text`` with invisible characters removed, typographic spaces and dashes made plain,
-    printable percent-escapes (``%3D``) and backslash-escaped quotes, slashes and backslashes decoded; None when
-    there is nothing to decode."""
+    printable percent-escapes (``%3D``), JSON's ``\\u0026``-style escapes of printable ASCII (Go writes ``&``, ``<``,
+    ``>`` so), backslash-escaped quotes, slashes and backslashes, and the HTML entities of quotes and ``&`` decoded;
+    None when there is nothing to decode."""
     matches = list(_ENCODED.finditer(text))
     if not matches:
         return None
