@@ -157,6 +157,21 @@ def test_zero_width_characters_and_a_soft_hyphen_inside_a_token_do_not_hide_it()
             assert redacted == "found [redacted] in the logs", (repr(mark), redacted)
 
 
+def test_disguised_secrets_deep_inside_a_long_escaped_result_are_redacted_where_they_are() -> None:
+    """The decoded view is read around what it decoded: finds far into a long text map back to their place."""
+    filler = "lorem ipsum dolor sit amet " * 400
+    token = PROVIDER_TOKENS["npm"]
+    text = (
+        f'{{\\"note\\": \\"start\\"}} {filler} found {token[:6]}\u200b{token[6:]} here {filler}'
+        f" next=%2Fcb%3Ftoken%3D{GITHUB} {filler} pan 4111\u00a01111\u00a01111\u00a01111 end"
+    )
+    redacted = redact_text(text)
+    assert _leaks(token, redacted.replace("\u200b", "")) == [] and _leaks(GITHUB, redacted) == []
+    assert f"{filler} found [redacted] here {filler}" in redacted and "next=%2Fcb%3Ftoken%3D[redacted] " in redacted
+    [card] = find_pii(text, _ALL)
+    assert text[card.start : card.end] == "4111\u00a01111\u00a01111\u00a01111"
+
+
 def test_a_secret_encoded_once_in_base64_is_redacted() -> None:
     plain = base64.b64encode(f"token={GITHUB}".encode()).decode()
     assert redact_text(f"payload: {plain}") == "payload: [redacted]"

@@ -33,10 +33,16 @@ _DASHES = "\u2010\u2011\u2012\u2013\u2212"
 _ENTITIES = {"&quot;": '"', "&#34;": '"', "&#x22;": '"', "&apos;": "'", "&#39;": "'", "&#x27;": "'", "&amp;": "&"}
 _SPACE_SET = frozenset(_SPACES)
 _DASH_SET = frozenset(_DASHES)
-_ENCODED = re.compile(
-    rf"[{_INVISIBLE}]|[{_SPACES}]|[{_DASHES}]|%[2-7][0-9A-Fa-f]|\\u00[2-7][0-9A-Fa-f]|\\[\"'\\/]"
-    r"|&(?:quot|apos|amp|#3[49]|#x2[27]);",
+# What each reader needs decoded: secrets live in escaped text (JSON in JSON, in HTML, in a URL); numbers in
+# typeset text. Typeset spaces and dashes are common in prose, so the secret rules do not pay for them.
+_FOR_SECRETS = re.compile(
+    rf"[{_INVISIBLE}]|%[2-7][0-9A-Fa-f]|\\u00[2-7][0-9A-Fa-f]|\\[\"'\\/]|&(?:quot|apos|amp|#3[49]|#x2[27]);"
 )
+_FOR_NUMBERS = re.compile(rf"[{_INVISIBLE}]|[{_SPACES}]|[{_DASHES}]|%[2-7][0-9A-Fa-f]")
+# How far around each decoded character a detector reads the view: longer than any token, a little more to find
+# the start of the word it sits in. Elsewhere the view is the text, which the detectors read already.
+_MARGIN = 320
+_SNAP = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,32 @@ class DecodedView:
     """The view offset where each piece starts, ascending (a removed character is a piece of length 0)."""
     _pieces: tuple[tuple[int, int, int, bool], ...]
     """Per piece: (view start, source start, source end, whether it is a copy of the source)."""
+
+    def windows(self) -> list[tuple[int, int]]:
+        """The stretches of ``text`` (start, end) that hold a decoded character, with enough around each that a
+        find touching one lies inside: each reaches ``_MARGIN`` characters past the decoded ones, then out to a
+        whitespace (within ``_SNAP`` more), so it does not start or end in the middle of a word."""
+        text = self.text
+        out: list[tuple[int, int]] = []
+        for view_start, _, _, copied in self._pieces:
+            if copied:
+                continue
+            lo = max(0, view_start - _MARGIN)
+            hi = min(len(text), view_start + 1 + _MARGIN)
+            if lo > 0:
+                cut = max(text.rfind(" ", max(0, lo - _SNAP), lo), text.rfind("\n", max(0, lo - _SNAP), lo))
+                lo = cut + 1 if cut >= 0 else lo
+            if out and lo <= out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        for i, (lo, hi) in enumerate(out):
+            if hi < len(text):
+                cut = min(
+                    (c for c in (text.find(" ", hi, hi + _SNAP), text.find("\n", hi, hi + _SNAP)) if c >= 0), default=hi
+                )
+                out[i] = (lo, cut)
+        return out
 
     def source_span(self, start: int, end: int) -> tuple[int, int]:
         """The span of the source that ``text[start:end]`` (not empty) was decoded from."""
@@ -81,12 +113,12 @@ def _decode(token: str) -> str:
     return ""  # invisible
 
 
-def decoded_view(text: str) -> DecodedView | None:
-    """The view of ``text`` with invisible characters removed, typographic spaces and dashes made plain,
-    printable percent-escapes (``%3D``), JSON's ``\\u0026``-style escapes of printable ASCII (Go writes ``&``, ``<``,
-    ``>`` so), backslash-escaped quotes, slashes and backslashes, and the HTML entities of quotes and ``&`` decoded;
-    None when there is nothing to decode."""
-    matches = list(_ENCODED.finditer(text))
+def decoded_view(text: str, *, numbers: bool) -> DecodedView | None:
+    """The view of ``text`` with invisible characters removed and printable percent-escapes (``%3D``) decoded, and
+    for secrets (``numbers=False``) JSON's ``\\u0026``-style escapes of printable ASCII (Go writes ``&``, ``<``, ``>``
+    so), backslash-escaped quotes, slashes and backslashes and the HTML entities of quotes and ``&`` decoded, or for
+    numbers (``numbers=True``) typographic spaces and dashes made plain; None when there is nothing to decode."""
+    matches = list((_FOR_NUMBERS if numbers else _FOR_SECRETS).finditer(text))
     if not matches:
         return None
     parts: list[str] = []

@@ -225,14 +225,16 @@ def find_pii(
     """The personal data of ``kinds`` in ``text``, overlapping finds merged (the first kind wins), in order.
     ``phonenumbers`` is the module (from ``require_phonenumbers``) when ``kinds`` has ``PHONE``.
 
-    The text's decoded view is read too (``stopwise.guardrails._decoded``: no-break and thin spaces, typographic
-    dashes, invisible characters, percent-escapes), each find mapped back to the span it was decoded from."""
+    The text's decoded view is read too, around what it decoded (``stopwise.guardrails._decoded``: no-break and
+    thin spaces, typographic dashes, invisible characters, percent-escapes), each find mapped back to the span it
+    was decoded from."""
     found = _find(text, kinds, phone_region, phonenumbers)
-    view = decoded_view(text)
+    view = decoded_view(text, numbers=True)
     if view is not None:
         found += [
-            PiiMatch(f.kind, *view.source_span(f.start, f.end))
-            for f in _find(view.text, kinds, phone_region, phonenumbers)
+            PiiMatch(f.kind, *view.source_span(lo + f.start, lo + f.end))
+            for lo, hi in view.windows()
+            for f in _find(view.text[lo:hi], kinds, phone_region, phonenumbers)
         ]
     found.sort(key=lambda f: (f.start, -f.end))
     merged: list[PiiMatch] = []

@@ -657,13 +657,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
 def find_secrets(text: str, rules: tuple[SecretRule, ...] = SECRET_RULES) -> list[SecretMatch]:
     """Every secret ``rules`` find in ``text``, overlapping finds merged, in text order.
 
-    Also read: the text's decoded view (``stopwise.guardrails._decoded``: percent-escapes, backslash-escaped
-    quotes, invisible characters), each find mapped back to the span it was decoded from; and each run of base64
-    that decodes to text, once (a secret found in it takes the whole run)."""
-    spans = _scan(text, rules)
-    view = decoded_view(text)
-    if view is not None:
-        spans += [SecretMatch(s.rule, *view.source_span(s.start, s.end)) for s in _scan(view.text, rules)]
+    Also read: the text's decoded view around what it decoded (``stopwise.guardrails._decoded``: percent-escapes,
+    escaped quotes, HTML entities, invisible characters), each find mapped back to the span it was decoded from;
+    and each run of base64 that decodes to text, once (a secret found in it takes the whole run)."""
+    spans = _scan(text, rules) + _scan_view(text, rules)
     for m in _BASE64_RUN.finditer(text):
         decoded = _base64_text(m.group())
         if decoded is not None and (found := _scan(decoded, rules) or _scan_view(decoded, rules)):
@@ -690,8 +687,15 @@ def _base64_text(run: str) -> str | None:
 
 
 def _scan_view(text: str, rules: tuple[SecretRule, ...]) -> list[SecretMatch]:
-    view = decoded_view(text)
-    return [] if view is None else _scan(view.text, rules)
+    """What the rules find in the decoded view's windows, as spans of ``text``."""
+    view = decoded_view(text, numbers=False)
+    if view is None:
+        return []
+    return [
+        SecretMatch(s.rule, *view.source_span(lo + s.start, lo + s.end))
+        for lo, hi in view.windows()
+        for s in _scan(view.text[lo:hi], rules)
+    ]
 
 
 def _scan(text: str, rules: tuple[SecretRule, ...]) -> list[SecretMatch]:
