@@ -601,7 +601,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     _rule(
         "mysql-password-flag",
-        r"\b(?i:mysql(?:dump|admin|import|sh)?)\b(?:(?!mysql)[^\n])*?[ \t]-p(?P<secret>[^\s\"'\-][^\s\"']{3,})",
+        r"\b(?i:mysql(?:dump|admin|import|sh)?)\b(?:(?!(?i:mysql))[^\n])*?[ \t]-p(?P<secret>[^\s\"'\-][^\s\"']{3,})",
         "mysql",
         accept=_flag_value,
     ),
