@@ -7,6 +7,7 @@ import inspect
 from types import MappingProxyType
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic_core import ValidationError
 
 from stopwise._leg import Leg
@@ -15,6 +16,7 @@ from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import Message
 from stopwise.output_validators import RetryOutput
 from stopwise.stop.max_steps import MaxStepsContext
+from stopwise.stop.row_copies import own_value
 
 __all__ = ["run_max_steps_handler", "run_validators"]
 
@@ -22,12 +24,13 @@ __all__ = ["run_max_steps_handler", "run_validators"]
 async def run_validators(leg: Leg, value: Any, *, text: bool) -> tuple[Any, str | None]:
     """The output after every validator, in order, and None; or the first rejection's feedback. ``text`` says the
     output is the final text (a replacement must then be a string). Raises ``CallerCodeFailed`` when a validator
-    raises anything but ``RetryOutput`` or returns a replacement of the wrong kind."""
+    raises anything but ``RetryOutput`` or returns a replacement of the wrong kind. Each validator is handed a
+    copy of the output: what it changes in place is neither the output nor logged."""
     output_type = leg.agent.output_type
     for fn in leg.agent.output_validators:
         name = getattr(fn, "__name__", type(fn).__name__)
         try:
-            result = fn(value)
+            result = fn(_handed(value))
             if inspect.isawaitable(result):
                 result = await result
         except RetryOutput as exc:
@@ -45,6 +48,14 @@ async def run_validators(leg: Leg, value: Any, *, text: bool) -> tuple[Any, str 
             raise CallerCodeFailed(ErrorDetail(ErrorCode.OUTPUT_VALIDATOR_RAISED, message, ErrorCategory.CALLER))
         value = result
     return value, None
+
+
+def _handed(output: Any) -> Any:
+    """The copy of ``output`` a validator is handed: what it changes in place is not the output (None accepts the
+    output as it was; a change is a replacement it returns)."""
+    if isinstance(output, BaseModel):
+        return output.model_copy(deep=True)
+    return own_value(output)
 
 
 async def run_max_steps_handler(leg: Leg, rows: list[Message]) -> Any:
