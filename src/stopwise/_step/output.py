@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import inspect
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from pydantic_core import ValidationError
 
 from stopwise._leg import Leg
@@ -17,6 +16,9 @@ from stopwise.messages import Message
 from stopwise.output_validators import RetryOutput
 from stopwise.stop.max_steps import MaxStepsContext
 from stopwise.stop.row_copies import own_value
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["run_max_steps_handler", "run_validators"]
 
@@ -30,7 +32,7 @@ async def run_validators(leg: Leg, value: Any, *, text: bool) -> tuple[Any, str 
     for fn in leg.agent.output_validators:
         name = getattr(fn, "__name__", type(fn).__name__)
         try:
-            result = fn(_handed(value))
+            result = fn(_handed(value, output_type))
             if inspect.isawaitable(result):
                 result = await result
         except RetryOutput as exc:
@@ -50,10 +52,10 @@ async def run_validators(leg: Leg, value: Any, *, text: bool) -> tuple[Any, str 
     return value, None
 
 
-def _handed(output: Any) -> Any:
-    """The copy of ``output`` a validator is handed: what it changes in place is not the output (None accepts the
-    output as it was; a change is a replacement it returns)."""
-    if isinstance(output, BaseModel):
+def _handed(output: Any, output_type: type[BaseModel] | None) -> Any:
+    """The copy of ``output`` (an ``output_type`` instance, or JSON data) a validator is handed: what it changes in
+    place is not the output (None accepts the output as it was; a change is a replacement it returns)."""
+    if output_type is not None and isinstance(output, output_type):
         return output.model_copy(deep=True)
     return own_value(output)
 
