@@ -146,9 +146,18 @@ async def test_a_tool_that_changes_a_value_it_returned_later_does_not_change_the
 # --- the guardian's evaluator ------------------------------------------------------------------------------------
 
 
+def meddle_with(projection: Projection) -> None:
+    """Change every call's arguments of ``projection``, the proposed call's too."""
+    for step in projection.steps:
+        for call in step.calls:
+            call.args["topic"] = "changed"
+            call.args["tags"].append("changed")
+    if projection.pending is not None:
+        mutate_calls([projection.pending])
+
+
 class Meddling:
-    """A custom evaluator: the rule evaluator's answers, after which (``meddle``) it changes every call's
-    arguments of the projection it was handed, the proposed call's too."""
+    """A custom evaluator: the rule evaluator's answers, after which (``meddle``) it changes the projection."""
 
     def __init__(self, meddle: bool) -> None:
         self.meddle = meddle
@@ -159,23 +168,35 @@ class Meddling:
         answers = await self.rules.evaluate(projection, questions)
         self.asked += 1
         if self.meddle:
-            for step in projection.steps:
-                for call in step.calls:
-                    call.args["topic"] = "changed"
-                    call.args["tags"].append("changed")
-            if projection.pending is not None:
-                mutate_calls([projection.pending])
+            meddle_with(projection)
+        return answers
+
+
+class MeddlingRules(RuleEvaluator):
+    """A subclass of stopwise's own evaluator, defined outside stopwise: user code too."""
+
+    def __init__(self, meddle: bool) -> None:
+        super().__init__()
+        self.meddle = meddle
+        self.asked = 0
+
+    async def evaluate(self, projection: Projection, questions: QuestionSet) -> Any:
+        answers = await super().evaluate(projection, questions)
+        self.asked += 1
+        if self.meddle:
+            meddle_with(projection)
         return answers
 
 
 @KINDS
+@pytest.mark.parametrize("evaluator", [Meddling, MeddlingRules])
 async def test_an_evaluator_that_changes_its_projection_changes_neither_the_log_nor_the_requests_nor_the_decisions(
-    tmp_path: Path, kind: str
+    tmp_path: Path, kind: str, evaluator: Any
 ) -> None:
-    evaluator = Meddling(meddle=True)
-    meddling = {"guardian": Guardian(evaluator=evaluator)}
-    await same_as_clean(tmp_path, kind, meddling, {"guardian": Guardian(evaluator=Meddling(meddle=False))})
-    assert evaluator.asked >= 6  # it was handed the calls' and the turns' projections
+    meddling = evaluator(meddle=True)
+    clean = {"guardian": Guardian(evaluator=evaluator(meddle=False))}
+    await same_as_clean(tmp_path, kind, {"guardian": Guardian(evaluator=meddling)}, clean)
+    assert meddling.asked >= 6  # it was handed the calls' and the turns' projections
 
 
 # --- on_event: what the events carry ---------------------------------------------------------------------------

@@ -240,8 +240,14 @@ async def _ask(
 
 async def _evaluate(evaluator: Evaluator, projection: Projection, questions: QuestionSet) -> object:
     # A coroutine of ours, so that a stray BaseException of the evaluator's (CancelledError) stays in the task.
-    # The evaluator is handed a copy: what it changes in place reaches neither the run nor the decision's record.
-    return await evaluator.evaluate(handed(projection), questions)
+    # An evaluator of the user's is handed a copy: what it changes in place reaches neither the run nor the
+    # decision's record. Stopwise's own only read it, and are spared the copy (about 30 us a question set).
+    ours = type(evaluator).__module__.startswith(_OUR_EVALUATORS)
+    return await evaluator.evaluate(projection if ours else handed(projection), questions)
+
+
+_OUR_EVALUATORS = "stopwise.guardian.evaluators."
+"""The package of stopwise's evaluators; a subclass of one defined elsewhere is the user's code."""
 
 
 def _collect(task: asyncio.Future[object]) -> None:
