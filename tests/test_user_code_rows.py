@@ -17,10 +17,12 @@ from stopwise import Agent, Guardian, Guardrails, MemoryStore, Pass, Risk, Runne
 from stopwise.events import Event, ModelReplied, RunFinished, ToolCalled, ToolReturned
 from stopwise.guardian.conditions import QuestionSet
 from stopwise.guardian.evaluators.rule import RuleEvaluator
+from stopwise.guardian.guardian import _evaluate
 from stopwise.guardian.projection import Projection
 from stopwise.messages import Reply, Role, ToolCall
 from stopwise.models import FunctionModel, ModelRequest
 from stopwise.result import RunStatus
+from stopwise.stop.row_copies import own_value
 from test_hook_rows import changed, mutate, mutate_calls, shown
 from test_model_rows import Observed, Scripted, observe, opened, publish, tagged_draft
 
@@ -337,3 +339,42 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
     result = await agent.run("go")
     assert result.output == "done" and len(sent) == 2 and judged
     assert "changed" not in repr(result.all_messages()) + "".join(sent)
+
+
+# --- what is deliberately not copied -----------------------------------------------------------------------------
+
+
+async def test_stopwise_own_evaluators_are_handed_the_projection_itself_and_any_other_a_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The copy costs about 30 us a question set; stopwise's evaluators only read the projection.
+    handed: list[Projection] = []
+
+    async def reading(self: Any, projection: Projection, questions: QuestionSet) -> Any:
+        handed.append(projection)
+        return None
+
+    monkeypatch.setattr(RuleEvaluator, "evaluate", reading)
+    monkeypatch.setattr(Meddling, "evaluate", reading)
+    pending = ToolCall("tagged_draft", {"topic": "x", "tags": ["a"]})
+    projection = Guardian().project([], goal="g", pending=pending)
+    questions = QuestionSet(Guardian().turn_conditions, "1")
+    for evaluator in (RuleEvaluator(), Meddling(meddle=False)):
+        await _evaluate(evaluator, projection, questions)
+    ours, theirs = handed
+    assert ours is projection
+    assert theirs is not projection and theirs.pending == pending and theirs.pending is not pending
+    assert theirs.pending is not None and theirs.pending.args["tags"] is not pending.args["tags"]
+
+
+def test_a_peer_result_has_its_lists_and_dicts_copied_and_an_object_of_its_own_type_shared() -> None:
+    # A peer's tool may return any object; only JSON's containers are copied (a deep copy of any object could
+    # fail, or cost without bound).
+    class Report:
+        pass
+
+    report = Report()
+    value = {"rows": [{"n": 1}], "report": report}
+    copy = own_value(value)
+    assert copy == value and copy["rows"] is not value["rows"] and copy["rows"][0] is not value["rows"][0]
+    assert copy["report"] is report
