@@ -53,8 +53,7 @@ async def same_as_clean(
     ``results`` is false: the meddling code was handed them) and the guardian's decisions are the same, and no
     text of the meddling run shows a change."""
     async with opened(kind, tmp_path / "clean.db") as store:
-        model = Scripted(meddle=False)
-        twin = await observe(store, model, **clean)
+        twin = await observe(store, Scripted(meddle=False), **clean)
     async with opened(kind, tmp_path / "log.db") as store:
         meddled = Scripted(meddle=False)
         seen = await observe(store, meddled, **meddling)
