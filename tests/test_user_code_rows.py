@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from stopwise import Agent, Guardian, Guardrails, MemoryStore, Pass, Risk, Runner, tool
+from stopwise import Agent, Guardian, Guardrails, MemoryStore, Modify, Pass, Risk, Runner, tool
 from stopwise.events import Event, ModelReplied, RunFinished, ToolCalled, ToolReturned
 from stopwise.guardian.conditions import QuestionSet
 from stopwise.guardian.evaluators.rule import RuleEvaluator
@@ -260,6 +260,24 @@ async def test_a_caller_that_changes_the_rows_of_a_result_changes_neither_the_lo
     assert len(requests) == 4
     assert changed(t for r in requests[2:] for t in r) == []
     assert changed(shown(snapshot.messages()) + shown(second.messages)) == []
+
+
+# --- approvals ---------------------------------------------------------------------------------------------------
+
+
+async def test_a_reviewer_that_changes_the_arguments_it_modified_a_call_with_later_changes_nothing_logged() -> None:
+    store = MemoryStore()  # the store that keeps the rows themselves
+    agent = Agent("a", "", Scripted(meddle=False), tools=[tagged_draft, publish])
+    first = await Runner(store).run(agent, "go", session_id="s")
+    tags = ["a"]
+    modified = {"topic": "final", "tags": tags}
+    second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Modify(modified)})
+    tags.append("changed")
+    modified["topic"] = "changed"
+    snapshot = await store.load_session("s")
+    assert second.status is RunStatus.COMPLETED and snapshot is not None
+    assert "Published: final ['a']" in [m.content for m in snapshot.messages()]
+    assert changed(shown(snapshot.messages()) + [m.content for m in snapshot.messages()]) == []
 
 
 # --- output validators ------------------------------------------------------------------------------------------
