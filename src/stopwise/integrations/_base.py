@@ -47,7 +47,7 @@ from stopwise.result import RunStatus
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
 from stopwise.stop.repeats import Repeats
-from stopwise.stop.row_copies import CopiedRows, RowCopies, own_args, own_call, own_row
+from stopwise.stop.row_copies import CopiedRows, RowCopies, own_args, own_call, own_row, own_value
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
@@ -409,10 +409,11 @@ class PeerRun:
         if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
             return ResultVerdict(value)
         run = self.run
+        # The guardrails are handed a copy of the peer's result, which the peer's history holds as it is.
         chain = await run_chain(
             guardrails,
             Hook.TOOL_RESULT,
-            value,
+            own_value(value),
             lambda v: ToolResultContext(
                 self._shown(history), step, run.session_id, run.run_id, None, own_call(call), v, is_error
             ),
