@@ -22,7 +22,7 @@ from stopwise.guardian.projection import Projection
 from stopwise.messages import Reply, Role, ToolCall
 from stopwise.models import FunctionModel, ModelRequest
 from stopwise.result import RunStatus
-from stopwise.stop.row_copies import own_value
+from stopwise.row_copies import own_value
 from test_hook_rows import changed, mutate, mutate_calls, shown
 from test_model_rows import Observed, Scripted, observe, opened, publish, tagged_draft
 

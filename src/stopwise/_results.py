@@ -16,8 +16,8 @@ from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
 from stopwise.records import LogRecord, parse_entry, read_typed
 from stopwise.result import CompletionReason, RunResult, RunStatus
+from stopwise.row_copies import own_row, own_value
 from stopwise.stop.guard import guard_report
-from stopwise.stop.row_copies import own_row, own_value
 from stopwise.store.base import RunRecord, SessionSnapshot
 
 __all__ = ["read_pending", "result_from_log", "result_of"]

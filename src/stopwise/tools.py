@@ -24,7 +24,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
 from stopwise.models.base import ToolSpec
-from stopwise.stop.row_copies import own_args
+from stopwise.row_copies import own_args
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -14,8 +14,8 @@ from stopwise._step.calls import CallerCodeFailed
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import Message
 from stopwise.output_validators import RetryOutput
+from stopwise.row_copies import own_value
 from stopwise.stop.max_steps import MaxStepsContext
-from stopwise.stop.row_copies import own_value
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

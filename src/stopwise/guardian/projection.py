@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
-from stopwise.stop.row_copies import own_call, own_value
+from stopwise.row_copies import own_call, own_value
 from stopwise.storable import storable_text
 
 __all__ = ["ProjectedStep", "Projection", "fenced", "fresh_fence", "handed", "project", "shares", "tail_start"]
