@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 REPO = "ysymyth/ReAct"
