@@ -62,7 +62,7 @@ class Step:
 class Episode:
     """One printed episode: its index, the instruction, its calls before ``Buy Now``, and the reward (``None``: the
     run ended without buying, at the 15-action cap). ``final`` is the agent's thoughts since its last call and the
-    ``Buy Now`` action: its last words, as the store's check finds them."""
+    ``Buy Now`` action: what it said and did last, the purchase (``None`` when it never bought)."""
 
     index: int
     instruction: str

@@ -19,7 +19,8 @@ Sources, by condition:
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
   repository is too large to clone: see ``compact_report``), and (never fitted) WorkBench's runs of five models on
   workplace tasks, split by domain into a dev source and a held-out one (the benchmark's own check of the end
-  state; ``_real_workbench``).
+  state; ``_real_workbench``), and (held out, scored once) ReAct with GPT-3 shopping on WebShop (the store's reward
+  of the purchase, 1.0 being success; ``_real_webshop``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 
