@@ -233,7 +233,7 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         # the rules printed on the box" is said to a person.
         rf"\b(?:ignore|disregard|forget|override|overrule|bypass)\s+(?:(?:all|any|each|every|of|the|other)\s+){{0,3}}your\b[^.\n]{{0,25}}\b(?:{_OWN_RULES})\b",
         # All or any instructions, ended there or said to be the reader's ("ignore all instructions you were given").
-        r"\b(?:ignore|disregard|forget)\s+(?:all|any)\s+(?:of\s+)?(?:the\s+)?(?:instructions|directives|guidelines|prompts)(?=\s*(?:[.!,;:\n]|$)|\s+(?:and|you|above|so far|received|that (?:you|were)|given (?:to )?you|before this)\b)",
+        r"\b(?:ignore|disregard|forget)\s+(?:all|any)\s+(?:of\s+)?(?:the\s+)?(?:instructions|directives|guidelines|prompts)(?=\s*(?:[.!,;:\n]|$)|\s+(?:and|you|above|so far|received|that (?:you|were)|given (?:to )?you|before this)\b)",  # noqa: E501
         r"\bnew (?:important |updated |urgent |real )?(?:instructions?|task|directive|rules|orders)\b",
         r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
         r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
@@ -260,10 +260,10 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
         # A vocative opening a sentence or a data field, then an order: "Assistant, please...", "AI, send...".
         # Not "Model, year, price" (a list): the word after the comma must be a request.
-        rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|a\.i\.|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",  # noqa: E501
+        rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|a\.i\.|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",
         # Timed to the agent's own turn: a person is answered, not "the user".
         r"\b(?:before|after|while|when|once|instead of)\s+(?:you\s+)?(?:answer|answering|respond|responding|reply|replying)\s+(?:to\s+)?(?:the|your|this)\s+(?:user|human)\b",  # noqa: E501
-        r"\b(?:before|after|while|when|once)\s+(?:you\s+)?(?:summari[sz]e|summari[sz]ing|summari[sz]ed)\s+(?:this|the)\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",  # noqa: E501
+        r"\b(?:before|after|while|when|once)\s+(?:you\s+)?(?:summari[sz]e|summari[sz]ing|summari[sz]ed)\s+(?:this|the)\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",
     ),
     "marker_chat_format": (
         r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
