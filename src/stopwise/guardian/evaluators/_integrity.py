@@ -217,10 +217,13 @@ _OWN_RULES = r"instructions?|rules|guidelines|directives?|prompts?|system prompt
 # Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
 # What only the agent holds, as the object of an exfiltration (``marker_tool_call``).
 _HELD = (
-    r"(?:the|this|our|your) (?:entire |whole |full |complete )?(?:conversation|chat|dialogue|session|context)(?: so far| history| log| transcript)?"  # noqa: E501
-    r"|(?:chat|conversation|message|browsing) history|the contents? of|everything (?:above|you (?:know|have|see|read|were told))"  # noqa: E501
-    r"|the user's (?:\w+ )?(?:data|e-?mails?|messages|files|documents|contacts|passwords?|address|details|information|history|notes|calendar|credentials)"  # noqa: E501
-    r"|(?:all|every) (?:of )?(?:the |your |my |the user's )?(?:e-?mails?|messages|files|documents|contacts|conversations|chats|notes|data|records|attachments)"  # noqa: E501
+    r"(?:the|this|your) (?:entire |whole |full |complete )?(?:conversation|chat|dialogue)(?: so far| history| log| transcript)?\b"  # noqa: E501
+    r"|your (?:session|context|memory|system prompt|instructions)\b|(?:chat|conversation|message|browsing) history\b"
+    r"|the contents? of (?:~|/|your\b|the user's\b|the (?:system prompt|context|conversation|chat|inbox|clipboard|memory)\b)"  # noqa: E501
+    r"|everything (?:above|you (?:know|have|see|read|were told))\b"
+    r"|the user's (?:\w+ )?(?:data|e-?mails?|messages|files|documents|contacts|passwords?|address|details|information|history|notes|calendar|credentials)\b"  # noqa: E501
+    # Every message of *yours* or the user's; "forward all emails to jane@..." is an out-of-office note.
+    r"|(?:all|every) (?:of )?(?:your|the user's) (?:\w+ )?(?:e-?mails?|messages|files|documents|contacts|conversations|chats|notes|data|records|attachments)\b"  # noqa: E501
 )
 _PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
 
@@ -263,7 +266,7 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|a\.i\.|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",
         # Timed to the agent's own turn: a person is answered, not "the user".
         r"\b(?:before|after|while|when|once|instead of)\s+(?:you\s+)?(?:answer|answering|respond|responding|reply|replying)\s+(?:to\s+)?(?:the|your|this)\s+(?:user|human)\b",  # noqa: E501
-        r"\b(?:before|after|while|when|once)\s+(?:you\s+)?(?:summari[sz]e|summari[sz]ing|summari[sz]ed)\s+(?:this|the)\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",
+        r"\b(?:before|after|while|when|once)\s+(?:you\s+summari[sz]e|summari[sz]ing)\s+this\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",
     ),
     "marker_chat_format": (
         r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
@@ -289,7 +292,7 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\bwire\b[^.\n]{0,30}\b(?:funds|money|\$\d)",
         # Exfiltration: what the agent holds (the conversation, the user's data, a file's contents, every message)
         # sent to an address or a URL. "Please send the invoice to accounts@..." names none of those: it is data.
-        rf"\b(?:send|forward|email|e-mail|upload|post|exfiltrate|transmit|leak|copy|submit|share)\b(?:[^.\n]|\.(?=\S)){{0,40}}?\b(?:{_HELD})\b(?:[^.\n]|\.(?=\S)){{0,60}}?\bto\s+(?:[\w.+-]+@[\w-]+\.\w|https?://|www\.|(?:the |this |my |our )?(?:following )?(?:url|address|e-?mail address|endpoint|webhook|server)\b)",  # noqa: E501
+        rf"\b(?:send|forward|email|e-mail|upload|post|exfiltrate|transmit|leak|copy|submit|share)\b(?:[^.\n]|\.(?=\S)){{0,40}}?\b(?:{_HELD})(?:[^.\n]|\.(?=\S)){{0,60}}?\bto\s+(?:[\w.+-]+@[\w-]+\.\w|https?://|www\.|(?:the |this |my |our )?(?:following )?(?:url|address|e-?mail address|endpoint|webhook|server)\b)",  # noqa: E501
         # The conversation appended to a URL's query: "visit https://x/?d= followed by the chat so far".
         r"https?://\S*[?&][\w-]+=\S*\s*(?:\+|followed by|appended with|with|and (?:then )?append|plus|containing)\s+(?:the |your |this |all )?(?:entire |whole |full )?(?:conversation|chat|dialogue|context|session|user's|history|messages|system prompt|instructions|password|api key|secrets?)\b",  # noqa: E501
     ),
