@@ -209,7 +209,7 @@ _SEEN_TOKENS = 1 << 16
 # Markers
 
 # What follows a vocative to the agent: a request or an order.
-_ORDER_WORDS = r"please|kindly|you|now|immediately|ignore|disregard|forget|send|forward|email|transfer|wire|pay|delete|remove|visit|open|click|call|run|execute|reply|respond|write|tell|reveal|share|upload|post|book|cancel|add|include|summari[sz]e|do|stop|make|go|check|find|list|print|output|buy|schedule|create|update|change|move|grant|invite|give|provide|i need you|i want you|we need you"  # noqa: E501
+_ORDER_WORDS = r"please|kindly|you|immediately|ignore|disregard|forget|send|forward|email|transfer|wire|pay|delete|remove|visit|click|execute|reply|respond|write|tell|reveal|share|upload|post|book|cancel|summari[sz]e|buy|schedule|grant|invite|i need you|i want you|we need you"  # noqa: E501
 _AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
 _INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
 # What the reader was told to obey: overriding *your* instructions is addressed to the agent.
@@ -263,7 +263,7 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
         # A vocative opening a sentence or a data field, then an order: "Assistant, please...", "AI, send...".
         # Not "Model, year, price" (a list): the word after the comma must be a request.
-        rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|a\.i\.|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",
+        rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",
         # Timed to the agent's own turn: a person is answered, not "the user".
         r"\b(?:before|after|while|when|once|instead of)\s+(?:you\s+)?(?:answer|answering|respond|responding|reply|replying)\s+(?:to\s+)?(?:the|your|this)\s+(?:user|human)\b",  # noqa: E501
         r"\b(?:before|after|while|when|once)\s+(?:you\s+summari[sz]e|summari[sz]ing)\s+this\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",
@@ -294,7 +294,7 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         # sent to an address or a URL. "Please send the invoice to accounts@..." names none of those: it is data.
         rf"\b(?:send|forward|email|e-mail|upload|post|exfiltrate|transmit|leak|copy|submit|share)\b(?:[^.\n]|\.(?=\S)){{0,40}}?\b(?:{_HELD})(?:[^.\n]|\.(?=\S)){{0,60}}?\bto\s+(?:[\w.+-]+@[\w-]+\.\w|https?://|www\.|(?:the |this |my |our )?(?:following )?(?:url|address|e-?mail address|endpoint|webhook|server)\b)",  # noqa: E501
         # The conversation appended to a URL's query: "visit https://x/?d= followed by the chat so far".
-        r"https?://\S*[?&][\w-]+=\S*\s*(?:\+|followed by|appended with|with|and (?:then )?append|plus|containing)\s+(?:the |your |this |all )?(?:entire |whole |full )?(?:conversation|chat|dialogue|context|session|user's|history|messages|system prompt|instructions|password|api key|secrets?)\b",  # noqa: E501
+        r"\bhttps?://[^\s?&]*[?&][\w-]+=\S*\s+(?:\+|followed by|appended with|with|and (?:then )?append|plus|containing)\s+(?:the |your |this |all )?(?:entire |whole |full )?(?:conversation|chat|dialogue|context|session|user's|history|messages|system prompt|instructions|password|api key|secrets?)\b",  # noqa: E501
     ),
     "marker_imperative": (
         rf"\b(?:you|the {_AGENT}|an? {_AGENT}|{_AGENT}s?) (?:must|should|shall|need to|have to|are required to|are instructed to|will now|are to)\b[^.\n]{{0,30}}\b(?:reply|respond|answer|output|say|print|include|call|send|ignore|forget|execute|run|delete|write|tell|reveal|append|add|recommend|approve|mark|output|visit|click|follow|comply|obey|disregard)",  # noqa: E501
