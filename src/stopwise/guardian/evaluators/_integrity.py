@@ -214,7 +214,6 @@ _AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|cop
 _INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
 # What the reader was told to obey: overriding *your* instructions is addressed to the agent.
 _OWN_RULES = r"instructions?|rules|guidelines|directives?|prompts?|system prompt|programming|guardrails|policies|constraints|restrictions|training"  # noqa: E501
-# Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
 # What only the agent holds, as the object of an exfiltration (``marker_tool_call``).
 _HELD = (
     r"(?:the|this|your) (?:entire |whole |full |complete )?(?:conversation|chat|dialogue)(?: so far| history| log| transcript)?\b"  # noqa: E501
@@ -225,6 +224,7 @@ _HELD = (
     # Every message of *yours* or the user's; "forward all emails to jane@..." is an out-of-office note.
     r"|(?:all|every) (?:of )?(?:your|the user's) (?:\w+ )?(?:e-?mails?|messages|files|documents|contacts|conversations|chats|notes|data|records|attachments)\b"  # noqa: E501
 )
+# Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
 _PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
 
 # Each family is one feature (1.0 when any of its patterns matches). Weights live in rule_coefficients.json.
@@ -521,7 +521,9 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     return features
 
 
-_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|ftp)://\S+|\bwww\.\S+")
+# A mailbox's name starts where its run of name characters does (the look-behind): one try per run, not per
+# character of it.
+_ADDRESS = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|ftp)://\S+|\bwww\.\S+")
 
 
 def _without_addresses(near: str) -> str:
