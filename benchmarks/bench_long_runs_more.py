@@ -7,7 +7,7 @@ Per-step configurations (gap between model calls, median of the first 50 vs the 
   stream     ``Runner.stream()`` consumed to the end: the events of every step;
   trimmed    ``history_processors=[keep_last_steps(5)]``: the model is sent the last 5 steps; the step's
              ``HistoryRecord`` (what was not sent) is logged every step. Also the bytes of the last step's log
-             entry vs the first's (SQLite: the bytes of its messages, records and usage);
+             entry vs the first's (SQLite: the bytes of its records) and the database's size;
   bigresult  ``Guardian()`` with a 20 KB tool result every step (integrity and the projection read them);
   approvals  a tool that needs approval every 50th step; the cost of each ``resume()`` (from the call until the
              model's next call), the first 5 resumes vs the last 5.
@@ -103,10 +103,12 @@ def _edges(gaps: list[float]) -> dict[str, float]:
     return {"first_us": first * 1e6, "last_us": last * 1e6, "ratio": last / first}
 
 
-def _entry_sizes(path: str) -> tuple[int, int]:
+def _entry_sizes(path: str) -> tuple[int, int, float]:
+    """The records (the history record among them) of the first and the last step entries, and the file's MB."""
     with sqlite3.connect(path) as db:
-        sizes = [n for (n,) in db.execute("SELECT length(messages) + coalesce(length(decision), 0) + coalesce(length(usage), 0) FROM log ORDER BY seq")]
-    return sizes[2], sizes[-3]
+        query = "SELECT coalesce(length(records), 0) FROM log WHERE kind = 'step' ORDER BY seq"
+        sizes = [n for (n,) in db.execute(query)]
+    return sizes[0], sizes[-2], os.path.getsize(path) / 1e6
 
 
 async def _per_step(config: str, steps: int, sqlite: bool) -> dict[str, float]:
@@ -146,8 +148,7 @@ async def _per_step(config: str, steps: int, sqlite: bool) -> dict[str, float]:
             out |= _edges([b - a for a, b in itertools.pairwise(script)])
         if sqlite and config == "trimmed":
             await _close(store)
-            out["entry_first_b"], out["entry_last_b"] = _entry_sizes(os.path.join(tmp, "long.db"))
-            out["db_mb"] = os.path.getsize(os.path.join(tmp, "long.db")) / 1e6
+            out["entry_first_b"], out["entry_last_b"], out["db_mb"] = _entry_sizes(os.path.join(tmp, "long.db"))
         elif store is not None:
             await _close(store)
     return out
@@ -268,7 +269,7 @@ def main() -> None:
     print()
     print(f"per step: median gap between model calls, first {EDGE} -> last {EDGE} steps (approvals: each resume,")
     print(f"first {RESUMES_EDGE} -> last {RESUMES_EDGE}); per run: after a {args.small}-step run -> after the")
-    print(f"longer run (retry, fork: time to the first new model call; rss: tracemalloc peak per step)")
+    print("longer run (retry, fork: time to the first new model call; rss: tracemalloc peak per step)")
     print(f"each cell the median of {args.repeat} runs; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print()
     keys = list(next(iter(results.values())))
@@ -278,7 +279,7 @@ def main() -> None:
     sized = [k for k in keys if any("entry_first_b" in results[t].get(k, {}) for t in trees)]
     if sized:
         print()
-        print("trimmed: the log entry of the first step -> of the last step, and the database's size")
+        print("trimmed: the records of the first step's log entry -> of the last step's, and the database's size")
         for key in sized:
             print(key.ljust(24) + "".join(_sizes(results[t].get(key)).ljust(52) for t in trees))
     if args.json:

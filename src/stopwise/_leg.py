@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from stopwise._step.row_positions import RowPositions
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalRecord, PendingApproval, PlannedCall
 from stopwise.call_ids import SessionCallIds
@@ -205,6 +206,8 @@ class Leg:
     processor_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the history processors have read in this leg: their own, since what they
     return is sent to the model (a row they return as handed is sent as logged: ``RowCopies.original``)."""
+    row_positions: RowPositions = field(default_factory=RowPositions)
+    """Where each row of ``messages`` is, for the history processors' record (``stopwise._step.row_positions``)."""
     _model_log: list[Message] = field(default_factory=list, init=False)
     """The ``messages`` list ``_model_rows`` copies (see ``model_history``)."""
     _model_rows: list[Message] = field(default_factory=list, init=False)
