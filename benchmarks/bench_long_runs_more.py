@@ -106,7 +106,7 @@ def _edges(gaps: list[float]) -> dict[str, float]:
 def _entry_sizes(path: str) -> tuple[int, int, float]:
     """The records (the history record among them) of the first and the last step entries, and the file's MB."""
     with sqlite3.connect(path) as db:
-        query = "SELECT coalesce(length(records), 0) FROM log WHERE kind = 'step' ORDER BY seq"
+        query = "SELECT coalesce(length(records), 0) FROM log WHERE kind IN ('intent', 'step') ORDER BY seq"
         sizes = [n for (n,) in db.execute(query)]
     return sizes[0], sizes[-2], os.path.getsize(path) / 1e6
 
