@@ -4,6 +4,7 @@ The same instant scripted model and tool as ``bench_long_runs.py`` (one call a s
 step). Every figure is "small -> large" and their ratio; flat cost means a ratio near 1.
 
 Per-step configurations (gap between model calls, median of the first 50 vs the last 50 steps):
+  plain      an agent with one tool (``bench_long_runs.py``'s, for the PostgreSQL store);
   stream     ``Runner.stream()`` consumed to the end: the events of every step;
   trimmed    ``history_processors=[keep_last_steps(5)]``: the model is sent the last 5 steps; the step's
              ``HistoryRecord`` (what was not sent) is logged every step. Also the bytes of the last step's log
@@ -19,12 +20,15 @@ Per-run configurations (the same work after a short and after a long run, ``--sm
   rss        tracemalloc's peak over an N-step run, per step (what a step leaves held: copies, caches, events).
 
 ``--src DIR`` (repeatable) runs everything once per source tree in a subprocess and prints them side by side.
-Each cell is the median of ``--repeat`` runs (default 3). Noise: on this shared 2-core machine a 50-step window
-moves by up to 1.5x between runs (see ``bench_long_runs.py``); read ratios far above that.
+Each configuration runs in memory and on SQLite, and with ``--postgres`` (or ``--dsn``) on PostgreSQL too (the
+tests' throwaway cluster, ``tests/_pgcluster.py``). Each cell is the median of ``--repeat`` runs (default 3).
+Noise: on this shared 2-core machine a 50-step window moves by up to 1.5x between runs (see
+``bench_long_runs.py``); read ratios far above that.
 
 Usage:
   python benchmarks/bench_long_runs_more.py [--steps 5000] [--small 500] [--only stream trimmed ...]
-                                            [--memory-only] [--repeat 3] [--src DIR ...] [--json PATH]
+                                            [--memory-only] [--postgres | --dsn DSN] [--repeat 3] [--src DIR ...]
+                                            [--json PATH]
 """
 
 from __future__ import annotations
@@ -42,13 +46,15 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 EDGE = 50
 APPROVE_EVERY = 50
 RESUMES_EDGE = 5
 RESULT_BYTES = 20_000
-PER_STEP = ("stream", "trimmed", "bigresult", "approvals")
+PER_STEP = ("plain", "stream", "trimmed", "bigresult", "approvals")
 PER_RUN = ("retry", "fork", "rss")
 CONFIGS = PER_STEP + PER_RUN
 
@@ -92,10 +98,14 @@ async def _close(store: Any) -> None:
             await out
 
 
-def _store(tmp: str, sqlite: bool) -> Any:
+def _store(tmp: str, kind: str, dsn: str | None) -> Any:
     from stopwise import SQLiteStore
 
-    return SQLiteStore(os.path.join(tmp, "long.db")) if sqlite else None
+    if kind == "postgres":
+        from stopwise.store.postgres import PostgresStore
+
+        return PostgresStore(dsn)
+    return SQLiteStore(os.path.join(tmp, "long.db")) if kind == "sqlite" else None
 
 
 def _edges(gaps: list[float]) -> dict[str, float]:
@@ -111,13 +121,13 @@ def _entry_sizes(path: str) -> tuple[int, int, float]:
     return sizes[0], sizes[-2], os.path.getsize(path) / 1e6
 
 
-async def _per_step(config: str, steps: int, sqlite: bool) -> dict[str, float]:
+async def _per_step(config: str, steps: int, kind: str, dsn: str | None) -> dict[str, float]:
     from stopwise import Approve, Runner
 
     script: list[float] = []
     agent = _agent(config, script, steps)
     with tempfile.TemporaryDirectory(prefix="stopwise-long-") as tmp:
-        store = _store(tmp, sqlite)
+        store = _store(tmp, kind, dsn)
         runner = Runner(store=store) if store is not None else Runner()
         gc.collect()
         t0 = time.perf_counter()
@@ -146,7 +156,7 @@ async def _per_step(config: str, steps: int, sqlite: bool) -> dict[str, float]:
             out |= {"first_us": first * 1e6, "last_us": last * 1e6, "ratio": last / first}
         else:
             out |= _edges([b - a for a, b in itertools.pairwise(script)])
-        if sqlite and config == "trimmed":
+        if kind == "sqlite" and config == "trimmed":
             await _close(store)
             out["entry_first_b"], out["entry_last_b"], out["db_mb"] = _entry_sizes(os.path.join(tmp, "long.db"))
         elif store is not None:
@@ -154,14 +164,14 @@ async def _per_step(config: str, steps: int, sqlite: bool) -> dict[str, float]:
     return out
 
 
-async def _after_run(config: str, steps: int, sqlite: bool) -> float:
+async def _after_run(config: str, steps: int, kind: str, dsn: str | None) -> float:
     """Seconds from ``retry()`` / ``fork()`` of an N-step run to its first new model call; for ``rss``,
     tracemalloc's peak bytes over an N-step run."""
     from stopwise import Runner
 
     script: list[float] = []
     with tempfile.TemporaryDirectory(prefix="stopwise-long-") as tmp:
-        store = _store(tmp, sqlite)
+        store = _store(tmp, kind, dsn)
         runner = Runner(store=store) if store is not None else Runner()
         try:
             if config == "rss":
@@ -195,22 +205,24 @@ async def _after_run(config: str, steps: int, sqlite: bool) -> float:
 
 
 def measure(
-    steps_list: list[int], small: int, configs: list[str], memory_only: bool, repeat: int
+    steps_list: list[int], small: int, configs: list[str], stores: list[str], repeat: int, dsn: str | None
 ) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for steps in steps_list:
         for config in configs:
-            for sqlite in (False,) if memory_only else (False, True):
-                key = f"{config:<9} {'sqlite' if sqlite else 'memory'} {steps:>5}"
+            for kind in stores:
+                if kind == "postgres" and config == "rss":
+                    continue  # the server's memory is not this process's
+                key = f"{config:<9} {kind:<8} {steps:>5}"
                 print(f"  {key} ...", file=sys.stderr, flush=True)
                 if config in PER_STEP:
-                    runs = [asyncio.run(_per_step(config, steps, sqlite)) for _ in range(repeat)]
+                    runs = [asyncio.run(_per_step(config, steps, kind, dsn)) for _ in range(repeat)]
                     out[key] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                     continue
                 pairs = []
                 for _ in range(repeat):
-                    a = asyncio.run(_after_run(config, small, sqlite))
-                    b = asyncio.run(_after_run(config, steps, sqlite))
+                    a = asyncio.run(_after_run(config, small, kind, dsn))
+                    b = asyncio.run(_after_run(config, steps, kind, dsn))
                     if config == "rss":
                         a, b = a / small, b / steps
                     pairs.append((a, b))
@@ -245,16 +257,34 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=500, help="the short run the per-run figures compare with")
     ap.add_argument("--only", nargs="+", choices=CONFIGS, default=list(CONFIGS))
     ap.add_argument("--memory-only", action="store_true")
+    ap.add_argument("--postgres", action="store_true", help="also on PostgreSQL (the tests' throwaway cluster)")
+    ap.add_argument("--dsn", help="the PostgreSQL to use instead of a throwaway cluster (implies --postgres)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--src", action="append", default=[])
     ap.add_argument("--json")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
+    stores = ["memory"] if args.memory_only else ["memory", "sqlite"]
     if args.child:
-        print(json.dumps(measure(args.steps, args.small, args.only, args.memory_only, args.repeat)))
+        stores += ["postgres"] if args.dsn else []
+        print(json.dumps(measure(args.steps, args.small, args.only, stores, args.repeat, args.dsn)))
         return
 
+    with ExitStack() as stack:
+        dsn = args.dsn
+        if args.postgres and dsn is None:
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' cluster
+            from _pgcluster import cluster
+
+            server = stack.enter_context(cluster())
+            if server is None:
+                raise SystemExit("no PostgreSQL binaries (apt-get install postgresql, or --dsn)")
+            dsn = server.new_database("long")
+        _compare(args, dsn)
+
+
+def _compare(args: argparse.Namespace, dsn: str | None) -> None:
     trees = args.src or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")]
     results: dict[str, dict[str, dict[str, float]]] = {}
     for tree in trees:
@@ -262,6 +292,7 @@ def main() -> None:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--steps", *map(str, args.steps)]
         cmd += ["--small", str(args.small), "--only", *args.only, "--repeat", str(args.repeat)]
         cmd += ["--memory-only"] if args.memory_only else []
+        cmd += ["--dsn", dsn] if dsn else []
         env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
         done = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, text=True)
         results[tree] = json.loads(done.stdout)
