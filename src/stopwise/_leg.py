@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from stopwise._step.row_positions import RowPositions
 from stopwise.agent import Agent
 from stopwise.approvals import ApprovalRecord, PendingApproval, PlannedCall
 from stopwise.call_ids import SessionCallIds
@@ -23,7 +24,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history_view import HistoryView
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
-from stopwise.records import LogRecord, StepIntent, parse_entry
+from stopwise.records import LogRecord, RunLog, StepIntent, parse_entry
 from stopwise.result import CompletionReason
 from stopwise.row_copies import CopiedRows, RowCopies, own_row
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
@@ -205,6 +206,8 @@ class Leg:
     processor_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the history processors have read in this leg: their own, since what they
     return is sent to the model (a row they return as handed is sent as logged: ``RowCopies.original``)."""
+    row_positions: RowPositions = field(default_factory=RowPositions)
+    """Where each row of ``messages`` is, for the history processors' record (``stopwise._step.row_positions``)."""
     _model_log: list[Message] = field(default_factory=list, init=False)
     """The ``messages`` list ``_model_rows`` copies (see ``model_history``)."""
     _model_rows: list[Message] = field(default_factory=list, init=False)
@@ -394,17 +397,20 @@ def restore_leg(
     *,
     fresh_budget: bool,
     new_input: tuple[Message, ...] = (),
+    run_log: RunLog | None = None,
 ) -> Leg:
-    """A leg that continues ``run`` from the log.
+    """A leg that continues ``run`` from the log (``run_log``: its entries of ``run``, read already).
 
     The run record may be as old as its leg's start (a crash), so progress (steps, usage, last text), the
     phase (forced completion, wrap-up) and the tool-error streaks come from the log entries. ``fresh_budget``
     (a retry after a failure or cancellation) counts ``max_steps`` from the committed steps. Decision records
     are kept either way: a retry keeps the stop guard's count.
     """
-    entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-    configs: dict[str, GuardianConfig] = {}
-    parsed = [r for e in entries for r in parse_entry(e, configs)]
+    if run_log is None:
+        run_log = RunLog.of(e for e in snapshot.entries if e.run_id == run.run_id)
+    entries = [e for e, _ in run_log.entries]
+    configs = dict(run_log.configs)
+    parsed = [r for _, rs in run_log.entries for r in rs]
     records: list[LogRecord] = [r for r in parsed if isinstance(r, KEPT)]
     open_intent = _open_intent(entries, run, new_input)
     # An intent without results counts for nothing yet: its step runs again from its recorded plans.

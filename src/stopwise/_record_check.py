@@ -60,6 +60,14 @@ def _exact(kind: type, expected: str) -> _Check:
     return check
 
 
+def _instance(kind: type) -> _Check:
+    def check(value: object) -> None:
+        if not isinstance(value, kind):
+            raise FieldMismatch(f"a {kind.__name__}", value)
+
+    return check
+
+
 def _number(value: object) -> None:
     if type(value) is not float and type(value) is not int:
         raise FieldMismatch("a number", value)
@@ -97,6 +105,9 @@ def _build(hint: Any, raw: bool) -> _Check:
         return _sequence(args, raw)
     if origin is Mapping or origin is dict:
         return _mapping(args[1], raw)
+    if isinstance(hint, type) and issubclass(hint, Sequence) and hint not in (str, bytes):
+        # A sequence class of its own (``history.Positions``): the record holds one, its JSON a list of integers.
+        return _sequence((int, Ellipsis), raw) if raw else _instance(hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _record_raw(hint) if raw else _record(hint)
     raise TypeError(f"no field check for annotation {hint!r}")  # a record class with a field of a new kind

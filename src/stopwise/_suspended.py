@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from stopwise.approvals import ApprovalRecord, ApprovalRequest, PendingApproval, expired
 from stopwise.errors import UnreadableSuspension
 from stopwise.messages import Message, Reply, Role, error_tool_result
-from stopwise.records import LogRecord, ResumeIntent, parse_log, to_data
+from stopwise.records import LogRecord, ResumeIntent, RunLog, to_data
 from stopwise.stop.decision import Phase, StepSignals, apply_decision, resolve
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
 
@@ -45,12 +45,15 @@ class SuspendedStep:
     call id; only calls still without a row. A later resume may only carry them out with the same decision."""
 
 
-def read_suspended(snapshot: SessionSnapshot, run: RunRecord) -> SuspendedStep:
-    """The step ``run`` (suspended) waits on, read from ``snapshot``'s log. ``UnreadableSuspension`` (naming the
-    session, the run and what is missing) when the log no longer holds the suspension's request, the reply whose
-    calls it holds, or a plan for each of the reply's calls: a damaged or hand-edited log, nothing to settle from.
-    A record the log holds that cannot be read at all is the ``UnreadableEntry`` naming its entry."""
-    log = parse_log(e for e in snapshot.entries if e.run_id == run.run_id)
+def read_suspended(snapshot: SessionSnapshot, run: RunRecord, run_log: RunLog | None = None) -> SuspendedStep:
+    """The step ``run`` (suspended) waits on, read from ``snapshot``'s log (``run_log``: its entries of ``run``,
+    read already). ``UnreadableSuspension`` (naming the session, the run and what is missing) when the log no
+    longer holds the suspension's request, the reply whose calls it holds, or a plan for each of the reply's calls:
+    a damaged or hand-edited log, nothing to settle from. A record the log holds that cannot be read at all is the
+    ``UnreadableEntry`` naming its entry."""
+    if run_log is None:
+        run_log = RunLog.of(e for e in snapshot.entries if e.run_id == run.run_id)
+    log = run_log.entries
     entries = [e for e, _ in log]
     at, request = 0, None
     records: tuple[LogRecord, ...] = ()

@@ -36,6 +36,7 @@ from stopwise.store.base import LogEntry
 from stopwise.tool_switches import ToolSwitchRecord
 
 __all__ = [
+    "RunLog",
     "ForkRecord",
     "LogRecord",
     "ResumeIntent",
@@ -281,6 +282,23 @@ def parse_log(entries: Iterable[LogEntry]) -> list[tuple[LogEntry, tuple[LogReco
     entry this version cannot read raises ``UnreadableEntry`` (``parse_entry``)."""
     configs: dict[str, GuardianConfig] = {}
     return [(e, parse_entry(e, configs)) for e in entries]
+
+
+@dataclass(frozen=True, slots=True)
+class RunLog:
+    """One run's entries, each with its typed records, and the run's guardian configs: read once (``RunLog.of``)
+    and handed to every reader of a resume (the suspended step, the restored leg), so a resume parses the run's
+    log once, not once per reader."""
+
+    entries: tuple[tuple[LogEntry, tuple[LogRecord, ...]], ...]
+    configs: Mapping[str, GuardianConfig]
+    """The ``GuardianConfig`` records the entries hold, by key."""
+
+    @classmethod
+    def of(cls, entries: Iterable[LogEntry]) -> RunLog:
+        """``entries`` (one run's, in log order) read as ``parse_log`` reads them."""
+        configs: dict[str, GuardianConfig] = {}
+        return cls(tuple((e, parse_entry(e, configs)) for e in entries), configs)
 
 
 def to_data(records: Iterable[LogRecord], configs: set[str] | None = None) -> tuple[dict[str, Any], ...]:

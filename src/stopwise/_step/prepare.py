@@ -10,7 +10,7 @@ from types import MappingProxyType
 from stopwise._leg import Leg
 from stopwise._step.calls import CallerCodeFailed
 from stopwise.errors import ConfigError, ErrorCategory, ErrorCode, ErrorDetail
-from stopwise.history import HistoryRecord
+from stopwise.history import HistoryRecord, Positions
 from stopwise.history_view import HistoryView
 from stopwise.messages import Message, Role
 from stopwise.models._registry import resolve_model
@@ -94,12 +94,21 @@ async def _bounded(leg: Leg, number: int, prepared: Prepared) -> Prepared:
     messages = HistoryView(map(copies.original, messages))
     # Rows are compared by identity: a processor that keeps a row passes the same object on. The model is sent
     # its own copy of each logged row kept (``Leg.model_history``), and the rows a processor made as it made them.
-    model = {id(m): c for m, c in zip(history, leg.model_history(), strict=True)}
-    sent = {id(m) for m in messages}
-    dropped = tuple(i for i, m in enumerate(history) if id(m) not in sent)
-    added = sum(1 for m in messages if id(m) not in model)
-    record = HistoryRecord(number, dropped, added, len(messages))
-    return replace(prepared, messages=HistoryView(model.get(id(m), m) for m in messages), history=record)
+    # Only the rows sent are looked up (``RowPositions``): a processor keeping the tail of a long run costs the tail.
+    at, model = leg.row_positions.of(leg.messages), leg.model_history()
+    kept: list[int] = []
+    sent: list[Message] = []
+    added = 0
+    for m in messages:
+        where = at.get(id(m))
+        if where is None:
+            added += 1
+            sent.append(m)
+        else:
+            kept.extend(where)
+            sent.append(model[where[-1]])
+    record = HistoryRecord(number, Positions.missing(len(history), kept), added, len(messages))
+    return replace(prepared, messages=HistoryView(sent), history=record)
 
 
 async def _planned(leg: Leg, number: int, phase: Phase) -> Prepared:

@@ -110,7 +110,7 @@ class StepView:
             "guardian": [_guardian_summary(d) for d in self.guardian],
             "approvals": [r.to_data() for r in self.approvals],
             "plan": None if self.plan is None else self.plan.to_data(),
-            "history": None if self.history is None else self.history.to_data(),
+            "history": None if self.history is None else self.history.to_view(),
             "switches": [r.to_data() for r in self.switches],
             "fork": None if self.fork is None else self.fork.to_data(),
         }

@@ -59,7 +59,7 @@ from stopwise.messages import (
     encode_tool_result,
     error_tool_result,
 )
-from stopwise.records import LogRecord, ToolReceipt
+from stopwise.records import LogRecord, RunLog, ToolReceipt
 from stopwise.result import RunResult, RunStatus
 from stopwise.storable import is_storable
 from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
@@ -778,13 +778,14 @@ class Runner:
         if last.status is not RunStatus.SUSPENDED:
             raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
         pending = {p.call_id: p for p in read_pending(last)}
-        suspended = read_suspended(snapshot, last)
+        run_log = RunLog.of(e for e in snapshot.entries if e.run_id == last.run_id)
+        suspended = read_suspended(snapshot, last, run_log)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
         _check_decisions(pending, decisions, self.clock(), suspended.decided, suspended.begun)
         step, reply, records, request = suspended.step, suspended.reply, suspended.records, suspended.request
         terminate = next((d for d in decisions.values() if isinstance(d, Terminate)), None)
-        leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False)
+        leg = restore_leg(agent, self.store, self, snapshot, last, fresh_budget=False, run_log=run_log)
         leg.write_start = False  # the run stays suspended until its step is settled
         if request.escalation is not None:
             leg.settle = _settle_review(step, reply, records, request.escalation, decisions, last.run_id, self.clock())
