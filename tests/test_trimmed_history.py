@@ -106,6 +106,13 @@ def test_positions_read_as_the_tuple_of_the_positions_they_hold() -> None:
         held[6]
 
 
+def test_positions_equal_to_a_tuple_hash_as_that_tuple() -> None:
+    # Equal objects must hash alike: a set or a dict key may mix records read back with tuples a caller made.
+    held = Positions.of([1, 2, 3, 7])
+    assert hash(held) == hash((1, 2, 3, 7))
+    assert {held, (1, 2, 3, 7)} == {held}
+
+
 @pytest.mark.parametrize("runs", [[(3, 1.5)], [("a", "b")], [(-1, 2)], [(5, 8), (2, 3)]])
 def test_positions_refuse_runs_that_are_not_ascending_integer_positions(runs: Any) -> None:
     with pytest.raises(ValueError):

@@ -106,7 +106,8 @@ class Positions(Sequence[int]):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self.runs)
+        # Equal to the tuple of its positions, so it hashes as that tuple (a set or dict key may mix the two).
+        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"Positions({list(self.runs)!r})"
