@@ -7,13 +7,28 @@ the model's requests, the results and the guardian's decisions as the same run w
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stopwise import Agent, Guardian, Guardrails, MemoryStore, Modify, Pass, Risk, Runner, tool
+from stopwise import (
+    Agent,
+    Approve,
+    Guardian,
+    Guardrails,
+    Limits,
+    MemoryStore,
+    Modify,
+    Pass,
+    Rewrite,
+    Risk,
+    Runner,
+    tool,
+)
 from stopwise.events import Event, ModelReplied, RunFinished, ToolCalled, ToolReturned
 from stopwise.guardian.conditions import QuestionSet
 from stopwise.guardian.evaluators.rule import RuleEvaluator
@@ -395,3 +410,108 @@ def test_a_peer_result_has_its_lists_and_dicts_copied_and_an_object_of_its_own_t
     copy = own_value(value)
     assert copy == value and copy["rows"] is not value["rows"] and copy["rows"][0] is not value["rows"][0]
     assert copy["report"] is report
+
+
+# --- what a store hands out ------------------------------------------------------------------------------------
+
+
+def scribble(value: Any) -> None:
+    """Change, in place, every list and dict reachable from ``value`` (through our frozen dataclasses too)."""
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            scribble(v)
+        value["changed"] = True
+    elif isinstance(value, list):
+        for v in value:
+            scribble(v)
+        value.append("changed")
+    elif isinstance(value, tuple):
+        for v in value:
+            scribble(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            scribble(getattr(value, f.name))
+
+
+@KINDS
+async def test_a_caller_that_changes_what_a_store_read_out_changes_nothing_the_store_reads_back(
+    tmp_path: Path, kind: str
+) -> None:
+    # Each read of a database store decodes fresh objects; the memory store's reads are to behave the same.
+    async with opened(kind, tmp_path / "log.db") as store:
+        agent = Agent("a", "", Scripted(meddle=False), tools=[tagged_draft, publish], guardian=Guardian())
+        first = await Runner(store).run(agent, "go", session_id="s")
+        assert first.status is RunStatus.SUSPENDED
+
+        async def reads() -> list[Any]:
+            return [
+                await store.load_session("s"),
+                await store.get_run(first.run_id),
+                await store.list_runs("s"),
+                await store.suspended_runs(),
+            ]
+
+        before = await reads()
+        pristine = copy.deepcopy(before)
+        scribble(before)
+        assert before != pristine  # the scribbling reached something
+        assert await reads() == pristine
+        second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
+        snapshot = await store.load_session("s")
+    assert second.status is RunStatus.COMPLETED and snapshot is not None
+    assert any(m.content.startswith("Published: final") for m in snapshot.messages())
+    assert changed(shown(snapshot.messages()) + shown(second.messages)) == []
+
+
+async def test_a_caller_that_changes_a_failed_result_s_error_details_changes_nothing_the_store_reads_back() -> None:
+    store = MemoryStore()  # the store that keeps the run record itself
+    lookups = Reply(tool_calls=[ToolCall("tagged_draft", {"topic": t, "tags": ["a"]}) for t in "xy"])
+    agent = Agent("a", "", FunctionModel(lambda _: lookups), tools=[tagged_draft], limits=Limits(tool_calls=1))
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.error is not None and result.error.details == {"limit": "tool_calls", "allowed": 1, "used": 2}
+    result.error.details["used"] = "changed"  # type: ignore[index]
+    run = await store.get_run(result.run_id)
+    assert run is not None and run.error is not None
+    assert run.error.details == {"limit": "tool_calls", "allowed": 1, "used": 2}
+
+
+async def test_a_caller_that_changes_a_result_s_output_changes_nothing_the_store_reads_back() -> None:
+    store = MemoryStore()
+    summarise = Reply(tool_calls=[ToolCall("summary", {"topic": "x", "tags": ["a"]})])
+    agent = Agent("a", "", FunctionModel(lambda _: summarise), tools=[summary], stop_at_tools=["summary"])
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert isinstance(result.output, dict), result.error
+    stored = copy.deepcopy(result.output)
+    scribble(result.output)
+    run = await store.get_run(result.run_id)
+    assert run is not None and run.output == stored
+
+
+# --- guardrail verdicts ----------------------------------------------------------------------------------------
+
+
+@KINDS
+async def test_a_tool_call_guardrail_that_changes_the_arguments_it_rewrote_a_call_with_later_changes_nothing_logged(
+    tmp_path: Path, kind: str
+) -> None:
+    kept: list[dict[str, Any]] = []
+
+    def tag_it(ctx: Any) -> Rewrite:
+        """Rewrites each call's tags, keeps its rewrite, and changes every rewrite it kept on its next call."""
+        scribble(kept)
+        args = {**ctx.tool_call.args, "tags": ["rewritten"]}
+        kept.append(args)
+        return Rewrite(args=args, redacted=True)
+
+    async with opened(kind, tmp_path / "log.db") as store:
+        agent = Agent(
+            "a", "", Scripted(meddle=False), tools=[tagged_draft, publish], guardrails=Guardrails(on_tool_call=tag_it)
+        )
+        first = await Runner(store).run(agent, "go", session_id="s")
+        second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
+        scribble(kept)
+        snapshot = await store.load_session("s")
+    assert second.status is RunStatus.COMPLETED and snapshot is not None and len(kept) >= 3
+    calls = [c for m in snapshot.messages() for c in m.tool_calls]
+    assert [c.args["tags"] for c in calls] == [["rewritten"]] * len(calls)
+    assert changed(shown(snapshot.messages()) + shown(second.messages)) == []
