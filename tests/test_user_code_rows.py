@@ -34,7 +34,7 @@ from stopwise.guardian.conditions import QuestionSet
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.guardian import _evaluate
 from stopwise.guardian.projection import Projection
-from stopwise.messages import Reply, Role, ToolCall
+from stopwise.messages import Message, Reply, Role, ToolCall
 from stopwise.models import FunctionModel, ModelRequest
 from stopwise.result import RunStatus
 from stopwise.row_copies import own_value
@@ -373,6 +373,70 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
     assert "changed" not in repr(result.all_messages()) + "".join(sent)
 
 
+async def test_a_pydantic_ai_tool_result_guardrail_that_changes_a_result_it_rewrote_later_changes_not_its_history() -> (
+    None
+):
+    pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
+    from pydantic_ai import Agent as PeerAgent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo
+    from pydantic_ai.models.function import FunctionModel as PeerModel
+
+    from stopwise.integrations.pydantic_ai import StopwiseCapability
+
+    sent: list[str] = []
+    kept: list[Any] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(repr(messages))
+        if len(sent) < 3:
+            call = ToolCallPart("draft", {"topic": "x", "tags": ["a"]}, tool_call_id=f"c{len(sent)}")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("done")])
+
+    def rewrite(ctx: Any) -> Rewrite:
+        """Rewrites each result, keeps its rewrite, and changes every rewrite it kept on its next call."""
+        scribble(tuple(kept))
+        kept.append({"topic": "rewritten", "tags": ["r"]})
+        return Rewrite(result=kept[-1])
+
+    capability = StopwiseCapability(store=MemoryStore(), guardrails=Guardrails(on_tool_result=rewrite))
+    agent: PeerAgent[None, str] = PeerAgent(PeerModel(model), capabilities=[capability])
+
+    @agent.tool_plain
+    def draft(topic: str, tags: list[str]) -> dict[str, Any]:
+        """Write a tagged draft note."""
+        return {"topic": topic, "tags": tags}
+
+    result = await agent.run("go")
+    scribble(tuple(kept))
+    assert result.output == "done" and len(sent) == 3 and len(kept) == 2
+    assert "rewritten" in sent[-1]
+    assert "changed" not in repr(result.all_messages()) + "".join(sent)
+
+
+async def test_an_input_guardrail_that_changes_the_rows_it_rewrote_the_input_with_later_changes_nothing_logged() -> (
+    None
+):
+    kept: list[Message] = []
+
+    def rewrite(ctx: Any) -> Rewrite:
+        """Rewrites the input to one tagged row, keeps it, and changes every row it kept on its next call."""
+        scribble(tuple(kept))
+        kept.append(Message(Role.USER, "rewritten", metadata={"tags": ["a"]}))
+        return Rewrite(messages=[kept[-1]])
+
+    store = MemoryStore()  # the store that keeps the rows themselves
+    agent = Agent("a", "", FunctionModel(lambda _: Reply("ok")), guardrails=Guardrails(on_input=rewrite))
+    await Runner(store).run(agent, "go", session_id="s")
+    await Runner(store).run(agent, "again", session_id="s")
+    scribble(tuple(kept))
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and len(kept) == 2
+    assert [m.metadata for m in snapshot.messages() if m.role is Role.USER] == [{"tags": ["a"]}]
+    assert changed(shown(snapshot.messages())) == []
+
+
 # --- what is deliberately not copied -----------------------------------------------------------------------------
 
 
@@ -498,7 +562,7 @@ async def test_a_tool_call_guardrail_that_changes_the_arguments_it_rewrote_a_cal
 
     def tag_it(ctx: Any) -> Rewrite:
         """Rewrites each call's tags, keeps its rewrite, and changes every rewrite it kept on its next call."""
-        scribble(kept)
+        scribble(tuple(kept))
         args = {**ctx.tool_call.args, "tags": ["rewritten"]}
         kept.append(args)
         return Rewrite(args=args, redacted=True)
@@ -509,7 +573,7 @@ async def test_a_tool_call_guardrail_that_changes_the_arguments_it_rewrote_a_cal
         )
         first = await Runner(store).run(agent, "go", session_id="s")
         second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
-        scribble(kept)
+        scribble(tuple(kept))
         snapshot = await store.load_session("s")
     assert second.status is RunStatus.COMPLETED and snapshot is not None and len(kept) >= 3
     calls = [c for m in snapshot.messages() for c in m.tool_calls]
