@@ -333,9 +333,9 @@ async def test_an_output_validator_that_changes_the_output_in_place_changes_neit
 # --- a peer's tool-result guardrail ---------------------------------------------------------------------------
 
 
-async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_place_changes_neither_its_history() -> (
-    None
-):
+async def peer_run(on_tool_result: Any, drafts: int) -> tuple[str, list[str]]:
+    """A pydantic-ai agent under ``on_tool_result`` asking for ``drafts`` tagged drafts, one a step, then answering
+    "done": its history and every request its model was sent, as text."""
     pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
     from pydantic_ai import Agent as PeerAgent
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -345,13 +345,31 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
     from stopwise.integrations.pydantic_ai import StopwiseCapability
 
     sent: list[str] = []
-    judged: list[Any] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         sent.append(repr(messages))
-        if not any(isinstance(m, ModelResponse) for m in messages):
-            return ModelResponse(parts=[ToolCallPart("draft", {"topic": "x", "tags": ["a"]}, tool_call_id="c1")])
+        if len(sent) <= drafts:
+            call = ToolCallPart("draft", {"topic": "x", "tags": ["a"]}, tool_call_id=f"c{len(sent)}")
+            return ModelResponse(parts=[call])
         return ModelResponse(parts=[TextPart("done")])
+
+    capability = StopwiseCapability(store=MemoryStore(), guardrails=Guardrails(on_tool_result=on_tool_result))
+    agent: PeerAgent[None, str] = PeerAgent(PeerModel(model), capabilities=[capability])
+
+    @agent.tool_plain
+    def draft(topic: str, tags: list[str]) -> dict[str, Any]:
+        """Write a tagged draft note."""
+        return {"topic": topic, "tags": tags}
+
+    result = await agent.run("go")
+    assert result.output == "done" and len(sent) == drafts + 1
+    return repr(result.all_messages()), sent
+
+
+async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_place_changes_neither_its_history() -> (
+    None
+):
+    judged: list[Any] = []
 
     def meddle(ctx: Any) -> Pass:
         judged.append(ctx.result)
@@ -359,40 +377,15 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
         ctx.result["topic"] = "changed"
         return Pass()
 
-    store = MemoryStore()
-    capability = StopwiseCapability(store=store, guardrails=Guardrails(on_tool_result=meddle))
-    agent: PeerAgent[None, str] = PeerAgent(PeerModel(model), capabilities=[capability])
-
-    @agent.tool_plain
-    def draft(topic: str, tags: list[str]) -> dict[str, Any]:
-        """Write a tagged draft note."""
-        return {"topic": topic, "tags": tags}
-
-    result = await agent.run("go")
-    assert result.output == "done" and len(sent) == 2 and judged
-    assert "changed" not in repr(result.all_messages()) + "".join(sent)
+    history, sent = await peer_run(meddle, drafts=1)
+    assert judged
+    assert "changed" not in history + "".join(sent)
 
 
 async def test_a_pydantic_ai_tool_result_guardrail_that_changes_a_result_it_rewrote_later_changes_not_its_history() -> (
     None
 ):
-    pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
-    from pydantic_ai import Agent as PeerAgent
-    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-    from pydantic_ai.models.function import AgentInfo
-    from pydantic_ai.models.function import FunctionModel as PeerModel
-
-    from stopwise.integrations.pydantic_ai import StopwiseCapability
-
-    sent: list[str] = []
     kept: list[Any] = []
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        sent.append(repr(messages))
-        if len(sent) < 3:
-            call = ToolCallPart("draft", {"topic": "x", "tags": ["a"]}, tool_call_id=f"c{len(sent)}")
-            return ModelResponse(parts=[call])
-        return ModelResponse(parts=[TextPart("done")])
 
     def rewrite(ctx: Any) -> Rewrite:
         """Rewrites each result, keeps its rewrite, and changes every rewrite it kept on its next call."""
@@ -400,19 +393,10 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_a_result_it_rewr
         kept.append({"topic": "rewritten", "tags": ["r"]})
         return Rewrite(result=kept[-1])
 
-    capability = StopwiseCapability(store=MemoryStore(), guardrails=Guardrails(on_tool_result=rewrite))
-    agent: PeerAgent[None, str] = PeerAgent(PeerModel(model), capabilities=[capability])
-
-    @agent.tool_plain
-    def draft(topic: str, tags: list[str]) -> dict[str, Any]:
-        """Write a tagged draft note."""
-        return {"topic": topic, "tags": tags}
-
-    result = await agent.run("go")
+    history, sent = await peer_run(rewrite, drafts=2)
     scribble(tuple(kept))
-    assert result.output == "done" and len(sent) == 3 and len(kept) == 2
-    assert "rewritten" in sent[-1]
-    assert "changed" not in repr(result.all_messages()) + "".join(sent)
+    assert len(kept) == 2 and "rewritten" in sent[-1]
+    assert "changed" not in history + "".join(sent)
 
 
 async def test_an_input_guardrail_that_changes_the_rows_it_rewrote_the_input_with_later_changes_nothing_logged() -> (
