@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -385,40 +386,11 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
 async def test_a_pydantic_ai_tool_result_guardrail_that_changes_a_result_it_rewrote_later_changes_not_its_history() -> (
     None
 ):
-    kept: list[Any] = []
-
-    def rewrite(ctx: Any) -> Rewrite:
-        """Rewrites each result, keeps its rewrite, and changes every rewrite it kept on its next call."""
-        scribble(tuple(kept))
-        kept.append({"topic": "rewritten", "tags": ["r"]})
-        return Rewrite(result=kept[-1])
-
+    rewrite = KeptRewrites(lambda ctx: Rewrite(result={"topic": "rewritten", "tags": ["r"]}))
     history, sent = await peer_run(rewrite, drafts=2)
-    scribble(tuple(kept))
-    assert len(kept) == 2 and "rewritten" in sent[-1]
+    rewrite.change_all()
+    assert len(rewrite.kept) == 2 and "rewritten" in sent[-1]
     assert "changed" not in history + "".join(sent)
-
-
-async def test_an_input_guardrail_that_changes_the_rows_it_rewrote_the_input_with_later_changes_nothing_logged() -> (
-    None
-):
-    kept: list[Message] = []
-
-    def rewrite(ctx: Any) -> Rewrite:
-        """Rewrites the input to one tagged row, keeps it, and changes every row it kept on its next call."""
-        scribble(tuple(kept))
-        kept.append(Message(Role.USER, "rewritten", metadata={"tags": ["a"]}))
-        return Rewrite(messages=[kept[-1]])
-
-    store = MemoryStore()  # the store that keeps the rows themselves
-    agent = Agent("a", "", FunctionModel(lambda _: Reply("ok")), guardrails=Guardrails(on_input=rewrite))
-    await Runner(store).run(agent, "go", session_id="s")
-    await Runner(store).run(agent, "again", session_id="s")
-    scribble(tuple(kept))
-    snapshot = await store.load_session("s")
-    assert snapshot is not None and len(kept) == 2
-    assert [m.metadata for m in snapshot.messages() if m.role is Role.USER] == [{"tags": ["a"]}]
-    assert changed(shown(snapshot.messages())) == []
 
 
 # --- what is deliberately not copied -----------------------------------------------------------------------------
@@ -538,18 +510,44 @@ async def test_a_caller_that_changes_a_result_s_output_changes_nothing_the_store
 # --- guardrail verdicts ----------------------------------------------------------------------------------------
 
 
+class KeptRewrites:
+    """A guardrail that rewrites with ``make(ctx)`` and keeps every verdict it returned, changing all it kept in
+    place on each of its later calls (and on ``change_all``)."""
+
+    def __init__(self, make: Callable[[Any], Rewrite]) -> None:
+        self.make = make
+        self.kept: list[Rewrite] = []
+
+    def __call__(self, ctx: Any) -> Rewrite:
+        self.change_all()
+        self.kept.append(self.make(ctx))
+        return self.kept[-1]
+
+    def change_all(self) -> None:
+        scribble(tuple(self.kept))
+
+
+async def test_an_input_guardrail_that_changes_the_rows_it_rewrote_the_input_with_later_changes_nothing_logged() -> (
+    None
+):
+    rewrite = KeptRewrites(lambda ctx: Rewrite(messages=[Message(Role.USER, "rewritten", metadata={"tags": ["a"]})]))
+
+    store = MemoryStore()  # the store that keeps the rows themselves
+    agent = Agent("a", "", FunctionModel(lambda _: Reply("ok")), guardrails=Guardrails(on_input=rewrite))
+    await Runner(store).run(agent, "go", session_id="s")
+    await Runner(store).run(agent, "again", session_id="s")
+    rewrite.change_all()
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and len(rewrite.kept) == 2
+    assert [m.metadata for m in snapshot.messages() if m.role is Role.USER] == [{"tags": ["a"]}]
+    assert changed(shown(snapshot.messages())) == []
+
+
 @KINDS
 async def test_a_tool_call_guardrail_that_changes_the_arguments_it_rewrote_a_call_with_later_changes_nothing_logged(
     tmp_path: Path, kind: str
 ) -> None:
-    kept: list[dict[str, Any]] = []
-
-    def tag_it(ctx: Any) -> Rewrite:
-        """Rewrites each call's tags, keeps its rewrite, and changes every rewrite it kept on its next call."""
-        scribble(tuple(kept))
-        args = {**ctx.tool_call.args, "tags": ["rewritten"]}
-        kept.append(args)
-        return Rewrite(args=args, redacted=True)
+    tag_it = KeptRewrites(lambda ctx: Rewrite(args={**ctx.tool_call.args, "tags": ["rewritten"]}, redacted=True))
 
     async with opened(kind, tmp_path / "log.db") as store:
         agent = Agent(
@@ -557,9 +555,9 @@ async def test_a_tool_call_guardrail_that_changes_the_arguments_it_rewrote_a_cal
         )
         first = await Runner(store).run(agent, "go", session_id="s")
         second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
-        scribble(tuple(kept))
+        tag_it.change_all()
         snapshot = await store.load_session("s")
-    assert second.status is RunStatus.COMPLETED and snapshot is not None and len(kept) >= 3
+    assert second.status is RunStatus.COMPLETED and snapshot is not None and len(tag_it.kept) >= 3
     calls = [c for m in snapshot.messages() for c in m.tool_calls]
     assert [c.args["tags"] for c in calls] == [["rewritten"]] * len(calls)
     assert changed(shown(snapshot.messages()) + shown(second.messages)) == []
