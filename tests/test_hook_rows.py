@@ -53,17 +53,22 @@ def changed(texts: Iterable[str]) -> list[str]:
     return [t for t in texts if "changed" in t]
 
 
+def calls_since_user(request: ModelRequest) -> int:
+    """How many replies with calls ``request`` holds after its last user row."""
+    since = 0
+    for m in reversed(request.messages):
+        if m.role is Role.USER:
+            break
+        since += m.role is Role.ASSISTANT and bool(m.tool_calls)
+    return since
+
+
 def drafting(requests: list[list[str]]) -> FunctionModel:
     """Two tagged drafts after each user row, then an answer; every request is kept as ``shown`` text."""
 
     def reply(request: ModelRequest) -> Reply:
         requests.append(shown(request.messages))
-        since = 0
-        for m in reversed(request.messages):
-            if m.role is Role.USER:
-                break
-            since += m.role is Role.ASSISTANT and bool(m.tool_calls)
-        if since < 2:
+        if calls_since_user(request) < 2:
             return Reply(tool_calls=[ToolCall("tagged_draft", {"topic": f"take {len(requests)}", "tags": ["a"]})])
         return Reply("done")
 

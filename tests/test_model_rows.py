@@ -18,12 +18,12 @@ from stopwise import Agent, Approve, Guardian, Guardrails, MemoryStore, Pass, Ri
 from stopwise.cli import main
 from stopwise.guardian.audit import replay_all
 from stopwise.guardian.records import GuardianDecision
-from stopwise.messages import Message, Reply, Role, ToolCall
+from stopwise.messages import Message, Reply, ToolCall
 from stopwise.models import ModelRequest
 from stopwise.records import parse_records
 from stopwise.result import RunResult, RunStatus
 from stopwise.stop.guard import StopGuard
-from test_hook_rows import changed, mutate, mutate_calls, shown
+from test_hook_rows import calls_since_user, changed, mutate, mutate_calls, shown
 
 
 @tool(risk=Risk.READ_ONLY)
@@ -41,11 +41,7 @@ def publish(topic: str, tags: list[str]) -> str:
 def script(request: ModelRequest) -> Reply:
     """Two tagged drafts after each user row, then a publish waiting for approval, then an answer. The calls'
     ids are fixed, so two runs of it project the same states for the guardian."""
-    since = 0
-    for m in reversed(request.messages):
-        if m.role is Role.USER:
-            break
-        since += m.role is Role.ASSISTANT and bool(m.tool_calls)
+    since = calls_since_user(request)
     if since < 2:
         return Reply(tool_calls=[ToolCall("tagged_draft", {"topic": f"take {since}", "tags": ["a"]}, id=f"d{since}")])
     if since == 2:

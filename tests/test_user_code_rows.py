@@ -7,19 +7,35 @@ the model's requests, the results and the guardian's decisions as the same run w
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stopwise import Agent, Guardian, Guardrails, MemoryStore, Modify, Pass, Risk, Runner, tool
+from stopwise import (
+    Agent,
+    Approve,
+    Guardian,
+    Guardrails,
+    Limits,
+    MemoryStore,
+    Modify,
+    Pass,
+    Rewrite,
+    Risk,
+    Runner,
+    tool,
+)
 from stopwise.events import Event, ModelReplied, RunFinished, ToolCalled, ToolReturned
 from stopwise.guardian.conditions import QuestionSet
 from stopwise.guardian.evaluators.rule import RuleEvaluator
 from stopwise.guardian.guardian import _evaluate
 from stopwise.guardian.projection import Projection
-from stopwise.messages import Reply, Role, ToolCall
+from stopwise.messages import Message, Reply, Role, ToolCall
 from stopwise.models import FunctionModel, ModelRequest
 from stopwise.result import RunStatus
 from stopwise.row_copies import own_value
@@ -318,9 +334,9 @@ async def test_an_output_validator_that_changes_the_output_in_place_changes_neit
 # --- a peer's tool-result guardrail ---------------------------------------------------------------------------
 
 
-async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_place_changes_neither_its_history() -> (
-    None
-):
+async def peer_run(on_tool_result: Any, drafts: int) -> tuple[str, list[str]]:
+    """A pydantic-ai agent under ``on_tool_result`` asking for ``drafts`` tagged drafts, one a step, then answering
+    "done": its history and every request its model was sent, as text."""
     pytest.importorskip("pydantic_ai", reason="needs the 'pydantic-ai' extra")
     from pydantic_ai import Agent as PeerAgent
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -330,22 +346,15 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
     from stopwise.integrations.pydantic_ai import StopwiseCapability
 
     sent: list[str] = []
-    judged: list[Any] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         sent.append(repr(messages))
-        if not any(isinstance(m, ModelResponse) for m in messages):
-            return ModelResponse(parts=[ToolCallPart("draft", {"topic": "x", "tags": ["a"]}, tool_call_id="c1")])
+        if len(sent) <= drafts:
+            call = ToolCallPart("draft", {"topic": "x", "tags": ["a"]}, tool_call_id=f"c{len(sent)}")
+            return ModelResponse(parts=[call])
         return ModelResponse(parts=[TextPart("done")])
 
-    def meddle(ctx: Any) -> Pass:
-        judged.append(ctx.result)
-        ctx.result["tags"].append("changed")
-        ctx.result["topic"] = "changed"
-        return Pass()
-
-    store = MemoryStore()
-    capability = StopwiseCapability(store=store, guardrails=Guardrails(on_tool_result=meddle))
+    capability = StopwiseCapability(store=MemoryStore(), guardrails=Guardrails(on_tool_result=on_tool_result))
     agent: PeerAgent[None, str] = PeerAgent(PeerModel(model), capabilities=[capability])
 
     @agent.tool_plain
@@ -354,8 +363,34 @@ async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_pl
         return {"topic": topic, "tags": tags}
 
     result = await agent.run("go")
-    assert result.output == "done" and len(sent) == 2 and judged
-    assert "changed" not in repr(result.all_messages()) + "".join(sent)
+    assert result.output == "done" and len(sent) == drafts + 1
+    return repr(result.all_messages()), sent
+
+
+async def test_a_pydantic_ai_tool_result_guardrail_that_changes_the_result_in_place_changes_neither_its_history() -> (
+    None
+):
+    judged: list[Any] = []
+
+    def meddle(ctx: Any) -> Pass:
+        judged.append(ctx.result)
+        ctx.result["tags"].append("changed")
+        ctx.result["topic"] = "changed"
+        return Pass()
+
+    history, sent = await peer_run(meddle, drafts=1)
+    assert judged
+    assert "changed" not in history + "".join(sent)
+
+
+async def test_a_pydantic_ai_tool_result_guardrail_that_changes_a_result_it_rewrote_later_changes_not_its_history() -> (
+    None
+):
+    rewrite = KeptRewrites(lambda ctx: Rewrite(result={"topic": "rewritten", "tags": ["r"]}))
+    history, sent = await peer_run(rewrite, drafts=2)
+    rewrite.change_all()
+    assert len(rewrite.kept) == 2 and "rewritten" in sent[-1]
+    assert "changed" not in history + "".join(sent)
 
 
 # --- what is deliberately not copied -----------------------------------------------------------------------------
@@ -395,3 +430,134 @@ def test_a_peer_result_has_its_lists_and_dicts_copied_and_an_object_of_its_own_t
     copy = own_value(value)
     assert copy == value and copy["rows"] is not value["rows"] and copy["rows"][0] is not value["rows"][0]
     assert copy["report"] is report
+
+
+# --- what a store hands out ------------------------------------------------------------------------------------
+
+
+def scribble(value: Any) -> None:
+    """Change, in place, every list and dict reachable from ``value`` (through our frozen dataclasses too)."""
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            scribble(v)
+        value["changed"] = True
+    elif isinstance(value, list):
+        for v in value:
+            scribble(v)
+        value.append("changed")
+    elif isinstance(value, tuple):
+        for v in value:
+            scribble(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            scribble(getattr(value, f.name))
+
+
+@KINDS
+async def test_a_caller_that_changes_what_a_store_read_out_changes_nothing_the_store_reads_back(
+    tmp_path: Path, kind: str
+) -> None:
+    # Each read of a database store decodes fresh objects; the memory store's reads are to behave the same.
+    async with opened(kind, tmp_path / "log.db") as store:
+        agent = Agent("a", "", Scripted(meddle=False), tools=[tagged_draft, publish], guardian=Guardian())
+        first = await Runner(store).run(agent, "go", session_id="s")
+        assert first.status is RunStatus.SUSPENDED
+
+        async def reads() -> list[Any]:
+            return [
+                await store.load_session("s"),
+                await store.get_run(first.run_id),
+                await store.list_runs("s"),
+                await store.suspended_runs(),
+            ]
+
+        before = await reads()
+        pristine = copy.deepcopy(before)
+        scribble(before)
+        assert before != pristine  # the scribbling reached something
+        assert await reads() == pristine
+        second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
+        snapshot = await store.load_session("s")
+    assert second.status is RunStatus.COMPLETED and snapshot is not None
+    assert any(m.content.startswith("Published: final") for m in snapshot.messages())
+    assert changed(shown(snapshot.messages()) + shown(second.messages)) == []
+
+
+async def test_a_caller_that_changes_a_failed_result_s_error_details_changes_nothing_the_store_reads_back() -> None:
+    store = MemoryStore()  # the store that keeps the run record itself
+    lookups = Reply(tool_calls=[ToolCall("tagged_draft", {"topic": t, "tags": ["a"]}) for t in "xy"])
+    agent = Agent("a", "", FunctionModel(lambda _: lookups), tools=[tagged_draft], limits=Limits(tool_calls=1))
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert result.error is not None and result.error.details == {"limit": "tool_calls", "allowed": 1, "used": 2}
+    result.error.details["used"] = "changed"  # type: ignore[index]
+    run = await store.get_run(result.run_id)
+    assert run is not None and run.error is not None
+    assert run.error.details == {"limit": "tool_calls", "allowed": 1, "used": 2}
+
+
+async def test_a_caller_that_changes_a_result_s_output_changes_nothing_the_store_reads_back() -> None:
+    store = MemoryStore()
+    summarise = Reply(tool_calls=[ToolCall("summary", {"topic": "x", "tags": ["a"]})])
+    agent = Agent("a", "", FunctionModel(lambda _: summarise), tools=[summary], stop_at_tools=["summary"])
+    result = await Runner(store).run(agent, "go", session_id="s")
+    assert isinstance(result.output, dict), result.error
+    stored = copy.deepcopy(result.output)
+    scribble(result.output)
+    run = await store.get_run(result.run_id)
+    assert run is not None and run.output == stored
+
+
+# --- guardrail verdicts ----------------------------------------------------------------------------------------
+
+
+class KeptRewrites:
+    """A guardrail that rewrites with ``make(ctx)`` and keeps every verdict it returned, changing all it kept in
+    place on each of its later calls (and on ``change_all``)."""
+
+    def __init__(self, make: Callable[[Any], Rewrite]) -> None:
+        self.make = make
+        self.kept: list[Rewrite] = []
+
+    def __call__(self, ctx: Any) -> Rewrite:
+        self.change_all()
+        self.kept.append(self.make(ctx))
+        return self.kept[-1]
+
+    def change_all(self) -> None:
+        scribble(tuple(self.kept))
+
+
+async def test_an_input_guardrail_that_changes_the_rows_it_rewrote_the_input_with_later_changes_nothing_logged() -> (
+    None
+):
+    rewrite = KeptRewrites(lambda ctx: Rewrite(messages=[Message(Role.USER, "rewritten", metadata={"tags": ["a"]})]))
+
+    store = MemoryStore()  # the store that keeps the rows themselves
+    agent = Agent("a", "", FunctionModel(lambda _: Reply("ok")), guardrails=Guardrails(on_input=rewrite))
+    await Runner(store).run(agent, "go", session_id="s")
+    await Runner(store).run(agent, "again", session_id="s")
+    rewrite.change_all()
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and len(rewrite.kept) == 2
+    assert [m.metadata for m in snapshot.messages() if m.role is Role.USER] == [{"tags": ["a"]}]
+    assert changed(shown(snapshot.messages())) == []
+
+
+@KINDS
+async def test_a_tool_call_guardrail_that_changes_the_arguments_it_rewrote_a_call_with_later_changes_nothing_logged(
+    tmp_path: Path, kind: str
+) -> None:
+    tag_it = KeptRewrites(lambda ctx: Rewrite(args={**ctx.tool_call.args, "tags": ["rewritten"]}, redacted=True))
+
+    async with opened(kind, tmp_path / "log.db") as store:
+        agent = Agent(
+            "a", "", Scripted(meddle=False), tools=[tagged_draft, publish], guardrails=Guardrails(on_tool_call=tag_it)
+        )
+        first = await Runner(store).run(agent, "go", session_id="s")
+        second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
+        tag_it.change_all()
+        snapshot = await store.load_session("s")
+    assert second.status is RunStatus.COMPLETED and snapshot is not None and len(tag_it.kept) >= 3
+    calls = [c for m in snapshot.messages() for c in m.tool_calls]
+    assert [c.args["tags"] for c in calls] == [["rewritten"]] * len(calls)
+    assert changed(shown(snapshot.messages()) + shown(second.messages)) == []

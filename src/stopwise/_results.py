@@ -16,7 +16,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
 from stopwise.records import LogRecord, parse_entry, read_typed
 from stopwise.result import CompletionReason, RunResult, RunStatus
-from stopwise.row_copies import own_row, own_value
+from stopwise.row_copies import own_error, own_row, own_value
 from stopwise.stop.guard import guard_report
 from stopwise.store.base import RunRecord, SessionSnapshot
 
@@ -49,7 +49,8 @@ def result_of(
     """The result of ``run`` as committed. ``records`` are the run's log records (any types; the builder takes
     what it reports); ``agent`` types the structured output (None: the output stays as stored JSON data)."""
     records = tuple(records)
-    output = run.output
+    # Copies, as the rows below: an in-memory log's run record holds these themselves.
+    output = own_value(run.output)
     # A blocked input's replacement text is the output as it is, also for an agent with an output type.
     structured = run.completion_reason is not CompletionReason.GUARDRAIL_INPUT
     if agent is not None and agent.output_type is not None and output is not None and structured:
@@ -61,7 +62,7 @@ def result_of(
     return RunResult(
         status=run.status,
         completion_reason=run.completion_reason,
-        error=run.error,
+        error=own_error(run.error),
         output=output,
         text=run.text,
         usage=run.usage,

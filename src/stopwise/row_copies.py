@@ -12,11 +12,13 @@ later steps (and, for the hooks that share the leg's cache, in what the others a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, overload
 
+from stopwise.errors import ErrorDetail
 from stopwise.messages import Message, ToolCall
 
-__all__ = ["CopiedRows", "RowCopies", "own_args", "own_call", "own_calls", "own_row", "own_value"]
+__all__ = ["CopiedRows", "RowCopies", "own_args", "own_call", "own_calls", "own_error", "own_row", "own_value"]
 
 
 class RowCopies:
@@ -95,6 +97,13 @@ def own_call(call: ToolCall) -> ToolCall:
 def own_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a call's ``args`` sharing no list or dict with them."""
     return {k: own_value(v) for k, v in args.items()}
+
+
+def own_error(error: ErrorDetail | None) -> ErrorDetail | None:
+    """A copy of ``error`` with its ``details`` copied."""
+    if error is None:
+        return None
+    return replace(error, details=own_value(dict(error.details)))
 
 
 def own_value(value: Any) -> Any:

@@ -30,6 +30,7 @@ from stopwise.guardrails.verdicts import (
     rewrite_field,
 )
 from stopwise.messages import Message, ToolCall, encode_tool_result
+from stopwise.row_copies import own_args, own_row, own_value
 
 __all__ = [
     "GuardrailContext",
@@ -321,6 +322,8 @@ async def _call(link: _Link, hook: Hook, ctx: Any) -> Any:
 
 
 def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:
+    """The value ``verdict`` rewrites to, checked for ``hook``: a copy of its lists and dicts (rows, arguments,
+    a result), since the guardrail may keep its verdict and change it in place after the log holds it."""
     given = [f for f in ("messages", "args", "result", "text") if getattr(verdict, f) is not None]
     if hook is Hook.TOOL_RESULT:
         # ``result=None`` is a legitimate rewrite of a result, so only the other fields are wrong here.
@@ -328,7 +331,7 @@ def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:
         if wrong:
             raise GuardrailError(name, hook, f"Rewrite sets {wrong}; the {hook.value} hook takes Rewrite(result=...)")
         _check_json(verdict.result, name, hook, "Rewrite.result")
-        return verdict.result
+        return own_value(verdict.result)
     if given != [field_name]:
         raise GuardrailError(
             name, hook, f"Rewrite sets {given or 'nothing'}; the {hook.value} hook takes Rewrite({field_name}=...)"
@@ -338,11 +341,12 @@ def _rewritten(verdict: Rewrite, hook: Hook, field_name: str, name: str) -> Any:
         messages = tuple(value)
         if not all(isinstance(m, Message) for m in messages):
             raise GuardrailError(name, hook, "Rewrite.messages must be a list of Message")
-        return messages
+        return tuple(map(own_row, messages))
     if hook is Hook.TOOL_CALL:
         if not isinstance(value, Mapping):
             raise GuardrailError(name, hook, "Rewrite.args must be a mapping")
         _check_json(value, name, hook, "Rewrite.args")
+        return own_args(value)
     if hook is Hook.OUTPUT and not isinstance(value, str):
         raise GuardrailError(name, hook, "Rewrite.text must be a string")
     return value

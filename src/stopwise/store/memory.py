@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from stopwise.errors import StepConflict, UnreadableRun
 from stopwise.result import RunStatus
+from stopwise.row_copies import own_error, own_row, own_value
 from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
@@ -33,7 +34,9 @@ class _Session:
 
 class MemoryStore:
     """Same contract as the database stores, including conflict detection. State is kept as JSON text so
-    the caller's later mutations never leak into what was committed."""
+    the caller's later mutations never leak into what was committed. Every read hands out copies, as a database
+    store decodes fresh objects: a caller changing a snapshot's rows, records or run records in place changes
+    nothing this store reads back."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
@@ -44,8 +47,8 @@ class MemoryStore:
         s = self._sessions.get(session_id)
         if s is None:
             return None
-        last = self._runs[s.runs[-1]] if s.runs else None
-        return SessionSnapshot(session_id, _readable(s), json.loads(s.state_json), last)
+        last = _own_run(self._runs[s.runs[-1]]) if s.runs else None
+        return SessionSnapshot(session_id, tuple(map(_own_entry, _readable(s))), json.loads(s.state_json), last)
 
     async def start_run(
         self,
@@ -127,21 +130,22 @@ class MemoryStore:
         self._runs[run.run_id] = storable(run, where=f"run {run.run_id}")
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        return self._runs.get(run_id)
+        run = self._runs.get(run_id)
+        return None if run is None else _own_run(run)
 
     async def list_runs(
         self, session_id: str, *, on_unreadable: Callable[[UnreadableRun], None] | None = None
     ) -> list[RunRecord]:
         # Records held as objects are always readable: on_unreadable is never called.
         s = self._sessions.get(session_id)
-        return [] if s is None else [self._runs[r] for r in s.runs]
+        return [] if s is None else [_own_run(self._runs[r]) for r in s.runs]
 
     async def list_sessions(self, limit: int = 100) -> list[str]:
         # Dicts keep insertion order; a session moves to the end when it is written again.
         return list(reversed(self._sessions))[:limit]
 
     async def suspended_runs(self) -> list[RunRecord]:
-        return [r for r in self._runs.values() if r.status is RunStatus.SUSPENDED]
+        return [_own_run(r) for r in self._runs.values() if r.status is RunStatus.SUSPENDED]
 
     async def iter_sessions(self, batch: int = 500) -> AsyncIterator[list[str]]:
         ids = sorted(self._sessions)
@@ -235,6 +239,32 @@ def _readable(s: _Session) -> tuple[LogEntry, ...]:
             entries[i] = storable(entry, where=f"session {entry.session_id!r}, entry {entry.seq}")
     s.checked = len(entries)
     return tuple(entries)
+
+
+def _own_entry(entry: LogEntry) -> LogEntry:
+    """A copy of ``entry`` sharing no list or dict with it (its rows', its decision's, its records')."""
+    # The constructor, not ``dataclasses.replace``, as ``own_row``: this runs for every entry of every read. A
+    # field added to LogEntry is added here too (tests/test_user_code_rows.py compares a read with a deep copy).
+    decision = None if entry.decision is None else own_value(dict(entry.decision))
+    records = tuple(own_value(dict(r)) for r in entry.records) if entry.records else ()
+    rows = tuple(map(own_row, entry.messages))
+    return LogEntry(
+        entry.session_id,
+        entry.seq,
+        entry.run_id,
+        entry.step,
+        entry.kind,
+        rows,
+        decision,
+        entry.usage,
+        entry.forced,
+        records,
+    )
+
+
+def _own_run(run: RunRecord) -> RunRecord:
+    """A copy of ``run`` sharing no list or dict with it (its error's details, its output, its report)."""
+    return replace(run, error=own_error(run.error), output=own_value(run.output), report=own_value(dict(run.report)))
 
 
 def _lease_row(run: RunRecord, lease: Lease | None) -> dict[str, Any]:
