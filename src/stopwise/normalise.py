@@ -9,7 +9,11 @@ integrity features), so a disguised instruction reads as the plain one.
 - characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, variation selectors,
   bidirectional controls; Unicode tag characters (which mirror ASCII invisibly) decoded;
 - stacked combining marks ("zalgo" text) and accents removed;
-- letter spacing (``i g n o r e``, ``i.g.n.o.r.e``) and common leetspeak (``1gn0r3 pr3v10u5``) folded.
+- letter spacing (``i g n o r e``, ``i.g.n.o.r.e``) and common leetspeak (``1gn0r3 pr3v10u5``) folded;
+- encodings a tool result carries decoded first (``decode_escapes``): HTML character references (``&#73;``,
+  ``&#x49;``, ``&amp;``), ``\\uXXXX`` / ``\\xXX`` escapes as JSON or Python text holds them, percent-encoding
+  (``%20``) and quoted-printable (``=20``, soft line breaks). They are the carrier's own way of writing text, not
+  a disguise, so they are not counted as tricks: an encoded text reads exactly as the plain one.
 
 The last two are folded only where the result spells words the intent rules read (``INTENT_WORDS``): an
 identifier such as ``sha256``, a version ``1.2.3.4`` or a list ``A B C D`` stays as it is, so ordinary text keeps
@@ -22,12 +26,13 @@ Pure and deterministic: no I/O, no clock; the same text always gives the same re
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from collections.abc import Callable
 from itertools import product, repeat
 
-__all__ = ["INTENT_WORDS", "normalise_untrusted"]
+__all__ = ["INTENT_WORDS", "decode_escapes", "normalise_untrusted"]
 
 # Characters that render as nothing: soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers,
 # Mongolian vowel separator, zero-width spaces and joiners, bidi marks, embeddings, overrides and isolates, word
@@ -403,8 +408,9 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     """Lower-cased text with every evasion family above undone, cut at ``limit`` characters first; and how many
     tricks were undone (a signal in itself). Accents removed and ordinary case folding do not count as tricks;
     a look-alike letter, an invisible or tag character, a styled letter, stacked marks, a letter-spaced run and
-    a leetspeak word each count once."""
-    text = text[:limit]
+    a leetspeak word each count once. Escapes and character references (``decode_escapes``) are decoded after the
+    cut and do not count."""
+    text = decode_escapes(text[:limit])
     tricks = 0
     if not text.isascii():
         text, tricks = _undo_in_stretches(text)
@@ -414,3 +420,64 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text, n = _fold_leet(text)
     tricks += n
     return text, tricks
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Encodings a tool result carries. Each pass is entered only when a cheap ``in`` test (one C scan) finds its mark.
+
+# Quoted-printable: a soft line break (``=`` at a line's end) marks a raw e-mail body; without one, ``=XX`` between
+# letters (``Ignore=20all``) twice or more. A lone ``width=20`` in code or a URL is neither.
+_QP_SOFT_BREAK = re.compile(r"=\r?\n")
+_QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
+_QP_BETWEEN_LETTERS = re.compile(r"(?<=[A-Za-z])=[0-9A-F]{2}(?==?[A-Za-z0-9])")
+# Percent-encoding: runs of ``%XX``, decoded as UTF-8 (a run that is not UTF-8, like "50%de descuento", stays).
+_PERCENT_BYTES = re.compile(r"(?:%[0-9a-fA-F]{2})+")
+# ``\uXXXX`` (a surrogate pair as two), ``\U00XXXXXX`` and ``\xXX``, not after another backslash (``\\u0041`` is an
+# escaped backslash before the letters "u0041").
+_BACKSLASH_ESCAPE = re.compile(
+    r"(?<!\\)\\(?:u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|u([0-9a-f]{4})|U(000[0-9a-f]{5}|0010[0-9a-f]{4})|x([0-9a-f]{2}))",
+    re.IGNORECASE,
+)
+# An HTML character reference: ``&#73;``, ``&#x49;``, or a named one (``&amp;``, ``&nbsp``).
+_CHAR_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+
+
+def _qp_bytes(m: re.Match[str]) -> str:
+    return _utf8(bytes.fromhex(m.group().replace("=", "")), m.group())
+
+
+def _percent_bytes(m: re.Match[str]) -> str:
+    return _utf8(bytes.fromhex(m.group().replace("%", "")), m.group())
+
+
+def _utf8(data: bytes, original: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return original
+
+
+def _backslash_escape(m: re.Match[str]) -> str:
+    high, low, bmp, astral, byte = m.groups()
+    if high is not None:
+        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+    code = int(bmp or astral or byte, 16)
+    # A lone surrogate is no character: left as written.
+    return m.group() if 0xD800 <= code <= 0xDFFF else chr(code)
+
+
+def decode_escapes(text: str) -> str:
+    """``text`` with the encodings a tool result may carry decoded, one layer each, in the order one is wrapped in
+    the next: quoted-printable (only with a soft line break, or ``=XX`` between letters twice or more), percent-
+    encoding (runs that spell UTF-8), ``\\uXXXX`` / ``\\U00XXXXXX`` / ``\\xXX`` escapes, then HTML character
+    references (``html.unescape``'s reading). A text holding none of ``=``, ``%``, ``\\`` and ``&`` is returned as it
+    is, after four C scans."""
+    if "=" in text and (_QP_SOFT_BREAK.search(text) or len(_QP_BETWEEN_LETTERS.findall(text)) >= 2):
+        text = _QP_BYTES.sub(_qp_bytes, _QP_SOFT_BREAK.sub("", text))
+    if "%" in text:
+        text = _PERCENT_BYTES.sub(_percent_bytes, text)
+    if "\\" in text:
+        text = _BACKSLASH_ESCAPE.sub(_backslash_escape, text)
+    if "&" in text and _CHAR_REFERENCE.search(text):
+        text = html.unescape(text)
+    return text
