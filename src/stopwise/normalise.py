@@ -32,7 +32,7 @@ import unicodedata
 from collections.abc import Callable
 from itertools import product, repeat
 
-__all__ = ["INTENT_WORDS", "decode_escapes", "normalise_untrusted"]
+__all__ = ["INTENT_WORDS", "decode_escapes", "fold_script", "normalise_untrusted"]
 
 # Characters that render as nothing: soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers,
 # Mongolian vowel separator, zero-width spaces and joiners, bidi marks, embeddings, overrides and isolates, word
@@ -46,10 +46,11 @@ _TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
 # Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
 _MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
 _GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # no mix without one
-# Compatibility look-alikes that only a disguise uses inside running text: fullwidth forms, mathematical
+# Compatibility look-alikes that only a disguise uses inside running text: fullwidth letters and digits (not the
+# fullwidth punctuation every Chinese or Japanese text uses, which NFKC still folds), mathematical
 # alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
 # capitals, which the look-alike table maps. Each one is a trick.
-_STYLED = re.compile("[\uff01-\uff5e\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
+_STYLED = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
 # Two or more combining marks on one letter: zalgo text, never ordinary spelling.
 _MARK = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 _STACKED_MARKS = re.compile(_MARK + "{2,}")
@@ -420,6 +421,14 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text, n = _fold_leet(text)
     tricks += n
     return text, tricks
+
+
+def fold_script(text: str) -> str:
+    """``text`` with only the passes on characters past ASCII applied, lower-cased: the form a phrase of another
+    script or with accents takes in ``normalise_untrusted``'s output (``"Précédentes"`` -> ``"precedentes"``; a
+    Russian word's Latin-looking letters mapped). ASCII is left as it is (but lower-cased), so a regex written in
+    plain text without upper-case escapes keeps its syntax."""
+    return _undo_past_ascii(text)[0].lower()
 
 
 # --------------------------------------------------------------------------------------------------------------
