@@ -50,7 +50,9 @@ _GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # 
 # fullwidth punctuation every Chinese or Japanese text uses, which NFKC still folds), mathematical
 # alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
 # capitals, which the look-alike table maps. Each one is a trick.
-_STYLED = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
+_STYLED = re.compile(
+    "[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]"
+)
 # Two or more combining marks on one letter: zalgo text, never ordinary spelling.
 _MARK = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 _STACKED_MARKS = re.compile(_MARK + "{2,}")
@@ -434,9 +436,11 @@ def fold_script(text: str) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # Encodings a tool result carries. Each pass is entered only when a cheap ``in`` test (one C scan) finds its mark.
 
-# Quoted-printable: a soft line break (``=`` at a line's end) marks a raw e-mail body; without one, ``=XX`` between
-# letters (``Ignore=20all``) twice or more. A lone ``width=20`` in code or a URL is neither.
+# Quoted-printable: a soft line break (``=`` at the end of a line of prose, one holding a space) marks a raw e-mail
+# body; without one, ``=XX`` between letters (``Ignore=20all``) twice or more. A lone ``width=20`` in code or a URL
+# is neither, nor is base64's padding (``==`` or ``=`` ending a line without spaces).
 _QP_SOFT_BREAK = re.compile(r"=\r?\n")
+_QP_LINE_END = re.compile(r"(?<=[^=\s])=\r?\n")
 _QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
 _QP_BETWEEN_LETTERS = re.compile(r"(?<=[A-Za-z])=[0-9A-F]{2}(?==?[A-Za-z0-9])")
 # Percent-encoding: runs of ``%XX``, decoded as UTF-8 (a run that is not UTF-8, like "50%de descuento", stays).
@@ -449,6 +453,15 @@ _BACKSLASH_ESCAPE = re.compile(
 )
 # An HTML character reference: ``&#73;``, ``&#x49;``, or a named one (``&amp;``, ``&nbsp``).
 _CHAR_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+
+
+def _prose_soft_break(text: str) -> bool:
+    """Whether a line holding a space ends in one ``=`` (looked at only where a line ends so)."""
+    for m in _QP_LINE_END.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if " " in text[start : m.start()] or "\t" in text[start : m.start()]:
+            return True
+    return False
 
 
 def _qp_bytes(m: re.Match[str]) -> str:
@@ -477,11 +490,12 @@ def _backslash_escape(m: re.Match[str]) -> str:
 
 def decode_escapes(text: str) -> str:
     """``text`` with the encodings a tool result may carry decoded, one layer each, in the order one is wrapped in
-    the next: quoted-printable (only with a soft line break, or ``=XX`` between letters twice or more), percent-
+    the next: quoted-printable (only with a soft line break after prose, or ``=XX`` between letters twice or more),
+    percent-
     encoding (runs that spell UTF-8), ``\\uXXXX`` / ``\\U00XXXXXX`` / ``\\xXX`` escapes, then HTML character
     references (``html.unescape``'s reading). A text holding none of ``=``, ``%``, ``\\`` and ``&`` is returned as it
     is, after four C scans."""
-    if "=" in text and (_QP_SOFT_BREAK.search(text) or len(_QP_BETWEEN_LETTERS.findall(text)) >= 2):
+    if "=" in text and (len(_QP_BETWEEN_LETTERS.findall(text)) >= 2 or _prose_soft_break(text)):
         text = _QP_BYTES.sub(_qp_bytes, _QP_SOFT_BREAK.sub("", text))
     if "%" in text:
         text = _PERCENT_BYTES.sub(_percent_bytes, text)

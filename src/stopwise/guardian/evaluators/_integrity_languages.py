@@ -206,7 +206,10 @@ _PHRASES: dict[str, dict[str, tuple[str, ...]]] = {
             rf"(?:отправь|отправьте|перешли|перешлите|пришли|пришлите|передай|передайте|скопируй|скопируйте){_G}{{0,60}}(?:пароль|пароли|учетные данные|api-ключ|ключ api|ключи api|секретный ключ|закрытый ключ|ssh-ключ)",
         ),
         "marker_prompt_leak": (r"(?:свой|твой|ваш|свои|твои|ваши) (?:системный промпт|системный промт|системное сообщение|системные инструкции|скрытые инструкции)",),
-        "marker_imperative": (r"(?:не (?:говори|сообщай|рассказывай) (?:об этом )?пользователю|без ведома пользователя)",),
+        "marker_imperative": (
+            r"(?:не говори|не сообщай|не рассказывай) (?:об этом )?пользователю",
+            r"без ведома пользователя",
+        ),
         "marker_request": (r"в (?:своем|твоем|вашем|каждом) (?:ответе|резюме)",),
     },
     "zu": {
@@ -269,6 +272,11 @@ class _Phrase:
     gate: frozenset[str]
 
 
+# Upper-case Cyrillic letters the look-alike table maps to Latin while their lower-case forms stay ("Теперь" reads
+# "teпepь", "теперь" reads "тeпepь"): a phrase's letter matches either, and none of them gates it.
+_CASE_SPLIT = {"т": "[тt]", "н": "[нh]", "м": "[мm]"}
+
+
 def _gate(source: str) -> frozenset[str]:
     """Tokens one of which every match of ``source`` holds: the words its leading alternatives start with, or the
     first character past ASCII of each (a character past ASCII is always a token of its own)."""
@@ -289,7 +297,7 @@ def _gate(source: str) -> frozenset[str]:
         leads = [bare]
     out = set()
     for lead in leads:
-        char = next((c for c in lead if not c.isascii()), None)
+        char = next((c for c in lead if not c.isascii() and c not in _CASE_SPLIT), None)
         # Only a literal start is read: a lead that begins with syntax cannot be gated this way.
         if char is None or any(c in "()[]{}?*+|\\." for c in lead[: lead.index(char)]):
             raise ValueError(f"no gate for the marker phrase {source!r}")
@@ -305,7 +313,8 @@ def _phrases() -> Mapping[str, tuple[_Phrase, ...]]:
         for family, sources in families.items():
             for source in sources:
                 folded = fold_script(source)
-                out.setdefault(family, []).append(_Phrase(language, re.compile(folded), _gate(folded)))
+                rx = re.compile(folded.translate(str.maketrans(_CASE_SPLIT)))
+                out.setdefault(family, []).append(_Phrase(language, rx, _gate(folded)))
     return {family: tuple(phrases) for family, phrases in out.items()}
 
 
