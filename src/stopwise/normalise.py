@@ -437,12 +437,13 @@ def fold_script(text: str) -> str:
 # Encodings a tool result carries. Each pass is entered only when a cheap ``in`` test (one C scan) finds its mark.
 
 # Quoted-printable: a soft line break (``=`` at the end of a line of prose, one holding a space) marks a raw e-mail
-# body; without one, ``=XX`` between letters (``Ignore=20all``) twice or more. A lone ``width=20`` in code or a URL
+# body; without one, ``=XX`` between letters (``Ignore=20all``, ``caf=C3=A9``: a code after a code counts) twice or
+# more. A lone ``width=20`` in code or a URL
 # is neither, nor is base64's padding (``==`` or ``=`` ending a line without spaces).
 _QP_SOFT_BREAK = re.compile(r"=\r?\n")
-_QP_LINE_END = re.compile(r"(?<=[^=\s])=\r?\n")
+_QP_LINE_END = re.compile(r"(?<=[^=\n])=\r?\n")
 _QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
-_QP_BETWEEN_LETTERS = re.compile(r"(?<=[A-Za-z])=[0-9A-F]{2}(?==?[A-Za-z0-9])")
+_QP_BETWEEN_LETTERS = re.compile(r"(?:(?<=[A-Za-z])|(?<==[0-9A-F]{2}))=[0-9A-F]{2}(?==?[A-Za-z0-9])")
 # Percent-encoding: runs of ``%XX``, decoded as UTF-8 (a run that is not UTF-8, like "50%de descuento", stays).
 _PERCENT_BYTES = re.compile(r"(?:%[0-9a-fA-F]{2})+")
 # ``\uXXXX`` (a surrogate pair as two), ``\U00XXXXXX`` and ``\xXX``, not after another backslash (``\\u0041`` is an

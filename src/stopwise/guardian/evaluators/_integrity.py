@@ -41,7 +41,7 @@ from stopwise.guardian.evaluators._integrity_search import (
     is_word_char,
     words_present,
 )
-from stopwise.normalise import normalise_untrusted
+from stopwise.normalise import decode_escapes, normalise_untrusted
 
 __all__ = [
     "MARKER_FAMILIES",
@@ -66,7 +66,8 @@ _TRIVIAL_TEXT = 16
 def is_trivial(text: str) -> bool:
     """True when ``text`` cannot carry an instruction: empty or blank, a JSON value none of whose strings holds
     two words (``{}``, ``[]``, ``""``, ``null``, ``{"items": []}``, ``{"ok": true, "id": "a1"}``), or a short
-    plain text without two words ("OK", "200", "done")."""
+    plain text without two words ("OK", "200", "done"); words are counted with escapes and character references
+    decoded (``decode_escapes``)."""
     s = text.strip()
     if not s:
         return True
@@ -77,7 +78,9 @@ def is_trivial(text: str) -> bool:
             value = json.loads(s)
         except ValueError:
             return False
-        return not any(_TWO_WORDS.search(v) for v in _strings(value))
+        return not any(_TWO_WORDS.search(decode_escapes(v)) for v in _strings(value))
+    # Read as the markers read it: "&#73;gnore &#97;ll" is two words.
+    s = decode_escapes(s)
     return len(s) <= _TRIVIAL_TEXT and not _TWO_WORDS.search(s)
 
 
