@@ -437,19 +437,19 @@ def fold_script(text: str) -> str:
 # Encodings a tool result carries. Each pass is entered only when a cheap ``in`` test (one C scan) finds its mark.
 
 # Quoted-printable: a soft line break (``=`` at the end of a line of prose, one holding a space) marks a raw e-mail
-# body; without one, ``=XX`` between letters (``Ignore=20all``, ``caf=C3=A9``: a code after a code counts) twice or
-# more. A lone ``width=20`` in code or a URL
+# body; without one, ``=XX`` between letters or digits (``Ignore=20all``, ``caf=C3=A9``: a code after a code
+# counts) twice or more. Each pattern starts with its literal (look-behinds after it), so ``re`` jumps between them. A lone ``width=20`` in code or a URL
 # is neither, nor is base64's padding (``==`` or ``=`` ending a line without spaces).
 _QP_SOFT_BREAK = re.compile(r"=\r?\n")
-_QP_LINE_END = re.compile(r"(?<=[^=\n])=\r?\n")
+_QP_LINE_END = re.compile(r"=(?<=[^=\n]=)\r?\n")
 _QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
-_QP_BETWEEN_LETTERS = re.compile(r"(?:(?<=[A-Za-z])|(?<==[0-9A-F]{2}))=[0-9A-F]{2}(?==?[A-Za-z0-9])")
+_QP_BETWEEN_LETTERS = re.compile(r"=(?<=[A-Za-z0-9]=)[0-9A-F]{2}(?==?[A-Za-z0-9])")
 # Percent-encoding: runs of ``%XX``, decoded as UTF-8 (a run that is not UTF-8, like "50%de descuento", stays).
-_PERCENT_BYTES = re.compile(r"(?:%[0-9a-fA-F]{2})+")
+_PERCENT_BYTES = re.compile(r"%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2})*")
 # ``\uXXXX`` (a surrogate pair as two), ``\U00XXXXXX`` and ``\xXX``, not after another backslash (``\\u0041`` is an
 # escaped backslash before the letters "u0041").
 _BACKSLASH_ESCAPE = re.compile(
-    r"(?<!\\)\\(?:u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|u([0-9a-f]{4})|U(000[0-9a-f]{5}|0010[0-9a-f]{4})|x([0-9a-f]{2}))",
+    r"\\(?<!\\\\)(?:u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|u([0-9a-f]{4})|U(000[0-9a-f]{5}|0010[0-9a-f]{4})|x([0-9a-f]{2}))",
     re.IGNORECASE,
 )
 # An HTML character reference: ``&#73;``, ``&#x49;``, or a named one (``&amp;``, ``&nbsp``).

@@ -496,7 +496,7 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
             features[family] = 1.0
             lo, hi = min(lo, span[0]), max(hi, span[1])
     # The same families' phrases in other languages (``_integrity_languages``), for the families still unfired.
-    if not norm.isascii() or present is None or not present.isdisjoint(_integrity_languages.ascii_gate()):
+    if present is None or not present.isdisjoint(_integrity_languages.gate()):
         for family, span in _integrity_languages.search(norm, present, features.keys()).items():
             features[family] = 1.0
             lo, hi = min(lo, span[0]), max(hi, span[1])

@@ -18,10 +18,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from stopwise.guardian.evaluators._integrity_search import _alternatives, _first_words
+from stopwise.guardian.evaluators._integrity_search import _alternatives, _first_words, _required
 from stopwise.normalise import fold_script
 
-__all__ = ["LANGUAGES", "ascii_gate", "search"]
+__all__ = ["LANGUAGES", "gate", "search"]
 
 # A gap inside one sentence: a full stop (Latin or CJK) ends it, unless a dot sits inside an address or a name.
 _G = r"(?:[^.\n。！？!?]|\.(?=\S))"
@@ -270,6 +270,8 @@ class _Phrase:
     language: str
     rx: re.Pattern[str]
     gate: frozenset[str]
+    clauses: tuple[frozenset[str], ...]
+    """Sets of words later in the pattern of which each match holds one each (``_required``)."""
 
 
 # Upper-case Cyrillic letters the look-alike table maps to Latin while their lower-case forms stay ("Теперь" reads
@@ -314,31 +316,55 @@ def _phrases() -> Mapping[str, tuple[_Phrase, ...]]:
             for source in sources:
                 folded = fold_script(source)
                 rx = re.compile(folded.translate(str.maketrans(_CASE_SPLIT)))
-                out.setdefault(family, []).append(_Phrase(language, rx, _gate(folded)))
+                # A Russian phrase's letters may read as Latin ones (``_CASE_SPLIT``): its words are not known.
+                sets = [_gate(folded), *(() if language == "ru" else _required(folded, True))]
+                # The set of the longest words gates first: "in deiner antwort" is looked for by "antwort".
+                first = max(sets, key=lambda words: min(map(len, words)))
+                clauses = tuple(c for c in sets if c is not first)
+                out.setdefault(family, []).append(_Phrase(language, rx, first, clauses))
     return {family: tuple(phrases) for family, phrases in out.items()}
 
 
 @functools.cache
-def ascii_gate() -> frozenset[str]:
-    """The ASCII tokens that gate a phrase: a text all ASCII that holds none of them matches no phrase."""
-    return frozenset(w for phrases in _phrases().values() for p in phrases for w in p.gate if w.isascii())
+def gate() -> frozenset[str]:
+    """The tokens that gate a phrase: a text holding none of them matches no phrase."""
+    return frozenset(w for phrases in _phrases().values() for p in phrases for w in p.gate)
+
+
+@functools.cache
+def _by_word() -> Mapping[str, tuple[tuple[int, str, _Phrase], ...]]:
+    """Gate word -> the phrases it gates, each with its place in ``_phrases``' order and its family."""
+    out: dict[str, list[tuple[int, str, _Phrase]]] = {}
+    order = 0
+    for family, phrases in _phrases().items():
+        for phrase in phrases:
+            for word in phrase.gate:
+                out.setdefault(word, []).append((order, family, phrase))
+            order += 1
+    return {word: tuple(entries) for word, entries in out.items()}
 
 
 def search(norm: str, present: set[str] | None, skip: Iterable[str] = ()) -> dict[str, tuple[int, int]]:
     """Per family not in ``skip``, the span of the leftmost-starting match of its phrases in ``norm`` (a normalised
-    text whose tokens are ``present``; None: every phrase is searched, the reference the gates must match)."""
+    text whose tokens are ``present``; None: every phrase is searched, the reference the gates must match). Of
+    matches starting at one place, the phrase first in the table wins."""
+    if present is None:
+        candidates = [(family, p) for family, phrases in _phrases().items() for p in phrases]
+    else:
+        # Only the phrases one of whose gate words the text holds, then their other sets (one C call each).
+        index = _by_word()
+        gated = {entry[0]: entry for word in present & gate() for entry in index[word]}
+        candidates = [
+            (family, p)
+            for _, family, p in sorted(gated.values(), key=lambda e: e[0])
+            if not any(map(present.isdisjoint, p.clauses))
+        ]
     found: dict[str, tuple[int, int]] = {}
     skipped = set(skip)
-    for family, phrases in _phrases().items():
+    for family, phrase in candidates:
         if family in skipped:
             continue
-        best: tuple[int, int] | None = None
-        for phrase in phrases:
-            if present is not None and phrase.gate.isdisjoint(present):
-                continue
-            m = phrase.rx.search(norm)
-            if m is not None and (best is None or m.start() < best[0]):
-                best = m.span()
-        if best is not None:
-            found[family] = best
+        m = phrase.rx.search(norm)
+        if m is not None and (family not in found or m.start() < found[family][0]):
+            found[family] = m.span()
     return found
