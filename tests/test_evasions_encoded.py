@@ -139,6 +139,7 @@ def test_percent_runs_that_are_not_utf8_and_escaped_backslashes_stay() -> None:
     assert decode_escapes("C:\\\\users\\\\u0041") == "C:\\\\users\\\\u0041"
     assert decode_escapes("lone \\ud83d surrogate") == "lone \\ud83d surrogate"
     assert decode_escapes("pair \\ud83d\\ude00") == "pair \U0001f600"
+    assert decode_escapes("astral \\U0001F600 and \\u0004abcd") == "astral \U0001f600 and \x04abcd"
 
 
 def _injected_train_texts() -> list[str]:
@@ -178,13 +179,8 @@ def test_the_encoded_variant_of_every_injected_train_text_scores_as_the_plain_on
     for text in injected:
         # A text that already carries an encoding (a raw e-mail, a URL) decodes differently once another layer is
         # added beside it; the question here is a plain text encoded.
-        if (
-            decode_escapes(text) != text
-            or scheme == "percent"
-            and "%" in text
-            or scheme.startswith("quoted")
-            and "=" in text
-        ):
+        mark = {"percent": "%", "quoted-printable": "=", "quoted-spaces": "="}.get(scheme)
+        if decode_escapes(text) != text or (mark is not None and mark in text):
             continue
         encoded = encode(text)
         if encoded == text or len(encoded) > limit:

@@ -438,8 +438,9 @@ def fold_script(text: str) -> str:
 
 # Quoted-printable: a soft line break (``=`` at the end of a line of prose, one holding a space) marks a raw e-mail
 # body; without one, ``=XX`` between letters or digits (``Ignore=20all``, ``caf=C3=A9``: a code after a code
-# counts) twice or more. Each pattern starts with its literal (look-behinds after it), so ``re`` jumps between them. A lone ``width=20`` in code or a URL
-# is neither, nor is base64's padding (``==`` or ``=`` ending a line without spaces).
+# counts) twice or more. A lone ``width=20`` in code or a URL is neither, nor is base64's padding (``==`` or ``=``
+# ending a line without spaces). Each pattern here starts with its literal (look-behinds after it), so ``re`` jumps
+# from one occurrence of it to the next.
 _QP_SOFT_BREAK = re.compile(r"=\r?\n")
 _QP_LINE_END = re.compile(r"=(?<=[^=\n]=)\r?\n")
 _QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
@@ -449,8 +450,8 @@ _PERCENT_BYTES = re.compile(r"%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2})*")
 # ``\uXXXX`` (a surrogate pair as two), ``\U00XXXXXX`` and ``\xXX``, not after another backslash (``\\u0041`` is an
 # escaped backslash before the letters "u0041").
 _BACKSLASH_ESCAPE = re.compile(
-    r"\\(?<!\\\\)(?:u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|u([0-9a-f]{4})|U(000[0-9a-f]{5}|0010[0-9a-f]{4})|x([0-9a-f]{2}))",
-    re.IGNORECASE,
+    r"\\(?<!\\\\)(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})"
+    r"|U(000[0-9a-fA-F]{5}|0010[0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))"
 )
 # An HTML character reference: ``&#73;``, ``&#x49;``, or a named one (``&amp;``, ``&nbsp``).
 _CHAR_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")

@@ -181,11 +181,12 @@ def _fuzzy_match(token: str) -> str | None:
 # Words of other languages one edit from a trigger word (cognates: Spanish "ejecute", Italian "primo", French
 # "developper" as the normaliser leaves "développer"): spelt right in their own language, so no misspelling. The
 # injections they would start are read by the phrases of ``_integrity_languages``.
-_OTHER_LANGUAGE_WORDS = frozenset(
+_OTHER_LANGUAGE_TEXT = (
     "ignora ignoro ignori previos primo prima assistent importan importato importati importata ejecute ejecuta "
     "ejecuto executa executo revela revele revelo repond directiva directivas directivo direttive administrador "
-    "developper confidencial confidentiel deleta instruccion instruktion".split()
+    "developper confidencial confidentiel deleta instruccion instruktion"
 )
+_OTHER_LANGUAGE_WORDS = frozenset(_OTHER_LANGUAGE_TEXT.split())
 
 
 def _misspelling_of(token: str) -> str:
