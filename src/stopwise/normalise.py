@@ -466,19 +466,13 @@ def _prose_soft_break(text: str) -> bool:
     return False
 
 
-def _qp_bytes(m: re.Match[str]) -> str:
-    return _utf8(bytes.fromhex(m.group().replace("=", "")), m.group())
-
-
-def _percent_bytes(m: re.Match[str]) -> str:
-    return _utf8(bytes.fromhex(m.group().replace("%", "")), m.group())
-
-
-def _utf8(data: bytes, original: str) -> str:
+def _hex_bytes(m: re.Match[str]) -> str:
+    """A run of ``=XX`` or ``%XX`` codes as the UTF-8 text it spells, or as written when it spells none."""
+    run = m.group()
     try:
-        return data.decode("utf-8")
+        return bytes.fromhex(run.replace(run[0], "")).decode("utf-8")
     except UnicodeDecodeError:
-        return original
+        return run
 
 
 def _backslash_escape(m: re.Match[str]) -> str:
@@ -493,14 +487,13 @@ def _backslash_escape(m: re.Match[str]) -> str:
 def decode_escapes(text: str) -> str:
     """``text`` with the encodings a tool result may carry decoded, one layer each, in the order one is wrapped in
     the next: quoted-printable (only with a soft line break after prose, or ``=XX`` between letters twice or more),
-    percent-
-    encoding (runs that spell UTF-8), ``\\uXXXX`` / ``\\U00XXXXXX`` / ``\\xXX`` escapes, then HTML character
-    references (``html.unescape``'s reading). A text holding none of ``=``, ``%``, ``\\`` and ``&`` is returned as it
-    is, after four C scans."""
+    percent-encoding (runs that spell UTF-8), ``\\uXXXX`` / ``\\U00XXXXXX`` / ``\\xXX`` escapes, then HTML
+    character references (``html.unescape``'s reading). A text holding none of ``=``, ``%``, ``\\`` and ``&`` is
+    returned as it is, after four C scans."""
     if "=" in text and (len(_QP_BETWEEN_LETTERS.findall(text)) >= 2 or _prose_soft_break(text)):
-        text = _QP_BYTES.sub(_qp_bytes, _QP_SOFT_BREAK.sub("", text))
+        text = _QP_BYTES.sub(_hex_bytes, _QP_SOFT_BREAK.sub("", text))
     if "%" in text:
-        text = _PERCENT_BYTES.sub(_percent_bytes, text)
+        text = _PERCENT_BYTES.sub(_hex_bytes, text)
     if "\\" in text:
         text = _BACKSLASH_ESCAPE.sub(_backslash_escape, text)
     if "&" in text and _CHAR_REFERENCE.search(text):
