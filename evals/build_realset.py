@@ -19,7 +19,8 @@ Sources, by condition:
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
   repository is too large to clone: see ``compact_report``), and (never fitted) WorkBench's runs of five models on
   workplace tasks, split by domain into a dev source and a held-out one (the benchmark's own check of the end
-  state; ``_real_workbench``).
+  state; ``_real_workbench``), and (held out, scored once) ReAct with GPT-3 shopping on WebShop (the store's reward
+  of the purchase, 1.0 being success; ``_real_webshop``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
   off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
 
@@ -53,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "realset.jsonl"
 sys.path.insert(0, str(HERE))
 
+import _real_webshop  # noqa: E402
 import _real_workbench  # noqa: E402
 from build_devset import messages_of  # noqa: E402
 
@@ -211,6 +213,13 @@ SOURCES = {
             "94928121944167d82d9b2b865bcdc5469631557d",
             "MIT",
             "test",
+        ),
+        Source(
+            "webshop/react",
+            _real_webshop.REPO,
+            _real_webshop.COMMIT,
+            "MIT",
+            "test",  # held out: added after every rule was chosen, scored once (see docs/evals.md)
         ),
     )
 }
@@ -747,6 +756,37 @@ def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
         )
 
 
+# ReAct on WebShop: GPT-3 shopping for a user on a web store; the printed run is read by _real_webshop, the label is
+# the store's reward of the purchase (1.0: WebShop's success).
+
+_WEBSHOP_ARG = {"search": "query", "click": "button"}
+
+
+def webshop_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """One finished state per drawn run (``_real_webshop.sample``): the instruction as the goal, each search and
+    click with the page the store returned (the agent's ``think[...]`` its words before the call), the thoughts
+    since the last call and ``click[Buy Now]`` as the final answer; labelled by whether the store's reward is 1.0
+    (partial matches, rewards between 0 and 1, are failures, as WebShop counts its success rate)."""
+    assert source.commit == _real_webshop.COMMIT
+    found = _real_webshop.episodes(_real_webshop.run_output(repo.read(_real_webshop.NOTEBOOK)))
+    for episode in _real_webshop.sample(found):
+        turns: list[Turn] = [
+            (s.thought, s.tool, {_WEBSHOP_ARG.get(s.tool, "text"): s.arg}, s.result, s.failed) for s in episode.steps
+        ]
+        reward = episode.reward or 0.0
+        yield run_record(
+            source,
+            f"fixed_{episode.index}",
+            "goal_reached",
+            episode.success,
+            "finished_run",
+            state_of(episode.instruction, turns, episode.final),
+            f"{_real_webshop.NOTEBOOK}#episode={episode.index}",
+            outcome="success" if episode.success else ("partial" if reward > 0 else "failed"),
+            reward=reward,
+        )
+
+
 RUN_READERS = {
     "swe/mini-swe-agent": swe_records,
     "hotpotqa/react": react_records,
@@ -761,6 +801,7 @@ RUN_READERS = {
     "workbench/dev": workbench_records,
     "workbench/heldout": workbench_records,
     "workbench/heldout2": workbench_records,
+    "webshop/react": webshop_records,
 }
 
 

@@ -53,7 +53,7 @@ def test_every_marker_family_split_agrees_with_its_joined_patterns_on_random_tex
     glue = [" ", " ", " ", "  ", "\n", ". ", ": ", '"', "'", ", ", "-", "_", "> ", "|", "please ", "1 ", "a ", "the "]
     rng = random.Random(7)
     found = 0
-    for _ in range(8000):
+    for _ in range(9000):
         text = "".join(rng.choice(vocabulary) + rng.choice(glue) for _ in range(rng.randint(1, 24)))
         present = words_present(_WORD.findall(text))
         for family, split in _MARKERS:
@@ -105,7 +105,7 @@ def test_no_piece_gate_rules_out_a_match_of_its_own_regex_on_random_texts_of_the
     ]
     rng = random.Random(11)
     checked = 0
-    for _ in range(5000):
+    for _ in range(6000):
         text = "".join(rng.choice(vocabulary) + rng.choice(glue) for _ in range(rng.randint(1, 16)))
         present = words_present(_WORD.findall(text))
         for piece, tail in pieces:

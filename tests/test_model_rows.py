@@ -102,20 +102,29 @@ class Observed:
         return Pass()
 
 
-async def observe(store: Store, model: Any, middleware: list[Any] | None = None) -> Observed:
+async def observe(
+    store: Store,
+    model: Any,
+    middleware: list[Any] | None = None,
+    *,
+    tools: tuple[Any, ...] = (tagged_draft, publish),
+    guardian: Guardian | None = None,
+    runner: dict[str, Any] | None = None,
+) -> Observed:
+    """``tools``: a draft and a publish tool (as ``script`` calls them); ``runner``: the runners' arguments."""
     seen = Observed()
     agent = Agent(
         "a",
         "Draft, then publish.",
         model,
-        tools=[tagged_draft, publish],
-        guardian=Guardian(),
+        tools=list(tools),
+        guardian=guardian or Guardian(),
         guardrails=Guardrails(on_tool_result=seen.guardrail),
         middleware=middleware or [],
     )
-    first = await Runner(store).run(agent, "go", session_id="s")
+    first = await Runner(store, **(runner or {})).run(agent, "go", session_id="s")
     assert first.status is RunStatus.SUSPENDED, first.error
-    second = await Runner(store).resume(agent, "s", {first.pending[0].call_id: Approve()})
+    second = await Runner(store, **(runner or {})).resume(agent, "s", {first.pending[0].call_id: Approve()})
     assert second.status is RunStatus.COMPLETED, second.error
     seen.results = [first, second]
     snapshot = await store.load_session("s")

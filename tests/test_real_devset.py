@@ -25,6 +25,7 @@ from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "evals"))
 
+import _real_webshop  # noqa: E402
 import _real_workbench  # noqa: E402
 import build_realset  # noqa: E402
 import evaluate_real  # noqa: E402
@@ -551,6 +552,104 @@ def test_only_workbench_runs_that_ended_on_an_answer_are_finished_runs() -> None
     assert [(r.query, r.row, r.key, r.model, r.domain) for r in runs] == [
         ("a", 0, "email/gpt-4_all/0", "gpt-4", "email")
     ]
+
+
+def test_the_webshop_source_is_held_out_pinned_and_labelled_by_the_stores_reward(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    source = build_realset.SOURCES["webshop/react"]
+    assert source.split == "test" and source.commit == _real_webshop.COMMIT and source.license == "MIT"
+    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == source.name}
+    assert len(made) == _real_webshop.SAMPLE == 200
+    assert sum(r.label for r in made.values()) == 72  # reward 1.0, as the store scored the purchases
+    for key, r in made.items():
+        assert r.condition == "goal_reached" and r.kind == "finished_run"
+        assert r.extra["provenance"] == f"ysymyth/ReAct@{source.commit[:12]}:WebShop.ipynb#episode={key[6:]}"
+        assert r.label is (r.extra["reward"] == 1.0)
+        assert r.extra["outcome"] == ("success" if r.label else "partial" if r.extra["reward"] > 0 else "failed")
+        assert r.projection.final.endswith(_real_webshop.BUY)
+        assert "Your score" not in r.projection.text  # the reward never reaches the state
+    # A few runs as the notebook printed them.
+    assert (made["fixed_1"].label, made["fixed_1"].extra["reward"]) == (True, 1.0)
+    assert made["fixed_1"].projection.goal.startswith("i want a noise cancelling cosycost usb microphone")
+    assert (made["fixed_141"].label, made["fixed_141"].extra["reward"]) == (False, 0.0)  # bought at $54.99, < $40 asked
+    assert made["fixed_141"].projection.final.startswith("The product is a bit over the price")
+    assert (made["fixed_54"].label, made["fixed_54"].extra["reward"]) == (False, 0.75)
+    assert (made["fixed_300"].label, made["fixed_300"].extra["outcome"]) == (False, "partial")
+
+
+def _printed(index: int, lines: list[str], count_average: str) -> str:
+    return "-----------------\n" + f"{index}\n" + "".join(lines) + count_average + "\n-------------\n"
+
+
+START = (
+    "Action: reset\nObservation: \nWebshop \nInstruction:  \ni want a red mug, and price lower than 20.00 dollars \n"
+    "[Search] \n\n"
+)
+WEBSHOP_OUTPUT = (
+    _printed(
+        0,
+        [
+            START,
+            "Action: search[red mug]\nObservation: \n[Back to Search] \n[B01] \nRed Mug \n$9.99 \n\n",
+            "Action: think[B01 is a red mug under 20 dollars.]\nObservation: OK.\n\n",
+            "Action: click[B01]\nObservation: \n[Back to Search] \ncolor [red][blue]\nRed Mug \nPrice: $9.99 \n"
+            "[Buy Now] \n\n",
+            "Action: click[large]\nObservation: Invalid action!\n\n",
+            "Action: think[Red is the option I want.]\nObservation: OK.\n\n",
+            "Action: click[Buy Now]\nObservation: Your score (min 0.0, max 1.0): 0.5\n\n",
+        ],
+        "1 0.5 0.0 0.0",
+    )
+    + _printed(1, [START, "Action: search[mug]\nObservation: \n[Back to Search] \n\n"], "2 0.25 0.0 0.0")
+    + _printed(2, [START, "Action: click[Buy Now]\nObservation: \n\n"], "3 0.5 0.3333333333333333 0.0")
+)
+
+
+def _notebook(output: str) -> str:
+    outputs = [{"output_type": "stream", "text": [output]}]
+    cell = {"cell_type": "code", "source": [_real_webshop.RUN_CELL], "outputs": outputs}
+    return json.dumps({"cells": [{"cell_type": "code", "source": ["import os"], "outputs": []}, cell]})
+
+
+def test_a_printed_webshop_episode_becomes_its_calls_with_the_thoughts_before_them_and_the_reward_as_label() -> None:
+    bought, cut_off, empty_page = _real_webshop.episodes(_real_webshop.run_output(_notebook(WEBSHOP_OUTPUT)))
+    assert bought.instruction == "i want a red mug, and price lower than 20.00 dollars"
+    assert [(s.tool, s.arg, s.failed) for s in bought.steps] == [
+        ("search", "red mug", False),
+        ("click", "B01", False),
+        ("click", "large", True),  # the harness refused it
+    ]
+    assert bought.steps[1].thought == "B01 is a red mug under 20 dollars." and bought.steps[0].thought == ""
+    assert "Your score" not in repr(bought.steps)  # the end page is the label, never a step
+    assert bought.final == "Red is the option I want.\nclick[Buy Now]"
+    assert (bought.finished, bought.reward, bought.success) == (True, 0.5, False)
+    assert (cut_off.finished, cut_off.final) == (False, None)  # never bought: a cut-off, not a finished run
+    # An empty end page: the reward is what the run returned, the step of the running average (3 x 0.5 - 0.5).
+    assert (empty_page.reward, empty_page.success, empty_page.final) == (1.0, True, _real_webshop.BUY)
+
+
+def test_a_webshop_end_page_that_disagrees_with_the_running_average_is_refused() -> None:
+    wrong = WEBSHOP_OUTPUT.replace("1 0.5 0.0 0.0", "1 1.0 1.0 0.0")
+    with pytest.raises(_real_webshop.NotebookError):
+        _real_webshop.episodes(_real_webshop.run_output(_notebook(wrong)))
+    with pytest.raises(_real_webshop.NotebookError):
+        _real_webshop.run_output(json.dumps({"cells": []}))
+
+
+def test_the_webshop_draw_takes_finished_runs_only_and_reads_no_reward() -> None:
+    def runs(rewards: list[float | None]) -> list[_real_webshop.Episode]:
+        return [
+            _real_webshop.Episode(n, "task", (), None if r is None else _real_webshop.BUY, r)
+            for n, r in enumerate(rewards)
+        ]
+
+    rewards = [None if n % 7 == 0 else (n % 3) / 2 for n in range(400)]
+    chosen = _real_webshop.sample(runs(rewards))
+    assert len(chosen) == _real_webshop.SAMPLE and all(e.finished for e in chosen)
+    assert [e.index for e in chosen] == sorted(e.index for e in chosen)
+    flipped = [None if r is None else 1.0 - r for r in rewards]  # other rewards, the same finished runs
+    assert [e.index for e in _real_webshop.sample(runs(flipped))] == [e.index for e in chosen]
 
 
 def silent_state(

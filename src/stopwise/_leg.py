@@ -25,11 +25,11 @@ from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall
 from stopwise.models.base import ToolSpec
 from stopwise.records import LogRecord, StepIntent, parse_entry
 from stopwise.result import CompletionReason
+from stopwise.row_copies import CopiedRows, RowCopies, own_row
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
 from stopwise.stop.guard import StopGuardRecord, guard_report, report_dict
 from stopwise.stop.limits import OutputCap, Spent, output_cap
 from stopwise.stop.repeats import Repeats
-from stopwise.stop.row_copies import CopiedRows, RowCopies, own_row
 from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
 from stopwise.tool_switches import ToolSwitchRecord, switched_off
 from stopwise.tools import Tool
@@ -200,7 +200,7 @@ class Leg:
     row_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the hooks that only read the history (``stop_when`` predicates,
     ``prepare_step``, the guardrails, the stop guard, the step cap's handler) have read in this leg
-    (``stopwise.stop.row_copies``): a hook reading the whole log every step copies each row once, not once per
+    (``stopwise.row_copies``): a hook reading the whole log every step copies each row once, not once per
     step."""
     processor_copies: RowCopies = field(default_factory=RowCopies)
     """The copies of the logged rows the history processors have read in this leg: their own, since what they

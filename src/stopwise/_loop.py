@@ -61,6 +61,7 @@ from stopwise.models._validate import model_failure, validate_reply
 from stopwise.models.base import ModelRequest, stream_reply
 from stopwise.records import LogRecord, ResumeIntent, StepIntent, ToolReceipt, to_data
 from stopwise.result import CompletionReason, RunResult, RunStatus
+from stopwise.row_copies import CopiedRows, own_call, own_calls, own_row
 from stopwise.stop.conditions import StepView
 from stopwise.stop.decision import (
     Action,
@@ -74,7 +75,6 @@ from stopwise.stop.decision import (
 )
 from stopwise.stop.guard import StopGuardOutcome, StopGuardRecord
 from stopwise.stop.limits import LimitHit, LimitKind, Spent, budget_used, cut_at_cap, exceeded, run_time_left, time_left
-from stopwise.stop.row_copies import CopiedRows, own_call, own_calls, own_row
 from stopwise.store.base import EntryKind, Fence, LogEntry, RunRecord
 
 __all__ = ["CallPlan", "Leg", "Settle", "drive", "restore_leg"]

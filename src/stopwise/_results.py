@@ -4,6 +4,7 @@ records and the session's log and state as committed, never from what a runtime 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -15,6 +16,7 @@ from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.messages import Message, Usage
 from stopwise.records import LogRecord, parse_entry, read_typed
 from stopwise.result import CompletionReason, RunResult, RunStatus
+from stopwise.row_copies import own_row, own_value
 from stopwise.stop.guard import guard_report
 from stopwise.store.base import RunRecord, SessionSnapshot
 
@@ -24,12 +26,15 @@ __all__ = ["read_pending", "result_from_log", "result_of"]
 def read_pending(run: RunRecord) -> tuple[PendingApproval, ...]:
     """The calls a suspended ``run`` waits on, as its record keeps them (``report["pending"]``), every field
     type-checked as a log record's is. ``UnreadableRun`` (naming the session, the run and the field) when one
-    cannot be read: a damaged run record, or one a newer version wrote."""
+    cannot be read: a damaged run record, or one a newer version wrote. Their arguments are copies, which the
+    caller may change."""
     try:
         data = run.report.get("pending", ())
         if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
             raise UnreadableRecord(f"the pending calls are {type(data).__name__}, not a list")
-        return tuple(read_typed(PendingApproval, p, "pending call") for p in data)
+        pending = (read_typed(PendingApproval, p, "pending call") for p in data)
+        # Each with a copy of its arguments: an in-memory log's run record holds the logged call's own.
+        return tuple(replace(p, args=own_value(p.args)) for p in pending)
     except UnreadableRecord as exc:
         raise UnreadableRun(run.session_id, run.run_id, exc.why) from exc
 
@@ -64,7 +69,9 @@ def result_of(
         session_id=run.session_id,
         run_id=run.run_id,
         state=MappingProxyType(dict(state)),
-        messages=tuple(messages),
+        # Copies: the caller (or an ``on_event`` observer, handed this result) may change them in place, and an
+        # in-memory log holds the rows themselves. Made once, at a leg's end.
+        messages=tuple(map(own_row, messages)),
         detail=run.detail,
         stop_guard=guard_report(records) if has_guard else None,
         guardrails=tuple(r for r in records if isinstance(r, GuardrailRecord)),

@@ -24,6 +24,7 @@ from stopwise.context import RunContext
 from stopwise.errors import ConfigError
 from stopwise.messages import Message, ToolCall, encode_tool_result, error_tool_result
 from stopwise.models.base import ToolSpec
+from stopwise.row_copies import own_args
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -122,7 +123,8 @@ class Tool:
     ) -> Message:
         """Run the call and return its tool row; never raises for a failure of the call itself.
 
-        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change). ``limit``
+        ``args`` replaces the call's own arguments when given (a guardrail rewrite, a reviewer's change); the
+        function is handed a copy of them, so what it changes in place is neither logged nor sent. ``limit``
         (the step's time budget, ``Limits.step_seconds``) bounds the call when it is tighter than the tool's own
         ``timeout``; past either, the row is a timeout error. A sync tool's worker thread cannot be interrupted:
         it runs to its end in the background and its result is dropped.
@@ -133,7 +135,10 @@ class Tool:
                 return parsed
             args = parsed
         try:
-            kwargs = dict(self.args_model.model_validate(args).__dict__)
+            # The function is handed a copy of the arguments: pydantic passes an untyped (``Any``) or nested value
+            # through as it is, and what the function changed of it would be the logged call's arguments, read by
+            # the next request, the guardian's repeat count and a resumed leg.
+            kwargs = dict(self.args_model.model_validate(own_args(args)).__dict__)
         except ValidationError as exc:
             return error_tool_result(
                 f"Invalid arguments for tool '{self.name}': {_explain(exc)}", tool_call_id=call.id, origin="stopwise"

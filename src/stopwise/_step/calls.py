@@ -31,8 +31,8 @@ from stopwise.messages import (
     error_tool_result,
 )
 from stopwise.records import LogRecord
+from stopwise.row_copies import own_args, own_call
 from stopwise.stop.decision import Phase
-from stopwise.stop.row_copies import own_args, own_call
 from stopwise.tool_switches import ToolSwitchRecord
 from stopwise.tools import Tool, ToolUnavailable, parse_args
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import ValidationError
 
@@ -14,7 +14,11 @@ from stopwise._step.calls import CallerCodeFailed
 from stopwise.errors import ErrorCategory, ErrorCode, ErrorDetail
 from stopwise.messages import Message
 from stopwise.output_validators import RetryOutput
+from stopwise.row_copies import own_value
 from stopwise.stop.max_steps import MaxStepsContext
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["run_max_steps_handler", "run_validators"]
 
@@ -22,12 +26,13 @@ __all__ = ["run_max_steps_handler", "run_validators"]
 async def run_validators(leg: Leg, value: Any, *, text: bool) -> tuple[Any, str | None]:
     """The output after every validator, in order, and None; or the first rejection's feedback. ``text`` says the
     output is the final text (a replacement must then be a string). Raises ``CallerCodeFailed`` when a validator
-    raises anything but ``RetryOutput`` or returns a replacement of the wrong kind."""
+    raises anything but ``RetryOutput`` or returns a replacement of the wrong kind. Each validator is handed a
+    copy of the output: what it changes in place is neither the output nor logged."""
     output_type = leg.agent.output_type
     for fn in leg.agent.output_validators:
         name = getattr(fn, "__name__", type(fn).__name__)
         try:
-            result = fn(value)
+            result = fn(_handed(value, output_type))
             if inspect.isawaitable(result):
                 result = await result
         except RetryOutput as exc:
@@ -45,6 +50,14 @@ async def run_validators(leg: Leg, value: Any, *, text: bool) -> tuple[Any, str 
             raise CallerCodeFailed(ErrorDetail(ErrorCode.OUTPUT_VALIDATOR_RAISED, message, ErrorCategory.CALLER))
         value = result
     return value, None
+
+
+def _handed(output: Any, output_type: type[BaseModel] | None) -> Any:
+    """The copy of ``output`` (an ``output_type`` instance, or JSON data) a validator is handed: what it changes in
+    place is not the output (None accepts the output as it was; a change is a replacement it returns)."""
+    if output_type is not None and isinstance(output, output_type):
+        return output.model_copy(deep=True)
+    return own_value(output)
 
 
 async def run_max_steps_handler(leg: Leg, rows: list[Message]) -> Any:

@@ -16,9 +16,9 @@ from stopwise.messages import Message, Role
 from stopwise.models._registry import resolve_model
 from stopwise.models.base import Model, ToolSpec
 from stopwise.models.middleware import wrap_model
+from stopwise.row_copies import CopiedRows
 from stopwise.step_plan import TOOL_CHOICES, StepContext, StepPlan, StepPlanRecord
 from stopwise.stop.decision import Phase
-from stopwise.stop.row_copies import CopiedRows
 from stopwise.tools import Tool
 
 __all__ = ["Prepared", "plain_prepared", "prepare"]

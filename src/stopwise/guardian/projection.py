@@ -10,13 +10,14 @@ import hashlib
 import json
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Role, ToolCall
+from stopwise.row_copies import own_call, own_value
 from stopwise.storable import storable_text
 
-__all__ = ["ProjectedStep", "Projection", "fenced", "fresh_fence", "project", "shares", "tail_start"]
+__all__ = ["ProjectedStep", "Projection", "fenced", "fresh_fence", "handed", "project", "shares", "tail_start"]
 
 UNTRUSTED_OPEN = "<untrusted-tool-output>"
 UNTRUSTED_CLOSE = "</untrusted-tool-output>"
@@ -82,6 +83,18 @@ class Projection:
             object.__setattr__(self, "text", text)
             object.__setattr__(self, "state_hash", hashlib.sha256(text.encode()).hexdigest()[:16])
             return text if name == "text" else self.state_hash
+
+
+def handed(p: Projection) -> Projection:
+    """The copy of ``p`` an evaluator is handed: its calls' arguments and the proposed call are copied (the rest
+    of it is immutable), so what the evaluator changes of them in place reaches neither the run's rows nor ``p``,
+    whose text and hash the decision records. Its text is rendered again only when read."""
+    steps = tuple(
+        ProjectedStep(s.step, s.text, tuple(replace(c, args=own_value(c.args)) for c in s.calls)) if s.calls else s
+        for s in p.steps
+    )
+    pending = own_call(p.pending) if p.pending is not None else None
+    return Projection(p.goal, p.criteria, steps, pending, p.pending_risk, p.final, p.max_chars)
 
 
 ELIDED = "\n[... earlier steps elided ...]\n"

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from stopwise.errors import ConfigError
+from stopwise.guardrails._decoded import decoded_view
 
 __all__ = ["PiiKind", "PiiMatch", "find_pii", "is_card_number", "is_iban", "is_ssn", "require_phonenumbers"]
 
@@ -222,16 +223,19 @@ def find_pii(
     text: str, kinds: frozenset[PiiKind], *, phone_region: str = "US", phonenumbers: Any = None
 ) -> list[PiiMatch]:
     """The personal data of ``kinds`` in ``text``, overlapping finds merged (the first kind wins), in order.
-    ``phonenumbers`` is the module (from ``require_phonenumbers``) when ``kinds`` has ``PHONE``."""
-    found: list[PiiMatch] = []
-    if PiiKind.CARD in kinds:
-        found.extend(_cards(text))
-    if PiiKind.SSN in kinds:
-        found.extend(_ssns(text))
-    if PiiKind.IBAN in kinds:
-        found.extend(_ibans(text))
-    if PiiKind.PHONE in kinds:
-        found.extend(_phones(text, phone_region, phonenumbers))
+    ``phonenumbers`` is the module (from ``require_phonenumbers``) when ``kinds`` has ``PHONE``.
+
+    The text's decoded view is read too, around what it decoded (``stopwise.guardrails._decoded``: no-break and
+    thin spaces, typographic dashes, invisible characters, percent-escapes), each find mapped back to the span it
+    was decoded from."""
+    found = _find(text, kinds, phone_region, phonenumbers)
+    view = decoded_view(text, numbers=True)
+    if view is not None:
+        found += [
+            PiiMatch(f.kind, *view.source_span(lo + f.start, lo + f.end))
+            for lo, hi in view.windows()
+            for f in _find(view.text[lo:hi], kinds, phone_region, phonenumbers)
+        ]
     found.sort(key=lambda f: (f.start, -f.end))
     merged: list[PiiMatch] = []
     for f in found:
@@ -241,3 +245,16 @@ def find_pii(
         else:
             merged.append(f)
     return merged
+
+
+def _find(text: str, kinds: frozenset[PiiKind], phone_region: str, phonenumbers: Any) -> list[PiiMatch]:
+    found: list[PiiMatch] = []
+    if PiiKind.CARD in kinds:
+        found.extend(_cards(text))
+    if PiiKind.SSN in kinds:
+        found.extend(_ssns(text))
+    if PiiKind.IBAN in kinds:
+        found.extend(_ibans(text))
+    if PiiKind.PHONE in kinds:
+        found.extend(_phones(text, phone_region, phonenumbers))
+    return found

@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from stopwise.guardrails._decoded import decoded_view
+
 __all__ = ["SECRET_RULES", "SecretMatch", "SecretRule", "find_secrets", "is_placeholder_token", "redact_text"]
 
 REDACTED = "[redacted]"
@@ -203,6 +205,12 @@ def _credential_pair(value: str, quoted: bool) -> bool:
     )
 
 
+def _flag_value(value: str, quoted: bool) -> bool:
+    """A password or token given on a command line or in SQL: a literal, not a variable or a substitution
+    (``"$GITHUB_TOKEN"``, ``"$(cat token)"``, ``%PASSWORD%``)."""
+    return _literal_value(value, quoted) and not value.startswith(("$", "%", "<", "{", "`"))
+
+
 def _header_value(value: str, quoted: bool) -> bool:
     """The value of an authentication header: a digit and a letter, not a placeholder or a variable."""
     return (
@@ -267,7 +275,10 @@ _JWT_BODY = r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
 def _value(least: int, unquoted: str) -> str:
     """The secret group: everything between quotes, or a run of ``unquoted`` characters when there are none."""
     # Unquoted, the whole run (possessive) and not a call: ``x = SomeClass2(config)`` assigns no value.
-    return rf"(?P<secret>(?<=[\"'`])[^\"'`\n]{{{least},2000}}(?=[\"'`])|(?<![\"'`]){unquoted}{{{least},}}+(?!\())"
+    # Quoted, up to the same quote, past escaped ones: ``"Tr0ub'4dor&3"`` and ``"Tr0ub\\"4dor"`` are one value
+    # (redacting to the escape would leave the rest, and break a JSON text).
+    quoted = "|".join(rf"(?<={q})(?:[^{q}\\\n]|\\.){{{least},2000}}(?={q})" for q in ('"', "'", "`"))
+    return rf"(?P<secret>{quoted}|(?<![\"'`]){unquoted}{{{least},}}+(?!\())"
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -298,17 +309,22 @@ def _rule(
 
 SECRET_RULES: tuple[SecretRule, ...] = (
     # Private keys (PEM, OpenSSH, PGP, PuTTY, age), also inside JSON strings where newlines are ``\n``.
+    # The body holds no ``-----`` (so each header is read up to the next one, never to the end of the text: many
+    # headers without a footer cost one pass); a block cut short (``head -c``, a capped result) is its header
+    # and the base64 lines that follow it.
     _rule(
         "private-key",
-        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]+?"
-        r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----",
+        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[^-]*(?:-(?!----)[^-]*)*-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:(?:\s|\\[rn])+(?:[A-Za-z][\w\-]*:[^\n\\]*|[A-Za-z0-9+/=]+))+)",
         "PRIVATE",
         accept=_key_body,
         placeholders_checked=False,
     ),
     _rule(
         "putty-private-key",
-        r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]{40,64}",
+        # Up to the next key file's header at most: many headers without a MAC cost one pass.
+        r"PuTTY-User-Key-File-\d: (?:(?!PuTTY-User-Key-File)[\s\S])*?Private-MAC: [0-9a-f]{40,64}",
         "PuTTY-User-Key-File",
         placeholders_checked=False,
     ),
@@ -555,7 +571,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     # continued with backslashes.
     _rule(
         "curl-user-credentials",
-        r"\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)[ \t]+(?P<secret>(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)",
+        # Up to the next ``curl`` at most: a line of many ``curl`` words costs one pass.
+        r"\bcurl\b(?:(?!curl\b)[^\n]|\\\n)*?\s(?:-u|--user)[ \t]+(?P<secret>(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)",
         "curl",
         accept=_credential_pair,
     ),
@@ -563,7 +580,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "url-password",
         # The user name again as the password (``postgres://postgres:postgres@localhost``) is a local default.
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]{0,64}):(?!(?P=user)@)"
-        r"(?P<secret>[^\s@/'\"<>]{3,128})@[a-z0-9\[]",
+        # An ``@`` in the password (``admin:p@ss@db``, unescaped as people write it): up to the last one.
+        r"(?P<secret>[^\s@/'\"<>](?:[^\s/'\"<>]{0,126}[^\s@/'\"<>])?)@[a-z0-9\[]",
         "://",
         accept=_url_password,
     ),
@@ -572,6 +590,28 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*(?P<secret>[^;\s\"']{3,})\s*(?=;|$)",
         "password= pwd=",
         accept=_connection_password,
+    ),
+    # Command lines: ``--password Hunter2``, ``--api-key=...``, mysql's ``-pHunter2``.
+    _rule(
+        "command-line-secret",
+        r"(?i)(?<![\w\-])--(?:[\w\-]*[\-_])?(?:password|passwd|token|secret|api[\-_]?key|access[\-_]?key)"
+        r"(?:[ \t]+|=)(?!-)[\"'`]?" + _value(6, r"[^\s\"'`]"),
+        "--",
+        accept=_flag_value,
+    ),
+    _rule(
+        "mysql-password-flag",
+        r"\b(?i:mysql(?:dump|admin|import|sh)?)\b(?:(?!(?i:mysql))[^\n])*?[ \t]-p(?P<secret>[^\s\"'\-][^\s\"']{3,})",
+        "mysql",
+        accept=_flag_value,
+    ),
+    # SQL: ``CREATE USER ... IDENTIFIED BY '...'``, ``WITH PASSWORD '...'``, ``SET PASSWORD FOR u = '...'``.
+    _rule(
+        "sql-password",
+        r"(?i)\b(?:identified[ \t]+(?:with[ \t]+\w+[ \t]+)?by|password(?:[ \t]+for[ \t]+\S+[ \t]*=)?)"
+        r"[ \t]+'(?P<secret>[^'\n]{4,128})'",
+        "identified password",
+        accept=_flag_value,
     ),
     # Keyword context: a value assigned to a name that says it is secret.
     _rule(
@@ -615,7 +655,51 @@ SECRET_RULES: tuple[SecretRule, ...] = (
 
 
 def find_secrets(text: str, rules: tuple[SecretRule, ...] = SECRET_RULES) -> list[SecretMatch]:
-    """Every secret ``rules`` find in ``text``, overlapping finds merged, in text order."""
+    """Every secret ``rules`` find in ``text``, overlapping finds merged, in text order.
+
+    Also read: the text's decoded view around what it decoded (``stopwise.guardrails._decoded``: percent-escapes,
+    escaped quotes, HTML entities, invisible characters), each find mapped back to the span it was decoded from;
+    and each run of base64 that decodes to text, once (a secret found in it takes the whole run)."""
+    spans = _scan(text, rules) + _scan_view(text, rules)
+    for m in _BASE64_RUN.finditer(text):
+        decoded = _base64_text(m.group())
+        if decoded is not None and (found := _scan(decoded, rules) or _scan_view(decoded, rules)):
+            spans.append(SecretMatch(found[0].rule, m.start(), m.end()))
+    return _merged(spans)
+
+
+# A run of base64 (standard or URL-safe) long enough to hold ``password=`` and a value.
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
+
+
+def _base64_text(run: str) -> str | None:
+    """The text a base64 run encodes, or None when it does not decode to printable UTF-8 (an identifier, a hash,
+    binary data: random bytes are printable text about once in 10^6 for 12 bytes)."""
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    try:
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_" if "-" in body or "_" in body else None)
+        decoded = raw.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return decoded if decoded.replace("\n", "").replace("\r", "").replace("\t", "").isprintable() else None
+
+
+def _scan_view(text: str, rules: tuple[SecretRule, ...]) -> list[SecretMatch]:
+    """What the rules find in the decoded view's windows, as spans of ``text``."""
+    view = decoded_view(text, numbers=False)
+    if view is None:
+        return []
+    return [
+        SecretMatch(s.rule, *view.source_span(lo + s.start, lo + s.end))
+        for lo, hi in view.windows()
+        for s in _scan(view.text[lo:hi], rules)
+    ]
+
+
+def _scan(text: str, rules: tuple[SecretRule, ...]) -> list[SecretMatch]:
+    """What each rule finds in ``text`` as written, unmerged."""
     lowered = text.lower()
     spans: list[SecretMatch] = []
     for rule in rules:
@@ -633,6 +717,10 @@ def find_secrets(text: str, rules: tuple[SecretRule, ...] = SECRET_RULES) -> lis
             if rule.not_names is not None and rule.not_names.search(m.group("name")):
                 continue
             spans.append(SecretMatch(rule.id, start, end))
+    return spans
+
+
+def _merged(spans: list[SecretMatch]) -> list[SecretMatch]:
     spans.sort(key=lambda s: (s.start, -s.end))
     merged: list[SecretMatch] = []
     for s in spans:

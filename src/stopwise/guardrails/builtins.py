@@ -164,11 +164,25 @@ def max_tool_result_length(
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    """``value`` with ``fn`` applied to every string in it, inside JSON objects and arrays too."""
+    """``value`` with ``fn`` applied to every string in it, inside JSON objects and arrays too, their keys
+    included, and to every integer's digits (a card number stored as a number); an integer ``fn`` changes becomes
+    the string ``fn`` made of it. Two keys made the same get `` (2)``, `` (3)``... so no entry is lost."""
     if isinstance(value, str):
         return fn(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(value)
+        changed = fn(digits)
+        return value if changed == digits else changed
     if isinstance(value, Mapping):
-        return {k: _map_strings(v, fn) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = fn(k) if isinstance(k, str) else k
+            n = 1
+            while key in out:
+                n += 1
+                key = f"{fn(k)} ({n})"
+            out[key] = _map_strings(v, fn)
+        return out
     if isinstance(value, list):
         return [_map_strings(v, fn) for v in value]
     return value
@@ -243,10 +257,14 @@ class _PiiScan:
 
 
 def _strings(value: Any) -> Iterator[str]:
+    """Every string in ``value``, keys included, and every integer's digits."""
     if isinstance(value, str):
         yield value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield str(value)
     elif isinstance(value, Mapping):
-        for v in value.values():
+        for k, v in value.items():
+            yield from _strings(k)
             yield from _strings(v)
     elif isinstance(value, list):
         for v in value:

@@ -44,10 +44,10 @@ from stopwise.history_view import HistoryView
 from stopwise.messages import Message, Reply, Role, ToolCall, automated_feedback, encode_tool_result
 from stopwise.records import LogRecord, ToolReceipt, parse_log, to_data
 from stopwise.result import RunStatus
+from stopwise.row_copies import CopiedRows, RowCopies, own_args, own_call, own_row, own_value
 from stopwise.stop.decision import Action, GuardSignal, StepSignals, StopDecision, apply_decision, resolve
 from stopwise.stop.guard import StopGuard, StopGuardContext, StopGuardRecord, guard_budget
 from stopwise.stop.repeats import Repeats
-from stopwise.stop.row_copies import CopiedRows, RowCopies, own_args, own_call, own_row
 from stopwise.store.base import EntryKind, LogEntry, RunRecord, Store
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import Risk
@@ -297,7 +297,7 @@ class PeerRun:
 
     def _shown(self, history: Sequence[Message], *tail: Message) -> HistoryView:
         """``history`` (then ``tail``) as a guardrail or the stop guard is handed it: each row it reads is a copy
-        (of a row of ``history``, made on its first read in the run: ``stopwise.stop.row_copies``), so a hook that
+        (of a row of ``history``, made on its first read in the run: ``stopwise.row_copies``), so a hook that
         changes a row in place changes neither the peer's own history (a row's calls share their arguments with
         the peer's messages) nor what the guardian projects. ``history`` is taken as it stands: a peer's converted
         history may be cut back and converted again between hooks."""
@@ -409,10 +409,11 @@ class PeerRun:
         if guardrails is None or not guardrails.has(Hook.TOOL_RESULT):
             return ResultVerdict(value)
         run = self.run
+        # The guardrails are handed a copy of the peer's result, which the peer's history holds as it is.
         chain = await run_chain(
             guardrails,
             Hook.TOOL_RESULT,
-            value,
+            own_value(value),
             lambda v: ToolResultContext(
                 self._shown(history), step, run.session_id, run.run_id, None, own_call(call), v, is_error
             ),

@@ -17,8 +17,8 @@ from stopwise._checks import check_function
 from stopwise.errors import ConfigError
 from stopwise.history_view import HistoryView
 from stopwise.messages import TOOL_ERROR, Message, Reply, Role
+from stopwise.row_copies import CopiedRows, RowCopies, own_calls, own_row
 from stopwise.stop.repeats import Repeats
-from stopwise.stop.row_copies import CopiedRows, RowCopies, own_calls, own_row
 
 __all__ = [
     "StepView",

@@ -228,8 +228,22 @@ _SEEN_TOKENS = 1 << 16
 # --------------------------------------------------------------------------------------------------------------
 # Markers
 
+# What follows a vocative to the agent: a request or an order.
+_ORDER_WORDS = r"please|kindly|you|immediately|ignore|disregard|forget|send|forward|email|transfer|wire|pay|delete|remove|visit|click|execute|reply|respond|write|tell|reveal|share|upload|post|book|cancel|summari[sz]e|buy|schedule|grant|invite|i need you|i want you|we need you"  # noqa: E501
 _AGENT = r"(?:ai|a\.i\.|assistant|agent|llm|language model|chatbot|bot|model|copilot|gpt|claude|gemini)"
 _INSTR = r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|guardrails|context|messages?|commands?|orders|tasks?|requests?)"  # noqa: E501
+# What the reader was told to obey: overriding *your* instructions is addressed to the agent.
+_OWN_RULES = r"instructions?|rules|guidelines|directives?|prompts?|system prompt|programming|guardrails|policies|constraints|restrictions|training"  # noqa: E501
+# What only the agent holds, as the object of an exfiltration (``marker_tool_call``).
+_HELD = (
+    r"(?:the|this|your) (?:entire |whole |full |complete )?(?:conversation|chat|dialogue)(?: so far| history| log| transcript)?\b"  # noqa: E501
+    r"|your (?:session|context|memory|system prompt|instructions)\b|(?:chat|conversation|message|browsing) history\b"
+    r"|the contents? of (?:~|/|your\b|the user's\b|the (?:system prompt|context|conversation|chat|inbox|clipboard|memory)\b)"  # noqa: E501
+    r"|everything (?:above|you (?:know|have|see|read|were told))\b"
+    r"|the user's (?:\w+ )?(?:data|e-?mails?|messages|files|documents|contacts|passwords?|address|details|information|history|notes|calendar|credentials)\b"  # noqa: E501
+    # Every message of *yours* or the user's; "forward all emails to jane@..." is an out-of-office note.
+    r"|(?:all|every) (?:of )?(?:your|the user's) (?:\w+ )?(?:e-?mails?|messages|files|documents|contacts|conversations|chats|notes|data|records|attachments)\b"  # noqa: E501
+)
 # Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
 _PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
 
@@ -238,6 +252,11 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     "marker_override": (
         rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|cancel)\b[^.\n]{{0,20}}{_PRIOR}\b[^.\n]{{0,20}}{_INSTR}",
         r"\b(?:ignore|disregard|forget)\s+(?:everything|all|anything|what)\b[^.\n]{0,30}\b(?:above|before|earlier|previously|told|said|instructions?)",
+        # The reader's own instructions, with no "previous" word: "disregard your guidelines". Not "the rules": "ignore
+        # the rules printed on the box" is said to a person.
+        rf"\b(?:ignore|disregard|forget|override|overrule|bypass)\s+(?:(?:all|any|each|every|of|the|other)\s+){{0,3}}your\b[^.\n]{{0,25}}\b(?:{_OWN_RULES})\b",
+        # All or any instructions, ended there or said to be the reader's ("ignore all instructions you were given").
+        r"\b(?:ignore|disregard|forget)\s+(?:all|any)\s+(?:of\s+)?(?:the\s+)?(?:instructions|directives|guidelines|prompts)(?=\s*(?:[.!,;:\n]|$)|\s+(?:and|you|above|so far|received|that (?:you|were)|given (?:to )?you|before this)\b)",  # noqa: E501
         r"\bnew (?:important |updated |urgent |real )?(?:instructions?|task|directive|rules|orders)\b",
         r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
         r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
@@ -262,6 +281,12 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         rf"\b{_AGENT}s? (?:reading|processing|parsing|summari[sz]ing|analy[sz]ing|viewing|seeing|scanning) (?:this|these)\b",  # noqa: E501
         rf"\b(?:any|all|every) (?:ai|llm|automated|autonomous|ai-powered) (?:{_AGENT}s?|systems?|tools?|readers?)\b",
         r"\bwhen (?:you|the (?:ai|assistant|agent|model)) (?:summari[sz]e|read|process|analy[sz]e|see) (?:this|these|the)\b",  # noqa: E501
+        # A vocative opening a sentence or a data field, then an order: "Assistant, please...", "AI, send...".
+        # Not "Model, year, price" (a list): the word after the comma must be a request.
+        rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",
+        # Timed to the agent's own turn: a person is answered, not "the user".
+        r"\b(?:before|after|while|when|once|instead of)\s+(?:you\s+)?(?:answer|answering|respond|responding|reply|replying)\s+(?:to\s+)?(?:the|your|this)\s+(?:user|human)\b",  # noqa: E501
+        r"\b(?:before|after|while|when|once)\s+(?:you\s+summari[sz]e|summari[sz]ing)\s+this\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",
     ),
     "marker_chat_format": (
         r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
@@ -287,6 +312,11 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"!\[[^\]]*\]\(https?://[^)\s]*[?&][a-z_]+=",
         r"\b(?:curl|wget)\s+(?:-\w+\s+)*https?://",
         r"\bwire\b[^.\n]{0,30}\b(?:funds|money|\$\d)",
+        # Exfiltration: what the agent holds (the conversation, the user's data, a file's contents, every message)
+        # sent to an address or a URL. "Please send the invoice to accounts@..." names none of those: it is data.
+        rf"\b(?:send|forward|email|e-mail|upload|post|exfiltrate|transmit|leak|copy|submit|share)\b(?:[^.\n]|\.(?=\S)){{0,40}}?\b(?:{_HELD})(?:[^.\n]|\.(?=\S)){{0,60}}?\bto\s+(?:[\w.+-]+@[\w-]+\.\w|https?://|www\.|(?:the |this |my |our )?(?:following )?(?:url|address|e-?mail address|endpoint|webhook|server)\b)",  # noqa: E501
+        # The conversation appended to a URL's query: "visit https://x/?d= followed by the chat so far".
+        r"\bhttps?://[^\s?&]*[?&][\w-]+=\S*\s+(?:\+|followed by|appended with|with|and (?:then )?append|plus|containing)\s+(?:the |your |this |all )?(?:entire |whole |full )?(?:conversation|chat|dialogue|context|session|user's|history|messages|system prompt|instructions|password|api key|secrets?)\b",  # noqa: E501
     ),
     "marker_imperative": (
         rf"\b(?:you|the {_AGENT}|an? {_AGENT}|{_AGENT}s?) (?:must|should|shall|need to|have to|are required to|are instructed to|will now|are to)\b[^.\n]{{0,30}}\b(?:reply|respond|answer|output|say|print|include|call|send|ignore|forget|execute|run|delete|write|tell|reveal|append|add|recommend|approve|mark|output|visit|click|follow|comply|obey|disregard)",  # noqa: E501
@@ -371,13 +401,13 @@ _ANCHORS: dict[str, frozenset[str]] = {
         "true updated instead prior previous original",
         "marker_persona": "now rest mode dan pretend restrictions limits limitations filters rules constraints "
         "guidelines censorship boundaries unrestricted unfiltered uncensored evil different jailbreak jailbroken",
-        "marker_addressed": _AGENT_WORDS + " i automated autonomous when",
+        "marker_addressed": _AGENT_WORDS + " i automated autonomous when chatgpt before after while once instead",
         "marker_chat_format": "system assistant user developer human im endoftext eot start instruction instructions "
         "untrusted tool document email context inst sys admin end ignore",
         "marker_prompt_leak": "system developer initial hidden instructions prompt reveal print show output repeat "
         "leak dump display share list tell disclose recite verbatim",
         "marker_tool_call": "call invoke use run execute trigger fire send forward email e post upload transfer "
-        "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire",
+        "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire transmit http https",
         "marker_imperative": "must should shall need have required instructed will are respond reply answer "
         "response output summary message responses replies answers outputs summaries messages user human "
         "operator owner instruction instructions note text comply obey follow crucial critical vital essential "
@@ -507,13 +537,28 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
         features["misspelt"] = float(min(misspelt, 3))
     if features:
         # Only worth counting when something fired: it is evidence against a marker, not a signal alone.
-        near = norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
+        near = _without_addresses(
+            norm[max(0, lo - _DISCUSSION_REACH) : hi + _DISCUSSION_REACH] if hi else norm[: 2 * _DISCUSSION_REACH]
+        )
         if present is None:
             found = len(_DISCUSSION.findall(near))
         else:
             found = 0 if present.isdisjoint(_DISCUSSION_GATE) else _count_discussion(near, present)
         features["discussion"] = float(min(found, 3))
     return features
+
+
+# A mailbox's name starts where its run of name characters does (the look-behind): one try per run, not per
+# character of it.
+_ADDRESS = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|ftp)://\S+|\bwww\.\S+")
+
+
+def _without_addresses(near: str) -> str:
+    """``near`` with its e-mail addresses and URLs blanked: "attacker@evil.example" names a mailbox, it is not a
+    text talking about attackers."""
+    if "@" not in near and "//" not in near and "www." not in near:
+        return near
+    return _ADDRESS.sub(" ", near)
 
 
 def _count_discussion(near: str, present: set[str]) -> int:

@@ -16,7 +16,7 @@ from typing import Any, overload
 
 from stopwise.messages import Message, ToolCall
 
-__all__ = ["CopiedRows", "RowCopies", "own_args", "own_call", "own_calls", "own_row"]
+__all__ = ["CopiedRows", "RowCopies", "own_args", "own_call", "own_calls", "own_row", "own_value"]
 
 
 class RowCopies:
@@ -79,7 +79,7 @@ def own_row(row: Message) -> Message:
     # The constructors, not ``dataclasses.replace`` (half the cost again): this runs for every row a predicate
     # reads. A field added to Message or ToolCall is added here too (tests/test_step_view.py compares the copies).
     calls = own_calls(row.tool_calls) if row.tool_calls else ()
-    return Message(row.role, row.content, calls, row.tool_call_id, _own(dict(row.metadata)))
+    return Message(row.role, row.content, calls, row.tool_call_id, own_value(dict(row.metadata)))
 
 
 def own_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
@@ -89,19 +89,20 @@ def own_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
 
 def own_call(call: ToolCall) -> ToolCall:
     """A copy of ``call`` with its arguments copied."""
-    return ToolCall(call.name, _own(call.args), call.id, call.wire_id)
+    return ToolCall(call.name, own_value(call.args), call.id, call.wire_id)
 
 
 def own_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a call's ``args`` sharing no list or dict with them."""
-    return {k: _own(v) for k, v in args.items()}
+    return {k: own_value(v) for k, v in args.items()}
 
 
-def _own(value: Any) -> Any:
-    """A copy of a JSON value's lists and dicts (the rest of it is immutable): cheaper than ``copy.deepcopy``."""
+def own_value(value: Any) -> Any:
+    """A copy of a JSON value's lists and dicts (the rest of it is immutable): cheaper than ``copy.deepcopy``. Any
+    other object in it (a peer's own result type) is shared, not copied."""
     kind = type(value)
     if kind is dict:
-        return {k: _own(v) for k, v in value.items()}
+        return {k: own_value(v) for k, v in value.items()}
     if kind is list:
-        return [_own(v) for v in value]
+        return [own_value(v) for v in value]
     return value
