@@ -268,7 +268,6 @@ LANGUAGES: tuple[str, ...] = tuple(_PHRASES)
 class _Phrase:
     """One pattern as the normalised text reads it, and the tokens one of which each of its matches holds."""
 
-    language: str
     rx: re.Pattern[str]
     gate: frozenset[str]
     clauses: tuple[frozenset[str], ...]
@@ -323,7 +322,7 @@ def _phrases() -> Mapping[str, tuple[_Phrase, ...]]:
                 # The set of the longest words gates first: "in deiner antwort" is looked for by "antwort".
                 first = max(sets, key=lambda words: min(map(len, words)))
                 clauses = tuple(c for c in sets if c is not first)
-                out.setdefault(family, []).append(_Phrase(language, rx, first, clauses))
+                out.setdefault(family, []).append(_Phrase(rx, first, clauses))
     return {family: tuple(phrases) for family, phrases in out.items()}
 
 
