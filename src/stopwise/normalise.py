@@ -9,7 +9,11 @@ integrity features), so a disguised instruction reads as the plain one.
 - characters that render as nothing: zero-width spaces and joiners, the BOM, soft hyphens, variation selectors,
   bidirectional controls; Unicode tag characters (which mirror ASCII invisibly) decoded;
 - stacked combining marks ("zalgo" text) and accents removed;
-- letter spacing (``i g n o r e``, ``i.g.n.o.r.e``) and common leetspeak (``1gn0r3 pr3v10u5``) folded.
+- letter spacing (``i g n o r e``, ``i.g.n.o.r.e``) and common leetspeak (``1gn0r3 pr3v10u5``) folded;
+- encodings a tool result carries decoded first (``decode_escapes``): HTML character references (``&#73;``,
+  ``&#x49;``, ``&amp;``), ``\\uXXXX`` / ``\\xXX`` escapes as JSON or Python text holds them, percent-encoding
+  (``%20``) and quoted-printable (``=20``, soft line breaks). They are the carrier's own way of writing text, not
+  a disguise, so they are not counted as tricks: an encoded text reads exactly as the plain one.
 
 The last two are folded only where the result spells words the intent rules read (``INTENT_WORDS``): an
 identifier such as ``sha256``, a version ``1.2.3.4`` or a list ``A B C D`` stays as it is, so ordinary text keeps
@@ -22,12 +26,13 @@ Pure and deterministic: no I/O, no clock; the same text always gives the same re
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from collections.abc import Callable
 from itertools import product, repeat
 
-__all__ = ["INTENT_WORDS", "normalise_untrusted"]
+__all__ = ["INTENT_WORDS", "decode_escapes", "fold_script", "normalise_untrusted"]
 
 # Characters that render as nothing: soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers,
 # Mongolian vowel separator, zero-width spaces and joiners, bidi marks, embeddings, overrides and isolates, word
@@ -41,10 +46,13 @@ _TAG_CHARS = re.compile("[\U000e0020-\U000e007e]")
 # Letters from another script inside a Latin word ("іgnore" with a Cyrillic і): a classic filter dodge.
 _MIXED_SCRIPT = re.compile(r"[a-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-z]", re.IGNORECASE)
 _GREEK_CYRILLIC = re.compile(r"[\u0370-\u03ff\u0400-\u04ff]", re.IGNORECASE)  # no mix without one
-# Compatibility look-alikes that only a disguise uses inside running text: fullwidth forms, mathematical
+# Compatibility look-alikes that only a disguise uses inside running text: fullwidth letters and digits (not the
+# fullwidth punctuation every Chinese or Japanese text uses, which NFKC still folds), mathematical
 # alphanumerics, enclosed (circled, parenthesised, squared) letters, which NFKC folds; IPA letters and small
 # capitals, which the look-alike table maps. Each one is a trick.
-_STYLED = re.compile("[\uff01-\uff5e\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]")
+_STYLED = re.compile(
+    "[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\u2460-\u24ff\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\u0250-\u02af\u1d00-\u1d2b]"
+)
 # Two or more combining marks on one letter: zalgo text, never ordinary spelling.
 _MARK = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 _STACKED_MARKS = re.compile(_MARK + "{2,}")
@@ -403,8 +411,9 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     """Lower-cased text with every evasion family above undone, cut at ``limit`` characters first; and how many
     tricks were undone (a signal in itself). Accents removed and ordinary case folding do not count as tricks;
     a look-alike letter, an invisible or tag character, a styled letter, stacked marks, a letter-spaced run and
-    a leetspeak word each count once."""
-    text = text[:limit]
+    a leetspeak word each count once. Escapes and character references (``decode_escapes``) are decoded after the
+    cut and do not count."""
+    text = decode_escapes(text[:limit])
     tricks = 0
     if not text.isascii():
         text, tricks = _undo_in_stretches(text)
@@ -414,3 +423,79 @@ def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
     text, n = _fold_leet(text)
     tricks += n
     return text, tricks
+
+
+def fold_script(text: str) -> str:
+    """``text`` with only the passes on characters past ASCII applied, lower-cased: the form a phrase of another
+    script or with accents takes in ``normalise_untrusted``'s output (``"Précédentes"`` -> ``"precedentes"``; a
+    Russian word's Latin-looking letters mapped). ASCII is left as it is (but lower-cased), so a regex written in
+    plain text without upper-case escapes keeps its syntax."""
+    return _undo_past_ascii(text)[0].lower()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Encodings a tool result carries. Each pass is entered only when a cheap ``in`` test (one C scan) finds its mark.
+
+# Quoted-printable: a soft line break (``=`` at the end of a line of prose, one holding a space) marks a raw e-mail
+# body; without one, ``=XX`` between letters or digits (``Ignore=20all``, ``caf=C3=A9``: a code after a code
+# counts) twice or more. A lone ``width=20`` in code or a URL is neither, nor is base64's padding (``==`` or ``=``
+# ending a line without spaces). Each pattern here starts with its literal (look-behinds after it), so ``re`` jumps
+# from one occurrence of it to the next.
+_QP_SOFT_BREAK = re.compile(r"=\r?\n")
+_QP_LINE_END = re.compile(r"=(?<=[^=\n]=)\r?\n")
+_QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
+_QP_BETWEEN_LETTERS = re.compile(r"=(?<=[A-Za-z0-9]=)[0-9A-F]{2}(?==?[A-Za-z0-9])")
+# Percent-encoding: runs of ``%XX``, decoded as UTF-8 (a run that is not UTF-8, like "50%de descuento", stays).
+_PERCENT_BYTES = re.compile(r"%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2})*")
+# ``\uXXXX`` (a surrogate pair as two), ``\U00XXXXXX`` and ``\xXX``, not after another backslash (``\\u0041`` is an
+# escaped backslash before the letters "u0041").
+_BACKSLASH_ESCAPE = re.compile(
+    r"\\(?<!\\\\)(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})"
+    r"|U(000[0-9a-fA-F]{5}|0010[0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))"
+)
+# An HTML character reference: ``&#73;``, ``&#x49;``, or a named one (``&amp;``, ``&nbsp``).
+_CHAR_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+
+
+def _prose_soft_break(text: str) -> bool:
+    """Whether a line holding a space ends in one ``=`` (looked at only where a line ends so)."""
+    for m in _QP_LINE_END.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if " " in text[start : m.start()] or "\t" in text[start : m.start()]:
+            return True
+    return False
+
+
+def _hex_bytes(m: re.Match[str]) -> str:
+    """A run of ``=XX`` or ``%XX`` codes as the UTF-8 text it spells, or as written when it spells none."""
+    run = m.group()
+    try:
+        return bytes.fromhex(run.replace(run[0], "")).decode("utf-8")
+    except UnicodeDecodeError:
+        return run
+
+
+def _backslash_escape(m: re.Match[str]) -> str:
+    high, low, bmp, astral, byte = m.groups()
+    if high is not None:
+        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+    code = int(bmp or astral or byte, 16)
+    # A lone surrogate is no character: left as written.
+    return m.group() if 0xD800 <= code <= 0xDFFF else chr(code)
+
+
+def decode_escapes(text: str) -> str:
+    """``text`` with the encodings a tool result may carry decoded, one layer each, in the order one is wrapped in
+    the next: quoted-printable (only with a soft line break after prose, or ``=XX`` between letters twice or more),
+    percent-encoding (runs that spell UTF-8), ``\\uXXXX`` / ``\\U00XXXXXX`` / ``\\xXX`` escapes, then HTML
+    character references (``html.unescape``'s reading). A text holding none of ``=``, ``%``, ``\\`` and ``&`` is
+    returned as it is, after four C scans."""
+    if "=" in text and (len(_QP_BETWEEN_LETTERS.findall(text)) >= 2 or _prose_soft_break(text)):
+        text = _QP_BYTES.sub(_hex_bytes, _QP_SOFT_BREAK.sub("", text))
+    if "%" in text:
+        text = _PERCENT_BYTES.sub(_hex_bytes, text)
+    if "\\" in text:
+        text = _BACKSLASH_ESCAPE.sub(_backslash_escape, text)
+    if "&" in text and _CHAR_REFERENCE.search(text):
+        text = html.unescape(text)
+    return text

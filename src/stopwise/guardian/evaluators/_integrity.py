@@ -32,6 +32,7 @@ from operator import add, and_, itemgetter, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
+from stopwise.guardian.evaluators import _integrity_languages
 from stopwise.guardian.evaluators._integrity_search import (
     Family,
     _alternatives,
@@ -40,7 +41,7 @@ from stopwise.guardian.evaluators._integrity_search import (
     is_word_char,
     words_present,
 )
-from stopwise.normalise import normalise_untrusted
+from stopwise.normalise import decode_escapes, normalise_untrusted
 
 __all__ = [
     "MARKER_FAMILIES",
@@ -65,7 +66,8 @@ _TRIVIAL_TEXT = 16
 def is_trivial(text: str) -> bool:
     """True when ``text`` cannot carry an instruction: empty or blank, a JSON value none of whose strings holds
     two words (``{}``, ``[]``, ``""``, ``null``, ``{"items": []}``, ``{"ok": true, "id": "a1"}``), or a short
-    plain text without two words ("OK", "200", "done")."""
+    plain text without two words ("OK", "200", "done"); words are counted with escapes and character references
+    decoded (``decode_escapes``)."""
     s = text.strip()
     if not s:
         return True
@@ -76,7 +78,9 @@ def is_trivial(text: str) -> bool:
             value = json.loads(s)
         except ValueError:
             return False
-        return not any(_TWO_WORDS.search(v) for v in _strings(value))
+        return not any(_TWO_WORDS.search(decode_escapes(v)) for v in _strings(value))
+    # Read as the markers read it: "&#73;gnore &#97;ll" is two words.
+    s = decode_escapes(s)
     return len(s) <= _TRIVIAL_TEXT and not _TWO_WORDS.search(s)
 
 
@@ -174,9 +178,25 @@ def _fuzzy_match(token: str) -> str | None:
     return word
 
 
+# Words of other languages one edit from a trigger word (cognates: Spanish "ejecute", Italian "primo", French
+# "developper" as the normaliser leaves "développer"): spelt right in their own language, so no misspelling. The
+# injections they would start are read by the phrases of ``_integrity_languages``.
+_OTHER_LANGUAGE_TEXT = (
+    "ignora ignoro ignori previos primo prima assistent importan importato importati importata ejecute ejecuta "
+    "ejecuto executa executo revela revele revelo repond directiva directivas directivo direttive administrador "
+    "developper confidencial confidentiel deleta instruccion instruktion"
+)
+_OTHER_LANGUAGE_WORDS = frozenset(_OTHER_LANGUAGE_TEXT.split())
+
+
 def _misspelling_of(token: str) -> str:
-    """The trigger word ``token`` misspells, or "" when it misspells none."""
-    if (token[0], len(token)) in _SHAPES and len(token) >= _MIN_FUZZY and token not in _TRIGGER_SET:
+    """The trigger word ``token`` misspells, or "" when it misspells none (or is a word of another language)."""
+    if (
+        (token[0], len(token)) in _SHAPES
+        and len(token) >= _MIN_FUZZY
+        and token not in _TRIGGER_SET
+        and token not in _OTHER_LANGUAGE_WORDS
+    ):
         return _fuzzy_match(token) or ""
     return ""
 
@@ -271,7 +291,8 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     "marker_chat_format": (
         r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
         r"<\|?(?:im_start|im_end|endoftext|system|user|assistant|eot_id|start_header_id)\|?>",
-        r"</?(?:system|user|assistant|instructions?|untrusted[\w-]*|tool[\w-]*|document|email|context)>",
+        # Not in code quotes: "`<Context>`" names a component.
+        r"</?(?:system|user|assistant|instructions?|untrusted[\w-]*|tool[\w-]*|document|email|context)>(?!`)",
         r"\[/?(?:system|inst|sys|admin|assistant|instructions?)\]",
         r"\b(?:end of|ignore the) (?:document|email|context|tool output|untrusted)\b",
         r"<<\s*sys\s*>>",
@@ -284,7 +305,8 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "marker_tool_call": (
         r"\b(?:call|invoke|use|run|execute|trigger|fire)\b[^.\n]{0,12}\b(?:the )?[a-z]+_[a-z_]+\b",
-        r"\b(?:call|invoke|use|run|execute|trigger)\b[^.\n]{0,25}\b(?:tool|function|api|endpoint|command|plugin)\b",
+        # Not a verb in code quotes ("the `use` API"): a name, not an order.
+        r"\b(?:call|invoke|use|run|execute|trigger)\b(?!`)[^.\n]{0,25}\b(?:tool|function|api|endpoint|command|plugin)\b",
         r"\b(?:send|forward|email|e-mail|post|upload|transfer|exfiltrate|copy|submit|leak|share)\b[^.\n]{0,60}\b(?:api[ _-]?keys?|passwords?|tokens?|credentials|secrets?|database|contacts|ssh keys?|private keys?|session cookies?|env(?:ironment)? variables|customer (?:data|emails|records))\b",  # noqa: E501
         r"\b(?:delete|remove|wipe|drop|erase|rm -rf)\b[^.\n]{0,40}\b(?:all|every|prod|production|database|files|repository|backups?|/)\b",  # noqa: E501
         r"!\[[^\]]*\]\(https?://[^)\s]*[?&][a-z_]+=",
@@ -502,6 +524,11 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
         else:
             span = split.search(norm, present)
         if span is not None:
+            features[family] = 1.0
+            lo, hi = min(lo, span[0]), max(hi, span[1])
+    # The same families' phrases in other languages (``_integrity_languages``), for the families still unfired.
+    if present is None or not present.isdisjoint(_integrity_languages.gate()):
+        for family, span in _integrity_languages.search(norm, present, features.keys()).items():
             features[family] = 1.0
             lo, hi = min(lo, span[0]), max(hi, span[1])
     if tricks:
