@@ -24,6 +24,7 @@ from typing import Any
 
 from stopwise._terminal import terminal_safe
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry
+from stopwise.evals._extra import EXTRA_HINT
 from stopwise.evals.calibration import CalibratedEvaluator, Calibration, load_calibration
 from stopwise.evals.export import export_labels
 from stopwise.evals.run import Predictions, predict_sync
@@ -35,7 +36,6 @@ __all__ = ["EVALUATORS", "run"]
 
 EVALUATORS = ("rule", "systemone", "judge")
 """The evaluator names ``--evaluator`` takes."""
-EXTRA_HINT = "pip install 'stopwise[eval]'"
 ENV_BASE_URL = "STOPWISE_EVAL_BASE_URL"
 ENV_MODEL = "STOPWISE_EVAL_MODEL"
 

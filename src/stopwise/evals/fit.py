@@ -9,10 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import numpy as np
-from sklearn.isotonic import IsotonicRegression  # type: ignore[import-untyped]
-from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
-from sklearn.model_selection import StratifiedKFold  # type: ignore[import-untyped]
+from stopwise.evals._extra import missing_extra
+
+try:
+    import numpy as np
+    from sklearn.isotonic import IsotonicRegression  # type: ignore[import-untyped]
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+    from sklearn.model_selection import StratifiedKFold  # type: ignore[import-untyped]
+except ImportError as exc:  # say what to install, not just "no module named 'numpy'"
+    raise missing_extra(__name__, exc) from exc
 
 from stopwise.evals.calibration import Calibration, CalibrationMap
 from stopwise.evals.run import Prediction, answered, by_condition

@@ -29,8 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+from stopwise.evals._extra import missing_extra
+
+try:
+    import numpy as np
+    import numpy.typing as npt
+except ImportError as exc:  # say what to install, not just "no module named 'numpy'"
+    raise missing_extra(__name__, exc) from exc
 
 __all__ = [
     "Bin",

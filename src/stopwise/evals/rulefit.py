@@ -34,10 +34,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
-from sklearn.metrics import log_loss  # type: ignore[import-untyped]
-from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
+from stopwise.evals._extra import missing_extra
+
+try:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+    from sklearn.metrics import log_loss  # type: ignore[import-untyped]
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
+except ImportError as exc:  # say what to install, not just "no module named 'numpy'"
+    raise missing_extra(__name__, exc) from exc
 
 from stopwise.evals.traces import TraceRecord, read_traces
 from stopwise.guardian.conditions import DEFAULT_CONDITIONS, QuestionSet

@@ -64,7 +64,9 @@ try:
     from langgraph.prebuilt.tool_node import msg_content_output
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("stopwise.integrations.langgraph needs the 'langgraph' extra") from exc
+    raise ImportError(
+        "stopwise.integrations.langgraph needs the 'langgraph' extra: pip install 'stopwise[langgraph]'"
+    ) from exc
 
 __all__ = ["ConvertedHistory", "RunFailed", "Stopwise", "UnsupportedToolOutput", "UnsupportedVerdict", "to_messages"]
 

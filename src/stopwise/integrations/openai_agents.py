@@ -82,7 +82,9 @@ try:
         ToolOutputGuardrailData,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("stopwise.integrations.openai_agents needs the 'openai-agents' extra") from exc
+    raise ImportError(
+        "stopwise.integrations.openai_agents needs the 'openai-agents' extra: pip install 'stopwise[openai-agents]'"
+    ) from exc
 
 __all__ = ["ConvertedHistory", "NotInARun", "RunFailed", "Stopwise", "UnsupportedVerdict", "to_messages"]
 

@@ -70,7 +70,9 @@ try:
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.usage import RequestUsage, RunUsage, UsageLimits
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra") from exc
+    raise ImportError(
+        "stopwise.integrations.pydantic_ai needs the 'pydantic-ai' extra: pip install 'stopwise[pydantic-ai]'"
+    ) from exc
 
 __all__ = ["ConvertedHistory", "RunFailed", "StopwiseCapability", "UnsupportedVerdict", "to_messages"]
 
