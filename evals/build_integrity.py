@@ -25,7 +25,10 @@ assistant of four public instruction sets: self-instruct, FastChat's MT-bench an
 hh-rlhf; each alone and planted in a train carrier, half of those in a JSON field; ``is_request`` states which
 prompts count as requests), and the fifth (texts people wrote to people as tools return them: GitHub issues, pull
 requests and comments as API JSON, e-mails of two more mail libraries' tests, Stack Exchange threads as pages;
-clean, each alone, those that ask someone something by ``asks_someone`` and a few that do not).
+clean, each alone, those that ask someone something by ``asks_someone`` and a few that do not), and the sixth
+(injections that preempt the agent's task: aicu-scanner's payloads and documents and Giskard's prompt-injection
+table for training; agentprobe-injection's carriers, benign e-mails and attack catalogue as the fresh held-out
+corpus, split ``fresh``, which neither training nor the integrity gate's ``test`` split reads).
 """
 
 from __future__ import annotations
@@ -134,6 +137,8 @@ TOOL_OF = {
     "stackexchange-math": "fetch_url",
     "aicu-scanner": "read_file",
 }
+PREEMPT_CORPORA = ("aicu-scanner", "giskard", "agentprobe")
+"""The sixth version's corpora (injections that preempt the agent's task), appended after every other record."""
 AGENTPROBE_TOOL = {"email": "read_email", "document": "read_document", "webpage": "fetch_url"}
 """The tool that returns each of agentprobe's carrier channels."""
 SEARCH_TOOL = "web_search"
@@ -730,7 +735,8 @@ def build() -> list[dict[str, Any]]:
         c.tool = AGENTPROBE_TOOL["email"]
         mail_text = benign[n % len(benign)]
         start = len(mail_text) + 2
-        c.add(f"{mail_text}\n\n{r['text']}", True, "agentprobe/carried-in-mail", r["carrier"], (start, start + len(r["text"])))
+        span = (start, start + len(r["text"]))
+        c.add(f"{mail_text}\n\n{r['text']}", True, "agentprobe/carried-in-mail", r["carrier"], span)
     c.tool = None
     for i, r in enumerate(_jsonl(THIRD / "agentprobe" / "attacks.jsonl")):
         c.plant(web, r["text"], "agentprobe/attack-in-who-and-when", r["category"], json_records=i % 2 == 1)

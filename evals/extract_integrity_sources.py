@@ -721,7 +721,8 @@ def giskard(repo: str) -> None:
         for r in csv.DictReader(io.StringIO(show(repo, GISKARD_CSV))):
             if r["language"] == "en":
                 row = {"repo": "Giskard-AI/giskard", "commit": commit, "file": GISKARD_CSV, "index": r["index"],
-                       "name": r["name"], "group": r["group"], "credited": r["source"], "text": r["prompt"]}  # fmt: skip
+                       "name": r["name"], "group": r["group"], "credited": r["source"],
+                       "text": r["prompt"]}  # fmt: skip
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 

@@ -372,7 +372,7 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     "marker_hidden": (
         r"<!--[^>]{0,400}?\b(?:ignore|assistant|ai|instruction|you must|respond|reply|call|send|important)\b",
         # The same with an override or an agent's act: "<!-- Processing directive: ... first output your ... -->".
-        r"<!--[^>]{0,400}?\b(?:disregard|forget|override|directive|reveal|forward|transfer|exfiltrate|agent|llm|chatbot)\b",  # noqa: E501
+        r"<!--[^>]{0,400}?\b(?:disregard|forget|override|directive|reveal|forward|transfer|exfiltrate|agent|llm|chatbot)\b",
         # A Markdown comment, hidden when rendered, with the same: "[//]: # (assistant: ...)".
         r"\[(?://|comment|hidden|note)\]:\s*(?:#|<>)\s*[(\"'][^)\"\n]{0,300}?\b(?:ignore|disregard|forget|override|assistant|ai|agent|instructions?|you must|respond|reply|call|send|forward|output)\b",  # noqa: E501
         r"\bdisplay\s*:\s*none\b|\bvisibility\s*:\s*hidden\b|\bfont-size\s*:\s*0|\bcolor\s*:\s*(?:white|#fff\b|#ffffff)",
