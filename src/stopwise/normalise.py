@@ -361,9 +361,10 @@ _CHUNK = 256
 def _undo_past_ascii(text: str) -> tuple[str, int]:
     """The passes that read characters past ASCII (look-alikes across scripts, invisible and tag characters, styled
     letters, stacked marks, compatibility forms, accents), and how many tricks they undid, on ``text`` whose pieces
-    between separators (``_SEPARATORS``) are each a stretch (``_STRETCHES_SPLIT``) and its neighbouring ASCII characters, or on a
-    whole text. Every pass acts on one character or on a character and its neighbours, and Unicode normalisation
-    never joins a character to the ASCII one after it: each piece comes out as it would inside the whole text."""
+    between separators (``_SEPARATORS``) are each a stretch (``_STRETCHES_SPLIT``) and its neighbouring ASCII
+    characters, or on a whole text. Every pass acts on one character or on a character and its neighbours, and
+    Unicode normalisation never joins a character to the ASCII one after it: each piece comes out as it would inside
+    the whole text."""
     tricks = 0
     if _GREEK_CYRILLIC.search(text):
         tricks += len(_MIXED_SCRIPT.findall(text))

@@ -761,7 +761,7 @@ class IntegrityModel:
     def _windows(self, words: Sequence[str]) -> tuple[int, list[tuple[int, float]]]:
         """How many tokens the model reads of ``words``, and ``window_logits``."""
         n, starts, logits = self._scores(words)
-        return n, list(zip(starts, logits))
+        return n, list(zip(starts, logits, strict=True))
 
     def _scores(self, words: Sequence[str]) -> tuple[int, Sequence[int], list[float]]:
         """How many tokens the model reads of ``words``, and the start and logit of each window (``window_logits``
@@ -911,6 +911,6 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000, *, cont
     start = starts[logits.index(z)]
     features["model_logit"] = z
     if contrast:
-        features.update(window_contrast(list(zip(starts, logits)), model.window))
+        features.update(window_contrast(list(zip(starts, logits, strict=True)), model.window))
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
     return TextScore(features, round(start * len(read.norm) / max(n, 1)))
