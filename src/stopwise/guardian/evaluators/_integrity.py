@@ -803,7 +803,10 @@ class IntegrityModel:
                 # faster than a comprehension (or ``map(mask.__and__, ...)``); one ``itemgetter`` then reads the
                 # buckets faster than indexing.
                 running = list(codes) if n < self.ngram else codes
-                out.append(list(accumulate(_pick(dense, list(map(and_, running, masks))), initial=0.0)))
+                buckets = map(and_, running, masks)
+                # ``itemgetter`` of several buckets takes them from the map itself (no list of them first).
+                weights = itemgetter(*buckets)(dense) if len(rows) - n > 0 else [dense[b] for b in buckets]
+                out.append(list(accumulate(weights, initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
