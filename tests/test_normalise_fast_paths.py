@@ -47,6 +47,22 @@ def test_the_passes_past_ascii_read_in_stretches_equal_the_passes_over_the_whole
             assert normalise._undo_in_stretches(padded) == normalise._undo_past_ascii(padded), padded
 
 
+def test_a_text_holding_nul_and_other_control_characters_reads_in_stretches_as_the_whole_text_pass_does() -> None:
+    # The stretches are joined by the first of ``_SEPARATORS`` the text lacks (an e-mail decoded from
+    # quoted-printable may hold NUL); a text holding them all takes the whole-text pass.
+    padding = " plain ascii words \x00 and \x01 more " * 8
+    every = "".join(normalise._SEPARATORS)
+    for text in _texts(_SCRIPTS + _PAST_ASCII + ["\x00", "\x01", "\x02"], 1500, 16, 5):
+        for padded in (padding + text + padding + text[::-1] + padding, every + padding + text + padding):
+            assert normalise._undo_in_stretches(padded) == normalise._undo_past_ascii(padded), padded
+
+
+def test_quoted_printable_byte_runs_found_from_their_equals_sign_are_the_runs_of_the_grouped_pattern() -> None:
+    grouped = re.compile(r"(?:=[0-9A-F]{2})+")
+    for text in _texts(["=", "=4", "=C3", "=A9", "A", "0", "f", " ", "\n", "==", "=G1"], 3000, 20, 6):
+        assert [m.span() for m in normalise._QP_BYTES.finditer(text)] == [m.span() for m in grouped.finditer(text)]
+
+
 def test_look_alikes_mapped_in_non_ascii_runs_equal_the_whole_text_translated() -> None:
     for text in _texts([*_SCRIPTS, "р", "с", "ο", "ᴀ", "Ꭺ", "  "], 4000, 24, 2):
         assert normalise._WORDS_PAST_ASCII.sub(normalise._map_look_alikes, text) == text.translate(

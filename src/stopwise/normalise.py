@@ -361,9 +361,10 @@ _CHUNK = 256
 def _undo_past_ascii(text: str) -> tuple[str, int]:
     """The passes that read characters past ASCII (look-alikes across scripts, invisible and tag characters, styled
     letters, stacked marks, compatibility forms, accents), and how many tricks they undid, on ``text`` whose pieces
-    between NUL characters are each a stretch (``_STRETCHES_SPLIT``) and its neighbouring ASCII characters, or on a
-    whole text. Every pass acts on one character or on a character and its neighbours, and Unicode normalisation
-    never joins a character to the ASCII one after it: each piece comes out as it would inside the whole text."""
+    between separators (``_SEPARATORS``) are each a stretch (``_STRETCHES_SPLIT``) and its neighbouring ASCII
+    characters, or on a whole text. Every pass acts on one character or on a character and its neighbours, and
+    Unicode normalisation never joins a character to the ASCII one after it: each piece comes out as it would inside
+    the whole text."""
     tricks = 0
     if _GREEK_CYRILLIC.search(text):
         tricks += len(_MIXED_SCRIPT.findall(text))
@@ -390,21 +391,31 @@ def _undo_past_ascii(text: str) -> tuple[str, int]:
 
 
 def _undo_in_stretches(text: str) -> tuple[str, int]:
-    """``_undo_past_ascii(text)``, reading only the stretches past ASCII with one ASCII neighbour each side (NUL
-    between them) when they are a small part of the text."""
+    """``_undo_past_ascii(text)``, reading only the stretches past ASCII with one ASCII neighbour each side (a
+    control character the text does not hold between them, ``_SEPARATORS``) when they are a small part of the
+    text."""
     parts = _split_stretches(text)
     if len(parts) == 1:
         return text, 0  # all ASCII: nothing to undo
     plain, stretches = parts[0::2], parts[1::2]
     # The ASCII parts between stretches hold at least two characters: each stretch's neighbours are its own.
     pieces = [a[-1:] + s + b[:1] for a, s, b in zip(plain[:-1], stretches, plain[1:], strict=True)]
-    if "\x00" in text or sum(map(len, pieces)) * 4 > len(text):
+    if sum(map(len, pieces)) * 4 > len(text):
         return _undo_past_ascii(text)
-    undone, tricks = _undo_past_ascii("\x00".join(pieces))
+    separator = next((c for c in _SEPARATORS if c not in text), None)
+    if separator is None:
+        return _undo_past_ascii(text)
+    undone, tricks = _undo_past_ascii(separator.join(pieces))
     out = [""] * len(parts)
-    out[1::2] = undone.split("\x00")
+    out[1::2] = undone.split(separator)
     out[0::2] = [plain[0][:-1], *[a[1:-1] for a in plain[1:-1]], plain[-1][1:]]
     return "".join(out), tricks
+
+
+_SEPARATORS = "\x00\x01\x02\x03\x04\x05\x06\x07\x08"
+"""Characters that join the stretches read by ``_undo_past_ascii``: ASCII, neither a letter nor a space nor a mark,
+so no pass changes one or reads across it (as across the ASCII characters between stretches); the first one the
+text does not hold (a decoded e-mail may hold NUL)."""
 
 
 def normalise_untrusted(text: str, limit: int = 2000) -> tuple[str, int]:
@@ -443,7 +454,7 @@ def fold_script(text: str) -> str:
 # from one occurrence of it to the next.
 _QP_SOFT_BREAK = re.compile(r"=\r?\n")
 _QP_LINE_END = re.compile(r"=(?<=[^=\n]=)\r?\n")
-_QP_BYTES = re.compile(r"(?:=[0-9A-F]{2})+")
+_QP_BYTES = re.compile(r"=[0-9A-F]{2}(?:=[0-9A-F]{2})*")
 _QP_BETWEEN_LETTERS = re.compile(r"=(?<=[A-Za-z0-9]=)[0-9A-F]{2}(?==?[A-Za-z0-9])")
 # Percent-encoding: runs of ``%XX``, decoded as UTF-8 (a run that is not UTF-8, like "50%de descuento", stays).
 _PERCENT_BYTES = re.compile(r"%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2})*")

@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice, repeat
-from operator import add, and_, itemgetter, sub
+from operator import add, and_, itemgetter, mul, sub
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
@@ -796,27 +796,33 @@ class IntegrityModel:
 
     def _windows(self, words: Sequence[str]) -> tuple[int, list[tuple[int, float]]]:
         """How many tokens the model reads of ``words``, and ``window_logits``."""
+        n, starts, logits = self._scores(words)
+        return n, list(zip(starts, logits, strict=True))
+
+    def _scores(self, words: Sequence[str]) -> tuple[int, Sequence[int], list[float]]:
+        """How many tokens the model reads of ``words``, and the start and logit of each window (``window_logits``
+        as two lists: no tuple per window, when only the highest is wanted)."""
         table, rows = self._rows(words)
         n = len(rows)
         if not n:
-            return 0, [(0, self.bias)]
+            return 0, [0], [self.bias]
         prefix = self._prefix_sums(table, rows)
-        spans = self.windows(n)
         if n <= self.window:
-            return n, [(0, self._window_logit(prefix, 0, n))]
+            return n, [0], [self._window_logit(prefix, 0, n)]
         width, step = self.window, self.stride
         # The regular windows start every ``stride`` tokens; every one holds the same number of grams.
-        starts = range(0, n - width + 1, step)
+        starts: Sequence[int] = range(0, n - width + 1, step)
         totals = [0.0] * len(starts)
         for k, p in enumerate(prefix, 1):
             ends = p[width - k + 1 : n - k + 2 : step]
             totals = list(map(add, totals, map(sub, ends, p[: n - width + 1 : step])))
         scale = 1.0 / math.sqrt(sum(width - k + 1 for k in range(1, len(prefix) + 1)))
-        out = [(s, self.bias + t * scale) for s, t in zip(starts, totals, strict=True)]
-        if len(spans) > len(out):  # the last window, ending at the text's end
-            s, e = spans[-1]
-            out.append((s, self._window_logit(prefix, s, e)))
-        return n, out
+        # ``bias + total * scale`` per window, in C.
+        logits = list(map(add, repeat(self.bias), map(mul, totals, repeat(scale))))
+        if starts[-1] + width < n:  # the last window, ending at the text's end (``windows``)
+            starts = [*starts, n - width]
+            logits.append(self._window_logit(prefix, n - width, n))
+        return n, starts, logits
 
     def _prefix_sums(self, table: _WordTable, rows: list[int]) -> list[list[float]]:
         """Per n, the prefix sums of the weights of ``grams`` (a window's total is a difference of two of them per
@@ -833,7 +839,10 @@ class IntegrityModel:
                 # faster than a comprehension (or ``map(mask.__and__, ...)``); one ``itemgetter`` then reads the
                 # buckets faster than indexing.
                 running = list(codes) if n < self.ngram else codes
-                out.append(list(accumulate(_pick(dense, list(map(and_, running, masks))), initial=0.0)))
+                buckets = map(and_, running, masks)
+                # ``itemgetter`` of several buckets takes them from the map itself (no list of them first).
+                weights = itemgetter(*buckets)(dense) if len(rows) - n > 0 else [dense[b] for b in buckets]
+                out.append(list(accumulate(weights, initial=0.0)))
         return out
 
     def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
@@ -935,10 +944,12 @@ def score_text(text: str, model: IntegrityModel, read_chars: int = 8000, *, cont
     norm, tricks = normalise_untrusted(text, read_chars)
     read = _read(norm)
     features = _markers_of(read.norm, tricks, read.misspelt, read.present)
-    n, windows = model._windows(read.words)
-    start, z = max(windows, key=itemgetter(1))
+    n, starts, logits = model._scores(read.words)
+    # The first of the highest windows, as ``max(windows, key=...)`` picks it.
+    z = max(logits)
+    start = starts[logits.index(z)]
     features["model_logit"] = z
     if contrast:
-        features.update(window_contrast(windows, model.window))
+        features.update(window_contrast(list(zip(starts, logits, strict=True)), model.window))
     # Tokens average a few characters; the offset only has to say "near the start" or "far in".
     return TextScore(features, round(start * len(read.norm) / max(n, 1)))

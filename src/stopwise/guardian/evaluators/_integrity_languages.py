@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from stopwise.guardian.evaluators._integrity_search import _alternatives, _first_words, _required
+from stopwise.guardian.evaluators._integrity_search import Family, _alternatives, _first_words, _required
 from stopwise.normalise import fold_script
 
 __all__ = ["LANGUAGES", "gate", "search"]
@@ -272,6 +272,20 @@ class _Phrase:
     gate: frozenset[str]
     clauses: tuple[frozenset[str], ...]
     """Sets of words later in the pattern of which each match holds one each (``_required``)."""
+    source: str
+    """``rx``'s pattern."""
+    families: list[Family] = field(default_factory=list, compare=False, repr=False)
+    """``split``'s result, made on first use: most phrases of most processes never run, and splitting all of them
+    would add tens of milliseconds to the rule evaluator's first use."""
+
+    def split(self) -> Family:
+        """``rx`` as literal-led pieces (``_integrity_search``): most phrases start with ``\\b`` and an alternation of
+        words, which ``re`` would try at every character of the text; the pieces jump between their words."""
+        if not self.families:
+            # Split from the pattern with its case-split letters as classes: a piece's gate words are then only
+            # the letters every match holds as written.
+            self.families.append(Family.of([self.source], self.gate))
+        return self.families[0]
 
 
 # Upper-case Cyrillic letters the look-alike table maps to Latin while their lower-case forms stay ("Теперь" reads
@@ -316,13 +330,14 @@ def _phrases() -> Mapping[str, tuple[_Phrase, ...]]:
         for family, sources in families.items():
             for source in sources:
                 folded = fold_script(source)
-                rx = re.compile(folded.translate(_CASE_TABLE))
+                pattern = folded.translate(_CASE_TABLE)
+                rx = re.compile(pattern)
                 # A Russian phrase's letters may read as Latin ones (``_CASE_SPLIT``): its words are not known.
                 sets = [_gate(folded), *(() if language == "ru" else _required(folded, True))]
                 # The set of the longest words gates first: "in deiner antwort" is looked for by "antwort".
                 first = max(sets, key=lambda words: min(map(len, words)))
                 clauses = tuple(c for c in sets if c is not first)
-                out.setdefault(family, []).append(_Phrase(rx, first, clauses))
+                out.setdefault(family, []).append(_Phrase(rx, first, clauses, pattern))
     return {family: tuple(phrases) for family, phrases in out.items()}
 
 
@@ -365,7 +380,11 @@ def search(norm: str, present: set[str] | None, skip: Iterable[str] = ()) -> dic
     for family, phrase in candidates:
         if family in skipped:
             continue
-        m = phrase.rx.search(norm)
-        if m is not None and (family not in found or m.start() < found[family][0]):
-            found[family] = m.span()
+        if present is None:
+            m = phrase.rx.search(norm)
+            span = None if m is None else m.span()
+        else:
+            span = phrase.split().search(norm, present)
+        if span is not None and (family not in found or span[0] < found[family][0]):
+            found[family] = span
     return found
