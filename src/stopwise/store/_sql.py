@@ -57,6 +57,7 @@ __all__ = [
     "check_rows",
     "claim_params",
     "claim_refused",
+    "commit_many_ops",
     "commit_ops",
     "deletions",
     "entry_from",
@@ -493,6 +494,15 @@ def commit_ops(
     if run is not None:
         ops.append(Op(UPSERT_RUN, _run_params(run, now)))
     return ops
+
+
+def commit_many_ops(
+    entries: Sequence[LogEntry], state_json: str, run: RunRecord, now: float, lease: Lease | None = None
+) -> list[Op]:
+    """``Store.commit_many``: ``start_run``'s session (created if new) with the state after the entries and the run
+    record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
+    (``check_rows``) rolls the whole batch back."""
+    return [*start_run_ops(run, None, state_json, now, lease), *(append_op(e, now) for e in entries)]
 
 
 def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> list[Op]:

@@ -20,7 +20,7 @@ import functools
 import re
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable, UnreadableRun
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot, check_batch
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 if TYPE_CHECKING:
@@ -315,6 +315,17 @@ class PostgresStore:
     async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
         state_json = dump_state(state, entry.session_id)
         await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
+
+    async def commit_many(
+        self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+    ) -> None:
+        """``CommitsMany.commit_many``: one transaction, its statements sent in one pipeline (no round trip per
+        entry); COMMIT is sent only once every statement's result is in and checked."""
+        check_batch(entries, run)
+        state_json = dump_state(state, run.session_id)
+        await self._write(
+            lambda now: _sql.commit_many_ops(entries, state_json, run, now, lease), "commit_many", run.session_id
+        )
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
