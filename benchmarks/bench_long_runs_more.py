@@ -16,7 +16,11 @@ Per-run configurations (the same work after a short and after a long run, ``--sm
   retry      a run failed by its step cap after N steps, then ``retry()``: time from the call to the first
              new model call;
   fork       ``fork()`` at the last step of an N-step run: time from the call to the forked run's first model
-             call;
+             call. Each tool step is two log entries (intent, settle), so an N-step fork copies about 2N
+             entries: ``--only fork copy copyeach --small 500 --steps 5000`` is a fork of 1k and of 10k entries;
+  copy       the write alone of that fork's copy (``store.base.commit_many``: one transaction);
+  copyeach   the same copy written entry by entry (``start_run``, then one ``commit`` per entry: how stopwise
+             wrote a fork before ``commit_many``, and how it still writes on a store of your own without it);
   rss        tracemalloc's peak over an N-step run, per step (what a step leaves held: copies, caches, events).
 
 ``--src DIR`` (repeatable) runs everything once per source tree in a subprocess and prints them side by side.
@@ -55,7 +59,7 @@ APPROVE_EVERY = 50
 RESUMES_EDGE = 5
 RESULT_BYTES = 20_000
 PER_STEP = ("plain", "stream", "trimmed", "bigresult", "approvals")
-PER_RUN = ("retry", "fork", "rss")
+PER_RUN = ("retry", "fork", "copy", "copyeach", "rss")
 CONFIGS = PER_STEP + PER_RUN
 
 
@@ -165,8 +169,8 @@ async def _per_step(config: str, steps: int, kind: str, dsn: str | None) -> dict
 
 
 async def _after_run(config: str, steps: int, kind: str, dsn: str | None) -> float:
-    """Seconds from ``retry()`` / ``fork()`` of an N-step run to its first new model call; for ``rss``,
-    tracemalloc's peak bytes over an N-step run."""
+    """Seconds from ``retry()`` / ``fork()`` of an N-step run to its first new model call (``copy``, ``copyeach``:
+    of the fork's write alone); for ``rss``, tracemalloc's peak bytes over an N-step run."""
     from stopwise import Runner
 
     script: list[float] = []
@@ -183,13 +187,15 @@ async def _after_run(config: str, steps: int, kind: str, dsn: str | None) -> flo
                 tracemalloc.stop()
                 return float(peak)
             agent = _agent(config, script, steps + 10, fail_at=steps if config == "retry" else None)
-            if config == "fork":
+            if config != "retry":
                 agent = _agent(config, script, steps)
             first = await runner.run(agent, "go")
             expected = "failed" if config == "retry" else "completed"
             if first.status.value != expected:
                 raise SystemExit(f"{config}: the {steps}-step run ended {first.status.value}, expected {expected}")
             gc.collect()
+            if config in ("copy", "copyeach"):
+                return await _copy(runner.store, first.session_id, first.steps, config == "copyeach")
             calls = len(script)
             t = time.perf_counter()
             if config == "retry":
@@ -202,6 +208,35 @@ async def _after_run(config: str, steps: int, kind: str, dsn: str | None) -> flo
         finally:
             if store is not None:
                 await _close(store)
+
+
+class _EntryByEntry:
+    """A store without ``commit_many`` (every other method its inner store's): ``commit_many`` the function then
+    writes entry by entry."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "commit_many":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+async def _copy(store: Any, session_id: str, at_step: int, each: bool) -> float:
+    """Seconds to write the copy (and note) of a fork of ``session_id`` at ``at_step``: in one transaction, or
+    with ``each`` entry by entry."""
+    import uuid
+
+    from stopwise._fork import plan_fork
+    from stopwise.store.base import commit_many
+
+    snapshot = await store.load_session(session_id)
+    planned = plan_fork(snapshot, snapshot.last_run, at_step, uuid.uuid4().hex, uuid.uuid4().hex)
+    target = _EntryByEntry(store) if each else store
+    t = time.perf_counter()
+    await commit_many(target, planned.entries, snapshot.state, planned.run)
+    return time.perf_counter() - t
 
 
 def measure(
