@@ -53,7 +53,8 @@ async def test_commit_many_at_a_taken_seq_writes_nothing(store: Store) -> None:
     await store.start_run(run, _entries(1, 1)[0], {"k": 0})
     await store.commit(_entries(2, 2)[0], {"k": 0})
     before = await store.load_session("s")
-    with pytest.raises(StepConflict):
+    # Seq 2 is taken, 3.. would be free after it: the batch still goes in whole or not at all.
+    with pytest.raises(StepConflict, match="next free"):
         await commit_many(store, _entries(2, 6), {"k": 9}, RunRecord("r1", "s", "agent", steps=9))
     assert await store.load_session("s") == before
 

@@ -54,6 +54,7 @@ __all__ = [
     "Deletion",
     "Op",
     "append_op",
+    "check_appended",
     "check_rows",
     "claim_params",
     "claim_refused",
@@ -314,6 +315,19 @@ def check_rows(op: Op, rowcount: int) -> None:
             operation="update_run" if op.sql == KEEP_SESSION else "commit",
             session_id=op.session_kept,
         )
+
+
+def check_appended(ops: Sequence[Op], rowcount: int) -> None:
+    """Raise ``StepConflict`` unless the appends ``ops``, sent as one statement (``executemany``), inserted
+    ``rowcount`` = one row each (the caller rolls back)."""
+    if rowcount == len(ops):
+        return
+    first, last = ops[0].appends, ops[-1].appends
+    assert first is not None and last is not None
+    raise StepConflict(
+        f"session {first.session_id!r}: {len(ops) - rowcount} of entries {first.seq}..{last.seq} were not at the next "
+        f"free position in the log, or run {first.run_id} is not on record (deleted)"
+    )
 
 
 def fence_broken(fence: Fence, session_id: str, operation: str) -> StepConflict:
