@@ -291,10 +291,9 @@ class DBOSRuntime:
         copy (written entry by entry by an earlier stopwise, or by a store without ``commit_many``) reads as a
         fork not completely written until its note is (``retry()`` refuses it, a new ``run()`` finds it busy),
         so only this workflow completes it. A leg start that committed (the ``message``) is found after the
-        note and not written again. The plan is
-        made from the source run named at submission, whose entries up to that step an append-only log keeps
-        as they were; a source session removed meanwhile fails the workflow with ``ForkNotAllowed`` (a
-        partial copy then stays refused: fork again into another session).
+        note and not written again. The plan is made from the source run named at submission, whose entries up
+        to that step an append-only log keeps as they were; a source session removed meanwhile fails the
+        workflow with ``ForkNotAllowed`` (a partial copy then stays refused: fork again into another session).
         """
         self._check_agent(agent)
         wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"

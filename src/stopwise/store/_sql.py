@@ -515,7 +515,7 @@ def commit_many_ops(
 ) -> list[Op]:
     """``Store.commit_many``: ``start_run``'s session (created if new) with the state after the entries and the run
     record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
-    (``check_rows``) rolls the whole batch back."""
+    (``check_rows``, or ``check_appended`` for appends sent as one) rolls the whole batch back."""
     return [*start_run_ops(run, None, state_json, now, lease), *(append_op(e, now) for e in entries)]
 
 
