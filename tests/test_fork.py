@@ -4,6 +4,7 @@ source log untouched; a rewind (a fork at an earlier step) refunds the stop guar
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any, cast
@@ -30,6 +31,7 @@ from stopwise.errors import ForkNotAllowed, RunLeased, StoreError
 from stopwise.models import ModelRequest
 from stopwise.records import ForkRecord, parse_records
 from stopwise.store.base import CommitsMany, EntryKind, LogEntry, RunRecord
+from test_stored_logs import FIXTURES, looking_up, lookup
 
 
 @tool
@@ -353,4 +355,18 @@ async def test_a_fork_written_but_never_driven_is_continued_by_retry_once_its_le
     done = await runner.retry(ticker(model), "f")
     assert done.status == "completed" and done.output == "ticked 3"
     assert model.requests[0].step == 2
+    await runner.close()
+
+
+@pytest.mark.parametrize("version", sorted(FIXTURES))
+async def test_a_session_an_earlier_version_wrote_forks_as_before(tmp_path: Path, version: int) -> None:
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES[version], db)
+    runner = Runner(SQLiteStore(db))
+    before = await runner.store.load_session("cutoff")
+    looper = Agent("looper", "Look up three items.", looking_up(3), tools=[lookup], max_steps=5)
+    forked = await runner.fork(looper, "cutoff", at_step=1, new_session_id="again")
+    assert forked.status == "completed" and forked.output == "Answer: found item 1; found item 2; found item 3"
+    assert forked.steps == 4  # step 1 copied, then two more lookups and the answer
+    assert await runner.store.load_session("cutoff") == before
     await runner.close()
