@@ -16,7 +16,13 @@ Per-run configurations (the same work after a short and after a long run, ``--sm
   retry      a run failed by its step cap after N steps, then ``retry()``: time from the call to the first
              new model call;
   fork       ``fork()`` at the last step of an N-step run: time from the call to the forked run's first model
-             call;
+             call. Each tool step is two log entries (intent, settle), so an N-step fork copies about 2N
+             entries: ``--only fork copy --small 500 --steps 5000`` is a fork of 1k and of 10k entries;
+  copy       the write alone of that fork's copy, two rows: ``copy`` in one transaction
+             (``store.base.commit_many``), ``copyeach`` entry by entry (``start_run``, then one ``commit`` per
+             entry: how stopwise wrote a fork before ``commit_many``, and how it still writes on a store of your
+             own without it). The two alternate on the same source session, each the median of 3 writes, so
+             the machine's load falls on both alike;
   rss        tracemalloc's peak over an N-step run, per step (what a step leaves held: copies, caches, events).
 
 ``--src DIR`` (repeatable) runs everything once per source tree in a subprocess and prints them side by side.
@@ -55,7 +61,8 @@ APPROVE_EVERY = 50
 RESUMES_EDGE = 5
 RESULT_BYTES = 20_000
 PER_STEP = ("plain", "stream", "trimmed", "bigresult", "approvals")
-PER_RUN = ("retry", "fork", "rss")
+PER_RUN = ("retry", "fork", "copy", "rss")
+COPY_ROUNDS = 3
 CONFIGS = PER_STEP + PER_RUN
 
 
@@ -183,7 +190,7 @@ async def _after_run(config: str, steps: int, kind: str, dsn: str | None) -> flo
                 tracemalloc.stop()
                 return float(peak)
             agent = _agent(config, script, steps + 10, fail_at=steps if config == "retry" else None)
-            if config == "fork":
+            if config != "retry":
                 agent = _agent(config, script, steps)
             first = await runner.run(agent, "go")
             expected = "failed" if config == "retry" else "completed"
@@ -204,6 +211,59 @@ async def _after_run(config: str, steps: int, kind: str, dsn: str | None) -> flo
                 await _close(store)
 
 
+class _EntryByEntry:
+    """A store without ``commit_many`` (every other method its inner store's): ``commit_many`` the function then
+    writes entry by entry."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "commit_many":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+async def _copies(steps: int, kind: str, dsn: str | None) -> tuple[float, float]:
+    """Seconds to write the copy (and note) of a fork at the last step of an N-step run: in one transaction, and
+    entry by entry; each the median of ``COPY_ROUNDS`` writes, the two alternating (each into a new session)."""
+    import uuid
+
+    from stopwise import Runner
+    from stopwise._fork import plan_fork
+    from stopwise.store.base import commit_many
+
+    script: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="stopwise-long-") as tmp:
+        store = _store(tmp, kind, dsn)
+        runner = Runner(store=store) if store is not None else Runner()
+        try:
+            first = await runner.run(_agent("copy", script, steps), "go")
+            snapshot = await runner.store.load_session(first.session_id)
+            assert snapshot is not None and snapshot.last_run is not None
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(COPY_ROUNDS):
+                for each in (False, True):
+                    planned = plan_fork(snapshot, snapshot.last_run, first.steps, uuid.uuid4().hex, uuid.uuid4().hex)
+                    target = _EntryByEntry(runner.store) if each else runner.store
+                    gc.collect()
+                    t = time.perf_counter()
+                    await commit_many(target, planned.entries, snapshot.state, planned.run)
+                    times[each].append(time.perf_counter() - t)
+            return statistics.median(times[False]), statistics.median(times[True])
+        finally:
+            if store is not None:
+                await _close(store)
+
+
+def _pairs(pairs: list[tuple[float, float]], unit: float) -> dict[str, float]:
+    return {
+        "first_us": statistics.median(a for a, _ in pairs) * unit,
+        "last_us": statistics.median(b for _, b in pairs) * unit,
+        "ratio": statistics.median(b / a for a, b in pairs),
+    }
+
+
 def measure(
     steps_list: list[int], small: int, configs: list[str], stores: list[str], repeat: int, dsn: str | None
 ) -> dict[str, dict[str, float]]:
@@ -219,6 +279,14 @@ def measure(
                     runs = [asyncio.run(_per_step(config, steps, kind, dsn)) for _ in range(repeat)]
                     out[key] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                     continue
+                if config == "copy":
+                    runs = [
+                        (asyncio.run(_copies(small, kind, dsn)), asyncio.run(_copies(steps, kind, dsn)))
+                        for _ in range(repeat)
+                    ]
+                    for i, name in enumerate(("copy", "copyeach")):
+                        out[f"{name:<9} {kind:<8} {steps:>5}"] = _pairs([(a[i], b[i]) for a, b in runs], 1e6)
+                    continue
                 pairs = []
                 for _ in range(repeat):
                     a = asyncio.run(_after_run(config, small, kind, dsn))
@@ -226,12 +294,7 @@ def measure(
                     if config == "rss":
                         a, b = a / small, b / steps
                     pairs.append((a, b))
-                unit = 1e6 if config != "rss" else 1.0
-                out[key] = {
-                    "first_us": statistics.median(a for a, _ in pairs) * unit,
-                    "last_us": statistics.median(b for _, b in pairs) * unit,
-                    "ratio": statistics.median(b / a for a, b in pairs),
-                }
+                out[key] = _pairs(pairs, 1e6 if config != "rss" else 1.0)
     return out
 
 

@@ -1,14 +1,16 @@
 """Fork on the DBOS runtime: ``DBOSRuntime.fork`` continues a session's last run from an earlier committed step in a
 new session, as ``Runner.fork`` does, driven as a DBOS workflow; its copy of the log is written once through
-crashes (a worker SIGKILLed before the fork's note, after it, and after the forked leg's start), and DBOS's
+crashes (a worker SIGKILLed before the fork's copy, after it, and after the forked leg's start), and DBOS's
 recovery of the workflow ends with the log an uninterrupted fork writes.
 
 On SQLite files (development) and on PostgreSQL (the log and DBOS's system database in one database): the runtime
 in this process, and the killed worker a process of its own on the same databases. ``python
 tests/test_dbos_fork.py FOLDER DSN KILL`` is that worker (``DSN`` empty: SQLite files in ``FOLDER``): it submits the
-fork of session ``s`` and kills itself with SIGKILL at ``KILL`` (``note``: as the fork's note is to be committed,
-the copy written; ``noted``: just after the note; ``started``: just after the forked leg's start commits its
-message). DBOS recovers the workflow when a runtime with the same executor id launches.
+fork of session ``s`` and kills itself with SIGKILL at ``KILL`` (``copy``: as the fork's copy and note are to be
+committed, in one transaction; ``noted``: just after they are; ``started``: just after the forked leg's start
+commits its message). DBOS recovers the workflow when a runtime with the same executor id launches. A copy cut
+short part way, which an earlier stopwise could leave (it wrote entry by entry), is completed by the recovered
+workflow too (the fork of a fork below).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,12 +308,15 @@ class _KillAt:
         if self.kill == "started" and run.session_id == "f" and entry is not None and entry.seq > 1:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    async def commit(self, entry: LogEntry, state: Mapping[str, Any], run: RunRecord | None = None) -> None:
-        note = entry.session_id == "f" and any(isinstance(r, ForkRecord) for r in parse_records(entry.records))
-        if note and self.kill == "note":
+    async def commit_many(
+        self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+    ) -> None:
+        last = entries[-1]
+        copy = last.session_id == "f" and any(isinstance(r, ForkRecord) for r in parse_records(last.records))
+        if copy and self.kill == "copy":
             os.kill(os.getpid(), signal.SIGKILL)
-        await super().commit(entry, state, run)  # type: ignore[misc]
-        if note and self.kill == "noted":
+        await super().commit_many(entries, state, run, lease)  # type: ignore[misc]
+        if copy and self.kill == "noted":
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -335,7 +340,7 @@ async def _killed_worker(place: _Place, kill: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("backend", "kill"), [("sqlite", "note"), ("sqlite", "noted"), ("sqlite", "started"), ("postgres", "note")]
+    ("backend", "kill"), [("sqlite", "copy"), ("sqlite", "noted"), ("sqlite", "started"), ("postgres", "copy")]
 )
 async def test_a_fork_recovered_after_its_worker_was_killed_writes_its_copy_once(
     request: pytest.FixtureRequest, tmp_path: Path, backend: str, kill: str
@@ -351,12 +356,12 @@ async def test_a_fork_recovered_after_its_worker_was_killed_writes_its_copy_once
 
     async with place.store() as store:
         cut_short = await store.load_session("f")
-        assert cut_short is not None
-        notes = [r for _, rs in parse_log(cut_short.entries) for r in rs if isinstance(r, ForkRecord)]
-        assert len(notes) == (0 if kill == "note" else 1)
-        if kill == "note":  # the copy before its note: refused by retry while the workflow is pending
-            with pytest.raises(ForkNotAllowed, match="not completely written"):
-                await Runner(store, lease_seconds=1e-9).retry(TICKER, "f")
+        if kill == "copy":  # the copy is written in one transaction: none of it, or all of it
+            assert cut_short is None
+        else:
+            assert cut_short is not None
+            notes = [r for _, rs in parse_log(cut_short.entries) for r in rs if isinstance(r, ForkRecord)]
+            assert len(notes) == 1
 
     async with _dev_runtime(place) as runtime:  # the same executor: DBOS recovers the fork's workflow
         from stopwise.runtime.dbos import RunHandle

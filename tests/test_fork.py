@@ -4,8 +4,10 @@ source log untouched; a rewind (a fork at an earlier step) refunds the stop guar
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -28,7 +30,8 @@ from stopwise import (
 from stopwise.errors import ForkNotAllowed, RunLeased, StoreError
 from stopwise.models import ModelRequest
 from stopwise.records import ForkRecord, parse_records
-from stopwise.store.base import EntryKind, LogEntry, RunRecord
+from stopwise.store.base import CommitsMany, EntryKind, LogEntry, RunRecord
+from test_stored_logs import FIXTURES, looking_up, lookup
 
 
 @tool
@@ -242,24 +245,85 @@ async def test_a_fork_into_an_existing_session_or_of_another_agents_run_is_refus
         await runner.fork(other, "s", at_step=1)
 
 
-class _FailsOnForkNote(SQLiteStore):
-    """A real SQLite store whose disk 'fills up' when the fork's last write (its note) is committed."""
+def _refuse_the_note(path: Path) -> None:
+    """A trigger in the SQLite file that fails the insert of session 'f''s second entry and of every later one,
+    inside the fork's own transaction (a real database failure, not a store method overridden)."""
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON log WHEN NEW.session_id = 'f' AND NEW.seq > 1 "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+
+
+async def test_a_fork_whose_write_fails_midway_leaves_no_new_session(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    runner = Runner(SQLiteStore(path))
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    before = await runner.store.load_session("s")
+    _refuse_the_note(path)
+    with pytest.raises(StoreError, match="disk full"):
+        await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
+    # The first entry went in before the failure, in the same transaction: rolled back with it.
+    assert await runner.store.load_session("f") is None
+    assert await runner.store.load_session("s") == before
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TRIGGER refuse")
+    again = await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
+    assert again.status == "completed" and again.output == "ticked 3"
+    await runner.close()
+
+
+class _OwnStore:
+    """A ``Store`` of a user's own that has no ``commit_many`` (it forwards every other method to a real SQLite
+    store); with ``fail_on_note`` its disk 'fills up' when a fork's note is committed."""
+
+    def __init__(self, inner: SQLiteStore, *, fail_on_note: bool = False) -> None:
+        self.inner = inner
+        self.fail_on_note = fail_on_note
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "commit_many":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     async def commit(self, entry: LogEntry, state: Any, run: RunRecord | None = None) -> None:
-        if any(isinstance(r, ForkRecord) for r in parse_records(entry.records)):
+        if self.fail_on_note and any(isinstance(r, ForkRecord) for r in parse_records(entry.records)):
             raise StoreError("disk full")
-        await super().commit(entry, state, run)
+        await self.inner.commit(entry, state, run)
 
 
-async def test_a_fork_cut_short_before_its_note_is_refused_by_retry(tmp_path: Path) -> None:
+async def test_a_store_without_commit_many_forks_entry_by_entry(tmp_path: Path) -> None:
+    own = _OwnStore(SQLiteStore(tmp_path / "log.db"))
+    assert not isinstance(own, CommitsMany)
+    runner = Runner(cast(Store, own))
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    forked = await runner.fork(ticker(Ticker(3)), "s", at_step=1, new_session_id="f")
+    assert forked.status == "completed" and forked.output == "ticked 3"
+    source = await own.inner.load_session("s")
+    copy = await own.inner.load_session("f")
+    assert source is not None and copy is not None
+    # The copy through step 1, the note, then the forked run's own steps.
+    (record,) = [r for e in copy.entries for r in parse_records(e.records) if isinstance(r, ForkRecord)]
+    assert record == ForkRecord("s", source.entries[0].run_id, 1, record.source_seq)
+    copied = copy.entries[: record.source_seq]
+    assert [e.messages for e in copied] == [e.messages for e in source.entries[: record.source_seq]]
+    await runner.close()
+
+
+async def test_a_half_fork_written_entry_by_entry_is_refused_by_retry(tmp_path: Path) -> None:
+    """What an earlier stopwise left when a fork was cut short (it wrote entry by entry, as a store without
+    ``commit_many`` still does): the copy without its note. It reads as incomplete and stays refused."""
     path = tmp_path / "log.db"
-    store = _FailsOnForkNote(path)
-    runner = Runner(store)
+    own = _OwnStore(SQLiteStore(path), fail_on_note=True)
+    runner = Runner(cast(Store, own))
     await runner.run(ticker(Ticker(3)), "go", session_id="s")
     with pytest.raises(StoreError, match="disk full"):
         await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
-    await store.close()
+    await runner.close()
     reopened = Runner(SQLiteStore(path), lease_seconds=1e-9)
+    half = await reopened.store.load_session("f")
+    assert half is not None and half.entries  # the copy through step 2, and no note
+    assert not any(isinstance(r, ForkRecord) for e in half.entries for r in parse_records(e.records))
     with pytest.raises(ForkNotAllowed, match="fork of session 's' at step 2 was not completely written"):
         await reopened.retry(ticker(Ticker(3)), "f")
     await reopened.close()
@@ -291,4 +355,18 @@ async def test_a_fork_written_but_never_driven_is_continued_by_retry_once_its_le
     done = await runner.retry(ticker(model), "f")
     assert done.status == "completed" and done.output == "ticked 3"
     assert model.requests[0].step == 2
+    await runner.close()
+
+
+@pytest.mark.parametrize("version", sorted(FIXTURES))
+async def test_a_session_an_earlier_version_wrote_forks_as_before(tmp_path: Path, version: int) -> None:
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES[version], db)
+    runner = Runner(SQLiteStore(db))
+    before = await runner.store.load_session("cutoff")
+    looper = Agent("looper", "Look up three items.", looking_up(3), tools=[lookup], max_steps=5)
+    forked = await runner.fork(looper, "cutoff", at_step=1, new_session_id="again")
+    assert forked.status == "completed" and forked.output == "Answer: found item 1; found item 2; found item 3"
+    assert forked.steps == 4  # step 1 copied, then two more lookups and the answer
+    assert await runner.store.load_session("cutoff") == before
     await runner.close()

@@ -4,7 +4,7 @@ The log is append-only, so a fork never rewrites it: the new session's log start
 session's entries up to the commit of the chosen step, then a ``note`` entry carrying a ``ForkRecord``, and the
 forked run continues from there under a run id of its own. What a budget counts from the log (steps, usage, the
 stop guard's continues, the guardian's replans) is counted from the copy, so a rewind refunds exactly what it
-removes. Planning a fork is pure; ``Runner.fork`` writes it.
+removes. Planning a fork is pure; ``Runner.fork`` writes it, in one transaction (``store.base.commit_many``).
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def _cut(own: list[LogEntry], at_step: int, run: RunRecord) -> int:
 
 def incomplete_fork(snapshot: SessionSnapshot, run: RunRecord) -> ForkRecord | None:
     """The fork ``run`` was to be, when its session's copy was not completely written (the process stopped
-    between the fork's first write and its note); None for a run that is not such a fork."""
+    between the fork's first write and its note: a fork written entry by entry, as an earlier stopwise wrote every
+    fork and ``commit_many`` still writes one on a store without it); None for a run that is not such a fork."""
     mark = run.report.get(_FORK_MARK)
     if mark is None:
         return None

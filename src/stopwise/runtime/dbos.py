@@ -16,8 +16,9 @@ How a run maps onto DBOS:
   (``stopwise.settle``: the reviewer's decisions applied, the approved tools run, the settle committed); a settle
   that committed before a crash is found at that position and returned, not run again;
 - a fork's first DBOS step, ``stopwise.fork``, writes the new session's copy of the source log and its fork note
-  (``Runner.fork``'s, under a run named after the workflow) and starts the forked leg; a step run again after a
-  crash writes only what of the copy is missing, and finds a leg start that committed (see ``DBOSRuntime.fork``);
+  in one transaction (``Runner.fork``'s, under a run named after the workflow) and starts the forked leg; a step
+  run again after a crash writes only what of the copy is missing, and finds a leg start that committed (see
+  ``DBOSRuntime.fork``);
 - every further stopwise step is one DBOS step, ``stopwise.advance``: the model call, the tools and the store
   commit of that step. It is keyed by ``(session, step)``: before acting it looks in the log, and a step that is
   already committed (the process died after the commit but before DBOS recorded the step) is returned from the
@@ -80,7 +81,7 @@ from stopwise.records import ForkRecord, parse_entry
 from stopwise.result import CompletionReason, RunResult, RunStatus
 from stopwise.runtime.local import Input, Runner, _client_row, _input_messages
 from stopwise.stop.decision import Action, StopDecision, apply_decision
-from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import EntryKind, Lease, LogEntry, RunRecord, SessionSnapshot, Store, commit_many
 from stopwise.tools import ToolError
 
 __all__ = [
@@ -282,17 +283,17 @@ class DBOSRuntime:
         DBOS already has is not checked or submitted again, its handle is returned (naming the session it forks
         into, as DBOS recorded it).
 
-        Exactly once: the copy is written by the workflow's first step, ``stopwise.fork``, entry by entry, each
-        keyed by ``(new session, seq)`` like every log entry, the note last with the run record, and the run holds
-        the workflow's lease from the first entry on. A step that runs again after a crash (between the first
-        entry and the note, or after the note) finds the copy an earlier execution of this workflow wrote (its
-        run is named after the workflow), checks it against the plan and writes only what is missing: no entry is
-        written twice, and the note once. Until the note is written the session reads as a fork not completely
-        written (``retry()`` refuses it, a new ``run()`` finds it busy), so only this workflow completes it. A
-        leg start that committed (the ``message``) is found after the note and not written again. The plan is
-        made from the source run named at submission, whose entries up to that step an append-only log keeps
-        as they were; a source session removed meanwhile fails the workflow with ``ForkNotAllowed`` (a
-        partial copy then stays refused: fork again into another session).
+        Exactly once: the copy is written by the workflow's first step, ``stopwise.fork``, in one transaction
+        (``commit_many``: the entries, each keyed by ``(new session, seq)`` like every log entry, the note last,
+        the run record holding the workflow's lease). A step that runs again after a crash finds no copy or the
+        whole one an earlier execution of this workflow wrote (its run is named after the workflow), checks it
+        against the plan and writes only what is missing: no entry is written twice, and the note once. A partial
+        copy (written entry by entry by an earlier stopwise, or by a store without ``commit_many``) reads as a
+        fork not completely written until its note is (``retry()`` refuses it, a new ``run()`` finds it busy),
+        so only this workflow completes it. A leg start that committed (the ``message``) is found after the
+        note and not written again. The plan is made from the source run named at submission, whose entries up
+        to that step an append-only log keeps as they were; a source session removed meanwhile fails the
+        workflow with ``ForkNotAllowed`` (a partial copy then stays refused: fork again into another session).
         """
         self._check_agent(agent)
         wf = workflow_id or f"stopwise-{uuid.uuid4().hex}"
@@ -688,9 +689,10 @@ async def _fork_plan(store: Store, request: dict[str, Any], wf: str) -> Fork:
 
 
 async def _write_fork(store: Store, planned: Fork, state: Mapping[str, Any], lease: Lease) -> SessionSnapshot:
-    """Write what of ``planned`` the store does not hold yet, in order, and return the session as written. An
-    earlier (or concurrent) execution of the same workflow may have written a part: each round reads what is
-    there, and a ``StepConflict`` means another execution wrote the entry first, so the next round reads again."""
+    """Write what of ``planned`` the store does not hold yet, in one ``commit_many``, and return the session as
+    written. An earlier (or concurrent) execution of the same workflow may have written it all, or a part (an
+    earlier stopwise wrote entry by entry, as a store without ``commit_many`` still does): each round reads what
+    is there, and a ``StepConflict`` means another execution wrote first, so the next round reads again."""
     session_id, entries = planned.run.session_id, planned.entries
     for _ in range(len(entries) + 1):
         snapshot = await store.load_session(session_id)
@@ -700,11 +702,7 @@ async def _write_fork(store: Store, planned: Fork, state: Mapping[str, Any], lea
         # The record as first written: a re-plan may read a source run record that moved on since.
         record = planned.run if snapshot is None or snapshot.last_run is None else snapshot.last_run
         try:
-            if written == 0:
-                await store.start_run(record, entries[0], state, lease)
-                written = 1
-            for entry in entries[written:]:
-                await store.commit(entry, state, record if entry is entries[-1] else None)
+            await commit_many(store, entries[written:], state, record, lease if written == 0 else None)
         except StepConflict:
             continue
     raise StopwiseError(f"session {session_id!r}: the fork's copy could not be written")  # pragma: no cover

@@ -62,7 +62,7 @@ from stopwise.messages import (
 from stopwise.records import LogRecord, RunLog, ToolReceipt
 from stopwise.result import RunResult, RunStatus
 from stopwise.storable import is_storable
-from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store
+from stopwise.store.base import Lease, RunRecord, SessionSnapshot, Store, commit_many
 from stopwise.store.memory import MemoryStore
 from stopwise.tools import ToolError, ToolUnavailable
 
@@ -241,6 +241,11 @@ class Runner:
         session's current state. ``message``, if given, is appended as new input. The forked run holds this
         runner's lease from its first write.
 
+        The copy, the note and the forked run's record are written in one transaction (``commit_many``): a fork cut
+        short (the process killed, the store failing) leaves no new session at all, never part of one; the
+        model's first call comes after it committed. On a ``Store`` of your own without ``commit_many`` they are
+        written entry by entry, the note last, and a copy cut short is refused by ``retry()`` as incomplete.
+
         Raises ``RetryNotAllowed`` as ``retry()`` does for a session with no run of this agent, and
         ``ForkNotAllowed`` for a step that is not committed or that suspended for approval, or a
         ``new_session_id`` that exists. Either way nothing was written.
@@ -253,11 +258,9 @@ class Runner:
             raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session")
         fork_state = dict(snapshot.state if state is None else state)
         lease = self._lease(planned.run.run_id)
-        first, *rest = planned.entries
-        # Entry by entry: a fork cut short reads as incomplete (no note) and retry() refuses it.
-        await self.store.start_run(planned.run, first, fork_state, lease)
-        for entry in rest:
-            await self.store.commit(entry, fork_state, planned.run if entry is planned.entries[-1] else None)
+        # One transaction: the new session is written whole or not at all. (A store of the caller's own without
+        # ``commit_many`` writes entry by entry, the note last: a copy cut short there reads as incomplete.)
+        await commit_many(self.store, planned.entries, fork_state, planned.run, lease)
         forked = await self.store.load_session(new_session_id)
         assert forked is not None and forked.last_run is not None
         new_input = _input_messages(message) if message is not None else ()

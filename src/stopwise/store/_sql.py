@@ -54,9 +54,11 @@ __all__ = [
     "Deletion",
     "Op",
     "append_op",
+    "check_appended",
     "check_rows",
     "claim_params",
     "claim_refused",
+    "commit_many_ops",
     "commit_ops",
     "deletions",
     "entry_from",
@@ -315,6 +317,19 @@ def check_rows(op: Op, rowcount: int) -> None:
         )
 
 
+def check_appended(ops: Sequence[Op], rowcount: int) -> None:
+    """Raise ``StepConflict`` unless the appends ``ops``, sent as one statement (``executemany``), inserted
+    ``rowcount`` = one row each (the caller rolls back)."""
+    if rowcount == len(ops):
+        return
+    first, last = ops[0].appends, ops[-1].appends
+    assert first is not None and last is not None
+    raise StepConflict(
+        f"session {first.session_id!r}: {len(ops) - rowcount} of entries {first.seq}..{last.seq} were not at the next "
+        f"free position in the log, or run {first.run_id} is not on record (deleted)"
+    )
+
+
 def fence_broken(fence: Fence, session_id: str, operation: str) -> StepConflict:
     """The error of a run write (``operation``) refused by its ``fence``."""
     lease = fence.lease
@@ -493,6 +508,15 @@ def commit_ops(
     if run is not None:
         ops.append(Op(UPSERT_RUN, _run_params(run, now)))
     return ops
+
+
+def commit_many_ops(
+    entries: Sequence[LogEntry], state_json: str, run: RunRecord, now: float, lease: Lease | None = None
+) -> list[Op]:
+    """``Store.commit_many``: ``start_run``'s session (created if new) with the state after the entries and the run
+    record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
+    (``check_rows``, or ``check_appended`` for appends sent as one) rolls the whole batch back."""
+    return [*start_run_ops(run, None, state_json, now, lease), *(append_op(e, now) for e in entries)]
 
 
 def update_run_ops(run: RunRecord, now: float, fence: Fence | None = None) -> list[Op]:

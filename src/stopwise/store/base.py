@@ -2,15 +2,17 @@
 
 The log is append-only and keyed by ``(session_id, seq)``. A step's rows, the session state after it and (on
 the terminal step) the run record commit in one transaction, so a crash leaves either the whole step or none.
+Many entries written at once (a fork's copy) commit in one transaction too, on a store that has ``commit_many``
+(``CommitsMany``: every store of stopwise's); ``commit_many`` the function writes them on any ``Store``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from stopwise.errors import ErrorDetail, UnreadableRun
 from stopwise.messages import Message, Usage
@@ -18,7 +20,18 @@ from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import text_fields
 from stopwise.store.retention import Expired
 
-__all__ = ["EntryKind", "Fence", "Lease", "LogEntry", "RunRecord", "SessionSnapshot", "Store"]
+__all__ = [
+    "CommitsMany",
+    "EntryKind",
+    "Fence",
+    "Lease",
+    "LogEntry",
+    "RunRecord",
+    "SessionSnapshot",
+    "Store",
+    "check_batch",
+    "commit_many",
+]
 
 
 class EntryKind(StrEnum):
@@ -252,3 +265,53 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class CommitsMany(Protocol):
+    """A store that writes many entries in one transaction. ``MemoryStore``, ``SQLiteStore`` and ``PostgresStore``
+    are; a ``Store`` of your own need not be (``commit_many`` the function then writes entry by entry)."""
+
+    async def commit_many(
+        self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+    ) -> None:
+        """Append ``entries`` (one session's, at consecutive seqs from its next free one) with the state after them
+        and ``run``'s record, all in one transaction: every entry or none. The session is created when it is not
+        on record, as ``start_run`` creates it; with ``lease``, the run record holds it from the same transaction
+        on. Raises ``StepConflict`` when the first seq is not the session's next free one (nothing written), and
+        ``ValueError`` for a batch that is empty or not one session's consecutive entries of ``run``'s session."""
+        ...
+
+
+def check_batch(entries: Sequence[LogEntry], run: RunRecord) -> None:
+    """``ValueError`` unless ``entries`` is a batch ``commit_many`` can write: not empty, all of ``run``'s
+    session, at consecutive seqs."""
+    if not entries:
+        raise ValueError("commit_many: no entries to write")
+    first = entries[0].seq
+    for i, e in enumerate(entries):
+        if e.session_id != run.session_id or e.seq != first + i:
+            raise ValueError(
+                f"commit_many: entry {i} is seq {e.seq} of session {e.session_id!r}; the batch must be session "
+                f"{run.session_id!r}'s entries at consecutive seqs from {first}"
+            )
+
+
+async def commit_many(
+    store: Store, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+) -> None:
+    """Write ``entries`` with ``state`` and ``run``'s record as ``CommitsMany.commit_many`` does: in one transaction
+    on a store that has it. On a store that does not (one of your own), entry by entry, as stopwise wrote a fork
+    before it had batches: ``start_run`` with the first entry when it starts the session (seq 1, holding
+    ``lease``), ``commit`` for each other, the run record with the last. Cut short there, the first entries
+    stay written (a fork's copy then reads as incomplete: see ``stopwise._fork.incomplete_fork``)."""
+    check_batch(entries, run)
+    if isinstance(store, CommitsMany):
+        await store.commit_many(entries, state, run, lease)
+        return
+    rest: Sequence[LogEntry] = entries
+    if entries[0].seq == 1:
+        await store.start_run(run, entries[0], state, lease)
+        rest = entries[1:]
+    for entry in rest:
+        await store.commit(entry, state, run if entry is entries[-1] else None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from stopwise.row_copies import own_error, own_row, own_value
 from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot, check_batch
 from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 __all__ = ["MemoryStore"]
@@ -117,6 +117,26 @@ class MemoryStore:
         s.updated_at = time.time()
         if run is not None:
             self._runs[run.run_id] = run
+
+    async def commit_many(
+        self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+    ) -> None:
+        """``CommitsMany.commit_many``: everything is checked before anything changes, so a refused batch leaves
+        the store as it was."""
+        check_batch(entries, run)
+        state_json = dump_state(state, run.session_id)
+        run = storable(run, where=f"run {run.run_id}")
+        self._check_seq(self._sessions.get(run.session_id) or _Session(), entries[0])
+        s = self._sessions.pop(run.session_id, None) or _Session()
+        self._sessions[run.session_id] = s
+        if run.run_id not in self._runs:
+            s.runs.append(run.run_id)
+        self._runs[run.run_id] = run
+        s.entries.extend(entries)
+        s.state_json = state_json
+        s.updated_at = time.time()
+        if lease is not None:
+            self._leases[run.run_id] = lease
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         if fence is not None:

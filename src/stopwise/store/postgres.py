@@ -20,7 +20,7 @@ import functools
 import re
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from stopwise.errors import ConfigError, StoreRefused, StoreUnavailable, UnreadableRun
 from stopwise.store import _sql
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot, check_batch
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 if TYPE_CHECKING:
@@ -214,17 +214,27 @@ class PostgresStore:
                 # Pipeline mode sends the transaction's statements in one go instead of one round trip each. The
                 # append's row count is checked once the results are in; a conflict raises inside the transaction
                 # block, so everything sent after the append is rolled back with it.
+                groups = _appends_together(ops)
                 async with conn.pipeline():
                     cursors = []
-                    for op in ops:
+                    for group in groups:
+                        op = group[0]
                         if op.fence is not None:
                             # The session's row before the run's, the order every write takes them in (a commit:
                             # the state, then the run record), so a fenced start racing a commit cannot deadlock.
                             await conn.execute(_locked(_sql.SESSION_KEY), {"session_id": op.params["session_id"]})
                             await conn.execute(_locked(_sql.RUN_ROW), {"run_id": op.fence.lease.run_id})
-                        cursors.append(await conn.execute(_placeholders(op.sql), op.params))
-                for op, cur in zip(ops, cursors, strict=True):
-                    _sql.check_rows(op, cur.rowcount)
+                        if len(group) == 1:
+                            cursors.append(await conn.execute(_placeholders(op.sql), op.params))
+                        else:
+                            cur = conn.cursor()
+                            await cur.executemany(_placeholders(op.sql), [o.params for o in group])
+                            cursors.append(cur)
+                for group, cur in zip(groups, cursors, strict=True):
+                    if len(group) == 1:
+                        _sql.check_rows(group[0], cur.rowcount)
+                    else:
+                        _sql.check_appended(group, cur.rowcount)
 
     async def _rows(self, sql: str, operation: str, **params: Any) -> list[DictRow]:
         pool = await self._pool_ready()
@@ -316,6 +326,17 @@ class PostgresStore:
         state_json = dump_state(state, entry.session_id)
         await self._write(lambda now: _sql.commit_ops(entry, state_json, run, now), "commit", entry.session_id)
 
+    async def commit_many(
+        self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+    ) -> None:
+        """``CommitsMany.commit_many``: one transaction, its statements sent in one pipeline (no round trip per
+        entry); COMMIT is sent only once every statement's result is in and checked."""
+        check_batch(entries, run)
+        state_json = dump_state(state, run.session_id)
+        await self._write(
+            lambda now: _sql.commit_many_ops(entries, state_json, run, now, lease), "commit_many", run.session_id
+        )
+
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
 
@@ -402,6 +423,19 @@ _SUB_SESSIONS = _sql.SUB_SESSIONS.replace("session_id >=", 'session_id COLLATE "
     "session_id <", 'session_id COLLATE "C" <'
 )
 """``SUB_SESSIONS`` compared in byte order, whatever the database's collation (a locale's order is no prefix range)."""
+
+
+def _appends_together(ops: list[_sql.Op]) -> list[list[_sql.Op]]:
+    """``ops`` in the groups ``_write`` sends: each run of consecutive log appends (a ``commit_many``'s entries) as
+    one ``executemany``, thousands of rows without a round of psycopg's per-statement work each; every other
+    statement alone."""
+    groups: list[list[_sql.Op]] = []
+    for op in ops:
+        if op.appends is not None and groups and groups[-1][-1].appends is not None:
+            groups[-1].append(op)
+        else:
+            groups.append([op])
+    return groups
 
 
 def _locked(sql: str) -> str:

@@ -27,7 +27,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from os import PathLike
@@ -37,7 +37,7 @@ from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavaila
 from stopwise.store import _sql
 from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
-from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot
+from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot, check_batch
 from stopwise.store.retention import Expired, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
 __all__ = ["SQLiteStore"]
@@ -275,6 +275,19 @@ class SQLiteStore:
             self._run_ops(_sql.commit_ops(entry, state_json, run, now, _sql.append_op(entry, now, row)))
 
         await self._do_small(write, "commit", entry.session_id)
+
+    async def commit_many(
+        self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
+    ) -> None:
+        """``CommitsMany.commit_many``: one ``BEGIN IMMEDIATE`` transaction, on the worker thread (a batch may be
+        thousands of rows: the event loop is not held meanwhile)."""
+        check_batch(entries, run)
+        state_json = dump_state(state, run.session_id)
+
+        def write() -> None:
+            self._run_ops(_sql.commit_many_ops(entries, state_json, run, time.time(), lease))
+
+        await self._do(write, "commit_many", run.session_id)
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         await self._write(lambda now: _sql.update_run_ops(run, now, fence), "update_run", run.session_id)
