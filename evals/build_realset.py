@@ -208,6 +208,13 @@ SOURCES = {
             "test",  # the fresh draw: scored once, after its ship rule was committed (see docs/evals.md)
         ),
         Source(
+            "workbench/heldout3",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
+            "test",  # the third draw: scored once, after the picked-object rule's ship rule was committed
+        ),
+        Source(
             "mcp/mcp-server-neon",
             "neondatabase/mcp-server-neon",
             "94928121944167d82d9b2b865bcdc5469631557d",
@@ -733,7 +740,8 @@ def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
     goal, each call with what the tool returned, the agent's final output as the final answer; labelled by
     WorkBench's check of the end state."""
     assert source.commit == _real_workbench.COMMIT
-    choose, graded = _real_workbench.DRAWS["heldout2" if source.name == "workbench/heldout2" else "first"]
+    draw = source.name.removeprefix("workbench/")
+    choose, graded = _real_workbench.DRAWS[draw if draw in _real_workbench.DRAWS else "first"]
     held_out = source.name != "workbench/dev"
     grades = _real_workbench.read_grades(graded)
     runs = _real_workbench.finished_runs(repo.read, _real_workbench.result_files(repo.files(_real_workbench.RESULTS)))
@@ -801,6 +809,7 @@ RUN_READERS = {
     "workbench/dev": workbench_records,
     "workbench/heldout": workbench_records,
     "workbench/heldout2": workbench_records,
+    "workbench/heldout3": workbench_records,
     "webshop/react": webshop_records,
 }
 
