@@ -312,9 +312,9 @@ def _stand_in_langchain() -> None:
 
 
 def grade(git_dir: Path, out: Path, draw: Callable[[list[WorkBenchRun]], list[WorkBenchRun]] = sample) -> int:
-    """Grade the runs of one draw (``sample``, ``fresh_sample`` or ``third_sample``) with WorkBench's check (needs pandas) and write
-    ``out``: per run, its ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty cells as "", newlines
-    in a call escaped), against the task's ground-truth calls."""
+    """Grade the runs of one draw (``sample``, ``fresh_sample`` or ``third_sample``) with WorkBench's check (needs
+    pandas) and write ``out``: per run, its ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty
+    cells as "", newlines in a call escaped), against the task's ground-truth calls."""
     show, names = git_show(git_dir)
     chosen = draw(list(finished_runs(show, result_files(names))))
     archive = subprocess.run(
