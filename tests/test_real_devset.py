@@ -443,10 +443,12 @@ def test_an_autogpt_attempt_becomes_the_state_at_its_finish_labelled_by_the_grad
 def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_labelled_by_the_benchmarks_check(
     records: list,  # type: ignore[type-arg]
 ) -> None:
-    dev, held, fresh = (build_realset.SOURCES[f"workbench/{name}"] for name in ("dev", "heldout", "heldout2"))
+    dev, held, fresh, third = (
+        build_realset.SOURCES[f"workbench/{name}"] for name in ("dev", "heldout", "heldout2", "heldout3")
+    )
     # None is fitted on (fit_real fits on the train split only): the dev domains were read to choose the rule,
     # the held-out ones only scored.
-    assert dev.split == "dev" and held.split == fresh.split == "test"
+    assert dev.split == "dev" and held.split == fresh.split == third.split == "test"
     made = [r for r in records if r.source in (dev.name, held.name)]
     grades = _real_workbench.read_grades()
     assert len(made) == len(grades) == _real_workbench.SAMPLE + 89  # the second draw grew the held-out domains
@@ -463,12 +465,20 @@ def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_label
     assert Counter(r.extra["family"] for r in fresh_made) == dict.fromkeys(held_domains, _real_workbench.FRESH_RUNS)
     assert {r.extra["provenance"] for r in fresh_made}.isdisjoint(r.extra["provenance"] for r in made)
     assert sum(r.label for r in fresh_made) == 43  # as WorkBench's is_correct graded them
-    for r in made + fresh_made:
+    # The third draw: runs of the held-out domains that no earlier draw took, graded apart.
+    third_made = [r for r in records if r.source == third.name]
+    third_grades = _real_workbench.read_grades(_real_workbench.GRADES_THIRD)
+    assert len(third_made) == len(third_grades) == _real_workbench.THIRD_RUNS * len(held_domains)
+    assert Counter(r.extra["family"] for r in third_made) == dict.fromkeys(held_domains, _real_workbench.THIRD_RUNS)
+    assert {r.extra["provenance"] for r in third_made}.isdisjoint(r.extra["provenance"] for r in made + fresh_made)
+    assert sum(r.label for r in third_made) == 35  # as WorkBench's is_correct graded them
+    by_source = {held.name: grades, dev.name: grades, fresh.name: fresh_grades, third.name: third_grades}
+    for r in made + fresh_made + third_made:
         assert r.condition == "goal_reached" and r.license == "MIT" and r.kind == "finished_run"
         where = r.extra["provenance"].removeprefix(f"olly-styles/WorkBench@{_real_workbench.COMMIT[:12]}:")
         path, row = where.split("#row=")
         assert path.startswith("data/results/") and path.endswith(".csv")
-        assert (fresh_grades if r.source == fresh.name else grades)[(path, int(row))] is r.label
+        assert by_source[r.source][(path, int(row))] is r.label
         assert r.extra["outcome"] == ("correct" if r.label else "incorrect")
         assert r.extra["model"] in {"gpt-4", "gpt-3.5", "claude-2", "llama2-70b", "mistral-8x7B"}
         assert r.id.startswith(f"goal_reached/{r.source}/{r.extra['family']}/{r.extra['model']}_")
@@ -510,6 +520,22 @@ def test_the_fresh_workbench_draw_takes_only_held_out_runs_no_earlier_draw_took(
         _real_workbench.HELD_OUT_DOMAINS, _real_workbench.FRESH_RUNS
     )
     assert _real_workbench.fresh_sample(runs) == fresh  # a fixed seed: the same runs every build
+
+
+def test_the_third_workbench_draw_takes_only_held_out_runs_neither_earlier_draw_took() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    runs = [
+        _real_workbench.WorkBenchRun(f"{_real_workbench.RESULTS}/{d}/gpt-4_all_2024.csv", n, "task", (), "Done.")
+        for d in domains
+        for n in range(300)
+    ]
+    earlier = {(r.path, r.row) for r in (*_real_workbench.sample(runs), *_real_workbench.fresh_sample(runs))}
+    third = _real_workbench.third_sample(runs)
+    assert earlier.isdisjoint((r.path, r.row) for r in third) and len(set(third)) == len(third)
+    assert Counter(r.domain for r in third) == dict.fromkeys(
+        _real_workbench.HELD_OUT_DOMAINS, _real_workbench.THIRD_RUNS
+    )
+    assert _real_workbench.third_sample(runs) == third  # a fixed seed: the same runs every build
 
 
 WORKBENCH_RESPONSE = (
