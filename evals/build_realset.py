@@ -18,7 +18,7 @@ Sources, by condition:
   algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
   repository is too large to clone: see ``compact_report``), and (never fitted) WorkBench's runs of five models on
-  workplace tasks, split by domain into a dev source and a held-out one (the benchmark's own check of the end
+  workplace tasks, split by domain into a dev source and held-out draws (the benchmark's own check of the end
   state; ``_real_workbench``), and (held out, scored once) ReAct with GPT-3 shopping on WebShop (the store's reward
   of the purchase, 1.0 being success; ``_real_webshop``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
@@ -735,10 +735,10 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
 
 def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
     """One finished state per drawn run of the source's domains (``workbench/heldout``: the held-out domains of the
-    first draws, read while choosing a rule, never fitted; ``workbench/heldout2``: the fresh draw of those domains,
-    scored once; ``workbench/dev``: the other domains, read while choosing rules, never fitted): the task as the
-    goal, each call with what the tool returned, the agent's final output as the final answer; labelled by
-    WorkBench's check of the end state."""
+    first draws, read while choosing a rule, never fitted; ``workbench/heldout2`` and ``workbench/heldout3``: later
+    draws of those domains, each scored once; ``workbench/dev``: the other domains, read while choosing rules, never
+    fitted): the task as the goal, each call with what the tool returned, the agent's final output as the final
+    answer; labelled by WorkBench's check of the end state."""
     assert source.commit == _real_workbench.COMMIT
     draw = source.name.removeprefix("workbench/")
     choose, graded = _real_workbench.DRAWS[draw if draw in _real_workbench.DRAWS else "first"]
