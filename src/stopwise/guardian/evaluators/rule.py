@@ -872,7 +872,12 @@ class RuleEvaluator:
         that names no object (a file it wrote, a text it made) or whose objects the goal names; a confirmed write
         to an object the run picked from what its tools returned (the meeting a search listed, the address a
         lookup gave) is no evidence either way, and is reported as ``write_object_picked`` (which no map weighs):
-        whether it picked the right one is not in the words the rules read."""
+        whether it picked the right one is not in the words the rules read. One thing about the pick is: where the
+        goal asks for every object of a kind ("all", "every", "each") and the writes of one tool reached some but not
+        all of the objects of the list of records (a JSON list, the latest result holding them) they were picked
+        from, the run left out objects it was shown as alike (``write_objects_partial``, in place of
+        ``write_object_picked``). A goal's qualifier can rightly leave some out ("all tasks that are in progress",
+        picked from all of a person's tasks): on recorded runs that was the case in about one firing in six."""
         calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
         goal = projection.goal.lower()
         confirmed = -1
@@ -1071,10 +1076,11 @@ class RuleEvaluator:
             if said and not unchanged and co.goal_reached_evidence is not None:
                 # The tools (or the answer itself) said how it went: read that, as fitted on real runs. A confirmed
                 # write to an object nothing showed the run (a guessed id, a made-up address) did not change what the
-                # task named: read as surely as an answer that says it could not finish (no map was fitted on such
-                # writes; the runs that have them are never fitted on, docs/evals.md).
-                made_up = "write_object_unseen" in f or "write_objects_partial" in f
-                read = {**f, "final_unfinished": 1.0} if made_up else f
+                # task named, and writes that left out listed objects of a goal asking for all did not finish it:
+                # read as surely as an answer that says it could not finish (no map was fitted on such writes; the
+                # runs that have them are never fitted on, docs/evals.md).
+                missed = "write_object_unseen" in f or "write_objects_partial" in f
+                read = {**f, "final_unfinished": 1.0} if missed else f
                 note = f"no acceptance criteria; the run says: {', '.join(said)}"
                 return _yes(co.goal_reached_evidence.p(read), note)
             if co.goal_reached_open is not None:
