@@ -877,7 +877,7 @@ class RuleEvaluator:
         all of the objects of the list of records (a JSON list, the latest result holding them) they were picked
         from, the run left out objects it was shown as alike (``write_objects_partial``, in place of
         ``write_object_picked``). A goal's qualifier can rightly leave some out ("all tasks that are in progress",
-        picked from all of a person's tasks): on recorded runs that was the case in about one firing in six."""
+        picked from all of a person's tasks): on recorded runs, 2 of its 14 firings (docs/evals.md)."""
         calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
         goal = projection.goal.lower()
         confirmed = -1
