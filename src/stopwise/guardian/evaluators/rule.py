@@ -418,15 +418,10 @@ OUTCOME_FEATURES = (
     "unanswered_requests",
     "final_unfinished",
     "write_object_unseen",
-    "write_objects_partial",
 )
 """The goal_reached features in which the run itself says how it went (``RuleEvaluator.outcome_features``, and a
 final answer that says it could not finish): what ``goal_reached_evidence`` reads (``write_object_unseen``, a
-confirmed write to an object the run made up, and ``write_objects_partial``, writes that left out some of the
-listed objects of a goal that asks for all of them, read as ``final_unfinished``: no map weighs them)."""
-_EVERY = re.compile(r"\b(?:all|every|each)\b")
-"""A goal that asks for a change to every object of a kind (``cancel all future meetings with amir``, ``delete all
-the leads assigned to Sofia``)."""
+confirmed write to an object the run made up, read as ``final_unfinished``: no map weighs it)."""
 _ID_KEY = re.compile(r"(?:^|_)ids?$|[a-z]Ids?$")
 """An argument that names an object by its id (``event_id``, ``id``, ``taskId``)."""
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -446,28 +441,6 @@ def _objects(args: Any) -> frozenset[str]:
                     if text and (_ID_KEY.search(str(key)) or _ADDRESS.fullmatch(text)):
                         found.add(text.lower())
     return frozenset(found)
-
-
-def _listing(results: Sequence[str], obj: str) -> tuple[int, str, frozenset[str]] | None:
-    """Where a run picked ``obj`` from: the latest of ``results`` that is a JSON list of records one of which holds
-    ``obj`` as a field's value; as (its index, that field, the field's values over the listed records, lower-cased).
-    None when no listing holds it (it came from a single record, a text, or the goal)."""
-    for i in range(len(results) - 1, -1, -1):
-        text = results[i]
-        if obj not in text.lower() or not text.lstrip().startswith("["):
-            continue
-        try:
-            records = json.loads(text)
-        except ValueError:
-            continue
-        if not isinstance(records, list):
-            continue
-        rows = [r for r in records if isinstance(r, dict)]
-        for row in rows:
-            key = next((k for k, v in row.items() if isinstance(v, (str, int)) and str(v).strip().lower() == obj), None)
-            if key is not None:
-                return i, key, frozenset(str(r[key]).strip().lower() for r in rows if r.get(key) is not None)
-    return None
 
 
 def _unchanged(projection: Projection, features: Mapping[str, float], said: Sequence[str]) -> bool:
@@ -872,20 +845,12 @@ class RuleEvaluator:
         that names no object (a file it wrote, a text it made) or whose objects the goal names; a confirmed write
         to an object the run picked from what its tools returned (the meeting a search listed, the address a
         lookup gave) is no evidence either way, and is reported as ``write_object_picked`` (which no map weighs):
-        whether it picked the right one is not in the words the rules read. One thing about the pick is: where the
-        goal asks for every object of a kind ("all", "every", "each") and the writes of one tool reached some but not
-        all of the objects of the list of records (a JSON list, the latest result holding them) they were picked
-        from, the run left out objects it was shown as alike (``write_objects_partial``, in place of
-        ``write_object_picked``). A goal's qualifier can rightly leave some out ("all tasks that are in progress",
-        picked from all of a person's tasks): on recorded runs, 2 of its 14 firings (docs/evals.md)."""
+        whether it picked the right one is not in the words the rules read."""
         calls = [c for s in projection.steps[-self.coefficients.history_steps :] for c in s.calls]
         goal = projection.goal.lower()
         confirmed = -1
         unanswered = 0
         unseen = picked = False
-        # Per (write tool, listing, field): the listed objects, and those the run's confirmed writes reached.
-        listed: dict[tuple[str, int, str], frozenset[str]] = {}
-        reached: dict[tuple[str, int, str], set[str]] = {}
         for i, c in enumerate(calls):
             if self._failed(c):
                 continue
@@ -896,27 +861,14 @@ class RuleEvaluator:
                 if not objects:
                     confirmed = i
                     continue
-                # What the earlier calls showed (a failed call's result as nothing, in place: indexes stay stable).
-                shown = ["" if self._failed(d) else d.result for d in calls[:i]]
-                seen = [r.lower() for r in shown]
+                seen = [r.lower() for r in (d.result for d in calls[:i] if not self._failed(d))]
                 if any(not any(o in r for r in seen) for o in objects):
                     unseen = True
-                    continue
-                picked = True
-                for o in objects:
-                    found = _listing(shown, o)
-                    if found is not None:
-                        where = (c.tool, found[0], found[1])
-                        listed[where] = found[2]
-                        reached.setdefault(where, set()).add(o)
-        # A goal that asks for every object of a kind, and writes that reached some of a listing's objects but not
-        # all: the run left out objects it had been shown as alike (docs/evals.md, WorkBench).
-        partial = bool(_EVERY.search(goal)) and any(reached[w] < listed[w] for w in reached)
+                else:
+                    picked = True
         features: dict[str, float] = {}
         if unseen:
             features["write_object_unseen"] = 1.0
-        elif partial:
-            features["write_objects_partial"] = 1.0
         elif picked and confirmed < 0:
             features["write_object_picked"] = 1.0
         if confirmed >= 0:
@@ -1076,11 +1028,9 @@ class RuleEvaluator:
             if said and not unchanged and co.goal_reached_evidence is not None:
                 # The tools (or the answer itself) said how it went: read that, as fitted on real runs. A confirmed
                 # write to an object nothing showed the run (a guessed id, a made-up address) did not change what the
-                # task named, and writes that left out listed objects of a goal asking for all did not finish it:
-                # read as surely as an answer that says it could not finish (no map was fitted on such writes; the
-                # runs that have them are never fitted on, docs/evals.md).
-                missed = "write_object_unseen" in f or "write_objects_partial" in f
-                read = {**f, "final_unfinished": 1.0} if missed else f
+                # task named: read as surely as an answer that says it could not finish (no map was fitted on such
+                # writes; the runs that have them are never fitted on, docs/evals.md).
+                read = {**f, "final_unfinished": 1.0} if "write_object_unseen" in f else f
                 note = f"no acceptance criteria; the run says: {', '.join(said)}"
                 return _yes(co.goal_reached_evidence.p(read), note)
             if co.goal_reached_open is not None:
