@@ -246,6 +246,30 @@ def third_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
     return sorted(chosen, key=lambda r: (r.path, r.row))
 
 
+STUCK_SEED = 20261216
+ANSWERED_PER_CUT_OFF = 3
+"""The stagnation records: per side of the domain split, every cut-off run and this many times as many answered runs
+(a quarter of the states cut off: enough of each class to read a calibration)."""
+
+
+def stagnation_runs(
+    cut_off: list[WorkBenchRun], finished: list[WorkBenchRun], held_out: bool
+) -> tuple[list[WorkBenchRun], list[WorkBenchRun]]:
+    """The runs of the stagnation records of one side of the domain split (the held-out domains, or the others):
+    every cut-off run with a call, and ``ANSWERED_PER_CUT_OFF`` times as many runs that ended on an answer after at
+    least one call, drawn with ``STUCK_SEED`` from those no goal_reached draw took; each list in file and row order
+    (the draw reads no grade)."""
+
+    def side(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
+        return [r for r in runs if (r.domain in HELD_OUT_DOMAINS) == held_out and r.steps]
+
+    stuck = sorted(side(cut_off), key=lambda r: (r.path, r.row))
+    drawn = {(r.path, r.row) for r in (*sample(finished), *fresh_sample(finished), *third_sample(finished))}
+    left = sorted((r for r in side(finished) if (r.path, r.row) not in drawn), key=lambda r: (r.path, r.row))
+    answered = random.Random(STUCK_SEED).sample(left, min(ANSWERED_PER_CUT_OFF * len(stuck), len(left)))
+    return stuck, sorted(answered, key=lambda r: (r.path, r.row))
+
+
 DRAWS: dict[str, tuple[Callable[[list[WorkBenchRun]], list[WorkBenchRun]], Path]] = {
     "first": (sample, GRADES),
     "heldout2": (fresh_sample, GRADES_FRESH),

@@ -22,7 +22,10 @@ Sources, by condition:
   state; ``_real_workbench``), and (held out, scored once) ReAct with GPT-3 shopping on WebShop (the store's reward
   of the purchase, 1.0 being success; ``_real_webshop``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
-  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
+  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer; and
+  (never fitted) WorkBench's runs the same way, split by domain as its goal_reached sources are (``workbench/dev``,
+  and the held-out domains' ``workbench/heldout-cutoffs``): the last state of a run LangChain cut off at its
+  iteration or time limit against the state before the answer of a drawn run that ended on one.
 
 Runs are converted to the rows a stopwise run logs (a user goal, assistant rows with tool calls, tool results) and
 projected with the guardian's defaults (``Guardian().history_steps``, ``result_chars``, ``max_chars``), so a
@@ -213,6 +216,13 @@ SOURCES = {
             "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
             "MIT",
             "test",  # the third draw: scored once, after the picked-object rule's ship rule was committed
+        ),
+        Source(
+            "workbench/heldout-cutoffs",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
+            "test",  # stagnation on the held-out domains: scored once, after its pass rule was committed
         ),
         Source(
             "mcp/mcp-server-neon",
@@ -733,35 +743,74 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
 # the runs are read by _real_workbench, the labels are the benchmark's own outcome check (GRADES).
 
 
+STUCK_SOURCE = "workbench/heldout-cutoffs"
+"""The held-out domains' stagnation records (the dev domains' are in ``workbench/dev``, beside its goal_reached)."""
+
+
 def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
     """One finished state per drawn run of the source's domains (``workbench/heldout``: the held-out domains of the
     first draws, read while choosing a rule, never fitted; ``workbench/heldout2`` and ``workbench/heldout3``: later
     draws of those domains, each scored once; ``workbench/dev``: the other domains, read while choosing rules, never
     fitted): the task as the goal, each call with what the tool returned, the agent's final output as the final
-    answer; labelled by WorkBench's check of the end state."""
+    answer; labelled by WorkBench's check of the end state. ``workbench/dev`` and ``STUCK_SOURCE`` also hold their
+    domains' stagnation records (``workbench_stagnation_records``)."""
     assert source.commit == _real_workbench.COMMIT
-    draw = source.name.removeprefix("workbench/")
-    choose, graded = _real_workbench.DRAWS[draw if draw in _real_workbench.DRAWS else "first"]
-    held_out = source.name != "workbench/dev"
-    grades = _real_workbench.read_grades(graded)
-    runs = _real_workbench.finished_runs(repo.read, _real_workbench.result_files(repo.files(_real_workbench.RESULTS)))
-    for run in choose(list(runs)):
-        if (run.domain in _real_workbench.HELD_OUT_DOMAINS) != held_out:
-            continue
-        correct = grades[(run.path, run.row)]
-        turns: list[Turn] = [(s.thought, s.tool, s.args, s.result, s.failed) for s in run.steps]
-        yield run_record(
-            source,
-            run.key,
-            "goal_reached",
-            correct,
-            "finished_run",
-            state_of(run.query, turns, run.final),
-            f"{run.path}#row={run.row}",
-            outcome="correct" if correct else "incorrect",
-            family=run.domain,
-            model=run.model,
-        )
+    files = _real_workbench.result_files(repo.files(_real_workbench.RESULTS))
+    runs = list(_real_workbench.finished_runs(repo.read, files))
+    if source.name != STUCK_SOURCE:
+        draw = source.name.removeprefix("workbench/")
+        choose, graded = _real_workbench.DRAWS[draw if draw in _real_workbench.DRAWS else "first"]
+        held_out = source.name != "workbench/dev"
+        grades = _real_workbench.read_grades(graded)
+        for run in choose(runs):
+            if (run.domain in _real_workbench.HELD_OUT_DOMAINS) != held_out:
+                continue
+            correct = grades[(run.path, run.row)]
+            yield run_record(
+                source,
+                run.key,
+                "goal_reached",
+                correct,
+                "finished_run",
+                state_of(run.query, _workbench_turns(run), run.final),
+                f"{run.path}#row={run.row}",
+                outcome="correct" if correct else "incorrect",
+                family=run.domain,
+                model=run.model,
+            )
+    if source.name in ("workbench/dev", STUCK_SOURCE):
+        yield from workbench_stagnation_records(source, list(_real_workbench.cut_off_runs(repo.read, files)), runs)
+
+
+def workbench_stagnation_records(
+    source: Source, cut_off: list[_real_workbench.WorkBenchRun], finished: list[_real_workbench.WorkBenchRun]
+) -> Iterator[TraceRecord]:
+    """Stagnation on the source's side of the domain split, as ``hotpotqa/react``'s: the last state of each run
+    LangChain cut off at its iteration or time limit (stuck: true), and the state before the final answer of runs
+    that ended on one (``_real_workbench.stagnation_runs``: false). A proxy, said so in ``kind``: cut off against
+    about to answer, not a judgment of each state."""
+    stuck, answered = _real_workbench.stagnation_runs(cut_off, finished, held_out=source.name == STUCK_SOURCE)
+    for label, kind, outcome, chosen in (
+        (True, "proxy_halted_at_cap", "halted", stuck),
+        (False, "proxy_before_answer", "answered", answered),
+    ):
+        for run in chosen:
+            yield run_record(
+                source,
+                run.key,
+                "stagnation",
+                label,
+                kind,
+                state_of(run.query, _workbench_turns(run), None),
+                f"{run.path}#row={run.row}",
+                outcome=outcome,
+                family=run.domain,
+                model=run.model,
+            )
+
+
+def _workbench_turns(run: _real_workbench.WorkBenchRun) -> list[Turn]:
+    return [(s.thought, s.tool, s.args, s.result, s.failed) for s in run.steps]
 
 
 # ReAct on WebShop: GPT-3 shopping for a user on a web store; the printed run is read by _real_webshop, the label is
@@ -810,6 +859,7 @@ RUN_READERS = {
     "workbench/heldout": workbench_records,
     "workbench/heldout2": workbench_records,
     "workbench/heldout3": workbench_records,
+    STUCK_SOURCE: workbench_records,
     "webshop/react": webshop_records,
 }
 

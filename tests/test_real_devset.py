@@ -449,7 +449,7 @@ def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_label
     # None is fitted on (fit_real fits on the train split only): the dev domains were read to choose the rule,
     # the held-out ones only scored.
     assert dev.split == "dev" and held.split == fresh.split == third.split == "test"
-    made = [r for r in records if r.source in (dev.name, held.name)]
+    made = [r for r in records if r.source in (dev.name, held.name) and r.condition == "goal_reached"]
     grades = _real_workbench.read_grades()
     assert len(made) == len(grades) == _real_workbench.SAMPLE + 89  # the second draw grew the held-out domains
     held_domains = set(_real_workbench.HELD_OUT_DOMAINS)
@@ -536,6 +536,54 @@ def test_the_third_workbench_draw_takes_only_held_out_runs_neither_earlier_draw_
         _real_workbench.HELD_OUT_DOMAINS, _real_workbench.THIRD_RUNS
     )
     assert _real_workbench.third_sample(runs) == third  # a fixed seed: the same runs every build
+
+
+def test_the_workbench_stagnation_draw_takes_every_cut_off_run_and_three_answered_runs_no_goal_draw_took() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    step = _real_workbench.Step("", "calendar.search_events", {"query": "x"}, "[]", False)
+
+    def run(domain: str, n: int, steps: int) -> _real_workbench.WorkBenchRun:
+        return _real_workbench.WorkBenchRun(
+            f"{_real_workbench.RESULTS}/{domain}/gpt-4_all_2024.csv", n, "task", (step,) * steps, "Done."
+        )
+
+    finished = [run(d, n, 1 + n % 3) for d in domains for n in range(400)]
+    cut_off = [run(d, 1000 + n, 20) for d in domains for n in range(5)] + [run("email", 2000, 0)]
+    goal_draws = {
+        (r.path, r.row)
+        for r in (
+            *_real_workbench.sample(finished),
+            *_real_workbench.fresh_sample(finished),
+            *_real_workbench.third_sample(finished),
+        )
+    }
+    held = set(_real_workbench.HELD_OUT_DOMAINS)
+    for held_out in (False, True):
+        stuck, answered = _real_workbench.stagnation_runs(cut_off, finished, held_out=held_out)
+        # Every cut-off run of this side of the split that made a call (the one with none has no state to judge).
+        assert stuck == [r for r in cut_off if (r.domain in held) is held_out and r.steps]
+        assert len(answered) == _real_workbench.ANSWERED_PER_CUT_OFF * len(stuck) == 30
+        assert all((r.domain in held) is held_out and r.steps for r in answered)
+        assert goal_draws.isdisjoint((r.path, r.row) for r in answered)  # never a state of a goal_reached draw
+        assert _real_workbench.stagnation_runs(cut_off, finished, held_out=held_out) == (stuck, answered)
+
+
+def test_the_workbench_dev_stagnation_records_are_its_domains_cut_off_runs_against_answered_ones(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    made = [r for r in records if r.source == "workbench/dev" and r.condition == "stagnation"]
+    stuck = [r for r in made if r.label]
+    answered = [r for r in made if not r.label]
+    # Every cut-off run of the dev domains (159 of WorkBench's 180), three answered runs for each.
+    assert (len(stuck), len(answered)) == (159, 3 * 159)
+    assert {r.kind for r in stuck} == {"proxy_halted_at_cap"} and {r.extra["outcome"] for r in stuck} == {"halted"}
+    assert {r.kind for r in answered} == {"proxy_before_answer"}
+    assert not {r.extra["family"] for r in made} & set(_real_workbench.HELD_OUT_DOMAINS)
+    goal = {r.extra["provenance"] for r in records if r.source.startswith("workbench/") and r.condition != "stagnation"}
+    assert goal.isdisjoint(r.extra["provenance"] for r in answered)
+    for r in made:
+        assert r.projection is not None and r.projection.final is None and r.projection.steps  # no answer yet
+        assert r.id.startswith(f"stagnation/workbench/dev/{r.extra['family']}/{r.extra['model']}_")
 
 
 WORKBENCH_RESPONSE = (
