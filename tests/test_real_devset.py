@@ -586,6 +586,29 @@ def test_the_workbench_dev_stagnation_records_are_its_domains_cut_off_runs_again
         assert r.id.startswith(f"stagnation/workbench/dev/{r.extra['family']}/{r.extra['model']}_")
 
 
+def test_the_held_out_workbench_stagnation_source_holds_only_the_held_out_domains_and_is_never_fitted(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    source = build_realset.SOURCES[build_realset.STUCK_SOURCE]
+    assert source.split == "test" and source.commit == _real_workbench.COMMIT and source.license == "MIT"
+    made = [r for r in records if r.source == source.name]
+    assert {r.condition for r in made} == {"stagnation"}
+    # Every cut-off run of CRM (6) and project management (15), three answered runs for each.
+    stuck = Counter(r.extra["family"] for r in made if r.label)
+    assert stuck == {"customer_relationship_manager": 6, "project_management": 15}
+    assert sum(not r.label for r in made) == 3 * 21
+    assert {r.extra["family"] for r in made} == set(_real_workbench.HELD_OUT_DOMAINS)
+    assert {(r.label, r.kind, r.extra["outcome"]) for r in made} == {
+        (True, "proxy_halted_at_cap", "halted"),
+        (False, "proxy_before_answer", "answered"),
+    }
+    # Disjoint from the dev side and from every state a goal_reached draw made of a run.
+    dev = {r.extra["provenance"] for r in records if r.source == "workbench/dev"}
+    goal = {r.extra["provenance"] for r in records if r.condition == "goal_reached"}
+    assert dev.isdisjoint(r.extra["provenance"] for r in made)
+    assert goal.isdisjoint(r.extra["provenance"] for r in made if not r.label)
+
+
 WORKBENCH_RESPONSE = (
     "{'input': 'Delete my last email from nadia', 'output': 'The last email from Nadia has been deleted.', "
     "'intermediate_steps': [(AgentAction(tool='email.search_emails', tool_input={'query': 'nadia'}, "
