@@ -99,6 +99,13 @@ SOURCES = {
             "train",
         ),
         Source(
+            "hotpotqa/reflexion",
+            "noahshinn/reflexion",
+            "218cf0ef1df84b05ce379dd4a8e47f17766733a0",
+            "MIT",
+            "test",  # stagnation's fresh source: scored once, after the candidate map's ship rule was committed
+        ),
+        Source(
             "whowhen/algorithm-generated",
             "mingyin1/Agents_Failure_Attribution",
             "3d9d568840f004b389638f97adf3e0ab8b5a9514",
@@ -521,15 +528,21 @@ _STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
 _ACTION = re.compile(r"^(\w+)\[(.*)\]$", re.S)
 
 
-def _react_episodes(text: str) -> Iterator[tuple[str, str, list[tuple[str, str, str]]]]:
-    """(outcome, question, [(thought, action, observation)]) of the first trial (later trials of the base agent
-    re-run the same questions)."""
-    trial = text.split("BEGIN TRIAL 2")[0]
+def _react_trials(text: str) -> int:
+    """How many trials the log holds (``BEGIN TRIAL n`` sections)."""
+    return text.count("BEGIN TRIAL ")
+
+
+def _react_episodes(text: str, trial: int = 1) -> Iterator[tuple[str, str, list[tuple[str, str, str]]]]:
+    """(outcome, question, [(thought, action, observation)]) of one trial's episodes (the first by default). A
+    Reflexion trial's question carries its reflection prompt ("You have attempted to answer...") and reflections:
+    the question alone is kept (the reflections are lines before the first step, which are not read)."""
+    trial_text = text.split(f"BEGIN TRIAL {trial}\n")[-1].split(f"BEGIN TRIAL {trial + 1}\n")[0]
     for section, outcome in (("CORRECT", "correct"), ("INCORRECT", "incorrect"), ("HALTED", "halted")):
-        body = trial.split(f"BEGIN {section} AGENTS")[1].split("------------- BEGIN")[0]
+        body = trial_text.split(f"BEGIN {section} AGENTS")[1].split("------------- BEGIN")[0]
         for chunk in body.split("\nQuestion: ")[1:]:
             lines = chunk.split("\n")
-            question = lines[0].strip()
+            question = lines[0].split("You have attempted to answer")[0].strip()
             steps: dict[int, dict[str, str]] = {}
             last: tuple[int, str] | None = None
             for line in lines[1:]:
@@ -549,17 +562,42 @@ def _react_episodes(text: str) -> Iterator[tuple[str, str, list[tuple[str, str, 
             )
 
 
+def _react_turns(steps: list[tuple[str, str, str]]) -> tuple[list[Turn], str | None]:
+    """The calls of an episode up to its ``Finish[...]`` (the final answer: None when it never came)."""
+    turns: list[Turn] = []
+    for thought, action, observation in steps:
+        m = _ACTION.match(action.strip())
+        tool, arg = (m.group(1).lower(), m.group(2)) if m else ("invalid_action", action)
+        if tool == "finish":
+            return turns, f"{thought}\nAnswer: {arg}".strip()
+        turns.append((thought, tool, {"query": arg}, observation.strip(), False))
+    return turns, None
+
+
+def _react_stagnation(
+    source: Source, key: str, outcome: str, question: str, turns: list[Turn], final: str | None, where: str
+) -> Iterator[TraceRecord]:
+    """An episode's stagnation record: the state before a finished episode's answer (false), the last state of one
+    halted at the step cap (true); none for an episode with no call."""
+    if not turns or (final is None and outcome != "halted"):
+        return
+    stuck = final is None
+    yield run_record(
+        source,
+        key,
+        "stagnation",
+        stuck,
+        "proxy_halted_at_cap" if stuck else "proxy_before_answer",
+        state_of(question, turns, None),
+        where,
+        outcome=outcome,
+    )
+
+
 def react_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """The first trial of the base agent (later trials re-run the questions it missed: ``reflexion_records``)."""
     for n, (outcome, question, steps) in enumerate(_react_episodes(repo.read(REACT_LOG))):
-        turns: list[Turn] = []
-        final = None
-        for thought, action, observation in steps:
-            m = _ACTION.match(action.strip())
-            tool, arg = (m.group(1).lower(), m.group(2)) if m else ("invalid_action", action)
-            if tool == "finish":
-                final = f"{thought}\nAnswer: {arg}".strip()
-                break
-            turns.append((thought, tool, {"query": arg}, observation.strip(), False))
+        turns, final = _react_turns(steps)
         key = f"t1-{n:03d}"
         if final is not None:
             yield run_record(
@@ -572,28 +610,37 @@ def react_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
                 REACT_LOG,
                 outcome=outcome,
             )
-            if turns:
-                yield run_record(
-                    source,
-                    key,
-                    "stagnation",
-                    False,
-                    "proxy_before_answer",
-                    state_of(question, turns, None),
-                    REACT_LOG,
-                    outcome=outcome,
-                )
-        elif outcome == "halted" and turns:
-            yield run_record(
-                source,
-                key,
-                "stagnation",
-                True,
-                "proxy_halted_at_cap",
-                state_of(question, turns, None),
-                REACT_LOG,
-                outcome=outcome,
-            )
+        yield from _react_stagnation(source, key, outcome, question, turns, final, REACT_LOG)
+
+
+REFLEXION_LOG = "hotpotqa_runs/root/ReAct/reflexion/100_questions_7_trials.txt"
+
+
+def reflexion_episodes(
+    base: str, reflexion: str
+) -> Iterator[tuple[str, int, int, str, str, list[tuple[str, str, str]]]]:
+    """(log, trial, index, outcome, question, steps) of every episode of the same ReAct agent on the same 100
+    HotpotQA questions that ``hotpotqa/react`` does not hold: the base agent's trials 2-5 (the questions it had
+    missed, run again) and the Reflexion agent's trials 1-7 (a reflection on the failed attempt in the prompt from
+    trial 2 on), in that order. An episode whose question and steps equal one read before (trial 1 of the base log,
+    a carried-over correct episode, a deterministic re-run) is dropped: each kept episode is a distinct run."""
+    seen = {(q, repr(s)) for _, q, s in _react_episodes(base)}
+    for log, text, first in ((REACT_LOG, base, 2), (REFLEXION_LOG, reflexion, 1)):
+        for t in range(first, _react_trials(text) + 1):
+            for n, (outcome, question, steps) in enumerate(_react_episodes(text, t)):
+                if (question, repr(steps)) in seen:
+                    continue
+                seen.add((question, repr(steps)))
+                yield log, t, n, outcome, question, steps
+
+
+def reflexion_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """Stagnation only, as ``hotpotqa/react``'s (a proxy, said so in ``kind``), on the episodes of
+    ``reflexion_episodes``: the fresh source of the stagnation map's candidate, scored once (docs/evals.md)."""
+    for log, t, n, outcome, question, steps in reflexion_episodes(repo.read(REACT_LOG), repo.read(REFLEXION_LOG)):
+        turns, final = _react_turns(steps)
+        key = f"{'base' if log == REACT_LOG else 'reflexion'}-t{t}-{n:03d}"
+        yield from _react_stagnation(source, key, outcome, question, turns, final, f"{log}#trial={t}")
 
 
 # Who&When, algorithm-generated: multi-agent (AutoGen group chat) logs of failed GAIA / AssistantBench runs.
@@ -847,6 +894,7 @@ def webshop_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
 RUN_READERS = {
     "swe/mini-swe-agent": swe_records,
     "hotpotqa/react": react_records,
+    "hotpotqa/reflexion": reflexion_records,
     "whowhen/algorithm-generated": whowhen_records,
     "autogpt/2024-04-01": autogpt_records,
     "autogpt/2024-03-05": autogpt_records,
