@@ -539,6 +539,8 @@ def _react_episodes(text: str, trial: int = 1) -> Iterator[tuple[str, str, list[
     the question alone is kept (the reflections are lines before the first step, which are not read)."""
     trial_text = text.split(f"BEGIN TRIAL {trial}\n")[-1].split(f"BEGIN TRIAL {trial + 1}\n")[0]
     for section, outcome in (("CORRECT", "correct"), ("INCORRECT", "incorrect"), ("HALTED", "halted")):
+        if f"BEGIN {section} AGENTS" not in trial_text:
+            continue  # a trial cut short (the log's last, or a test's excerpt)
         body = trial_text.split(f"BEGIN {section} AGENTS")[1].split("------------- BEGIN")[0]
         for chunk in body.split("\nQuestion: ")[1:]:
             lines = chunk.split("\n")

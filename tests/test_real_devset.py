@@ -113,6 +113,79 @@ def test_a_react_episode_keeps_its_calls_and_results_and_drops_the_grader_lines(
     assert all("Correct answer" not in part for step in steps for part in step)
 
 
+REFLEXION_LOG = """
+BEGIN TRIAL 1
+------------- BEGIN CORRECT AGENTS -------------
+
+Question: Which band did Scott Stapp front?
+Thought 1: I need to search Scott Stapp.
+Action 1: Search[Scott Stapp]
+Observation 1: Scott Stapp is the lead vocalist of Creed.
+Thought 2: He fronted Creed.
+Action 2: Finish[Creed]
+Observation 2: Answer is CORRECT
+Correct answer: Creed
+------------- BEGIN INCORRECT AGENTS -----------
+------------- BEGIN HALTED AGENTS --------------
+BEGIN TRIAL 2
+------------- BEGIN CORRECT AGENTS -------------
+
+Question: Which band did Scott Stapp front?
+Thought 1: I need to search Scott Stapp.
+Action 1: Search[Scott Stapp]
+Observation 1: Scott Stapp is the lead vocalist of Creed.
+Thought 2: He fronted Creed.
+Action 2: Finish[Creed]
+Observation 2: Answer is CORRECT
+Correct answer: Creed
+------------- BEGIN INCORRECT AGENTS -----------
+------------- BEGIN HALTED AGENTS --------------
+
+Question: What creature gained notoriety in 1964?You have attempted to answer following question before and failed.
+Reflections:
+- I searched in circles; I should have looked up the folklore page.
+Thought 1: Search the folklore page.
+Action 1: Search[American folklore]
+Observation 1: American folklore encompasses the folklores that have evolved in the United States.
+Thought 2: Look up 1964.
+Action 2: Lookup[1964]
+Observation 2: No more results.
+"""
+
+
+def test_the_fresh_react_source_keeps_only_runs_the_first_trial_did_not_hold_and_strips_the_reflections() -> None:
+    kept = list(build_realset.reflexion_episodes(REACT_LOG, REFLEXION_LOG))
+    # The base log's trial 2 is empty; the Reflexion log's correct episode repeats the base trial 1's (dropped) and
+    # is carried over unchanged into its trial 2 (dropped); the halted episode is a new run of a question the base
+    # agent halted on, its reflection prompt and reflections gone from the question.
+    assert [(log, t, outcome, question) for log, t, _, outcome, question, _ in kept] == [
+        (build_realset.REFLEXION_LOG, 2, "halted", "What creature gained notoriety in 1964?")
+    ]
+    assert kept[0][5][0] == ("Search the folklore page.", "Search[American folklore]", kept[0][5][0][2])
+    assert all("Reflections" not in part for step in kept[0][5] for part in step)
+
+
+def test_the_fresh_react_stagnation_source_is_held_out_pinned_and_holds_no_state_of_the_train_source(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    source = build_realset.SOURCES["hotpotqa/reflexion"]
+    train = build_realset.SOURCES["hotpotqa/react"]
+    assert source.split == "test" and source.commit == train.commit and source.license == "MIT"
+    made = [r for r in records if r.source == source.name]
+    assert {r.condition for r in made} == {"stagnation"}
+    assert (len(made), sum(bool(r.label) for r in made)) == (413, 89)
+    assert {(r.label, r.kind) for r in made} == {(True, "proxy_halted_at_cap"), (False, "proxy_before_answer")}
+    assert {r.extra["outcome"] for r in made if r.label} == {"halted"}
+
+    ids = [r.id for r in made]
+    assert len(set(ids)) == len(ids)
+    # Runs the train source does not hold: the base log's later trials and the Reflexion log's (episode by episode,
+    # duplicates dropped: test_the_fresh_react_source_keeps_only_runs_the_first_trial_did_not_hold...).
+    trials = {r.extra["provenance"].split(":", 1)[1] for r in made}
+    assert {t.split("#")[0] for t in trials} == {build_realset.REACT_LOG, build_realset.REFLEXION_LOG}
+    assert f"{build_realset.REACT_LOG}#trial=1" not in trials
+
+
 def test_the_grader_verdict_never_reaches_the_state_the_evaluator_reads() -> None:
     class FakeRepo:
         def read(self, path: str) -> str:

@@ -241,67 +241,7 @@ def splice(sections: dict[str, Any], notes: dict[str, Any], tag: str) -> None:
         print(f"{path.relative_to(ROOT)}: {version}")
 
 
-STAGNATION_FIT = ("train", "dev")
-"""The splits whose stagnation records the map is fitted on: the scripted train split, ``hotpotqa/react`` (train)
-and ``workbench/dev`` (dev); the test split's sources (``workbench/heldout-cutoffs``, ``hotpotqa/reflexion``) never."""
-STAGNATION_C = 1.0
-"""The L2 strength of the stagnation fit (fixed, not searched: three groups of sources are too few to choose by)."""
-STAGNATION_SIGN = {"short_history": -1.0}
-"""The sign each stagnation weight is held to: a short history can only lower the odds of a stuck run; every other
-signal (repeats, stale results, texts and steps, an error streak, a stretch without calls) can only raise them.
-An unconstrained fit gave ``exact_repeat`` -2.97 (an exact repeat read as a sign of progress), an artefact of the
-scripted runs, where the other stale signals already carry the repeats."""
-
-
-def _stagnation_group(record: TraceRecord) -> str:
-    return record.source if record.kind.startswith("proxy_") else "scripted"
-
-
-def fit_stagnation(records: list[TraceRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The stagnation map fitted on the train and dev stagnation records of ``records``: a logistic regression
-    (L2, ``STAGNATION_C``) whose weights keep the signs of ``STAGNATION_SIGN``, each group of records (the scripted
-    runs as one group, each real source as one) weighing the same in total, so no source's base rate or style
-    dominates the intercept. Returns the section and its ``fitted`` note."""
-    from scipy.optimize import minimize  # type: ignore[import-untyped]
-
-    evaluator = RuleEvaluator(coefficients=load_coefficients(SHIPPED))
-    rows = [
-        (r, evaluator.stagnation_features(r.projection))
-        for r in records
-        if r.condition == "stagnation" and r.split in STAGNATION_FIT and r.projection is not None
-    ]
-    names = sorted({k for _, f in rows for k in f})
-    x = np.array([[f.get(k, 0.0) for k in names] for _, f in rows])
-    y = np.array([float(bool(r.label)) for r, _ in rows])
-    groups = [_stagnation_group(r) for r, _ in rows]
-    sizes = {g: groups.count(g) for g in set(groups)}
-    w = np.array([len(rows) / (len(sizes) * sizes[g]) for g in groups])
-
-    def loss(theta: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.float64]]:
-        z = x @ theta[1:] + theta[0]
-        p = 1.0 / (1.0 + np.exp(-z))
-        nll = float(np.sum(w * (np.logaddexp(0.0, z) - y * z)))
-        grad = np.concatenate([[np.sum(w * (p - y))], x.T @ (w * (p - y))])
-        grad[1:] += theta[1:] / STAGNATION_C
-        return nll + float(theta[1:] @ theta[1:]) / (2 * STAGNATION_C), grad
-
-    bounds = [(None, None)] + [(None, 0.0) if STAGNATION_SIGN.get(k, 1.0) < 0 else (0.0, None) for k in names]
-    result = minimize(loss, np.zeros(len(names) + 1), jac=True, method="L-BFGS-B", bounds=bounds)
-    theta = result.x
-    section = {
-        "bias": round(float(theta[0]), 4),
-        "weights": {k: round(float(v), 4) for k, v in zip(names, theta[1:], strict=True)},
-    }
-    note = {
-        "fit": f"logistic (L2, C={STAGNATION_C:g}), signs held (short_history <= 0, every other weight >= 0), "
-        "each group of records weighing the same",
-        "records": {g: sizes[g] for g in sorted(sizes)},
-        "positives": {g: int(sum(y[i] for i in range(len(rows)) if groups[i] == g)) for g in sorted(sizes)},
-    }
-    return section, note
-
-
-TAGS = {"risk": "r", OPEN: "o", "stagnation": "s"}
+TAGS = {"risk": "r", OPEN: "o"}
 
 
 def _rounded(value: Any) -> Any:
@@ -322,11 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = HERE / ".fit_scratch.json"
     try:
         for section in args.section or list(TAGS):
-            if section == "stagnation":
-                value, note = fit_stagnation(records)
-                print(json.dumps(value), json.dumps(note))
-                notes = {"stagnation": note}
-            elif section == "risk":
+            if section == "risk":
                 table = risk_held_out(records, _h1_base(scratch), scratch)
                 for key, row in table.items():
                     print(f"held out: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT[:8]))

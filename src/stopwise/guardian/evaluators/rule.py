@@ -20,7 +20,7 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
   whether the latest call's arguments carry an identifier from an earlier result;
 - ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
-  streaks; an empty result (``[]``, ``{}``, blank) of a call not made before is no sign by itself.
+  streaks.
 
 Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
 (``stopwise/guardian/data/rule_coefficients.json``, versioned), so a calibration run can refit them without
@@ -511,11 +511,6 @@ class _TextFacts:
         return bool(_EMPTY_RESULT.match(self._head))
 
     @property
-    def nothing(self) -> bool:
-        """The result holds nothing: blank or an empty JSON value (``[]``, ``{}``, ``null``, ``""``)."""
-        return self.normal in _NOTHING
-
-    @property
     def looks_failed(self) -> bool:
         return bool(_FAILED_RESULT.match(self._head))
 
@@ -714,22 +709,13 @@ class RuleEvaluator:
                 calls += 1
                 prior = seen.args_by_tool.get(c.tool, ())
                 # Dict equality ignores key order, so two identical calls match however their arguments were sent.
-                repeated = True
                 if any(c.args == a for a in prior):
                     exact += 1
                 elif any(_near(c.args, a, threshold) for a in prior):
                     near += 1
-                else:
-                    repeated = False
                 facts = self._facts(c.result)
-                if facts.nothing and not repeated:
-                    # A new call whose result holds nothing (``[]``, ``{}``, blank) has answered its query: no
-                    # such item. By itself that is no sign of a stuck run (real agents list, find none, and
-                    # answer); the same empty result for a repeated call is standing still.
-                    step_new = True
-                elif facts.normal in seen.results or facts.nothing or facts.empty:
-                    # A result seen before, or one saying in words that nothing was found ("could not find
-                    # [X]"), adds no information, whatever the query was.
+                # A result that says nothing was found adds no information, whatever the query was.
+                if facts.normal in seen.results or facts.empty:
                     stale += 1
                 else:
                     # A result that differs only in numbers may still be news (a progress count): it makes
@@ -1145,8 +1131,6 @@ _EMPTY_RESULT = re.compile(
 )
 """A search that came back empty-handed, said in words. An empty text, ``[]`` or ``{}`` is not enough: a write
 that succeeds often returns nothing."""
-_NOTHING = frozenset(("", "[]", "{}", "null", "none", '""', "[ ]", "{ }"))
-"""Results that hold nothing, as ``_TextFacts.normal`` writes them."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
 
 
