@@ -22,7 +22,9 @@ Sources, by condition:
   state; ``_real_workbench``), and (held out, scored once) ReAct with GPT-3 shopping on WebShop (the store's reward
   of the purchase, 1.0 being success; ``_real_webshop``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
-  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer; and
+  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer; the
+  same agent's other runs the same way (``hotpotqa/reflexion``, held out: the base agent's later trials and the
+  Reflexion agent's, episodes ``hotpotqa/react`` does not hold; scored once, see docs/evals.md); and
   (never fitted) WorkBench's runs the same way, split by domain as its goal_reached sources are (``workbench/dev``,
   and the held-out domains' ``workbench/heldout-cutoffs``): the last state of a run LangChain cut off at its
   iteration or time limit against the state before the answer of a drawn run that ended on one.
