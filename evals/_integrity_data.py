@@ -1,7 +1,8 @@
 """The integrity records of the development set and of the integrity corpus, as plain items (dev tools only).
 
 ``evals/train_integrity.py`` fits on the ``train`` items and ``evals/eval_integrity.py`` reports on the ``test``
-ones; both read them through ``load_items``. Corpora are whole in one split (``evals/SOURCES.md``).
+ones; both read them through ``load_items``. Corpora are whole in one split (``evals/SOURCES.md``); the ``fresh``
+split (agentprobe-injection) is neither: a corpus held out from every round before it, scored once per change.
 """
 
 from __future__ import annotations

@@ -25,7 +25,10 @@ assistant of four public instruction sets: self-instruct, FastChat's MT-bench an
 hh-rlhf; each alone and planted in a train carrier, half of those in a JSON field; ``is_request`` states which
 prompts count as requests), and the fifth (texts people wrote to people as tools return them: GitHub issues, pull
 requests and comments as API JSON, e-mails of two more mail libraries' tests, Stack Exchange threads as pages;
-clean, each alone, those that ask someone something by ``asks_someone`` and a few that do not).
+clean, each alone, those that ask someone something by ``asks_someone`` and a few that do not), and the sixth
+(injections that preempt the agent's task: aicu-scanner's payloads and documents and Giskard's prompt-injection
+table for training; agentprobe-injection's carriers, benign e-mails and attack catalogue as the fresh held-out
+corpus, split ``fresh``, which neither training nor the integrity gate's ``test`` split reads).
 """
 
 from __future__ import annotations
@@ -100,6 +103,9 @@ SPLIT_OF = {
     "ruby-mail": "train",
     "email-reply-parser": "train",
     "stackexchange-math": "train",
+    "aicu-scanner": "train",
+    "giskard": "train",
+    "agentprobe": "fresh",
 }
 LICENSE_OF = (
     dict.fromkeys(("bastioncorpus", "mini-swe-agent", "bipia", "reflexion-hotpotqa", "who-and-when", "advbench"), "MIT")
@@ -109,6 +115,7 @@ LICENSE_OF = (
     | dict.fromkeys(("self-instruct", "fastchat-bench", "arena-hard"), "Apache-2.0")
     | {"hh-rlhf": "MIT"}
     | {"github3py-issues": "BSD-3-Clause", "ruby-mail": "MIT", "email-reply-parser": "MIT"}
+    | {"aicu-scanner": "MIT", "giskard": "Apache-2.0", "agentprobe": "MIT"}
 )
 """A record's licence by corpus; ``debian-changelogs`` records carry their package's and ``stackexchange-math``
 records their posts' (``Corpus.licence``)."""
@@ -128,7 +135,12 @@ TOOL_OF = {
     "ruby-mail": "read_email",
     "email-reply-parser": "read_email",
     "stackexchange-math": "fetch_url",
+    "aicu-scanner": "read_file",
 }
+PREEMPT_CORPORA = ("aicu-scanner", "giskard", "agentprobe")
+"""The sixth version's corpora (injections that preempt the agent's task), appended after every other record."""
+AGENTPROBE_TOOL = {"email": "read_email", "document": "read_document", "webpage": "fetch_url"}
+"""The tool that returns each of agentprobe's carrier channels."""
 SEARCH_TOOL = "web_search"
 
 
@@ -693,6 +705,41 @@ def build() -> list[dict[str, Any]]:
                 c.licence = t.licence
                 c.add(t.text, False, corpus, kind, upstream=t.upstream)
     c.licence = None
+
+    # -- the sixth version (after the rest, so the records above keep their draws): injections that preempt the
+    #    agent's task. Train: aicu-scanner's payloads (each alone and planted once in the fourth version's carriers
+    #    in turn) and its documents with buried instructions (whole, as a file reader returns them); Giskard's
+    #    prompt-injection table (alone and planted). Fresh held-out (split ``fresh``, apart from ``test``): agentprobe's
+    #    carriers filled with its instructions (alone, and appended to one of its benign e-mails in turn), its
+    #    benign e-mails (clean), and its attack catalogue planted in Who&When's web outputs (held-out carriers).
+    for r in _jsonl(THIRD / "aicu_scanner" / "payloads.jsonl"):
+        sourced = SourcedText(r["text"], f"{r['file']}#{r['id']}")
+        if r["kind"] == "document":
+            c.add(r["text"], True, "aicu-scanner/document", r["set"], upstream=sourced.upstream)
+            continue
+        c.add(r["text"], True, "aicu-scanner", r["set"], upstream=sourced.upstream)
+        place(planted, sourced, "aicu-scanner", r["set"], True)
+        planted += 1
+    for r in _jsonl(THIRD / "giskard" / "prompt_injections.jsonl"):
+        sourced = SourcedText(r["text"], f"{r['repo']}@{r['commit'][:12]}:{r['file']}#{r['index']}")
+        c.add(r["text"], True, "giskard", r["group"], upstream=sourced.upstream)
+        place(planted, sourced, "giskard", r["group"], True)
+        planted += 1
+    benign = [r["text"] for r in _jsonl(THIRD / "agentprobe" / "benign.jsonl")]
+    c.tool = AGENTPROBE_TOOL["email"]
+    for text in benign:
+        c.add(text, False, "agentprobe/benign", "clean")
+    for n, r in enumerate(_jsonl(THIRD / "agentprobe" / "carried.jsonl")):
+        c.tool = AGENTPROBE_TOOL[r["channel"]]
+        c.add(r["text"], True, "agentprobe/carried", r["carrier"])
+        c.tool = AGENTPROBE_TOOL["email"]
+        mail_text = benign[n % len(benign)]
+        start = len(mail_text) + 2
+        span = (start, start + len(r["text"]))
+        c.add(f"{mail_text}\n\n{r['text']}", True, "agentprobe/carried-in-mail", r["carrier"], span)
+    c.tool = None
+    for i, r in enumerate(_jsonl(THIRD / "agentprobe" / "attacks.jsonl")):
+        c.plant(web, r["text"], "agentprobe/attack-in-who-and-when", r["category"], json_records=i % 2 == 1)
     return c.w.records
 
 

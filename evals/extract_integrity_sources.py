@@ -51,6 +51,12 @@ function below says what it keeps): sigmavirus24/github3.py's recorded GitHub AP
 mikel/mail's e-mail fixtures (``ruby_mail/``), github/email_reply_parser's (``email_reply_parser/``) and the
 Stack Exchange threads that tothedarktowercame/futon6 sampled (``stackexchange_math/``), git directories; every
 row names the repository and commit it was read at.
+
+With ``--preempt`` it reads the sixth version's corpora (injections that preempt the agent's task; each function
+below says what it keeps): the PyPI wheels ``aicu-scanner==1.5.0`` (train) and ``agentprobe-injection==0.2.0a1``
+(the fresh held-out corpus: its package is imported from the wheel to apply its own carriers and transforms; only
+its data modules are imported, they hold no code beyond string templates) and a git directory of
+Giskard-AI/giskard (train).
 """
 
 from __future__ import annotations
@@ -667,7 +673,105 @@ def stackexchange(repo: str) -> None:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# The sixth version: injections that preempt the agent's task
+
+AICU_FILES = ("single_turn", "jailbreaks", "advanced_evasion", "encoding_attacks")
+"""aicu-scanner's payload files whose entries are single texts sent to a model (its multi-turn, denial-of-service,
+hallucination and toxicity files are not injections, and its trigger file holds fragments)."""
+
+
+def aicu(path: str) -> None:
+    """``aicu_scanner/payloads.jsonl``: every payload of ``AICU_FILES`` (``kind`` ``payload``) and every document
+    of ``file_payloads.yaml`` (``kind`` ``document``: meeting notes, configuration files... with instructions
+    buried in them, which a file-reading tool returns whole), with its file, set and id."""
+    import yaml  # a development tool's dependency, not the package's
+
+    dest = OUT / "aicu_scanner"
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path) as wheel, (dest / "payloads.jsonl").open("w", encoding="utf-8") as f:
+        (dest / "LICENSE").write_text(_wheel_licence(wheel), encoding="utf-8")
+        for name in AICU_FILES:
+            data = yaml.safe_load(wheel.read(f"aicu/payloads/{name}.yaml"))
+            for group, entries in data["payload_sets"].items():
+                for e in entries:
+                    row = {"file": f"aicu/payloads/{name}.yaml", "set": group, "id": e["id"], "kind": "payload",
+                           "text": e["content"].strip()}  # fmt: skip
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for e in yaml.safe_load(wheel.read("aicu/payloads/file_payloads.yaml"))["file_payloads"]:
+            row = {"file": "aicu/payloads/file_payloads.yaml", "set": e["family"], "id": e["id"], "kind": "document",
+                   "text": e["content"].strip()}  # fmt: skip
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+GISKARD_CSV = "giskard/llm/loaders/local/prompt_injections.csv"
+
+
+def giskard(repo: str) -> None:
+    """``giskard/prompt_injections.jsonl``: every English row of Giskard's prompt-injection table (its name, group
+    and the source it credits), verbatim."""
+    import csv
+    import io
+
+    dest = OUT / "giskard"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "LICENSE").write_text(show(repo, "LICENSE"), encoding="utf-8")
+    commit = _head(repo)
+    with (dest / "prompt_injections.jsonl").open("w", encoding="utf-8") as f:
+        for r in csv.DictReader(io.StringIO(show(repo, GISKARD_CSV))):
+            if r["language"] == "en":
+                row = {"repo": "Giskard-AI/giskard", "commit": commit, "file": GISKARD_CSV, "index": r["index"],
+                       "name": r["name"], "group": r["group"], "credited": r["source"],
+                       "text": r["prompt"]}  # fmt: skip
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def agentprobe(path: str) -> None:
+    """``agentprobe/``: the fresh held-out corpus, from the wheel (unpacked to a temporary folder and imported there):
+    ``carried.jsonl``, each of its 14 carriers (``agentprobe.injection.carriers.ALL_CARRIERS``: e-mail, document and
+    web-page wrappers) applied to each canary instruction the carriers module ships (the keys of its translation
+    table, ``_ru``); ``benign.jsonl``, the e-mails of its benign tasks (``agentprobe.injection.benign_tasks``), its
+    clean texts; ``attacks.jsonl``, its attack catalogue (``agentprobe.attacks.all_attacks()``: each intent
+    through each linguistic transform)."""
+    import ast
+    import importlib
+    import tempfile
+
+    dest = OUT / "agentprobe"
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(path) as wheel:
+        (dest / "LICENSE").write_text(_wheel_licence(wheel), encoding="utf-8")
+        wheel.extractall(tmp)
+        source = wheel.read("agentprobe/injection/carriers.py").decode("utf-8")
+        sys.path.insert(0, tmp)
+        try:
+            carriers = importlib.import_module("agentprobe.injection.carriers")
+            benign = importlib.import_module("agentprobe.injection.benign_tasks")
+            attacks = importlib.import_module("agentprobe.attacks.registry")
+        finally:
+            sys.path.remove(tmp)
+    ru = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_ru")
+    table = next(n for n in ast.walk(ru) if isinstance(n, ast.Dict))
+    instructions = [k.value for k in table.keys if isinstance(k, ast.Constant)]
+    with (dest / "carried.jsonl").open("w", encoding="utf-8") as f:
+        for c in carriers.ALL_CARRIERS:
+            for n, instruction in enumerate(instructions):
+                row = {"carrier": c.name, "channel": c.channel, "instruction": n, "text": c.wrap(instruction)}
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with (dest / "benign.jsonl").open("w", encoding="utf-8") as f:
+        for t in benign.ALL_BENIGN_TASKS:
+            f.write(json.dumps({"task": t.task_id, "text": t.email_content}, ensure_ascii=False) + "\n")
+    with (dest / "attacks.jsonl").open("w", encoding="utf-8") as f:
+        for a in attacks.all_attacks():
+            f.write(json.dumps({"id": a.id, "category": a.category, "text": a.payload}, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--preempt":
+        aicu(sys.argv[2])
+        giskard(sys.argv[3])
+        agentprobe(sys.argv[4])
+        sys.exit()
     if len(sys.argv) == 6 and sys.argv[1] == "--people":
         github3py(sys.argv[2])
         people_mail(sys.argv[3], sys.argv[4])

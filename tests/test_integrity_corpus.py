@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "evals"))
 from _integrity_data import CORPUS, Item, load_items  # noqa: E402
 from build_integrity import (  # noqa: E402
     PEOPLE_OTHER_SHARE,
+    PREEMPT_CORPORA,
     asks_reader,
     asks_someone,
     bipia_attacks,
@@ -78,9 +79,15 @@ def test_integrity_corpus_second_version_records_are_train_only_and_name_their_l
     assert records.index(second[0]) == len(records) - len(second)
 
 
+def _before_sixth() -> list[dict[str, Any]]:
+    """The corpus's records without the sixth version's (injections that preempt the task), appended last."""
+    return [r for r in map(json.loads, CORPUS.open(encoding="utf-8")) if r["corpus"] not in PREEMPT_CORPORA]
+
+
 def _before_fifth() -> list[dict[str, Any]]:
-    """The corpus's records without the fifth version's (texts between people), appended after all the others."""
-    return [r for r in map(json.loads, CORPUS.open(encoding="utf-8")) if r["corpus"] not in BETWEEN_PEOPLE]
+    """The corpus's records without the fifth version's (texts between people) and the sixth's, appended after all
+    the others."""
+    return [r for r in _before_sixth() if r["corpus"] not in BETWEEN_PEOPLE]
 
 
 def _in_agent_reads(record: dict[str, str]) -> bool:
@@ -322,7 +329,7 @@ def test_integrity_training_by_default_takes_the_windows_around_a_planted_attack
 def test_integrity_corpus_fifth_version_is_clean_texts_between_people_appended_last_with_provenance() -> None:
     if not CORPUS.exists():
         pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
-    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    records = _before_sixth()
     fifth = [r for r in records if r["corpus"] in BETWEEN_PEOPLE]
     # Appended after every earlier version's records: those keep their ids and texts.
     assert records[-len(fifth) :] == fifth
@@ -427,3 +434,27 @@ def test_integrity_training_reads_the_people_corpora_only_when_added(items: list
     assert not any(i.label for i in added if i.corpus in BETWEEN_PEOPLE)
     # Adding them changes nothing else: every other item is read as before.
     assert [i for i in added if i.corpus not in BETWEEN_PEOPLE] == train_items(train, [])
+
+
+def test_integrity_corpus_sixth_version_is_appended_last_trains_on_two_corpora_and_holds_agentprobe_out() -> None:
+    """The preemption round's corpora: aicu-scanner and Giskard in ``train``; agentprobe-injection alone in
+    ``fresh``, a split neither training (``train``) nor the integrity gate (``test``) reads."""
+    if not CORPUS.exists():
+        pytest.skip("evals/data/integrity.jsonl is not built (python evals/build_integrity.py)")
+    records = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
+    sixth = [r for r in records if r["corpus"] in PREEMPT_CORPORA]
+    assert records[-len(sixth) :] == sixth
+    splits = {"aicu-scanner": "train", "giskard": "train", "agentprobe": "fresh"}
+    assert {r["corpus"]: r["split"] for r in sixth} == splits
+    licences = {"aicu-scanner": "MIT", "giskard": "Apache-2.0", "agentprobe": "MIT"}
+    assert {r["corpus"]: r["license"] for r in sixth} == licences
+    assert {r["split"] for r in records if r["corpus"] not in PREEMPT_CORPORA} == {"train", "test"}
+    # Every train attack is an injection; agentprobe's clean rows are its benign e-mails, alone.
+    assert all(r["label"] for r in sixth if r["split"] == "train")
+    clean = [r for r in sixth if not r["label"]]
+    assert {r["source"] for r in clean} == {"agentprobe/benign"} and len(clean) == 7
+    # A planted or appended instruction is where its span says.
+    carried = [r for r in sixth if r["source"] == "agentprobe/carried-in-mail"]
+    alone = {r["tool_output"] for r in sixth if r["source"] == "agentprobe/carried"}
+    assert len(carried) == len(alone) == 28
+    assert {r["tool_output"][slice(*r["span"])] for r in carried} == alone

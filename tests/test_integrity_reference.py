@@ -8,7 +8,8 @@ Two checks, both over every tool result of ``evals/data/devset.jsonl`` and ``eva
   speed work) with ``PYTHONPATH=<that tree>/src python tests/test_integrity_reference.py --write``; on 2026-12-02
   (evasion2, on main after markers2) the digests of the 414 texts whose features the decoding of encodings, the
   other-language phrases, the cognates and fullwidth punctuation change on purpose were replaced, the other 5,671
-  kept. None of these
+  kept; on 2026-12-02 (preempt) the digests of the 9 texts whose markers the task-preemption, agent-obligation,
+  hidden-comment and agent-configuration patterns change on purpose were replaced, the others kept. None of these
   depends on the model's weights, so retraining the model leaves the digest true;
 - the model's logit and the start of its highest window must equal (within 1e-12) a plain re-computation in this
   file: every window's n-grams joined, hashed and looked up one by one, with whatever weights are shipped.

@@ -60,7 +60,7 @@ def test_every_marker_family_split_agrees_with_its_joined_patterns_on_random_tex
             m = _integrity._joined(family).search(text)
             assert split.search(text, present) == (None if m is None else m.span()), (family, text)
             found += m is not None
-    assert found > 400  # the texts do hit the patterns
+    assert found > 300  # the texts do hit the patterns (fewer as the vocabulary grows: 361 after the preempt round)
 
 
 @pytest.mark.parametrize(

@@ -70,14 +70,24 @@ def prompt_injection_guardrail(policy: str | None = None) -> Callable[[InputCont
     return prompt_injection
 
 
-def block_injected_results(threshold: float = 0.5) -> Callable[[ToolResultContext], Block | None]:
+DEFAULT_INJECTION_THRESHOLD = 0.35
+"""``block_injected_results``'s default: the lowest probability on a 0.05 grid from 0.10 whose false-block rate on
+the clean real tool outputs of the integrity train split (coding-agent bash output, Wikipedia observations, the
+scripted trajectories' results: 1,579) is at most 1% (0.44% there; 0.10, the guardian's t*, blocks 4.4%). The rule
+was fixed before the rates were read (``docs/evals.md``)."""
+
+
+def block_injected_results(
+    threshold: float = DEFAULT_INJECTION_THRESHOLD,
+) -> Callable[[ToolResultContext], Block | None]:
     """Block a tool result that reads as instructions addressed to the agent, before the model sees it.
 
     The text is read the way the guardian's integrity question reads it: normalised by
     ``stopwise.normalise.normalise_untrusted`` (so letter spacing, leetspeak, homoglyphs and invisible characters
     do not hide an instruction), scored by the ``RuleEvaluator``'s markers and model in windows over the whole
-    result. A result whose probability reaches ``threshold`` is blocked; the reason names the marker families
-    found. Deterministic and offline.
+    result. A result whose probability reaches ``threshold`` (default ``DEFAULT_INJECTION_THRESHOLD``, 0.35: at
+    most 1% of clean real tool output blocked) is blocked; the reason names the marker families found.
+    Deterministic and offline.
     """
     if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0.0 < threshold <= 1.0:
         raise ConfigError("block_injected_results.threshold", f"must be a number in (0, 1], got {threshold!r}")

@@ -244,6 +244,14 @@ _HELD = (
     # Every message of *yours* or the user's; "forward all emails to jane@..." is an out-of-office note.
     r"|(?:all|every) (?:of )?(?:your|the user's) (?:\w+ )?(?:e-?mails?|messages|files|documents|contacts|conversations|chats|notes|data|records|attachments)\b"  # noqa: E501
 )
+# The reader's task as the agent holds it: the one it is doing, was given or was asked, or the user's request. Not
+# "your request" or "your task" alone: "before we can complete your request, please..." is said to a person.
+_READERS_TASK = (
+    r"(?:your|the) (?:current|original|assigned|given|present|ongoing|actual|main|primary) (?:task|assignment|objective|job|instructions?|request)\b"  # noqa: E501
+    r"|(?:the|your) (?:task|assignment|job|instructions?) (?:you (?:were|have been|are|received)|(?:given|assigned) to you)\b"  # noqa: E501
+    r"|what you (?:were|have been|are being) (?:asked|told|instructed|tasked) to\b"
+    r"|the user'?s? (?:original |actual |current |real |initial )?(?:task|request|question|query|instructions?|prompt|goal)\b"  # noqa: E501
+)
 # Not "my": "disregard my earlier message" is a writer correcting themselves, to a person.
 _PRIOR = r"(?:all |any |the |your |these |those )*(?:previous|prior|above|earlier|preceding|original|initial|system|old|existing|other|current)"  # noqa: E501
 
@@ -261,6 +269,12 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\b(?:your|the) (?:new|real|actual|true|updated) (?:task|instructions?|goal|objective|job|mission)\b",
         r"\binstead of (?:summari[sz]ing|answering|translating|doing|completing|following)\b",
         r"\b(?:prior|previous|original) (?:task|request|instructions?) (?:is|are|has been|have been) (?:cancel|void|null|revoked|replaced|superseded|obsolete)",  # noqa: E501
+        # Task preemption: the reader's own task (``_READERS_TASK``) put after something else, replaced or dropped
+        # ("before you continue with your current task", "instead of the user's request", "disregard the user's
+        # request"). "Before you continue, please sign the form" names no task of the reader's: data.
+        rf"\b(?:before|instead of|rather than|prior to|ahead of|regardless of|ignore|disregard|forget|abandon|drop|stop|pause|postpone|skip|override)\b[^.\n]{{0,30}}?\b(?:{_READERS_TASK})",  # noqa: E501
+        rf"\b(?:{_READERS_TASK})[^.\n]{{0,30}}?\b(?:can wait|is no longer|are no longer|has changed|have changed|is on hold|comes? (?:second|later)|must wait)\b",  # noqa: E501
+        r"\byou (?:are|were) no longer (?:working on|doing|helping|assisting|required to (?:answer|complete|summari[sz]e|follow))\b",  # noqa: E501
     ),
     "marker_persona": (
         # Not "you are now subscribed / logged in / eligible": those are notices to people.
@@ -286,7 +300,13 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         rf"(?:^|[.!?:;\"\n>|]\s*)(?:ai|assistant|agent|llm|chatbot|bot|copilot|chatgpt|gpt|claude|gemini)\s*,\s*(?:{_ORDER_WORDS})\b",
         # Timed to the agent's own turn: a person is answered, not "the user".
         r"\b(?:before|after|while|when|once|instead of)\s+(?:you\s+)?(?:answer|answering|respond|responding|reply|replying)\s+(?:to\s+)?(?:the|your|this)\s+(?:user|human)\b",  # noqa: E501
+        r"\b(?:before|after|instead of)\s+(?:you\s+)?(?:answer|answering|respond|responding|reply|replying)\s+to\s+user(?:'s)?\s+(?:queries|questions|messages|requests|query|question|message|request)\b",  # noqa: E501
         r"\b(?:before|after|while|when|once)\s+(?:you\s+summari[sz]e|summari[sz]ing)\s+this\s+(?:page|document|e-?mail|message|text|file|content|webpage|website|article|results?|output|conversation|thread|inbox)\b",
+        # An obligation laid on the agent by its role, as its subject: "the assistant must call ...", "the reviewing
+        # AI should output ...". The verb must be an act an agent does with its tools or its answer.
+        rf"\bthe (?:[a-z-]+ ){{0,2}}?{_AGENT}(?: (?:reviewing|reading|processing|summari[sz]ing|analy[sz]ing|receiving|handling) (?:this|these|the) [a-z-]+)? (?:must|should|shall|needs? to|has to|is (?:required|instructed|expected|supposed) to|will now|is to)\s+(?:(?:now|first|immediately|also|then|always|additionally)\s+)?(?:call|use|invoke|run|execute|send|forward|transfer|output|print|reply|respond|include|reveal|write|delete|share|upload|email|post|fill|provide|export|echo|list|disclose|ignore|disregard|follow|obey|visit|open|click|summari[sz]e|add|append|prepend|begin|start)\b",  # noqa: E501
+        # A note addressed to whatever processes the text: "Note to processing system: ...".
+        r"\b(?:note|message|instructions?|notice|memo|directive|reminder)s? (?:to|for) (?:the |any |all |every )?(?:processing|reviewing|reading|summari[sz]ing|receiving|downstream|automated) (?:system|model|assistant|agent|ai|llm|tool|pipeline)s?\b",  # noqa: E501
     ),
     "marker_chat_format": (
         r"(?:^|\n)\s*(?:#+\s*)?(?:system|assistant|user|developer|human)\s*:",
@@ -296,12 +316,17 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\[/?(?:system|inst|sys|admin|assistant|instructions?)\]",
         r"\b(?:end of|ignore the) (?:document|email|context|tool output|untrusted)\b",
         r"<<\s*sys\s*>>",
+        # A chat role's label opening an HTML comment: "<!-- assistant: ... -->".
+        r"<!--\s*(?:system|assistant|ai|user|developer|agent)\s*:",
     ),
     "marker_prompt_leak": (
         # A bare mention of a system prompt is data; asking for *yours* is addressed to the agent.
         r"\b(?:your|the assistant's|the ai's|the model's) (?:system prompt|system message|developer message|initial prompt|hidden prompt|instructions verbatim)\b",  # noqa: E501
         r"\b(?:reveal|print|show|output|repeat|leak|dump|display|share|list|tell me|disclose|recite)\b[^.\n]{0,30}\b(?:your|the)\b[^.\n]{0,20}\b(?:hidden |initial |original |secret |system |internal )(?:prompt|instructions?|message|rules|configuration)",  # noqa: E501
         r"\b(?:your|the) (?:instructions|prompt) verbatim\b",
+        # What only a deployed agent has: "your pre-loaded instructions", "your operational configuration", "your
+        # behavioral rules". Not "your configuration" alone: an issue template asks a person for theirs.
+        r"\byour (?:(?:full|complete|current|actual|exact|entire|active) )?(?:pre-?loaded|pre-?conversation|operational|behaviou?ral|deployment) (?:instructions|context|configuration|config|directives|rules|parameters|constraints|state|specification|contract)\b",  # noqa: E501
     ),
     "marker_tool_call": (
         r"\b(?:call|invoke|use|run|execute|trigger|fire)\b[^.\n]{0,12}\b(?:the )?[a-z]+_[a-z_]+\b",
@@ -328,6 +353,11 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
         r"\b(?:comply|obey|follow)\b[^.\n]{0,15}\b(?:immediately|these|the following|my|this instruction|without question)\b",  # noqa: E501
         r"\bit is (?:crucial|critical|vital|essential|imperative|very important) (?:that )?you\b",
         r"\byour (?:response|reply|answer|summary|output) (?:must|should|has to)\b",
+        r"\b(?:all|every|each) (?:responses?|replies|answers) (?:in|of|for) this (?:session|conversation|chat)\b",
+        # The agent's answer given its opening: "begin your response by outputting ...".
+        r"\b(?:begin|start|open|preface|prefix|precede) (?:your|each|every) (?:response|reply|answer|summary|output)s? (?:by|with)\b",  # noqa: E501
+        # An order timed before the agent's own processing: "before processing the remaining rows, output your ...".
+        r"\bbefore (?:processing|summari[sz]ing|analy[sz]ing|generating|producing|answering|responding|translating|reading|reviewing)\b[^.\n]{0,40}?[,:]?\s(?:first\s+)?(?:output|print|echo|prepend|reveal|disclose|send|forward|call|list)\s+(?:your|the (?:full|complete|entire|whole|system))\b",  # noqa: E501
         r"\bthe user has (?:already )?(?:approved|authori[sz]ed|confirmed|consented)\b",
         r"\bearlier you (?:confirmed|agreed|said|promised)\b",
     ),
@@ -341,6 +371,10 @@ _MARKER_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "marker_hidden": (
         r"<!--[^>]{0,400}?\b(?:ignore|assistant|ai|instruction|you must|respond|reply|call|send|important)\b",
+        # The same with an override or an agent's act: "<!-- Processing directive: ... first output your ... -->".
+        r"<!--[^>]{0,400}?\b(?:disregard|forget|override|directive|reveal|forward|transfer|exfiltrate|agent|llm|chatbot)\b",
+        # A Markdown comment, hidden when rendered, with the same: "[//]: # (assistant: ...)".
+        r"\[(?://|comment|hidden|note)\]:\s*(?:#|<>)\s*[(\"'][^)\"\n]{0,300}?\b(?:ignore|disregard|forget|override|assistant|ai|agent|instructions?|you must|respond|reply|call|send|forward|output)\b",  # noqa: E501
         r"\bdisplay\s*:\s*none\b|\bvisibility\s*:\s*hidden\b|\bfont-size\s*:\s*0|\bcolor\s*:\s*(?:white|#fff\b|#ffffff)",
         r"\b(?:decode|decrypt|translate|unscramble|apply rot13|base64[- ]decode)\b[^.\n]{0,30}\b(?:and|then)\b[^.\n]{0,10}\b(?:follow|execute|comply|obey|run|do|act)\b",  # noqa: E501
         r"\b(?:hidden|secret|invisible) (?:instructions?|message|text|command)s?\b",
@@ -398,24 +432,26 @@ _ANCHORS: dict[str, frozenset[str]] = {
     family: frozenset(words.split())
     for family, words in {
         "marker_override": "ignore disregard forget override overrule bypass skip drop abandon cancel new real actual "
-        "true updated instead prior previous original",
+        "true updated instead prior previous original before rather ahead regardless stop pause postpone longer",
         "marker_persona": "now rest mode dan pretend restrictions limits limitations filters rules constraints "
         "guidelines censorship boundaries unrestricted unfiltered uncensored evil different jailbreak jailbroken",
-        "marker_addressed": _AGENT_WORDS + " i automated autonomous when chatgpt before after while once instead",
+        "marker_addressed": _AGENT_WORDS + " i automated autonomous when chatgpt before after while once instead the "
+        "note notes message messages instruction instructions notice notices memo memos directive directives reminder "
+        "reminders",
         "marker_chat_format": "system assistant user developer human im endoftext eot start instruction instructions "
-        "untrusted tool document email context inst sys admin end ignore",
+        "untrusted tool document email context inst sys admin end ignore <",
         "marker_prompt_leak": "system developer initial hidden instructions prompt reveal print show output repeat "
-        "leak dump display share list tell disclose recite verbatim",
+        "leak dump display share list tell disclose recite verbatim your",
         "marker_tool_call": "call invoke use run execute trigger fire send forward email e post upload transfer "
         "exfiltrate copy submit leak share delete remove wipe drop erase rm ! curl wget wire transmit http https",
         "marker_imperative": "must should shall need have required instructed will are respond reply answer "
         "response output summary message responses replies answers outputs summaries messages user human "
         "operator owner instruction instructions note text comply obey follow crucial critical vital essential "
-        "imperative important earlier",
+        "imperative important earlier begin start open preface prefix precede before all every each",
         "marker_authority": "important urgent attention priority critical warning notice from authorized "
         "authorised official sanctioned approved override emergency",
         "marker_hidden": "! display visibility font color decode decrypt translate unscramble rot13 base64 hidden "
-        "secret invisible",
+        "secret invisible [",
         "marker_request": "write compose draft generate create translate summarize summarise paraphrase rewrite "
         "explain describe recommend suggest analyze analyse compare outline calculate convert encode decode reverse "
         "spell brainstorm provide list give show tell teach help how what can could would will respond reply answer "
