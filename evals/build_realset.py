@@ -27,7 +27,9 @@ Sources, by condition:
   Reflexion agent's, episodes ``hotpotqa/react`` does not hold; scored once, see docs/evals.md); and
   (never fitted) WorkBench's runs the same way, split by domain as its goal_reached sources are (``workbench/dev``,
   and the held-out domains' ``workbench/heldout-cutoffs``): the last state of a run LangChain cut off at its
-  iteration or time limit against the state before the answer of a drawn run that ended on one.
+  iteration or time limit against the state before the answer of a drawn run that ended on one; and ReAct on
+  WebShop (``webshop/react``, held out, every run): the last state of a run cut off at the 15-action cap against
+  the state before a run's purchase.
 
 Runs are converted to the rows a stopwise run logs (a user goal, assistant rows with tool calls, tool results) and
 projected with the guardian's defaults (``Guardian().history_steps``, ``result_chars``, ``max_chars``), so a
@@ -870,17 +872,48 @@ def _workbench_turns(run: _real_workbench.WorkBenchRun) -> list[Turn]:
 _WEBSHOP_ARG = {"search": "query", "click": "button"}
 
 
+def _webshop_turns(episode: _real_webshop.Episode) -> list[Turn]:
+    return [(s.thought, s.tool, {_WEBSHOP_ARG.get(s.tool, "text"): s.arg}, s.result, s.failed) for s in episode.steps]
+
+
 def webshop_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """The drawn runs' finished states (``webshop_goal_records``), then every run's stagnation state
+    (``webshop_stagnation_records``)."""
+    assert source.commit == _real_webshop.COMMIT
+    found = _real_webshop.episodes(_real_webshop.run_output(repo.read(_real_webshop.NOTEBOOK)))
+    yield from webshop_goal_records(source, found)
+    yield from webshop_stagnation_records(source, found)
+
+
+def webshop_stagnation_records(source: Source, found: list[_real_webshop.Episode]) -> Iterator[TraceRecord]:
+    """Stagnation (a proxy, as ``hotpotqa/react``'s, said so in ``kind``) on all 500 runs, none drawn: the last
+    state of a run the harness cut off at its 15-action cap without buying (true: shopping in circles), the state
+    before ``Buy Now`` of a run that bought (false), whatever the purchase's reward; none for a run with no call.
+    Held out: the stagnation candidate's second fresh source, scored once (docs/evals.md)."""
+    for episode in found:
+        turns = _webshop_turns(episode)
+        if not turns:
+            continue
+        stuck = not episode.finished
+        yield run_record(
+            source,
+            f"fixed_{episode.index}",
+            "stagnation",
+            stuck,
+            "proxy_halted_at_cap" if stuck else "proxy_before_answer",
+            state_of(episode.instruction, turns, None),
+            f"{_real_webshop.NOTEBOOK}#episode={episode.index}",
+            outcome="cut_off" if stuck else "bought",
+        )
+
+
+def webshop_goal_records(source: Source, found: list[_real_webshop.Episode]) -> Iterator[TraceRecord]:
     """One finished state per drawn run (``_real_webshop.sample``): the instruction as the goal, each search and
     click with the page the store returned (the agent's ``think[...]`` its words before the call), the thoughts
     since the last call and ``click[Buy Now]`` as the final answer; labelled by whether the store's reward is 1.0
     (partial matches, rewards between 0 and 1, are failures, as WebShop counts its success rate)."""
-    assert source.commit == _real_webshop.COMMIT
-    found = _real_webshop.episodes(_real_webshop.run_output(repo.read(_real_webshop.NOTEBOOK)))
     for episode in _real_webshop.sample(found):
-        turns: list[Turn] = [
-            (s.thought, s.tool, {_WEBSHOP_ARG.get(s.tool, "text"): s.arg}, s.result, s.failed) for s in episode.steps
-        ]
+        turns = _webshop_turns(episode)
         reward = episode.reward or 0.0
         yield run_record(
             source,

@@ -729,7 +729,7 @@ def test_the_webshop_source_is_held_out_pinned_and_labelled_by_the_stores_reward
 ) -> None:
     source = build_realset.SOURCES["webshop/react"]
     assert source.split == "test" and source.commit == _real_webshop.COMMIT and source.license == "MIT"
-    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == source.name}
+    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == source.name and r.condition == "goal_reached"}
     assert len(made) == _real_webshop.SAMPLE == 200
     assert sum(r.label for r in made.values()) == 72  # reward 1.0, as the store scored the purchases
     for key, r in made.items():
@@ -746,6 +746,40 @@ def test_the_webshop_source_is_held_out_pinned_and_labelled_by_the_stores_reward
     assert made["fixed_141"].projection.final.startswith("The product is a bit over the price")
     assert (made["fixed_54"].label, made["fixed_54"].extra["reward"]) == (False, 0.75)
     assert (made["fixed_300"].label, made["fixed_300"].extra["outcome"]) == (False, "partial")
+
+
+def test_the_webshop_stagnation_records_are_every_cut_off_run_against_every_run_that_bought(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == "webshop/react" and r.condition == "stagnation"}
+    # All 500 printed runs, none drawn: the 35 the harness cut off at its 15-action cap, the 465 that bought.
+    assert (len(made), sum(bool(r.label) for r in made.values())) == (500, 35)
+    assert {(r.label, r.kind, r.extra["outcome"]) for r in made.values()} == {
+        (True, "proxy_halted_at_cap", "cut_off"),
+        (False, "proxy_before_answer", "bought"),
+    }
+    goal = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == "webshop/react" and r.condition == "goal_reached"}
+    for key, r in made.items():
+        assert r.projection.final is None and "Buy Now" not in (r.projection.steps[-1].text or "")
+        assert "Your score" not in r.projection.text
+        if key in goal:  # a bought run's state before its purchase: the finished state less the purchase
+            assert r.projection.steps == goal[key].projection.steps and goal[key].projection.final is not None
+    assert made["fixed_1"].label is False and made["fixed_1"].projection.steps[-1].calls[0].tool == "click"
+
+
+def test_a_webshop_run_cut_off_is_stuck_at_its_last_call_and_one_that_bought_is_not_before_it() -> None:
+    found = _real_webshop.episodes(_real_webshop.run_output(_notebook(WEBSHOP_OUTPUT)))
+    source = build_realset.SOURCES["webshop/react"]
+    made = list(build_realset.webshop_stagnation_records(source, found))
+    # The third run bought with no call before it: no state to judge.
+    assert [(r.id, r.label, r.kind) for r in made] == [
+        ("stagnation/webshop/react/fixed_0", False, "proxy_before_answer"),
+        ("stagnation/webshop/react/fixed_1", True, "proxy_halted_at_cap"),
+    ]
+    bought, cut_off = (r.projection for r in made)
+    assert [c.tool for s in bought.steps for c in s.calls] == ["search", "click", "click"]
+    assert bought.final is None  # the purchase and the thought before it are not part of the state
+    assert [(c.tool, c.args) for s in cut_off.steps for c in s.calls] == [("search", {"query": "mug"})]
 
 
 def _printed(index: int, lines: list[str], count_average: str) -> str:
