@@ -760,7 +760,7 @@ def test_the_webshop_stagnation_records_are_every_cut_off_run_against_every_run_
     }
     goal = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == "webshop/react" and r.condition == "goal_reached"}
     for key, r in made.items():
-        assert r.projection.final is None and "Buy Now" not in (r.projection.steps[-1].text or "")
+        assert r.projection.final is None  # no purchase in the state
         assert "Your score" not in r.projection.text
         if key in goal:  # a bought run's state before its purchase: the finished state less the purchase
             assert r.projection.steps == goal[key].projection.steps and goal[key].projection.final is not None
