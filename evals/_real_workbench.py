@@ -1,7 +1,7 @@
 """WorkBench's recorded runs: real models acting for a user with workplace tools (mail, calendar, CRM, project
 tasks, web analytics), each run graded by the benchmark's own outcome check.
 
-    python evals/_real_workbench.py grade --mirror DIR [--draw heldout2]   # with a Python that has pandas
+    python evals/_real_workbench.py grade --mirror DIR [--draw heldout2|heldout3]   # with a Python that has pandas
 
 WorkBench (olly-styles/WorkBench, MIT; Styles et al. 2024, "WorkBench: a Benchmark Dataset for Agents in a
 Realistic Workplace Setting") ships, under ``data/results/<domain>/<model>_<variant>_<date>.csv``, every run of five
@@ -59,6 +59,12 @@ choosing a rule, a third (``FRESH_SEED``, fixed and committed with its ship rule
 takes runs of those domains that neither earlier draw took, to score a rule once."""
 FRESH_SEED = 20261212
 GRADES_FRESH = HERE / "third_party" / "workbench" / "grades_heldout2.jsonl"
+THIRD_RUNS = 80
+"""Runs per held-out domain of the third draw (``workbench/heldout3``): after ``workbench/heldout2`` was read, a
+fourth seed (``THIRD_SEED``, fixed and committed with its ship rule before any grade of it was read) takes runs of
+those domains that no earlier draw took, to score the picked-object rule once."""
+THIRD_SEED = 20261214
+GRADES_THIRD = HERE / "third_party" / "workbench" / "grades_heldout3.jsonl"
 CUT_OFF = "Agent stopped due to iteration limit or time limit."
 """What LangChain's agent answers when it ran out of steps: a cut-off, not a finished run."""
 _INVALID_TOOL = re.compile(r"is not a valid tool, try one of")
@@ -228,9 +234,46 @@ def fresh_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
     return sorted(chosen, key=lambda r: (r.path, r.row))
 
 
+def third_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
+    """``THIRD_RUNS`` runs of each held-out domain drawn with ``THIRD_SEED`` from those neither ``sample`` nor
+    ``fresh_sample`` drew; in file and row order (the draw reads no grade)."""
+    drawn = {(r.path, r.row) for r in (*sample(runs), *fresh_sample(runs))}
+    third = random.Random(THIRD_SEED)
+    chosen: list[WorkBenchRun] = []
+    for domain in HELD_OUT_DOMAINS:
+        left = [r for r in runs if r.domain == domain and (r.path, r.row) not in drawn]
+        chosen += third.sample(left, min(THIRD_RUNS, len(left)))
+    return sorted(chosen, key=lambda r: (r.path, r.row))
+
+
+STUCK_SEED = 20261216
+ANSWERED_PER_CUT_OFF = 3
+"""The stagnation records: per side of the domain split, every cut-off run and this many times as many answered runs
+(a quarter of the states cut off: enough of each class to read a calibration)."""
+
+
+def stagnation_runs(
+    cut_off: list[WorkBenchRun], finished: list[WorkBenchRun], held_out: bool
+) -> tuple[list[WorkBenchRun], list[WorkBenchRun]]:
+    """The runs of the stagnation records of one side of the domain split (the held-out domains, or the others):
+    every cut-off run with a call, and ``ANSWERED_PER_CUT_OFF`` times as many runs that ended on an answer after at
+    least one call, drawn with ``STUCK_SEED`` from those no goal_reached draw took; each list in file and row order
+    (the draw reads no grade)."""
+
+    def side(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
+        return [r for r in runs if (r.domain in HELD_OUT_DOMAINS) == held_out and r.steps]
+
+    stuck = sorted(side(cut_off), key=lambda r: (r.path, r.row))
+    drawn = {(r.path, r.row) for r in (*sample(finished), *fresh_sample(finished), *third_sample(finished))}
+    left = sorted((r for r in side(finished) if (r.path, r.row) not in drawn), key=lambda r: (r.path, r.row))
+    answered = random.Random(STUCK_SEED).sample(left, min(ANSWERED_PER_CUT_OFF * len(stuck), len(left)))
+    return stuck, sorted(answered, key=lambda r: (r.path, r.row))
+
+
 DRAWS: dict[str, tuple[Callable[[list[WorkBenchRun]], list[WorkBenchRun]], Path]] = {
     "first": (sample, GRADES),
     "heldout2": (fresh_sample, GRADES_FRESH),
+    "heldout3": (third_sample, GRADES_THIRD),
 }
 """Each draw: how its runs are chosen, and where their grades are kept."""
 
@@ -293,9 +336,9 @@ def _stand_in_langchain() -> None:
 
 
 def grade(git_dir: Path, out: Path, draw: Callable[[list[WorkBenchRun]], list[WorkBenchRun]] = sample) -> int:
-    """Grade the runs of one draw (``sample`` or ``fresh_sample``) with WorkBench's check (needs pandas) and write
-    ``out``: per run, its ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty cells as "", newlines
-    in a call escaped), against the task's ground-truth calls."""
+    """Grade the runs of one draw (``sample``, ``fresh_sample`` or ``third_sample``) with WorkBench's check (needs
+    pandas) and write ``out``: per run, its ``is_correct`` on the row as ``calculate_metrics`` prepares it (empty
+    cells as "", newlines in a call escaped), against the task's ground-truth calls."""
     show, names = git_show(git_dir)
     chosen = draw(list(finished_runs(show, result_files(names))))
     archive = subprocess.run(

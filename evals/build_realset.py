@@ -18,11 +18,18 @@ Sources, by condition:
   algorithm-generated multi-agent logs (every one a failed run), AutoGPT's benchmark reports of two dates (the
   grader's ``success``; read from the transcribed excerpt in ``evals/third_party/autogpt_benchmark/``, since the
   repository is too large to clone: see ``compact_report``), and (never fitted) WorkBench's runs of five models on
-  workplace tasks, split by domain into a dev source and a held-out one (the benchmark's own check of the end
+  workplace tasks, split by domain into a dev source and held-out draws (the benchmark's own check of the end
   state; ``_real_workbench``), and (held out, scored once) ReAct with GPT-3 shopping on WebShop (the store's reward
   of the purchase, 1.0 being success; ``_real_webshop``).
 - ``stagnation`` (a proxy, said so in the records' ``kind``): ReAct on HotpotQA, the last state of an episode cut
-  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer.
+  off at the step cap ("halted": searching in circles) against the state before a finished episode's answer; the
+  same agent's other runs the same way (``hotpotqa/reflexion``, held out: the base agent's later trials and the
+  Reflexion agent's, episodes ``hotpotqa/react`` does not hold; scored once, see docs/evals.md); and
+  (never fitted) WorkBench's runs the same way, split by domain as its goal_reached sources are (``workbench/dev``,
+  and the held-out domains' ``workbench/heldout-cutoffs``): the last state of a run LangChain cut off at its
+  iteration or time limit against the state before the answer of a drawn run that ended on one; and ReAct on
+  WebShop (``webshop/react``, held out, every run): the last state of a run cut off at the 15-action cap against
+  the state before a run's purchase.
 
 Runs are converted to the rows a stopwise run logs (a user goal, assistant rows with tool calls, tool results) and
 projected with the guardian's defaults (``Guardian().history_steps``, ``result_chars``, ``max_chars``), so a
@@ -94,6 +101,13 @@ SOURCES = {
             "218cf0ef1df84b05ce379dd4a8e47f17766733a0",
             "MIT",
             "train",
+        ),
+        Source(
+            "hotpotqa/reflexion",
+            "noahshinn/reflexion",
+            "218cf0ef1df84b05ce379dd4a8e47f17766733a0",
+            "MIT",
+            "test",  # stagnation's fresh source: scored once, after the candidate map's ship rule was committed
         ),
         Source(
             "whowhen/algorithm-generated",
@@ -206,6 +220,20 @@ SOURCES = {
             "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
             "MIT",
             "test",  # the fresh draw: scored once, after its ship rule was committed (see docs/evals.md)
+        ),
+        Source(
+            "workbench/heldout3",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
+            "test",  # the third draw: scored once, after the picked-object rule's ship rule was committed
+        ),
+        Source(
+            "workbench/heldout-cutoffs",
+            "olly-styles/WorkBench",
+            "42f1b6dc18986f47701ca83de2d63dd4f95c59a0",
+            "MIT",
+            "test",  # stagnation on the held-out domains: scored once, after its pass rule was committed
         ),
         Source(
             "mcp/mcp-server-neon",
@@ -504,15 +532,23 @@ _STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
 _ACTION = re.compile(r"^(\w+)\[(.*)\]$", re.S)
 
 
-def _react_episodes(text: str) -> Iterator[tuple[str, str, list[tuple[str, str, str]]]]:
-    """(outcome, question, [(thought, action, observation)]) of the first trial (later trials of the base agent
-    re-run the same questions)."""
-    trial = text.split("BEGIN TRIAL 2")[0]
+def _react_trials(text: str) -> int:
+    """How many trials the log holds (``BEGIN TRIAL n`` sections)."""
+    return text.count("BEGIN TRIAL ")
+
+
+def _react_episodes(text: str, trial: int = 1) -> Iterator[tuple[str, str, list[tuple[str, str, str]]]]:
+    """(outcome, question, [(thought, action, observation)]) of one trial's episodes (the first by default). A
+    Reflexion trial's question carries its reflection prompt ("You have attempted to answer...") and reflections:
+    the question alone is kept (the reflections are lines before the first step, which are not read)."""
+    trial_text = text.split(f"BEGIN TRIAL {trial}\n")[-1].split(f"BEGIN TRIAL {trial + 1}\n")[0]
     for section, outcome in (("CORRECT", "correct"), ("INCORRECT", "incorrect"), ("HALTED", "halted")):
-        body = trial.split(f"BEGIN {section} AGENTS")[1].split("------------- BEGIN")[0]
+        if f"BEGIN {section} AGENTS" not in trial_text:
+            continue  # a trial cut short (the log's last, or a test's excerpt)
+        body = trial_text.split(f"BEGIN {section} AGENTS")[1].split("------------- BEGIN")[0]
         for chunk in body.split("\nQuestion: ")[1:]:
             lines = chunk.split("\n")
-            question = lines[0].strip()
+            question = lines[0].split("You have attempted to answer")[0].strip()
             steps: dict[int, dict[str, str]] = {}
             last: tuple[int, str] | None = None
             for line in lines[1:]:
@@ -532,17 +568,42 @@ def _react_episodes(text: str) -> Iterator[tuple[str, str, list[tuple[str, str, 
             )
 
 
+def _react_turns(steps: list[tuple[str, str, str]]) -> tuple[list[Turn], str | None]:
+    """The calls of an episode up to its ``Finish[...]`` (the final answer: None when it never came)."""
+    turns: list[Turn] = []
+    for thought, action, observation in steps:
+        m = _ACTION.match(action.strip())
+        tool, arg = (m.group(1).lower(), m.group(2)) if m else ("invalid_action", action)
+        if tool == "finish":
+            return turns, f"{thought}\nAnswer: {arg}".strip()
+        turns.append((thought, tool, {"query": arg}, observation.strip(), False))
+    return turns, None
+
+
+def _react_stagnation(
+    source: Source, key: str, outcome: str, question: str, turns: list[Turn], final: str | None, where: str
+) -> Iterator[TraceRecord]:
+    """An episode's stagnation record: the state before a finished episode's answer (false), the last state of one
+    halted at the step cap (true); none for an episode with no call."""
+    if not turns or (final is None and outcome != "halted"):
+        return
+    stuck = final is None
+    yield run_record(
+        source,
+        key,
+        "stagnation",
+        stuck,
+        "proxy_halted_at_cap" if stuck else "proxy_before_answer",
+        state_of(question, turns, None),
+        where,
+        outcome=outcome,
+    )
+
+
 def react_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """The first trial of the base agent (later trials re-run the questions it missed: ``reflexion_records``)."""
     for n, (outcome, question, steps) in enumerate(_react_episodes(repo.read(REACT_LOG))):
-        turns: list[Turn] = []
-        final = None
-        for thought, action, observation in steps:
-            m = _ACTION.match(action.strip())
-            tool, arg = (m.group(1).lower(), m.group(2)) if m else ("invalid_action", action)
-            if tool == "finish":
-                final = f"{thought}\nAnswer: {arg}".strip()
-                break
-            turns.append((thought, tool, {"query": arg}, observation.strip(), False))
+        turns, final = _react_turns(steps)
         key = f"t1-{n:03d}"
         if final is not None:
             yield run_record(
@@ -555,28 +616,37 @@ def react_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
                 REACT_LOG,
                 outcome=outcome,
             )
-            if turns:
-                yield run_record(
-                    source,
-                    key,
-                    "stagnation",
-                    False,
-                    "proxy_before_answer",
-                    state_of(question, turns, None),
-                    REACT_LOG,
-                    outcome=outcome,
-                )
-        elif outcome == "halted" and turns:
-            yield run_record(
-                source,
-                key,
-                "stagnation",
-                True,
-                "proxy_halted_at_cap",
-                state_of(question, turns, None),
-                REACT_LOG,
-                outcome=outcome,
-            )
+        yield from _react_stagnation(source, key, outcome, question, turns, final, REACT_LOG)
+
+
+REFLEXION_LOG = "hotpotqa_runs/root/ReAct/reflexion/100_questions_7_trials.txt"
+
+
+def reflexion_episodes(
+    base: str, reflexion: str
+) -> Iterator[tuple[str, int, int, str, str, list[tuple[str, str, str]]]]:
+    """(log, trial, index, outcome, question, steps) of every episode of the same ReAct agent on the same 100
+    HotpotQA questions that ``hotpotqa/react`` does not hold: the base agent's trials 2-5 (the questions it had
+    missed, run again) and the Reflexion agent's trials 1-7 (a reflection on the failed attempt in the prompt from
+    trial 2 on), in that order. An episode whose question and steps equal one read before (trial 1 of the base log,
+    a carried-over correct episode, a deterministic re-run) is dropped: each kept episode is a distinct run."""
+    seen = {(q, repr(s)) for _, q, s in _react_episodes(base)}
+    for log, text, first in ((REACT_LOG, base, 2), (REFLEXION_LOG, reflexion, 1)):
+        for t in range(first, _react_trials(text) + 1):
+            for n, (outcome, question, steps) in enumerate(_react_episodes(text, t)):
+                if (question, repr(steps)) in seen:
+                    continue
+                seen.add((question, repr(steps)))
+                yield log, t, n, outcome, question, steps
+
+
+def reflexion_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """Stagnation only, as ``hotpotqa/react``'s (a proxy, said so in ``kind``), on the episodes of
+    ``reflexion_episodes``: the fresh source of the stagnation map's candidate, scored once (docs/evals.md)."""
+    for log, t, n, outcome, question, steps in reflexion_episodes(repo.read(REACT_LOG), repo.read(REFLEXION_LOG)):
+        turns, final = _react_turns(steps)
+        key = f"{'base' if log == REACT_LOG else 'reflexion'}-t{t}-{n:03d}"
+        yield from _react_stagnation(source, key, outcome, question, turns, final, f"{log}#trial={t}")
 
 
 # Who&When, algorithm-generated: multi-agent (AutoGen group chat) logs of failed GAIA / AssistantBench runs.
@@ -726,34 +796,74 @@ def autogpt_records(source: Source, repo: Repo | None) -> Iterator[TraceRecord]:
 # the runs are read by _real_workbench, the labels are the benchmark's own outcome check (GRADES).
 
 
+STUCK_SOURCE = "workbench/heldout-cutoffs"
+"""The held-out domains' stagnation records (the dev domains' are in ``workbench/dev``, beside its goal_reached)."""
+
+
 def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
     """One finished state per drawn run of the source's domains (``workbench/heldout``: the held-out domains of the
-    first draws, read while choosing a rule, never fitted; ``workbench/heldout2``: the fresh draw of those domains,
-    scored once; ``workbench/dev``: the other domains, read while choosing rules, never fitted): the task as the
-    goal, each call with what the tool returned, the agent's final output as the final answer; labelled by
-    WorkBench's check of the end state."""
+    first draws, read while choosing a rule, never fitted; ``workbench/heldout2`` and ``workbench/heldout3``: later
+    draws of those domains, each scored once; ``workbench/dev``: the other domains, read while choosing rules, never
+    fitted): the task as the goal, each call with what the tool returned, the agent's final output as the final
+    answer; labelled by WorkBench's check of the end state. ``workbench/dev`` and ``STUCK_SOURCE`` also hold their
+    domains' stagnation records (``workbench_stagnation_records``)."""
     assert source.commit == _real_workbench.COMMIT
-    choose, graded = _real_workbench.DRAWS["heldout2" if source.name == "workbench/heldout2" else "first"]
-    held_out = source.name != "workbench/dev"
-    grades = _real_workbench.read_grades(graded)
-    runs = _real_workbench.finished_runs(repo.read, _real_workbench.result_files(repo.files(_real_workbench.RESULTS)))
-    for run in choose(list(runs)):
-        if (run.domain in _real_workbench.HELD_OUT_DOMAINS) != held_out:
-            continue
-        correct = grades[(run.path, run.row)]
-        turns: list[Turn] = [(s.thought, s.tool, s.args, s.result, s.failed) for s in run.steps]
-        yield run_record(
-            source,
-            run.key,
-            "goal_reached",
-            correct,
-            "finished_run",
-            state_of(run.query, turns, run.final),
-            f"{run.path}#row={run.row}",
-            outcome="correct" if correct else "incorrect",
-            family=run.domain,
-            model=run.model,
-        )
+    files = _real_workbench.result_files(repo.files(_real_workbench.RESULTS))
+    runs = list(_real_workbench.finished_runs(repo.read, files))
+    if source.name != STUCK_SOURCE:
+        draw = source.name.removeprefix("workbench/")
+        choose, graded = _real_workbench.DRAWS[draw if draw in _real_workbench.DRAWS else "first"]
+        held_out = source.name != "workbench/dev"
+        grades = _real_workbench.read_grades(graded)
+        for run in choose(runs):
+            if (run.domain in _real_workbench.HELD_OUT_DOMAINS) != held_out:
+                continue
+            correct = grades[(run.path, run.row)]
+            yield run_record(
+                source,
+                run.key,
+                "goal_reached",
+                correct,
+                "finished_run",
+                state_of(run.query, _workbench_turns(run), run.final),
+                f"{run.path}#row={run.row}",
+                outcome="correct" if correct else "incorrect",
+                family=run.domain,
+                model=run.model,
+            )
+    if source.name in ("workbench/dev", STUCK_SOURCE):
+        yield from workbench_stagnation_records(source, list(_real_workbench.cut_off_runs(repo.read, files)), runs)
+
+
+def workbench_stagnation_records(
+    source: Source, cut_off: list[_real_workbench.WorkBenchRun], finished: list[_real_workbench.WorkBenchRun]
+) -> Iterator[TraceRecord]:
+    """Stagnation on the source's side of the domain split, as ``hotpotqa/react``'s: the last state of each run
+    LangChain cut off at its iteration or time limit (stuck: true), and the state before the final answer of runs
+    that ended on one (``_real_workbench.stagnation_runs``: false). A proxy, said so in ``kind``: cut off against
+    about to answer, not a judgment of each state."""
+    stuck, answered = _real_workbench.stagnation_runs(cut_off, finished, held_out=source.name == STUCK_SOURCE)
+    for label, kind, outcome, chosen in (
+        (True, "proxy_halted_at_cap", "halted", stuck),
+        (False, "proxy_before_answer", "answered", answered),
+    ):
+        for run in chosen:
+            yield run_record(
+                source,
+                run.key,
+                "stagnation",
+                label,
+                kind,
+                state_of(run.query, _workbench_turns(run), None),
+                f"{run.path}#row={run.row}",
+                outcome=outcome,
+                family=run.domain,
+                model=run.model,
+            )
+
+
+def _workbench_turns(run: _real_workbench.WorkBenchRun) -> list[Turn]:
+    return [(s.thought, s.tool, s.args, s.result, s.failed) for s in run.steps]
 
 
 # ReAct on WebShop: GPT-3 shopping for a user on a web store; the printed run is read by _real_webshop, the label is
@@ -762,17 +872,48 @@ def workbench_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
 _WEBSHOP_ARG = {"search": "query", "click": "button"}
 
 
+def _webshop_turns(episode: _real_webshop.Episode) -> list[Turn]:
+    return [(s.thought, s.tool, {_WEBSHOP_ARG.get(s.tool, "text"): s.arg}, s.result, s.failed) for s in episode.steps]
+
+
 def webshop_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """The drawn runs' finished states (``webshop_goal_records``), then every run's stagnation state
+    (``webshop_stagnation_records``)."""
+    assert source.commit == _real_webshop.COMMIT
+    found = _real_webshop.episodes(_real_webshop.run_output(repo.read(_real_webshop.NOTEBOOK)))
+    yield from webshop_goal_records(source, found)
+    yield from webshop_stagnation_records(source, found)
+
+
+def webshop_stagnation_records(source: Source, found: list[_real_webshop.Episode]) -> Iterator[TraceRecord]:
+    """Stagnation (a proxy, as ``hotpotqa/react``'s, said so in ``kind``) on all 500 runs, none drawn: the last
+    state of a run the harness cut off at its 15-action cap without buying (true: shopping in circles), the state
+    before ``Buy Now`` of a run that bought (false), whatever the purchase's reward; none for a run with no call.
+    Held out: the stagnation candidate's second fresh source, scored once (docs/evals.md)."""
+    for episode in found:
+        turns = _webshop_turns(episode)
+        if not turns:
+            continue
+        stuck = not episode.finished
+        yield run_record(
+            source,
+            f"fixed_{episode.index}",
+            "stagnation",
+            stuck,
+            "proxy_halted_at_cap" if stuck else "proxy_before_answer",
+            state_of(episode.instruction, turns, None),
+            f"{_real_webshop.NOTEBOOK}#episode={episode.index}",
+            outcome="cut_off" if stuck else "bought",
+        )
+
+
+def webshop_goal_records(source: Source, found: list[_real_webshop.Episode]) -> Iterator[TraceRecord]:
     """One finished state per drawn run (``_real_webshop.sample``): the instruction as the goal, each search and
     click with the page the store returned (the agent's ``think[...]`` its words before the call), the thoughts
     since the last call and ``click[Buy Now]`` as the final answer; labelled by whether the store's reward is 1.0
     (partial matches, rewards between 0 and 1, are failures, as WebShop counts its success rate)."""
-    assert source.commit == _real_webshop.COMMIT
-    found = _real_webshop.episodes(_real_webshop.run_output(repo.read(_real_webshop.NOTEBOOK)))
     for episode in _real_webshop.sample(found):
-        turns: list[Turn] = [
-            (s.thought, s.tool, {_WEBSHOP_ARG.get(s.tool, "text"): s.arg}, s.result, s.failed) for s in episode.steps
-        ]
+        turns = _webshop_turns(episode)
         reward = episode.reward or 0.0
         yield run_record(
             source,
@@ -790,6 +931,7 @@ def webshop_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
 RUN_READERS = {
     "swe/mini-swe-agent": swe_records,
     "hotpotqa/react": react_records,
+    "hotpotqa/reflexion": reflexion_records,
     "whowhen/algorithm-generated": whowhen_records,
     "autogpt/2024-04-01": autogpt_records,
     "autogpt/2024-03-05": autogpt_records,
@@ -801,6 +943,8 @@ RUN_READERS = {
     "workbench/dev": workbench_records,
     "workbench/heldout": workbench_records,
     "workbench/heldout2": workbench_records,
+    "workbench/heldout3": workbench_records,
+    STUCK_SOURCE: workbench_records,
     "webshop/react": webshop_records,
 }
 

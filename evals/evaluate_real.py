@@ -6,7 +6,9 @@ For each (condition, source) of ``evals/data/realset.jsonl``: the evaluator's pr
 holds against the recorded outcome (a run's graded result, a tool's annotated risk), and for run records the
 AUROC of three trivial scores a reviewer could compute without stopwise, each oriented as it would be used (a
 longer reply, more confirmation words, a longer last result meaning "done"): the final reply's length, its
-confirmation words, the last tool result's length; for risk records, whether the tool's name holds a destructive
+confirmation words, the last tool result's length; for stagnation records (a state with no final reply yet), the
+step the run reached, the count of its visible calls that repeat an earlier one, the agent's latest words' length
+and the last result's length; for risk records, whether the tool's name holds a destructive
 verb (delete, drop, transfer, send, deploy...) and the name's length (a longer name read as riskier). An AUROC
 of 0.5 is chance; a score no better than these baselines is not evidence of judgment. ``n/a`` where a source has
 one class only (every Who&When run failed: there the ECE is the mean probability of success it gives failed runs).
@@ -54,6 +56,22 @@ def baselines(record: TraceRecord) -> dict[str, float]:
     return {
         "reply_length": float(len(final)),
         "confirmation_words": float(len(_CONFIRM.findall(final))),
+        "result_length": float(len(last)),
+    }
+
+
+def stagnation_baselines(record: TraceRecord) -> dict[str, float]:
+    """The trivial scores of a stuck run, read from the state: the step it reached, how many of its visible calls
+    repeat an earlier visible call (the same tool and arguments), the length of the agent's latest words (a run
+    about to answer has no final reply yet), the last result's length."""
+    p = record.projection
+    assert p is not None
+    calls = [(c.tool, json.dumps(c.args, sort_keys=True, default=str)) for s in p.steps for c in s.calls]
+    last = next((c.result for s in reversed(p.steps) for c in reversed(s.calls)), "")
+    return {
+        "steps": float(p.steps[-1].step if p.steps else 0),
+        "repeated_calls": float(len(calls) - len(set(calls))),
+        "reply_length": float(len(p.steps[-1].text) if p.steps else 0),
         "result_length": float(len(last)),
     }
 
@@ -113,7 +131,7 @@ def score(records: Sequence[TraceRecord], evaluator: RuleEvaluator) -> dict[str,
             **{f"{k}_all": v for k, v in _figures(ps, ys).items()},
         }
         labels = [float(r.holds(condition)) for r in rs]
-        trivial = risk_baselines if condition.name == "risk" else baselines
+        trivial = {"risk": risk_baselines, "stagnation": stagnation_baselines}.get(condition.name, baselines)
         for name in trivial(rs[0]):
             # AUROC reads only the order: squash the counts into [0, 1] without changing it.
             values = [v / (v + 1.0) for v in (trivial(r)[name] for r in rs)]
@@ -171,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cols = ["n", "positives", "uncertain", "deferred", "mean_p", "auroc", "ece", "ece_floor", "brier"]
     cols += ["auroc_all", "ece_all", "ece_floor_all", "brier_all"]
     cols += ["auroc_reply_length", "auroc_confirmation_words", "auroc_result_length"]
-    cols += ["auroc_destructive_verb", "auroc_name_length"]
+    cols += ["auroc_destructive_verb", "auroc_name_length", "auroc_steps", "auroc_repeated_calls"]
     print(f"{evaluator.model_version}")
     print("| condition source | " + " | ".join(cols) + " |")
     for key, row in table.items():

@@ -188,5 +188,6 @@ def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> N
         "workbench/dev": {"change": 227, "other": 2},
         "workbench/heldout": {"change": 142, "other": 9, "question": 9},
         "workbench/heldout2": {"change": 143, "other": 11, "question": 6},
+        "workbench/heldout3": {"change": 143, "other": 10, "question": 7},
         "webshop/react": {"change": 17, "other": 182, "question": 1},  # "i want a ...": a wish for a thing
     }

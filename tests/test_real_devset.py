@@ -113,6 +113,79 @@ def test_a_react_episode_keeps_its_calls_and_results_and_drops_the_grader_lines(
     assert all("Correct answer" not in part for step in steps for part in step)
 
 
+REFLEXION_LOG = """
+BEGIN TRIAL 1
+------------- BEGIN CORRECT AGENTS -------------
+
+Question: Which band did Scott Stapp front?
+Thought 1: I need to search Scott Stapp.
+Action 1: Search[Scott Stapp]
+Observation 1: Scott Stapp is the lead vocalist of Creed.
+Thought 2: He fronted Creed.
+Action 2: Finish[Creed]
+Observation 2: Answer is CORRECT
+Correct answer: Creed
+------------- BEGIN INCORRECT AGENTS -----------
+------------- BEGIN HALTED AGENTS --------------
+BEGIN TRIAL 2
+------------- BEGIN CORRECT AGENTS -------------
+
+Question: Which band did Scott Stapp front?
+Thought 1: I need to search Scott Stapp.
+Action 1: Search[Scott Stapp]
+Observation 1: Scott Stapp is the lead vocalist of Creed.
+Thought 2: He fronted Creed.
+Action 2: Finish[Creed]
+Observation 2: Answer is CORRECT
+Correct answer: Creed
+------------- BEGIN INCORRECT AGENTS -----------
+------------- BEGIN HALTED AGENTS --------------
+
+Question: What creature gained notoriety in 1964?You have attempted to answer following question before and failed.
+Reflections:
+- I searched in circles; I should have looked up the folklore page.
+Thought 1: Search the folklore page.
+Action 1: Search[American folklore]
+Observation 1: American folklore encompasses the folklores that have evolved in the United States.
+Thought 2: Look up 1964.
+Action 2: Lookup[1964]
+Observation 2: No more results.
+"""
+
+
+def test_the_fresh_react_source_keeps_only_runs_the_first_trial_did_not_hold_and_strips_the_reflections() -> None:
+    kept = list(build_realset.reflexion_episodes(REACT_LOG, REFLEXION_LOG))
+    # The base log's trial 2 is empty; the Reflexion log's correct episode repeats the base trial 1's (dropped) and
+    # is carried over unchanged into its trial 2 (dropped); the halted episode is a new run of a question the base
+    # agent halted on, its reflection prompt and reflections gone from the question.
+    assert [(log, t, outcome, question) for log, t, _, outcome, question, _ in kept] == [
+        (build_realset.REFLEXION_LOG, 2, "halted", "What creature gained notoriety in 1964?")
+    ]
+    assert kept[0][5][0] == ("Search the folklore page.", "Search[American folklore]", kept[0][5][0][2])
+    assert all("Reflections" not in part for step in kept[0][5] for part in step)
+
+
+def test_the_fresh_react_stagnation_source_is_held_out_pinned_and_holds_no_state_of_the_train_source(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    source = build_realset.SOURCES["hotpotqa/reflexion"]
+    train = build_realset.SOURCES["hotpotqa/react"]
+    assert source.split == "test" and source.commit == train.commit and source.license == "MIT"
+    made = [r for r in records if r.source == source.name]
+    assert {r.condition for r in made} == {"stagnation"}
+    assert (len(made), sum(bool(r.label) for r in made)) == (413, 89)
+    assert {(r.label, r.kind) for r in made} == {(True, "proxy_halted_at_cap"), (False, "proxy_before_answer")}
+    assert {r.extra["outcome"] for r in made if r.label} == {"halted"}
+
+    ids = [r.id for r in made]
+    assert len(set(ids)) == len(ids)
+    # Runs the train source does not hold: the base log's later trials and the Reflexion log's (episode by episode,
+    # duplicates dropped: test_the_fresh_react_source_keeps_only_runs_the_first_trial_did_not_hold...).
+    trials = {r.extra["provenance"].split(":", 1)[1] for r in made}
+    assert {t.split("#")[0] for t in trials} == {build_realset.REACT_LOG, build_realset.REFLEXION_LOG}
+    assert f"{build_realset.REACT_LOG}#trial=1" not in trials
+
+
 def test_the_grader_verdict_never_reaches_the_state_the_evaluator_reads() -> None:
     class FakeRepo:
         def read(self, path: str) -> str:
@@ -443,11 +516,13 @@ def test_an_autogpt_attempt_becomes_the_state_at_its_finish_labelled_by_the_grad
 def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_labelled_by_the_benchmarks_check(
     records: list,  # type: ignore[type-arg]
 ) -> None:
-    dev, held, fresh = (build_realset.SOURCES[f"workbench/{name}"] for name in ("dev", "heldout", "heldout2"))
+    dev, held, fresh, third = (
+        build_realset.SOURCES[f"workbench/{name}"] for name in ("dev", "heldout", "heldout2", "heldout3")
+    )
     # None is fitted on (fit_real fits on the train split only): the dev domains were read to choose the rule,
     # the held-out ones only scored.
-    assert dev.split == "dev" and held.split == fresh.split == "test"
-    made = [r for r in records if r.source in (dev.name, held.name)]
+    assert dev.split == "dev" and held.split == fresh.split == third.split == "test"
+    made = [r for r in records if r.source in (dev.name, held.name) and r.condition == "goal_reached"]
     grades = _real_workbench.read_grades()
     assert len(made) == len(grades) == _real_workbench.SAMPLE + 89  # the second draw grew the held-out domains
     held_domains = set(_real_workbench.HELD_OUT_DOMAINS)
@@ -463,12 +538,20 @@ def test_the_workbench_sources_are_split_by_domain_never_fitted_pinned_and_label
     assert Counter(r.extra["family"] for r in fresh_made) == dict.fromkeys(held_domains, _real_workbench.FRESH_RUNS)
     assert {r.extra["provenance"] for r in fresh_made}.isdisjoint(r.extra["provenance"] for r in made)
     assert sum(r.label for r in fresh_made) == 43  # as WorkBench's is_correct graded them
-    for r in made + fresh_made:
+    # The third draw: runs of the held-out domains that no earlier draw took, graded apart.
+    third_made = [r for r in records if r.source == third.name]
+    third_grades = _real_workbench.read_grades(_real_workbench.GRADES_THIRD)
+    assert len(third_made) == len(third_grades) == _real_workbench.THIRD_RUNS * len(held_domains)
+    assert Counter(r.extra["family"] for r in third_made) == dict.fromkeys(held_domains, _real_workbench.THIRD_RUNS)
+    assert {r.extra["provenance"] for r in third_made}.isdisjoint(r.extra["provenance"] for r in made + fresh_made)
+    assert sum(r.label for r in third_made) == 35  # as WorkBench's is_correct graded them
+    by_source = {held.name: grades, dev.name: grades, fresh.name: fresh_grades, third.name: third_grades}
+    for r in made + fresh_made + third_made:
         assert r.condition == "goal_reached" and r.license == "MIT" and r.kind == "finished_run"
         where = r.extra["provenance"].removeprefix(f"olly-styles/WorkBench@{_real_workbench.COMMIT[:12]}:")
         path, row = where.split("#row=")
         assert path.startswith("data/results/") and path.endswith(".csv")
-        assert (fresh_grades if r.source == fresh.name else grades)[(path, int(row))] is r.label
+        assert by_source[r.source][(path, int(row))] is r.label
         assert r.extra["outcome"] == ("correct" if r.label else "incorrect")
         assert r.extra["model"] in {"gpt-4", "gpt-3.5", "claude-2", "llama2-70b", "mistral-8x7B"}
         assert r.id.startswith(f"goal_reached/{r.source}/{r.extra['family']}/{r.extra['model']}_")
@@ -510,6 +593,93 @@ def test_the_fresh_workbench_draw_takes_only_held_out_runs_no_earlier_draw_took(
         _real_workbench.HELD_OUT_DOMAINS, _real_workbench.FRESH_RUNS
     )
     assert _real_workbench.fresh_sample(runs) == fresh  # a fixed seed: the same runs every build
+
+
+def test_the_third_workbench_draw_takes_only_held_out_runs_neither_earlier_draw_took() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    runs = [
+        _real_workbench.WorkBenchRun(f"{_real_workbench.RESULTS}/{d}/gpt-4_all_2024.csv", n, "task", (), "Done.")
+        for d in domains
+        for n in range(300)
+    ]
+    earlier = {(r.path, r.row) for r in (*_real_workbench.sample(runs), *_real_workbench.fresh_sample(runs))}
+    third = _real_workbench.third_sample(runs)
+    assert earlier.isdisjoint((r.path, r.row) for r in third) and len(set(third)) == len(third)
+    assert Counter(r.domain for r in third) == dict.fromkeys(
+        _real_workbench.HELD_OUT_DOMAINS, _real_workbench.THIRD_RUNS
+    )
+    assert _real_workbench.third_sample(runs) == third  # a fixed seed: the same runs every build
+
+
+def test_the_workbench_stagnation_draw_takes_every_cut_off_run_and_three_answered_runs_no_goal_draw_took() -> None:
+    domains = ["calendar", "email", *_real_workbench.HELD_OUT_DOMAINS]
+    step = _real_workbench.Step("", "calendar.search_events", {"query": "x"}, "[]", False)
+
+    def run(domain: str, n: int, steps: int) -> _real_workbench.WorkBenchRun:
+        return _real_workbench.WorkBenchRun(
+            f"{_real_workbench.RESULTS}/{domain}/gpt-4_all_2024.csv", n, "task", (step,) * steps, "Done."
+        )
+
+    finished = [run(d, n, 1 + n % 3) for d in domains for n in range(400)]
+    cut_off = [run(d, 1000 + n, 20) for d in domains for n in range(5)] + [run("email", 2000, 0)]
+    goal_draws = {
+        (r.path, r.row)
+        for r in (
+            *_real_workbench.sample(finished),
+            *_real_workbench.fresh_sample(finished),
+            *_real_workbench.third_sample(finished),
+        )
+    }
+    held = set(_real_workbench.HELD_OUT_DOMAINS)
+    for held_out in (False, True):
+        stuck, answered = _real_workbench.stagnation_runs(cut_off, finished, held_out=held_out)
+        # Every cut-off run of this side of the split that made a call (the one with none has no state to judge).
+        assert stuck == [r for r in cut_off if (r.domain in held) is held_out and r.steps]
+        assert len(answered) == _real_workbench.ANSWERED_PER_CUT_OFF * len(stuck) == 30
+        assert all((r.domain in held) is held_out and r.steps for r in answered)
+        assert goal_draws.isdisjoint((r.path, r.row) for r in answered)  # never a state of a goal_reached draw
+        assert _real_workbench.stagnation_runs(cut_off, finished, held_out=held_out) == (stuck, answered)
+
+
+def test_the_workbench_dev_stagnation_records_are_its_domains_cut_off_runs_against_answered_ones(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    made = [r for r in records if r.source == "workbench/dev" and r.condition == "stagnation"]
+    stuck = [r for r in made if r.label]
+    answered = [r for r in made if not r.label]
+    # Every cut-off run of the dev domains (159 of WorkBench's 180), three answered runs for each.
+    assert (len(stuck), len(answered)) == (159, 3 * 159)
+    assert {r.kind for r in stuck} == {"proxy_halted_at_cap"} and {r.extra["outcome"] for r in stuck} == {"halted"}
+    assert {r.kind for r in answered} == {"proxy_before_answer"}
+    assert not {r.extra["family"] for r in made} & set(_real_workbench.HELD_OUT_DOMAINS)
+    goal = {r.extra["provenance"] for r in records if r.source.startswith("workbench/") and r.condition != "stagnation"}
+    assert goal.isdisjoint(r.extra["provenance"] for r in answered)
+    for r in made:
+        assert r.projection is not None and r.projection.final is None and r.projection.steps  # no answer yet
+        assert r.id.startswith(f"stagnation/workbench/dev/{r.extra['family']}/{r.extra['model']}_")
+
+
+def test_the_held_out_workbench_stagnation_source_holds_only_the_held_out_domains_and_is_never_fitted(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    source = build_realset.SOURCES[build_realset.STUCK_SOURCE]
+    assert source.split == "test" and source.commit == _real_workbench.COMMIT and source.license == "MIT"
+    made = [r for r in records if r.source == source.name]
+    assert {r.condition for r in made} == {"stagnation"}
+    # Every cut-off run of CRM (6) and project management (15), three answered runs for each.
+    stuck = Counter(r.extra["family"] for r in made if r.label)
+    assert stuck == {"customer_relationship_manager": 6, "project_management": 15}
+    assert sum(not r.label for r in made) == 3 * 21
+    assert {r.extra["family"] for r in made} == set(_real_workbench.HELD_OUT_DOMAINS)
+    assert {(r.label, r.kind, r.extra["outcome"]) for r in made} == {
+        (True, "proxy_halted_at_cap", "halted"),
+        (False, "proxy_before_answer", "answered"),
+    }
+    # Disjoint from the dev side and from every state a goal_reached draw made of a run.
+    dev = {r.extra["provenance"] for r in records if r.source == "workbench/dev"}
+    goal = {r.extra["provenance"] for r in records if r.condition == "goal_reached"}
+    assert dev.isdisjoint(r.extra["provenance"] for r in made)
+    assert goal.isdisjoint(r.extra["provenance"] for r in made if not r.label)
 
 
 WORKBENCH_RESPONSE = (
@@ -559,7 +729,7 @@ def test_the_webshop_source_is_held_out_pinned_and_labelled_by_the_stores_reward
 ) -> None:
     source = build_realset.SOURCES["webshop/react"]
     assert source.split == "test" and source.commit == _real_webshop.COMMIT and source.license == "MIT"
-    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == source.name}
+    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == source.name and r.condition == "goal_reached"}
     assert len(made) == _real_webshop.SAMPLE == 200
     assert sum(r.label for r in made.values()) == 72  # reward 1.0, as the store scored the purchases
     for key, r in made.items():
@@ -576,6 +746,40 @@ def test_the_webshop_source_is_held_out_pinned_and_labelled_by_the_stores_reward
     assert made["fixed_141"].projection.final.startswith("The product is a bit over the price")
     assert (made["fixed_54"].label, made["fixed_54"].extra["reward"]) == (False, 0.75)
     assert (made["fixed_300"].label, made["fixed_300"].extra["outcome"]) == (False, "partial")
+
+
+def test_the_webshop_stagnation_records_are_every_cut_off_run_against_every_run_that_bought(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    made = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == "webshop/react" and r.condition == "stagnation"}
+    # All 500 printed runs, none drawn: the 35 the harness cut off at its 15-action cap, the 465 that bought.
+    assert (len(made), sum(bool(r.label) for r in made.values())) == (500, 35)
+    assert {(r.label, r.kind, r.extra["outcome"]) for r in made.values()} == {
+        (True, "proxy_halted_at_cap", "cut_off"),
+        (False, "proxy_before_answer", "bought"),
+    }
+    goal = {r.id.rsplit("/", 1)[1]: r for r in records if r.source == "webshop/react" and r.condition == "goal_reached"}
+    for key, r in made.items():
+        assert r.projection.final is None  # no purchase in the state
+        assert "Your score" not in r.projection.text
+        if key in goal:  # a bought run's state before its purchase: the finished state less the purchase
+            assert r.projection.steps == goal[key].projection.steps and goal[key].projection.final is not None
+    assert made["fixed_1"].label is False and made["fixed_1"].projection.steps[-1].calls[0].tool == "click"
+
+
+def test_a_webshop_run_cut_off_is_stuck_at_its_last_call_and_one_that_bought_is_not_before_it() -> None:
+    found = _real_webshop.episodes(_real_webshop.run_output(_notebook(WEBSHOP_OUTPUT)))
+    source = build_realset.SOURCES["webshop/react"]
+    made = list(build_realset.webshop_stagnation_records(source, found))
+    # The third run bought with no call before it: no state to judge.
+    assert [(r.id, r.label, r.kind) for r in made] == [
+        ("stagnation/webshop/react/fixed_0", False, "proxy_before_answer"),
+        ("stagnation/webshop/react/fixed_1", True, "proxy_halted_at_cap"),
+    ]
+    bought, cut_off = (r.projection for r in made)
+    assert [c.tool for s in bought.steps for c in s.calls] == ["search", "click", "click"]
+    assert bought.final is None  # the purchase and the thought before it are not part of the state
+    assert [(c.tool, c.args) for s in cut_off.steps for c in s.calls] == [("search", {"query": "mug"})]
 
 
 def _printed(index: int, lines: list[str], count_average: str) -> str:
