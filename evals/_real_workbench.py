@@ -222,28 +222,29 @@ def sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
     return sorted(chosen, key=lambda r: (r.path, r.row))
 
 
-def fresh_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
-    """``FRESH_RUNS`` runs of each held-out domain drawn with ``FRESH_SEED`` from those ``sample`` did not draw; in
-    file and row order (the draw reads no grade)."""
-    drawn = {(r.path, r.row) for r in sample(runs)}
-    fresh = random.Random(FRESH_SEED)
+def _held_out_draw(
+    runs: list[WorkBenchRun], drawn: list[WorkBenchRun], seed: int, per_domain: int
+) -> list[WorkBenchRun]:
+    """``per_domain`` runs of each held-out domain drawn with ``seed`` from those not in ``drawn``; in file and row
+    order (the draw reads no grade)."""
+    taken = {(r.path, r.row) for r in drawn}
+    rng = random.Random(seed)
     chosen: list[WorkBenchRun] = []
     for domain in HELD_OUT_DOMAINS:
-        left = [r for r in runs if r.domain == domain and (r.path, r.row) not in drawn]
-        chosen += fresh.sample(left, min(FRESH_RUNS, len(left)))
+        left = [r for r in runs if r.domain == domain and (r.path, r.row) not in taken]
+        chosen += rng.sample(left, min(per_domain, len(left)))
     return sorted(chosen, key=lambda r: (r.path, r.row))
+
+
+def fresh_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
+    """``FRESH_RUNS`` runs of each held-out domain drawn with ``FRESH_SEED`` from those ``sample`` did not draw."""
+    return _held_out_draw(runs, sample(runs), FRESH_SEED, FRESH_RUNS)
 
 
 def third_sample(runs: list[WorkBenchRun]) -> list[WorkBenchRun]:
     """``THIRD_RUNS`` runs of each held-out domain drawn with ``THIRD_SEED`` from those neither ``sample`` nor
-    ``fresh_sample`` drew; in file and row order (the draw reads no grade)."""
-    drawn = {(r.path, r.row) for r in (*sample(runs), *fresh_sample(runs))}
-    third = random.Random(THIRD_SEED)
-    chosen: list[WorkBenchRun] = []
-    for domain in HELD_OUT_DOMAINS:
-        left = [r for r in runs if r.domain == domain and (r.path, r.row) not in drawn]
-        chosen += third.sample(left, min(THIRD_RUNS, len(left)))
-    return sorted(chosen, key=lambda r: (r.path, r.row))
+    ``fresh_sample`` drew."""
+    return _held_out_draw(runs, [*sample(runs), *fresh_sample(runs)], THIRD_SEED, THIRD_RUNS)
 
 
 STUCK_SEED = 20261216
