@@ -8,16 +8,22 @@ runs the approved call, asks the model again and suspends on the next call. ``--
 command line keeps its log there), timed from the command's start to its exit (an interpreter's start included).
 
 Printed per store (SQLite on a file; PostgreSQL on the tests' throwaway cluster, ``tests/_pgcluster.py``, with
-``--postgres``) and per run length (``--steps``, default 500 1000 2000):
-  per-approval time  the median ``resume()`` call (restore, the step it runs, the next suspension) over the ten
-                     approvals before each of steps 100 / 500 / 1,000 / 2,000 the run reaches;
-  total              the whole run, all approvals included;
-  no approvals       the same agent with ``needs_approval=False``: its median step (the gap between two model
-                     calls) at the same points, and its total. The ratio approval / plain step is what an approval
-                     adds to the step it settles; flat per-approval times mean a resume does not grow with the log.
-``--profile`` runs the resumes of the longest run's last 20 approvals under cProfile and prints where their time
-goes: reading the session (``load_session``), parsing records (``records.parse``), restoring the leg (the fold),
-the suspended step, the projection and the guardian, the step itself, the commit.
+``--postgres``), per configuration (``plain``: the agent above; ``guardian``: the same with ``Guardian()``, whose
+decisions and config the log then holds) and per run length (``--steps``, default 2000; one run gives every
+point up to its length):
+  approved           the median ``resume()`` call (restore, the step it runs, the next suspension) over the ten
+                     approvals before each of steps 100 / 500 / 1,000 / 2,000 the run reaches, ms;
+  plain              the same agent with ``needs_approval=False``: its median step (the gap between two model
+                     calls) at the same points, ms. The ratio approval / plain step is what an approval adds to the
+                     step it settles; a per-approval time that stays flat means a resume does not grow with the log;
+  appro s / plain s  the seconds of all the steps before each point: what a run of that length costs in all.
+  stopwise approve   (``--cli N``, SQLite) N approvals of the first configuration's longest run through the command
+                     line in a second process, ms, the interpreter's start included.
+``--parts`` then times, on the finished run's whole log, each piece a resume reads before its step runs (median of
+five, ms): reading the session from the store, parsing every record (``RunLog.of``), the runner's kept parse
+(``stopwise._parsed_runs``: compared with rows read afresh, nothing new to parse; trees that have it), folding
+the leg (``restore_leg``), the suspended step, the history's rows. What is left of a resume is its step: the
+model call, the tool, the guardian, the commit, and the result (``result_of``, which copies the history).
 ``--langgraph`` also times a peer's interrupt/resume on a SQLite checkpointer when ``langgraph-checkpoint-sqlite``
 is installed (it is not in the project's extras; the figure is left out otherwise).
 
@@ -25,8 +31,8 @@ Nothing is asserted. ``--src DIR`` (repeatable) runs the whole benchmark once pe
 prints the trees side by side: ``--src /work/main/src --src src`` compares a before and an after in one run.
 
 Usage:
-  python benchmarks/bench_approvals.py [--steps 500 1000 2000] [--postgres | --dsn DSN] [--cli 3] [--profile]
-                                       [--src DIR ...] [--json PATH]
+  python benchmarks/bench_approvals.py [--steps 2000 ...] [--only plain guardian] [--postgres | --dsn DSN]
+                                       [--cli 3] [--parts] [--langgraph] [--src DIR ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -100,16 +106,18 @@ def _store(folder: str, kind: str, dsn: str | None) -> Any:
 
 
 def _windows(times: list[float], offset: int) -> dict[str, float]:
-    """Median ms of the ``WINDOW`` times before each point (``times[i]`` is step ``i + offset``'s)."""
+    """Median ms of the ``WINDOW`` times before each point (``times[i]`` is step ``i + offset``'s), and the seconds
+    of all the times before it: a run of that many steps' total, less its first step."""
     out = {}
     for p in POINTS:
         end = p - offset
         if end <= len(times):
             out[f"at_{p}"] = statistics.median(times[max(0, end - WINDOW) : end]) * 1e3
+            out[f"sum_{p}"] = sum(times[:end])
     return out
 
 
-async def _approved(kind: str, steps: int, guardian: bool, dsn: str | None, cli: int, profile: bool) -> dict[str, Any]:
+async def _approved(kind: str, steps: int, guardian: bool, dsn: str | None, cli: int, parts: bool) -> dict[str, Any]:
     """Per-approval ms at each point, the total s, and (``cli``) the ms of approvals through ``stopwise approve``."""
     from stopwise import Approve, Runner
     from stopwise._load import load_agent
@@ -154,13 +162,13 @@ async def _approved(kind: str, steps: int, guardian: bool, dsn: str | None, cli:
         total = time.perf_counter() - t0
         if result.status.value != "completed" or result.steps != steps:
             raise SystemExit(f"approved run ended {result.status.value} at step {result.steps}, expected {steps}")
-        parts = await _parts(store, agent, runner, session) if profile else None
+        read = await _parts(store, agent, runner, session) if parts else None
         await store.close()
     out: dict[str, Any] = {"total_s": total, **_windows(times, 1)}
     if cli_ms:
         out["cli_ms"] = cli_ms
-    if parts is not None:
-        out["parts"] = parts
+    if read is not None:
+        out["parts"] = read
     return out
 
 
@@ -235,8 +243,12 @@ async def _parts(store: Any, agent: Any, runner: Any, session: str) -> dict[str,
     else:
         kept = ParsedRuns()
         kept.run_log(session, run.run_id, entries)
-        again = [e for e in (await store.load_session(session)).entries if e.run_id == run.run_id]  # fresh rows
-        await timed("kept", lambda: kept.run_log(session, run.run_id, again))
+        for _ in range(REPEAT_PARTS):
+            # Rows read afresh each time, as a resume reads them: compared with the kept ones, not the same objects.
+            again = [e for e in (await store.load_session(session)).entries if e.run_id == run.run_id]
+            t = time.perf_counter()
+            kept.run_log(session, run.run_id, again)
+            parts.setdefault("kept", []).append(time.perf_counter() - t)
     await timed("fold", lambda: restore_leg(agent, store, runner, snapshot, run, fresh_budget=False, run_log=run_log))
     with contextlib.suppress(Exception):  # the finished run waits on nothing: read the last suspension's step
         await timed("suspended", lambda: read_suspended(snapshot, run, run_log))
@@ -245,7 +257,7 @@ async def _parts(store: Any, agent: Any, runner: Any, session: str) -> dict[str,
 
 
 def measure(
-    steps_list: list[int], stores: list[str], configs: list[str], dsn: str | None, cli: int, profile: bool
+    steps_list: list[int], stores: list[str], configs: list[str], dsn: str | None, cli: int, parts: bool
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in stores:
@@ -256,7 +268,7 @@ def measure(
                 longest = steps == max(steps_list)
                 cli_here = cli if longest and config == configs[0] else 0
                 out[f"{kind} {config} {steps}"] = {
-                    "approved": asyncio.run(_approved(kind, steps, guardian, dsn, cli_here, profile and longest)),
+                    "approved": asyncio.run(_approved(kind, steps, guardian, dsn, cli_here, parts and longest)),
                     "plain": asyncio.run(_plain(kind, steps, guardian, dsn)),
                 }
     return out
@@ -315,11 +327,11 @@ def _langgraph(steps: int) -> dict[str, Any] | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, nargs="+", default=[500, 1000, 2000])
+    ap.add_argument("--steps", type=int, nargs="+", default=[2000])
     ap.add_argument("--postgres", action="store_true", help="also on PostgreSQL (the tests' throwaway cluster)")
     ap.add_argument("--dsn", help="the PostgreSQL to use instead of a throwaway cluster (implies --postgres)")
     ap.add_argument("--cli", type=int, default=3, help="approvals through `stopwise approve` in the longest run")
-    ap.add_argument("--profile", action="store_true", help="where the longest run's last resumes spend their time")
+    ap.add_argument("--parts", action="store_true", help="what a resume reads, piece by piece, on the longest run")
     ap.add_argument("--langgraph", action="store_true", help="also LangGraph's interrupt/resume (SQLite saver)")
     ap.add_argument("--only", nargs="+", choices=CONFIGS, default=list(CONFIGS))
     ap.add_argument("--src", action="append", default=[])
@@ -329,7 +341,7 @@ def main() -> None:
 
     if args.child:
         stores = ["sqlite"] + (["postgres"] if args.dsn else [])
-        print(json.dumps(measure(args.steps, stores, args.only, args.dsn, args.cli, args.profile)))
+        print(json.dumps(measure(args.steps, stores, args.only, args.dsn, args.cli, args.parts)))
         return
     with ExitStack() as stack:
         dsn = args.dsn
@@ -352,7 +364,7 @@ def _compare(args: argparse.Namespace, dsn: str | None) -> None:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--steps", *map(str, args.steps)]
         cmd += (
             ["--only", *args.only, "--cli", str(args.cli)]
-            + (["--profile"] if args.profile else [])
+            + (["--parts"] if args.parts else [])
             + (["--dsn", dsn] if dsn else [])
         )
         env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
@@ -361,11 +373,9 @@ def _compare(args: argparse.Namespace, dsn: str | None) -> None:
     peer = _langgraph(max(args.steps)) if args.langgraph else None
 
     print()
-    print(f"per approval: median resume() over the {WINDOW} approvals before each step, ms; plain: the same agent")
-    print(
-        f"without approvals, median step (gap between model calls), ms; Python {sys.version.split()[0]}, "
-        f"{os.cpu_count()} CPUs"
-    )
+    print(f"approved: median resume() over the {WINDOW} approvals before each step, ms; plain: the same agent")
+    print("without approvals, median step (gap between model calls), ms; 'appro s' / 'plain s': seconds of all the")
+    print(f"steps before each point (a run of that length); Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     for tree in trees:
         print()
         print(f"{tree}")
@@ -382,6 +392,10 @@ def _compare(args: argparse.Namespace, dsn: str | None) -> None:
                 for p in POINTS
             )
             print(f"{key:<22}{'ratio':<10}{ratios}{approved['total_s'] / plain['total_s']:>9.0f}x")
+            for what in ("approved", "plain"):
+                row = r[what]
+                cells = "".join(f"{row[f'sum_{p}']:>16.2f}" if f"sum_{p}" in row else f"{'-':>16}" for p in POINTS)
+                print(f"{key:<22}{what[:5] + ' s':<10}{cells}")
             for step, ms in sorted(approved.get("cli_ms", {}).items(), key=lambda kv: int(kv[0])):
                 print(f"{key:<22}stopwise approve at step {step}: {ms:.0f} ms (a second process, its start included)")
             if "parts" in approved:
