@@ -276,3 +276,30 @@ async def test_a_run_resumed_in_turn_here_and_in_a_second_process_runs_each_call
         await store.close()
     assert (result.status.value, result.steps) == ("completed", STEPS)
     assert _effects(tmp_path) == Counter(f"user{k}@example.com" for k in range(1, STEPS))
+
+
+async def test_a_retry_with_the_kept_parse_restores_the_leg_a_fresh_runner_restores(store: Store) -> None:
+    from stopwise import Agent, FunctionModel, Guardian, Reply, Risk, ToolCall, tool
+
+    @tool(risk=Risk.READ_ONLY)
+    def look(page: int) -> str:
+        """Read a page."""
+        return f"page {page}"
+
+    def reply(request: Any) -> Reply:
+        k = sum(1 for m in request.messages if m.role.value == "assistant") + 1
+        return Reply(tool_calls=[ToolCall("look", {"page": k})]) if k < STEPS else Reply(text="read them all")
+
+    # Cut off every 3 steps: each retry continues the same run, whose log grows.
+    agent = Agent(name="reader", model=FunctionModel(reply), tools=[look], max_steps=3, guardian=Guardian())
+    runner = Runner(store, clock=_clock)
+    result = await runner.run(agent, "look at every page, one by one", session_id="s")
+    retries = 0
+    while result.status.value == "failed":
+        kept = await runner.open_leg(agent, "retry", session_id="s")
+        fresh = await Runner(store, clock=_clock).open_leg(agent, "retry", session_id="s")
+        assert _leg_view(kept) == _leg_view(fresh)
+        retries += 1
+        result = await runner.retry(agent, "s")
+    # (Its last step may wait on the guardian's review of the answer: the legs compared are the point.)
+    assert (result.steps, retries) == (STEPS, 3)
