@@ -5,6 +5,7 @@ entry that cannot be read raises every time; exactly-once holds across processes
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import subprocess
 import sys
@@ -211,6 +212,40 @@ def test_the_kept_parses_are_bounded_by_sessions_least_recently_read_dropped(mon
     assert seen == []
     kept.run_log("b", "r", _entries("b"))
     assert seen == [1, 2, 3, 4, 5]
+
+
+def test_the_kept_parses_are_bounded_by_entries_but_the_last_run_read_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy(monkeypatch)
+    kept = ParsedRuns(sessions=10, entries=8)  # five entries a run: two runs are over the bound
+    kept.run_log("a", "r", _entries("a"))
+    kept.run_log("b", "r", _entries("b"))  # "a" dropped
+    del seen[:]
+    kept.run_log("b", "r", _entries("b"))
+    assert seen == []
+    kept.run_log("a", "r", _entries("a"))
+    assert seen == [1, 2, 3, 4, 5]
+    alone = ParsedRuns(entries=3)  # one run over the bound alone is still kept: a resume holds that much anyway
+    alone.run_log("a", "r", _entries("a"))
+    del seen[:]
+    alone.run_log("a", "r", _entries("a"))
+    assert seen == []
+
+
+def test_a_completed_run_drops_its_kept_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy(monkeypatch)
+    agent = load_agent(_agent_file(tmp_path))
+    runner = Runner(clock=_clock)
+    result = runner.run_sync(agent, PROMPT, session_id="s")
+    while result.status.value == "suspended":
+        result = runner.resume_sync(agent, "s", {p.call_id: Approve() for p in result.pending})
+    assert result.status.value == "completed"
+    # Kept until the last resume; dropped once it completed: a fresh read parses the whole run again.
+    loaded = asyncio.run(runner.store.load_session("s"))  # the runner's own memory store
+    assert loaded is not None and loaded.last_run is not None
+    del seen[:]
+    entries = [e for e in loaded.entries if e.run_id == loaded.last_run.run_id]
+    runner._parsed_runs.run_log("s", loaded.last_run.run_id, entries)
+    assert len(seen) == len(entries)
 
 
 def _second_process(kind: str, where: str, target: str, session: str, calls: list[str], cwd: Path) -> None:

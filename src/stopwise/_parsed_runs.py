@@ -28,11 +28,16 @@ from stopwise.guardian.records import GuardianConfig
 from stopwise.records import LogRecord, RunLog, parse_entry
 from stopwise.store.base import LogEntry
 
-__all__ = ["SESSIONS_KEPT", "ParsedRuns"]
+__all__ = ["ENTRIES_KEPT", "SESSIONS_KEPT", "ParsedRuns"]
 
-SESSIONS_KEPT = 16
-"""Sessions whose last parsed run a ``ParsedRuns`` keeps, the least recently read dropped first: a runner that
-serves many sessions keeps the parse of those it resumes often, and its memory stays bounded."""
+SESSIONS_KEPT = 4
+"""Sessions whose last parsed run a ``ParsedRuns`` keeps, the least recently read dropped first."""
+
+ENTRIES_KEPT = 20_000
+"""Entries a ``ParsedRuns`` keeps in all, the least recently read sessions dropped first to stay under it, but
+never the last one read: a kept entry holds its records twice (as read and typed), about 3 KB for a step approved
+through ``Runner.resume`` and 10 KB for a ``Guardian()`` step, so the memory kept is bounded by this many
+entries, or by one run's parse, which a resume of that run holds anyway while it runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +68,10 @@ class ParsedRuns:
     """A runner's kept parses (see the module): ``run_log`` is ``RunLog.of`` for a run's entries, reusing the
     parse of the entries it read last time for that session. Safe to share between threads."""
 
-    def __init__(self, sessions: int = SESSIONS_KEPT) -> None:
+    def __init__(self, sessions: int = SESSIONS_KEPT, entries: int = ENTRIES_KEPT) -> None:
         self._sessions = sessions
+        self._entries = entries
+        self._held = 0
         self._kept: OrderedDict[str, _Parsed] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -85,8 +92,19 @@ class ParsedRuns:
             dict(configs),  # its own copy: the returned log's mapping is the caller's
         )
         with self._lock:
+            self._drop(session_id)
             self._kept[session_id] = parsed
-            self._kept.move_to_end(session_id)
-            while len(self._kept) > self._sessions:
-                self._kept.popitem(last=False)
+            self._held += len(parsed.seqs)
+            while len(self._kept) > 1 and (len(self._kept) > self._sessions or self._held > self._entries):
+                self._drop(next(iter(self._kept)))
         return RunLog(tuple(zip(entries, parsed.records, strict=True)), configs)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the parse kept for ``session_id`` (its run ended: nothing will resume it)."""
+        with self._lock:
+            self._drop(session_id)
+
+    def _drop(self, session_id: str) -> None:
+        gone = self._kept.pop(session_id, None)
+        if gone is not None:
+            self._held -= len(gone.seqs)

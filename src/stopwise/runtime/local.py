@@ -221,7 +221,7 @@ class Runner:
         ``StepConflict`` when another worker continued it since it was read. Either way nothing ran.
         """
         leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
-        return await self._driven(agent, leg)
+        return self._ended(await self._driven(agent, leg))
 
     async def fork(
         self,
@@ -296,7 +296,7 @@ class Runner:
                     f"{what} must be a mapping of call id to its {what[:-1]}, got {type(given).__name__}"
                 )
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
-        return await self._driven(agent, leg)
+        return self._ended(await self._driven(agent, leg))
 
     async def expire(self, session_id: str, *, now: float | None = None) -> RunResult:
         """End the session's suspended run because approvals of its pending calls expired unanswered.
@@ -813,6 +813,13 @@ class Runner:
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
+
+    def _ended(self, result: RunResult) -> RunResult:
+        """``result``, the parse kept for its session dropped once its run completed: it can no longer be resumed
+        or retried (a new run of the session has a log of its own)."""
+        if result.status is RunStatus.COMPLETED:
+            self._parsed_runs.forget(result.session_id)
+        return result
 
     def _run_log(self, snapshot: SessionSnapshot, run: RunRecord) -> RunLog:
         """``run``'s entries in ``snapshot`` with their typed records, as ``RunLog.of`` reads them; the entries
