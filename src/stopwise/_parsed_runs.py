@@ -35,9 +35,10 @@ SESSIONS_KEPT = 4
 
 ENTRIES_KEPT = 20_000
 """Entries a ``ParsedRuns`` keeps in all, the least recently read sessions dropped first to stay under it, but
-never the last one read: a kept entry holds its records twice (as read and typed), about 3 KB for a step approved
-through ``Runner.resume`` and 10 KB for a ``Guardian()`` step, so the memory kept is bounded by this many
-entries, or by one run's parse, which a resume of that run holds anyway while it runs."""
+never the last one read. A kept entry holds its records twice (as read, and typed): about 3 KB an entry of a run
+approved at every step (three entries a step), 11 KB an entry of a ``Guardian()`` run (tracemalloc, 1,000-step
+runs), so the memory kept is bounded by this many entries, or by one run's parse, which a resume of that run holds
+anyway while it runs."""
 
 
 @dataclass(frozen=True, slots=True)
