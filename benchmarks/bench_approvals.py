@@ -43,6 +43,7 @@ import contextlib
 import gc
 import itertools
 import json
+import operator
 import os
 import statistics
 import subprocess
@@ -51,7 +52,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 POINTS = (100, 500, 1000, 2000)
 WINDOW = 10
@@ -96,6 +97,10 @@ def _agent_file(folder: str, steps: int, approval: bool, guardian: bool) -> str:
 
 
 def _store(folder: str, kind: str, dsn: str | None) -> Any:
+    if kind == "memory":
+        from stopwise import MemoryStore
+
+        return MemoryStore()
     if kind == "postgres":
         from stopwise.store.postgres import PostgresStore
 
@@ -274,36 +279,41 @@ def measure(
     return out
 
 
-def _langgraph(steps: int) -> dict[str, Any] | None:
-    """A LangGraph graph interrupted before every tool call and resumed with ``Command(resume=True)`` on its
-    SQLite checkpointer: ms per resume at the same points. None when the SQLite saver is not installed."""
-    try:
-        import operator
-        import sqlite3
-        from typing import Annotated, TypedDict
+class LgState(TypedDict):
+    """The peer graph's state: the conversation, appended to (LangGraph reads the annotations at module level)."""
 
-        from langgraph.checkpoint.sqlite import SqliteSaver  # type: ignore[import-not-found]
+    log: Annotated[list[dict[str, Any]], operator.add]
+
+
+def _langgraph(steps: int) -> dict[str, Any] | None:
+    """A LangGraph graph interrupted before every tool call and resumed with ``Command(resume=True)``: ms per
+    resume at the same points, on its SQLite checkpointer (``langgraph-checkpoint-sqlite``) or, without it, its
+    in-memory one (``saver`` says which). None without LangGraph."""
+    try:
+        import sqlite3
+
         from langgraph.graph import END, START, StateGraph
         from langgraph.types import Command, interrupt
     except ImportError:
         return None
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver  # type: ignore[import-not-found]
+    except ImportError:
+        SqliteSaver = None
 
-    class State(TypedDict):
-        log: Annotated[list[dict[str, Any]], operator.add]
-
-    def model(state: State) -> dict[str, Any]:
+    def model(state: LgState) -> dict[str, Any]:
         k = sum(1 for m in state["log"] if m["role"] == "assistant") + 1
         call = {"to": f"user{k}@example.com", "body": f"note {k}"} if k < steps else None
         return {"log": [{"role": "assistant", "call": call}]}
 
-    def tools(state: State) -> dict[str, Any]:
+    def tools(state: LgState) -> dict[str, Any]:
         interrupt({"approve": state["log"][-1]["call"]})
         return {"log": [{"role": "tool", "content": "sent to " + state["log"][-1]["call"]["to"]}]}
 
-    def route(state: State) -> str:
+    def route(state: LgState) -> str:
         return "tools" if state["log"][-1]["call"] else END
 
-    graph = StateGraph(State)
+    graph = StateGraph(LgState)
     graph.add_node("model", model)
     graph.add_node("tools", tools)
     graph.add_edge(START, "model")
@@ -311,7 +321,13 @@ def _langgraph(steps: int) -> dict[str, Any] | None:
     graph.add_edge("tools", "model")
     with tempfile.TemporaryDirectory(prefix="stopwise-lg-") as tmp:
         conn = sqlite3.connect(os.path.join(tmp, "lg.db"), check_same_thread=False)
-        app = graph.compile(checkpointer=SqliteSaver(conn))
+        if SqliteSaver is not None:
+            saver, saver_name = SqliteSaver(conn), "sqlite"
+        else:
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            saver, saver_name = InMemorySaver(), "memory"
+        app = graph.compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}, "recursion_limit": 10 * steps}
         t0 = time.perf_counter()
         app.invoke({"log": []}, config)
@@ -322,7 +338,7 @@ def _langgraph(steps: int) -> dict[str, Any] | None:
             times.append(time.perf_counter() - t)
         total = time.perf_counter() - t0
         conn.close()
-    return {"total_s": total, **_windows(times, 1)}
+    return {"total_s": total, "saver": saver_name, **_windows(times, 1)}
 
 
 def main() -> None:
@@ -332,7 +348,8 @@ def main() -> None:
     ap.add_argument("--dsn", help="the PostgreSQL to use instead of a throwaway cluster (implies --postgres)")
     ap.add_argument("--cli", type=int, default=3, help="approvals through `stopwise approve` in the longest run")
     ap.add_argument("--parts", action="store_true", help="what a resume reads, piece by piece, on the longest run")
-    ap.add_argument("--langgraph", action="store_true", help="also LangGraph's interrupt/resume (SQLite saver)")
+    ap.add_argument("--langgraph", action="store_true", help="also LangGraph's interrupt/resume (its SQLite saver)")
+    ap.add_argument("--memory", action="store_true", help="also stopwise's MemoryStore")
     ap.add_argument("--only", nargs="+", choices=CONFIGS, default=list(CONFIGS))
     ap.add_argument("--src", action="append", default=[])
     ap.add_argument("--json")
@@ -340,7 +357,7 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.child:
-        stores = ["sqlite"] + (["postgres"] if args.dsn else [])
+        stores = (["memory"] if args.memory else []) + ["sqlite"] + (["postgres"] if args.dsn else [])
         print(json.dumps(measure(args.steps, stores, args.only, args.dsn, args.cli, args.parts)))
         return
     with ExitStack() as stack:
@@ -364,6 +381,7 @@ def _compare(args: argparse.Namespace, dsn: str | None) -> None:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--steps", *map(str, args.steps)]
         cmd += (
             ["--only", *args.only, "--cli", str(args.cli)]
+            + (["--memory"] if args.memory else [])
             + (["--parts"] if args.parts else [])
             + (["--dsn", dsn] if dsn else [])
         )
@@ -407,9 +425,9 @@ def _compare(args: argparse.Namespace, dsn: str | None) -> None:
     if peer is not None:
         print()
         cells = "".join(f"{peer[f'at_{p}']:>16.2f}" if f"at_{p}" in peer else f"{'-':>16}" for p in POINTS)
-        print(f"{'langgraph sqlite':<16}{'resume':<10}{cells}{peer['total_s']:>10.1f}")
+        print(f"{'langgraph ' + peer['saver']:<22}{'resume':<10}{cells}{peer['total_s']:>10.1f}")
     elif args.langgraph:
-        print("\nlanggraph: langgraph.checkpoint.sqlite is not installed; no peer figure")
+        print("\nlanggraph: not installed; no peer figure")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"stopwise": results, "langgraph": peer}, f, indent=2)
