@@ -20,10 +20,9 @@ point up to its length):
   stopwise approve   (``--cli N``, SQLite) N approvals of the first configuration's longest run through the command
                      line in a second process, ms, the interpreter's start included.
 ``--parts`` then times, on the finished run's whole log, each piece a resume reads before its step runs (median of
-five, ms): reading the session from the store, parsing every record (``RunLog.of``), the runner's kept parse
-(``stopwise._parsed_runs``: compared with rows read afresh, nothing new to parse; trees that have it), folding
-the leg (``restore_leg``), the suspended step, the history's rows. What is left of a resume is its step: the
-model call, the tool, the guardian, the commit, and the result (``result_of``, which copies the history).
+five, ms): reading the session from the store, parsing every record (``RunLog.of``), folding the leg
+(``restore_leg``), the suspended step, the history's rows. What is left of a resume is its step: the model call,
+the tool, the guardian, the commit, and the result (``result_of``, which copies the history).
 ``--langgraph`` also times a peer's interrupt/resume on a SQLite checkpointer when ``langgraph-checkpoint-sqlite``
 is installed (it is not in the project's extras; the figure is left out otherwise).
 
@@ -211,7 +210,6 @@ async def _plain(kind: str, steps: int, guardian: bool, dsn: str | None) -> dict
 _PARTS = (
     ("load", "store.load_session: read and decode the session's rows"),
     ("parse", "RunLog.of: parse every record of the run (type-checked)"),
-    ("kept", "the runner's kept parse: compare, parse nothing new"),
     ("fold", "restore_leg: fold the run's entries into a leg"),
     ("suspended", "read_suspended: the step the run waits on"),
     ("history", "SessionSnapshot.messages: the history's rows"),
@@ -220,7 +218,7 @@ _PARTS = (
 
 async def _parts(store: Any, agent: Any, runner: Any, session: str) -> dict[str, float]:
     """Median ms (of ``REPEAT_PARTS``) of each part of what a resume reads, on the finished run's whole log: the
-    pieces ``Runner.resume`` does before its step runs. ``kept`` only where the tree has ``_parsed_runs``."""
+    pieces ``Runner.resume`` does before its step runs."""
     from stopwise._loop import restore_leg
     from stopwise._suspended import read_suspended
     from stopwise.records import RunLog
@@ -241,19 +239,6 @@ async def _parts(store: Any, agent: Any, runner: Any, session: str) -> dict[str,
 
     await timed("load", lambda: store.load_session(session))
     await timed("parse", lambda: RunLog.of(entries))
-    try:
-        from stopwise._parsed_runs import ParsedRuns
-    except ImportError:
-        pass
-    else:
-        kept = ParsedRuns()
-        kept.run_log(session, run.run_id, entries)
-        for _ in range(REPEAT_PARTS):
-            # Rows read afresh each time, as a resume reads them: compared with the kept ones, not the same objects.
-            again = [e for e in (await store.load_session(session)).entries if e.run_id == run.run_id]
-            t = time.perf_counter()
-            kept.run_log(session, run.run_id, again)
-            parts.setdefault("kept", []).append(time.perf_counter() - t)
     await timed("fold", lambda: restore_leg(agent, store, runner, snapshot, run, fresh_budget=False, run_log=run_log))
     with contextlib.suppress(Exception):  # the finished run waits on nothing: read the last suspension's step
         await timed("suspended", lambda: read_suspended(snapshot, run, run_log))

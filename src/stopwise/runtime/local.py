@@ -17,7 +17,6 @@ from typing import Any, Literal, TypeVar
 from stopwise._checks import check_function, check_seconds, check_store, is_async_function
 from stopwise._fork import incomplete_fork, plan_fork
 from stopwise._loop import CallPlan, Leg, Settle, drive, restore_leg
-from stopwise._parsed_runs import ParsedRuns
 from stopwise._results import read_pending, result_from_log
 from stopwise._step.guardian import released
 from stopwise._suspended import SuspendedStep, expiry, read_suspended
@@ -181,9 +180,6 @@ class Runner:
             raise ConfigError("owner", f"must be a non-empty string without NUL or lone surrogates, got {owner!r}")
         self.owner = owner if owner is not None else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._companion_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        # The parse of the runs this runner resumed or retried last: a run approved at every step is read back
-        # once a step, and parsing its whole log each time would make its cost grow with the square of its length.
-        self._parsed_runs = ParsedRuns()
 
     async def run(
         self,
@@ -221,7 +217,7 @@ class Runner:
         ``StepConflict`` when another worker continued it since it was read. Either way nothing ran.
         """
         leg = await self._retry(agent, session_id, message, runtime_context, claim=True)
-        return self._ended(await self._driven(agent, leg))
+        return await self._driven(agent, leg)
 
     async def fork(
         self,
@@ -296,7 +292,7 @@ class Runner:
                     f"{what} must be a mapping of call id to its {what[:-1]}, got {type(given).__name__}"
                 )
         leg = await self._resume(agent, session_id, decisions or {}, runtime_context, results or {}, claim=True)
-        return self._ended(await self._driven(agent, leg))
+        return await self._driven(agent, leg)
 
     async def expire(self, session_id: str, *, now: float | None = None) -> RunResult:
         """End the session's suspended run because approvals of its pending calls expired unanswered.
@@ -761,7 +757,6 @@ class Runner:
             last,
             fresh_budget=last.status is not RunStatus.RUNNING,
             new_input=new_input,
-            run_log=self._run_log(snapshot, last),
         )
         if claim:
             await self._claim(leg, last, snapshot)
@@ -783,7 +778,7 @@ class Runner:
         if last.status is not RunStatus.SUSPENDED:
             raise ApprovalError(f"session {session_id!r}: run {last.run_id} is {last.status.value}, not suspended")
         pending = {p.call_id: p for p in read_pending(last)}
-        run_log = self._run_log(snapshot, last)
+        run_log = RunLog.of(e for e in snapshot.entries if e.run_id == last.run_id)
         suspended = read_suspended(snapshot, last, run_log)
         results = dict(results or {})
         decisions = _with_results(pending, decisions, results)
@@ -813,19 +808,6 @@ class Runner:
         if claim:
             await self._claim(leg, last, snapshot)
         return self._leg(leg, runtime_context)
-
-    def _ended(self, result: RunResult) -> RunResult:
-        """``result``, the parse kept for its session dropped once its run completed: it can no longer be resumed
-        or retried (a new run of the session has a log of its own)."""
-        if result.status is RunStatus.COMPLETED:
-            self._parsed_runs.forget(result.session_id)
-        return result
-
-    def _run_log(self, snapshot: SessionSnapshot, run: RunRecord) -> RunLog:
-        """``run``'s entries in ``snapshot`` with their typed records, as ``RunLog.of`` reads them; the entries
-        this runner parsed when it last read the run are not parsed again (``stopwise._parsed_runs``)."""
-        entries = [e for e in snapshot.entries if e.run_id == run.run_id]
-        return self._parsed_runs.run_log(snapshot.session_id, run.run_id, entries)
 
 
 def _session_key(session_id: object, name: str = "session_id") -> str:
