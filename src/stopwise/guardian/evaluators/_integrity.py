@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 from stopwise.errors import ConfigError
 from stopwise.guardian.evaluators import _integrity_languages
 from stopwise.guardian.evaluators._integrity_search import (
+    Families,
     Family,
     _alternatives,
     _required,
@@ -489,6 +490,8 @@ _MARKERS: tuple[tuple[str, Family], ...] = tuple(
     (family, Family.of(patterns, _ANCHORS[family])) for family, patterns in _MARKER_SOURCES.items()
 )
 """Per family: its patterns split for speed (``_integrity_search``)."""
+_MARKER_SEARCH = Families(tuple(split for _, split in _MARKERS))
+"""The marker families' split pieces, searched together (``Families``)."""
 
 
 @functools.cache
@@ -576,12 +579,11 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     ``_integrity_search``); without, its joined patterns over the whole text (the reference they must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    for family, split in _MARKERS:
-        if present is None:
-            m = _joined(family).search(norm)
-            span = None if m is None else m.span()
-        else:
-            span = split.search(norm, present)
+    if present is None:
+        spans = [None if (m := _joined(family).search(norm)) is None else m.span() for family, _ in _MARKERS]
+    else:
+        spans = _MARKER_SEARCH.search(norm, present)
+    for (family, _), span in zip(_MARKERS, spans, strict=True):
         if span is not None:
             features[family] = 1.0
             lo, hi = min(lo, span[0]), max(hi, span[1])
