@@ -11,7 +11,8 @@ the piece as certain to be in every match (``all`` above).
 
 What a caller may rely on: ``Family.search(text, present)`` is the match ``compiled.search(text)`` would return
 for ``compiled = re.compile("|".join(f"(?:{p})" for p in patterns))`` (same start and end), given ``present`` =
-``words_present(tokens of text)``, or None exactly when that search finds nothing. ``anchors`` (words one of which
+``words_present(tokens of text)``, or None exactly when that search finds nothing. ``Families.search`` gives each
+family's ``Family.search`` answer, for several families at once. ``anchors`` (words one of which
 every match of every pattern contains) gate the pieces that cannot be split.
 """
 
@@ -190,8 +191,8 @@ class Family:
 
 
 def _leftmost(pieces: Iterable[_Piece | _Preceded], text: str, present: set[str]) -> tuple[int, int] | None:
-    """The leftmost span any of a family's ``pieces`` (in order; those one of whose ``words`` the text holds)
-    matches whose other sets the text also holds, or None."""
+    """The leftmost match, as ``Family.search`` picks it, of a family's ``pieces`` (in order; each known to have one
+    of its ``words`` in the text) whose other sets (``rest``) the text holds too; or None."""
     best: tuple[int, int] | None = None
     disjoint = present.isdisjoint
     for piece in pieces:
