@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import json
 import math
+from html.entities import html5
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _integrity_helpers import INTEGRITY, T_STAR, p_injected, reading
 from stopwise.errors import ConfigError
-from stopwise.guardian.evaluators._integrity import integrity_markers, is_trivial
+from stopwise.guardian.evaluators._integrity import (
+    _NAMED_REF_PLAIN,
+    _TWO_WORDS,
+    _plain_chars,
+    integrity_markers,
+    is_trivial,
+)
 from stopwise.guardian.evaluators.rule import INTEGRITY_SHARE, RuleEvaluator
+from stopwise.normalise import decode_escapes
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +51,74 @@ def test_integrity_empty_or_trivial_structured_results_are_not_evidence(rules: R
 )
 def test_integrity_a_structured_result_with_words_in_it_is_read(text: str) -> None:
     assert not is_trivial(text)
+
+
+# Pieces every layer of ``decode_escapes`` reads, the ones that shrink most among them: quoted-printable codes and
+# soft breaks, percent runs, backslash escapes (a surrogate pair, an astral one), numeric references with leading
+# zeros or to a code point that vanishes, the named references with the most plain characters (whole or as the
+# prefix of a longer name); and plain words, spaces and hex-looking text that decode to themselves.
+_DECODABLE = st.sampled_from(
+    [
+        "=41",
+        "=C3=A9",
+        "=F0=9F=98=80",
+        "=\n",
+        "=\r\n",
+        "Ignore=20all ",
+        "%41",
+        "%F0%9F%98%80",
+        "%zz",
+        "\\u0041",
+        "\\uD83D\\uDE00",
+        "\\U0001F600",
+        "\\x41",
+        "&#0000000065;",
+        "&#x0000041",
+        "&#1;",
+        "&#xD800;",
+        "&amp;",
+        "&ampx",
+        "&notit;",
+        "&CounterClockwiseContourIntegral;",
+        "&DoubleLongLeftRightArrow;",
+        "&ClockwiseContour",
+        "OK",
+        "done",
+        "Ignore all",
+        "ok ",
+        " ",
+        "\n",
+        "z",
+        "deadbeef",
+        "&",
+        "#",
+        ";",
+        "é",
+    ]
+)
+_DECODABLE_TEXTS = st.lists(_DECODABLE | st.text(max_size=4), max_size=80).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DECODABLE_TEXTS, st.integers(min_value=0, max_value=40))
+def test_integrity_the_length_shortcut_never_changes_what_is_trivial(text: str, copies: int) -> None:
+    # Many copies of the longest named reference reach the bound, where the shortcut answers.
+    text = "&CounterClockwiseContourIntegral;" * copies + text
+    assert _plain_chars(text) <= _NAMED_REF_PLAIN * len(decode_escapes(text))
+    s = text.strip()
+    if s[:1] not in ("[", "{", '"') and s not in ("null", "true", "false"):
+        decoded = decode_escapes(s)
+        assert is_trivial(text) == (len(decoded) <= 16 and not _TWO_WORDS.search(decoded))
+
+
+def test_integrity_the_length_bound_is_tight_at_the_longest_named_reference() -> None:
+    # 16 of them decode to 16 integral signs (no words: trivial); 17 pass the bound and are not.
+    assert _NAMED_REF_PLAIN == 21 and all(html5.values())
+    assert is_trivial("&CounterClockwiseContourIntegral;" * 16)
+    assert _plain_chars("&CounterClockwiseContourIntegral;" * 17) > 16 * _NAMED_REF_PLAIN
+    assert not is_trivial("&CounterClockwiseContourIntegral;" * 17)
+    # Numeric references and escapes hold no plain character, however long: they are decoded, not counted.
+    assert is_trivial("&#" + "0" * 2000 + "79;&#75;" + "&#1;" * 500)
 
 
 def test_integrity_a_trivial_result_beside_an_injected_one_does_not_hide_it(rules: RuleEvaluator) -> None:

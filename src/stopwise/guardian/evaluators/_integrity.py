@@ -27,6 +27,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html.entities import html5
 from itertools import accumulate, compress, islice, repeat
 from operator import add, and_, itemgetter, mul, sub
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ from typing import Any, NamedTuple
 from stopwise.errors import ConfigError
 from stopwise.guardian.evaluators import _integrity_languages
 from stopwise.guardian.evaluators._integrity_search import (
+    Families,
     Family,
     _alternatives,
     _required,
@@ -62,6 +64,26 @@ __all__ = [
 _TWO_WORDS = re.compile(r"[^\W\d_]{2,}[^\w]+[^\W\d_]{2,}")
 _TRIVIAL_TEXT = 16
 
+# A bound that spares decoding a long plain text only to measure it. ``decode_escapes`` consumes, in its first three
+# layers (quoted-printable with its soft breaks ``=\r?\n``, percent runs, ``\uXXXX`` / ``\U00XXXXXX`` / ``\xXX``) and
+# in HTML's numeric references (``&#0065;``, ``&#x41;``), only the characters of ``_DECODED_AWAY``; no ratio bounds
+# those (``html.unescape`` reads ``&#000000065;`` with any number of zeros and drops ``&#1;`` to nothing). Any other
+# character ("plain") survives unless a named reference consumes it: ``&`` and a key of ``html.entities.html5``
+# (``html.unescape`` replaces the whole key, or the longest key its name starts with), which holds at most
+# ``_NAMED_REF_PLAIN`` plain characters (21, in "CounterClockwiseContourIntegral;") and becomes a value of at least
+# one character. So a text with P plain characters decodes to at least P / _NAMED_REF_PLAIN characters, and one
+# with more than _TRIVIAL_TEXT * _NAMED_REF_PLAIN of them is longer than _TRIVIAL_TEXT once decoded. Counting them
+# in a prefix of twice that length bounds the work (a prefix holds no more plain characters than the text).
+_DECODED_AWAY = "=%\\&#;xXuU0123456789abcdefABCDEF\r\n".encode("ascii")
+_NAMED_REF_PLAIN = max(len(key.encode("utf-8").translate(None, _DECODED_AWAY)) for key in html5)
+_LONG_PLAIN = _TRIVIAL_TEXT * _NAMED_REF_PLAIN
+
+
+def _plain_chars(text: str) -> int:
+    """How many characters of ``text`` are not in ``_DECODED_AWAY`` (which is ASCII: one byte each in UTF-8)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return len(text) - len(raw) + len(raw.translate(None, _DECODED_AWAY))
+
 
 def is_trivial(text: str) -> bool:
     """True when ``text`` cannot carry an instruction: empty or blank, a JSON value none of whose strings holds
@@ -79,6 +101,8 @@ def is_trivial(text: str) -> bool:
         except ValueError:
             return False
         return not any(_TWO_WORDS.search(decode_escapes(v)) for v in _strings(value))
+    if len(s) > _LONG_PLAIN and _plain_chars(s[: 2 * _LONG_PLAIN]) > _LONG_PLAIN:
+        return False  # longer than _TRIVIAL_TEXT however it decodes (see _NAMED_REF_PLAIN)
     # Read as the markers read it: "&#73;gnore &#97;ll" is two words.
     s = decode_escapes(s)
     return len(s) <= _TRIVIAL_TEXT and not _TWO_WORDS.search(s)
@@ -466,6 +490,8 @@ _MARKERS: tuple[tuple[str, Family], ...] = tuple(
     (family, Family.of(patterns, _ANCHORS[family])) for family, patterns in _MARKER_SOURCES.items()
 )
 """Per family: its patterns split for speed (``_integrity_search``)."""
+_MARKER_SEARCH = Families(tuple(split for _, split in _MARKERS))
+"""The marker families' split pieces, searched together (``Families``)."""
 
 
 @functools.cache
@@ -553,12 +579,11 @@ def _markers_of(norm: str, tricks: int, misspelt: int, present: set[str] | None)
     ``_integrity_search``); without, its joined patterns over the whole text (the reference they must match)."""
     features: dict[str, float] = {}
     lo, hi = len(norm), 0
-    for family, split in _MARKERS:
-        if present is None:
-            m = _joined(family).search(norm)
-            span = None if m is None else m.span()
-        else:
-            span = split.search(norm, present)
+    if present is None:
+        spans = [None if (m := _joined(family).search(norm)) is None else m.span() for family, _ in _MARKERS]
+    else:
+        spans = _MARKER_SEARCH.search(norm, present)
+    for (family, _), span in zip(_MARKERS, spans, strict=True):
         if span is not None:
             features[family] = 1.0
             lo, hi = min(lo, span[0]), max(hi, span[1])

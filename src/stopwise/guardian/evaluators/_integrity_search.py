@@ -11,7 +11,8 @@ the piece as certain to be in every match (``all`` above).
 
 What a caller may rely on: ``Family.search(text, present)`` is the match ``compiled.search(text)`` would return
 for ``compiled = re.compile("|".join(f"(?:{p})" for p in patterns))`` (same start and end), given ``present`` =
-``words_present(tokens of text)``, or None exactly when that search finds nothing. ``anchors`` (words one of which
+``words_present(tokens of text)``, or None exactly when that search finds nothing. ``Families.search`` gives each
+family's ``Family.search`` answer, for several families at once. ``anchors`` (words one of which
 every match of every pattern contains) gate the pieces that cannot be split.
 """
 
@@ -20,8 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 
-__all__ = ["Family", "apostrophe_parts", "is_word_char", "words_present"]
+__all__ = ["Families", "Family", "apostrophe_parts", "is_word_char", "words_present"]
 
 _META = frozenset("()[]{}?*+|.^$\\")
 _QUANTIFIERS = frozenset("?*+{")
@@ -184,19 +187,58 @@ class Family:
 
     def search(self, text: str, present: set[str]) -> tuple[int, int] | None:
         """The span of the joined patterns' leftmost match in ``text``, or None."""
-        best: tuple[int, int] | None = None
-        disjoint = present.isdisjoint
-        for piece in self.pieces:
-            # The commonest way out first, then the other sets in one C call: no Python call for a gated piece.
-            if piece.words.isdisjoint(present) or any(map(disjoint, piece.rest)):
-                continue
-            span = piece.run(text, present)
-            # The earliest start wins; on a tie the earlier piece, as the joined alternation would try it first.
-            if span is not None and (best is None or span[0] < best[0]):
-                best = span
-                if not span[0]:
-                    break
-        return best
+        return _leftmost([p for p in self.pieces if not p.words.isdisjoint(present)], text, present)
+
+
+def _leftmost(pieces: Iterable[_Piece | _Preceded], text: str, present: set[str]) -> tuple[int, int] | None:
+    """The leftmost match, as ``Family.search`` picks it, of a family's ``pieces`` (in order; each known to have one
+    of its ``words`` in the text) whose other sets (``rest``) the text holds too; or None."""
+    best: tuple[int, int] | None = None
+    disjoint = present.isdisjoint
+    for piece in pieces:
+        if any(map(disjoint, piece.rest)):  # one C call
+            continue
+        span = piece.run(text, present)
+        # The earliest start wins; on a tie the earlier piece, as the joined alternation would try it first.
+        if span is not None and (best is None or span[0] < best[0]):
+            best = span
+            if not span[0]:
+                break
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class Families:
+    """Several families searched in one text, each as ``Family.search`` finds it, the pieces to run found from the
+    words the text holds: one C intersection of those with every piece's words instead of a test per piece (a
+    short text holds few words, and most pieces of most families lead with none of them)."""
+
+    families: tuple[Family, ...]
+    leads: frozenset[str] = field(init=False, compare=False, repr=False)
+    """Every piece's ``words``."""
+    by_lead: dict[str, tuple[tuple[int, int], ...]] = field(init=False, compare=False, repr=False)
+    """For each word of ``leads``, the (family, piece) indices of the pieces whose ``words`` hold it."""
+
+    def __post_init__(self) -> None:
+        by_lead: dict[str, list[tuple[int, int]]] = {}
+        for f, family in enumerate(self.families):
+            for i, piece in enumerate(family.pieces):
+                for word in piece.words:
+                    by_lead.setdefault(word, []).append((f, i))
+        object.__setattr__(self, "leads", frozenset(by_lead))
+        object.__setattr__(self, "by_lead", {w: tuple(ix) for w, ix in by_lead.items()})
+
+    def search(self, text: str, present: set[str]) -> list[tuple[int, int] | None]:
+        """``[family.search(text, present) for family in families]``."""
+        spans: list[tuple[int, int] | None] = [None] * len(self.families)
+        held = self.leads.intersection(present)  # iterates the smaller of the two
+        if held:
+            # Sorted, the indices come family by family and, within one, in the pieces' order.
+            runs = sorted({fi for word in held for fi in self.by_lead[word]})
+            for f, group in groupby(runs, key=itemgetter(0)):
+                pieces = self.families[f].pieces
+                spans[f] = _leftmost((pieces[i] for _, i in group), text, present)
+        return spans
 
 
 def _split(
