@@ -245,7 +245,7 @@ async def test_a_fork_into_an_existing_session_or_of_another_agents_run_is_refus
         await runner.fork(other, "s", at_step=1)
 
 
-def _refuse_the_note(path: Path) -> None:
+def _refuse_entries_after_the_first(path: Path) -> None:
     """A trigger in the SQLite file that fails the insert of session 'f''s second entry and of every later one,
     inside the fork's own transaction (a real database failure, not a store method overridden)."""
     with sqlite3.connect(path) as db:
@@ -260,7 +260,7 @@ async def test_a_fork_whose_write_fails_midway_leaves_no_new_session(tmp_path: P
     runner = Runner(SQLiteStore(path))
     await runner.run(ticker(Ticker(3)), "go", session_id="s")
     before = await runner.store.load_session("s")
-    _refuse_the_note(path)
+    _refuse_entries_after_the_first(path)
     with pytest.raises(StoreError, match="disk full"):
         await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
     # The first entry went in before the failure, in the same transaction: rolled back with it.

@@ -322,11 +322,13 @@ def check_appended(ops: Sequence[Op], rowcount: int) -> None:
     ``rowcount`` = one row each (the caller rolls back)."""
     if rowcount == len(ops):
         return
-    first, last = ops[0].appends, ops[-1].appends
-    assert first is not None and last is not None
+    entries = [op.appends for op in ops if op.appends is not None]
+    first, last = entries[0], entries[-1]
+    # The batch may hold several runs' entries (a fork's copy keeps earlier runs' ids): any of them may be gone.
+    runs = ", ".join(dict.fromkeys(e.run_id for e in entries))
     raise StepConflict(
         f"session {first.session_id!r}: {len(ops) - rowcount} of entries {first.seq}..{last.seq} were not at the next "
-        f"free position in the log, or run {first.run_id} is not on record (deleted)"
+        f"free position in the log, or a run of theirs ({runs}) is not on record (deleted)"
     )
 
 

@@ -123,10 +123,14 @@ class MemoryStore:
     ) -> None:
         """``CommitsMany.commit_many``: everything is checked before anything changes, so a refused batch leaves
         the store as it was."""
-        check_batch(entries, run)
+        check_batch(entries, run, lease)
         state_json = dump_state(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
         self._check_seq(self._sessions.get(run.session_id) or _Session(), entries[0])
+        # As on disk, an entry's run must be on record (a fork's copy keeps earlier runs' entries under their ids).
+        ghost = next((e for e in entries if e.run_id != run.run_id and e.run_id not in self._runs), None)
+        if ghost is not None:
+            raise StepConflict(f"session {run.session_id!r}: run {ghost.run_id} of entry {ghost.seq} is not on record")
         s = self._sessions.pop(run.session_id, None) or _Session()
         self._sessions[run.session_id] = s
         if run.run_id not in self._runs:
