@@ -515,8 +515,8 @@ def commit_ops(
 def commit_many_ops(
     entries: Sequence[LogEntry], state_json: str, run: RunRecord, now: float, lease: Lease | None = None
 ) -> list[Op]:
-    """``Store.commit_many``: ``start_run``'s session (created if new) with the state after the entries and the run
-    record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
+    """``CommitsMany.commit_many``: ``start_run``'s session (created if new) with the state after the entries and
+    the run record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
     (``check_rows``, or ``check_appended`` for appends sent as one) rolls the whole batch back."""
     return [*start_run_ops(run, None, state_json, now, lease), *(append_op(e, now) for e in entries)]
 

@@ -270,7 +270,11 @@ class Store(Protocol):
 @runtime_checkable
 class CommitsMany(Protocol):
     """A store that writes many entries in one transaction. ``MemoryStore``, ``SQLiteStore`` and ``PostgresStore``
-    are; a ``Store`` of your own need not be (``commit_many`` the function then writes entry by entry)."""
+    are; a ``Store`` of your own need not be (``commit_many`` the function then writes entry by entry).
+
+    Recognised by the method's name alone (``isinstance``): a store of your own with a ``commit_many`` of another
+    meaning must rename it, and a subclass of a shipped store inherits this one, which calls neither ``start_run``
+    nor ``commit`` (a fork's copy does not pass through overrides of those)."""
 
     async def commit_many(
         self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
