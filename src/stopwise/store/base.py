@@ -312,7 +312,8 @@ async def commit_many(
     on a store that has it. On a store that does not (one of your own), entry by entry, as stopwise wrote a fork
     before it had batches: ``start_run`` with the first entry when it starts the session (seq 1, holding
     ``lease``), ``commit`` for each other, the run record with the last. Cut short there, the first entries
-    stay written (a fork's copy then reads as incomplete: see ``stopwise._fork.incomplete_fork``)."""
+    stay written (a fork's copy then reads as incomplete: see ``stopwise._fork.incomplete_fork``). A batch past
+    seq 1 there writes no ``lease``, and its entries' runs must be on record already (the record is written last)."""
     check_batch(entries, run, lease)
     if isinstance(store, CommitsMany):
         await store.commit_many(entries, state, run, lease)
