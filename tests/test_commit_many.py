@@ -78,6 +78,20 @@ async def test_commit_many_refuses_a_batch_that_is_not_one_sessions_consecutive_
     assert await store.load_session("s") is None
 
 
+async def test_commit_many_refuses_an_entry_of_a_run_that_is_not_on_record(store: Store) -> None:
+    # Every store applies the append rule's run check to the batch, the memory store as the SQL ones.
+    ghost = LogEntry("s", 2, "gone", 2, EntryKind.INPUT, (Message.user("m2"),))
+    with pytest.raises(StepConflict, match="gone"):
+        await commit_many(store, [*_entries(1, 1), ghost], {}, _run())
+    assert await store.load_session("s") is None and await store.get_run("r1") is None
+
+
+async def test_commit_many_refuses_a_lease_of_another_run(store: Store) -> None:
+    with pytest.raises(ValueError, match="lease is run other's"):
+        await commit_many(store, _entries(1, 2), {}, _run(), Lease("other", "me", 1e12))
+    assert await store.load_session("s") is None
+
+
 async def _fail_at_seq(store: Store, seq: int) -> None:
     """A trigger in the database that fails the insert of session 's''s entry ``seq``: a real database failure
     in the middle of the batch's transaction."""

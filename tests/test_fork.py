@@ -245,7 +245,34 @@ async def test_a_fork_into_an_existing_session_or_of_another_agents_run_is_refus
         await runner.fork(other, "s", at_step=1)
 
 
-def _refuse_the_note(path: Path) -> None:
+class _Racing(SQLiteStore):
+    """A real SQLite store where another runner starts session 'taken' just after the fork found it free (the
+    moment between ``Runner.fork``'s check and its write, as a second process would)."""
+
+    raced = False
+
+    async def load_session(self, session_id: str) -> Any:
+        snapshot = await super().load_session(session_id)
+        if session_id == "taken" and not self.raced:
+            self.raced = True
+            async with Runner(SQLiteStore(self.path)) as other:
+                await other.run(ticker(Ticker(1)), "go", session_id="taken")
+        return snapshot
+
+
+async def test_a_fork_into_a_session_another_writer_created_meanwhile_is_refused_as_existing(tmp_path: Path) -> None:
+    runner = Runner(_Racing(tmp_path / "log.db"))
+    await runner.run(ticker(Ticker(1)), "go", session_id="s")
+    with pytest.raises(ForkNotAllowed, match="'taken' exists"):
+        await runner.fork(ticker(Ticker(1)), "s", at_step=1, new_session_id="taken")
+    taken = await runner.store.load_session("taken")
+    # The other run's session, untouched: none of the fork's copy went in.
+    assert taken is not None and taken.last_run is not None and taken.last_run.status == "completed"
+    assert not any(isinstance(r, ForkRecord) for e in taken.entries for r in parse_records(e.records))
+    await runner.close()
+
+
+def _refuse_entries_after_the_first(path: Path) -> None:
     """A trigger in the SQLite file that fails the insert of session 'f''s second entry and of every later one,
     inside the fork's own transaction (a real database failure, not a store method overridden)."""
     with sqlite3.connect(path) as db:
@@ -260,7 +287,7 @@ async def test_a_fork_whose_write_fails_midway_leaves_no_new_session(tmp_path: P
     runner = Runner(SQLiteStore(path))
     await runner.run(ticker(Ticker(3)), "go", session_id="s")
     before = await runner.store.load_session("s")
-    _refuse_the_note(path)
+    _refuse_entries_after_the_first(path)
     with pytest.raises(StoreError, match="disk full"):
         await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
     # The first entry went in before the failure, in the same transaction: rolled back with it.

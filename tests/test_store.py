@@ -59,6 +59,14 @@ async def test_a_gap_in_seq_conflicts(store: Store) -> None:
         await store.commit(entry(5), {})
 
 
+async def test_a_start_refused_for_its_seq_leaves_no_session_and_no_run(store: Store) -> None:
+    # A new session's first entry must be seq 1: refused, the start writes nothing (the memory store as on disk).
+    with pytest.raises(StepConflict):
+        await store.start_run(RunRecord("r1", "s", "a", RunStatus.RUNNING), entry(2), {"n": 1})
+    assert await store.load_session("s") is None and await store.get_run("r1") is None
+    assert await store.list_sessions() == []
+
+
 async def test_step_and_terminal_run_record_commit_together(store: Store) -> None:
     await started(store)
     done = RunRecord("r1", "s", "a", RunStatus.COMPLETED, steps=1, text="x")

@@ -260,7 +260,13 @@ class Runner:
         lease = self._lease(planned.run.run_id)
         # One transaction: the new session is written whole or not at all. (A store of the caller's own without
         # ``commit_many`` writes entry by entry, the note last: a copy cut short there reads as incomplete.)
-        await commit_many(self.store, planned.entries, fork_state, planned.run, lease)
+        try:
+            await commit_many(self.store, planned.entries, fork_state, planned.run, lease)
+        except StepConflict as e:
+            # Another writer created the session between the check above and this write: the same refusal.
+            if await self.store.load_session(new_session_id) is not None:
+                raise ForkNotAllowed(f"session {new_session_id!r} exists: a fork writes a new session") from e
+            raise
         forked = await self.store.load_session(new_session_id)
         assert forked is not None and forked.last_run is not None
         new_input = _input_messages(message) if message is not None else ()

@@ -322,11 +322,13 @@ def check_appended(ops: Sequence[Op], rowcount: int) -> None:
     ``rowcount`` = one row each (the caller rolls back)."""
     if rowcount == len(ops):
         return
-    first, last = ops[0].appends, ops[-1].appends
-    assert first is not None and last is not None
+    entries = [op.appends for op in ops if op.appends is not None]
+    first, last = entries[0], entries[-1]
+    # The batch may hold several runs' entries (a fork's copy keeps earlier runs' ids): any of them may be gone.
+    runs = ", ".join(dict.fromkeys(e.run_id for e in entries))
     raise StepConflict(
         f"session {first.session_id!r}: {len(ops) - rowcount} of entries {first.seq}..{last.seq} were not at the next "
-        f"free position in the log, or run {first.run_id} is not on record (deleted)"
+        f"free position in the log, or a run of theirs ({runs}) is not on record (deleted)"
     )
 
 
@@ -513,8 +515,8 @@ def commit_ops(
 def commit_many_ops(
     entries: Sequence[LogEntry], state_json: str, run: RunRecord, now: float, lease: Lease | None = None
 ) -> list[Op]:
-    """``Store.commit_many``: ``start_run``'s session (created if new) with the state after the entries and the run
-    record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
+    """``CommitsMany.commit_many``: ``start_run``'s session (created if new) with the state after the entries and
+    the run record (holding ``lease``, if given), then every entry by the append rule, in order: one entry refused
     (``check_rows``, or ``check_appended`` for appends sent as one) rolls the whole batch back."""
     return [*start_run_ops(run, None, state_json, now, lease), *(append_op(e, now) for e in entries)]
 

@@ -270,7 +270,11 @@ class Store(Protocol):
 @runtime_checkable
 class CommitsMany(Protocol):
     """A store that writes many entries in one transaction. ``MemoryStore``, ``SQLiteStore`` and ``PostgresStore``
-    are; a ``Store`` of your own need not be (``commit_many`` the function then writes entry by entry)."""
+    are; a ``Store`` of your own need not be (``commit_many`` the function then writes entry by entry).
+
+    Recognised by the method's name alone (``isinstance``): a store of your own with a ``commit_many`` of another
+    meaning must rename it, and a subclass of a shipped store inherits this one, which calls neither ``start_run``
+    nor ``commit`` (a fork's copy does not pass through overrides of those)."""
 
     async def commit_many(
         self, entries: Sequence[LogEntry], state: Mapping[str, Any], run: RunRecord, lease: Lease | None = None
@@ -278,14 +282,18 @@ class CommitsMany(Protocol):
         """Append ``entries`` (one session's, at consecutive seqs from its next free one) with the state after them
         and ``run``'s record, all in one transaction: every entry or none. The session is created when it is not
         on record, as ``start_run`` creates it; with ``lease``, the run record holds it from the same transaction
-        on. Raises ``StepConflict`` when the first seq is not the session's next free one (nothing written), and
-        ``ValueError`` for a batch that is empty or not one session's consecutive entries of ``run``'s session."""
+        on. Raises ``StepConflict`` when the first seq is not the session's next free one or an entry's run is not on
+        record (nothing written), and ``ValueError`` for a batch that is empty or not one session's consecutive
+        entries of ``run``'s session, or a ``lease`` of another run."""
         ...
 
 
-def check_batch(entries: Sequence[LogEntry], run: RunRecord) -> None:
+def check_batch(entries: Sequence[LogEntry], run: RunRecord, lease: Lease | None = None) -> None:
     """``ValueError`` unless ``entries`` is a batch ``commit_many`` can write: not empty, all of ``run``'s
-    session, at consecutive seqs."""
+    session, at consecutive seqs, and ``lease`` (if given) ``run``'s."""
+    if lease is not None and lease.run_id != run.run_id:
+        # SQL stores would set the lease on the run it names, the memory store on ``run``: refused on both.
+        raise ValueError(f"commit_many: the lease is run {lease.run_id}'s, the batch's run is {run.run_id}")
     if not entries:
         raise ValueError("commit_many: no entries to write")
     first = entries[0].seq
@@ -304,8 +312,9 @@ async def commit_many(
     on a store that has it. On a store that does not (one of your own), entry by entry, as stopwise wrote a fork
     before it had batches: ``start_run`` with the first entry when it starts the session (seq 1, holding
     ``lease``), ``commit`` for each other, the run record with the last. Cut short there, the first entries
-    stay written (a fork's copy then reads as incomplete: see ``stopwise._fork.incomplete_fork``)."""
-    check_batch(entries, run)
+    stay written (a fork's copy then reads as incomplete: see ``stopwise._fork.incomplete_fork``). A batch past
+    seq 1 there writes no ``lease``, and its entries' runs must be on record already (the record is written last)."""
+    check_batch(entries, run, lease)
     if isinstance(store, CommitsMany):
         await store.commit_many(entries, state, run, lease)
         return

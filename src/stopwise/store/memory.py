@@ -63,19 +63,11 @@ class MemoryStore:
         # The storable-text rule holds here as on disk, so a session reads back the same on every store.
         state_json = dump_state(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
-        s = self._sessions.pop(run.session_id, None) or _Session()
-        self._sessions[run.session_id] = s
-        if entry is not None:
-            self._check_seq(s, entry)
-        if run.run_id not in self._runs:
-            s.runs.append(run.run_id)
-        self._runs[run.run_id] = run
+        if entry is not None:  # checked before anything changes: a refused start leaves no session behind
+            self._check_seq(self._sessions.get(run.session_id) or _Session(), entry)
+        s = self._put_run(run, state_json, lease)
         if entry is not None:
             s.entries.append(entry)
-        s.state_json = state_json
-        s.updated_at = time.time()
-        if lease is not None:
-            self._leases[run.run_id] = lease
 
     async def claim(self, run: RunRecord, last_seq: int, lease: Lease, now: float) -> None:
         stored = self._runs.get(run.run_id)
@@ -123,20 +115,29 @@ class MemoryStore:
     ) -> None:
         """``CommitsMany.commit_many``: everything is checked before anything changes, so a refused batch leaves
         the store as it was."""
-        check_batch(entries, run)
+        check_batch(entries, run, lease)
         state_json = dump_state(state, run.session_id)
         run = storable(run, where=f"run {run.run_id}")
         self._check_seq(self._sessions.get(run.session_id) or _Session(), entries[0])
+        # As on disk, an entry's run must be on record (a fork's copy keeps earlier runs' entries under their ids).
+        ghost = next((e for e in entries if e.run_id != run.run_id and e.run_id not in self._runs), None)
+        if ghost is not None:
+            raise StepConflict(f"session {run.session_id!r}: run {ghost.run_id} of entry {ghost.seq} is not on record")
+        self._put_run(run, state_json, lease).entries.extend(entries)
+
+    def _put_run(self, run: RunRecord, state_json: str, lease: Lease | None) -> _Session:
+        """``run``'s session (created if new, moved to the newest) holding ``state_json``, and ``run``'s record
+        (holding ``lease``, if given): what ``start_run`` and ``commit_many`` write once their checks passed."""
         s = self._sessions.pop(run.session_id, None) or _Session()
         self._sessions[run.session_id] = s
         if run.run_id not in self._runs:
             s.runs.append(run.run_id)
         self._runs[run.run_id] = run
-        s.entries.extend(entries)
         s.state_json = state_json
         s.updated_at = time.time()
         if lease is not None:
             self._leases[run.run_id] = lease
+        return s
 
     async def update_run(self, run: RunRecord, fence: Fence | None = None) -> None:
         if fence is not None:

@@ -331,7 +331,7 @@ class PostgresStore:
     ) -> None:
         """``CommitsMany.commit_many``: one transaction, its statements sent in one pipeline (no round trip per
         entry); COMMIT is sent only once every statement's result is in and checked."""
-        check_batch(entries, run)
+        check_batch(entries, run, lease)
         state_json = dump_state(state, run.session_id)
         await self._write(
             lambda now: _sql.commit_many_ops(entries, state_json, run, now, lease), "commit_many", run.session_id

@@ -281,7 +281,7 @@ class SQLiteStore:
     ) -> None:
         """``CommitsMany.commit_many``: one ``BEGIN IMMEDIATE`` transaction, on the worker thread (a batch may be
         thousands of rows: the event loop is not held meanwhile)."""
-        check_batch(entries, run)
+        check_batch(entries, run, lease)
         state_json = dump_state(state, run.session_id)
 
         def write() -> None:

@@ -272,8 +272,6 @@ class _Phrase:
     gate: frozenset[str]
     clauses: tuple[frozenset[str], ...]
     """Sets of words later in the pattern of which each match holds one each (``_required``)."""
-    source: str
-    """``rx``'s pattern."""
     families: list[Family] = field(default_factory=list, compare=False, repr=False)
     """``split``'s result, made on first use: most phrases of most processes never run, and splitting all of them
     would add tens of milliseconds to the rule evaluator's first use."""
@@ -284,7 +282,7 @@ class _Phrase:
         if not self.families:
             # Split from the pattern with its case-split letters as classes: a piece's gate words are then only
             # the letters every match holds as written.
-            self.families.append(Family.of([self.source], self.gate))
+            self.families.append(Family.of([self.rx.pattern], self.gate))
         return self.families[0]
 
 
@@ -330,14 +328,13 @@ def _phrases() -> Mapping[str, tuple[_Phrase, ...]]:
         for family, sources in families.items():
             for source in sources:
                 folded = fold_script(source)
-                pattern = folded.translate(_CASE_TABLE)
-                rx = re.compile(pattern)
+                rx = re.compile(folded.translate(_CASE_TABLE))
                 # A Russian phrase's letters may read as Latin ones (``_CASE_SPLIT``): its words are not known.
                 sets = [_gate(folded), *(() if language == "ru" else _required(folded, True))]
                 # The set of the longest words gates first: "in deiner antwort" is looked for by "antwort".
                 first = max(sets, key=lambda words: min(map(len, words)))
                 clauses = tuple(c for c in sets if c is not first)
-                out.setdefault(family, []).append(_Phrase(rx, first, clauses, pattern))
+                out.setdefault(family, []).append(_Phrase(rx, first, clauses))
     return {family: tuple(phrases) for family, phrases in out.items()}
 
 
