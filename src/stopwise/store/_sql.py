@@ -214,6 +214,8 @@ RELEASE_LEASE = (
 )
 
 SESSION_STATE = "SELECT state FROM sessions WHERE session_id = :session_id"
+# The columns ``_entry`` reads, not ``created_at``: a resume reads the whole log, every column it fetches is paid
+# per entry.
 SESSION_LOG = (
     "SELECT session_id, seq, run_id, step, kind, messages, decision, usage, forced, records "
     "FROM log WHERE session_id = :session_id ORDER BY seq"
