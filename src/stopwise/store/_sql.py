@@ -214,7 +214,12 @@ RELEASE_LEASE = (
 )
 
 SESSION_STATE = "SELECT state FROM sessions WHERE session_id = :session_id"
-SESSION_LOG = "SELECT * FROM log WHERE session_id = :session_id ORDER BY seq"
+# The columns ``_entry`` reads, not ``created_at``: a resume reads the whole log, every column it fetches is paid
+# per entry.
+SESSION_LOG = (
+    "SELECT session_id, seq, run_id, step, kind, messages, decision, usage, forced, records "
+    "FROM log WHERE session_id = :session_id ORDER BY seq"
+)
 # rowid breaks ties between equal timestamps: SQLite's implicit one, an identity column on PostgreSQL.
 LAST_RUN = "SELECT * FROM runs WHERE session_id = :session_id ORDER BY created_at DESC, rowid DESC LIMIT 1"
 RUN_BY_ID = "SELECT * FROM runs WHERE run_id = :run_id"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -14,7 +13,7 @@ from stopwise.result import RunStatus
 from stopwise.row_copies import own_error, own_row, own_value
 from stopwise.storable import needs_rule, storable
 from stopwise.store import _sql
-from stopwise.store._codec import dump_state
+from stopwise.store._codec import dump_state, load_json
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot, check_batch
 from stopwise.store.retention import Expired, RunHold, cutoff_of, expiry_plan, refuse_if_leased, sub_session_range
 
@@ -48,7 +47,7 @@ class MemoryStore:
         if s is None:
             return None
         last = _own_run(self._runs[s.runs[-1]]) if s.runs else None
-        return SessionSnapshot(session_id, tuple(map(_own_entry, _readable(s))), json.loads(s.state_json), last)
+        return SessionSnapshot(session_id, tuple(map(_own_entry, _readable(s))), load_json(s.state_json), last)
 
     async def start_run(
         self,
