@@ -50,8 +50,9 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
+
+from _postgres import throwaway_dsn
 
 POINTS = (100, 500, 1000, 2000)
 WINDOW = 10
@@ -348,13 +349,7 @@ def main() -> None:
     with ExitStack() as stack:
         dsn = args.dsn
         if args.postgres and dsn is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' cluster
-            from _pgcluster import cluster
-
-            server = stack.enter_context(cluster())
-            if server is None:
-                raise SystemExit("no PostgreSQL binaries (apt-get install postgresql, or --dsn)")
-            dsn = server.new_database("approvals")
+            dsn = throwaway_dsn(stack, "approvals")
         _compare(args, dsn)
 
 

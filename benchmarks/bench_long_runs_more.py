@@ -53,8 +53,9 @@ import tempfile
 import time
 import tracemalloc
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
+
+from _postgres import throwaway_dsn
 
 EDGE = 50
 APPROVE_EVERY = 50
@@ -337,13 +338,7 @@ def main() -> None:
     with ExitStack() as stack:
         dsn = args.dsn
         if args.postgres and dsn is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' cluster
-            from _pgcluster import cluster
-
-            server = stack.enter_context(cluster())
-            if server is None:
-                raise SystemExit("no PostgreSQL binaries (apt-get install postgresql, or --dsn)")
-            dsn = server.new_database("long")
+            dsn = throwaway_dsn(stack, "long")
         _compare(args, dsn)
 
 
