@@ -1,0 +1,252 @@
+"""Red team of the fork's one-transaction write (``commit_many``): exactly once under races and deletions.
+
+Two runners forking into one new session at once, a fork racing retention deleting its source, a fork of a run a
+live worker holds, a batch naming a run deleted meanwhile, and a store of a user's own without ``commit_many``.
+Every store is real (SQLite on disk, PostgreSQL in a schema of its own); the races are forced at the one moment
+that matters (after a fork found its new session free, before it writes) by a store subclass that waits there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from _pgcluster import HOW_TO_ENABLE
+from stopwise import Runner, SQLiteStore, Store
+from stopwise.errors import ForkNotAllowed, StepConflict
+from stopwise.records import ForkRecord, parse_records
+from stopwise.store.base import SessionSnapshot
+from test_fork import Ticker, ticker, _OwnStore
+
+
+def _store_class(kind: str) -> type[Any]:
+    if kind == "sqlite":
+        return SQLiteStore
+    from stopwise.store.postgres import PostgresStore
+
+    return PostgresStore
+
+
+def _open(kind: str, where: Any) -> Store:
+    """A new store object on the same database (``where``: a path, or a PostgreSQL (dsn, schema))."""
+    cls = _store_class(kind)
+    if kind == "sqlite":
+        return cast(Store, cls(where))
+    dsn, schema = where
+    return cast(Store, cls(dsn, schema=schema, max_size=2))
+
+
+def _where(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if kind == "sqlite":
+        return tmp_path / "log.db"
+    dsn = request.getfixturevalue("pg_dsn")
+    if dsn is None:
+        pytest.skip(HOW_TO_ENABLE)
+    return (dsn, f"t_{uuid.uuid4().hex[:12]}")
+
+
+def _gated(kind: str, where: Any, new_session_id: str, gate: Any) -> Store:
+    """A real store whose ``load_session`` of ``new_session_id`` (the fork's is-it-free check) awaits ``gate()``
+    once, after reading: the moment between a fork's check and its write."""
+    base = _store_class(kind)
+
+    class Gated(base):  # type: ignore[misc, valid-type]
+        waited = False
+
+        async def load_session(self, session_id: str) -> SessionSnapshot | None:
+            snapshot = await super().load_session(session_id)
+            if session_id == new_session_id and not self.waited:
+                self.waited = True
+                await gate()
+            return cast("SessionSnapshot | None", snapshot)
+
+    if kind == "sqlite":
+        return cast(Store, Gated(where))
+    dsn, schema = where
+    return cast(Store, Gated(dsn, schema=schema, max_size=2))
+
+
+def _fork_notes(snapshot: SessionSnapshot) -> list[ForkRecord]:
+    return [r for e in snapshot.entries for r in parse_records(e.records) if isinstance(r, ForkRecord)]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_two_runners_forking_into_one_new_session_at_once_one_wins_the_other_is_refused(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    where = _where(kind, request, tmp_path)
+    setup = Runner(_open(kind, where))
+    await setup.run(ticker(Ticker(3)), "go", session_id="s")
+    await setup.close()
+    # Both runners have found 'dup' free before either writes.
+    barrier = asyncio.Barrier(2)
+    runners = [Runner(_gated(kind, where, "dup", barrier.wait)) for _ in range(2)]
+    results = await asyncio.gather(
+        *(r.fork(ticker(Ticker(3)), "s", at_step=step, new_session_id="dup") for r, step in zip(runners, (1, 2))),
+        return_exceptions=True,
+    )
+    won = [x for x in results if not isinstance(x, BaseException)]
+    lost = [x for x in results if isinstance(x, BaseException)]
+    assert len(won) == 1 and len(lost) == 1, results
+    assert isinstance(lost[0], ForkNotAllowed) and "'dup' exists" in str(lost[0])
+    winner = won[0]
+    assert winner.status == "completed" and winner.output == "ticked 3"
+    check = _open(kind, where)
+    dup = await check.load_session("dup")
+    assert dup is not None
+    # One whole copy: the winner's note only, one run, every seq in order with no gap.
+    (note,) = _fork_notes(dup)
+    assert {e.run_id for e in dup.entries if e.seq > note.source_seq} == {winner.run_id}
+    assert [e.seq for e in dup.entries] == list(range(1, len(dup.entries) + 1))
+    assert [run.run_id for run in await check.list_runs("dup")] == [winner.run_id]
+    for r in runners:
+        await r.close()
+    await check.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_fork_whose_source_retention_deletes_meanwhile_writes_the_whole_copy_it_read(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    where = _where(kind, request, tmp_path)
+    janitor = _open(kind, where)
+
+    async def delete_source() -> None:
+        assert await janitor.delete_session("s")
+
+    runner = Runner(_gated(kind, where, "f", delete_source))
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    source = await runner.store.load_session("s")
+    assert source is not None
+    forked = await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
+    # The fork copied what it read, whole: the source is gone, the copy stands on its own.
+    assert forked.status == "completed" and forked.output == "ticked 3"
+    assert await runner.store.load_session("s") is None
+    copy = await runner.store.load_session("f")
+    assert copy is not None
+    (note,) = _fork_notes(copy)
+    assert [e.messages for e in copy.entries[: note.source_seq]] == [
+        e.messages for e in source.entries[: note.source_seq]
+    ]
+    await runner.close()
+    await janitor.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_fork_keeping_an_earlier_run_that_retention_deleted_meanwhile_writes_nothing_and_names_it(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    where = _where(kind, request, tmp_path)
+    janitor = _open(kind, where)
+
+    async def delete_source() -> None:
+        assert await janitor.delete_session("s")
+
+    runner = Runner(_gated(kind, where, "f", delete_source))
+    first = await runner.run(ticker(Ticker(1)), "go", session_id="s")
+    second = await runner.run(ticker(Ticker(1)), "again", session_id="s")
+    assert first.run_id != second.run_id
+    # The fork of the second run keeps the first run's entries under its run id: that run is gone by the write.
+    with pytest.raises(StepConflict, match=first.run_id):
+        await runner.fork(ticker(Ticker(1)), "s", at_step=1, new_session_id="f")
+    assert await runner.store.load_session("f") is None
+    assert await runner.store.list_runs("f") == []
+    await runner.close()
+    await janitor.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_fork_of_a_run_a_live_worker_holds_leaves_that_run_and_its_lease_alone(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    where = _where(kind, request, tmp_path)
+    forker = Runner(_open(kind, where))
+    forked: list[Any] = []
+
+    class ForksMidRun(Ticker):
+        """At step 3 of the source run (its lease live, held by the other runner), another runner forks it."""
+
+        async def __call__(self, req: Any) -> Any:  # type: ignore[override]
+            if req.step == 3 and not forked:
+                forked.append(await forker.fork(ticker(Ticker(4)), "s", at_step=1, new_session_id="f"))
+            return super().__call__(req)
+
+    worker = Runner(_open(kind, where))
+    done = await worker.run(ticker(ForksMidRun(4)), "go", session_id="s")
+    assert done.status == "completed" and done.output == "ticked 4" and done.steps == 5
+    (fork,) = forked
+    assert fork.status == "completed" and fork.output == "ticked 4" and fork.run_id != done.run_id
+    source = await worker.store.load_session("s")
+    assert source is not None and not _fork_notes(source)
+    assert {e.run_id for e in source.entries} == {done.run_id}
+    copy = await worker.store.load_session("f")
+    assert copy is not None and _fork_notes(copy) == [ForkRecord("s", done.run_id, 1, _fork_notes(copy)[0].source_seq)]
+    await worker.close()
+    await forker.close()
+
+
+async def test_a_fork_racing_a_live_lease_on_its_new_session_is_refused_not_overwritten(tmp_path: Path) -> None:
+    """The other writer of the new session is a run still going (its lease live) when the fork writes."""
+    path = tmp_path / "log.db"
+    holder_done: list[Any] = []
+
+    async def start_a_run_there() -> None:
+        async with Runner(SQLiteStore(path)) as other:
+            holder_done.append(await other.run(ticker(Ticker(1)), "go", session_id="f"))
+
+    runner = Runner(_gated("sqlite", path, "f", start_a_run_there))
+    await runner.run(ticker(Ticker(2)), "go", session_id="s")
+    with pytest.raises(ForkNotAllowed, match="'f' exists"):
+        await runner.fork(ticker(Ticker(2)), "s", at_step=1, new_session_id="f")
+    taken = await runner.store.load_session("f")
+    assert taken is not None and not _fork_notes(taken)
+    assert [r.run_id for r in await runner.store.list_runs("f")] == [holder_done[0].run_id]
+    await runner.close()
+
+
+async def test_a_store_without_commit_many_forks_a_session_of_several_runs(tmp_path: Path) -> None:
+    own = _OwnStore(SQLiteStore(tmp_path / "log.db"))
+    runner = Runner(cast(Store, own))
+    first = await runner.run(ticker(Ticker(1)), "go", session_id="s")
+    await runner.run(ticker(Ticker(2)), "again", session_id="s")
+    forked = await runner.fork(ticker(Ticker(2)), "s", at_step=1, new_session_id="f")
+    assert forked.status == "completed" and forked.output == "ticked 2"
+    copy = await own.inner.load_session("f")
+    assert copy is not None
+    (note,) = _fork_notes(copy)
+    assert first.run_id in {e.run_id for e in copy.entries[: note.source_seq]}
+    await runner.close()
+
+
+async def test_a_store_without_commit_many_cut_short_mid_copy_is_refused_by_retry(tmp_path: Path) -> None:
+    """The copy is cut after its second entry (not at the note): it reads as incomplete, and stays refused."""
+    path = tmp_path / "log.db"
+
+    class CutMidCopy(_OwnStore):
+        commits = 0
+
+        async def commit(self, entry: Any, state: Any, run: Any = None) -> None:
+            if entry.session_id == "f":
+                self.commits += 1
+                if self.commits == 2:
+                    raise KeyboardInterrupt  # the process stopping, not a store error the runner may handle
+            await self.inner.commit(entry, state, run)
+
+    own = CutMidCopy(SQLiteStore(path))
+    runner = Runner(cast(Store, own))
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    with pytest.raises(KeyboardInterrupt):
+        await runner.fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f")
+    await own.inner.close()
+    reopened = Runner(SQLiteStore(path), lease_seconds=1e-9)
+    half = await reopened.store.load_session("f")
+    assert half is not None and len(half.entries) == 2 and not _fork_notes(half)
+    for _ in range(2):
+        with pytest.raises(ForkNotAllowed, match="fork of session 's' at step 2 was not completely written"):
+            await reopened.retry(ticker(Ticker(3)), "f")
+    await reopened.close()
+
