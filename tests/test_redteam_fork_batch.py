@@ -9,6 +9,8 @@ that matters (after a fork found its new session free, before it writes) by a st
 from __future__ import annotations
 
 import asyncio
+import signal
+import sys
 import uuid
 from pathlib import Path
 from typing import Any, cast
@@ -20,7 +22,7 @@ from stopwise import Runner, SQLiteStore, Store
 from stopwise.errors import ForkNotAllowed, StepConflict
 from stopwise.records import ForkRecord, parse_records
 from stopwise.store.base import SessionSnapshot
-from test_fork import Ticker, ticker, _OwnStore
+from test_fork import Ticker, _OwnStore, ticker
 
 
 def _store_class(kind: str) -> type[Any]:
@@ -86,7 +88,10 @@ async def test_two_runners_forking_into_one_new_session_at_once_one_wins_the_oth
     barrier = asyncio.Barrier(2)
     runners = [Runner(_gated(kind, where, "dup", barrier.wait)) for _ in range(2)]
     results = await asyncio.gather(
-        *(r.fork(ticker(Ticker(3)), "s", at_step=step, new_session_id="dup") for r, step in zip(runners, (1, 2))),
+        *(
+            r.fork(ticker(Ticker(3)), "s", at_step=step, new_session_id="dup")
+            for r, step in zip(runners, (1, 2), strict=True)
+        ),
         return_exceptions=True,
     )
     won = [x for x in results if not isinstance(x, BaseException)]
@@ -250,3 +255,78 @@ async def test_a_store_without_commit_many_cut_short_mid_copy_is_refused_by_retr
             await reopened.retry(ticker(Ticker(3)), "f")
     await reopened.close()
 
+
+async def _old_partial_copy(folder: Path, copied: int) -> None:
+    """What an earlier stopwise's execution of workflow 'fork-f' left when it died mid-copy: the fork of 's' at
+    step 2 into 'f' written entry by entry (``start_run``, then ``commit``), ``copied`` entries, no note, its
+    lease lapsed."""
+    from stopwise._fork import plan_fork
+    from stopwise.store.base import Lease
+
+    async with SQLiteStore(folder / "log.db") as store:
+        source = await store.load_session("s")
+        assert source is not None and source.last_run is not None
+        planned = plan_fork(source, source.last_run, 2, "f", "fork-f")
+        assert copied < len(planned.entries) - 1  # the note is not among them
+        await store.start_run(planned.run, planned.entries[0], source.state, Lease("fork-f", "old", 0.0))
+        for entry in planned.entries[1:copied]:
+            await store.commit(entry, source.state)
+
+
+async def _recovering_worker(folder: Path, kill: str) -> None:
+    """Submits workflow 'fork-f' over the old partial copy with a store that SIGKILLs this process at ``kill``
+    (before the fork's one transaction, or right after it)."""
+    from dbos import DBOS, SetWorkflowID
+
+    from stopwise.runtime import dbos as sw_dbos
+    from test_dbos_fork import _dev_runtime, _Place, _request
+
+    place = _Place(folder)
+    async with _dev_runtime(place, kill) as runtime:
+        source = await runtime.store.load_session("s")
+        assert source is not None and source.last_run is not None
+        with SetWorkflowID("fork-f"):
+            await DBOS.enqueue_workflow_async(
+                runtime.queue, sw_dbos._run_workflow, _request("f", "s", source.last_run.run_id, 2, source.state)
+            )
+        await runtime.result(sw_dbos.RunHandle("fork-f", "f"))
+    raise SystemExit(f"the worker was to be killed at {kill}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", ["copy", "noted"])
+async def test_the_dbos_fork_step_over_an_old_partial_copy_killed_around_its_transaction_completes_once(
+    tmp_path: Path, kill: str
+) -> None:
+    from stopwise.runtime.dbos import RunHandle
+    from test_dbos_fork import _dev_runtime, _log, _Place, _reference, _source
+
+    place = _Place(tmp_path)
+    await _source(place)
+    expected, reference = await _reference(place, 2, None)
+    await _old_partial_copy(tmp_path, 3)
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, str(tmp_path), kill, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(worker.communicate(), 120)
+    assert worker.returncode == -signal.SIGKILL, err.decode()
+    async with SQLiteStore(tmp_path / "log.db") as store:
+        cut = await store.load_session("f")
+        assert cut is not None
+        # Killed before the transaction: the old three entries and nothing more; after it: the whole copy.
+        (note,) = _fork_notes(expected)
+        assert len(cut.entries) == (3 if kill == "copy" else note.source_seq + 1)
+        assert bool(_fork_notes(cut)) is (kill == "noted")
+
+    async with _dev_runtime(place) as runtime:  # the same executor: DBOS recovers workflow 'fork-f'
+        forked = await runtime.result(RunHandle("fork-f", "f"))
+        assert forked.status == "completed" and forked.output == reference.output and forked.steps == reference.steps
+        snapshot = await runtime.store.load_session("f")
+        assert snapshot is not None
+        assert _log(snapshot) == _log(expected)
+        assert len(_fork_notes(snapshot)) == 1
+        assert [r.run_id for r in await runtime.store.list_runs("f")] == ["fork-f"]
+
+
+if __name__ == "__main__":
+    asyncio.run(_recovering_worker(Path(sys.argv[1]), sys.argv[2]))
