@@ -256,6 +256,65 @@ async def test_a_store_without_commit_many_cut_short_mid_copy_is_refused_by_retr
     await reopened.close()
 
 
+class _GatedOwn(_OwnStore):
+    """A store of a user's own without ``commit_many`` whose check of session 'f' awaits ``gate()`` once."""
+
+    def __init__(self, inner: SQLiteStore, gate: Any) -> None:
+        super().__init__(inner)
+        self.gate = gate
+        self.waited = False
+
+    async def load_session(self, session_id: str) -> SessionSnapshot | None:
+        snapshot = await self.inner.load_session(session_id)
+        if session_id == "f" and not self.waited:
+            self.waited = True
+            await self.gate()
+        return snapshot
+
+
+async def test_two_runners_on_stores_without_commit_many_forking_into_one_session_one_wins(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    await Runner(SQLiteStore(path)).run(ticker(Ticker(3)), "go", session_id="s")
+    barrier = asyncio.Barrier(2)
+    owns = [_GatedOwn(SQLiteStore(path), barrier.wait) for _ in range(2)]
+    results = await asyncio.gather(
+        *(Runner(cast(Store, own)).fork(ticker(Ticker(3)), "s", at_step=2, new_session_id="f") for own in owns),
+        return_exceptions=True,
+    )
+    won = [x for x in results if not isinstance(x, BaseException)]
+    lost = [x for x in results if isinstance(x, BaseException)]
+    assert len(won) == 1 and len(lost) == 1, results
+    assert isinstance(lost[0], ForkNotAllowed)
+    copy = await owns[0].inner.load_session("f")
+    assert copy is not None and len(_fork_notes(copy)) == 1
+    assert [e.seq for e in copy.entries] == list(range(1, len(copy.entries) + 1))
+    assert [r.run_id for r in await owns[0].inner.list_runs("f")] == [won[0].run_id]
+    for own in owns:
+        await own.inner.close()
+
+
+async def test_a_store_without_commit_many_forking_an_earlier_run_deleted_meanwhile_writes_nothing_and_names_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.db"
+    janitor = SQLiteStore(path)
+
+    async def delete_source() -> None:
+        assert await janitor.delete_session("s")
+
+    own = _GatedOwn(SQLiteStore(path), delete_source)
+    runner = Runner(cast(Store, own))
+    first = await runner.run(ticker(Ticker(1)), "go", session_id="s")
+    await runner.run(ticker(Ticker(1)), "again", session_id="s")
+    with pytest.raises(StepConflict, match=first.run_id):
+        await runner.fork(ticker(Ticker(1)), "s", at_step=1, new_session_id="f")
+    # Entry by entry too: the copy's first entry is the deleted run's, so ``start_run`` refuses it, nothing in.
+    assert await janitor.load_session("f") is None
+    assert await janitor.list_runs("f") == []
+    await own.inner.close()
+    await janitor.close()
+
+
 async def _old_partial_copy(folder: Path, copied: int) -> None:
     """What an earlier stopwise's execution of workflow 'fork-f' left when it died mid-copy: the fork of 's' at
     step 2 into 'f' written entry by entry (``start_run``, then ``commit``), ``copied`` entries, no note, its
