@@ -12,6 +12,7 @@ import asyncio
 import signal
 import sys
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -113,15 +114,20 @@ async def test_two_runners_forking_into_one_new_session_at_once_one_wins_the_oth
     await check.close()
 
 
+@pytest.mark.parametrize("how", ["delete_session", "expire_sessions"])
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_a_fork_whose_source_retention_deletes_meanwhile_writes_the_whole_copy_it_read(
-    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, how: str
 ) -> None:
     where = _where(kind, request, tmp_path)
     janitor = _open(kind, where)
 
     async def delete_source() -> None:
-        assert await janitor.delete_session("s")
+        if how == "delete_session":
+            assert await janitor.delete_session("s")
+        else:  # the sweep: every session last written before now + a day, 's' the only one (SQLite vacuums too)
+            swept = await janitor.expire_sessions(datetime.now(UTC) + timedelta(days=1))
+            assert swept.sessions == 1 and swept.kept_leased == 0
 
     runner = Runner(_gated(kind, where, "f", delete_source))
     await runner.run(ticker(Ticker(3)), "go", session_id="s")
