@@ -9,6 +9,7 @@ that matters (after a fork found its new session free, before it writes) by a st
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import signal
 import sys
 import uuid
@@ -19,7 +20,7 @@ from typing import Any, cast
 import pytest
 
 from _pgcluster import HOW_TO_ENABLE
-from stopwise import Runner, SQLiteStore, Store
+from stopwise import MemoryStore, Runner, SQLiteStore, Store
 from stopwise.errors import ForkNotAllowed, StepConflict
 from stopwise.records import ForkRecord, parse_records
 from stopwise.store.base import SessionSnapshot
@@ -112,6 +113,72 @@ async def test_two_runners_forking_into_one_new_session_at_once_one_wins_the_oth
     for r in runners:
         await r.close()
     await check.close()
+
+
+async def test_two_tasks_forking_into_one_new_session_of_one_memory_store_one_wins() -> None:
+    barrier = asyncio.Barrier(2)
+
+    class Gated(MemoryStore):
+        async def load_session(self, session_id: str) -> SessionSnapshot | None:
+            snapshot = await super().load_session(session_id)
+            if session_id == "dup" and snapshot is None:
+                await barrier.wait()  # both forks found 'dup' free before either writes
+            return snapshot
+
+    store = Gated()
+    await Runner(store).run(ticker(Ticker(3)), "go", session_id="s")
+    results = await asyncio.gather(
+        *(Runner(store).fork(ticker(Ticker(3)), "s", at_step=s, new_session_id="dup") for s in (1, 2)),
+        return_exceptions=True,
+    )
+    won = [x for x in results if not isinstance(x, BaseException)]
+    lost = [x for x in results if isinstance(x, BaseException)]
+    assert len(won) == 1 and len(lost) == 1, results
+    assert isinstance(lost[0], ForkNotAllowed) and "'dup' exists" in str(lost[0])
+    dup = await store.load_session("dup")
+    assert dup is not None and len(_fork_notes(dup)) == 1
+    assert [r.run_id for r in await store.list_runs("dup")] == [won[0].run_id]
+
+
+def _racing_fork(kind: str, where: Any, at_step: int, barrier: Any, outcomes: Any) -> None:
+    """A process forking session 's' into 'dup' once every racing process found 'dup' free (``barrier``, a
+    multiprocessing one, waited on off the event loop); puts its outcome on ``outcomes``."""
+
+    async def fork() -> str:
+        runner = Runner(_gated(kind, where, "dup", lambda: asyncio.to_thread(barrier.wait, 60)))
+        try:
+            done = await runner.fork(ticker(Ticker(3)), "s", at_step=at_step, new_session_id="dup")
+            return f"won {done.run_id}"
+        except ForkNotAllowed as e:
+            return f"refused {e}"
+        finally:
+            await runner.close()
+
+    outcomes.put(asyncio.run(fork()))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_two_processes_forking_into_one_new_session_at_once_one_wins_the_other_is_refused(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    where = _where(kind, request, tmp_path)
+    setup = Runner(_open(kind, where))
+    await setup.run(ticker(Ticker(3)), "go", session_id="s")
+    ctx = multiprocessing.get_context("forkserver")
+    barrier, outcomes = ctx.Barrier(2), ctx.Queue()
+    children = [ctx.Process(target=_racing_fork, args=(kind, where, step, barrier, outcomes)) for step in (1, 2)]
+    for child in children:
+        child.start()
+    got = sorted(outcomes.get(timeout=120) for _ in children)
+    for child in children:
+        child.join(60)
+        assert child.exitcode == 0
+    assert got[0].startswith("refused") and "'dup' exists" in got[0] and got[1].startswith("won "), got
+    dup = await setup.store.load_session("dup")
+    assert dup is not None and len(_fork_notes(dup)) == 1
+    assert [e.seq for e in dup.entries] == list(range(1, len(dup.entries) + 1))
+    assert [r.run_id for r in await setup.store.list_runs("dup")] == [got[1].removeprefix("won ")]
+    await setup.close()
 
 
 @pytest.mark.parametrize("how", ["delete_session", "expire_sessions"])
