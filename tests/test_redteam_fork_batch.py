@@ -21,7 +21,7 @@ import pytest
 
 from _pgcluster import HOW_TO_ENABLE
 from stopwise import MemoryStore, Runner, SQLiteStore, Store
-from stopwise.errors import ForkNotAllowed, StepConflict
+from stopwise.errors import ForkNotAllowed, RunLeased, StepConflict
 from stopwise.records import ForkRecord, parse_records
 from stopwise.store.base import SessionSnapshot
 from test_fork import Ticker, _OwnStore, ticker
@@ -210,6 +210,38 @@ async def test_a_fork_whose_source_retention_deletes_meanwhile_writes_the_whole_
     assert [e.messages for e in copy.entries[: note.source_seq]] == [
         e.messages for e in source.entries[: note.source_seq]
     ]
+    await runner.close()
+    await janitor.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_retention_cannot_delete_a_new_fork_between_its_write_and_its_first_step(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    """The forked run holds the runner's lease from the transaction that wrote it: a sweep or a delete right
+    after the write (before the fork reads its session back to drive it) is refused, and the fork runs."""
+    where = _where(kind, request, tmp_path)
+    janitor = _open(kind, where)
+    refused: list[BaseException] = []
+    base = _store_class(kind)
+
+    class SweptAfterTheWrite(base):  # type: ignore[misc, valid-type]
+        async def load_session(self, session_id: str) -> SessionSnapshot | None:
+            snapshot = await super().load_session(session_id)
+            if session_id == "f" and snapshot is not None and not refused:
+                swept = await janitor.expire_sessions(datetime.now(UTC) + timedelta(days=1))
+                assert swept.kept_leased == 1 and swept.sessions == 1  # 's' went, 'f' was kept
+                with pytest.raises(RunLeased) as e:
+                    await janitor.delete_session("f")
+                refused.append(e.value)
+            return cast("SessionSnapshot | None", snapshot)
+
+    store = SweptAfterTheWrite(where) if kind == "sqlite" else SweptAfterTheWrite(*where[:1], schema=where[1])
+    runner = Runner(cast(Store, store))
+    await runner.run(ticker(Ticker(3)), "go", session_id="s")
+    forked = await runner.fork(ticker(Ticker(3)), "s", at_step=1, new_session_id="f")
+    assert refused and forked.status == "completed" and forked.output == "ticked 3"
+    assert await runner.store.load_session("s") is None
     await runner.close()
     await janitor.close()
 
