@@ -35,9 +35,10 @@ def _store_class(kind: str) -> type[Any]:
     return PostgresStore
 
 
-def _open(kind: str, where: Any) -> Store:
-    """A new store object on the same database (``where``: a path, or a PostgreSQL (dsn, schema))."""
-    cls = _store_class(kind)
+def _open(kind: str, where: Any, cls: type[Any] | None = None) -> Store:
+    """A new store object (of ``cls``, a subclass of the kind's store) on the same database (``where``: a path,
+    or a PostgreSQL (dsn, schema))."""
+    cls = cls or _store_class(kind)
     if kind == "sqlite":
         return cast(Store, cls(where))
     dsn, schema = where
@@ -68,10 +69,7 @@ def _gated(kind: str, where: Any, new_session_id: str, gate: Any) -> Store:
                 await gate()
             return cast("SessionSnapshot | None", snapshot)
 
-    if kind == "sqlite":
-        return cast(Store, Gated(where))
-    dsn, schema = where
-    return cast(Store, Gated(dsn, schema=schema, max_size=2))
+    return _open(kind, where, Gated)
 
 
 def _fork_notes(snapshot: SessionSnapshot) -> list[ForkRecord]:
@@ -236,8 +234,7 @@ async def test_retention_cannot_delete_a_new_fork_between_its_write_and_its_firs
                 refused.append(e.value)
             return cast("SessionSnapshot | None", snapshot)
 
-    store = SweptAfterTheWrite(where) if kind == "sqlite" else SweptAfterTheWrite(*where[:1], schema=where[1])
-    runner = Runner(cast(Store, store))
+    runner = Runner(_open(kind, where, SweptAfterTheWrite))
     await runner.run(ticker(Ticker(3)), "go", session_id="s")
     forked = await runner.fork(ticker(Ticker(3)), "s", at_step=1, new_session_id="f")
     assert refused and forked.status == "completed" and forked.output == "ticked 3"
