@@ -131,3 +131,37 @@ def test_one_exit_code_table_names_the_codes_the_command_returns() -> None:
 
     rows = re.findall(r"^\| (\d+) \| ", _command_section(), re.MULTILINE)
     assert [int(r) for r in rows] == [cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_USAGE, 130]
+
+
+# `file.py::name` starts a cell's references; a bare `::name` after it names another test of the same file.
+_PINNED = re.compile(r"`(test_\w+\.py)(?:::(test_\w+))?`|`::(test_\w+)`")
+
+
+def _pinned_by(line: str) -> list[tuple[str, str]]:
+    """The ``(file, test)`` pairs a row of docs/seed-rules.md cites, in order."""
+    pairs: list[tuple[str, str]] = []
+    current = ""
+    for m in _PINNED.finditer(line):
+        if m.group(1):
+            current = m.group(1)
+            if m.group(2):
+                pairs.append((current, m.group(2)))
+        elif current:
+            pairs.append((current, m.group(3)))
+    return pairs
+
+
+def test_every_test_the_seed_rules_table_cites_exists() -> None:
+    """A seed rule is pinned only by a test that runs: a renamed or removed test must not leave its rule citing it."""
+    defined = {
+        f.name: set(re.findall(r"def (test_\w+)", f.read_text(encoding="utf-8")))
+        for f in (ROOT / "tests").glob("test_*.py")
+    }
+    cited = [
+        p
+        for line in (ROOT / "docs" / "seed-rules.md").read_text(encoding="utf-8").splitlines()
+        for p in _pinned_by(line)
+    ]
+    assert len(cited) > 100  # the table's rows were read, not skipped by a pattern that matches nothing
+    missing = [f"{file}::{name}" for file, name in cited if name not in defined.get(file, set())]
+    assert missing == []
