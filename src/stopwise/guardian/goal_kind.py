@@ -79,9 +79,12 @@ _WISH = (
     r"|(?:i am|i'm) (?:trying|looking|hoping|needing|wanting))"
 )
 """The user's own wish: "I need", "I'd like", "I'm looking"."""
-_ABLE = r"(?:(?:can|could|may) (?:i|we)(?: please)?|(?:am i|are we) able to|(?:is it|would it be) possible(?: for me)? to)"
-"""Asking whether one may: "Can I cancel...?", "Can we switch...?", "Is it possible to change...?" (a request to the agent that would
-do it: read as one, a run that ends "could not" and changed nothing is not a sure failure)."""
+_ABLE = (
+    r"(?:(?:can|could|may) (?:i|we)(?: please)?|(?:am i|are we) able to|(?:is it|would it be) possible(?: for me)? to)"
+)
+"""Asking whether one (or we) may: "Can I cancel...?", "Can we switch...?", "Is it possible to change...?" (a request
+to the agent that would do it: read as one, a run that ends "could not" and changed nothing is not a sure
+failure)."""
 _HELP = r"(?:help|assist)(?: me)?(?: to| with| in)?"
 _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey)(?: there)?|(?:can|could|would|will) you(?: please| kindly)?(?: be so kind as to)?"
