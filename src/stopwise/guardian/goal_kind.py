@@ -44,13 +44,13 @@ transfer not showing", "Insurance details?"), and two verbs that open code and p
 _REQUEST_VERB_TEXT = """activate append apply archive block book build change deactivate disable dispute enable exchange
 fix freeze generate implement insert invite link lock make modify order plot reactivate reassign record register
 request reschedule reserve resolve return reverse revert subscribe turn unblock unfreeze unlink unlock unsubscribe"""
-_ASSISTANT_VERB_TEXT = """play pause resume skip mute unmute dim shuffle switch call text dial sync unsync redeem"""
-"""Verbs that ask an assistant to act on a device, a playback, a connection or another person ("play some jazz",
-"call mom", "skip this song", "sync my phone"): each makes something happen outside the
-dialogue, as a write does, though no tool name of a back office carries them."""
 """Change verbs of requests that the risk rule's name hints lack ("book", "order", "return", "exchange", "activate",
 "block"; a verb there is not repeated here). Base forms only, so a participle that describes ("the event was
 updated") is not read as a request."""
+_ASSISTANT_VERB_TEXT = """play pause resume skip mute unmute dim shuffle switch call text dial sync unsync redeem"""
+"""Verbs that ask an assistant to act on a device, a playback, a connection or another person ("play some jazz",
+"call mom", "skip this song", "sync my phone"): each makes something happen outside the dialogue, as a write does,
+though no back-office tool's name carries them."""
 
 
 def _risk_write_words() -> frozenset[str]:
