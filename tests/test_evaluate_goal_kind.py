@@ -19,12 +19,13 @@ from stopwise.guardian.goal_kind import GoalKind  # noqa: E402
 FIGURES = ROOT / "evals" / "calibration" / "goal_kind.json"
 
 
-def test_every_intent_of_both_corpora_is_labelled_and_no_label_names_an_absent_intent() -> None:
+def test_every_intent_of_every_corpus_is_labelled_and_no_label_names_an_absent_intent() -> None:
     labels = ev.read_labels()
-    used = {(u.corpus, u.intent) for u in [*ev.read_banking77(), *ev.read_clinc150()]}
+    used = {(u.corpus, u.intent) for u in [*ev.read_banking77(), *ev.read_clinc150(), *ev.read_hwu64()]}
     assert used == set(labels)
     assert len([k for k in labels if k[0] == ev.DEV]) == 77
-    assert len([k for k in labels if k[0] == ev.HELDOUT]) == 150
+    assert len([k for k in labels if k[0] == ev.SEEN]) == 150
+    assert len([k for k in labels if k[0] == ev.HELDOUT]) == 64
 
 
 def test_an_intent_labelled_twice_is_refused(tmp_path: Path) -> None:

@@ -166,6 +166,32 @@ def test_a_change_word_that_does_not_ask_for_a_change_is_no_change(goal: str, ki
     assert goal_kind(goal) is kind
 
 
+@pytest.mark.parametrize(
+    "goal",
+    ["play some jazz in the kitchen", "Call mom", "text my boss that I am late", "skip this song", "sync my phone"],
+)
+def test_an_assistant_action_verb_on_a_device_a_playback_or_a_person_is_a_change(goal: str) -> None:
+    # Each makes something happen outside the dialogue, as a write does (CLINC150's play_music, make_call, text...).
+    assert goal_kind(goal) is CHANGE
+
+
+def test_asking_whether_we_may_is_a_request_as_asking_whether_i_may() -> None:
+    assert goal_kind("Can we cancel the booking for tonight?") is CHANGE
+    assert goal_kind("Can we talk about the booking for tonight?") is QUESTION
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "delete_file fails when the path is missing",  # an identifier is one word, not the verb it starts with
+        "delete() on instances of models without any dependencies does not clear PKs",  # a call's parenthesis
+        "email = models.EmailField()",  # an assignment
+    ],
+)
+def test_a_change_verb_that_is_code_is_no_change(goal: str) -> None:
+    assert goal_kind(goal) is not CHANGE
+
+
 def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> None:
     # Pinned so that a change to the reader shows what it moves: questions stay questions (HotpotQA every one),
     # WorkBench's workplace tasks are changes, the bug reports of the coding runs mostly neither.
@@ -175,7 +201,7 @@ def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> N
             assert r.projection is not None
             counts[r.source][goal_kind(r.projection.goal).value] += 1
     assert {s: dict(c) for s, c in counts.items()} == {
-        "swe/mini-swe-agent": {"change": 17, "other": 101, "question": 32},
+        "swe/mini-swe-agent": {"change": 15, "other": 102, "question": 33},  # two code lines no longer read as verbs
         "hotpotqa/react": {"question": 93},
         "whowhen/algorithm-generated": {"change": 2, "other": 17, "question": 107},
         "autogpt/2024-04-01": {"change": 11, "question": 4},
@@ -189,5 +215,5 @@ def test_the_reader_assigns_these_kinds_to_the_real_goals_of_every_source() -> N
         "workbench/heldout": {"change": 142, "other": 9, "question": 9},
         "workbench/heldout2": {"change": 143, "other": 11, "question": 6},
         "workbench/heldout3": {"change": 143, "other": 10, "question": 7},
-        "webshop/react": {"change": 17, "other": 182, "question": 1},  # "i want a ...": a wish for a thing
+        "webshop/react": {"change": 18, "other": 181, "question": 1},  # "i want a ...": a wish for a thing
     }

@@ -47,6 +47,10 @@ request reschedule reserve resolve return reverse revert subscribe turn unblock 
 """Change verbs of requests that the risk rule's name hints lack ("book", "order", "return", "exchange", "activate",
 "block"; a verb there is not repeated here). Base forms only, so a participle that describes ("the event was
 updated") is not read as a request."""
+_ASSISTANT_VERB_TEXT = """play pause resume skip mute unmute dim shuffle switch call text dial sync unsync redeem"""
+"""Verbs that ask an assistant to act on a device, a playback, a connection or another person ("play some jazz",
+"call mom", "skip this song", "sync my phone"): each makes something happen outside the dialogue, as a write does,
+though no back-office tool's name carries them."""
 
 
 def _risk_write_words() -> frozenset[str]:
@@ -56,10 +60,14 @@ def _risk_write_words() -> frozenset[str]:
     return frozenset(str(w) for label in _RISK_WRITE_LABELS for w in hints[label])
 
 
-CHANGE_VERBS: frozenset[str] = (_risk_write_words() - _NOT_REQUEST_WORDS) | frozenset(_REQUEST_VERB_TEXT.split())
+CHANGE_VERBS: frozenset[str] = (
+    (_risk_write_words() - _NOT_REQUEST_WORDS)
+    | frozenset(_REQUEST_VERB_TEXT.split())
+    | frozenset(_ASSISTANT_VERB_TEXT.split())
+)
 """Verbs that, in the imperative, ask for a change the tools must make (a plot or a file made counts: it is a
 write): the risk rule's write, destructive and money verbs (one list for both readers: a verb added there counts
-here) and the request verbs above."""
+here), the request verbs and the assistant's action verbs above."""
 _LED_VERBS = frozenset({"lock", "order", "request", "return", "reverse"})
 """Change verbs that ask for a change only after a request's lead-in ("I'd like to return...", "Can you order..."):
 bare, they open code ("return None", "order_by()"), say how to give an answer ("Return the first in alphabetical
@@ -71,9 +79,12 @@ _WISH = (
     r"|(?:i am|i'm) (?:trying|looking|hoping|needing|wanting))"
 )
 """The user's own wish: "I need", "I'd like", "I'm looking"."""
-_ABLE = r"(?:(?:can|could|may) i(?: please)?|(?:am i|are we) able to|(?:is it|would it be) possible(?: for me)? to)"
-"""Asking whether one may: "Can I cancel...?", "Is it possible to change...?" (a request to the agent that would
-do it: read as one, a run that ends "could not" and changed nothing is not a sure failure)."""
+_ABLE = (
+    r"(?:(?:can|could|may) (?:i|we)(?: please)?|(?:am i|are we) able to|(?:is it|would it be) possible(?: for me)? to)"
+)
+"""Asking whether one (or we) may: "Can I cancel...?", "Can we switch...?", "Is it possible to change...?" (a request
+to the agent that would do it: read as one, a run that ends "could not" and changed nothing is not a sure
+failure)."""
 _HELP = r"(?:help|assist)(?: me)?(?: to| with| in)?"
 _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey)(?: there)?|(?:can|could|would|will) you(?: please| kindly)?(?: be so kind as to)?"
@@ -110,8 +121,11 @@ _SENTENCE_END = re.compile(r"([.?!]+(?=\s|$)|\n+)")
 """A full stop, question or exclamation mark before a space (not the dot of a URL, a DOI or a number), or a line
 break."""
 _CLAUSES = re.compile(r"[,;]|\band\b|\bthen\b")
-_WORD = re.compile(r"[a-z][a-z'-]*")
-"""A word; a hyphenated one is one word ("record-making" is not the verb "record")."""
+_WORD = re.compile(r"[a-z][a-z_'-]*")
+"""A word; a hyphenated one or an identifier is one word ("record-making" is not the verb "record", nor
+"call_command" the verb "call")."""
+_CODE = re.compile(r"^[a-z][a-z_'-]*\s*[=(]")
+"""A word that a call's parenthesis or an assignment follows is code, not a verb ("text = ...", "play(x)")."""
 _QUESTION_WORD_TEXT = """who whom whose what which when where why how is are was were do does did can could will would
 should has have had"""
 _QUESTION_WORDS = frozenset(_QUESTION_WORD_TEXT.split())
@@ -161,7 +175,7 @@ def _asks_change(clause: str) -> bool:
     while (lead := _LEAD.match(clause)) and lead.end():
         clause = clause[lead.end() :].strip()
         after_lead = True
-    if not _WORD.match(clause):  # a clause that starts with a number, a path or a quote is no imperative
+    if not _WORD.match(clause) or _CODE.match(clause):  # a number, a path, a quote or code is no imperative
         return False
     words = _WORD.findall(clause)
     if _is_change_verb(words, after_lead):
