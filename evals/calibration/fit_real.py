@@ -241,178 +241,7 @@ def splice(sections: dict[str, Any], notes: dict[str, Any], tag: str) -> None:
         print(f"{path.relative_to(ROOT)}: {version}")
 
 
-STAGNATION_TRAIN = (
-    "hotpotqa/react",
-    "hotpotqa/reflexion",
-    "workbench/dev",
-    "workbench/heldout-cutoffs",
-    "webshop/react",
-)
-"""The real sources the stagnation map is fitted on (every real stagnation source scored before this refit), beside
-the scripted train split's stagnation records; ``abp/online-mind2web`` (test) never."""
-STAGNATION_C = 1.0
-"""The L2 strength of the stagnation fit (fixed, not searched, as the previous candidate's)."""
-STAGNATION_SIGN = {"short_history": -1.0}
-"""The sign each weight is held to: a short history can only lower the odds of a stuck run; every other signal
-(repeats, loops, stale results, texts and steps, an error streak, a stretch without calls) can only raise them."""
-SCRIPTED_WEIGHT = 3.0
-"""The scripted runs weigh this many real sources in the fit (each real source weighs one, whatever its size). With
-1 (the previous candidate's choice) the scripted test split's stagnation ECE was 0.065, above the issue's 0.05; 3 is
-the smaller of the two values tried (3, 10) that brings it under (0.044), and it leaves the real sources'
-leave-one-source-out figures about where they were (docs/evals.md: chosen on the scripted gate, disclosed)."""
-LOOP_FLOOR = 0.95
-"""What the map must say, at least, to the plainest loop repeated 3 to 6 times (one call, the same arguments, the
-same result): the hard constraint is 0.9 (what tests/test_stagnation_fit.py checks); the fit gets a margin."""
-REPEAT_FLOOR = 0.6
-"""What it must say, at least, to a call repeated once with the same result, and to two or three calls cycling or
-one call with a fresh nonce (the same result each time): above the threshold's uncertain band (0.50 +- 0.05), so
-such a run is replanned, two turns of three agreeing, as the shipped map does, and not escalated to a person."""
-
-
-def _anchor_projection(calls: list[dict[str, Any]], result: str, text: str = "") -> Any:
-    from stopwise.guardian.guardian import Guardian
-    from stopwise.guardian.projection import project
-    from stopwise.messages import Message, Role, ToolCall, encode_tool_result
-
-    rows = [Message.user("Find the weather in Oslo for the trip.")]
-    for n, args in enumerate(calls):
-        call = ToolCall("lookup", dict(args), id=f"c{n}")
-        rows.append(Message(Role.ASSISTANT, text, (call,)))
-        rows.append(encode_tool_result(result, tool_call_id=call.id))
-    g = Guardian()
-    return project(
-        rows,
-        goal="Find the weather in Oslo for the trip.",
-        last_k=g.history_steps,
-        result_chars=g.result_chars,
-        max_chars=g.max_chars,
-    )
-
-
-def stagnation_anchors() -> list[tuple[str, Any, float]]:
-    """The hard constraints of the fit: (name, projection, the least p it must give). The plainest loop (one call
-    repeated with the same arguments and result, with or without the same words each turn) 3 to 6 times at
-    ``LOOP_FLOOR``; once repeated, and spins the repeat limit may not count (two or three calls alternating, a
-    fresh nonce each time), all answered with the same words, at ``REPEAT_FLOOR``."""
-    a, b, c = {"q": "oslo weather"}, {"q": "bergen weather"}, {"q": "tromso weather"}
-    out: list[tuple[str, Any, float]] = []
-    for text in ("", "Looking it up."):
-        for k in range(2, 7):
-            out.append(
-                (
-                    f"loop x{k} {text!r}",
-                    _anchor_projection([a] * k, "Oslo: 4 C, light rain", text),
-                    LOOP_FLOOR if k >= 3 else REPEAT_FLOOR,
-                )
-            )
-    for k in range(3, 7):
-        out.append((f"alternating x{k}", _anchor_projection(([a, b] * 4)[:k], "nothing new"), REPEAT_FLOOR))
-        out.append((f"cycling three x{k}", _anchor_projection(([a, b, c] * 3)[:k], "nothing new"), REPEAT_FLOOR))
-        nonces = [{"q": "oslo weather", "nonce": f"{i:032x}"} for i in range(k)]
-        out.append((f"fresh nonce x{k}", _anchor_projection(nonces, "nothing new"), REPEAT_FLOOR))
-    return out
-
-
-def _stagnation_rows(records: list[TraceRecord]) -> list[tuple[TraceRecord, dict[str, float]]]:
-    return [
-        (r, _EVALUATOR.stagnation_features(r.projection))
-        for r in records
-        if r.condition == "stagnation"
-        and r.projection is not None
-        and ((r.source.startswith("stopwise-trajectories/") and r.split == "train") or r.source in STAGNATION_TRAIN)
-    ]
-
-
-def fit_stagnation(
-    rows: list[tuple[TraceRecord, dict[str, float]]], names: list[str]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The stagnation map fitted on ``rows`` (records with their features): a logistic regression (L2,
-    ``STAGNATION_C``) whose weights keep the signs of ``STAGNATION_SIGN``, each group of records (the scripted runs
-    as one group weighing ``SCRIPTED_WEIGHT``, each real source as one weighing 1), subject to the hard constraints of
-    ``stagnation_anchors`` (each a linear bound on the log-odds). Returns the section and its ``fitted`` note.
-
-    Raises:
-        RuntimeError: the constrained fit did not converge, or an anchor is not met.
-    """
-    from scipy.optimize import minimize  # type: ignore[import-untyped]
-
-    x = np.array([[f.get(k, 0.0) for k in names] for _, f in rows])
-    y = np.array([float(bool(r.label)) for r, _ in rows])
-    groups = [_stagnation_group(r) for r, _ in rows]
-    sizes = {g: groups.count(g) for g in set(groups)}
-    share = {g: SCRIPTED_WEIGHT if g == "scripted" else 1.0 for g in sizes}
-    w = np.array([len(rows) * share[g] / (sum(share.values()) * sizes[g]) for g in groups])
-
-    def loss(theta: npt.NDArray[np.float64]) -> float:
-        z = x @ theta[1:] + theta[0]
-        return (
-            float(np.sum(w * (np.logaddexp(0.0, z) - y * z))) + float(theta[1:] @ theta[1:]) / (2 * STAGNATION_C)
-        ) / len(rows)
-
-    def grad(theta: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        z = x @ theta[1:] + theta[0]
-        p = 1.0 / (1.0 + np.exp(-z))
-        g = np.concatenate([[np.sum(w * (p - y))], x.T @ (w * (p - y))])
-        g[1:] += theta[1:] / STAGNATION_C
-        return g / len(rows)
-
-    anchors = [(name, _EVALUATOR.stagnation_features(proj), floor) for name, proj, floor in stagnation_anchors()]
-    a_rows = np.array([[1.0] + [f.get(k, 0.0) for k in names] for _, f, _ in anchors])
-    a_min = np.array([math.log(floor / (1 - floor)) for _, _, floor in anchors])
-    constraints = [{"type": "ineq", "fun": lambda t: a_rows @ t - a_min, "jac": lambda t: a_rows}]
-    bounds = [(None, None)] + [(None, 0.0) if STAGNATION_SIGN.get(k, 1.0) < 0 else (0.0, None) for k in names]
-    start = np.zeros(len(names) + 1)
-    result = minimize(
-        loss,
-        start,
-        jac=grad,
-        method="SLSQP",
-        bounds=bounds,
-        constraints=constraints,
-        options={"maxiter": 1000, "ftol": 1e-10},
-    )
-    theta = result.x
-    if not result.success or np.any(a_rows @ theta < a_min - 1e-6):
-        raise RuntimeError(f"stagnation fit: {result.message}; anchors {list(a_rows @ theta - a_min)}")
-    section = {
-        "bias": round(float(theta[0]), 4),
-        "weights": {k: round(float(v), 4) for k, v in zip(names, theta[1:], strict=True)},
-    }
-    note = {
-        "fit": f"logistic (L2, C={STAGNATION_C:g}), signs held (short_history <= 0, every other weight >= 0), "
-        f"each real source weighing the same in total and the scripted runs {SCRIPTED_WEIGHT:g} times that, "
-        f"the plainest loop 3-6 times at p >= {LOOP_FLOOR} and a repeat once, alternating, cycling and nonce "
-        f"spins at p >= {REPEAT_FLOOR} (hard constraints)",
-        "records": {g: sizes[g] for g in sorted(sizes)},
-        "positives": {g: int(sum(y[i] for i in range(len(rows)) if groups[i] == g)) for g in sorted(sizes)},
-    }
-    return section, note
-
-
-def _stagnation_group(record: TraceRecord) -> str:
-    return "scripted" if record.source.startswith("stopwise-trajectories/") else record.source
-
-
-def stagnation_held_out(
-    records: list[TraceRecord], scratch: Path
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]]:
-    """The map fitted on every train group, and each real train source scored by a map fitted without it
-    (leave-one-source-out). Only the train sources are scored: the fresh source is scored once, apart."""
-    rows = _stagnation_rows(records)
-    names = sorted({k for _, f in rows for k in f} | {"exact_loop", "text_loop"})
-    section, note = fit_stagnation(rows, names)
-    base = json.loads(SHIPPED.read_text(encoding="utf-8"))
-    table: dict[str, dict[str, Any]] = {}
-    for source in STAGNATION_TRAIN:
-        left, _ = fit_stagnation([(r, f) for r, f in rows if r.source != source], names)
-        scratch.write_text(json.dumps(base | {"stagnation": left}), encoding="utf-8")
-        evaluator = RuleEvaluator(coefficients=load_coefficients(scratch))
-        scored = score([r for r in records if r.source == source and r.condition == "stagnation"], evaluator)
-        table.update(scored)
-    return section, note, table
-
-
-TAGS = {"risk": "r", OPEN: "o", "stagnation": "s"}
+TAGS = {"risk": "r", OPEN: "o"}
 
 
 def _rounded(value: Any) -> Any:
@@ -433,17 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = HERE / ".fit_scratch.json"
     try:
         for section in args.section or list(TAGS):
-            if section == "stagnation":
-                data, notes_s, table = stagnation_held_out(records, scratch)
-                for key, row in table.items():
-                    print(f"left out: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT[:8]))
-                print(json.dumps(data))
-                value = data
-                notes = {
-                    "stagnation": notes_s
-                    | {"heldout": {k: {m: _rounded(row[m]) for m in _KEPT[:8]} for k, row in table.items()}}
-                }
-            elif section == "risk":
+            if section == "risk":
                 table = risk_held_out(records, _h1_base(scratch), scratch)
                 for key, row in table.items():
                     print(f"held out: {key}: " + ", ".join(f"{m} {fmt(row[m])}" for m in _KEPT[:8]))
@@ -476,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                     },
                 }
             if not args.dry_run:
-                splice(value if section == OPEN else {section: value}, notes, TAGS[section])  # type: ignore[arg-type]
+                splice(value if section == OPEN else {section: value}, notes, TAGS[section])
     finally:
         scratch.unlink(missing_ok=True)
     return 0

@@ -20,8 +20,7 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
   whether the latest call's arguments carry an identifier from an earlier result;
 - ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
-  streaks; an exact repeat returning a result seen before (a loop) apart; an empty result (``[]``, ``{}``,
-  blank) of a call not made before is no sign by itself.
+  streaks.
 
 Every signal is a number; each condition's numbers go through a logistic map whose coefficients are package data
 (``stopwise/guardian/data/rule_coefficients.json``, versioned), so a calibration run can refit them without
@@ -512,11 +511,6 @@ class _TextFacts:
         return bool(_EMPTY_RESULT.match(self._head))
 
     @property
-    def nothing(self) -> bool:
-        """The result holds nothing: blank or an empty JSON value (``[]``, ``{}``, ``null``, ``""``)."""
-        return self.normal in _NOTHING
-
-    @property
     def looks_failed(self) -> bool:
         return bool(_FAILED_RESULT.match(self._head))
 
@@ -705,7 +699,7 @@ class RuleEvaluator:
         if not earlier:
             earlier, recent = steps[:1], steps[1:]
         seen = self._seen(earlier, {c.tool for s in recent for c in s.calls})
-        exact = near = calls = loops = 0
+        exact = near = calls = 0
         stale = masked_stale = 0
         texts = stale_texts = stale_steps = 0
         threshold = self.coefficients.near_jaccard
@@ -714,26 +708,14 @@ class RuleEvaluator:
             for c in s.calls:
                 calls += 1
                 prior = seen.args_by_tool.get(c.tool, ())
-                facts = self._facts(c.result)
-                seen_result = facts.normal in seen.results
                 # Dict equality ignores key order, so two identical calls match however their arguments were sent.
-                repeated = True
                 if any(c.args == a for a in prior):
                     exact += 1
-                    # The plainest loop: the same call again, answered with what was already seen.
-                    loops += seen_result
                 elif any(_near(c.args, a, threshold) for a in prior):
                     near += 1
-                else:
-                    repeated = False
-                if facts.nothing and not repeated:
-                    # A new call whose result holds nothing (``[]``, ``{}``, blank) has answered its query: no
-                    # such item. By itself that is no sign of a stuck run (real agents look up, find none, and
-                    # answer); the same empty result for a repeated call is standing still.
-                    step_new = True
-                elif seen_result or facts.nothing or facts.empty:
-                    # A result seen before, or one saying in words that nothing was found ("could not find
-                    # [X]"), adds no information, whatever the query was.
+                facts = self._facts(c.result)
+                # A result that says nothing was found adds no information, whatever the query was.
+                if facts.normal in seen.results or facts.empty:
                     stale += 1
                 else:
                     # A result that differs only in numbers may still be news (a progress count): it makes
@@ -756,16 +738,14 @@ class RuleEvaluator:
         }
         if calls:
             features["exact_repeat"] = exact / calls
-            features["exact_loop"] = loops / calls
             features["near_repeat"] = near / calls
             features["stale_results"] = stale / calls
             features["stale_masked"] = masked_stale / calls
+        else:
+            # A text-only stretch adds information only through what the agent says.
+            features["no_calls"] = 1.0
         if texts:
             features["stale_text"] = stale_texts / texts
-            if not calls and stale_texts:
-                # Words said before, and no call: talking in circles, the text-only loop. A stretch without calls
-                # is no sign by itself (an agent answering after its calls writes one), nor are new words.
-                features["text_loop"] = 1.0
         features["error_streak"] = min(_error_streak(steps, self._failed), 3) / 3
         return features
 
@@ -1151,8 +1131,6 @@ _EMPTY_RESULT = re.compile(
 )
 """A search that came back empty-handed, said in words. An empty text, ``[]`` or ``{}`` is not enough: a write
 that succeeds often returns nothing."""
-_NOTHING = frozenset(("", "[]", "{}", "null", "none", '""', "[ ]", "{ }"))
-"""Results that hold nothing, as ``_TextFacts.normal`` writes them."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
 
 
