@@ -29,7 +29,9 @@ Sources, by condition:
   and the held-out domains' ``workbench/heldout-cutoffs``): the last state of a run LangChain cut off at its
   iteration or time limit against the state before the answer of a drawn run that ended on one; and ReAct on
   WebShop (``webshop/react``, held out, every run): the last state of a run cut off at the 15-action cap against
-  the state before a run's purchase.
+  the state before a run's purchase; and (held out, built for the stagnation refit before any map scored it)
+  ABP + Claude on Online-Mind2Web (``abp/online-mind2web``, every run): the last state of a browser run cut off at
+  its turn limit against the state before a run's answer (``_real_abp``).
 
 Runs are converted to the rows a stopwise run logs (a user goal, assistant rows with tool calls, tool results) and
 projected with the guardian's defaults (``Guardian().history_steps``, ``result_chars``, ``max_chars``), so a
@@ -61,6 +63,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "realset.jsonl"
 sys.path.insert(0, str(HERE))
 
+import _real_abp  # noqa: E402
 import _real_webshop  # noqa: E402
 import _real_workbench  # noqa: E402
 from build_devset import messages_of  # noqa: E402
@@ -248,6 +251,13 @@ SOURCES = {
             _real_webshop.COMMIT,
             "MIT",
             "test",  # held out: added after every rule was chosen, scored once (see docs/evals.md)
+        ),
+        Source(
+            "abp/online-mind2web",
+            _real_abp.REPO,
+            _real_abp.COMMIT,
+            "MIT",
+            "test",  # stagnation only: the refit candidate's fresh source, built before any map scored it
         ),
     )
 }
@@ -928,6 +938,33 @@ def webshop_goal_records(source: Source, found: list[_real_webshop.Episode]) -> 
         )
 
 
+# ABP + Claude on Online-Mind2Web: a browser agent on live websites; _real_abp reads each task's result.json. Its
+# actions returned screenshots only, so every call's result is empty.
+
+
+def abp_records(source: Source, repo: Repo) -> Iterator[TraceRecord]:
+    """Stagnation only (a proxy, as ``hotpotqa/react``'s, said so in ``kind``), every run, no draw: the last
+    state of a run the harness cut off at its turn limit (``error_max_turns``: true) against the state before the
+    answer of a run that submitted one (``success``: false, whatever a grader later said of the answer); none for a
+    run with no action. The task is the goal. Held out: fresh for the stagnation refit (docs/evals.md)."""
+    assert source.commit == _real_abp.COMMIT
+    for path in sorted(p for p in repo.files(_real_abp.RUNS) if p.endswith("/result.json")):
+        run = _real_abp.run_of(repo.read(path))
+        if not run.actions:
+            continue
+        turns: list[Turn] = [(a.thought, a.tool, a.args, "", False) for a in run.actions]
+        yield run_record(
+            source,
+            run.task_id,
+            "stagnation",
+            run.cut_off,
+            "proxy_halted_at_cap" if run.cut_off else "proxy_before_answer",
+            state_of(run.task, turns, None),
+            path,
+            outcome="cut_off" if run.cut_off else "answered",
+        )
+
+
 RUN_READERS = {
     "swe/mini-swe-agent": swe_records,
     "hotpotqa/react": react_records,
@@ -946,6 +983,7 @@ RUN_READERS = {
     "workbench/heldout3": workbench_records,
     STUCK_SOURCE: workbench_records,
     "webshop/react": webshop_records,
+    "abp/online-mind2web": abp_records,
 }
 
 

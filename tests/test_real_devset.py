@@ -25,6 +25,7 @@ from stopwise.messages import Message, Role, ToolCall, encode_tool_result, error
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "evals"))
 
+import _real_abp  # noqa: E402
 import _real_webshop  # noqa: E402
 import _real_workbench  # noqa: E402
 import build_realset  # noqa: E402
@@ -765,6 +766,63 @@ def test_the_webshop_stagnation_records_are_every_cut_off_run_against_every_run_
         if key in goal:  # a bought run's state before its purchase: the finished state less the purchase
             assert r.projection.steps == goal[key].projection.steps and goal[key].projection.final is not None
     assert made["fixed_1"].label is False and made["fixed_1"].projection.steps[-1].calls[0].tool == "click"
+
+
+def test_the_abp_stagnation_source_is_held_out_pinned_and_holds_every_run_cut_off_or_answered(
+    records: list,  # type: ignore[type-arg]
+) -> None:
+    made = [r for r in records if r.source == "abp/online-mind2web"]
+    source = build_realset.SOURCES["abp/online-mind2web"]
+    assert (source.repo, source.commit, source.split) == (_real_abp.REPO, _real_abp.COMMIT, "test")
+    # Every run, none drawn: 37 cut off at the harness's turn limit, 264 that submitted an answer; stagnation only.
+    assert (len(made), sum(bool(r.label) for r in made)) == (301, 37)
+    assert {(r.condition, r.label, r.kind, r.extra["outcome"]) for r in made} == {
+        ("stagnation", True, "proxy_halted_at_cap", "cut_off"),
+        ("stagnation", False, "proxy_before_answer", "answered"),
+    }
+    for r in made:
+        assert r.projection.final is None  # the answer is not in the state
+        assert r.extra["provenance"].endswith("/result.json")
+        # The actions returned screenshots only: no result text reaches a state.
+        assert all(c.result == "" for s in r.projection.steps for c in s.calls)
+
+
+def test_an_abp_run_becomes_its_actions_as_calls_with_one_turns_words_on_its_first_action() -> None:
+    record = {
+        "task_id": "t1",
+        "task": "Find a flight.",
+        "result_status": "error_max_turns",
+        "final_result_response": "",
+        "action_history": [
+            "Navigate to https://air.example/",
+            "Click at (600, 475)",
+            'Type "Oslo"',
+            "Press ENTER",
+            "Scroll (delta_x=0, delta_y=-400)",
+            "Select picker sp_4 -> Select option(s) [211]",
+        ],
+        "thoughts": ["", "I see a search box.", "I see a search box.", "I see a search box.", "Results.", "Sort."],
+    }
+    run = _real_abp.run_of(json.dumps(record))
+    assert run.cut_off and run.task == "Find a flight."
+    assert [(a.thought, a.tool, a.args) for a in run.actions] == [
+        ("", "navigate", {"url": "https://air.example/"}),
+        ("I see a search box.", "click", {"x": 600, "y": 475}),
+        ("", "type", {"text": "Oslo"}),
+        ("", "press", {"key": "ENTER"}),
+        ("Results.", "scroll", {"delta_x": 0, "delta_y": -400}),
+        ("Sort.", "select", {"action": "Select picker sp_4 -> Select option(s) [211]"}),
+    ]
+
+
+def test_an_abp_record_with_an_unknown_status_or_unpaired_thoughts_is_refused() -> None:
+    base = {"task_id": "t", "task": "x", "result_status": "success", "action_history": ["Navigate back"]}
+    with pytest.raises(_real_abp.RunError, match="1 actions against 0 thoughts"):
+        _real_abp.run_of(json.dumps(base | {"thoughts": []}))
+    with pytest.raises(_real_abp.RunError, match="unknown status"):
+        _real_abp.run_of(json.dumps(base | {"thoughts": [""], "result_status": "timeout"}))
+    with pytest.raises(_real_abp.RunError, match="no 'thoughts'"):
+        _real_abp.run_of(json.dumps(base))
 
 
 def test_a_webshop_run_cut_off_is_stuck_at_its_last_call_and_one_that_bought_is_not_before_it() -> None:
