@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stopwise._cli._common import UsageError, existing_db, settle_command
+from stopwise._cli._common import UsageError, existing_db, interrupted, settle_command
 from stopwise._load import LoadError, load_agent
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
@@ -100,6 +100,8 @@ def retry(db: str, target: str, session: str, message: str | None) -> int:
         result = asyncio.run(go())
     except (RetryNotAllowed, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise interrupted(session, target, path) from None
     return print_outcome(result, path, target, sys.stdout)
 
 
@@ -183,6 +185,8 @@ def _settle(db: str, target: str, session: str, decisions: Mapping[str, Approval
         result = asyncio.run(go())
     except (ApprovalError, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise interrupted(session, target, path) from None
     return print_outcome(result, path, target, sys.stdout)
 
 
