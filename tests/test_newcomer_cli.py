@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests._cli_fixtures import stopwise_cmd
 
 REPO = Path(__file__).resolve().parent.parent
