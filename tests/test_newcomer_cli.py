@@ -231,3 +231,33 @@ def test_a_log_or_directory_that_cannot_be_written_is_named_before_sqlite_fails(
         assert _digest(shelf / "log.db") == before
     finally:
         shelf.chmod(0o755)
+
+
+def test_importing_an_example_runs_nothing_so_stopwise_run_can_load_its_agent(tmp_path: Path) -> None:
+    # The scale examples used to run their whole demo (or parse sys.argv, or exit) when imported, so
+    # `stopwise run examples/scale_sqlite.py:agent` first ran twenty runs. mcp_notes_server.py is a server process
+    # that the MCP example starts: it is a script only.
+    examples = sorted(p for p in (REPO / "examples").glob("*.py") if p.name != "mcp_notes_server.py")
+    importer = (
+        "import contextlib, io, runpy, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
+        "        runpy.run_path(path, run_name='imported')\n"
+        "    print(path, repr(out.getvalue()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", importer, *map(str, examples)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"{path} ''" for path in examples]
+
+    ran = stopwise_cmd("run", f"{REPO / 'examples' / 'scale_sqlite.py'}:agent", "Count.", "--db", "x.db", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[:2] == ["step 1: continue", "step 2: continue"]
+    assert "output: counted to 3" in ran.stdout
