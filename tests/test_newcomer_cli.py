@@ -106,6 +106,24 @@ def test_another_programs_sqlite_database_is_refused_and_left_byte_for_byte_unto
     assert not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists()
 
 
+@pytest.mark.parametrize("command", [["replay"], ["guardian", "stats"], ["serve"]])
+def test_a_refused_positional_db_is_named_as_given_not_as_a_db_flag(tmp_path: Path, command: list[str]) -> None:
+    with sqlite3.connect(tmp_path / "app.db") as conn:
+        conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.close()
+    for db, problem in (("missing.db", "no such file"), ("app.db", "not a stopwise log")):
+        err = _one_error_line(stopwise_cmd(*command, db, cwd=tmp_path), command[0])
+        assert err.startswith(f"stopwise {command[0]}: error: {db}: {problem}"), err
+
+
+def test_expire_with_neither_a_session_nor_all_says_what_to_give(tmp_path: Path) -> None:
+    (tmp_path / "log.db").touch()
+    err = _one_error_line(stopwise_cmd("expire", "--db", "log.db", cwd=tmp_path), "expire")
+    assert err == (
+        "stopwise expire: error: name the SESSION whose suspended run to end, or give --all for every one in the log\n"
+    )
+
+
 def test_a_stopwise_log_and_an_empty_file_are_still_accepted(tmp_path: Path, agent_file: Path) -> None:
     (tmp_path / "interrupted-once").touch()  # the agent then runs to the end
     (tmp_path / "empty.db").touch()  # `touch log.db` first is a plausible habit: stopwise writes its schema there

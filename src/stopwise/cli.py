@@ -537,7 +537,7 @@ async def _tally_db(path: Path, run_id: str | None) -> Tally:
 
 
 def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
-    path = _existing_db(db)
+    path = _existing_db(db, positional=True)
     override = None
     if policy_file is not None:
         try:
@@ -572,7 +572,7 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
 
 
 def _guardian_stats(db: str, run_id: str | None) -> int:
-    path = _existing_db(db)
+    path = _existing_db(db, positional=True)
     tally = asyncio.run(_tally_db(path, run_id))
     count = sum(tally.outcomes.values())
     if not count:

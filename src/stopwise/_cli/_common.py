@@ -45,16 +45,16 @@ _STOPWISE_TABLES = frozenset({"sessions", "runs", "log"})
 """Tables every stopwise SQLite log has, from its first schema version on."""
 
 
-def existing_db(db: str) -> Path:
-    """``--db`` of a command that reads (or continues) a log: a file that exists, is a stopwise log, and can be
-    opened. ``UsageError`` naming the problem otherwise, before the store opens it (and so before anything is
-    written to it)."""
-    path = Path(db)
+def existing_db(db: str, *, positional: bool = False) -> Path:
+    """``--db`` (or, ``positional``, the ``DB`` argument) of a command that reads or continues a log: a file that
+    exists, is a stopwise log, and can be opened. ``UsageError`` naming the problem otherwise, before the store
+    opens it (and so before anything is written to it)."""
+    path, named = Path(db), db if positional else f"--db {db}"
     if not path.exists():
-        raise UsageError(f"--db {db}: no such file")
+        raise UsageError(f"{named}: no such file")
     if not path.is_file():
-        raise UsageError(f"--db {db}: not a file")
-    _check_log(path, db)
+        raise UsageError(f"{named}: not a file")
+    _check_log(path, named)
     return path
 
 
@@ -68,7 +68,7 @@ def writable_db(db: str) -> Path:
     if not parent.is_dir():
         raise UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
     if path.exists():
-        _check_log(path, db)
+        _check_log(path, f"--db {db}")
     elif not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"--db {db}: cannot create it: directory {str(parent)!r} is not writable")
     return path
@@ -84,7 +84,7 @@ def output_file(out: str, flag: str) -> Path:
     return target
 
 
-def _check_log(path: Path, db: str) -> None:
+def _check_log(path: Path, named: str) -> None:
     """Refuse, before the store touches it, an existing file stopwise must not open: another program's SQLite
     database (opening it would add stopwise's tables to it and switch it to WAL), and a log this process cannot
     write (SQLite opens a WAL log for writing even to read it). A file that is not SQLite at all, or written by a
@@ -93,18 +93,18 @@ def _check_log(path: Path, db: str) -> None:
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise UsageError(
-            f"--db {db}: not a stopwise log: an SQLite database of another program (tables: {shown}); nothing "
+            f"{named}: not a stopwise log: an SQLite database of another program (tables: {shown}); nothing "
             "was written to it: give stopwise a file of its own"
         )
     if not os.access(path, os.R_OK | os.W_OK):
         raise UsageError(
-            f"--db {db}: the file is not writable by this user; stopwise opens its log for writing, even to read "
+            f"{named}: the file is not writable by this user; stopwise opens its log for writing, even to read "
             "it: copy it to a directory of your own"
         )
     sidecars = [Path(f"{path}-wal"), Path(f"{path}-shm")]
     if not os.access(path.parent, os.W_OK | os.X_OK) and not all(os.access(s, os.W_OK) for s in sidecars):
         raise UsageError(
-            f"--db {db}: directory {str(path.parent)!r} is not writable, and SQLite needs to create the log's "
+            f"{named}: directory {str(path.parent)!r} is not writable, and SQLite needs to create the log's "
             "-wal and -shm files beside it, even to read it: copy the file to a directory of your own"
         )
 

@@ -149,8 +149,10 @@ async def _origin(store: Store, session_id: str) -> ForkRecord:
 def expire(db: str, session: str | None, *, every: bool, now: float | None) -> int:
     """End ``session``'s suspended run (or, with ``every``, each one in the log) whose approvals expired; one line
     per run ended or skipped."""
-    if every == (session is not None):
+    if every and session is not None:
         raise UsageError("name a SESSION or give --all, not both")
+    if not every and session is None:
+        raise UsageError("name the SESSION whose suspended run to end, or give --all for every one in the log")
     path = existing_db(db)
 
     async def go() -> ExpirySweep:
