@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Interrupts itself once, as a user pressing Ctrl-C would, while the second step's tool runs: the first step is
 # committed by then. The model answers from the history alone, so a retry in another process goes on from it.
 INTERRUPTED = '''
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -32,12 +33,13 @@ from stopwise.messages import Role
 
 
 @tool
-def look(page: int) -> str:
+async def look(page: int) -> str:
     """Read a page."""
     marker = Path("interrupted-once")
     if page == 2 and not marker.exists():
         marker.write_text("yes")
         os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.Event().wait()  # never set: the interrupt lands here, whatever the timing
     return f"page {page}: nothing"
 
 
@@ -279,3 +281,53 @@ def test_importing_an_example_runs_nothing_so_stopwise_run_can_load_its_agent(tm
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines()[:2] == ["step 1: continue", "step 2: continue"]
     assert "output: counted to 3" in ran.stdout
+
+
+# Interrupts itself once, while the approved refund runs (after the approval, before its result is committed).
+INTERRUPTED_APPROVAL = '''
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from stopwise import Agent, FunctionModel, Reply, ToolCall, tool
+from stopwise.messages import Role
+
+
+@tool(needs_approval=True)
+async def refund(order: str) -> str:
+    """Refund an order."""
+    marker = Path("interrupted-once")
+    if not marker.exists():
+        marker.write_text("yes")
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.Event().wait()  # never set: the interrupt lands here, whatever the timing
+    return f"refunded {order}"
+
+
+def _model(request):
+    results = [m for m in request.messages if m.role is Role.TOOL]
+    if not results:
+        return Reply(tool_calls=(ToolCall("refund", {"order": "A-1"}, id="r1"),))
+    return "Done: " + results[-1].content
+
+
+refunder = Agent(name="refunder", model=FunctionModel(_model), tools=(refund,))
+'''
+
+
+def test_ctrl_c_during_an_approved_call_points_at_the_approval_the_run_still_waits_for(tmp_path: Path) -> None:
+    # `stopwise retry` would refuse a suspended run: the hint follows what the log says, not the command's name.
+    (tmp_path / "refunds.py").write_text(INTERRUPTED_APPROVAL, encoding="utf-8")
+    assert stopwise_cmd("run", "refunds.py:refunder", "Refund A-1.", "--db", "log.db", cwd=tmp_path).returncode == 1
+    session = _sessions(tmp_path / "log.db")[0]
+
+    proc = stopwise_cmd("approve", session, "r1", "--agent", "refunds.py:refunder", "--db", "log.db", cwd=tmp_path)
+
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr
+    assert proc.stderr == (
+        "stopwise approve: interrupted; the run still waits for approval; settle it with: "
+        f"stopwise approve|reject|terminate {session} CALL... --agent refunds.py:refunder --db log.db\n"
+    )
+    again = stopwise_cmd("approve", session, "r1", "--agent", "refunds.py:refunder", "--db", "log.db", cwd=tmp_path)
+    assert again.returncode == 0 and "output: Done: refunded A-1" in again.stdout

@@ -3,11 +3,14 @@ settles a suspended run."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import sqlite3
 from pathlib import Path
 
+from stopwise.errors import StoreError
+from stopwise.result import RunStatus
 from stopwise.store._schema import LATEST
 from stopwise.store.base import RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
@@ -151,8 +154,25 @@ def settle_command(session: str, target: str, path: Path | None) -> str:
 
 
 def interrupted(session: str, target: str, path: Path) -> Interrupted:
-    """Ctrl-C while ``session``'s run went on: the run is recorded as cancelled (or, killed harder, left running),
-    and ``stopwise retry`` continues either from its last committed step; the hint is that command, with the agent
-    ``target`` and the log ``path``, each quoted for a POSIX shell."""
+    """Ctrl-C while ``session``'s run went on (with the agent ``target``, on the log ``path``): the hint is the
+    command that goes on from where the log says the run now stands, read back from it. A run recorded as
+    cancelled (or left running) is continued by ``stopwise retry``; one still suspended (Ctrl-C during the calls
+    an approval let run, before their results committed) waits for its decisions again."""
+    try:
+        status = asyncio.run(_last_status(path, session))
+    except (StoreError, sqlite3.Error, OSError):
+        status = None
+    if status is RunStatus.SUSPENDED:
+        return Interrupted(f"the run still waits for approval; settle it with: {settle_command(session, target, path)}")
+    if status is None or status is RunStatus.COMPLETED:
+        return Interrupted(
+            f"see where the run stands: stopwise show {shlex.quote(session)} --db {shlex.quote(str(path))}"
+        )
     command = f"stopwise retry {shlex.quote(target)} {shlex.quote(session)} --db {shlex.quote(str(path))}"
     return Interrupted(f"what was committed is kept; continue with: {command}")
+
+
+async def _last_status(path: Path, session: str) -> RunStatus | None:
+    async with SQLiteStore(path) as store:
+        runs = await store.list_runs(session)
+    return runs[-1].status if runs else None
