@@ -147,6 +147,15 @@ def test_an_option_the_subcommand_does_not_have_is_that_subcommands_usage_error(
     assert nested.stderr.splitlines()[-1] == "stopwise guardian stats: error: unrecognized arguments: --since 1d"
 
 
+@pytest.mark.parametrize(("given", "problem"), [((), ""), (("--bogus",), "; unrecognized arguments: --bogus")])
+def test_no_command_says_to_give_one_and_names_an_unknown_option(
+    tmp_path: Path, given: tuple[str, ...], problem: str
+) -> None:
+    proc = stopwise_cmd(*given, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == f"stopwise: error: give a COMMAND (stopwise -h lists them){problem}"
+
+
 def test_report_into_a_directory_names_the_flag_and_the_problem(tmp_path: Path, agent_file: Path) -> None:
     stopwise_cmd("run", "agents.py:reader", "Read.", "--db", "log.db", cwd=tmp_path)
     session = _sessions(tmp_path / "log.db")[0]

@@ -259,6 +259,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; an option the subcommand does not know is a usage error of that subcommand (its usage line
     and its name), not of ``stopwise`` as a whole."""
     parser = _parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    if not any(not arg.startswith("-") for arg in given) and not {"-h", "--help", "--version"} & set(given):
+        # argparse would only say that COMMAND is required, never which option it did not know
+        unknown = f"; unrecognized arguments: {' '.join(given)}" if given else ""
+        parser.error(f"give a COMMAND (stopwise -h lists them){unknown}")
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         sub = _subparser(parser, args.command)
