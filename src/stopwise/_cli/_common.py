@@ -21,8 +21,8 @@ __all__ = [
     "UsageError",
     "existing_db",
     "find_run",
-    "output_file",
     "interrupted",
+    "output_file",
     "settle_command",
     "writable_db",
 ]
