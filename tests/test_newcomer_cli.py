@@ -340,3 +340,14 @@ def test_ctrl_c_during_an_approved_call_points_at_the_approval_the_run_still_wai
     )
     again = stopwise_cmd("approve", session, "r1", "--agent", "refunds.py:refunder", "--db", "log.db", cwd=tmp_path)
     assert again.returncode == 0 and "output: Done: refunded A-1" in again.stdout
+
+
+def test_a_run_id_replay_lists_is_one_show_finds(tmp_path: Path) -> None:
+    # replay printed the first 12 characters of each run id, which no other command accepts.
+    assert stopwise_cmd("demo", "--db", "demo.db", cwd=tmp_path).returncode == 0
+    (tmp_path / "strict.json").write_text('{"conditions": {"stagnation": {"threshold": 0.999}}}', encoding="utf-8")
+    flips = stopwise_cmd("replay", "demo.db", "--policy", "strict.json", cwd=tmp_path)
+    assert flips.returncode == 0 and "would flip" in flips.stdout, flips.stderr
+    run_id = flips.stdout.splitlines()[3].split()[0]
+    shown = stopwise_cmd("show", run_id, "--db", "demo.db", cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"run {run_id} "), shown.stderr

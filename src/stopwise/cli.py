@@ -568,7 +568,7 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
     else:
         print(f"replayed {count} decisions under {policy_file}: {len(flips)} would flip")
     rows = [
-        [f.run_id[:12], str(f.step), f.kind, f.call_id or "", f.recorded.value, f.replayed.value, _shorten(f.reason)]
+        [f.run_id, str(f.step), f.kind, f.call_id or "", f.recorded.value, f.replayed.value, _shorten(f.reason)]
         for f in flips
     ]
     if rows:
