@@ -351,3 +351,14 @@ def test_a_run_id_replay_lists_is_one_show_finds(tmp_path: Path) -> None:
     run_id = flips.stdout.splitlines()[3].split()[0]
     shown = stopwise_cmd("show", run_id, "--db", "demo.db", cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout.startswith(f"run {run_id} "), shown.stderr
+
+
+def test_runs_reads_the_log_stopwise_run_writes_by_default(tmp_path: Path, agent_file: Path) -> None:
+    # show, report, retry and the others default to stopwise.db; runs alone required --db.
+    (tmp_path / "interrupted-once").touch()
+    assert stopwise_cmd("run", "agents.py:reader", "Read.", cwd=tmp_path).returncode == 0
+    listed = stopwise_cmd("runs", cwd=tmp_path)
+    assert listed.returncode == 0 and re.search(r"\breader\s+completed\s+final_answer\s+4\b", listed.stdout), listed
+    (tmp_path / "elsewhere").mkdir()
+    err = _one_error_line(stopwise_cmd("runs", cwd=tmp_path / "elsewhere"), "runs")
+    assert err == "stopwise runs: error: --db stopwise.db: no such file\n"

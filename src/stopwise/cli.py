@@ -88,7 +88,13 @@ def _parser() -> argparse.ArgumentParser:
             "Exit code 1 when there are no runs."
         ),
     )
-    runs.add_argument("--db", metavar="PATH", required=True, help="an existing SQLite file written by stopwise")
+    runs.add_argument(
+        "--db",
+        metavar="PATH",
+        default=DEFAULT_DB,
+        help=f"an existing SQLite file written by stopwise (default: {DEFAULT_DB} in this directory, where "
+        "stopwise run writes)",
+    )
     runs.add_argument(
         "--session",
         metavar="ID",
@@ -262,8 +268,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     given = list(sys.argv[1:] if argv is None else argv)
     if not any(not arg.startswith("-") for arg in given) and not {"-h", "--help", "--version"} & set(given):
         # argparse would only say that COMMAND is required, never which option it did not know
-        unknown = f"; unrecognized arguments: {' '.join(given)}" if given else ""
-        parser.error(f"give a COMMAND (stopwise -h lists them){unknown}")
+        named = f"; unrecognized arguments: {' '.join(given)}" if given else ""
+        parser.error(f"give a COMMAND (stopwise -h lists them){named}")
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         sub = _subparser(parser, args.command)
