@@ -201,14 +201,7 @@ def test_ctrl_c_mid_run_exits_130_keeps_the_committed_step_and_prints_the_comman
     assert re.search(r"\breader\s+cancelled\s+cancelled\s+1\s+cancelled$", listed.stdout, re.M), listed.stdout
 
     # The printed command, run as printed, continues from step 1: pages 2 and 3 are read once each, not again.
-    again = subprocess.run(
-        [sys.executable, "-m", "stopwise", *shlex.split(match.group(1))[1:]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-    )
+    again = stopwise_cmd(*shlex.split(match.group(1))[1:], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "output: Read three pages." in again.stdout
     shown = stopwise_cmd("show", session, "--db", "log.db", "--json", cwd=tmp_path).stdout
