@@ -107,9 +107,10 @@ async def main(dsn: str | None, executor_id: str, folder: Path) -> None:
         await store.close()
 
 
-parser = argparse.ArgumentParser()
-parser.add_argument("dsn", nargs="?", help="PostgreSQL for DBOS and the log (default: SQLite files, one process)")
-parser.add_argument("--executor-id", default="example-worker")
-args = parser.parse_args()
-with tempfile.TemporaryDirectory() as tmp:
-    asyncio.run(main(args.dsn, args.executor_id, Path(tmp)))
+if __name__ == "__main__":  # importing the file runs nothing and reads no arguments
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dsn", nargs="?", help="PostgreSQL for DBOS and the log (default: SQLite files, one process)")
+    parser.add_argument("--executor-id", default="example-worker")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(main(args.dsn, args.executor_id, Path(tmp)))

@@ -42,6 +42,7 @@ async def main(dsn: str) -> None:
         print(f"{record.session_id}: {record.status}, {record.completion_reason}, {record.steps} steps")
 
 
-if len(sys.argv) != 2:
-    sys.exit('usage: python examples/scale_postgres.py "host=... port=... dbname=... user=..."')
-asyncio.run(main(sys.argv[1]))
+if __name__ == "__main__":  # importing the file runs nothing and reads no arguments
+    if len(sys.argv) != 2:
+        sys.exit('usage: python examples/scale_postgres.py "host=... port=... dbname=... user=..."')
+    asyncio.run(main(sys.argv[1]))

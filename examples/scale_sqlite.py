@@ -38,5 +38,6 @@ async def main(path: Path) -> None:
     await store.close()
 
 
-with tempfile.TemporaryDirectory() as folder:
-    asyncio.run(main(Path(folder) / "agents.db"))
+if __name__ == "__main__":  # importing the file (stopwise run examples/scale_sqlite.py:agent) runs nothing
+    with tempfile.TemporaryDirectory() as folder:
+        asyncio.run(main(Path(folder) / "agents.db"))

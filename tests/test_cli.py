@@ -243,11 +243,12 @@ def test_runs_on_a_newer_schema_is_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(stopwise_cmd("runs", "--db", str(db), "--session", "s"), "schema version 999")
 
 
-def test_runs_requires_db(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["runs"])
-    assert exc.value.code == 2
-    assert "--db" in capsys.readouterr().err
+def test_runs_without_db_reads_stopwise_db_and_names_it_when_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # as show, report and retry do, runs reads the log stopwise run writes by default
+    assert main(["runs"]) == 2
+    assert capsys.readouterr().err == "stopwise runs: error: --db stopwise.db: no such file\n"
 
 
 def test_runs_without_session_lists_the_latest_sessions(

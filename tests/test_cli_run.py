@@ -115,7 +115,7 @@ def test_a_run_that_fails_exits_1_and_prints_the_error(
     [
         ("missing.py:agent", "missing.py: no such file"),
         ("agents.py:nope", "agents.py has no attribute 'nope'"),
-        ("agents.py:not_an_agent", "agents.py:not_an_agent is a int, expected an Agent"),
+        ("agents.py:not_an_agent", "agents.py:not_an_agent is of type int, expected an Agent"),
         ("agents.py", "expected FILE.py:NAME"),
         ("broken.py:agent", "importing broken.py raised ZeroDivisionError: division by zero"),
         ("keyless.py:agent", "keyless.py: model: unknown provider 'nowhere'"),

@@ -692,7 +692,7 @@ def test_an_agent_file_over_the_size_limit_is_refused_before_it_is_compiled(
         ("syntax.py", "def f(:\n", "importing syntax.py raised SyntaxError: "),
         ("binary.py", b"\x00\xff\xfe" * 1000, "importing binary.py raised SyntaxError: "),
         ("empty.py", "", "empty.py has no attribute 'agent'"),
-        ("other.py", "agent = 1\n", "other.py:agent is a int, expected an Agent"),
+        ("other.py", "agent = 1\n", "other.py:agent is of type int, expected an Agent"),
         ("escapes.py", "raise ValueError('\\x1b[2J\\u202e')\n", "ValueError: \\x1b[2J\\u202e"),
     ],
 )

@@ -48,10 +48,19 @@ def load_agent(target: str) -> Agent:
     try:
         value = getattr(module, name)
     except AttributeError:
-        raise LoadError(f"{file} has no attribute {name!r}") from None
+        raise LoadError(f"{file} has no attribute {name!r}; {_agents_in(module)}") from None
     if not isinstance(value, Agent):
-        raise LoadError(f"{target} is a {type(value).__name__}, expected an Agent")
+        raise LoadError(f"{target} is of type {type(value).__name__}, expected an Agent; {_agents_in(module)}")
     return value
+
+
+def _agents_in(module: object) -> str:
+    """Which names of the module are Agents, for a message that helps the user pick one."""
+    names = sorted(key for key, value in vars(module).items() if isinstance(value, Agent))
+    if not names:
+        # the usual cause: the agent is built inside a function or under ``if __name__ == "__main__":``
+        return "it defines no Agent at module level (one made inside a function is not seen)"
+    return "its Agents: " + ", ".join(names)
 
 
 def with_model(agent: Agent, spec: str) -> Agent:

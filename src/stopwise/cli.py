@@ -14,12 +14,13 @@ import os
 import sqlite3
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from stopwise import __version__
-from stopwise._cli._common import DEFAULT_DB, UsageError
+from stopwise._cli._common import DEFAULT_DB, Interrupted, UsageError, interrupted, writable_db
 from stopwise._cli._common import existing_db as _existing_db
 from stopwise._cli.commands import COMMANDS, add_commands, dispatch
 from stopwise._cli.control import print_pending
@@ -87,7 +88,13 @@ def _parser() -> argparse.ArgumentParser:
             "Exit code 1 when there are no runs."
         ),
     )
-    runs.add_argument("--db", metavar="PATH", required=True, help="an existing SQLite file written by stopwise")
+    runs.add_argument(
+        "--db",
+        metavar="PATH",
+        default=DEFAULT_DB,
+        help=f"an existing SQLite file written by stopwise (default: {DEFAULT_DB} in this directory, where "
+        "stopwise run writes)",
+    )
     runs.add_argument(
         "--session",
         metavar="ID",
@@ -211,7 +218,7 @@ def _eval_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stopwise`` console script and of ``python -m stopwise``."""
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     _tolerant_streams()
     try:
         if args.command == "demo":
@@ -236,7 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``stopwise demo | head``): not an error of ours; stop writing quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except (_UsageError, UsageError, StoreError, OSError) as exc:
+    except OSError as exc:
+        print(f"stopwise {args.command}: error: {terminal_safe(_os_problem(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except (_UsageError, UsageError, StoreError) as exc:
         print(f"stopwise {args.command}: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
@@ -245,9 +255,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.Error as exc:  # e.g. a file that is not a SQLite database
         print(f"stopwise {args.command}: error: {terminal_safe(f'{args.db}: {exc}')}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"stopwise {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        hint = f"; {exc.hint}" if isinstance(exc, Interrupted) else ""
+        print(f"stopwise {args.command}: interrupted{terminal_safe(hint)}", file=sys.stderr)
         return 130
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; an option the subcommand does not know is a usage error of that subcommand (its usage line
+    and its name), not of ``stopwise`` as a whole."""
+    parser = _parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    if not any(not arg.startswith("-") for arg in given) and not {"-h", "--help", "--version"} & set(given):
+        # argparse would only say that COMMAND is required, never which option it did not know
+        named = f"; unrecognized arguments: {' '.join(given)}" if given else ""
+        parser.error(f"give a COMMAND (stopwise -h lists them){named}")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        sub = _subparser(parser, args.command)
+        if args.command == "guardian":
+            sub = _subparser(sub, args.guardian_command)
+        sub.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise AssertionError(f"{parser.prog} has no subcommands")  # the parsers above all have them
+
+
+def _os_problem(exc: OSError) -> str:
+    """An operating-system error as a user reads it: the path and what is wrong with it, without an errno."""
+    return str(exc) if exc.filename is None else f"{exc.filename}: {_os_reason(exc)}"
+
+
+def _os_reason(exc: OSError) -> str:
+    """What the operating system said is wrong (``no such file or directory``), without the errno and path."""
+    return f"{exc.strerror[:1].lower()}{exc.strerror[1:]}" if exc.strerror else str(exc)
 
 
 def _tolerant_streams() -> None:
@@ -264,7 +311,7 @@ def _tolerant_streams() -> None:
 
 
 def _demo(db: str | None) -> int:
-    path = new_db_path() if db is None else _writable_db(db)
+    path = new_db_path() if db is None else writable_db(db)
     report = asyncio.run(run_demo(path))
     _render_demo(report, fresh=db is None, out=sys.stdout, err=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -355,8 +402,13 @@ def _run(target: str, prompt: str, model: str | None, db: str, goal: Goal | None
             agent = with_model(agent, model)
     except (LoadError, ConfigError) as exc:
         raise _UsageError(str(exc)) from None
-    path = _writable_db(db)
-    result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path, goal))
+    path = writable_db(db)
+    # The session id is chosen here, so that a Ctrl-C can say which session to continue.
+    session_id = uuid.uuid4().hex
+    try:
+        result, entries = asyncio.run(_run_on_sqlite(agent, prompt, path, session_id, goal))
+    except KeyboardInterrupt:
+        raise interrupted(session_id, target, path) from None
     for entry in entries:
         print(_decision_line(entry))
     print(f"status: {result.status.value}")
@@ -379,12 +431,12 @@ _DECIDED = (EntryKind.STEP, EntryKind.SETTLE)
 
 
 async def _run_on_sqlite(
-    agent: Agent, prompt: str, path: Path, goal: Goal | None = None
+    agent: Agent, prompt: str, path: Path, session_id: str, goal: Goal | None = None
 ) -> tuple[RunResult, list[LogEntry]]:
     """Run the agent, then read back the run's step entries: their recorded decisions are what is printed."""
     store = SQLiteStore(path)
     try:
-        result = await Runner(store).run(agent, prompt, goal=goal)
+        result = await Runner(store).run(agent, prompt, session_id=session_id, goal=goal)
         snapshot = await store.load_session(result.session_id)
         entries = [] if snapshot is None else list(snapshot.entries)
         return result, [e for e in entries if e.run_id == result.run_id and e.kind in _DECIDED]
@@ -407,16 +459,6 @@ def _json(value: object) -> str:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
-
-
-def _writable_db(db: str) -> Path:
-    path = Path(db)
-    if path.is_dir():
-        raise _UsageError(f"--db {db}: is a directory, expected a file path")
-    parent = path.parent
-    if not parent.is_dir():
-        raise _UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
-    return path
 
 
 def _shorten(text: str, width: int = _DETAIL_WIDTH) -> str:
@@ -506,12 +548,14 @@ async def _tally_db(path: Path, run_id: str | None) -> Tally:
 
 
 def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
-    path = _existing_db(db)
+    path = _existing_db(db, positional=True)
     override = None
     if policy_file is not None:
         try:
             override = PolicyOverride.from_data(json.loads(Path(policy_file).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            raise _UsageError(f"--policy {policy_file}: {_os_reason(exc)}") from exc
+        except ValueError as exc:
             raise _UsageError(f"--policy {policy_file}: {exc}") from exc
     count, flips, known = asyncio.run(_replay_db(path, run_id, override))
     unknown = [] if override is None else sorted(set(override.conditions) - known)
@@ -530,7 +574,7 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
     else:
         print(f"replayed {count} decisions under {policy_file}: {len(flips)} would flip")
     rows = [
-        [f.run_id[:12], str(f.step), f.kind, f.call_id or "", f.recorded.value, f.replayed.value, _shorten(f.reason)]
+        [f.run_id, str(f.step), f.kind, f.call_id or "", f.recorded.value, f.replayed.value, _shorten(f.reason)]
         for f in flips
     ]
     if rows:
@@ -539,7 +583,7 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
 
 
 def _guardian_stats(db: str, run_id: str | None) -> int:
-    path = _existing_db(db)
+    path = _existing_db(db, positional=True)
     tally = asyncio.run(_tally_db(path, run_id))
     count = sum(tally.outcomes.values())
     if not count:

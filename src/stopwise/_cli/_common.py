@@ -3,13 +3,29 @@ settles a suspended run."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shlex
+import sqlite3
 from pathlib import Path
 
+from stopwise.errors import StoreError
+from stopwise.result import RunStatus
+from stopwise.store._schema import LATEST
 from stopwise.store.base import RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
 
-__all__ = ["DEFAULT_DB", "UsageError", "existing_db", "find_run", "settle_command"]
+__all__ = [
+    "DEFAULT_DB",
+    "Interrupted",
+    "UsageError",
+    "existing_db",
+    "find_run",
+    "interrupted",
+    "output_file",
+    "settle_command",
+    "writable_db",
+]
 
 DEFAULT_DB = "stopwise.db"
 """The log ``stopwise run`` writes without ``--db`` (in the current directory); the other commands read it too."""
@@ -19,13 +35,103 @@ class UsageError(Exception):
     """A problem with what the user asked for; ``stopwise.cli`` shows it as one line, exit code 2."""
 
 
-def existing_db(db: str) -> Path:
-    path = Path(db)
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C ended a command that was driving the run of a known session: ``stopwise.cli`` prints ``hint`` (how to
+    continue it) with the ``interrupted`` line, exit code 130."""
+
+    def __init__(self, hint: str) -> None:
+        super().__init__(hint)
+        self.hint = hint
+
+
+_STOPWISE_TABLES = frozenset({"sessions", "runs", "log"})
+"""Tables every stopwise SQLite log has, from its first schema version on."""
+
+
+def existing_db(db: str, *, positional: bool = False) -> Path:
+    """``--db`` (or, ``positional``, the ``DB`` argument) of a command that reads or continues a log: a file that
+    exists, is a stopwise log, and can be opened. ``UsageError`` naming the problem otherwise, before the store
+    opens it (and so before anything is written to it)."""
+    path, named = Path(db), db if positional else f"--db {db}"
     if not path.exists():
-        raise UsageError(f"--db {db}: no such file")
+        raise UsageError(f"{named}: no such file")
     if not path.is_file():
-        raise UsageError(f"--db {db}: not a file")
+        raise UsageError(f"{named}: not a file")
+    _check_log(path, named)
     return path
+
+
+def writable_db(db: str) -> Path:
+    """``--db`` of a command that writes a log, created if missing: a file path in a directory that exists and
+    lets a file be created; an existing file must be a stopwise log (or empty). ``UsageError`` otherwise."""
+    path = Path(db)
+    if path.is_dir():
+        raise UsageError(f"--db {db}: is a directory, expected a file path")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
+    if path.exists():
+        _check_log(path, f"--db {db}")
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--db {db}: cannot create it: directory {str(parent)!r} is not writable")
+    return path
+
+
+def output_file(out: str, flag: str) -> Path:
+    """A file the command writes (``-o``): a path, not a directory, in a directory that exists."""
+    target = Path(out)
+    if target.is_dir():
+        raise UsageError(f"{flag} {out}: is a directory, expected a file path")
+    if not target.parent.is_dir():
+        raise UsageError(f"{flag} {out}: directory {str(target.parent)!r} does not exist")
+    return target
+
+
+def _check_log(path: Path, named: str) -> None:
+    """Refuse, before the store touches it, an existing file stopwise must not open: another program's SQLite
+    database (opening it would add stopwise's tables to it and switch it to WAL), and a log this process cannot
+    write (SQLite opens a WAL log for writing even to read it). A file that is not SQLite at all, or written by a
+    newer stopwise, is left to the store, which names that problem."""
+    foreign = _foreign_tables(path)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise UsageError(
+            f"{named}: not a stopwise log: an SQLite database of another program (tables: {shown}); nothing "
+            "was written to it: give stopwise a file of its own"
+        )
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise UsageError(
+            f"{named}: the file is not writable by this user; stopwise opens its log for writing, even to read "
+            "it: copy it to a directory of your own"
+        )
+    sidecars = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    if not os.access(path.parent, os.W_OK | os.X_OK) and not all(os.access(s, os.W_OK) for s in sidecars):
+        raise UsageError(
+            f"{named}: directory {str(path.parent)!r} is not writable, and SQLite needs to create the log's "
+            "-wal and -shm files beside it, even to read it: copy the file to a directory of your own"
+        )
+
+
+def _foreign_tables(path: Path) -> list[str]:
+    """The tables of the SQLite file ``path`` when it is another program's database: it has tables, but not
+    stopwise's. Empty for a stopwise log, an empty file, a database with no tables, and one that cannot be read
+    here (read-only, without writing anything)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return []
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    except sqlite3.Error:  # not a database, or locked: the store says so when it opens the file
+        return []
+    finally:
+        conn.close()
+    tables = [str(name) for (name,) in rows if not str(name).startswith("sqlite_")]
+    if not tables or version > LATEST or set(tables) >= _STOPWISE_TABLES:
+        # a newer stopwise may have other tables: the store refuses that file with SchemaTooNew
+        return []
+    return tables
 
 
 async def find_run(store: SQLiteStore, ref: str) -> tuple[SessionSnapshot, RunRecord]:
@@ -45,3 +151,28 @@ def settle_command(session: str, target: str, path: Path | None) -> str:
     quoted for a POSIX shell, so it works from the directory it was printed in."""
     where = f"--agent {shlex.quote(target)}" + ("" if path is None else f" --db {shlex.quote(str(path))}")
     return f"stopwise approve|reject|terminate {shlex.quote(session)} CALL... {where}"
+
+
+def interrupted(session: str, target: str, path: Path) -> Interrupted:
+    """Ctrl-C while ``session``'s run went on (with the agent ``target``, on the log ``path``): the hint is the
+    command that goes on from where the log says the run now stands, read back from it. A run recorded as
+    cancelled (or left running) is continued by ``stopwise retry``; one still suspended (Ctrl-C during the calls
+    an approval let run, before their results committed) waits for its decisions again."""
+    try:
+        status = asyncio.run(_last_status(path, session))
+    except (StoreError, sqlite3.Error, OSError):
+        status = None
+    if status is RunStatus.SUSPENDED:
+        return Interrupted(f"the run still waits for approval; settle it with: {settle_command(session, target, path)}")
+    if status is None or status is RunStatus.COMPLETED:
+        return Interrupted(
+            f"see where the run stands: stopwise show {shlex.quote(session)} --db {shlex.quote(str(path))}"
+        )
+    command = f"stopwise retry {shlex.quote(target)} {shlex.quote(session)} --db {shlex.quote(str(path))}"
+    return Interrupted(f"what was committed is kept; continue with: {command}")
+
+
+async def _last_status(path: Path, session: str) -> RunStatus | None:
+    async with SQLiteStore(path) as store:
+        runs = await store.list_runs(session)
+    return runs[-1].status if runs else None

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stopwise._cli._common import UsageError, existing_db, settle_command
+from stopwise._cli._common import UsageError, existing_db, interrupted, settle_command
 from stopwise._load import LoadError, load_agent
 from stopwise._terminal import terminal_safe
 from stopwise.agent import Agent
@@ -100,6 +100,8 @@ def retry(db: str, target: str, session: str, message: str | None) -> int:
         result = asyncio.run(go())
     except (RetryNotAllowed, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise interrupted(session, target, path) from None
     return print_outcome(result, path, target, sys.stdout)
 
 
@@ -147,8 +149,10 @@ async def _origin(store: Store, session_id: str) -> ForkRecord:
 def expire(db: str, session: str | None, *, every: bool, now: float | None) -> int:
     """End ``session``'s suspended run (or, with ``every``, each one in the log) whose approvals expired; one line
     per run ended or skipped."""
-    if every == (session is not None):
+    if every and session is not None:
         raise UsageError("name a SESSION or give --all, not both")
+    if not every and session is None:
+        raise UsageError("name the SESSION whose suspended run to end, or give --all for every one in the log")
     path = existing_db(db)
 
     async def go() -> ExpirySweep:
@@ -183,6 +187,8 @@ def _settle(db: str, target: str, session: str, decisions: Mapping[str, Approval
         result = asyncio.run(go())
     except (ApprovalError, SessionBusy) as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise interrupted(session, target, path) from None
     return print_outcome(result, path, target, sys.stdout)
 
 

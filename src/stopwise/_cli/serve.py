@@ -347,7 +347,7 @@ def _handler(viewer: Viewer, hosts: frozenset[str] | None, token: str | None) ->
 def serve(db: str, host: str, port: int, targets: list[str], token: str | None) -> int:
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: not a TCP port (0 to 65535; 0 picks a free one)")
-    path = existing_db(db)
+    path = existing_db(db, positional=True)
     _check_readable(path)
     agents: dict[str, Agent] = {}
     for target in targets:

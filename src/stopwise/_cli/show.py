@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from stopwise._cli._common import UsageError, existing_db, find_run, settle_command
+from stopwise._cli._common import existing_db, find_run, output_file, settle_command
 from stopwise._terminal import json_safe, terminal_safe
 from stopwise._view.timeline import RunView, StepView, readings, run_view
 from stopwise.store.sqlite import SQLiteStore
@@ -45,9 +45,7 @@ def report(db: str, ref: str, out: str) -> int:
     # Imported here: only this command draws HTML.
     from stopwise._view.html import render_html
 
-    target = Path(out)
-    if not target.parent.is_dir():
-        raise UsageError(f"-o {out}: directory {str(target.parent)!r} does not exist")
+    target = output_file(out, "-o")
     view = asyncio.run(load_view(existing_db(db), ref))
     target.write_text(render_html(view), encoding="utf-8")
     print(f"wrote {target} (run {terminal_safe(view.run.run_id)}, {view.run.steps} steps)")
