@@ -21,8 +21,7 @@ import pytest
 from stopwise.guardian.evaluators._integrity import score_text
 from stopwise.guardian.evaluators.rule import load_coefficients, load_integrity_model
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_integrity_reference import DATA, _key, tool_results  # noqa: E402
+from test_integrity_reference import DATA, _key, tool_results
 
 SCORES = Path(__file__).resolve().parent / "data" / "integrity_scores.txt"
 """First line ``read_chars N model VERSION``, then per text: its key and the digest of its probability, model logit
