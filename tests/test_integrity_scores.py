@@ -20,7 +20,6 @@ import pytest
 
 from stopwise.guardian.evaluators._integrity import score_text
 from stopwise.guardian.evaluators.rule import load_coefficients, load_integrity_model
-
 from test_integrity_reference import DATA, _key, tool_results
 
 SCORES = Path(__file__).resolve().parent / "data" / "integrity_scores.txt"
