@@ -189,3 +189,13 @@ def test_discussion_counted_from_the_alternatives_a_stretch_holds_equals_the_who
         assert _integrity._count_discussion(near, present) == expected, (text, near)
         counted += expected > 0
     assert counted > 200
+
+
+def test_addresses_blanked_run_by_run_equal_the_address_pattern_substituted_in_the_whole_text() -> None:
+    """``_without_addresses`` substitutes only the runs of non-space characters holding "@", "://" or "www."."""
+    pieces = ["a", "x.", "-", "+", "_", "@", "://", "http", "https", "ftp", "www.", "www", ".com", "é", "1", "/"]
+    pieces += [" ", "\n", "\t", "\xa0", "\u3000", "\u2028", "\x1c", "(", ":", "me@ex.com", "http://a.b/c?d=1 "]
+    texts = _texts(pieces, 30000, 30, 9)
+    assert sum(_integrity._ADDRESS.search(t) is not None for t in texts) > 10000
+    for text in texts:
+        assert _integrity._without_addresses(text) == _integrity._ADDRESS.sub(" ", text), text
