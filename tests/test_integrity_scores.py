@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from stopwise.guardian.evaluators import _integrity
 from stopwise.guardian.evaluators._integrity import score_text
 from stopwise.guardian.evaluators.rule import load_coefficients, load_integrity_model
 from test_integrity_reference import DATA, _key, tool_results
@@ -44,7 +45,12 @@ def _header() -> str:
 
 
 @pytest.mark.slow
-def test_every_real_tool_results_integrity_probability_logit_and_window_are_bit_for_bit_the_recorded_ones() -> None:
+@pytest.mark.parametrize("path", ["as installed", "pure Python"])
+def test_every_real_tool_results_integrity_probability_logit_and_window_are_bit_for_bit_the_recorded_ones(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if path == "pure Python":
+        monkeypatch.setattr(_integrity, "_numpy", lambda: None)  # the model's windows without numpy (``fast``)
     if not (DATA / "devset.jsonl").exists() or not (DATA / "integrity.jsonl").exists():
         pytest.skip("evals/data is not built (python evals/build_devset.py; python evals/build_integrity.py)")
     first, *lines = SCORES.read_text(encoding="utf-8").splitlines()
