@@ -18,9 +18,12 @@ process per tree, the trees taking turns round by round: ``--src /tmp/before/src
 an after on the same texts under the same load, and prints, per bucket, the median over texts of the last tree's
 time over the first's (paired, per round; the median of the rounds).
 
+With numpy installed (the ``fast`` extra) the model's windows of long texts are scored with it (the same numbers);
+``--pure`` times every tree without it, as the default install runs.
+
 Usage:
     python benchmarks/bench_integrity.py [--per-bucket 200] [--rounds 5] [--stackone] [--src DIR ...] [--json PATH]
-                                         [--strict]
+                                         [--strict] [--pure]
 """
 
 from __future__ import annotations
@@ -74,19 +77,23 @@ def summary(rounds: Sequence[Sequence[float]]) -> tuple[float, float]:
     return per_round[len(per_round) // 2]
 
 
-def stopwise_scorer() -> tuple[Callable[[str], Any], str]:
-    """``score_text`` with the shipped model and read length of the stopwise on the path, and the model's version."""
+def stopwise_scorer(pure: bool = False) -> tuple[Callable[[str], Any], str]:
+    """``score_text`` with the shipped model and read length of the stopwise on the path, and the model's version
+    (with ``pure``, the model's windows without numpy even when it is installed: the default install's path)."""
+    from stopwise.guardian.evaluators import _integrity
     from stopwise.guardian.evaluators._integrity import score_text
     from stopwise.guardian.evaluators.rule import load_coefficients, load_integrity_model
 
+    if pure and hasattr(_integrity, "_numpy"):
+        _integrity._numpy = lambda: None  # type: ignore[attr-defined]
     model, read_chars = load_integrity_model(), load_coefficients().scan_chars
     return (lambda t: score_text(t, model, read_chars)), model.version
 
 
-def worker(per_bucket: int) -> int:
+def worker(per_bucket: int, pure: bool) -> int:
     """``--worker``: reads a bucket name per line, answers one round of its timings as a JSON line."""
     pin()
-    score, _ = stopwise_scorer()
+    score, _ = stopwise_scorer(pure)
     buckets = texts_by_bucket(per_bucket)
     for line in sys.stdin:
         print(json.dumps(one_round(score, buckets[line.strip()])), flush=True)
@@ -96,9 +103,10 @@ def worker(per_bucket: int) -> int:
 class Tree:
     """A worker process timing the stopwise of one source tree."""
 
-    def __init__(self, src: str, per_bucket: int) -> None:
+    def __init__(self, src: str, per_bucket: int, pure: bool) -> None:
         env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
         command = [sys.executable, os.path.abspath(__file__), "--worker", "--per-bucket", str(per_bucket)]
+        command += ["--pure"] if pure else []
         self.src = src
         self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -135,19 +143,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
     parser.add_argument("--src", action="append", default=[], help="a source tree to time (repeatable)")
+    parser.add_argument("--pure", action="store_true", help="no numpy (the fast extra) even if installed")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.per_bucket)
+        return worker(args.per_bucket, args.pure)
     pin()
     buckets = texts_by_bucket(args.per_bucket)
     # Each system answers one round of a bucket's timings; the trees take turns, round by round.
     systems: dict[str, tuple[Callable[[str], list[float]], int]] = {}
-    trees = [Tree(src, args.per_bucket) for src in args.src]
+    trees = [Tree(src, args.per_bucket, args.pure) for src in args.src]
     for tree in trees:
         systems[f"stopwise {tree.src}"] = (tree.round, args.rounds)
     if not trees:
-        score, version = stopwise_scorer()
+        score, version = stopwise_scorer(args.pure)
         print(f"model {version}")
         systems["stopwise"] = (lambda bucket: one_round(score, buckets[bucket]), args.rounds)
     if args.stackone:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import random
 import re
+import unicodedata
+
+import pytest
 
 from stopwise import normalise
 from stopwise.guardian.evaluators import _integrity
@@ -45,6 +48,45 @@ def test_the_passes_past_ascii_read_in_stretches_equal_the_passes_over_the_whole
         ):
             assert normalise._split_stretches(padded) == normalise._STRETCHES_SPLIT.split(padded), padded
             assert normalise._undo_in_stretches(padded) == normalise._undo_past_ascii(padded), padded
+
+
+# Text NFKC changes in part: CJK with fullwidth punctuation, Hangul syllables and jamo, accents, marks, ligatures.
+_NFKC = ["\u5b87", "\u822a", "\uff0c", "\uff1f", "\u3002", "\uac00", "\u1100", "\u1161", "\u11a8", "\u0301", "\u0327"]
+
+
+def test_nfkc_of_the_unstable_runs_and_the_character_before_each_equals_nfkc_of_the_whole_text() -> None:
+    texts = _texts(_SCRIPTS + _PAST_ASCII + _NFKC, 6000, 24, 7) + _texts([*_NFKC, "a", " "], 2000, 40, 8)
+    assert sum(bool(normalise._nfkc_unstable().search(t)) for t in texts) > 5000
+    for text in texts:
+        assert normalise._nfkc(text) == unicodedata.normalize("NFKC", text), text
+
+
+@pytest.mark.slow
+def test_every_code_point_nfkc_may_change_or_join_to_the_one_before_is_read_as_unstable() -> None:
+    """Over the whole code space: a combining mark, a character NFKC changes alone, and the second of every
+    canonical pair (what composes with the character before) are in ``_nfkc_unstable``'s class."""
+    unstable = normalise._nfkc_unstable()
+    missing = []
+    for cp in range(0x80, 0x110000):
+        c = chr(cp)
+        parts = unicodedata.decomposition(c).split()
+        if parts and parts[0][0] != "<" and len(parts) == 2 and not unstable.fullmatch(chr(int(parts[1], 16))):
+            missing.append(parts[1])
+        if (unicodedata.combining(c) or unicodedata.normalize("NFKC", c) != c) and not unstable.fullmatch(c):
+            missing.append(hex(cp))
+    assert missing == []
+
+
+@pytest.mark.slow
+def test_one_scan_finds_every_character_the_first_five_passes_past_ascii_look_for() -> None:
+    passes = (normalise._GREEK_CYRILLIC, normalise._INVISIBLE, normalise._TAG_CHARS, normalise._STYLED)
+    passes += (normalise._ONE_MARK,)
+    missed = [
+        hex(cp)
+        for cp in range(0x80, 0x110000)
+        if any(rx.match(chr(cp)) for rx in passes) and not normalise._ANY_TRICK.match(chr(cp))
+    ]
+    assert missed == []
 
 
 def test_a_text_holding_nul_and_other_control_characters_reads_in_stretches_as_the_whole_text_pass_does() -> None:
@@ -147,3 +189,13 @@ def test_discussion_counted_from_the_alternatives_a_stretch_holds_equals_the_who
         assert _integrity._count_discussion(near, present) == expected, (text, near)
         counted += expected > 0
     assert counted > 200
+
+
+def test_addresses_blanked_run_by_run_equal_the_address_pattern_substituted_in_the_whole_text() -> None:
+    """``_without_addresses`` substitutes only the runs of non-space characters holding "@", "://" or "www."."""
+    pieces = ["a", "x.", "-", "+", "_", "@", "://", "http", "https", "ftp", "www.", "www", ".com", "é", "1", "/"]
+    pieces += [" ", "\n", "\t", "\xa0", "\u3000", "\u2028", "\x1c", "(", ":", "me@ex.com", "http://a.b/c?d=1 "]
+    texts = _texts(pieces, 30000, 30, 9)
+    assert sum(_integrity._ADDRESS.search(t) is not None for t in texts) > 10000
+    for text in texts:
+        assert _integrity._without_addresses(text) == _integrity._ADDRESS.sub(" ", text), text

@@ -357,6 +357,71 @@ def _split_stretches(text: str) -> list[str]:
 
 _CHUNK = 256
 
+_ANY_TRICK = re.compile(
+    # _GREEK_CYRILLIC, with what it matches ignoring case outside its ranges (the micro and ohm signs, old
+    # Cyrillic letter forms, Greek with a prosgegrammeni); _INVISIBLE, _STYLED and _ONE_MARK in the Basic
+    # Multilingual Plane; and every character past it (tag characters, the rest of _INVISIBLE and _STYLED).
+    "[\u0370-\u03ff\u0400-\u04ff\u00b5\u1c80-\u1c87\u1fbe\u1fd3\u1fe3\u2126"
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    "\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\u2460-\u24ff\u0250-\u02af\u1d00-\u1d2b"
+    "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    "\U00010000-\U0010ffff]"
+)
+"""A character one of ``_undo_past_ascii``'s first five passes looks for, or any past the Basic Multilingual Plane:
+one scan instead of five (a class of Basic Multilingual Plane ranges and one range past it is read from a bitmap;
+one holding ranges past it character by character). ``tests/test_normalise_fast_paths.py`` checks, over every
+code point, that it matches whatever those passes look for."""
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, normalising only the runs of characters ``_nfkc_unstable`` holds,
+    each with the character before it: every other character is left as it is by NFKC and starts a piece that
+    normalises apart from what precedes it (a starter that NFKC keeps and that joins no earlier character), so the
+    pieces normalise each on its own. Python's ``normalize`` decomposes and recomposes a whole text as soon as one
+    character of it needs it (a Chinese page's fullwidth comma): most of the text is then done for nothing."""
+    out: list[str] = []
+    done = 0
+    for m in _nfkc_unstable().finditer(text):
+        start = max(m.start() - 1, 0)  # the character before a run is stable: no earlier run reaches it
+        out.append(text[done:start])
+        out.append(unicodedata.normalize("NFKC", text[start : m.end()]))
+        done = m.end()
+    if not done:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
+@functools.cache
+def _nfkc_unstable() -> re.Pattern[str]:
+    """Runs of the characters at which NFKC may not start a piece apart (``_nfkc``): past the Basic Multilingual
+    Plane, every character; in it, each that NFKC changes alone, a combining mark (it may be reordered or joined to
+    the character before), the second character of a canonical pair (it may compose with the one before) and the
+    Hangul vowel and final jamo (they compose by rule, not by a listed pair). Built on first use (a scan of 65,536
+    characters, some 30 milliseconds); ``tests/test_normalise_fast_paths.py`` checks the claim against every
+    canonical pair of the whole code space and against ``normalize`` of the whole text."""
+    combining, decomposition, normalize = unicodedata.combining, unicodedata.decomposition, unicodedata.normalize
+    unstable = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for cp in range(0x80, 0x10000):
+        c = chr(cp)
+        parts = decomposition(c).split()
+        if parts:
+            if parts[0][0] != "<" and len(parts) == 2:
+                unstable.add(int(parts[1], 16))
+            if normalize("NFKC", c) != c:
+                unstable.add(cp)
+        if combining(c):
+            unstable.add(cp)
+    ranges: list[list[int]] = []
+    for cp in sorted(unstable):
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    spans = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+    return re.compile(f"[{spans}\U00010000-\U0010ffff]+")
+
 
 def _undo_past_ascii(text: str) -> tuple[str, int]:
     """The passes that read characters past ASCII (look-alikes across scripts, invisible and tag characters, styled
@@ -366,19 +431,23 @@ def _undo_past_ascii(text: str) -> tuple[str, int]:
     Unicode normalisation never joins a character to the ASCII one after it: each piece comes out as it would inside
     the whole text."""
     tricks = 0
-    if _GREEK_CYRILLIC.search(text):
-        tricks += len(_MIXED_SCRIPT.findall(text))
-    if _INVISIBLE.search(text):
-        text, n = _INVISIBLE.subn("", text)
-        tricks += n
-    if _TAG_CHARS.search(text):
-        text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
-        tricks += n
-    if _STYLED.search(text):
-        tricks += len(_STYLED.findall(text))
-    if _ONE_MARK.search(text):
-        tricks += len(_STACKED_MARKS.findall(text))
-    text = unicodedata.normalize("NFKC", text)
+    # One scan says whether any of the five passes below has anything to do (most text past ASCII, CJK or
+    # accented, holds none of their characters): the removals and decodings before a test only remove characters
+    # or give ASCII, so a text without any of them keeps none.
+    if _ANY_TRICK.search(text):
+        if _GREEK_CYRILLIC.search(text):
+            tricks += len(_MIXED_SCRIPT.findall(text))
+        if _INVISIBLE.search(text):
+            text, n = _INVISIBLE.subn("", text)
+            tricks += n
+        if _TAG_CHARS.search(text):
+            text, n = _TAG_CHARS.subn(lambda m: chr(ord(m.group()) - 0xE0000), text)
+            tricks += n
+        if _STYLED.search(text):
+            tricks += len(_STYLED.findall(text))
+        if _ONE_MARK.search(text):
+            tricks += len(_STACKED_MARKS.findall(text))
+    text = _nfkc(text)
     if not text.isascii():
         # NFKC's output is composed: with nothing to decompose and no mark to remove it stays as it is.
         if _ASTRAL.search(text) or not unicodedata.is_normalized("NFD", text) or _combining_marks().search(text):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from html.entities import html5
 from itertools import accumulate, compress, islice, repeat
 from operator import add, and_, itemgetter, mul, sub
+from types import ModuleType
 from typing import Any, NamedTuple
 
 from stopwise.errors import ConfigError
@@ -616,10 +617,37 @@ _ADDRESS = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b(?:https?|ftp
 
 def _without_addresses(near: str) -> str:
     """``near`` with its e-mail addresses and URLs blanked: "attacker@evil.example" names a mailbox, it is not a
-    text talking about attackers."""
+    text talking about attackers. (``_ADDRESS.sub(" ", near)``, read only in the tokens that hold an address's mark.)"""
     if "@" not in near and "//" not in near and "www." not in near:
         return near
-    return _ADDRESS.sub(" ", near)
+    # Every match holds "@", "://" or "www." and no white space, so it lies in the run of non-space characters around
+    # one of those; a run has white space or an edge on each side, where ``_ADDRESS`` reads what it reads in the
+    # whole text (no word or mailbox character before it, ``\b`` as at an edge), so each run is substituted alone.
+    # ``_ADDRESS`` tried at every character of a long text costs some 100 ns a character.
+    backwards = near[::-1]
+    out: list[str] = []
+    done = 0
+    for mark in _ADDRESS_MARK.finditer(near):
+        at = mark.start()
+        if at < done:
+            continue  # in the run just substituted
+        start = len(near) - _non_space_end(backwards, len(near) - at)  # the run's start, read backwards
+        end = _non_space_end(near, at)
+        out.append(near[done:start])
+        out.append(_ADDRESS.sub(" ", near[start:end]))
+        done = end
+    out.append(near[done:])
+    return "".join(out)
+
+
+_ADDRESS_MARK = re.compile(r"@|://|www\.")
+_NON_SPACE = re.compile(r"\S+")
+
+
+def _non_space_end(text: str, at: int) -> int:
+    """Where the run of non-space characters starting at ``at`` ends (``at`` when ``text[at]`` is white space)."""
+    run = _NON_SPACE.match(text, at)
+    return at if run is None else run.end()
 
 
 def _count_discussion(near: str, present: set[str]) -> int:
@@ -660,6 +688,21 @@ def _discussion_of(kept: tuple[int, ...]) -> re.Pattern[str]:
 # The learned model, scored in windows
 
 
+_NUMPY_FROM = 192
+"""Texts of at least this many tokens (as the model reads them) are scored with numpy when it can be imported (the
+``fast`` extra; ``_integrity_numpy``): below, numpy's fixed cost per call is more than it saves."""
+
+
+@functools.cache
+def _numpy() -> ModuleType | None:
+    """``_integrity_numpy``, or None without numpy (imported on first use: importing numpy takes some 100 ms)."""
+    try:
+        from stopwise.guardian.evaluators import _integrity_numpy
+    except ImportError:
+        return None
+    return _integrity_numpy
+
+
 _CACHED_WORDS = 1 << 16
 """Distinct words whose codes are kept (a few MB): tool output repeats its words (keys, markup, common words), and
 a word's CRC costs more than looking it up. Words only, never a text or anything read from one but single words."""
@@ -685,7 +728,18 @@ class _WordTable(dict[str, int]):
         self.spaced: list[bytes] = []
         self.unigram: list[float] = []
         self.word: list[bool] = []
+        self.columns: Any = None
+        """numpy copies of these lists (``_integrity_numpy.Columns``), made when numpy first scores a text."""
         self.lock = threading.Lock()
+
+    def numpy_columns(self, fast: ModuleType) -> Any:
+        """``columns``, holding every row added so far."""
+        with self.lock:
+            if self.columns is None:
+                self.columns = fast.Columns(self.dense)
+            if self.columns.size < len(self.crc):
+                self.columns.extend(self.crc, self.spaced, self.unigram)
+            return self.columns
 
     def __missing__(self, word: str) -> int:
         with self.lock:
@@ -831,22 +885,29 @@ class IntegrityModel:
         n = len(rows)
         if not n:
             return 0, [0], [self.bias]
-        prefix = self._prefix_sums(table, rows)
-        if n <= self.window:
-            return n, [0], [self._window_logit(prefix, 0, n)]
         width, step = self.window, self.stride
         # The regular windows start every ``stride`` tokens; every one holds the same number of grams.
         starts: Sequence[int] = range(0, n - width + 1, step)
-        totals = [0.0] * len(starts)
-        for k, p in enumerate(prefix, 1):
-            ends = p[width - k + 1 : n - k + 2 : step]
-            totals = list(map(add, totals, map(sub, ends, p[: n - width + 1 : step])))
-        scale = 1.0 / math.sqrt(sum(width - k + 1 for k in range(1, len(prefix) + 1)))
-        # ``bias + total * scale`` per window, in C.
-        logits = list(map(add, repeat(self.bias), map(mul, totals, repeat(scale))))
+        fast = _numpy() if self.ngram == 2 and n >= _NUMPY_FROM and n > width else None
+        if fast is not None:
+            # The same floats, summed in the same order, from numpy's copies of the table (``_integrity_numpy``).
+            columns = table.numpy_columns(fast)
+            prefix: Sequence[Sequence[float]] = fast.prefix_sums(columns, rows, table.crc, table.spaced, table.mask)
+            logits: list[float] = fast.scores(prefix, n, width, step, self.bias)
+        else:
+            prefix = self._prefix_sums(table, rows)
+            if n <= width:
+                return n, [0], [self._window_logit(prefix, 0, n)]
+            totals = [0.0] * len(starts)
+            for k, p in enumerate(prefix, 1):
+                ends = p[width - k + 1 : n - k + 2 : step]
+                totals = list(map(add, totals, map(sub, ends, p[: n - width + 1 : step])))
+            scale = 1.0 / math.sqrt(sum(width - k + 1 for k in range(1, len(prefix) + 1)))
+            # ``bias + total * scale`` per window, in C.
+            logits = list(map(add, repeat(self.bias), map(mul, totals, repeat(scale))))
         if starts[-1] + width < n:  # the last window, ending at the text's end (``windows``)
             starts = [*starts, n - width]
-            logits.append(self._window_logit(prefix, n - width, n))
+            logits.append(float(self._window_logit(prefix, n - width, n)))
         return n, starts, logits
 
     def _prefix_sums(self, table: _WordTable, rows: list[int]) -> list[list[float]]:
@@ -870,7 +931,7 @@ class IntegrityModel:
                 out.append(list(accumulate(weights, initial=0.0)))
         return out
 
-    def _window_logit(self, prefix: list[list[float]], start: int, end: int) -> float:
+    def _window_logit(self, prefix: Sequence[Sequence[float]], start: int, end: int) -> float:
         total, count = 0.0, 0
         for k, p in enumerate(prefix, 1):
             stop = max(start, end - k + 1)

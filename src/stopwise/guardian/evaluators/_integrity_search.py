@@ -264,6 +264,11 @@ def _split(
         return [_Piece(b + alt, True, anchors, clauses=clauses)]
     lead, used = _literal_run(alt)
     rest = alt[used:]
+    if (boundary or follows_space) and lead[:1].isalnum() and len(lead) <= _SHORT_LEAD and _OPTIONAL_NEXT.match(rest):
+        # ``an? x`` is ``an x|a x``, tried in that order (``?`` is greedy): two pieces led by "an " and "a ", each
+        # far rarer in a text than the letter "a" alone, which ``re`` would try to match at every occurrence.
+        with_it, without = alt[:used] + rest[0] + rest[2:], alt[:used] + rest[2:]
+        return [*_split(with_it, anchors, boundary, follows_space), *_split(without, anchors, boundary, follows_space)]
     if (boundary or follows_space) and lead[:1].isalnum():
         words = _first_words(alt) or anchors
         # The lead's later words are whole tokens (or apostrophe parts) of any match: "the user has" needs "user"
@@ -417,6 +422,11 @@ def _first_words(alt: str) -> frozenset[str] | None:
 
 
 _OPTIONAL_LETTER = re.compile(r"[a-z]\?")
+_OPTIONAL_NEXT = re.compile(r"[a-z0-9]\?(?![?+])")
+"""A letter or digit made optional by a greedy ``?`` (not ``??`` nor ``?+``)."""
+_SHORT_LEAD = 2
+"""A lead of at most this many characters followed by an optional letter is split in two (``_split``): a longer
+lead is rare enough in a text that a second piece would cost more than it saves."""
 
 
 def _literal_run(source: str) -> tuple[str, int]:
