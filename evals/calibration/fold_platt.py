@@ -17,8 +17,13 @@ import hashlib
 import json
 from pathlib import Path
 
-FIRES_ON = {"integrity": ["yes"], "stagnation": ["yes"], "infeasible": ["yes"], "goal_reached": ["yes"],
-            "drift": ["0", "1"]}
+FIRES_ON = {
+    "integrity": ["yes"],
+    "stagnation": ["yes"],
+    "infeasible": ["yes"],
+    "goal_reached": ["yes"],
+    "drift": ["0", "1"],
+}
 
 
 def fold(coefficients: dict, calibration: dict, conditions: list[str]) -> dict:
@@ -34,8 +39,12 @@ def fold(coefficients: dict, calibration: dict, conditions: list[str]) -> dict:
         cond["weights"] = {k: round(a * w, 4) for k, w in cond["weights"].items()}
         cond["bias"] = round(a * cond["bias"] + b, 4)
         fitted = out.setdefault("fitted", {}).setdefault(name, {})
-        fitted["platt_folded"] = {"a": round(a, 4), "b": round(float(m["b"]), 4), "from": calibration["version"],
-                                  "heldout": m.get("heldout", {})}
+        fitted["platt_folded"] = {
+            "a": round(a, 4),
+            "b": round(float(m["b"]), 4),
+            "from": calibration["version"],
+            "heldout": m.get("heldout", {}),
+        }
     digest = hashlib.sha256(json.dumps({k: out[k] for k in conditions}, sort_keys=True).encode()).hexdigest()[:4]
     out["version"] = f"{coefficients['version']}+p{digest}"
     return out
