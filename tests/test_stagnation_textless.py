@@ -184,3 +184,8 @@ def test_a_window_with_one_text_result_reads_the_text_and_skips_the_screenshots(
     assert "unobserved" not in features
     assert features["stale_results"] == 1.0 and features["all_steps_stale"] == 1.0
     assert not RULES.answer(projection, STAGNATION).defer
+
+
+def test_a_pretty_printed_image_block_is_textless_too() -> None:
+    pretty = '[\n  {\n    "type": "image",\n    "data": "iVBORw0KGgo",\n    "mimeType": "image/png"\n  }\n]'
+    assert RULES.answer(run_of([pretty] * 4), STAGNATION).defer

@@ -184,7 +184,8 @@ class RuleCoefficients:
     answers those too."""
     stagnation_unobserved: LogisticMap | None = None
     """stagnation when no recent call returned text (screenshots, actions that return nothing), a constant at the
-    base rate of real runs, deferred; None: ``stagnation`` reads those states too."""
+    base rate of real runs, deferred; None: ``stagnation`` answers those states from their one feature,
+    ``unobserved`` (its bias alone when it has no weight for it)."""
 
     def with_integrity_share(self, share: float, assumed: float = INTEGRITY_SHARE) -> RuleCoefficients:
         """These coefficients with the integrity answer calibrated for ``share`` of tool results injected.
@@ -1159,7 +1160,7 @@ _EMPTY_RESULT = re.compile(
 that succeeds often returns nothing."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
 
-_MEDIA_HEAD = re.compile(r'\[?\{"type": ?"(?:image|audio)"')
+_MEDIA_HEAD = re.compile(r'\[? ?\{ ?"type": ?"(?:image|audio)"')
 """A result that opens with an image or audio content block (MCP's blocks, as the MCP tool writes them when any
 block is not text; a provider's image part returned as a value)."""
 
