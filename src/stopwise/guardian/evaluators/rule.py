@@ -182,6 +182,10 @@ class RuleCoefficients:
     an unanswered request to the user, a failure after the last confirmation, a final answer that says it could
     not finish: ``OUTCOME_FEATURES``), fitted on recorded runs of real models; None: ``goal_reached_open``
     answers those too."""
+    stagnation_unobserved: LogisticMap | None = None
+    """stagnation when no recent call returned text (screenshots, actions that return nothing), a constant at the
+    base rate of real runs, deferred; None: ``stagnation`` answers those states from their one feature,
+    ``unobserved`` (its bias alone when it has no weight for it)."""
 
     def with_integrity_share(self, share: float, assumed: float = INTEGRITY_SHARE) -> RuleCoefficients:
         """These coefficients with the integrity answer calibrated for ``share`` of tool results injected.
@@ -240,6 +244,9 @@ class RuleCoefficients:
             else None,
             LogisticMap.from_data("goal_reached_evidence", data["goal_reached_evidence"])
             if "goal_reached_evidence" in data
+            else None,
+            LogisticMap.from_data("stagnation_unobserved", data["stagnation_unobserved"])
+            if "stagnation_unobserved" in data
             else None,
         )
 
@@ -491,7 +498,7 @@ class _TextFacts:
     """What the stagnation and feasibility signals read of one text; the failure kinds only when asked (most
     results are not failures, and those regexes are the costly part)."""
 
-    __slots__ = ("_head", "_lasting", "_transient", "cannot", "masked", "normal")
+    __slots__ = ("_head", "_lasting", "_transient", "cannot", "masked", "normal", "textless")
 
     def __init__(self, text: str) -> None:
         self._head = text[:600].lower()
@@ -502,6 +509,8 @@ class _TextFacts:
         self.masked = _masked(self.normal)
         """``normal`` with numbers and long hex ids masked."""
         self.cannot = bool(_CANNOT.search(self._head))
+        self.textless = _textless(self.normal)
+        """The result has no text (empty, a screenshot): the rules did not observe it (see ``_textless``)."""
         self._lasting: str | bool | None = False  # False: not computed yet
         self._transient: bool | None = None
 
@@ -699,13 +708,25 @@ class RuleEvaluator:
         if not earlier:
             earlier, recent = steps[:1], steps[1:]
         seen = self._seen(earlier, {c.tool for s in recent for c in s.calls})
+        # A result with no text (a screenshot, an action that returns nothing) was not observed: repeating it is no
+        # loop with a seen result, and it says nothing was found no more than that something was. When no recent
+        # call returned text the rules cannot tell (the answer defers); else they read the observed ones.
+        facts_of = [[self._facts(c.result) for c in s.calls] for s in recent]
+        if any(facts_of) and all(f.textless for fs in facts_of for f in fs):
+            return {"unobserved": 1.0}
         exact = near = calls = 0
         stale = masked_stale = 0
-        texts = stale_texts = stale_steps = 0
+        texts = stale_texts = stale_steps = observed_steps = 0
         threshold = self.coefficients.near_jaccard
-        for s in recent:
+        for s, step_facts in zip(recent, facts_of, strict=True):
             step_new = False
-            for c in s.calls:
+            if step_facts and all(f.textless for f in step_facts) and not s.text.strip():
+                seen.add(s, self._facts)  # a step of textless calls and no words: neither new nor stale
+                continue
+            observed_steps += 1
+            for c, facts in zip(s.calls, step_facts, strict=True):
+                if facts.textless:
+                    continue
                 calls += 1
                 prior = seen.args_by_tool.get(c.tool, ())
                 # Dict equality ignores key order, so two identical calls match however their arguments were sent.
@@ -713,7 +734,6 @@ class RuleEvaluator:
                     exact += 1
                 elif any(_near(c.args, a, threshold) for a in prior):
                     near += 1
-                facts = self._facts(c.result)
                 # A result that says nothing was found adds no information, whatever the query was.
                 if facts.normal in seen.results or facts.empty:
                     stale += 1
@@ -733,8 +753,8 @@ class RuleEvaluator:
             seen.add(s, self._facts)
         # "The last steps added nothing": every recent step must be stale, hence a feature for all of them.
         features: dict[str, float] = {
-            "stale_steps": stale_steps / len(recent),
-            "all_steps_stale": float(stale_steps == len(recent)),
+            "stale_steps": stale_steps / observed_steps,
+            "all_steps_stale": float(stale_steps == observed_steps),
         }
         if calls:
             features["exact_repeat"] = exact / calls
@@ -1004,6 +1024,13 @@ class RuleEvaluator:
         if not isinstance(condition.question, YesNo):
             return _wrong_type(condition, "YesNo")
         f = self.stagnation_features(projection)
+        base = self.coefficients.stagnation_unobserved
+        if "unobserved" in f and base is not None:
+            # Screenshots or nothing came back: the rules cannot tell a stuck run from a working one (on a source
+            # of such runs the map said 1.00 to every state, docs/evals.md), so the base rate, deferred to a judge.
+            p = min(1.0, max(0.0, base.p({})))
+            note = "no recent call returned text (screenshots or nothing): the rules cannot tell, the base rate"
+            return Answer({"yes": p, "no": 1.0 - p}, note=note, defer=True)
         return _yes(self.coefficients.stagnation.p(f), _describe(f))
 
     def _infeasible(self, projection: Projection, condition: Condition) -> Answer:
@@ -1132,6 +1159,24 @@ _EMPTY_RESULT = re.compile(
 """A search that came back empty-handed, said in words. An empty text, ``[]`` or ``{}`` is not enough: a write
 that succeeds often returns nothing."""
 _FAILED_RESULT = re.compile(r'^\s*(?:\{\s*"error"|error\b|exception\b|traceback\b)')
+
+_MEDIA_HEAD = re.compile(r'\[? ?\{ ?"type": ?"(?:image|audio)"')
+"""A result that opens with an image or audio content block (MCP's blocks, as the MCP tool writes them when any
+block is not text; a provider's image part returned as a value)."""
+
+_BLOCK_TYPE = re.compile(r'"type": ?"([a-z_]*)"')
+
+_MEDIA_TYPES = frozenset({"image", "audio", "base64", "url"})
+"""Block types that carry no text: media blocks and the ``source`` of a provider's image part."""
+
+
+def _textless(normal: str) -> bool:
+    """A result with no text to read (``normal`` as ``_TextFacts`` has it): empty or whitespace only, or media
+    blocks only as far as the projection shows it (a screenshot's data fills the cut; a text block in the shown
+    part makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not textless."""
+    if not normal:
+        return True
+    return bool(_MEDIA_HEAD.match(normal)) and all(t in _MEDIA_TYPES for t in _BLOCK_TYPE.findall(normal))
 
 
 def _id_note(call_id: str | None) -> str:
