@@ -57,7 +57,8 @@ def screen() -> MCPServer:
         """Hover over an element by its id and return a screenshot."""
         return shot("hover", element)
 
-    return MCPServer("screen", lambda: server, risks={"click": "read_only", "scroll": "read_only", "hover": "read_only"})
+    risks = {"click": "read_only", "scroll": "read_only", "hover": "read_only"}
+    return MCPServer("screen", lambda: server, risks=risks)
 
 
 COORDINATES = [
@@ -125,7 +126,9 @@ COMPUTER_USE = [  # the shape of a provider's computer tool: an action word and 
 
 
 @pytest.mark.parametrize("window", [COMPUTER_USE[:2], COMPUTER_USE[2:], [("click", {"x": 1, "y": 2}, WITHHELD)] * 2])
-def test_pointer_and_key_actions_with_no_text_back_defer_at_the_base_rate(window: list[tuple[str, object, str]]) -> None:
+def test_pointer_and_key_actions_with_no_text_back_defer_at_the_base_rate(
+    window: list[tuple[str, object, str]],
+) -> None:
     projection = run_of(window)
     assert RULES.drift_features(projection) == {"unobserved": 1.0}
     answer = RULES.answer(projection, DRIFT)

@@ -1208,21 +1208,22 @@ def _textless(normal: str) -> bool:
     return bool(_MEDIA_HEAD.match(normal)) and all(t in _MEDIA_TYPES for t in _BLOCK_TYPE.findall(normal))
 
 
-_UI_WORDS = frozenset(
-    """click left right middle double triple hover scroll move mouse drag drop press key keys type wait screenshot
+_UI_WORD_TEXT = """
+    click left right middle double triple hover scroll move mouse drag drop press key keys type wait screenshot
     cursor position zoom tap swipe enter return tab esc escape ctrl control shift alt cmd meta super space backspace
-    delete home end pageup pagedown arrow top bottom""".split()
-)
+    delete home end pageup pagedown arrow top bottom"""
+_UI_WORDS = frozenset(_UI_WORD_TEXT.split())
 """Pointer and key vocabulary of computer-use actions (``left_click``, ``scroll`` ``down``, ``press`` ``Enter``):
 words that name how to act, never what the task is about, so they cannot tell an on-goal action from a detour."""
 
 
 def _has_words(text: str) -> bool:
     """``text`` has a word that could share a topic with a goal: letters only, three or more, not a stop word and
-    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words."""
+    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words. Only
+    the first 2,000 characters are read: a text that long with no word in it is no prose."""
     return any(
-        w.isalpha() and len(w) > 2 and w not in _STOPWORDS and w not in _UI_WORDS
-        for w in _TOKEN.findall(_CAMEL.sub(" ", text).lower())
+        (w := m.group()).isalpha() and len(w) > 2 and w not in _STOPWORDS and w not in _UI_WORDS
+        for m in _TOKEN.finditer(_CAMEL.sub(" ", text[:2000]).lower())
     )
 
 
