@@ -98,6 +98,8 @@ def handed(p: Projection) -> Projection:
 
 
 ELIDED = "\n[... earlier steps elided ...]\n"
+WITHHELD = "(withheld)"
+"""What a projection shows for a quarantined tool result in place of its text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +343,7 @@ def _result_text(row: Message | None, n: int) -> str:
         return "(no result)"
     if row.metadata.get("quarantined"):
         # The evaluator judged this output already; the withheld notice itself is not evidence of anything.
-        return "(withheld)"
+        return WITHHELD
     return _truncate(row.content, n)
 
 

@@ -18,7 +18,8 @@ It answers the six conditions of ``DEFAULT_CONDITIONS`` by name from signals com
   could not finish: ``goal_reached_evidence``), and when it says nothing, the base rate of recorded runs of real
   models (``goal_reached_open``), because there the rules cannot tell;
 - ``drift``: lexical overlap between the recent steps (and the latest one apart) and the goal and criteria, and
-  whether the latest call's arguments carry an identifier from an earlier result;
+  whether the latest call's arguments carry an identifier from an earlier result; when the recent steps carry no
+  words at all (clicks by coordinates, scrolls, screenshots back) the base rate, deferred (``drift_unobserved``);
 - ``stagnation``: exact and near repeats of calls, results seen before or saying nothing was found, error
   streaks.
 
@@ -57,7 +58,7 @@ from stopwise.guardian.evaluators._integrity import (
     score_text,
 )
 from stopwise.guardian.goal_kind import GoalKind, goal_kind
-from stopwise.guardian.projection import ProjectedCall, ProjectedStep, Projection
+from stopwise.guardian.projection import WITHHELD, ProjectedCall, ProjectedStep, Projection
 from stopwise.guardian.questions import Choice, Score, YesNo
 from stopwise.normalise import normalise_untrusted
 
@@ -186,6 +187,9 @@ class RuleCoefficients:
     """stagnation when no recent call returned text (screenshots, actions that return nothing), a constant at the
     base rate of real runs, deferred; None: ``stagnation`` answers those states from their one feature,
     ``unobserved`` (its bias alone when it has no weight for it)."""
+    drift_unobserved: LogisticMap | None = None
+    """p(aligned) when the recent steps carry no words (coordinates, scroll amounts, bare element ids, results with
+    no text), a constant, deferred; None: such states are answered uncertain (the rules cannot tell)."""
 
     def with_integrity_share(self, share: float, assumed: float = INTEGRITY_SHARE) -> RuleCoefficients:
         """These coefficients with the integrity answer calibrated for ``share`` of tool results injected.
@@ -248,6 +252,7 @@ class RuleCoefficients:
             LogisticMap.from_data("stagnation_unobserved", data["stagnation_unobserved"])
             if "stagnation_unobserved" in data
             else None,
+            LogisticMap.from_data("drift_unobserved", data["drift_unobserved"]) if "drift_unobserved" in data else None,
         )
 
 
@@ -906,6 +911,9 @@ class RuleEvaluator:
         recent = projection.steps[-max(1, self.coefficients.window) :]
         if not recent or not goal:
             return {"no_evidence": 1.0}
+        if self._wordless(recent, projection.final):
+            # Nothing in the window could share a word with any goal: no overlap there is no evidence of a detour.
+            return {"unobserved": 1.0}
         acting: set[str] = set()
         seen: set[str] = set()
         last: set[str] = set()  # what the latest step does: the current sub-task, when the window mixes two
@@ -939,6 +947,18 @@ class RuleEvaluator:
         if not acting:
             features["no_actions"] = 1.0
         return features
+
+    def _wordless(self, steps: Sequence[ProjectedStep], final: str | None) -> bool:
+        """The steps act without words: they have calls, every argument value is a number, an id or pointer and
+        key vocabulary (``_UI_WORDS``), every result has no text (``_textless``), and neither the steps' texts nor
+        the final answer say anything. A call with one word in its arguments (an off-topic query) is read."""
+        if not any(s.calls for s in steps) or (final is not None and _has_words(final)):
+            return False
+        return all(
+            not _has_words(s.text)
+            and all(not _has_words(_values_text(c.args)) and self._facts(c.result).textless for c in s.calls)
+            for s in steps
+        )
 
     def _facts(self, text: str) -> _TextFacts:
         """What the stagnation and feasibility signals read of a text, computed once per distinct text."""
@@ -1084,6 +1104,14 @@ class RuleEvaluator:
         if not isinstance(q, Score):
             return _wrong_type(condition, "Score")
         f = self.drift_features(projection)
+        if "unobserved" in f:
+            base = self.coefficients.drift_unobserved
+            note = "the recent steps carry no words (coordinates, ids, results with no text): the rules cannot tell"
+            if base is None:
+                return uncertain(note)
+            # Absent words are not a detour: the bias alone would read them as one (p(drift) 0.92 on every click).
+            aligned = min(1.0, max(0.0, base.p({})))
+            return Answer(_levels(aligned, q.labels, condition.fires_on), note=f"{note}, the base rate", defer=True)
         aligned = self.coefficients.drift.p(f)
         levels = _levels(aligned, q.labels, condition.fires_on)
         return Answer(levels, note=f"p(aligned)={aligned:.2f}; {_describe(f)}")
@@ -1173,10 +1201,40 @@ _MEDIA_TYPES = frozenset({"image", "audio", "base64", "url"})
 def _textless(normal: str) -> bool:
     """A result with no text to read (``normal`` as ``_TextFacts`` has it): empty or whitespace only, or media
     blocks only as far as the projection shows it (a screenshot's data fills the cut; a text block in the shown
-    part makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not textless."""
-    if not normal:
+    part makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not textless. The notice a
+    projection shows for a withheld (quarantined) result is textless too: the result was not observed."""
+    if not normal or normal == WITHHELD:
         return True
     return bool(_MEDIA_HEAD.match(normal)) and all(t in _MEDIA_TYPES for t in _BLOCK_TYPE.findall(normal))
+
+
+_UI_WORD_TEXT = """
+    click left right middle double triple hover scroll move mouse drag drop press key keys type wait screenshot
+    cursor position zoom tap swipe enter return tab esc escape ctrl control shift alt cmd meta super space backspace
+    delete home end pageup pagedown arrow top bottom"""
+_UI_WORDS = frozenset(_UI_WORD_TEXT.split())
+"""Pointer and key vocabulary of computer-use actions (``left_click``, ``scroll`` ``down``, ``press`` ``Enter``):
+words that name how to act, never what the task is about, so they cannot tell an on-goal action from a detour."""
+
+
+def _has_words(text: str) -> bool:
+    """``text`` has a word that could share a topic with a goal: letters only, three or more, not a stop word and
+    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words. Only
+    the first 2,000 characters are read: a text that long with no word in it is no prose."""
+    return any(
+        (w := m.group()).isalpha() and len(w) > 2 and w not in _STOPWORDS and w not in _UI_WORDS
+        for m in _TOKEN.finditer(_CAMEL.sub(" ", text[:2000]).lower())
+    )
+
+
+def _values_text(args: Any) -> str:
+    """The argument values as text, without the keys (``x``, ``coordinate``, ``element`` name the value, not the
+    task)."""
+    if isinstance(args, Mapping):
+        return " ".join(_values_text(v) for v in args.values())
+    if isinstance(args, (list, tuple)):
+        return " ".join(_values_text(v) for v in args)
+    return args if isinstance(args, str) else ""  # numbers, flags and null carry no words
 
 
 def _id_note(call_id: str | None) -> str:
