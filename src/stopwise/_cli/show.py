@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from stopwise._cli._common import existing_db, find_run, output_file, reading_store, settle_command
 from stopwise._terminal import json_safe, terminal_safe
-from stopwise._view.timeline import RunView, StepView, readings, run_view
+from stopwise._view.timeline import UNCOMMITTED_WHY, RunView, StepView, readings, run_view
 
 __all__ = ["load_view", "render_text", "report", "show"]
 
@@ -137,6 +137,10 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
         line((head + "  ", "bold"), (decision, _ACTION_STYLE.get(step.action, "")))
         if step.detail:
             line(f"  why: {_one_line(step.detail)}")
+    elif not step.committed:
+        line()
+        line((f"step {step.step}  ", "bold"), ("not committed", "yellow"))
+        line(f"  why: {UNCOMMITTED_WHY}")
     elif step.guardrails or step.guardian:
         line()
         line(("before step 1", "bold"))
