@@ -275,7 +275,8 @@ def test_the_commands_that_only_read_work_on_a_log_in_a_read_only_file_and_direc
         reported = _unprivileged_cli(tmp_path, "report", session, "--db", "shelf/log.db", "-o", "run.html")
         assert reported.returncode == 0 and "page 1: nothing" in (tmp_path / "run.html").read_text(), reported
         replayed = _unprivileged_cli(tmp_path, "replay", "shelf/log.db")
-        assert replayed.returncode == 1 and replayed.stderr == "stopwise replay: no guardian decisions in shelf/log.db\n"
+        assert replayed.returncode == 1, replayed
+        assert replayed.stderr == "stopwise replay: no guardian decisions in shelf/log.db\n"
         assert _digest(shelf / "log.db") == before
         assert sorted(p.name for p in shelf.iterdir()) == ["log.db"]
     finally:
