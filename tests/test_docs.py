@@ -199,3 +199,24 @@ def test_every_test_the_seed_rules_table_cites_exists() -> None:
     assert len(cited) > 100  # the table's rows were read, not skipped by a pattern that matches nothing
     missing = [f"{file}::{name}" for file, name in cited if name not in defined.get(file, set())]
     assert missing == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["pydantic_ai_agent", "openai_agents_agent", "langgraph_agent", "mcp_notes"])
+def test_the_example_an_integration_page_says_runs_offline_does(tmp_path: Path, example: str) -> None:
+    """Each docs/integrations page shows fragments and names the example that runs them offline: it runs, with no
+    API key, to the answer given once the reviewer approved the escalated call."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    pages = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "integrations").glob("*.md"))
+    assert f"`examples/{example}.py` runs" in pages
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / f"{example}.py")],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "after approval" in proc.stdout and "Traceback" not in proc.stderr
