@@ -71,7 +71,8 @@ def reading_store(path: Path) -> SQLiteStore:
 
 def writable_db(db: str) -> Path:
     """``--db`` of a command that writes a log, created if missing: a file path in a directory that exists and
-    lets a file be created; an existing file must be a stopwise log (or empty). ``UsageError`` otherwise."""
+    lets a file be created; an existing file must be writable (the store refuses one that is not a stopwise log).
+    ``UsageError`` otherwise."""
     path = Path(db)
     if path.is_dir():
         raise UsageError(f"--db {db}: is a directory, expected a file path")

@@ -66,7 +66,10 @@ _STOPWISE_TABLES = frozenset({"sessions", "runs", "log"})
 
 
 class SQLiteStore:
-    """A ``Store`` in one SQLite file. Opening migrates an older schema and refuses a newer one."""
+    """A ``Store`` in one SQLite file. Opening migrates an older schema and refuses a newer one, and another
+    program's SQLite database (``NotAStopwiseLog``), writing nothing to either. ``read_only=True`` opens the file
+    so that nothing can be written to it (a read-only file, directory or mount): every write raises
+    ``StoreReadOnly``, and a log that needs a migration is refused with it (``docs/durability.md``)."""
 
     def __init__(
         self,
@@ -90,7 +93,7 @@ class SQLiteStore:
             else:
                 conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database {self.path!r}: {_opening_problem(exc, self.path)}") from exc
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {_opening_problem(exc, read_only)}") from exc
         conn.row_factory = sqlite3.Row
         self._conn = conn
         try:
@@ -101,7 +104,7 @@ class SQLiteStore:
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"cannot open SQLite database {self.path!r}: {_opening_problem(exc, self.path)}") from exc
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {_opening_problem(exc, read_only)}") from exc
         except BaseException:
             conn.close()
             raise
@@ -513,12 +516,13 @@ def _connect_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
     return sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
 
-def _opening_problem(exc: sqlite3.Error, path: str) -> str:
-    """What ``exc``, raised while opening ``path``, means to the person who asked."""
+def _opening_problem(exc: sqlite3.Error, read_only: bool) -> str:
+    """What ``exc``, raised while opening the file (``read_only`` or not), means to the person who asked."""
     if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_DIRECTORY":
+        way_out = "" if read_only else ", or open it read_only=True"
         return (
             f"{exc}: its directory is not writable and SQLite needs the -wal and -shm files beside it "
-            "(copy the file to a directory of your own, or open it read_only=True)"
+            f"(copy the file to a directory of your own{way_out})"
         )
     return str(exc)
 
