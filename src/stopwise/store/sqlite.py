@@ -128,7 +128,7 @@ class SQLiteStore:
         newer one, another program's database, and one that needs a migration first."""
         version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
         pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew first
-        _refuse_foreign(self._conn, self.path, version)
+        _refuse_foreign(self._conn, self.path)
         if pending:
             what = "is empty" if version == 0 else f"has schema version {version}, older than this stopwise's"
             raise StoreReadOnly(
@@ -143,7 +143,7 @@ class SQLiteStore:
         conn = self._conn
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
         pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
-        _refuse_foreign(conn, self.path, version)
+        _refuse_foreign(conn, self.path)
         _to_wal(conn, busy_timeout)
         while pending:
             target, statements = pending[0]
@@ -527,10 +527,17 @@ def _opening_problem(exc: sqlite3.Error, read_only: bool) -> str:
     return str(exc)
 
 
-def _refuse_foreign(conn: sqlite3.Connection, path: str, version: int) -> None:
+def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
     """``NotAStopwiseLog`` when the database has tables but is not a stopwise log: no schema version of ours, or
-    not all of stopwise's tables. Reads only (a new or empty file has no tables and passes)."""
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    not all of stopwise's tables. Reads only (a new or empty file has no tables and passes). The version and the
+    tables are read in one read transaction: another process migrating the same new file meanwhile commits its
+    tables and its version together, and both must be seen from the same moment."""
+    conn.execute("BEGIN")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    finally:
+        conn.execute("COMMIT")
     tables = tuple(str(name) for (name, *_) in rows if not str(name).startswith("sqlite_"))
     if tables and (version == 0 or not set(tables) >= _STOPWISE_TABLES):
         raise NotAStopwiseLog(path, tables)
