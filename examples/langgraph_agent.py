@@ -5,7 +5,7 @@ the ``langgraph`` extra). The decisions go to a SQLite file that ``stopwise repl
 
     pip install 'stopwise[langgraph]'
     python examples/langgraph_agent.py
-    stopwise replay /tmp/langgraph_runs.db
+    stopwise replay langgraph_runs.db
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from stopwise.guardian import Guardian
 from stopwise.integrations.langgraph import Stopwise
 from stopwise.stop.guard import Continue, StopGuard
 
-DB = Path("/tmp/langgraph_runs.db")
+DB = Path("langgraph_runs.db")
 
 
 @tool

@@ -5,7 +5,7 @@ The SDK's own offline ``ScriptedModel`` plays the model, so this runs with no AP
 
     pip install 'stopwise[openai-agents]'
     python examples/openai_agents_agent.py
-    stopwise replay /tmp/openai_agents_runs.db
+    stopwise replay openai_agents_runs.db
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from stopwise.guardian import Guardian
 from stopwise.integrations.openai_agents import Stopwise
 from stopwise.stop.guard import Continue, StopGuard
 
-DB = Path("/tmp/openai_agents_runs.db")
+DB = Path("openai_agents_runs.db")
 
 
 @function_tool

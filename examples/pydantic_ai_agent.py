@@ -5,7 +5,7 @@ pydantic-ai's own offline ``FunctionModel`` plays the model, so this runs with n
 
     pip install 'stopwise[pydantic-ai]'
     python examples/pydantic_ai_agent.py
-    stopwise replay /tmp/pydantic_ai_runs.db
+    stopwise replay pydantic_ai_runs.db
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from stopwise.guardrails import Block, Guardrails
 from stopwise.integrations.pydantic_ai import StopwiseCapability
 from stopwise.stop.guard import Continue, StopGuard
 
-DB = Path("/tmp/pydantic_ai_runs.db")
+DB = Path("pydantic_ai_runs.db")
 
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

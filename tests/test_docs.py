@@ -1,6 +1,7 @@
-"""Docs that run: every ```python block of README.md and docs/*.md runs as written, pasted into a script of its
-own, unless its fence says ```python fragment (a piece that needs a key, a server or names defined around it);
-a fragment must still parse. Also the one exit-code table of the command line, checked against the code."""
+"""Docs that run: every ```python block of README.md, docs/*.md and docs/integrations/*.md runs as written,
+pasted into a script of its own, unless its fence says ```python fragment (a piece that needs a key, a server or
+names defined around it); a fragment must still parse, and what it imports from stopwise must exist. Also the one
+exit-code table of the command line, checked against the code."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "integrations").glob("*.md")),
+]
 # A fence may be indented (a block inside a list item); its closing fence has the same indent.
 _BLOCK = re.compile(r"^([ \t]*)```python( fragment)?[ \t]*\n(.*?)^\1```", re.DOTALL | re.MULTILINE)
 
@@ -53,6 +58,35 @@ def test_fragments_parse() -> None:
     for block in blocks():
         # top-level await is allowed in a fragment (it shows code that lives inside an async function)
         compile(block.code, str(block), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+
+_CHECKED_IMPORTS = ("stopwise", "pydantic_ai", "agents", "langgraph", "langchain_core", "mcp")
+"""Packages whose names a fragment's imports must find: stopwise's own, and the peers its integrations pin (the
+test extra installs them). Others (an exporter, a provider SDK's extras) are the reader's to install."""
+
+
+def test_every_import_of_a_fragment_from_stopwise_or_a_pinned_peer_resolves() -> None:
+    """A fragment cannot run, but the names it imports from stopwise (and from the frameworks the integration
+    pages pin) exist: a renamed class or module fails here, not in a reader's editor."""
+    failed = []
+    for block in blocks():
+        if not block.fragment:
+            continue
+        tree = ast.parse(block.code)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            else:
+                continue
+            if not any(m.split(".")[0] in _CHECKED_IMPORTS for m in modules):
+                continue
+            try:
+                exec(compile(ast.Module([node], []), str(block), "exec"), {})
+            except ImportError as exc:
+                failed.append(f"{block}: {ast.unparse(node)}: {exc}")
+    assert failed == []
 
 
 @pytest.mark.slow
@@ -165,3 +199,24 @@ def test_every_test_the_seed_rules_table_cites_exists() -> None:
     assert len(cited) > 100  # the table's rows were read, not skipped by a pattern that matches nothing
     missing = [f"{file}::{name}" for file, name in cited if name not in defined.get(file, set())]
     assert missing == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["pydantic_ai_agent", "openai_agents_agent", "langgraph_agent", "mcp_notes"])
+def test_the_example_an_integration_page_says_runs_offline_does(tmp_path: Path, example: str) -> None:
+    """Each docs/integrations page shows fragments and names the example that runs them offline: it runs, with no
+    API key, to the answer given once the reviewer approved the escalated call."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    pages = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "integrations").glob("*.md"))
+    assert f"`examples/{example}.py` runs" in pages
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / f"{example}.py")],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "after approval" in proc.stdout and "Traceback" not in proc.stderr

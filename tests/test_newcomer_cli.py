@@ -227,30 +227,58 @@ def _as_unprivileged() -> list[str]:
     return [p for p in prefix if p is not None]
 
 
-def test_a_log_or_directory_that_cannot_be_written_is_named_before_sqlite_fails(
-    tmp_path: Path, agent_file: Path
-) -> None:
+def _read_only_shelf(tmp_path: Path) -> Path:
+    """A copy of ``log.db`` (one interrupted run) as ``shelf/log.db``: the file and its directory read-only."""
     stopwise_cmd("run", "agents.py:reader", "Read.", "--db", "log.db", cwd=tmp_path)
     shelf = tmp_path / "shelf"
     shelf.mkdir()
     shutil.copy(tmp_path / "log.db", shelf / "log.db")
     (shelf / "log.db").chmod(0o444)
     shelf.chmod(0o555)
+    return shelf
+
+
+def _unprivileged_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [*_as_unprivileged(), sys.executable, "-m", "stopwise", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def test_a_log_or_directory_that_cannot_be_written_is_named_before_sqlite_fails_by_a_command_that_writes(
+    tmp_path: Path, agent_file: Path
+) -> None:
+    shelf = _read_only_shelf(tmp_path)
     before = _digest(shelf / "log.db")
     try:
-
-        def cli(*args: str) -> subprocess.CompletedProcess[str]:
-            command = [*_as_unprivileged(), sys.executable, "-m", "stopwise", *args]
-            return subprocess.run(
-                command, capture_output=True, text=True, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL
-            )
-
-        new = _one_error_line(cli("run", "agents.py:reader", "hi", "--db", "shelf/new.db"), "run")
+        new = _one_error_line(
+            _unprivileged_cli(tmp_path, "run", "agents.py:reader", "hi", "--db", "shelf/new.db"), "run"
+        )
         assert new == "stopwise run: error: --db shelf/new.db: cannot create it: directory 'shelf' is not writable\n"
-        read_only = _one_error_line(cli("runs", "--db", "shelf/log.db"), "runs")
-        assert read_only.startswith("stopwise runs: error: --db shelf/log.db: the file is not writable by this user")
-        assert read_only.endswith("copy it to a directory of your own\n")
+        gc = _one_error_line(_unprivileged_cli(tmp_path, "gc", "--db", "shelf/log.db", "--older-than", "1d"), "gc")
+        assert gc.startswith("stopwise gc: error: --db shelf/log.db: the file is not writable by this user")
+        assert gc.endswith("copy it to a directory of your own\n")
         assert _digest(shelf / "log.db") == before
+    finally:
+        shelf.chmod(0o755)
+
+
+def test_the_commands_that_only_read_work_on_a_log_in_a_read_only_file_and_directory_and_write_nothing(
+    tmp_path: Path, agent_file: Path
+) -> None:
+    shelf = _read_only_shelf(tmp_path)
+    before = _digest(shelf / "log.db")
+    (session,) = _sessions(shelf / "log.db")
+    try:
+        listed = _unprivileged_cli(tmp_path, "runs", "--db", "shelf/log.db")
+        assert listed.returncode == 0 and re.search(r"\breader\s+cancelled\b", listed.stdout), listed
+        shown = _unprivileged_cli(tmp_path, "show", session, "--db", "shelf/log.db")
+        assert shown.returncode == 0 and "page 1: nothing" in shown.stdout, shown
+        reported = _unprivileged_cli(tmp_path, "report", session, "--db", "shelf/log.db", "-o", "run.html")
+        assert reported.returncode == 0 and "page 1: nothing" in (tmp_path / "run.html").read_text(), reported
+        replayed = _unprivileged_cli(tmp_path, "replay", "shelf/log.db")
+        assert replayed.returncode == 1, replayed
+        assert replayed.stderr == "stopwise replay: no guardian decisions in shelf/log.db\n"
+        assert _digest(shelf / "log.db") == before
+        assert sorted(p.name for p in shelf.iterdir()) == ["log.db"]
     finally:
         shelf.chmod(0o755)
 
@@ -355,3 +383,30 @@ def test_runs_reads_the_log_stopwise_run_writes_by_default(tmp_path: Path, agent
     (tmp_path / "elsewhere").mkdir()
     err = _one_error_line(stopwise_cmd("runs", cwd=tmp_path / "elsewhere"), "runs")
     assert err == "stopwise runs: error: --db stopwise.db: no such file\n"
+
+
+def test_show_and_report_list_the_call_of_a_step_interrupted_before_it_committed_under_that_steps_heading(
+    tmp_path: Path, agent_file: Path
+) -> None:
+    # Ctrl-C while step 2's tool runs leaves step 2's write-ahead intent (the reply and its planned call) in the log
+    # without its results. `show` used to print that call under step 1's heading, as if step 1 had made it.
+    stopwise_cmd("run", "agents.py:reader", "Read.", "--db", "log.db", cwd=tmp_path)
+    (session,) = _sessions(tmp_path / "log.db")
+
+    shown = stopwise_cmd("show", session, "--db", "log.db", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    blocks = shown.stdout.split("\n\n")
+    step1 = next(b for b in blocks if b.startswith("step 1 "))
+    step2 = next(b for b in blocks if b.startswith("step 2 "))
+    assert step1.splitlines() == ["step 1  continue", '  tool look({"page": 1}) -> page 1: nothing']
+    assert step2.splitlines() == [
+        "step 2  not committed",
+        "  why: the run stopped before this step's results committed; a retry carries out its planned calls",
+        '  tool look({"page": 2}) not run',
+    ]
+
+    assert stopwise_cmd("report", session, "--db", "log.db", "-o", "run.html", cwd=tmp_path).returncode == 0
+    page = (tmp_path / "run.html").read_text(encoding="utf-8")
+    steps = re.findall(r"<div class='step (\w+)' data-step='(\d)'>(.*?)(?=<div class='step |</section>)", page, re.S)
+    assert [(css, n) for css, n, _ in steps] == [("continue", "1"), ("uncommitted", "2")]
+    assert "page 2" not in steps[0][2] and "&quot;page&quot;: 2" in steps[1][2] and "not committed" in steps[1][2]

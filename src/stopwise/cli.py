@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from stopwise import __version__
-from stopwise._cli._common import DEFAULT_DB, Interrupted, UsageError, interrupted, writable_db
+from stopwise._cli._common import DEFAULT_DB, Interrupted, UsageError, interrupted, reading_store, writable_db
 from stopwise._cli._common import existing_db as _existing_db
 from stopwise._cli.commands import COMMANDS, add_commands, dispatch
 from stopwise._cli.control import print_pending
@@ -343,7 +343,7 @@ def _render_demo(report: DemoReport, *, fresh: bool, out: TextIO, err: TextIO) -
 def _runs(db: str, session_id: str | None, limit: int, only: RunFilter) -> int:
     if limit < 1:
         raise _UsageError(f"--limit must be at least 1, got {limit}")
-    path = _existing_db(db)
+    path = _existing_db(db, reading=True)
     unreadable: list[UnreadableRun] = []
     records = only.apply(asyncio.run(_list_runs(path, session_id, limit, only.page, unreadable.append)))
     # A record this version cannot read is left out with one line naming it, and the listing of the others goes
@@ -375,7 +375,7 @@ def _runs(db: str, session_id: str | None, limit: int, only: RunFilter) -> int:
 async def _list_runs(
     path: Path, session_id: str | None, limit: int, page: int, on_unreadable: Callable[[UnreadableRun], None]
 ) -> list[RunRecord]:
-    store = SQLiteStore(path)
+    store = reading_store(path)
     try:
         # Paging over sessions, most recently written first: page P is sessions (P-1)*limit+1 .. P*limit.
         if session_id is not None:
@@ -493,7 +493,7 @@ async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator
     """The guardian decisions of one run (read from its own session only, found by the run's key), or of every
     session in the database, one session at a time (so a whole database is read in constant memory, with a
     progress bar on a terminal's stderr); a session that cannot be read is named on stderr and skipped."""
-    store = SQLiteStore(path)
+    store = reading_store(path)
     try:
         if run_id is not None:
             run = await store.get_run(run_id)
@@ -548,7 +548,7 @@ async def _tally_db(path: Path, run_id: str | None) -> Tally:
 
 
 def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
-    path = _existing_db(db, positional=True)
+    path = _existing_db(db, positional=True, reading=True)
     override = None
     if policy_file is not None:
         try:
@@ -583,7 +583,7 @@ def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
 
 
 def _guardian_stats(db: str, run_id: str | None) -> int:
-    path = _existing_db(db, positional=True)
+    path = _existing_db(db, positional=True, reading=True)
     tally = asyncio.run(_tally_db(path, run_id))
     count = sum(tally.outcomes.values())
     if not count:

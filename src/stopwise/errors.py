@@ -21,6 +21,7 @@ __all__ = [
     "ForkNotAllowed",
     "ModelError",
     "ModelScriptExhausted",
+    "NotAStopwiseLog",
     "RetryNotAllowed",
     "RunLeased",
     "SchemaTooNew",
@@ -29,6 +30,7 @@ __all__ = [
     "StopGuardExpired",
     "StopwiseError",
     "StoreError",
+    "StoreReadOnly",
     "StoreRefused",
     "StoreUnavailable",
     "UnreadableEntry",
@@ -205,6 +207,30 @@ class StoreUnavailable(StoreError):
 
 class StoreRefused(StoreError):
     """The database refused the data (a constraint, or a value the backend cannot hold). Nothing was written."""
+
+
+class StoreReadOnly(StoreError):
+    """A store opened read-only was asked to write (``operation`` names the method), or a log opened read-only
+    needs a migration first (``operation`` is ``"migrate"``: open it writable once). Nothing was written."""
+
+
+class NotAStopwiseLog(StoreError):
+    """The file is another program's SQLite database (it has tables, none or not all of them stopwise's):
+    ``path`` names it and ``tables`` lists what it holds. Raised on open, before anything is written to the file
+    (no journal switch, no tables), so the file is left byte for byte as it was."""
+
+    def __init__(self, path: str, tables: tuple[str, ...]) -> None:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        super().__init__(
+            f"{path}: not a stopwise log: an SQLite database of another program (tables: {shown}); nothing was "
+            "written to it: give stopwise a file of its own",
+            operation="open",
+        )
+        self.path = path
+        self.tables = tables
+
+    def __reduce__(self) -> tuple[type[NotAStopwiseLog], tuple[str, tuple[str, ...]]]:
+        return (type(self), (self.path, self.tables))
 
 
 class UnreadableEntry(StoreError):

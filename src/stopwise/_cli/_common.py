@@ -11,7 +11,6 @@ from pathlib import Path
 
 from stopwise.errors import StoreError
 from stopwise.result import RunStatus
-from stopwise.store._schema import LATEST
 from stopwise.store.base import RunRecord, SessionSnapshot
 from stopwise.store.sqlite import SQLiteStore
 
@@ -23,6 +22,7 @@ __all__ = [
     "find_run",
     "interrupted",
     "output_file",
+    "reading_store",
     "settle_command",
     "writable_db",
 ]
@@ -44,26 +44,35 @@ class Interrupted(KeyboardInterrupt):
         self.hint = hint
 
 
-_STOPWISE_TABLES = frozenset({"sessions", "runs", "log"})
-"""Tables every stopwise SQLite log has, from its first schema version on."""
-
-
-def existing_db(db: str, *, positional: bool = False) -> Path:
+def existing_db(db: str, *, positional: bool = False, reading: bool = False) -> Path:
     """``--db`` (or, ``positional``, the ``DB`` argument) of a command that reads or continues a log: a file that
-    exists, is a stopwise log, and can be opened. ``UsageError`` naming the problem otherwise, before the store
-    opens it (and so before anything is written to it)."""
+    exists and can be opened, for writing unless the command is only ``reading`` (it then opens the log with
+    ``reading_store``). ``UsageError`` naming the problem otherwise, before the store opens it. Another program's
+    database is refused by the store itself (``NotAStopwiseLog``), before anything is written to it."""
     path, named = Path(db), db if positional else f"--db {db}"
     if not path.exists():
         raise UsageError(f"{named}: no such file")
     if not path.is_file():
         raise UsageError(f"{named}: not a file")
-    _check_log(path, named)
+    if reading:
+        if not os.access(path, os.R_OK):
+            raise UsageError(f"{named}: the file is not readable by this user")
+    else:
+        _check_writable(path, named)
     return path
+
+
+def reading_store(path: Path) -> SQLiteStore:
+    """The store of a command that only reads the log at ``path``: opened read-only when this process cannot write
+    the file or create SQLite's ``-wal``/``-shm`` files beside it (a read-only file, directory or mount), else as
+    usual, so an older log is migrated once and a read leaves no journal files behind."""
+    return SQLiteStore(path, read_only=_unwritable(path) is not None)
 
 
 def writable_db(db: str) -> Path:
     """``--db`` of a command that writes a log, created if missing: a file path in a directory that exists and
-    lets a file be created; an existing file must be a stopwise log (or empty). ``UsageError`` otherwise."""
+    lets a file be created; an existing file must be writable (the store refuses one that is not a stopwise log).
+    ``UsageError`` otherwise."""
     path = Path(db)
     if path.is_dir():
         raise UsageError(f"--db {db}: is a directory, expected a file path")
@@ -71,7 +80,7 @@ def writable_db(db: str) -> Path:
     if not parent.is_dir():
         raise UsageError(f"--db {db}: directory {str(parent)!r} does not exist")
     if path.exists():
-        _check_log(path, f"--db {db}")
+        _check_writable(path, f"--db {db}")
     elif not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"--db {db}: cannot create it: directory {str(parent)!r} is not writable")
     return path
@@ -87,51 +96,28 @@ def output_file(out: str, flag: str) -> Path:
     return target
 
 
-def _check_log(path: Path, named: str) -> None:
-    """Refuse, before the store touches it, an existing file stopwise must not open: another program's SQLite
-    database (opening it would add stopwise's tables to it and switch it to WAL), and a log this process cannot
-    write (SQLite opens a WAL log for writing even to read it). A file that is not SQLite at all, or written by a
-    newer stopwise, is left to the store, which names that problem."""
-    foreign = _foreign_tables(path)
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise UsageError(
-            f"{named}: not a stopwise log: an SQLite database of another program (tables: {shown}); nothing "
-            "was written to it: give stopwise a file of its own"
-        )
+def _check_writable(path: Path, named: str) -> None:
+    """Refuse, before the store touches it, a log this process cannot write (SQLite opens a WAL log for writing
+    even to read it, unless the store is read-only)."""
+    problem = _unwritable(path)
+    if problem is not None:
+        raise UsageError(f"{named}: {problem}")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why this process cannot open the existing log ``path`` for writing, or None when it can."""
     if not os.access(path, os.R_OK | os.W_OK):
-        raise UsageError(
-            f"{named}: the file is not writable by this user; stopwise opens its log for writing, even to read "
-            "it: copy it to a directory of your own"
+        return (
+            "the file is not writable by this user; stopwise opens its log for writing: copy it to a directory of "
+            "your own"
         )
     sidecars = [Path(f"{path}-wal"), Path(f"{path}-shm")]
     if not os.access(path.parent, os.W_OK | os.X_OK) and not all(os.access(s, os.W_OK) for s in sidecars):
-        raise UsageError(
-            f"{named}: directory {str(path.parent)!r} is not writable, and SQLite needs to create the log's "
-            "-wal and -shm files beside it, even to read it: copy the file to a directory of your own"
+        return (
+            f"directory {str(path.parent)!r} is not writable, and SQLite needs to create the log's -wal and -shm "
+            "files beside it: copy the file to a directory of your own"
         )
-
-
-def _foreign_tables(path: Path) -> list[str]:
-    """The tables of the SQLite file ``path`` when it is another program's database: it has tables, but not
-    stopwise's. Empty for a stopwise log, an empty file, a database with no tables, and one that cannot be read
-    here (read-only, without writing anything)."""
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return []
-    try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
-    except sqlite3.Error:  # not a database, or locked: the store says so when it opens the file
-        return []
-    finally:
-        conn.close()
-    tables = [str(name) for (name,) in rows if not str(name).startswith("sqlite_")]
-    if not tables or version > LATEST or set(tables) >= _STOPWISE_TABLES:
-        # a newer stopwise may have other tables: the store refuses that file with SchemaTooNew
-        return []
-    return tables
+    return None
 
 
 async def find_run(store: SQLiteStore, ref: str) -> tuple[SessionSnapshot, RunRecord]:

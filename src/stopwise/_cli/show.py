@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from stopwise._cli._common import existing_db, find_run, output_file, settle_command
+from stopwise._cli._common import existing_db, find_run, output_file, reading_store, settle_command
 from stopwise._terminal import json_safe, terminal_safe
-from stopwise._view.timeline import RunView, StepView, readings, run_view
-from stopwise.store.sqlite import SQLiteStore
+from stopwise._view.timeline import UNCOMMITTED_WHY, RunView, StepView, readings, run_view
 
 __all__ = ["load_view", "render_text", "report", "show"]
 
@@ -21,7 +20,7 @@ _COLLAPSED = 160
 
 
 async def load_view(path: Path, ref: str) -> RunView:
-    store = SQLiteStore(path)
+    store = reading_store(path)
     try:
         snapshot, run = await find_run(store, ref)
         return run_view(snapshot, run)
@@ -30,7 +29,7 @@ async def load_view(path: Path, ref: str) -> RunView:
 
 
 def show(db: str, ref: str, *, as_json: bool, full: bool) -> int:
-    path = existing_db(db)
+    path = existing_db(db, reading=True)
     view = asyncio.run(load_view(path, ref))
     if as_json:
         # Readable non-ASCII text, but every control, bidi or invisible character as a JSON escape: the document
@@ -46,7 +45,7 @@ def report(db: str, ref: str, out: str) -> int:
     from stopwise._view.html import render_html
 
     target = output_file(out, "-o")
-    view = asyncio.run(load_view(existing_db(db), ref))
+    view = asyncio.run(load_view(existing_db(db, reading=True), ref))
     target.write_text(render_html(view), encoding="utf-8")
     print(f"wrote {target} (run {terminal_safe(view.run.run_id)}, {view.run.steps} steps)")
     return 0
@@ -138,6 +137,10 @@ def _render_step(step: StepView, line: Any, full: bool) -> None:
         line((head + "  ", "bold"), (decision, _ACTION_STYLE.get(step.action, "")))
         if step.detail:
             line(f"  why: {_one_line(step.detail)}")
+    elif not step.committed:
+        line()
+        line((f"step {step.step}  ", "bold"), ("not committed", "yellow"))
+        line(f"  why: {UNCOMMITTED_WHY}")
     elif step.guardrails or step.guardian:
         line()
         line(("before step 1", "bold"))

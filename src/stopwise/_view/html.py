@@ -18,7 +18,7 @@ from html import escape
 from typing import Any
 
 from stopwise._terminal import HIDDEN_IN_TEXT, terminal_safe
-from stopwise._view.timeline import ConditionPoint, ConditionSeries, RunView, StepView, readings
+from stopwise._view.timeline import UNCOMMITTED_WHY, ConditionPoint, ConditionSeries, RunView, StepView, readings
 from stopwise.records import ForkRecord
 from stopwise.tool_switches import ToolSwitchRecord
 
@@ -31,7 +31,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bott
 .completed{background:#2e8540}.failed,.cancelled{background:#c23030}.suspended{background:#c58a00}
 .running{background:#5b6572}
 .step{border-left:3px solid #dde2e8;padding:4px 0 4px 12px;margin:10px 0}
-.step.complete{border-color:#2e8540}.step.fail,.step.cancel{border-color:#c23030}.step.suspend{border-color:#c58a00}
+.step.complete{border-color:#2e8540}.step.fail,.step.cancel{border-color:#c23030}.step.suspend,.step.uncommitted{border-color:#c58a00}
 .decision{font-weight:600}.text{white-space:pre-wrap;background:#f5f7f9;padding:6px 8px;border-radius:4px}
 details{margin:4px 0}summary{cursor:pointer}pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;
 background:#f5f7f9;padding:6px 8px;border-radius:4px;font-size:12px}
@@ -71,7 +71,7 @@ def render_html(view: RunView, *, nav: str = "", actions: str = "") -> str:
 
 def _body(view: RunView, actions: str) -> str:
     run = view.run
-    steps = [s for s in view.steps if s.action is not None or _has_records(s)]
+    steps = [s for s in view.steps if s.step > 0 or _has_records(s)]
     hidden: list[StepView] = []
     if len(steps) > _STEPS_SHOWN:  # the first and the last steps; the middle is named, not drawn
         half = _STEPS_SHOWN // 2
@@ -141,14 +141,18 @@ def _body(view: RunView, actions: str) -> str:
 
 
 def _step(step: StepView, limit: int) -> str:
-    action = step.action or "input"
-    title = f"Step {step.step}" if step.action is not None else "Before the first step"
+    action = step.action or ("input" if step.committed else "uncommitted")
+    title = "Before the first step" if step.step == 0 else f"Step {step.step}"
     out = [f"<div class='step {_a(action)}' data-step='{step.step}'>"]
     decision = "" if step.action is None else f"{step.action}" + (f" ({step.reason})" if step.reason else "")
+    if not step.committed:
+        decision = "not committed"
     forced = " · forced" if step.forced else ""
     out.append(f"<div><b>{title}</b>{forced} <span class='decision'>{_e(decision)}</span></div>")
     if step.detail:
         out.append(f"<div class='meta'>{_e(step.detail)}</div>")
+    if not step.committed:
+        out.append(f"<div class='meta'>{_e(UNCOMMITTED_WHY)}</div>")
     if step.fork is not None:
         out.append(f"<div class='rec fork'><span class='tag'>fork</span>forked from {_forked_from(step.fork)}</div>")
     if step.plan is not None:

@@ -28,11 +28,15 @@ __all__ = [
     "RunView",
     "StepView",
     "ToolCallView",
+    "UNCOMMITTED_WHY",
     "readings",
     "run_view",
 ]
 
 _R = TypeVar("_R")
+
+UNCOMMITTED_WHY = "the run stopped before this step's results committed; a retry carries out its planned calls"
+"""What ``show`` and ``report`` say under the heading of a step that is not committed (``StepView.committed``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,13 @@ class StepView:
     """The tool switches this step committed (a tool switching tools off, a stop guard switching them back on)."""
     fork: ForkRecord | None = None
     """Where the session was forked from, on the step a fork continues from (``Runner.fork``)."""
+
+    @property
+    def committed(self) -> bool:
+        """False for the step a run stopped in after the model's reply and before the step's results committed
+        (its write-ahead intent alone is in the log: ``retry`` carries out its planned calls); step 0 (the input)
+        and every decided step are committed."""
+        return self.step == 0 or self.action is not None
 
     def to_data(self) -> dict[str, Any]:
         return {

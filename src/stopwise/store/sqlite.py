@@ -31,10 +31,19 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from os import PathLike
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from stopwise.errors import ConfigError, StoreError, StoreRefused, StoreUnavailable, UnreadableRun
-from stopwise.store import _sql
+from stopwise.errors import (
+    ConfigError,
+    NotAStopwiseLog,
+    StoreError,
+    StoreReadOnly,
+    StoreRefused,
+    StoreUnavailable,
+    UnreadableRun,
+)
+from stopwise.store import _schema, _sql
 from stopwise.store._checkpoint import BACKSTOP_FRAMES, JOURNAL_LIMIT_BYTES, Checkpointer
 from stopwise.store._codec import dump_state
 from stopwise.store.base import Fence, Lease, LogEntry, RunRecord, SessionSnapshot, check_batch
@@ -46,9 +55,21 @@ T = TypeVar("T")
 
 _QUICK_COMMIT = _sql.numbered(_sql.QUICK_COMMIT, _sql.QUICK_COLUMNS)
 
+_WRITES = frozenset(
+    {"start_run", "claim", "renew", "release", "commit", "commit_many", "update_run", "delete_session"}
+    | {"expire_sessions", "vacuum"}
+)
+"""The operations a read-only store refuses: every one that writes (or takes the write lock)."""
+
+_STOPWISE_TABLES = frozenset({"sessions", "runs", "log"})
+"""Tables every stopwise SQLite log has, from its first schema version on."""
+
 
 class SQLiteStore:
-    """A ``Store`` in one SQLite file. Opening migrates an older schema and refuses a newer one."""
+    """A ``Store`` in one SQLite file. Opening migrates an older schema and refuses a newer one, and another
+    program's SQLite database (``NotAStopwiseLog``), writing nothing to either. ``read_only=True`` opens the file
+    so that nothing can be written to it (a read-only file, directory or mount): every write raises
+    ``StoreReadOnly``, and a log that needs a migration is refused with it (``docs/durability.md``)."""
 
     def __init__(
         self,
@@ -57,26 +78,33 @@ class SQLiteStore:
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 5.0,
         offload: bool = False,
+        read_only: bool = False,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ConfigError("synchronous", f"must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = str(path)
+        self.read_only = read_only
+        """Opened with ``read_only=True``: every write raises ``StoreReadOnly`` and nothing is written to the file."""
         try:
             # The connection is used by the worker thread and, for the step's writes, the event loop's thread, one at
             # a time (``_lock``); it is opened here, on the caller's thread.
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
+            if read_only:
+                conn = _connect_read_only(self.path, busy_timeout)
+            else:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {_opening_problem(exc, read_only)}") from exc
         conn.row_factory = sqlite3.Row
         self._conn = conn
         try:
-            # The version check comes first: a newer database must not be touched, not even its journal mode.
-            self.schema_version = self._migrate(busy_timeout)
+            # The checks come first: a newer database, or another program's, must not be touched, not even its
+            # journal mode.
+            self.schema_version = self._check_read_only() if read_only else self._migrate(busy_timeout)
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {_opening_problem(exc, read_only)}") from exc
         except BaseException:
             conn.close()
             raise
@@ -95,10 +123,27 @@ class SQLiteStore:
             # connection waits for nothing, and the worker raises the wait to ``busy_timeout`` for its own work.
             conn.execute("PRAGMA busy_timeout=0")
 
+    def _check_read_only(self) -> int:
+        """The schema version of a log opened read-only, refusing (before anything is read from its tables) a
+        newer one, another program's database, and one that needs a migration first."""
+        version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew first
+        _refuse_foreign(self._conn, self.path)
+        if pending:
+            what = "is empty" if version == 0 else f"has schema version {version}, older than this stopwise's"
+            raise StoreReadOnly(
+                f"SQLite {self.path!r} {what}: a read-only store cannot migrate it; open it writable once "
+                f"(SQLiteStore(path), or a stopwise command that writes) to bring it to version {_schema.LATEST}; "
+                "nothing was written",
+                operation="migrate",
+            )
+        return version
+
     def _migrate(self, busy_timeout: float) -> int:
         conn = self._conn
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
         pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
+        _refuse_foreign(conn, self.path)
         _to_wal(conn, busy_timeout)
         while pending:
             target, statements = pending[0]
@@ -166,6 +211,12 @@ class SQLiteStore:
     def _check_open(self, operation: str, session_id: str | None) -> None:
         if self._closed:
             raise StoreUnavailable(f"SQLiteStore {self.path!r} is closed", operation=operation, session_id=session_id)
+        if self.read_only and operation in _WRITES:
+            raise StoreReadOnly(
+                f"SQLiteStore {self.path!r} is read-only: {operation} refused (nothing was written)",
+                operation=operation,
+                session_id=session_id,
+            )
 
     def _run_ops(self, ops: list[_sql.Op]) -> None:
         # BEGIN IMMEDIATE takes the write lock up front, so the append's "next free seq" check and the insert
@@ -446,6 +497,50 @@ def _to_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
             if not busy or time.monotonic() >= deadline:
                 raise
         time.sleep(0.005)  # the other openers hold the file for a few statements
+
+
+def _connect_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
+    """A connection that cannot write the file (``mode=ro``). A log at rest in a directory this process cannot
+    write (no ``-wal`` journal beside it, and none can be created) is opened ``immutable``: SQLite then reads the
+    file without the ``-shm`` file it cannot create. A writer could only append to it by creating a ``-wal`` in
+    that directory; what one writes after the open is not seen."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL index, where there is one
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_READONLY or Path(f"{path}-wal").exists():
+            raise
+    return sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _opening_problem(exc: sqlite3.Error, read_only: bool) -> str:
+    """What ``exc``, raised while opening the file (``read_only`` or not), means to the person who asked."""
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_DIRECTORY":
+        way_out = "" if read_only else ", or open it read_only=True"
+        return (
+            f"{exc}: its directory is not writable and SQLite needs the -wal and -shm files beside it "
+            f"(copy the file to a directory of your own{way_out})"
+        )
+    return str(exc)
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
+    """``NotAStopwiseLog`` when the database has tables but is not a stopwise log: no schema version of ours, or
+    not all of stopwise's tables. Reads only (a new or empty file has no tables and passes). The version and the
+    tables are read in one read transaction: another process migrating the same new file meanwhile commits its
+    tables and its version together, and both must be seen from the same moment."""
+    conn.execute("BEGIN")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    finally:
+        conn.execute("COMMIT")
+    tables = tuple(str(name) for (name, *_) in rows if not str(name).startswith("sqlite_"))
+    if tables and (version == 0 or not set(tables) >= _STOPWISE_TABLES):
+        raise NotAStopwiseLog(path, tables)
 
 
 def _failure(exc: sqlite3.Error, path: str, operation: str, session_id: str | None) -> StoreError:
