@@ -363,11 +363,21 @@ def usage_data(usage: Usage) -> dict[str, int]:
     return usage.to_data()
 
 
-def _sub_usage(entries: Iterable[Any]) -> Usage:
-    total = Usage()
-    for e in entries:
-        total = total + Usage(**(e.decision or {}).get("sub_usage", {}))
-    return total
+def _sub_usage(entries: Iterable[LogEntry]) -> Usage:
+    """The sub-agents' usage the entries' decisions record."""
+    return _total(Usage(**sub) for e in entries if e.decision and (sub := e.decision.get("sub_usage")))
+
+
+def _total(usages: Iterable[Usage | None]) -> Usage:
+    """The sum of ``usages`` (None counts nothing): one ``Usage`` built, not one per term as ``+`` would (a resume
+    adds up every entry of the run)."""
+    inputs = outputs = requests = 0
+    for u in usages:
+        if u is not None:
+            inputs += u.input_tokens
+            outputs += u.output_tokens
+            requests += u.requests
+    return Usage(inputs, outputs, requests)
 
 
 def streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> Mapping[str, int]:
@@ -420,10 +430,8 @@ def restore_leg(
     replies = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.INTENT)]
     run, phase, attempts, carried = _progress(run, counted, steps, replies, fresh_budget)
     budgeted = [e for e in steps if e.step > run.budget_base]
-    budget_usage = Usage()
-    for e in counted:
-        if e.step > run.budget_base:
-            budget_usage = budget_usage + (e.usage or Usage())
+    base = run.budget_base
+    budget_usage = _total(e.usage for e in counted if e.step > base)
     run = apply_decision(run, StopDecision(Action.CONTINUE))
     names = {c.id: c.name for e in replies for m in e.messages for c in m.tool_calls}
     tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
@@ -467,10 +475,9 @@ def _progress(
     or wrap-up, with the forced calls made and the reason carried; a fresh budget starts over in the normal phase."""
     phase, attempts, carried = Phase.NORMAL, 0, None
     if counted:
-        usage = Usage()
-        for e in counted:
-            usage = usage + (e.usage or Usage())
-        run = replace(run, usage=usage, text=replies[-1].messages[0].content if replies else "")
+        run = replace(
+            run, usage=_total(e.usage for e in counted), text=replies[-1].messages[0].content if replies else ""
+        )
     if steps:
         last = steps[-1]
         run = replace(run, steps=last.step)

@@ -86,9 +86,7 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord, run_log: RunLog | 
             )
     later = range(at, len(entries))
     since = [i for i in later if entries[i].step == step and entries[i].kind in (EntryKind.STEP, EntryKind.SETTLE)]
-    settled = {
-        m.tool_call_id: m for i in since for m in entries[i].messages if m.role is Role.TOOL and m.tool_call_id
-    }
+    settled = {m.tool_call_id: m for i in since for m in entries[i].messages if m.role is Role.TOOL and m.tool_call_id}
     decided = {r.call_id: r for i in since[1:] for r in run_log.records(i) if isinstance(r, ApprovalRecord)}
     ahead = [i for i in later[1:] if entries[i].step == step and entries[i].kind is EntryKind.NOTE]
     begun = {

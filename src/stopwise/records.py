@@ -326,11 +326,16 @@ class RunLog:
         config_at: list[tuple[int, GuardianConfig]] = []
         parsed: dict[int, tuple[LogRecord, ...]] = {}
         configs: dict[str, GuardianConfig] = {}
+        sets: dict[tuple[str, ...], frozenset[str]] = {}  # the runs' few tag sets, shared
         for i, e in enumerate(entries):
             data = e.records
-            if type(data) in (tuple, list) and all(type(d) is dict and type(d.get("type")) is str for d in data):
-                tags.append(frozenset(d["type"] for d in data))
-                if GuardianConfig.TYPE in tags[-1]:
+            names = _tags(data)
+            if names is not None:
+                tagged = sets.get(names)
+                if tagged is None:
+                    tagged = sets[names] = frozenset(names)
+                tags.append(tagged)
+                if GuardianConfig.TYPE in tagged:
                     for d in data:
                         if d["type"] == GuardianConfig.TYPE:
                             try:
@@ -376,6 +381,22 @@ class RunLog:
             if not tags.isdisjoint(wanted):
                 out.extend(r for r in self.records(i) if isinstance(r, classes))
         return out
+
+
+def _tags(data: object) -> tuple[str, ...] | None:
+    """The ``"type"`` tags of an entry's records, in order; None unless they are a list of objects, each tagged
+    with a text (what a store reads back)."""
+    if type(data) is not tuple and type(data) is not list:
+        return None
+    names = []
+    for d in data:
+        if type(d) is not dict:
+            return None
+        name = d.get("type")
+        if type(name) is not str:
+            return None
+        names.append(name)
+    return tuple(names)
 
 
 def to_data(records: Iterable[LogRecord], configs: set[str] | None = None) -> tuple[dict[str, Any], ...]:
