@@ -309,13 +309,13 @@ class RunLog:
         self,
         entries: tuple[LogEntry, ...],
         tags: tuple[frozenset[str], ...],
-        config_at: tuple[tuple[int, GuardianConfig], ...],
+        config_at: tuple[tuple[int, int, GuardianConfig], ...],
         parsed: dict[int, tuple[LogRecord, ...]],
     ) -> None:
         self.entries = entries
         self._tags = tags
         self._config_at = config_at
-        self.configs = {c.key: c for _, c in config_at}
+        self.configs = {c.key: c for _, _, c in config_at}
         self._parsed = parsed
 
     @classmethod
@@ -323,7 +323,7 @@ class RunLog:
         """``entries`` (one run's, in log order): their tags and configs read, the rest on demand."""
         entries = tuple(entries)
         tags: list[frozenset[str]] = []
-        config_at: list[tuple[int, GuardianConfig]] = []
+        config_at: list[tuple[int, int, GuardianConfig]] = []
         parsed: dict[int, tuple[LogRecord, ...]] = {}
         configs: dict[str, GuardianConfig] = {}
         sets: dict[tuple[str, ...], frozenset[str]] = {}  # the runs' few tag sets, shared
@@ -336,13 +336,13 @@ class RunLog:
                     tagged = sets[names] = frozenset(names)
                 tags.append(tagged)
                 if GuardianConfig.TYPE in tagged:
-                    for d in data:
+                    for j, d in enumerate(data):
                         if d["type"] == GuardianConfig.TYPE:
                             try:
                                 config = read_typed(GuardianConfig, d)
                             except UnreadableRecord as exc:
                                 raise UnreadableEntry(e.session_id, e.seq, exc.why) from exc
-                            config_at.append((i, config))
+                            config_at.append((i, j, config))
                             configs[config.key] = config
                 continue
             # Not the shape a store reads back (or a record without a tag): typed now, so that it is refused (or read)
@@ -352,7 +352,7 @@ class RunLog:
             tags.append(frozenset(type(r).TYPE for r in parsed[i] if not isinstance(r, UnknownRecord)))
             for key, config in seen.items():
                 if configs.get(key) is not config:
-                    config_at.append((i, config))
+                    config_at.append((i, -1, config))  # read before the entry's records: it is parsed already
                     configs[key] = config
         return cls(entries, tuple(tags), tuple(config_at), parsed)
 
@@ -364,7 +364,7 @@ class RunLog:
         cannot be)."""
         got = self._parsed.get(index)
         if got is None:
-            before = {c.key: c for j, c in self._config_at if j < index}
+            before = {c.key: c for i, _, c in self._config_at if i < index}
             got = self._parsed[index] = parse_entry(self.entries[index], before)
         return got
 
@@ -373,13 +373,33 @@ class RunLog:
         return not self._tags[index].isdisjoint(types)
 
     def typed(self, *classes: type[_T]) -> list[_T]:
-        """The run's records of ``classes``, in log order: only the entries holding a record of one of their tags
-        are typed."""
+        """The run's records of ``classes``, in log order: only the records tagged as one of them are typed (each as
+        ``records`` would type it, with the configs written before it; ``UnreadableEntry`` naming its entry)."""
         wanted = {c.TYPE for c in classes}  # type: ignore[attr-defined]
         out: list[_T] = []
+        configs: dict[str, GuardianConfig] = {}
+        written = iter(self._config_at)  # in log order
+        config = next(written, None)
         for i, tags in enumerate(self._tags):
-            if not tags.isdisjoint(wanted):
-                out.extend(r for r in self.records(i) if isinstance(r, classes))
+            if tags.isdisjoint(wanted):
+                continue
+            got = self._parsed.get(i)
+            if got is not None:
+                out.extend(r for r in got if isinstance(r, classes))
+                continue
+            e = self.entries[i]
+            for j, d in enumerate(e.records):
+                if d["type"] not in wanted:
+                    continue
+                while config is not None and (config[0], config[1]) < (i, j):
+                    configs[config[2].key] = config[2]
+                    config = next(written, None)
+                try:
+                    record = parse_record(d, configs)
+                except UnreadableRecord as exc:
+                    raise UnreadableEntry(e.session_id, e.seq, exc.why) from exc
+                if isinstance(record, classes):
+                    out.append(record)
         return out
 
 
