@@ -20,14 +20,17 @@ point up to its length):
   stopwise approve   (``--cli N``, SQLite) N approvals of the first configuration's longest run through the command
                      line in a second process, ms, the interpreter's start included.
 ``--parts`` then times, on the finished run's whole log, each piece a resume reads before its step runs (median of
-five, ms): reading the session from the store, parsing every record (``RunLog.of``), folding the leg
-(``restore_leg``), the suspended step, the history's rows. What is left of a resume is its step: the model call,
-the tool, the guardian, the commit, and the result (``result_of``, which copies the history).
+five, ms): reading the session from the store, reading the run's records (``RunLog.of``: every record typed before
+the lazy ``RunLog``, their tags since), folding the leg (``restore_leg`` on a fresh ``RunLog``: since the lazy one,
+it types the records the leg keeps), the suspended step, the history's rows. What is left of a resume is its step:
+the model call, the tool, the guardian, the commit, and the result (``result_of``, which copies the history).
 ``--langgraph`` also times a peer's interrupt/resume on a SQLite checkpointer when ``langgraph-checkpoint-sqlite``
 is installed (it is not in the project's extras; the figure is left out otherwise).
 
-Nothing is asserted. ``--src DIR`` (repeatable) runs the whole benchmark once per source tree in a subprocess and
-prints the trees side by side: ``--src /work/main/src --src src`` compares a before and an after in one run.
+Nothing is asserted. ``--src DIR`` (repeatable) runs the benchmark once per source tree in a subprocess and prints
+the trees side by side: ``--src /work/main/src --src src`` compares a before and an after in one run, interleaved
+(each configuration on every tree in turn, so that the trees meet about the same load), with the per-approval
+ratio of the first tree to each other one at every point.
 
 Usage:
   python benchmarks/bench_approvals.py [--steps 2000 ...] [--only plain guardian] [--postgres | --dsn DSN]

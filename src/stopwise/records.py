@@ -326,7 +326,7 @@ class RunLog:
         config_at: list[tuple[int, int, GuardianConfig]] = []
         parsed: dict[int, tuple[LogRecord, ...]] = {}
         configs: dict[str, GuardianConfig] = {}
-        sets: dict[tuple[str, ...], frozenset[str]] = {}  # the runs' few tag sets, shared
+        sets: dict[tuple[str, ...], frozenset[str]] = {}  # the run's few tag sets, shared
         for i, e in enumerate(entries):
             data = e.records
             names = _tags(data)
@@ -355,9 +355,6 @@ class RunLog:
                     config_at.append((i, -1, config))  # read before the entry's records: it is parsed already
                     configs[key] = config
         return cls(entries, tuple(tags), tuple(config_at), parsed)
-
-    def __len__(self) -> int:
-        return len(self.entries)
 
     def records(self, index: int) -> tuple[LogRecord, ...]:
         """The typed records of ``entries[index]``, as ``parse_log`` reads them (``UnreadableEntry`` if they
