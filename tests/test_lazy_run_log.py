@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from stopwise import Agent, Approve, FunctionModel, Reply, Risk, Runner, SQLiteStore, ToolCall, tool
+from stopwise import Agent, Approve, FunctionModel, Reply, Risk, Runner, RunResult, SQLiteStore, ToolCall, tool
 from stopwise._leg import KEPT
 from stopwise._record_check import FieldMismatch, check_record
 from stopwise.errors import UnreadableEntry
@@ -179,26 +179,34 @@ async def test_a_damaged_record_a_resume_reads_is_refused_before_the_approved_ca
     tmp_path: Path, where: str, nth: int, change: dict[str, object]
 ) -> None:
     sent: list[str] = []
-    path = tmp_path / "log.db"
-    store = SQLiteStore(path)
-    agent = _approval_agent(sent)
-    await _suspended_at(store, agent, 3)
-    await store.close()
+    store, agent, seq = await _damaged_at_step_3(tmp_path, sent, where, change, nth)
     ran = list(sent)
-    seq = _damage(path, where, change, nth)
-    store = SQLiteStore(path)
-    snapshot = await store.load_session("s")
-    assert snapshot is not None and snapshot.last_run is not None
     with pytest.raises(UnreadableEntry) as caught:
-        await Runner(store).resume(agent, "s", {p: Approve() for p in _pending(snapshot.last_run.report)})
+        await _approve_pending(store, agent)
     await store.close()
     assert caught.value.seq == seq
     assert sent == ran  # the approved call did not run
 
 
-def _pending(report: object) -> list[str]:
-    assert isinstance(report, dict)
-    return [p["call_id"] for p in report["pending"]]
+async def _damaged_at_step_3(
+    tmp_path: Path, sent: list[str], where: str, change: dict[str, object], nth: int
+) -> tuple[SQLiteStore, Agent, int]:
+    """A run suspended at step 3, one of its records then damaged (``_damage``): the store reopened, the agent, the
+    damaged entry's seq."""
+    path = tmp_path / "log.db"
+    store = SQLiteStore(path)
+    agent = _approval_agent(sent)
+    await _suspended_at(store, agent, 3)
+    await store.close()
+    seq = _damage(path, where, change, nth)
+    return SQLiteStore(path), agent, seq
+
+
+async def _approve_pending(store: SQLiteStore, agent: Agent) -> RunResult:
+    snapshot = await store.load_session("s")
+    assert snapshot is not None and snapshot.last_run is not None
+    report = snapshot.last_run.report
+    return await Runner(store).resume(agent, "s", {p["call_id"]: Approve() for p in report["pending"]})
 
 
 async def test_a_damaged_record_of_a_type_no_resume_reads_is_refused_by_the_whole_log_views_not_by_the_resume(
@@ -207,16 +215,8 @@ async def test_a_damaged_record_of_a_type_no_resume_reads_is_refused_by_the_whol
     """An old step's approval request is read by no resume (its step is settled): the resume goes on, and every
     reading of the whole log (``parse_log``: the result read back, the history, the views) refuses the entry."""
     sent: list[str] = []
-    path = tmp_path / "log.db"
-    store = SQLiteStore(path)
-    agent = _approval_agent(sent)
-    await _suspended_at(store, agent, 3)
-    await store.close()
-    seq = _damage(path, "approval_request", {"calls": 5}, 0)
-    store = SQLiteStore(path)
-    snapshot = await store.load_session("s")
-    assert snapshot is not None and snapshot.last_run is not None
-    result = await Runner(store).resume(agent, "s", {p: Approve() for p in _pending(snapshot.last_run.report)})
+    store, agent, seq = await _damaged_at_step_3(tmp_path, sent, "approval_request", {"calls": 5}, 0)
+    result = await _approve_pending(store, agent)
     assert result.status == "suspended" and result.steps == 4 and len(sent) == 3
     after = await store.load_session("s")
     await store.close()
