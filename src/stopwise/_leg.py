@@ -18,13 +18,13 @@ from stopwise.call_ids import SessionCallIds
 from stopwise.errors import RetryNotAllowed
 from stopwise.goal import Goal
 from stopwise.guardian.projection import Projection
-from stopwise.guardian.records import GuardianConfig, GuardianDecision, judge_usage
+from stopwise.guardian.records import GuardianDecision, judge_usage
 from stopwise.guardrails.hooks import Guardrails
 from stopwise.guardrails.verdicts import GuardrailRecord
 from stopwise.history_view import HistoryView
 from stopwise.messages import DENIED, TOOL_ERROR, Message, Reply, Role, ToolCall, Usage
 from stopwise.models.base import ToolSpec
-from stopwise.records import LogRecord, RunLog, StepIntent, parse_entry
+from stopwise.records import LogRecord, RunLog, StepIntent
 from stopwise.result import CompletionReason
 from stopwise.row_copies import CopiedRows, RowCopies, own_row
 from stopwise.stop.decision import Action, Phase, StopDecision, apply_decision
@@ -363,11 +363,21 @@ def usage_data(usage: Usage) -> dict[str, int]:
     return usage.to_data()
 
 
-def _sub_usage(entries: Iterable[Any]) -> Usage:
-    total = Usage()
-    for e in entries:
-        total = total + Usage(**(e.decision or {}).get("sub_usage", {}))
-    return total
+def _sub_usage(entries: Iterable[LogEntry]) -> Usage:
+    """The sub-agents' usage the entries' decisions record."""
+    return _total(Usage(**sub) for e in entries if e.decision and (sub := e.decision.get("sub_usage")))
+
+
+def _total(usages: Iterable[Usage | None]) -> Usage:
+    """The sum of ``usages`` (None counts nothing): one ``Usage`` built, not one per term as ``+`` would (a resume
+    adds up every entry of the run)."""
+    inputs = outputs = requests = 0
+    for u in usages:
+        if u is not None:
+            inputs += u.input_tokens
+            outputs += u.output_tokens
+            requests += u.requests
+    return Usage(inputs, outputs, requests)
 
 
 def streaks(rows: Iterable[tuple[str, Message]], start: Mapping[str, int]) -> Mapping[str, int]:
@@ -408,10 +418,11 @@ def restore_leg(
     """
     if run_log is None:
         run_log = RunLog.of(e for e in snapshot.entries if e.run_id == run.run_id)
-    entries = [e for e, _ in run_log.entries]
+    entries = list(run_log.entries)
     configs = dict(run_log.configs)
-    parsed = [r for _, rs in run_log.entries for r in rs]
-    records: list[LogRecord] = [r for r in parsed if isinstance(r, KEPT)]
+    # Only the records the leg keeps (and the goal) are typed: the rest of a long run's log is not read again.
+    records: list[LogRecord] = run_log.typed(*KEPT)
+    goals = run_log.typed(Goal)
     open_intent = _open_intent(entries, run, new_input)
     # An intent without results counts for nothing yet: its step runs again from its recorded plans.
     counted = [e for e in entries if e.kind is not EntryKind.INPUT and e is not open_intent]
@@ -419,10 +430,8 @@ def restore_leg(
     replies = [e for e in counted if e.kind in (EntryKind.STEP, EntryKind.INTENT)]
     run, phase, attempts, carried = _progress(run, counted, steps, replies, fresh_budget)
     budgeted = [e for e in steps if e.step > run.budget_base]
-    budget_usage = Usage()
-    for e in counted:
-        if e.step > run.budget_base:
-            budget_usage = budget_usage + (e.usage or Usage())
+    base = run.budget_base
+    budget_usage = _total(e.usage for e in counted if e.step > base)
     run = apply_decision(run, StopDecision(Action.CONTINUE))
     names = {c.id: c.name for e in replies for m in e.messages for c in m.tool_calls}
     tool_rows = [(names.get(m.tool_call_id or "", ""), m) for e in steps for m in e.messages if m.role is Role.TOOL]
@@ -453,8 +462,8 @@ def restore_leg(
         budget_judge_usage=judge_usage(
             r for r in records if isinstance(r, GuardianDecision | StopGuardRecord) and r.step > run.budget_base
         ),
-        settle=None if open_intent is None else _carry_out(agent, open_intent, configs),
-        goal=next((r for r in parsed if isinstance(r, Goal)), None),
+        settle=None if open_intent is None else _carry_out(agent, open_intent, _records_of(run_log, open_intent)),
+        goal=goals[0] if goals else None,
         continues=True,
     )
 
@@ -466,10 +475,9 @@ def _progress(
     or wrap-up, with the forced calls made and the reason carried; a fresh budget starts over in the normal phase."""
     phase, attempts, carried = Phase.NORMAL, 0, None
     if counted:
-        usage = Usage()
-        for e in counted:
-            usage = usage + (e.usage or Usage())
-        run = replace(run, usage=usage, text=replies[-1].messages[0].content if replies else "")
+        run = replace(
+            run, usage=_total(e.usage for e in counted), text=replies[-1].messages[0].content if replies else ""
+        )
     if steps:
         last = steps[-1]
         run = replace(run, steps=last.step)
@@ -500,10 +508,16 @@ def _open_intent(entries: list[LogEntry], run: RunRecord, new_input: tuple[Messa
     return last
 
 
-def _carry_out(agent: Agent, entry: LogEntry, configs: dict[str, GuardianConfig]) -> Settle:
-    """A write-ahead intent as the step to settle: its recorded plans, run again with their call ids. ``configs``:
-    the run's guardian configs read so far (the intent's pre-execution decisions name one an earlier step wrote)."""
-    intent = next(r for r in parse_entry(entry, configs) if isinstance(r, StepIntent))
+def _records_of(run_log: RunLog, entry: LogEntry) -> tuple[LogRecord, ...]:
+    """The typed records of ``entry``, one of the last of ``run_log``'s entries (searched from the end)."""
+    entries = run_log.entries
+    return run_log.records(next(i for i in range(len(entries) - 1, -1, -1) if entries[i] is entry))
+
+
+def _carry_out(agent: Agent, entry: LogEntry, parsed: tuple[LogRecord, ...]) -> Settle:
+    """A write-ahead intent (``entry``, its records ``parsed``) as the step to settle: its recorded plans, run again
+    with their call ids."""
+    intent = next(r for r in parsed if isinstance(r, StepIntent))
     assistant = entry.messages[0]
     # The reply's usage was logged with the intent and is counted when its step commits (budgets too).
     reply = Reply(assistant.content, assistant.tool_calls, usage=entry.usage)

@@ -51,13 +51,25 @@ _RAW_EXEMPT: frozenset[tuple[str, str]] = frozenset({("ToolReceipt", "redacted")
 ``"newer"`` key is one of them (a newer writer's input of that name), never the field."""
 
 
+_FAST: dict[_Check, frozenset[type]] = {}
+"""Per check, the types whose every value it passes (a value of one of them needs no call of the check): the
+checks of the scalars, the enums and ``X | None`` of those. The field, item and value loops below test
+``type(value) in`` these first, so a long run's records, mostly scalars, cost a set lookup per field, not a call;
+any other value is handed to the check itself, which passes it or raises as before."""
+
+
+def _fast(check: _Check, kinds: frozenset[type]) -> _Check:
+    _FAST[check] = kinds
+    return check
+
+
 def _exact(kind: type, expected: str) -> _Check:
     # ``type(...) is``: a bool is not an int here, and JSON gives no subclasses.
     def check(value: object) -> None:
         if type(value) is not kind:
             raise FieldMismatch(expected, value)
 
-    return check
+    return _fast(check, frozenset({kind}))
 
 
 def _instance(kind: type) -> _Check:
@@ -75,6 +87,9 @@ def _number(value: object) -> None:
 
 def _any(value: object) -> None:
     return None
+
+
+_FAST[_number] = frozenset({float, int})
 
 
 def _build(hint: Any, raw: bool) -> _Check:
@@ -124,7 +139,7 @@ def _enum(enum: type[Enum], raw: bool) -> _Check:
         if not isinstance(value, (str, int)) or value not in values:
             raise FieldMismatch(f"a {enum.__name__} value", value)
 
-    return data if raw else member
+    return data if raw else _fast(member, frozenset({enum}))
 
 
 def _union(args: tuple[Any, ...], raw: bool) -> _Check:
@@ -138,7 +153,8 @@ def _union(args: tuple[Any, ...], raw: bool) -> _Check:
             if value is not None:
                 only(value)
 
-        return maybe
+        fast = _FAST.get(only)
+        return maybe if fast is None else _fast(maybe, fast | {type(None)})
 
     def union(value: object) -> None:
         if value is None and optional:
@@ -161,12 +177,15 @@ def _sequence(args: tuple[Any, ...], raw: bool) -> _Check:
         else:
             return _fixed([_build(a, raw) for a in args])
     each = _build(args[0], raw)
+    fast = _FAST.get(each, frozenset())
 
     def sequence(value: object) -> None:
         if type(value) is not tuple and type(value) is not list:
             raise FieldMismatch("a list", value)
         if each is not _any:
             for i, item in enumerate(value):
+                if type(item) in fast:
+                    continue
                 try:
                     each(item)
                 except FieldMismatch as exc:
@@ -190,14 +209,15 @@ def _fixed(items: list[_Check]) -> _Check:
 
 def _mapping(values_hint: Any, raw: bool) -> _Check:
     each = _build(values_hint, raw)
+    fast = _FAST.get(each, frozenset())
 
     def mapping(value: object) -> None:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise FieldMismatch("an object", value)
         for k, v in value.items():
             if type(k) is not str:
                 raise FieldMismatch("a text", k).within("(a key)")
-            if each is not _any:
+            if each is not _any and type(v) not in fast:
                 try:
                     each(v)
                 except FieldMismatch as exc:
@@ -206,13 +226,15 @@ def _mapping(values_hint: Any, raw: bool) -> _Check:
     return mapping
 
 
-def _fields(cls: type, raw: bool, skip: frozenset[str] = frozenset()) -> list[tuple[str, _Check]]:
+def _fields(cls: type, raw: bool, skip: frozenset[str] = frozenset()) -> list[tuple[str, _Check, frozenset[type]]]:
+    """Each field's name, its check (none for a field of ``Any``) and the types that check passes at once."""
     hints = typing.get_type_hints(cls)
-    return [
+    checks = [
         (f.name, _build(hints[f.name], raw))
         for f in dataclasses.fields(cls)
         if f.name not in skip and not (raw and (cls.__name__, f.name) in _RAW_EXEMPT)
     ]
+    return [(name, check, _FAST.get(check, frozenset())) for name, check in checks if check is not _any]
 
 
 _RECORDS: dict[tuple[type, frozenset[str]], _Check] = {}
@@ -223,16 +245,17 @@ def _record(cls: type, skip: frozenset[str] = frozenset()) -> _Check:
     nest)."""
     key = (cls, skip)
     if key not in _RECORDS:
-        fields: list[tuple[str, _Check]] = []
+        fields: list[tuple[str, _Check, frozenset[type]]] = []
 
         def record(value: object) -> None:
             if not isinstance(value, cls):
                 raise FieldMismatch(cls.__name__, value)
-            for name, check in fields:
-                if check is _any:
+            for name, check, fast in fields:
+                field = getattr(value, name)
+                if type(field) in fast:
                     continue
                 try:
-                    check(getattr(value, name))
+                    check(field)
                 except FieldMismatch as exc:
                     raise exc.within(name) from None
 
@@ -248,15 +271,18 @@ def _record_raw(cls: type) -> _Check:
     """The check of a record's JSON data: an object whose keys named as a field hold that field's JSON form; keys
     that are absent (a default) or that name no field (a newer writer's addition) are not checked."""
     if cls not in _RAW_RECORDS:
-        fields: list[tuple[str, _Check]] = []
+        fields: list[tuple[str, _Check, frozenset[type]]] = []
 
         def record(value: object) -> None:
-            if not isinstance(value, Mapping):
+            if type(value) is not dict and not isinstance(value, Mapping):
                 raise FieldMismatch("an object", value)
-            for name, check in fields:
-                if name in value and check is not _any:
+            for name, check, fast in fields:
+                if name in value:
+                    field = value[name]
+                    if type(field) in fast:
+                        continue
                     try:
-                        check(value[name])
+                        check(field)
                     except FieldMismatch as exc:
                         raise exc.within(name) from None
 

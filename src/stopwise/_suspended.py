@@ -53,13 +53,14 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord, run_log: RunLog | 
     ``UnreadableEntry`` naming its entry."""
     if run_log is None:
         run_log = RunLog.of(e for e in snapshot.entries if e.run_id == run.run_id)
-    log = run_log.entries
-    entries = [e for e, _ in log]
+    entries = run_log.entries
     at, request = 0, None
     records: tuple[LogRecord, ...] = ()
-    for i in range(len(log) - 1, -1, -1):
-        e, parsed = log[i]
-        if e.kind in (EntryKind.STEP, EntryKind.SETTLE):
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        # Only the entries that may hold the request are typed: the step it waits on is the last one with one.
+        if e.kind in (EntryKind.STEP, EntryKind.SETTLE) and run_log.holds(i, ApprovalRequest.TYPE):
+            parsed = run_log.records(i)
             request = next((r for r in parsed if isinstance(r, ApprovalRequest)), None)
             if request is not None:
                 at, records = i, parsed
@@ -83,14 +84,15 @@ def read_suspended(snapshot: SessionSnapshot, run: RunRecord, run_log: RunLog | 
             raise UnreadableSuspension(
                 run.session_id, run.run_id, f"its approval request for step {step} holds no plan for calls {lost}"
             )
-    since = [(e, rs) for e, rs in log[at:] if e.step == step and e.kind in (EntryKind.STEP, EntryKind.SETTLE)]
-    settled = {m.tool_call_id: m for e, _ in since for m in e.messages if m.role is Role.TOOL and m.tool_call_id}
-    decided = {r.call_id: r for _, rs in since[1:] for r in rs if isinstance(r, ApprovalRecord)}
-    ahead = [(e, rs) for e, rs in log[at + 1 :] if e.step == step and e.kind is EntryKind.NOTE]
+    later = range(at, len(entries))
+    since = [i for i in later if entries[i].step == step and entries[i].kind in (EntryKind.STEP, EntryKind.SETTLE)]
+    settled = {m.tool_call_id: m for i in since for m in entries[i].messages if m.role is Role.TOOL and m.tool_call_id}
+    decided = {r.call_id: r for i in since[1:] for r in run_log.records(i) if isinstance(r, ApprovalRecord)}
+    ahead = [i for i in later[1:] if entries[i].step == step and entries[i].kind is EntryKind.NOTE]
     begun = {
         d.call_id: d
-        for _, rs in ahead
-        for r in rs
+        for i in ahead
+        for r in run_log.records(i)
         if isinstance(r, ResumeIntent)
         for d in r.decisions
         if d.call_id not in settled

@@ -284,21 +284,136 @@ def parse_log(entries: Iterable[LogEntry]) -> list[tuple[LogEntry, tuple[LogReco
     return [(e, parse_entry(e, configs)) for e in entries]
 
 
-@dataclass(frozen=True, slots=True)
 class RunLog:
-    """One run's entries, each with its typed records, and the run's guardian configs: read once (``RunLog.of``)
-    and handed to every reader of a resume (the suspended step, the restored leg), so a resume parses the run's
-    log once, not once per reader."""
+    """One run's entries, read once (``RunLog.of``) and handed to every reader of a resume (the suspended step, the
+    restored leg), each entry's records typed when a reader first asks for them: a resume reads the few records it
+    acts on (the suspended step's, the types the restored leg keeps), not every record of a long run again.
 
-    entries: tuple[tuple[LogEntry, tuple[LogRecord, ...]], ...]
+    What is read eagerly, by ``of``: each entry's records' ``"type"`` tags and the run's ``GuardianConfig`` records
+    (the decisions' shared part, a few per run). An entry whose records are not a list of objects is parsed at once,
+    so its ``UnreadableEntry`` is raised by ``of``, as before. An entry's records are typed (``parse_entry``, every
+    field checked) the first time ``records`` or ``typed`` reaches them, with the configs written before the entry,
+    so each reads as ``parse_log`` reads it and a damaged one raises the same ``UnreadableEntry``, then: before
+    anything acts on it. A damaged record of a type no reader of the resume asks for is not refused by the resume
+    (``docs/durability.md``); every view of the whole log (``parse_log``) still refuses it. Per resume only: the
+    parsed records live as long as this value, never across resumes."""
+
+    __slots__ = ("_config_at", "_parsed", "_tags", "configs", "entries")
+
+    entries: tuple[LogEntry, ...]
+    """The run's entries, in log order."""
     configs: Mapping[str, GuardianConfig]
     """The ``GuardianConfig`` records the entries hold, by key."""
 
+    def __init__(
+        self,
+        entries: tuple[LogEntry, ...],
+        tags: tuple[frozenset[str], ...],
+        config_at: tuple[tuple[int, int, GuardianConfig], ...],
+        parsed: dict[int, tuple[LogRecord, ...]],
+    ) -> None:
+        self.entries = entries
+        self._tags = tags
+        self._config_at = config_at
+        self.configs = {c.key: c for _, _, c in config_at}
+        self._parsed = parsed
+
     @classmethod
     def of(cls, entries: Iterable[LogEntry]) -> RunLog:
-        """``entries`` (one run's, in log order) read as ``parse_log`` reads them."""
+        """``entries`` (one run's, in log order): their tags and configs read, the rest on demand."""
+        entries = tuple(entries)
+        tags: list[frozenset[str]] = []
+        config_at: list[tuple[int, int, GuardianConfig]] = []
+        parsed: dict[int, tuple[LogRecord, ...]] = {}
         configs: dict[str, GuardianConfig] = {}
-        return cls(tuple((e, parse_entry(e, configs)) for e in entries), configs)
+        sets: dict[tuple[str, ...], frozenset[str]] = {}  # the run's few tag sets, shared
+        for i, e in enumerate(entries):
+            data = e.records
+            names = _tags(data)
+            if names is not None:
+                tagged = sets.get(names)
+                if tagged is None:
+                    tagged = sets[names] = frozenset(names)
+                tags.append(tagged)
+                if GuardianConfig.TYPE in tagged:
+                    for j, d in enumerate(data):
+                        if d["type"] == GuardianConfig.TYPE:
+                            try:
+                                config = read_typed(GuardianConfig, d)
+                            except UnreadableRecord as exc:
+                                raise UnreadableEntry(e.session_id, e.seq, exc.why) from exc
+                            config_at.append((i, j, config))
+                            configs[config.key] = config
+                continue
+            # Not the shape a store reads back (or a record without a tag): typed now, so that it is refused (or read)
+            # when and as it was before.
+            seen = dict(configs)
+            parsed[i] = parse_entry(e, seen)
+            tags.append(frozenset(type(r).TYPE for r in parsed[i] if not isinstance(r, UnknownRecord)))
+            for key, config in seen.items():
+                if configs.get(key) is not config:
+                    config_at.append((i, -1, config))  # read before the entry's records: it is parsed already
+                    configs[key] = config
+        return cls(entries, tuple(tags), tuple(config_at), parsed)
+
+    def records(self, index: int) -> tuple[LogRecord, ...]:
+        """The typed records of ``entries[index]``, as ``parse_log`` reads them (``UnreadableEntry`` if they
+        cannot be)."""
+        got = self._parsed.get(index)
+        if got is None:
+            before = {c.key: c for i, _, c in self._config_at if i < index}
+            got = self._parsed[index] = parse_entry(self.entries[index], before)
+        return got
+
+    def holds(self, index: int, *types: str) -> bool:
+        """Whether ``entries[index]`` holds a record tagged with one of ``types`` (read without typing it)."""
+        return not self._tags[index].isdisjoint(types)
+
+    def typed(self, *classes: type[_T]) -> list[_T]:
+        """The run's records of ``classes``, in log order: only the records tagged as one of them are typed (each as
+        ``records`` would type it, with the configs written before it; ``UnreadableEntry`` naming its entry)."""
+        wanted = {c.TYPE for c in classes}  # type: ignore[attr-defined]
+        out: list[_T] = []
+        configs: dict[str, GuardianConfig] = {}
+        written = iter(self._config_at)  # in log order
+        config = next(written, None)
+        for i, tags in enumerate(self._tags):
+            if tags.isdisjoint(wanted):
+                continue
+            got = self._parsed.get(i)
+            if got is not None:
+                out.extend(r for r in got if isinstance(r, classes))
+                continue
+            e = self.entries[i]
+            for j, d in enumerate(e.records):
+                if d["type"] not in wanted:
+                    continue
+                while config is not None and (config[0], config[1]) < (i, j):
+                    configs[config[2].key] = config[2]
+                    config = next(written, None)
+                try:
+                    record = parse_record(d, configs)
+                except UnreadableRecord as exc:
+                    raise UnreadableEntry(e.session_id, e.seq, exc.why) from exc
+                if isinstance(record, classes):
+                    out.append(record)
+        return out
+
+
+def _tags(data: object) -> tuple[str, ...] | None:
+    """The ``"type"`` tags of an entry's records, in order; None unless they are a list of objects, each tagged
+    with a text (what a store reads back)."""
+    if type(data) is not tuple and type(data) is not list:
+        return None
+    names = []
+    for d in data:
+        if type(d) is not dict:
+            return None
+        name = d.get("type")
+        if type(name) is not str:
+            return None
+        names.append(name)
+    return tuple(names)
 
 
 def to_data(records: Iterable[LogRecord], configs: set[str] | None = None) -> tuple[dict[str, Any], ...]:

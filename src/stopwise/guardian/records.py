@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -209,19 +209,41 @@ class GuardianDecision:
             if config is None:
                 raise UnresolvedConfig(key)
             return config.decision(d)
+        return cls._of(
+            d,
+            d["question_set_version"],
+            d["evaluator"],
+            d["model_version"],
+            tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
+            _read_policy(d["policy"]),
+            PolicyInputs.from_data(d["inputs"]),
+        )
+
+    @classmethod
+    def _of(
+        cls,
+        d: Mapping[str, Any],
+        question_set_version: str,
+        evaluator: str,
+        model_version: str,
+        conditions: tuple[ConditionSpec, ...],
+        policy: dict[str, Any],
+        inputs: PolicyInputs,
+    ) -> GuardianDecision:
+        """The decision from its whole data less the fields given (read already: from the data, or its config)."""
         return cls(
             d["run_id"],
             d["step"],
             d["kind"],
             d.get("call_id"),
             d["state_hash"],
-            d["question_set_version"],
-            d["evaluator"],
-            d["model_version"],
+            question_set_version,
+            evaluator,
+            model_version,
             {k: Answer.from_data(a) for k, a in d["answers"].items()},
-            tuple(ConditionSpec.from_data(c) for c in d["conditions"]),
-            _read_policy(d["policy"]),
-            PolicyInputs.from_data(d["inputs"]),
+            conditions,
+            policy,
+            inputs,
             GuardianOutcome(d["outcome"]),
             d["reason"],
             float(d.get("latency_ms", 0.0)),
@@ -295,23 +317,43 @@ class GuardianConfig:
 
     def expand(self, decision: Mapping[str, Any]) -> dict[str, Any]:
         """A decision's log data (``GuardianDecision.to_log_data``) as the whole record's (``to_data``)."""
+        data, inputs = self._expanded(decision)
+        data["inputs"] = inputs.to_data()
+        return data | self._fields()
+
+    def _expanded(self, decision: Mapping[str, Any]) -> tuple[dict[str, Any], PolicyInputs]:
+        """``expand`` less the config's fields, and the inputs read (``data["inputs"]`` left as logged)."""
         data = {k: v for k, v in decision.items() if k != "config"}
         if self.run_id is not None:
             data.setdefault("run_id", self.run_id)
         data["answers"] = {k: _whole_answer(a) for k, a in data.get("answers", {}).items()}
         inputs = dict(data.get("inputs", {}))
         inputs["held_before"] = {k: _flags(v) for k, v in inputs.get("held_before", {}).items()}
-        data["inputs"] = PolicyInputs.from_data(inputs).to_data()
         data.setdefault("outcome", GuardianOutcome.CONTINUE.value)
         data.setdefault("reason", data["outcome"])
         held = data.get("held", {})
         if isinstance(held, list):  # the names that held, of every condition answered
             data["held"] = {k: k in held for k in data["answers"]}
-        return data | self._fields()
+        read = PolicyInputs.from_data(inputs)
+        if read.budget_used is None and read.budget is not None:
+            # The whole record's inputs (``to_data``) keep a budget's name only with its use: read as they would be.
+            read = replace(read, budget=None)
+        return data, read
 
     def decision(self, data: Mapping[str, Any]) -> GuardianDecision:
-        """The decision whose log data (naming this config) is ``data``."""
-        return GuardianDecision.from_data(self.expand(data))
+        """The decision whose log data (naming this config) is ``data``: the same as ``GuardianDecision.from_data(
+        self.expand(data))``, built from this config's typed fields (read and checked once, with the config)
+        rather than from their data again for every decision: a long run's log holds one decision a step."""
+        whole, inputs = self._expanded(data)
+        return GuardianDecision._of(
+            whole,
+            self.question_set_version,
+            self.evaluator,
+            self.model_version,
+            self.conditions,
+            dict(self.policy),
+            inputs,
+        )
 
 
 def _answer_data(answer: Answer, *, keep_note: bool) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from pydantic_core import PydanticSerializationError
 
 from stopwise.errors import RunLeased, SchemaTooNew, StepConflict, StopwiseError, UnreadableEntry, UnreadableRun
-from stopwise.messages import load_messages
+from stopwise.messages import Usage, load_messages
 from stopwise.result import CompletionReason, RunStatus
 from stopwise.storable import is_storable, storable
 from stopwise.store._codec import dump_error, dump_json, dump_rows, dump_usage, error_from, load_json, usage_from
@@ -61,6 +61,7 @@ __all__ = [
     "commit_many_ops",
     "commit_ops",
     "deletions",
+    "entries_from",
     "entry_from",
     "entry_row",
     "fence_broken",
@@ -589,23 +590,54 @@ def entry_from(row: Row) -> LogEntry:
 
 
 def _entry(row: Row) -> LogEntry:
+    return _entry_of(tuple(row[c] for c in _LOG_COLUMNS), {})
+
+
+_LOG_COLUMNS = ("session_id", "seq", "run_id", "step", "kind", "messages", "decision", "usage", "forced", "records")
+"""The columns ``SESSION_LOG`` reads, in its order: the positions ``entries_from`` reads a row by."""
+
+_KINDS = {k.value: k for k in EntryKind}
+
+
+def entries_from(rows: Sequence[Sequence[Any]]) -> tuple[LogEntry, ...]:
+    """The entries ``SESSION_LOG``'s rows hold, each row a plain sequence of its columns in the query's order (by
+    position: a session's load reads thousands of rows, and a column read by name costs more than its decode).
+    ``UnreadableEntry`` as ``entry_from`` raises it."""
+    usages: dict[str, Usage] = {}  # a run's usage texts are few: each decoded once (``Usage`` is immutable)
+    out = []
+    for row in rows:
+        try:
+            out.append(_entry_of(row, usages))
+        except Exception as exc:
+            raise UnreadableEntry(str(row[0]), int(row[1]), f"{type(exc).__name__}: {exc}") from exc
+    return tuple(out)
+
+
+def _entry_of(row: Sequence[Any], usages: dict[str, Usage]) -> LogEntry:
+    session_id, seq, run_id, step, kind, messages, decision, usage_text, forced, records = row
+    usage = None
+    if usage_text is not None:
+        usage = usages.get(usage_text)
+        if usage is None:
+            usage = usages[usage_text] = usage_from(usage_text)
     return LogEntry(
-        session_id=row["session_id"],
-        seq=row["seq"],
-        run_id=row["run_id"],
-        step=row["step"],
-        kind=EntryKind(row["kind"]),
-        messages=load_messages(row["messages"]),
-        decision=load_json(row["decision"]),
-        usage=None if row["usage"] is None else usage_from(row["usage"]),
-        forced=bool(row["forced"]),
-        records=tuple(load_json(row["records"]) or ()),
+        session_id,
+        seq,
+        run_id,
+        step,
+        _KINDS.get(kind) or EntryKind(kind),
+        load_messages(messages),
+        load_json(decision),
+        usage,
+        bool(forced),
+        tuple(load_json(records) or ()),
     )
 
 
-def snapshot_from(session_id: str, state: Row, log: Sequence[Row], last_run: Row | None) -> SessionSnapshot:
-    """A ``SessionSnapshot`` from the rows of ``SESSION_STATE``, ``SESSION_LOG`` and ``LAST_RUN``."""
-    entries = tuple(entry_from(r) for r in log)
+def snapshot_from(session_id: str, state: Row, log: Sequence[Sequence[Any]], last_run: Row | None) -> SessionSnapshot:
+    """A ``SessionSnapshot`` from the rows of ``SESSION_STATE``, ``SESSION_LOG`` (plain sequences of its columns:
+    ``entries_from``) and ``LAST_RUN``."""
+    entries = entries_from(log)
     return SessionSnapshot(
         session_id, entries, load_json(state["state"]), None if last_run is None else run_from(last_run)
     )

@@ -260,6 +260,8 @@ class PostgresStore:
             raise kind(message, operation=operation, session_id=session_id) from exc
 
     async def load_session(self, session_id: str) -> SessionSnapshot | None:
+        from psycopg.rows import tuple_row
+
         pool = await self._pool_ready()
         # REPEATABLE READ for this read only: the state, the log and the last run are of one moment.
         with self._translated("load_session", session_id):
@@ -271,7 +273,9 @@ class PostgresStore:
                         state = await (await conn.execute(_placeholders(_sql.SESSION_STATE), params)).fetchone()
                         if state is None:
                             return None
-                        log = await (await conn.execute(_placeholders(_sql.SESSION_LOG), params)).fetchall()
+                        # Plain tuples, read by position (``_sql.entries_from``).
+                        log_rows = conn.cursor(row_factory=tuple_row)
+                        log = await (await log_rows.execute(_placeholders(_sql.SESSION_LOG), params)).fetchall()
                         last = await (await conn.execute(_placeholders(_sql.LAST_RUN), params)).fetchone()
                 finally:
                     if not conn.closed:

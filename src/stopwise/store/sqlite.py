@@ -247,7 +247,10 @@ class SQLiteStore:
                 state = self._rows(_sql.SESSION_STATE, session_id=session_id)
                 if not state:
                     return None
-                log = self._rows(_sql.SESSION_LOG, session_id=session_id)
+                # Plain tuples, read by position: a long run's load reads thousands of rows.
+                cursor = self._conn.cursor()
+                cursor.row_factory = None
+                log = cursor.execute(_sql.SESSION_LOG, {"session_id": session_id}).fetchall()
                 last = self._rows(_sql.LAST_RUN, session_id=session_id)
                 return _sql.snapshot_from(session_id, state[0], log, last[0] if last else None)
             finally:
