@@ -1217,13 +1217,18 @@ _UI_WORDS = frozenset(_UI_WORD_TEXT.split())
 words that name how to act, never what the task is about, so they cannot tell an on-goal action from a detour."""
 
 
+_WORD_CANDIDATE = re.compile(r"(?<![a-z0-9])[a-z]{3,}(?![a-z0-9])")
+"""A ``_TOKEN`` of letters only, three or more: found by ``re`` in C, so the digits, coordinates and element ids
+between words cost no Python step."""
+
+
 def _has_words(text: str) -> bool:
     """``text`` has a word that could share a topic with a goal: letters only, three or more, not a stop word and
-    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words. Only
-    the first 2,000 characters are read: a text that long with no word in it is no prose."""
+    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words. The
+    whole text is read (prose stops at its first word): a word after a long run of numbers is a word too."""
     return any(
-        (w := m.group()).isalpha() and len(w) > 2 and w not in _STOPWORDS and w not in _UI_WORDS
-        for m in _TOKEN.finditer(_CAMEL.sub(" ", text[:2000]).lower())
+        (w := m.group()) not in _STOPWORDS and w not in _UI_WORDS
+        for m in _WORD_CANDIDATE.finditer(_CAMEL.sub(" ", text).lower())
     )
 
 
