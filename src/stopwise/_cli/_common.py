@@ -128,8 +128,11 @@ def _foreign_tables(path: Path) -> list[str]:
     finally:
         conn.close()
     tables = [str(name) for (name,) in rows if not str(name).startswith("sqlite_")]
-    if not tables or version > LATEST or set(tables) >= _STOPWISE_TABLES:
-        # a newer stopwise may have other tables: the store refuses that file with SchemaTooNew
+    if not tables or set(tables) >= _STOPWISE_TABLES:
+        return []
+    if version > LATEST and not _STOPWISE_TABLES.isdisjoint(tables):
+        # a newer stopwise may have other tables (it keeps some of these): the store refuses it with SchemaTooNew;
+        # a user_version alone is no sign of stopwise, many programs set one
         return []
     return tables
 
