@@ -1200,9 +1200,10 @@ _MEDIA_TYPES = frozenset({"image", "audio", "base64", "url"})
 
 def _textless(normal: str) -> bool:
     """A result with no text to read (``normal`` as ``_TextFacts`` has it): empty or whitespace only, or media
-    blocks only as far as the projection shows it (a screenshot's data fills the cut; a text block in the shown
-    part makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not textless. The notice a
-    projection shows for a withheld (quarantined) result is textless too: the result was not observed."""
+    blocks only as far as the projection shows it (the projection elides a screenshot's data, so a text block
+    after it is shown and makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not
+    textless. The notice a projection shows for a withheld (quarantined) result is textless too: the result was not
+    observed."""
     if not normal or normal == WITHHELD:
         return True
     return bool(_MEDIA_HEAD.match(normal)) and all(t in _MEDIA_TYPES for t in _BLOCK_TYPE.findall(normal))
