@@ -221,3 +221,19 @@ def test_an_empty_file_or_a_newer_log_opened_read_only_is_refused_untouched(tmp_
     with pytest.raises(StoreError, match="cannot open"):
         SQLiteStore(tmp_path / "missing.db", read_only=True)
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_store_names_a_foreign_database_with_a_high_user_version_foreign_not_newer(tmp_path: Path) -> None:
+    """Many programs set a ``user_version`` of their own: one above stopwise's latest schema on a file sharing no
+    table name with stopwise is another program's database, never "a log of a newer stopwise"."""
+    db = tmp_path / "places.sqlite"
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+        conn.execute(f"PRAGMA user_version = {LATEST + 67}")
+    conn.close()
+    before = db.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(NotAStopwiseLog):
+            SQLiteStore(db, read_only=read_only)
+    assert db.read_bytes() == before

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -344,8 +345,54 @@ def _result_text(row: Message | None, n: int) -> str:
     if row.metadata.get("quarantined"):
         # The evaluator judged this output already; the withheld notice itself is not evidence of anything.
         return WITHHELD
-    return _truncate(row.content, n)
+    return _compact_head(row.content, n)
 
 
 def _truncate(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n] + f"... [{len(text) - n} more characters]"
+
+
+_BLANK_RUN = 64
+"""A run of at least this many white-space characters in a tool result is shown as one (``_PADDING``)."""
+_PADDING = re.compile(r'\s{64,}|(?P<key>"data": ?")[A-Za-z0-9+/=\\]{256,}(?=")')
+"""What a tool result may hold that says nothing and only pushes its text past the cut: a long blank run, and the
+base64 data of a media block (MCP's and the providers' image and audio blocks carry it under ``"data"``)."""
+
+
+_PADDING_START = re.compile(r'\s{64}|"data": ?"')
+"""The first characters of a match of ``_PADDING``."""
+
+
+def _shrunk(m: re.Match[str]) -> str:
+    if m.group("key") is not None:
+        return m.group("key") + "..."
+    return "\n" if "\n" in m.group() else " "
+
+
+def _compact_head(text: str, n: int) -> str:
+    """``text`` cut at ``n`` characters as ``_truncate`` cuts it, with each long blank run shown as one character
+    and each media block's data elided (``_PADDING``) before the cut: 9,000 spaces or a screenshot in front of an
+    injection no longer push it out of what the guardian reads, while the acting model reads it whole. A text
+    without such padding is shown exactly as ``_truncate`` shows it. The scan stops once ``n`` characters are
+    shown: a 10 MB page costs what its head costs (a 10 MB blank run costs one C scan of it)."""
+    out: list[str] = []
+    size = pos = 0
+    while size < n and pos < len(text):
+        limit = pos + (n - size)
+        # Where padding may start before the cut (its first characters suffice), then the whole of it from there.
+        start = _PADDING_START.search(text, pos, limit + _BLANK_RUN)
+        if start is None or start.start() >= limit:
+            out.append(text[pos:limit])
+            size, pos = n, limit
+            break
+        m = _PADDING.match(text, start.start())
+        end, shown = (start.end(), start.group()) if m is None else (m.end(), _shrunk(m))  # short data: kept
+        out.append(text[pos : start.start()])
+        out.append(shown)
+        size += start.start() - pos + len(shown)
+        pos = end
+    head = "".join(out)
+    if pos >= len(text) and len(head) <= n:
+        return head
+    more = len(text) - pos + max(0, len(head) - n)
+    return head[:n] + f"... [{more} more characters]"

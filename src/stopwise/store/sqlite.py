@@ -127,8 +127,8 @@ class SQLiteStore:
         """The schema version of a log opened read-only, refusing (before anything is read from its tables) a
         newer one, another program's database, and one that needs a migration first."""
         version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew first
         _refuse_foreign(self._conn, self.path)
+        pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew first
         if pending:
             what = "is empty" if version == 0 else f"has schema version {version}, older than this stopwise's"
             raise StoreReadOnly(
@@ -142,8 +142,8 @@ class SQLiteStore:
     def _migrate(self, busy_timeout: float) -> int:
         conn = self._conn
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
-        pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
         _refuse_foreign(conn, self.path)
+        pending = _sql.pending_migrations(version, repr(self.path))  # raises SchemaTooNew before any write
         _to_wal(conn, busy_timeout)
         while pending:
             target, statements = pending[0]
@@ -531,10 +531,12 @@ def _opening_problem(exc: sqlite3.Error, read_only: bool) -> str:
 
 
 def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
-    """``NotAStopwiseLog`` when the database has tables but is not a stopwise log: no schema version of ours, or
-    not all of stopwise's tables. Reads only (a new or empty file has no tables and passes). The version and the
-    tables are read in one read transaction: another process migrating the same new file meanwhile commits its
-    tables and its version together, and both must be seen from the same moment."""
+    """``NotAStopwiseLog`` when the database has tables but is not a stopwise log: no schema version of ours, not
+    all of stopwise's tables, or a version above ours with no table of stopwise's name (a program's own
+    ``user_version``; a newer stopwise's log is left to ``SchemaTooNew``). Checked before the version. Reads only
+    (a new or empty file has no tables and passes). The version and the tables are read in one read transaction:
+    another process migrating the same new file meanwhile commits its tables and its version together, and both
+    must be seen from the same moment."""
     conn.execute("BEGIN")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -542,7 +544,15 @@ def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
     finally:
         conn.execute("COMMIT")
     tables = tuple(str(name) for (name, *_) in rows if not str(name).startswith("sqlite_"))
-    if tables and (version == 0 or not set(tables) >= _STOPWISE_TABLES):
+    if not tables:
+        return
+    if version > _schema.LATEST:
+        # A newer stopwise may have renamed some tables (SchemaTooNew says to upgrade); but many programs set a
+        # user_version of their own, so a file sharing no table name with stopwise is another program's.
+        foreign = _STOPWISE_TABLES.isdisjoint(tables)
+    else:
+        foreign = version == 0 or not set(tables) >= _STOPWISE_TABLES
+    if foreign:
         raise NotAStopwiseLog(path, tables)
 
 

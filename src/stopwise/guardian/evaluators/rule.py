@@ -1200,9 +1200,10 @@ _MEDIA_TYPES = frozenset({"image", "audio", "base64", "url"})
 
 def _textless(normal: str) -> bool:
     """A result with no text to read (``normal`` as ``_TextFacts`` has it): empty or whitespace only, or media
-    blocks only as far as the projection shows it (a screenshot's data fills the cut; a text block in the shown
-    part makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not textless. The notice a
-    projection shows for a withheld (quarantined) result is textless too: the result was not observed."""
+    blocks only as far as the projection shows it (the projection elides a screenshot's data, so a text block
+    after it is shown and makes it text). ``[]``, ``{}``, ``null`` and "No results found" are answers, not
+    textless. The notice a projection shows for a withheld (quarantined) result is textless too: the result was not
+    observed."""
     if not normal or normal == WITHHELD:
         return True
     return bool(_MEDIA_HEAD.match(normal)) and all(t in _MEDIA_TYPES for t in _BLOCK_TYPE.findall(normal))
@@ -1217,13 +1218,18 @@ _UI_WORDS = frozenset(_UI_WORD_TEXT.split())
 words that name how to act, never what the task is about, so they cannot tell an on-goal action from a detour."""
 
 
+_WORD_CANDIDATE = re.compile(r"(?<![a-z0-9])[a-z]{3,}(?![a-z0-9])")
+"""A ``_TOKEN`` of letters only, three or more: found by ``re`` in C, so the digits, coordinates and element ids
+between words cost no Python step."""
+
+
 def _has_words(text: str) -> bool:
     """``text`` has a word that could share a topic with a goal: letters only, three or more, not a stop word and
-    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words. Only
-    the first 2,000 characters are read: a text that long with no word in it is no prose."""
+    not pointer or key vocabulary. Numbers and tokens with digits (coordinates, element ids) are not words. The
+    whole text is read (prose stops at its first word): a word after a long run of numbers is a word too."""
     return any(
-        (w := m.group()).isalpha() and len(w) > 2 and w not in _STOPWORDS and w not in _UI_WORDS
-        for m in _TOKEN.finditer(_CAMEL.sub(" ", text[:2000]).lower())
+        (w := m.group()) not in _STOPWORDS and w not in _UI_WORDS
+        for m in _WORD_CANDIDATE.finditer(_CAMEL.sub(" ", text).lower())
     )
 
 
