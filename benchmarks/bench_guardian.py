@@ -6,13 +6,15 @@ A synthetic run of realistic steps (searches, reads, writes, some errors, result
 logged as messages and projected with ``project(..., last_k=50)``, exactly as the guardian does. Projections are
 built before timing; only the evaluator and the policy are timed, with ``time.perf_counter`` around each call.
 
-Three figures, each the median (and p90) over many turns; the turns are timed in several rounds and the round
+Four figures, each the median (and p90) over many turns; the turns are timed in several rounds and the round
 whose median is the median of the rounds is reported, so a burst of load from another process skews one round,
 not the figure:
 - turn, steady state: one evaluator per run, as the guardian holds it; each turn the window slides by one new
   step, so the integrity scores of results already seen come from its cache. This is the per-turn cost of a run.
 - turn, cold: a fresh evaluator for every turn (its data already loaded), so nothing is remembered from earlier
   turns: the cost of the first turn of a resumed run with a long history, the worst case.
+- turn, wordless run: the steady state on a computer-use run (calls with coordinates only, empty results), the
+  window the stagnation and drift checks for textless steps answer with a constant.
 - pre-execution risk: the risk question on a pending call.
 Each turn figure covers the five turn conditions plus ``ThresholdPolicy.decide``.
 - turn, whole consultation in a run: the ``latency_ms`` the guardian recorded for its turn decisions past step
@@ -27,9 +29,15 @@ Each turn figure covers the five turn conditions plus ``ThresholdPolicy.decide``
   ``repeat_limit`` never fires, and one that cycles three calls; the recorded turn latency of their first and last
   100 steps (the repeat counts must not walk back the whole spin every step).
 
+``--src DIR`` (twice or more) compares source trees instead: the four turn figures above, measured by this file in
+one subprocess per tree (``PYTHONPATH=DIR``, no wide step, no streak), ``--pairs`` times with the trees' order
+alternating, so that a burst of load from another process falls on both sides of a pair; it prints each tree's
+median over the pairs and the median of the per-pair ratios against the first tree. ``--src <old>/src --src src``
+is a before and an after.
+
 Usage:
     python benchmarks/bench_guardian.py [--steps 50] [--turns 400] [--wide 50 500] [--streak 2000] [--json PATH]
-                                        [--strict]
+                                        [--strict] [--src DIR --src DIR ... [--pairs 5]]
 """
 
 from __future__ import annotations
@@ -38,10 +46,13 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -85,9 +96,22 @@ def history(steps: int, seed: int = 7) -> list[Message]:
     return rows
 
 
-def projections(steps: int, turns: int) -> list[Projection]:
+def wordless_history(steps: int, seed: int = 7) -> list[Message]:
+    """A computer-use run's rows: the goal, then per step a call with coordinates only and an empty result (a
+    window the stagnation and drift checks read as textless and wordless)."""
+    rng = random.Random(seed)
+    rows = [Message.user(GOAL)]
+    for n in range(steps):
+        args = {"action": "left_click", "coordinate": [rng.randrange(1280), rng.randrange(800)]}
+        call = ToolCall("computer", args, id=f"c{n}")
+        rows.append(Message(Role.ASSISTANT, "", (call,)))
+        rows.append(encode_tool_result("", tool_call_id=call.id))
+    return rows
+
+
+def projections(steps: int, turns: int, wordless: bool = False) -> list[Projection]:
     """One projection per turn of a run that already has ``steps`` steps: the window slides by one each turn."""
-    rows = history(steps + turns)
+    rows = wordless_history(steps + turns) if wordless else history(steps + turns)
     out = []
     for t in range(turns):
         upto = 1 + 2 * (steps + t)  # the goal row, then two rows per step
@@ -230,6 +254,48 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
+_PAIRED = ("turn_steady_state", "turn_cold_cache", "pre_execution_risk", "turn_wordless", "turn_recorded_in_run")
+
+
+def paired(trees: list[str], pairs: int, steps: int, turns: int, rounds: int) -> dict[str, dict[str, list[float]]]:
+    """Each tree's turn medians (ms), one list per figure, from ``pairs`` runs of this file per tree.
+
+    The trees run in turn, their order reversed every other pair, each in a fresh interpreter that imports
+    stopwise from that tree only."""
+    out: dict[str, dict[str, list[float]]] = {tree: {key: [] for key in _PAIRED} for tree in trees}
+    for i in range(pairs):
+        for tree in trees if i % 2 == 0 else trees[::-1]:
+            print(f"pair {i + 1}/{pairs}: {tree}", file=sys.stderr, flush=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "figures.json")
+                cmd = [sys.executable, os.path.abspath(__file__), "--steps", str(steps), "--turns", str(turns)]
+                cmd += ["--rounds", str(rounds), "--wide", "--streak", "0", "--json", path]
+                env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+                subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+                with open(path, encoding="utf-8") as f:
+                    figures = json.load(f)
+            for key in _PAIRED:
+                out[tree][key].append(figures[key]["median_ms"])
+    return out
+
+
+def print_paired(results: dict[str, dict[str, list[float]]], steps: int, turns: int, rounds: int) -> None:
+    trees = list(results)
+    first = results[trees[0]]
+    pairs = len(first[_PAIRED[0]])
+    print(f"stopwise guardian, {steps}-step history, {rounds} rounds of {turns} turns per run, {pairs} pairs")
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
+    print("median ms over the pairs; x: the median of the per-pair ratios against the first tree")
+    print("figure".ljust(22) + "".join(t[-30:].rjust(34) for t in trees))
+    for key in _PAIRED:
+        cells = []
+        for tree in trees:
+            ms = results[tree][key]
+            ratio = statistics.median(a / b for a, b in zip(ms, first[key], strict=True))
+            cells.append(f"{statistics.median(ms):.3f}" + ("" if tree == trees[0] else f" ({ratio:.3f}x)"))
+        print(key.ljust(22) + "".join(c.rjust(34) for c in cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=50, help="steps in the history the guardian sees (default 50)")
@@ -241,7 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--strict", action="store_true", help=f"exit 1 when the steady-state median >= {TARGET_MS} ms")
+    parser.add_argument("--src", action="append", default=[], help="a source tree to compare (repeatable)")
+    parser.add_argument("--pairs", type=int, default=5, help="runs per tree with --src, order alternating (default 5)")
     args = parser.parse_args(argv)
+    if args.src:
+        results = paired(args.src, args.pairs, args.steps, args.turns, args.rounds)
+        print_paired(results, args.steps, args.turns, args.rounds)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=2)
+        return 0
 
     ps = projections(args.steps, args.turns)
     assert all(len(p.steps) == args.steps for p in ps)
@@ -252,7 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         _time_turns(warm, ps[:20])
 
     coefficients, model = warm.coefficients, warm.integrity_model
-    rounds: dict[str, list[list[float]]] = {"turn_steady_state": [], "turn_cold_cache": [], "pre_execution_risk": []}
+    wordless = projections(args.steps, args.turns, wordless=True)
+    rounds: dict[str, list[list[float]]] = {
+        "turn_steady_state": [],
+        "turn_cold_cache": [],
+        "pre_execution_risk": [],
+        "turn_wordless": [],
+    }
     for _ in range(args.rounds):
         gc.collect()
         gc.disable()
@@ -262,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 [_time_turns(RuleEvaluator(coefficients=coefficients, integrity_model=model), [p])[0] for p in ps]
             )
             rounds["pre_execution_risk"].append(_time_risk(RuleEvaluator(), ps))
+            rounds["turn_wordless"].append(_time_turns(RuleEvaluator(), wordless))
         finally:
             gc.enable()
     figures = {}
@@ -279,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         "turn_steady_state": "turn: 5 conditions + policy (steady state)",
         "turn_cold_cache": "turn: 5 conditions + policy (cold cache)",
         "pre_execution_risk": "pre-execution risk question",
+        "turn_wordless": "turn: steady state, a wordless run",
         "turn_recorded_in_run": "turn: whole consultation, recorded in a run",
     }
     for key, f in figures.items():

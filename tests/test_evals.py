@@ -536,13 +536,56 @@ def test_the_rule_evaluators_coefficients_refit_into_a_file_it_loads(tmp_path: P
     # An undeclared tool with no hint in its name keeps the base's cautious table, whatever the dev set's mix.
     shipped = json.loads(resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text())
     assert data["risk"]["declared"]["unknown"] == shipped["risk"]["declared"]["unknown"]
-    assert "risk.declared.unknown" not in data["fitted"]
+    assert data["fitted"]["risk.declared.unknown"] == shipped["fitted"]["risk.declared.unknown"]
+    # The risk section's held-out figures described the tables this refit replaced.
+    assert "risk.heldout" not in data["fitted"]
     path = tmp_path / "coefficients.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     evaluator = RuleEvaluator(coefficients=path)
     assert evaluator.model_version.startswith(f"rules-{data['version']}/")
     answers = evaluator.answer_all(state(final="Total: 42"), DEFAULT_CONDITIONS.turn())
     assert not any(a.uncertain for a in answers.answers.values())
+
+
+_NOT_REFITTED = ("goal_reached_open", "goal_reached_evidence", "stagnation_unobserved", "drift_unobserved")
+
+
+def _small_train_set() -> list[TraceRecord]:
+    """A few stagnation and drift records of the dev set's train split, both classes each: enough for a refit."""
+    train = [r for r in read_traces(DEVSET).records if r.split == "train" and r.condition in ("stagnation", "drift")]
+    return [r for r in train if r.condition == "stagnation"][:30] + [r for r in train if r.condition == "drift"][:30]
+
+
+def test_a_refit_keeps_each_map_it_does_not_fit_with_its_note(tmp_path: Path) -> None:
+    from stopwise.evals.rulefit import fit_rule_coefficients
+
+    shipped = json.loads(resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text())
+    data = fit_rule_coefficients(_small_train_set(), mode="platt", source="unit")
+    assert data["fitted"]["stagnation"]["fit"] == "platt(C=1)" and data["fitted"]["drift"]["fit"] == "platt(C=1)"
+    # The refitted maps' old notes (the Platt fold, the held-out figures) no longer describe them.
+    assert "platt_folded" not in data["fitted"]["stagnation"]
+    for key in _NOT_REFITTED:
+        assert data[key] == shipped[key]
+        assert data["fitted"][key] == shipped["fitted"][key]
+    # A refit of a refit still carries them: the notes travel with the file, not with the shipped one.
+    path = tmp_path / "refit.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    again = fit_rule_coefficients(_small_train_set(), base=path, mode="platt", source="unit")
+    for key in _NOT_REFITTED:
+        assert again[key] == shipped[key] and again["fitted"][key] == shipped["fitted"][key]
+
+
+def test_a_refit_refuses_a_base_whose_constant_has_no_note(tmp_path: Path) -> None:
+    from stopwise.errors import ConfigError
+    from stopwise.evals.rulefit import fit_rule_coefficients
+
+    base = json.loads(resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text())
+    del base["fitted"]["drift_unobserved"]
+    path = tmp_path / "unnoted.json"
+    path.write_text(json.dumps(base), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        fit_rule_coefficients(_small_train_set(), base=path, mode="platt")
+    assert raised.value.field == "fitted.drift_unobserved"
 
 
 def test_ece_at_prior_judges_a_probability_at_the_base_rate_it_assumes() -> None:

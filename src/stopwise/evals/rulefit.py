@@ -18,8 +18,11 @@ maps on the training split *is* their calibration, with no extra layer at run ti
   the table for an undeclared tool with no hint in its name is kept as it is (cautious by design) unless the
   caller asks for it to be fitted too (``fit_unnamed_risk``: on real servers' tools, whose mix is the world's).
 
-The limits, the name hints and any key this module does not know are copied from the base file. The result is a
-coefficients file that ``RuleEvaluator(coefficients=path)`` (and ``stopwise eval --rule-coefficients``) loads.
+The limits, the name hints and any key this module does not know are copied from the base file, and so is the
+``fitted`` note of every map it does not refit (``goal_reached_open``, ``goal_reached_evidence``,
+``stagnation_unobserved``, ``drift_unobserved``: fitted or set by other commands, whose provenance a refit must not
+lose; a base holding such a map without its note is refused). The result is a coefficients file that
+``RuleEvaluator(coefficients=path)`` (and ``stopwise eval --rule-coefficients``) loads.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from stopwise.errors import ConfigError
 from stopwise.evals._extra import missing_extra
 
 try:
@@ -62,6 +66,26 @@ def _base_data(path: str | Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError("a coefficients file holds a JSON object")
     return data
+
+
+def _kept_notes(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The base's ``fitted`` notes, after checking that each map this module does not fit has one.
+
+    Such a map (a constant like ``stagnation_unobserved`` or one fitted by another command) is copied into the
+    refit as it is, and its note is the only record of where its numbers come from: a refit that copied the
+    numbers without it would ship a map nobody can trace, so a base that already lacks the note is refused.
+    """
+    notes = data.get("fitted", {})
+    if not isinstance(notes, dict):
+        raise ConfigError("fitted", "must be an object of notes, one per fitted map")
+    for key, value in data.items():
+        if key not in _LOGISTIC and isinstance(value, dict) and "bias" in value and key not in notes:
+            raise ConfigError(
+                f"fitted.{key}",
+                f"the map {key!r} is not refitted here and is copied as it is, but the base file has no note saying "
+                "where it comes from; add one (its fit, its records) before refitting",
+            )
+    return dict(notes)
 
 
 @dataclass(slots=True)
@@ -184,10 +208,14 @@ def fit_rule_coefficients(
     condition with no usable records, or one class only, keeps the base's map.
     The risk table for an undeclared tool whose name gives no hint keeps the base's unless ``fit_unnamed_risk``
     (pass it only with records whose mix of unnamed tools is the world's: tools of real servers, not a dev set's).
-    ``fitted`` in the result says, per map, what was done on how many records (and the CV losses). Records
+    ``fitted`` in the result says, per map, what was done on how many records (and the CV losses); the base's
+    note of every map not refitted is carried over as it is (the risk section's notes as a whole, ``risk.heldout``,
+    are dropped when a risk table is refitted). Raises ``ConfigError`` naming ``fitted.<map>`` when the base holds
+    a map this module does not fit (``stagnation_unobserved``, ``drift_unobserved``, ...) with no note. Records
     without a structured projection are left out.
     """
     data = _base_data(base)
+    base_notes = _kept_notes(data)
     evaluator = RuleEvaluator(coefficients=load_coefficients(base))
     coefficients = evaluator.coefficients
     rows = {name: _Rows() for name in _LOGISTIC}
@@ -214,7 +242,10 @@ def fit_rule_coefficients(
                 counts[r.label] = counts.get(r.label, 0.0) + 1.0
     for name, rs in rows.items():
         if len(set(rs.y)) < 2:
-            fitted[name] = {"kept": "fewer than two classes in the records"}
+            # The base's map stays, and so does what its note says of it.
+            fitted[name] = {"kept": "fewer than two classes in the records"} | (
+                {"base": base_notes[name]} if name in base_notes else {}
+            )
             continue
         names = sorted({k for f in rs.features for k in f} | set(data[name]["weights"]))
         if mode == "cv":
@@ -239,6 +270,15 @@ def fit_rule_coefficients(
         table[top] = round(table[top] + 1.0 - sum(table.values()), 6)
         data["risk"][section][key] = table
         fitted[f"risk.{section}.{key}"] = {"fit": "smoothed counts", "records": int(sum(counts.values()))}
+    if risk_counts:
+        # Notes on the risk section as a whole (its held-out figures) described tables this refit replaced.
+        tables = {
+            f"risk.{section}.{key}" for section, part in data["risk"].items() if isinstance(part, dict) for key in part
+        }
+        base_notes = {k: v for k, v in base_notes.items() if not k.startswith("risk.") or k in tables}
+    # A map copied from the base keeps the base's note (a kept logistic map holds it under "base", beside the
+    # reason); the maps refitted just now get new notes, as their old ones no longer describe them.
+    fitted = {k: v for k, v in base_notes.items() if k not in fitted and k not in _LOGISTIC} | fitted
     base_version = str(data.get("version", ""))
     maps = {k: data[k] for k in (*_LOGISTIC, "risk")}
     digest = hashlib.sha256(json.dumps(maps, sort_keys=True).encode()).hexdigest()[:8]
