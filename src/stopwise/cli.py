@@ -261,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "guardian":
             return _guardian_stats(args.db, args.run)
         if args.command == "eval":
+            # Imported here: the harness brings numpy and scikit-learn, which no other command needs.
             from stopwise.evals._command import run as run_eval
 
             return run_eval(args)
