@@ -8,8 +8,14 @@ package, the smallest of ``--importtime-runs`` runs each, so load spikes fall ou
 
 Target (issue 15): ``import stopwise`` under 0.3 s.
 
+``--cli`` times the ``stopwise`` command instead, as a user or a script meets it: the whole process (start-up,
+imports, the command, exit) of ``stopwise --help``, ``stopwise runs`` and ``stopwise show RUN`` on a small log
+(one ``stopwise demo``, written once by the last tree), each command run in every tree in turn per round (paired
+and interleaved), with the median per tree and the median of the paired ratios against the first tree.
+
 Usage:
   python benchmarks/bench_import.py [--src DIR ...] [--rounds 15] [--importtime-runs 5] [--top 12]
+  python benchmarks/bench_import.py --cli --src OLD/src --src NEW/src [--rounds 15]
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ import argparse
 import collections
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 TARGET_S = 0.3
 
@@ -60,6 +69,43 @@ def importtime(tree: str, runs: int) -> tuple[int, dict[str, float]]:
     return len(best), {k: v / 1e6 for k, v in groups.items()}
 
 
+def _command(tree: str, args: list[str], cwd: str) -> float:
+    """Seconds the whole ``stopwise ARGS`` process took (it must exit 0)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "stopwise", *args], env=_env(tree), cwd=cwd, capture_output=True, check=True)
+    return time.perf_counter() - start
+
+
+def cli(trees: list[str], rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "demo.db")
+        _command(trees[-1], ["demo", "--db", db], tmp)
+        with sqlite3.connect(db) as conn:
+            (run_id,) = conn.execute("SELECT run_id FROM runs ORDER BY rowid LIMIT 1").fetchone()
+        conn.close()
+        commands = {
+            "stopwise --help": ["--help"],
+            "stopwise runs": ["runs", "--db", db],
+            "stopwise show RUN": ["show", run_id, "--db", db],
+        }
+        samples = {(name, t): list[float]() for name in commands for t in trees}
+        for _ in range(rounds):
+            for name, args in commands.items():
+                for tree in trees:
+                    samples[name, tree].append(_command(tree, args, tmp))
+    width = 30
+    print(f"the stopwise command, whole process, {rounds} paired rounds (median, best in brackets)")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}\n")
+    print("".ljust(22) + "".join(t[-width:].rjust(width + 2) for t in trees) + "  ratio (paired median)")
+    for name in commands:
+        cells = "".join(
+            f"{statistics.median(samples[name, t]) * 1e3:,.0f} ms ({min(samples[name, t]) * 1e3:,.0f})".rjust(width + 2)
+            for t in trees
+        )
+        ratio = statistics.median(b / a for a, b in zip(samples[name, trees[0]], samples[name, trees[-1]], strict=True))
+        print(name.ljust(22) + cells + f"  {ratio:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", action="append", default=[], help="a source tree (repeatable); default: ./src")
@@ -67,8 +113,12 @@ def main() -> None:
     ap.add_argument("--importtime-runs", type=int, default=5)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--cli", action="store_true", help="time the stopwise command (see above) instead")
     args = ap.parse_args()
     trees = args.src or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")]
+    if args.cli:
+        cli(trees, args.rounds)
+        return
 
     samples: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
     for _ in range(args.rounds):

@@ -6,6 +6,7 @@ code, no traceback, and nothing committed lost. The CLI runs as a real process."
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -410,3 +411,43 @@ def test_show_and_report_list_the_call_of_a_step_interrupted_before_it_committed
     steps = re.findall(r"<div class='step (\w+)' data-step='(\d)'>(.*?)(?=<div class='step |</section>)", page, re.S)
     assert [(css, n) for css, n, _ in steps] == [("continue", "1"), ("uncommitted", "2")]
     assert "page 2" not in steps[0][2] and "&quot;page&quot;: 2" in steps[1][2] and "not committed" in steps[1][2]
+
+
+def test_show_json_says_of_every_step_whether_it_committed(tmp_path: Path, agent_file: Path) -> None:
+    # The interrupted run: step 2's intent is in the log without its results. A program reading `show --json`
+    # tells that step apart by `committed`, not by guessing from a null decision.
+    stopwise_cmd("run", "agents.py:reader", "Read.", "--db", "log.db", cwd=tmp_path)
+    (session,) = _sessions(tmp_path / "log.db")
+
+    shown = stopwise_cmd("show", session, "--db", "log.db", "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    steps = json.loads(shown.stdout)["steps"]
+    assert [(s["step"], s["committed"]) for s in steps] == [(0, True), (1, True), (2, False)]
+
+
+def test_the_ctrl_c_hint_reads_where_the_run_stands_from_a_log_this_process_cannot_write(
+    tmp_path: Path, agent_file: Path
+) -> None:
+    # The hint reads the run's status back from the log; on a read-only copy it used to fail to open it for writing
+    # and fall back to "see where the run stands" instead of naming the command that continues the cancelled run.
+    shelf = _read_only_shelf(tmp_path)
+    (session,) = _sessions(shelf / "log.db")
+    code = (
+        "import sys; from pathlib import Path; from stopwise._cli._common import interrupted; "
+        "print(interrupted(sys.argv[1], 'agents.py:reader', Path('shelf/log.db')).hint)"
+    )
+    try:
+        hint = subprocess.run(
+            [*_as_unprivileged(), sys.executable, "-c", code, session],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )
+        assert hint.stdout == (
+            f"what was committed is kept; continue with: stopwise retry agents.py:reader {session} --db shelf/log.db\n"
+        ), hint.stderr
+        assert sorted(p.name for p in shelf.iterdir()) == ["log.db"]
+    finally:
+        shelf.chmod(0o755)

@@ -11,35 +11,42 @@ import argparse
 import asyncio
 import json
 import os
-import sqlite3
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from stopwise import __version__
 from stopwise._cli._common import DEFAULT_DB, Interrupted, UsageError, interrupted, reading_store, writable_db
 from stopwise._cli._common import existing_db as _existing_db
 from stopwise._cli.commands import COMMANDS, add_commands, dispatch
-from stopwise._cli.control import print_pending
 from stopwise._cli.runs import RunFilter, add_filters
-from stopwise._load import LoadError, load_agent, with_model
-from stopwise._progress import ProgressBar
+from stopwise._lazy import lazy
 from stopwise._terminal import terminal_safe
-from stopwise.agent import Agent
-from stopwise.demo import SCENARIOS, DemoReport, new_db_path, run_demo
 from stopwise.errors import ConfigError, StoreError, UnreadableEntry, UnreadableRun
 from stopwise.goal import Goal
-from stopwise.guardian.audit import Flip, PolicyOverride, Tally, replay_all
 from stopwise.guardian.records import GuardianDecision
 from stopwise.records import parse_log
-from stopwise.result import RunResult, RunStatus
-from stopwise.runtime import Runner
-from stopwise.store.base import EntryKind, LogEntry, RunRecord, SessionSnapshot
-from stopwise.store.sqlite import SQLiteStore
-from stopwise.store.walk import every_session, sessions_named
+from stopwise.result import RunStatus
+from stopwise.store.base import EntryKind
+
+# What only one command needs is imported when that command runs (the demo's scenarios, the agent loader, the
+# SQLite store, the guardian's audit), so ``stopwise --help`` or ``stopwise approve`` from a script pays for none
+# of the others. docs/scaling.md has the figures.
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from stopwise.agent import Agent
+    from stopwise.demo import DemoReport
+    from stopwise.demo import run_demo as run_demo
+    from stopwise.guardian.audit import Flip, PolicyOverride, Tally
+    from stopwise.result import RunResult
+    from stopwise.store.base import LogEntry, RunRecord, SessionSnapshot
+
+__getattr__ = lazy(__name__, {"run_demo": "stopwise.demo"})
+"""``run_demo`` is an attribute of this module (``stopwise demo`` calls it through the module, so a test may
+replace it) imported on first use."""
 
 __all__ = ["main"]
 
@@ -56,8 +63,32 @@ class _UsageError(Exception):
     """A problem with what the user asked for; shown as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose description may be written when its help is printed (``describe``), so that
+    building the parser imports nothing a description names (the demo's scenarios)."""
+
+    def __init__(self, *args: Any, describe: Callable[[], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._describe = describe
+
+    def format_help(self) -> str:
+        if self._describe is not None:
+            self.description = self._describe()
+        return super().format_help()
+
+
+def _demo_description() -> str:
+    from stopwise.demo import SCENARIOS
+
+    return (
+        f"Run the {len(SCENARIOS)} bundled scenarios ({', '.join(s.name for s in SCENARIOS)}) with scripted "
+        "models, offline, on a SQLite file, and print how each one ended. Exit code 0 when every scenario "
+        "ended as expected, 1 when one did not, 2 when the database cannot be used."
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="stopwise",
         description="Run LLM agents that know when to stop.",
     )
@@ -67,11 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run the bundled scripted scenarios offline and check how each one ends",
-        description=(
-            f"Run the {len(SCENARIOS)} bundled scenarios ({', '.join(s.name for s in SCENARIOS)}) with scripted "
-            "models, offline, on a SQLite file, and print how each one ended. Exit code 0 when every scenario "
-            "ended as expected, 1 when one did not, 2 when the database cannot be used."
-        ),
+        describe=_demo_description,
     )
     demo.add_argument(
         "--db",
@@ -220,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stopwise`` console script and of ``python -m stopwise``."""
     args = _parse(argv)
     _tolerant_streams()
+    import sqlite3  # after parsing: for the error below, which ``--help`` never meets
+
     try:
         if args.command == "demo":
             return _demo(args.db)
@@ -311,8 +340,11 @@ def _tolerant_streams() -> None:
 
 
 def _demo(db: str | None) -> int:
+    from stopwise.demo import new_db_path
+
     path = new_db_path() if db is None else writable_db(db)
-    report = asyncio.run(run_demo(path))
+    # Through the module: ``run_demo`` is one of its attributes, imported on first use (``__getattr__``).
+    report: DemoReport = asyncio.run(sys.modules[__name__].run_demo(path))
     _render_demo(report, fresh=db is None, out=sys.stdout, err=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -396,6 +428,9 @@ def _skipped(exc: UnreadableEntry) -> None:
 
 
 def _run(target: str, prompt: str, model: str | None, db: str, goal: Goal | None = None) -> int:
+    from stopwise._cli.control import print_pending
+    from stopwise._load import LoadError, load_agent, with_model
+
     try:
         agent = load_agent(target)
         if model is not None:
@@ -434,6 +469,9 @@ async def _run_on_sqlite(
     agent: Agent, prompt: str, path: Path, session_id: str, goal: Goal | None = None
 ) -> tuple[RunResult, list[LogEntry]]:
     """Run the agent, then read back the run's step entries: their recorded decisions are what is printed."""
+    from stopwise.runtime import Runner
+    from stopwise.store.sqlite import SQLiteStore
+
     store = SQLiteStore(path)
     try:
         result = await Runner(store).run(agent, prompt, session_id=session_id, goal=goal)
@@ -493,6 +531,9 @@ async def _decisions_by_session(path: Path, run_id: str | None) -> AsyncIterator
     """The guardian decisions of one run (read from its own session only, found by the run's key), or of every
     session in the database, one session at a time (so a whole database is read in constant memory, with a
     progress bar on a terminal's stderr); a session that cannot be read is named on stderr and skipped."""
+    from stopwise._progress import ProgressBar
+    from stopwise.store.walk import every_session, sessions_named
+
     store = reading_store(path)
     try:
         if run_id is not None:
@@ -531,6 +572,8 @@ async def _replay_db(
     path: Path, run_id: str | None, override: PolicyOverride | None
 ) -> tuple[int, list[Flip], set[str]]:
     """How many decisions were replayed, the flips, and the condition names the decisions have."""
+    from stopwise.guardian.audit import Flip, replay_all
+
     count, flips, known = 0, list[Flip](), set[str]()
     async for decisions in _decisions_by_session(path, run_id):
         replayed, flipped = replay_all(decisions, override)
@@ -541,6 +584,8 @@ async def _replay_db(
 
 
 async def _tally_db(path: Path, run_id: str | None) -> Tally:
+    from stopwise.guardian.audit import Tally
+
     tally = Tally()
     async for decisions in _decisions_by_session(path, run_id):
         tally.add(decisions)
@@ -548,6 +593,10 @@ async def _tally_db(path: Path, run_id: str | None) -> Tally:
 
 
 def _replay(db: str, run_id: str | None, policy_file: str | None) -> int:
+    from pathlib import Path
+
+    from stopwise.guardian.audit import PolicyOverride
+
     path = _existing_db(db, positional=True, reading=True)
     override = None
     if policy_file is not None:

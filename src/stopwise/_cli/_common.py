@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stopwise.errors import StoreError
 from stopwise.result import RunStatus
 from stopwise.store.base import RunRecord, SessionSnapshot
-from stopwise.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    # Imported where a log is opened, not here: building the parser (``stopwise --help``) opens none.
+    from stopwise.store.sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_DB",
@@ -66,6 +69,8 @@ def reading_store(path: Path) -> SQLiteStore:
     """The store of a command that only reads the log at ``path``: opened read-only when this process cannot write
     the file or create SQLite's ``-wal``/``-shm`` files beside it (a read-only file, directory or mount), else as
     usual, so an older log is migrated once and a read leaves no journal files behind."""
+    from stopwise.store.sqlite import SQLiteStore
+
     return SQLiteStore(path, read_only=_unwritable(path) is not None)
 
 
@@ -144,6 +149,8 @@ def interrupted(session: str, target: str, path: Path) -> Interrupted:
     command that goes on from where the log says the run now stands, read back from it. A run recorded as
     cancelled (or left running) is continued by ``stopwise retry``; one still suspended (Ctrl-C during the calls
     an approval let run, before their results committed) waits for its decisions again."""
+    import sqlite3
+
     try:
         status = asyncio.run(_last_status(path, session))
     except (StoreError, sqlite3.Error, OSError):
@@ -159,6 +166,7 @@ def interrupted(session: str, target: str, path: Path) -> Interrupted:
 
 
 async def _last_status(path: Path, session: str) -> RunStatus | None:
-    async with SQLiteStore(path) as store:
+    # Only read: a log this process cannot write (a read-only copy, directory or mount) still gives its status.
+    async with reading_store(path) as store:
         runs = await store.list_runs(session)
     return runs[-1].status if runs else None

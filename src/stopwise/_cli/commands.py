@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from stopwise._cli import control, gc, serve, show
 from stopwise._cli._common import DEFAULT_DB
 
 __all__ = ["COMMANDS", "add_commands", "dispatch"]
@@ -196,11 +195,24 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the subcommand ``args`` names (one of ``COMMANDS``); its exit code."""
-    if args.command == "show":
+    """Run the subcommand ``args`` names (one of ``COMMANDS``); its exit code. Each command's module is imported
+    here, when that command runs: building the parser (``stopwise --help``) imports none of them."""
+    if args.command in ("show", "report"):
+        from stopwise._cli import show
+
+        if args.command == "report":
+            return show.report(args.db, args.run, args.output)
         return show.show(args.db, args.run, as_json=args.json, full=args.full)
-    if args.command == "report":
-        return show.report(args.db, args.run, args.output)
+    if args.command == "gc":
+        from stopwise._cli import gc
+
+        return gc.gc(args.db, args.older_than, dry_run=args.dry_run, include_suspended=args.include_suspended)
+    if args.command == "serve":
+        from stopwise._cli import serve
+
+        return serve.serve(args.db, args.host, args.port, args.agent, args.token)
+    from stopwise._cli import control
+
     if args.command in ("approve", "reject", "terminate"):
         message = getattr(args, "message", None)
         return control.decide(args.command, args.db, args.agent, args.session, args.calls, message, args.reviewer)
@@ -220,8 +232,4 @@ def dispatch(args: argparse.Namespace) -> int:
         return control.fork(args.db, args.agent, args.session, args.at, args.new_session, args.message)
     if args.command == "expire":
         return control.expire(args.db, args.session, every=args.all, now=args.now)
-    if args.command == "gc":
-        return gc.gc(args.db, args.older_than, dry_run=args.dry_run, include_suspended=args.include_suspended)
-    if args.command == "serve":
-        return serve.serve(args.db, args.host, args.port, args.agent, args.token)
     return control.retry(args.db, args.target, args.session, args.message)

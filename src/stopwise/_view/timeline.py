@@ -110,6 +110,7 @@ class StepView:
     def to_data(self) -> dict[str, Any]:
         return {
             "step": self.step,
+            "committed": self.committed,
             "text": self.text,
             "tool_calls": [c.to_data() for c in self.tool_calls],
             "decision": None
