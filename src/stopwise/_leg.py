@@ -114,9 +114,15 @@ class Folded(Generic[_T]):
     def since(self, leg: Leg, empty: _T) -> tuple[int, _T]:
         """Where folding ``leg.messages`` goes on from, and the value so far (``empty`` at the run's start when this
         fold no longer matches the leg's rows)."""
+        kept = self.kept(leg)
+        return kept if kept is not None else (leg.run_start, empty)
+
+    def kept(self, leg: Leg) -> tuple[int, _T] | None:
+        """Where folding ``leg.messages`` goes on from, and the value so far; None when this fold no longer matches
+        the leg's rows (a caller that can compute the value another way than from the run's start)."""
         if self.rows is leg.messages and leg.run_start <= self.end <= len(leg.messages):
             return self.end, self.value
-        return leg.run_start, empty
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,11 +122,17 @@ def run_steps(leg: Leg) -> int:
 def run_repeats(leg: Leg, rows: Sequence[Message]) -> tuple[int, Cycle | None]:
     """How many times in a row (``Streak``) the latest call was made, and the latest cycle of calls repeated
     (``Cycles``), in the run's rows with ``rows`` (this step's, not committed yet) after them, reading only the rows
-    committed since the last call: the repeats so far are kept on the leg (``Folded``)."""
+    committed since the last call: the repeats so far are kept on the leg (``Folded``). A leg's first call (a run
+    restored from its log to resume or retry) reads them back from the newest row only as far as the repetitions
+    go (``Repeats.of``, equal to the fold from the run's start): a resume does not re-read the whole history."""
     messages = leg.messages
-    end, repeats = leg.repeat_rows.since(leg, Repeats())
     keys = call_keys(leg)
-    repeats = repeats.then(messages[end:], keys)
+    kept = leg.repeat_rows.kept(leg)
+    if kept is None:
+        repeats = Repeats.of(messages, keys, leg.run_start)
+    else:
+        end, repeats = kept
+        repeats = repeats.then(messages[end:], keys)
     leg.repeat_rows = Folded(messages, len(messages), repeats)
     now = repeats.then(rows, keys)
     return now.streak.count, now.cycles.latest
