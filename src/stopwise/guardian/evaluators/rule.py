@@ -719,11 +719,7 @@ class RuleEvaluator:
         # model's own words are observed too: a model that says the same thing again every step is stuck whatever
         # its calls returned, so that window is read (as before results without text were told apart).
         facts_of = [[self._facts(c.result) for c in s.calls] for s in recent]
-        if (
-            any(facts_of)
-            and all(f.textless for fs in facts_of for f in fs)
-            and not _repeats_text(recent, seen.texts)
-        ):
+        if any(facts_of) and all(f.textless for fs in facts_of for f in fs) and not _repeats_text(recent, seen.texts):
             return {"unobserved": 1.0}
         exact = near = calls = 0
         stale = masked_stale = 0
@@ -1205,10 +1201,10 @@ _MEDIA_TYPES = frozenset({"image", "audio", "base64", "url"})
 
 
 def _repeats_text(recent: Sequence[ProjectedStep], said: set[str]) -> bool:
-    """Every step of ``recent`` has words, the same words the model already said in an earlier step (``said``).
+    """Every step of ``recent`` has words, and they are words the model already said before the window (``said``).
 
-    A step can only repeat what is in ``said`` or a step before it in ``recent``; the latter is in ``said`` too
-    once that step repeated, so ``said`` (the earlier steps' words) is all this needs."""
+    Checking against ``said`` alone suffices: a recent step that repeats an earlier recent step repeats words that
+    step took from ``said``, or the check already failed there."""
     return all(s.text.strip() and s.text.strip() in said for s in recent)
 
 
