@@ -588,6 +588,20 @@ def test_a_refit_refuses_a_base_whose_constant_has_no_note(tmp_path: Path) -> No
     assert raised.value.field == "fitted.drift_unobserved"
 
 
+def test_the_rulefit_command_refuses_a_base_without_a_note_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    base = json.loads(resources.files("stopwise.guardian").joinpath("data", "rule_coefficients.json").read_text())
+    del base["fitted"]["stagnation_unobserved"]
+    path, out = tmp_path / "unnoted.json", tmp_path / "out.json"
+    path.write_text(json.dumps(base), encoding="utf-8")
+    command = [sys.executable, "-m", "stopwise.evals.rulefit", str(DEVSET), "--base", str(path), "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("python -m stopwise.evals.rulefit: error: fitted.stagnation_unobserved:")
+    assert not out.exists()
+
+
 def test_ece_at_prior_judges_a_probability_at_the_base_rate_it_assumes() -> None:
     # Every record answered 0.05 on a half-injected corpus: miscalibrated there, exact where 5% are injected.
     p, y = [0.05] * 4, [1, 1, 0, 0]

@@ -189,3 +189,34 @@ def test_a_window_with_one_text_result_reads_the_text_and_skips_the_screenshots(
 def test_a_pretty_printed_image_block_is_textless_too() -> None:
     pretty = '[\n  {\n    "type": "image",\n    "data": "iVBORw0KGgo",\n    "mimeType": "image/png"\n  }\n]'
     assert RULES.answer(run_of([pretty] * 4), STAGNATION).defer
+
+
+def narrated(results: list[str], texts: list[str]) -> Projection:
+    steps = tuple(
+        ProjectedStep(i + 1, t, (ProjectedCall("find_in_page", {"text": f"coordinator {i}"}, r, error=False),))
+        for i, (r, t) in enumerate(zip(results, texts, strict=True))
+    )
+    return Projection("Find a job.", (), steps)
+
+
+SAYING = "Let me look at the page again to find the coordinator role."
+
+
+@pytest.mark.parametrize("textless", ["", IMAGE])
+def test_the_model_saying_the_same_words_every_step_is_read_not_deferred_though_results_are_textless(
+    textless: str,
+) -> None:
+    projection = narrated([textless] * 4, [SAYING] * 4)
+    features = RULES.stagnation_features(projection)
+    assert "unobserved" not in features
+    assert features["stale_text"] == 1.0 and features["all_steps_stale"] == 1.0
+    answer = RULES.answer(projection, STAGNATION)
+    assert not answer.defer
+    assert answer.p(STAGNATION.fires_on) > T
+
+
+def test_new_words_or_one_silent_step_among_textless_results_still_defers() -> None:
+    # The repeat must hold for every recent step: new words, or a step without words, are no evidence of a loop.
+    fresh = [f"Step {i}: scrolling to section {i} of the listing." for i in range(4)]
+    assert RULES.answer(narrated([IMAGE] * 4, fresh), STAGNATION).defer
+    assert RULES.answer(narrated([IMAGE] * 4, [SAYING, SAYING, "", SAYING]), STAGNATION).defer

@@ -37,6 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from stopwise._terminal import terminal_safe
 from stopwise.errors import ConfigError
 from stopwise.evals._extra import missing_extra
 
@@ -64,7 +65,7 @@ def _base_data(path: str | Path | None) -> dict[str, Any]:
         text = resources.files("stopwise.guardian").joinpath("data", COEFFICIENTS_FILE).read_text(encoding="utf-8")
     data = json.loads(text)
     if not isinstance(data, dict):
-        raise ValueError("a coefficients file holds a JSON object")
+        raise ConfigError("base", "a coefficients file holds a JSON object")
     return data
 
 
@@ -316,11 +317,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--mode", choices=("cv", "platt", "refit"), default="cv", help="how each map is fitted (default cv)"
     )
     args = parser.parse_args(argv)
-    records = [r for path in args.traces for r in read_traces(path).records]
-    train = [r for r in records if r.split == "train"]
-    data = fit_rule_coefficients(
-        train, base=args.base, mode=args.mode, source=", ".join(args.traces) + " (train split)"
-    )
+    try:
+        records = [r for path in args.traces for r in read_traces(path).records]
+        train = [r for r in records if r.split == "train"]
+        data = fit_rule_coefficients(
+            train, base=args.base, mode=args.mode, source=", ".join(args.traces) + " (train split)"
+        )
+    except (ConfigError, OSError, json.JSONDecodeError) as exc:
+        # A base file refused (a constant without its note, not JSON) or a file not read: the caller's input,
+        # so one line naming it, exit code 2 like argparse's, and no file written.
+        print(f"{parser.prog}: error: {terminal_safe(str(exc))}", file=sys.stderr)
+        return 2
     Path(args.out).write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} (version {data['version']}); held-out (test split) comparison:")
     from stopwise.evals.report import build_report

@@ -715,9 +715,11 @@ class RuleEvaluator:
         seen = self._seen(earlier, {c.tool for s in recent for c in s.calls})
         # A result with no text (a screenshot, an action that returns nothing) was not observed: repeating it is no
         # loop with a seen result, and it says nothing was found no more than that something was. When no recent
-        # call returned text the rules cannot tell (the answer defers); else they read the observed ones.
+        # call returned text the rules cannot tell (the answer defers); else they read the observed ones. The
+        # model's own words are observed too: a model that says the same thing again every step is stuck whatever
+        # its calls returned, so that window is read (as before results without text were told apart).
         facts_of = [[self._facts(c.result) for c in s.calls] for s in recent]
-        if any(facts_of) and all(f.textless for fs in facts_of for f in fs):
+        if any(facts_of) and all(f.textless for fs in facts_of for f in fs) and not _repeats_text(recent, seen.texts):
             return {"unobserved": 1.0}
         exact = near = calls = 0
         stale = masked_stale = 0
@@ -1196,6 +1198,14 @@ _BLOCK_TYPE = re.compile(r'"type": ?"([a-z_]*)"')
 
 _MEDIA_TYPES = frozenset({"image", "audio", "base64", "url"})
 """Block types that carry no text: media blocks and the ``source`` of a provider's image part."""
+
+
+def _repeats_text(recent: Sequence[ProjectedStep], said: set[str]) -> bool:
+    """Every step of ``recent`` has words, and they are words the model already said before the window (``said``).
+
+    Checking against ``said`` alone suffices: a recent step that repeats an earlier recent step repeats words that
+    step took from ``said``, or the check already failed there."""
+    return all(s.text.strip() and s.text.strip() in said for s in recent)
 
 
 def _textless(normal: str) -> bool:
