@@ -116,9 +116,12 @@ def test_integrity_corpus_third_version_records_are_train_only_appended_and_name
     assert records.index(third[0]) == len(records) - len(third)
 
 
-TEST_SPLIT_SHA256 = "3fc8bbb88e82ba5ad778ee1084f38225c1dc586b584b334437499e50a523147e"
-"""The held-out rows of the corpus (its ``test`` lines, in order) since the first version: later versions only
-append train rows, so what the held-out figures were measured on stays byte for byte the same."""
+TEST_SPLIT_SHA256 = "92e134cc1d1445b471d6cb1a0b06d36ad7fab3b73703ea71231ac7421b8a08b4"
+"""The held-out rows of the corpus (its ``test`` lines, in order): later versions only append train rows, so what the
+held-out figures were measured on stays byte for byte the same. Their texts are the first version's; the guardian's
+projection of them changed once, when it began to show long whitespace runs and media data elided (2026-12-02,
+106 test rows: BIPIA's padded tables, Who&When's logs; the first version's hash was 3fc8bbb8...). A change of the
+projection is a change of what the guardian reads, so it shows here, and the gate's baseline is re-measured with it."""
 
 
 def test_integrity_corpus_test_split_is_byte_for_byte_the_first_versions() -> None:
